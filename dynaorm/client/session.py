@@ -5,6 +5,7 @@ the driver and for whether hooks listen, which the pure floors never do."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
@@ -167,7 +168,8 @@ class BaseSession:
         shard = fields.pop("shard", None)
         if (scope := self._stage.scope) is not None:
             scope.query(self._stage, entities, index, fields)
-        return kind(entities, fields, index, _shard=shard, _driver=self._driver)
+        return kind(entities, fields, index, _shard=shard, _driver=self._driver,
+                    _scope=scope)
 
     def _scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
               segment: int | None, segments: int | None, rate: Rate | None = None) -> Any:
@@ -175,9 +177,10 @@ class BaseSession:
         if index is not None:
             table.index(index)
         chosen = check_segments(segment, segments)
+        scope = self._stage.scope
         scan = kind(entities, index, chosen, segments, _driver=self._driver,
-                    _budget=budget_of(rate))
-        return scan if (scope := self._stage.scope) is None else scope.scan(scan)
+                    _budget=budget_of(rate), _scope=scope)
+        return scan if scope is None else scope.scan(scan)
 
     def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
                 top: int, fields: Mapping[str, Any]) -> Any:
@@ -185,8 +188,9 @@ class BaseSession:
 
         spec = self._stage.spec(entity)  # (an entity of a table bound to this client)
         search = search_spec(kind, entity, index, vector, top, fields, self._driver)
-        return search if (scope := self._stage.scope) is None else scope.search(
-            spec, index, search, fields)
+        if (scope := self._stage.scope) is None:
+            return search
+        return scope.search(spec, index, dataclasses.replace(search, _within=scope), fields)
 
     def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
                  ) -> Any:
@@ -194,4 +198,5 @@ class BaseSession:
         if not spec.rules.sort_keys.latest:  # (no history: the entity keeps one row)
             raise DynaormError(f"{spec.name} is not versioned")
         self._stage.key(spec, fields)
-        return kind((entity,), dict(fields), None, _history=True, _driver=self._driver)
+        return kind((entity,), dict(fields), None, _history=True, _driver=self._driver,
+                    _scope=self._stage.scope)

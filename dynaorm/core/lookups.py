@@ -151,6 +151,8 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
             spec, rule, guard)  # (in a migration window: a guard of the old type name)
         if owner is None:
             return None
+        if stage.scope is not None and not stage.scope.admits_key(spec, owner.get(table.pk)):
+            return None  # (a guard of the scope naming another scope's key: not read)
         item = yield from get_item_p(table, owner, consistent, (entity,))
         obj: T | None = yield from owner_p(spec, item)  # (either layout, as get reads)
         if obj is not None:

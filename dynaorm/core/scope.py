@@ -1,6 +1,14 @@
 """A session's tenant scope (pure): ``Session(table, scope={"tenant_id": "t1"})`` reads
 and writes only items whose keys render the scope's fields with the scope's values.
 
+What is inside the scope is decided by an item's **key**, never by its attributes:
+:meth:`Scope.admits` parses the stored partition key with the entity's key template (the
+grammar of :mod:`dynaorm.schema.templates`) and compares the fields it gives back with
+the scope's values; a key the grammar cannot parse is never admitted. Every key a scoped
+session renders is admitted before it is sent, and every item a scoped read returns is
+admitted before it is decoded (a query of the table's own partition is admitted once, by
+its partition key: every item it returns holds that key).
+
 One check, in the session's planning (:class:`~dynaorm.core.stage.Stage` asks it), shared
 by the sync and async sessions: every key a lookup, a query, a search or a staged write
 renders is checked against the scope before anything is sent, and an entity whose
@@ -16,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from dynaorm.errors import ScopeError
+from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.schema.paths import field_adapter
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.schema.templates import render_value
+from dynaorm.schema.templates import KeyTemplate, render_value
 from dynaorm.values.expressions import F
+from dynaorm.values.keys import key_value
 
 __all__ = ["Scope"]
 
@@ -31,7 +40,7 @@ class Scope:
     """The fields a scoped session holds to fixed values (``values``: as keys render them;
     ``given``: as the caller gave them, for filters)."""
 
-    __slots__ = ("_covered", "given", "values")
+    __slots__ = ("_covered", "_pks", "given", "selections", "values")
 
     def __init__(self, scope: Mapping[str, Any]) -> None:
         if not isinstance(scope, Mapping) or not scope:
@@ -47,6 +56,11 @@ class Scope:
         self.given = dict(scope)
         self.values = values
         self._covered: set[type[Any]] = set()
+        #: per entity class: its partition key templates (the current layout's, and the
+        #: previous one's under ``Meta.previous``), what :meth:`admits` parses with
+        self._pks: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = {}
+        #: the scoped read selections of this scope (:func:`dynaorm.read.selection.selection`)
+        self.selections: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.values.items())
@@ -100,6 +114,59 @@ class Scope:
                              f"field(s) {missing}: a query of it could read another "
                              f"tenant's items, so a session scoped to {self} refuses it")
 
+    # -- keys: what is inside the scope -------------------------------------------------
+    def admits(self, spec: EntitySpec, item: Mapping[str, Any]) -> bool:
+        """Whether the stored item ``item`` of ``spec`` is inside the scope, by its table
+        partition key alone (:meth:`admits_key`); a missing or malformed one is not."""
+        found = self._pks.get(spec.cls) or self._templates(spec)
+        av = item.get(found[0])
+        if type(av) is not dict:
+            return False
+        text = av.get("S")
+        if type(text) is not str:
+            try:
+                text = key_value(av)
+            except DynaormError:  # (a malformed key attribute)
+                return False
+        return self._parses(found[1], text)
+
+    def admits_key(self, spec: EntitySpec, value: str) -> bool:
+        """Whether the partition key value ``value`` (as rendered: a ``str``, or a
+        number or binary key) of ``spec`` is inside the scope: parsed with the entity's
+        partition key template (and its previous layout's, under ``Meta.previous``: every
+        template that parses it must give the scope's values, and one must), each scope
+        field's text equal to the scope's. A key the grammar cannot parse is not."""
+        return self._parses((self._pks.get(spec.cls) or self._templates(spec))[1], value)
+
+    def _templates(self, spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
+        previous = getattr(spec.previous, "pk", None)
+        found = self._pks[spec.cls] = (spec.table.pk, (spec.pk,) if previous is None
+                                       else (spec.pk, previous))
+        return found
+
+    def _parses(self, templates: tuple[KeyTemplate, ...], value: str) -> bool:
+        if not isinstance(value, str):  # (none: no key; a number or binary key is a str)
+            return False
+        admitted = False
+        for pk in templates:
+            parsed = pk.parse_key(value)
+            if parsed is None:
+                continue
+            for name, want in self.values.items():
+                if parsed.get(name) != want:
+                    return False
+            admitted = True
+        return admitted
+
+    def key(self, spec: EntitySpec, key: Mapping[str, Any], what: str) -> None:
+        """A rendered primary key (attribute -> value) parses back into the scope, else
+        :class:`ScopeError` (nothing is sent)."""
+        value = key.get(spec.table.pk)
+        if value is None or not self.admits_key(spec, value):
+            raise ScopeError(f"{spec.name}: {what} renders the partition key {value!r}, "
+                             f"which does not parse back into this session's scope "
+                             f"({self}); nothing was sent")
+
     # -- keys and objects ---------------------------------------------------------------
     def fields(self, spec: EntitySpec, fields: Mapping[str, Any], what: str) -> None:
         """The scope fields among ``fields`` (what a key renders) hold the scope's values."""
@@ -112,18 +179,18 @@ class Scope:
                                  f"session's scope ({name}={want!r}); nothing was sent")
 
     def obj(self, spec: EntitySpec, obj: Any, what: str) -> None:
-        """An object to write: its fields now and the stored row it was loaded from (a
-        move from another scope deletes that row) are in the scope."""
+        """An object to write: its fields now are in the scope, and so is the stored key it
+        was loaded from (a move from another scope would delete that row), by the key's
+        grammar, whatever the row's attributes said."""
         self.fields(spec, obj.__dict__, what)
         state = getattr(obj, "_dynaorm_state", None)
-        item = getattr(state, "item", None)
-        if isinstance(item, Mapping):
-            stored = {}
-            for name in self.values:
-                av = item.get(spec.attr(name))
-                if isinstance(av, Mapping) and len(av) == 1:
-                    stored[name] = next(iter(av.values()))
-            self.fields(spec, stored, f"{what} of an object loaded")
+        key = getattr(state, "key", None)
+        if isinstance(key, Mapping):
+            value = key.get(spec.table.pk)
+            if value is None or not self.admits_key(spec, value):
+                raise ScopeError(f"{spec.name}: {what} of an object loaded from the key "
+                                 f"{value!r}, which is outside this session's scope "
+                                 f"({self}); nothing was sent")
 
     # -- reads ------------------------------------------------------------------------
     def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,
@@ -168,3 +235,4 @@ class Scope:
                                  f"could return another tenant's items, so a session "
                                  f"scoped to {self} refuses it")
         return search
+

@@ -92,9 +92,12 @@ class Stage:
                                    f"{sorted(expected)} (missing {missing}, unexpected {extra})")
         if unversioned:
             raise DynaormError(f"{spec.name} is not versioned; get() takes no version")
-        if self.scope is not None:
-            self.scope.fields(spec, fields, "a key")
-        return spec.primary_key(fields, version)
+        if self.scope is None:
+            return spec.primary_key(fields, version)
+        self.scope.fields(spec, fields, "a key")
+        key = spec.primary_key(fields, version)
+        self.scope.key(spec, key, "a key")  # (parsed back: the key decides the scope)
+        return key
 
     def add(self, entry: StagedWrite) -> None:
         """Stage ``entry`` (one of an object: its key must render, and a write of the same
@@ -104,9 +107,10 @@ class Stage:
             self.writes[id(entry)] = entry
             return
         spec = self.spec(obj)
-        spec.primary_key(obj.__dict__)  # a key that cannot render fails now
+        key = spec.primary_key(obj.__dict__)  # a key that cannot render fails now
         if self.scope is not None:
             self.scope.obj(spec, obj, "a write")
+            self.scope.key(spec, key, "a write")
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
-from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError
+from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError, ScopeError
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
@@ -42,6 +42,8 @@ class QuerySpec(ReadSpec[T]):
     _shard: int | None = None
     _plan_cache: list[KeyPlan] = field(default_factory=list, compare=False)
     _driver: Any = field(default=None, compare=False, repr=False)
+    #: a scoped session's scope (:class:`~dynaorm.core.scope.Scope`; ``None``: unscoped)
+    _scope: Any = field(default=None, compare=False, repr=False)
 
     # -- builders ------------------------------------------------------------------
     def _with(self, **changes: Any) -> Self:
@@ -143,9 +145,22 @@ class QuerySpec(ReadSpec[T]):
         table = spec_of(self._entities[0]).table
         # (one type on the table: its key condition reads latest copies only)
         several = len(self._entities) > 1 and plan.index is None
+        scope = self._scope
+        if scope is not None and (plan.index is None or table.index(plan.index).is_local):
+            # the table's own partition (an LSI's too): every item the query returns holds
+            # the partition key it names, admitted here once, by its grammar
+            for entity in self._entities:
+                spec = spec_of(entity)
+                for value in plan.pk_values:
+                    if not scope.admits_key(spec, value):
+                        raise ScopeError(f"{spec.name}: a query of the partition {value!r}"
+                                         f", outside this session's scope ({scope}); "
+                                         "nothing was sent")
+            scope = None
         return selection(self._entities, plan.index, sk_attr=plan.sk_attr,
                          exclude=plan.exclude, history_base=plan.history_base,
-                         latest_only=several or table.native(plan.index) is not None)
+                         latest_only=several or table.native(plan.index) is not None,
+                         scope=scope)
 
     def _describe(self) -> str:
         names = "/".join(e.__name__ for e in self._entities)

@@ -64,6 +64,9 @@ class ScanSpec(ReadSpec[T]):
     _filter: Condition | None = None
     _driver: Any = field(default=None, compare=False, repr=False)
     _budget: Any = field(default=None, compare=False, repr=False)
+    #: a scoped session's scope (:class:`~dynaorm.core.scope.Scope`; ``None``: unscoped):
+    #: each item a scan returns is a result only when its stored key is inside it
+    _scope: Any = field(default=None, compare=False, repr=False)
 
     def _with(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
@@ -81,7 +84,7 @@ class ScanSpec(ReadSpec[T]):
         return request
 
     def _selection(self) -> Selection[T]:
-        return selection(self._entities, self._index, latest_only=True)
+        return selection(self._entities, self._index, latest_only=True, scope=self._scope)
 
     def _describe(self) -> str:
         names = "/".join(e.__name__ for e in self._entities)

@@ -178,6 +178,9 @@ class SearchSpec(Generic[T]):
     #: (attribute, value) the condition requires: the partition's, then the filters'
     _scope: tuple[tuple[str, AttributeValue], ...] = ()
     _driver: Any = field(default=None, compare=False, repr=False)
+    #: a scoped session's scope (:class:`~dynaorm.core.scope.Scope`; ``None``: unscoped):
+    #: a hit is a result only when its stored key is inside it
+    _within: Any = field(default=None, compare=False, repr=False)
 
     def where(self, condition: Condition) -> Self:
         """Only hits whose filter attributes hold these values: ``F(name) == value`` for
@@ -222,7 +225,7 @@ class SearchSpec(Generic[T]):
         return ph.apply(request)
 
     def _selection(self) -> Selection[T]:
-        return selection(self._entities, None, latest_only=True)
+        return selection(self._entities, None, latest_only=True, scope=self._within)
 
     def _operation_of(self) -> Operation:
         """What the hooks are told this search is."""
@@ -235,7 +238,10 @@ class SearchSpec(Generic[T]):
         old, whole = spec.rules.before, bool(asked(spec, self._index))
         wanted: list[tuple[Item, float]] = []
         found: list[tuple[Item, float] | None] = []  # (None: the next of ``wanted``)
+        within = self._within
         for item, score in self._checked(out.get("SearchResults") or []):
+            if within is not None and not within.admits(spec, item):
+                continue  # (another scope's key, whatever its attributes say: not read)
             if whole and sel.keep(item) and not old.owns(item):
                 found.append((item, score))  # (the stored item, its vector the index's copy)
             elif sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,6 +100,9 @@ class Selection(Generic[T]):
     #: the requested types some rule of which keeps rows from the results
     #: (:meth:`~dynaorm.schema.rules.Rule.keeps`): asked of each of their rows
     keeping: frozenset[str] = frozenset()
+    #: a scoped session's :class:`~dynaorm.core.scope.Scope` (``None``: unscoped): an item
+    #: is a result only when its stored key is inside it (``scope.admits(spec, item)``)
+    scope: Any = None
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
@@ -135,6 +139,8 @@ class Selection(Generic[T]):
         if name is None or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
+        if self.scope is not None and not self.scope.admits(self.types[name][1], item):
+            return False  # (another scope's key, whatever its attributes say)
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
         if self.history_base is not None and self.table_sk:
@@ -156,6 +162,8 @@ class Selection(Generic[T]):
                 item.get(self.type_attr, _NO_VALUE).get("S"))
         if name is None or name not in self.types or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
+            return False
+        if self.scope is not None and not self.scope.admits(self.types[name][1], item):
             return False
         if name in self.version_keyed and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(self.layout.latest)
@@ -233,8 +241,9 @@ class Selection(Generic[T]):
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
         strict bound, history, latest copies among several types, a rule that keeps some
-        rows from the results), or whose items are read again by key."""
-        if (self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
+        rows from the results, a scope whose keys are told item by item), or whose items
+        are read again by key."""
+        if (self.scope is not None or self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
                 or self.exclude is not None or self.history_base is not None
                 or self.latest_only or self.keeping):
             return None
@@ -267,7 +276,8 @@ class Selection(Generic[T]):
         the latest-copy rule is part of the server's filter, so it alone does not need
         the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
-        return bool(self.exclude or self.history_base or latest_on_client or self.keeping)
+        return bool(self.exclude or self.history_base or latest_on_client or self.keeping
+                    or self.scope is not None)
 
     # -- partial reads -----------------------------------------------------------------
     def check_fields(self, names: Iterable[str]) -> None:
@@ -312,13 +322,26 @@ _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
 
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
-              latest_only: bool = False) -> Selection[T]:
+              latest_only: bool = False, scope: Any = None) -> Selection[T]:
     """The :class:`Selection` of a read of ``entities`` from the table or ``index``
     (``latest_only``: a versioned type's rows are results only as its latest copies,
     where no key condition says so): one per kind of read, kept (``read.selections``),
     except where it holds a key value (``exclude``, ``history_base``) or snapshots the
     table's entities (a table without a type attribute, whose later classes change what
-    its reads skip): those are built for each read."""
+    its reads skip): those are built for each read. With ``scope`` (a scoped session's
+    :class:`~dynaorm.core.scope.Scope`), its results are only the items whose stored keys
+    it admits (kept in the scope's own ``selections``)."""
+    if scope is not None:
+        key = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
+        scoped: Selection[T] | None = scope.selections.get(key)
+        if scoped is None:
+            scoped = dataclasses.replace(selection(
+                entities, index, sk_attr=sk_attr, exclude=exclude,
+                history_base=history_base, latest_only=latest_only), scope=scope)
+            if len(scope.selections) < 64 and not scoped.shapeless:  # (a session's
+                # few kinds of read; a table without a type attribute: built each read)
+                scope.selections[key] = scoped
+        return scoped
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)

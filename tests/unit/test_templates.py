@@ -227,3 +227,118 @@ def test_datetime_keys_round_trip_to_the_same_instant(at: datetime) -> None:
 def test_parse_key_rejects_foreign_keys() -> None:
     assert _TEMPLATE.parse_key("ORG#a#USER#b") is None
     assert _TEMPLATE.parse_key("XYZ#a#USER#b#AT#1") is None
+
+
+# -- the grammar (contract 23, "Keys have a grammar") --------------------------------------
+#: every printable character a literal may hold (braces are the template's own syntax)
+_LITERAL_CHARS = st.characters(min_codepoint=0x20, max_codepoint=0x7E,
+                               exclude_characters="{}")
+_VALUE_CHARS = st.sampled_from("ab1-_.:|/ #xZ")
+
+
+@st.composite
+def _grammar_templates(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A template of random literals (any printable separator, ``-``, ``_``, ``.``, ``:``,
+    ``|``, ``/``, space, ``#``...) and 1-3 fields: ``L0{f0}L1{f1}...Ln``, every literal
+    between two fields non-empty (a field's separator), the first and last maybe empty."""
+    n = draw(st.integers(min_value=1, max_value=3))
+    literal = st.text(_LITERAL_CHARS, min_size=1, max_size=3)
+    parts = [draw(st.one_of(st.just(""), literal))]
+    names = [f"f{i}" for i in range(n)]
+    for i, name in enumerate(names):
+        parts.append("{" + name + "}")
+        parts.append(draw(literal) if i < n - 1 else draw(st.one_of(st.just(""), literal)))
+    return "".join(parts), names
+
+
+@settings(max_examples=300)
+@given(shape=_grammar_templates(), data=st.data())
+def test_a_value_the_grammar_accepts_parses_back_exactly(
+        shape: tuple[str, list[str]], data: st.DataObject) -> None:
+    """Any values the grammar accepts render a key that ``parse_key`` gives back exactly;
+    a value holding ``#`` or its field's separator is refused, naming the field and the
+    character (a template that is exactly one field takes anything)."""
+    source, names = shape
+    template = KeyTemplate.parse(source, owner="Doc")
+    values = {n: data.draw(st.text(_VALUE_CHARS, min_size=1, max_size=6), label=n)
+              for n in names}
+    bad = {n: sorted(c for c in template.separators(n) if c in v) for n, v in values.items()}
+    first = next((n for n in names if bad[n]), None)
+    if first is None:
+        key = template.render(values, "Doc")
+        assert template.parse_key(key) == values
+        return
+    with pytest.raises(KeyTemplateError) as info:
+        template.render(values, "Doc")
+    refused = str(info.value)
+    assert refused.startswith("Doc:") and repr(first) in refused
+    assert "'#'" in refused or any(repr(c) in refused for c in bad[first])
+
+
+def test_a_template_that_is_one_field_takes_anything() -> None:
+    template = KeyTemplate.parse("{id}")
+    for value in ("a#b", "T-acme-corp", "x|y/z w"):
+        assert template.parse_key(template.render({"id": value})) == {"id": value}
+    assert template.separators("id") == frozenset()
+
+
+def test_a_separator_is_the_first_character_of_the_literal_after_the_field() -> None:
+    template = KeyTemplate.parse("T-{tenant_id}-{doc_id}")
+    assert template.separators("tenant_id") == {"#", "-"}
+    assert template.separators("doc_id") == {"#"}  # (the last field: no literal after it)
+    # a doc id may hold '-': the tenant ends at the first '-', so the key reads one way
+    assert template.parse_key("T-acme-corp-123") == {"tenant_id": "acme", "doc_id": "corp-123"}
+    with pytest.raises(KeyTemplateError, match=r"Doc: field 'tenant_id' .*'-'"):
+        template.render({"tenant_id": "acme-corp", "doc_id": "123"}, "Doc")
+
+
+class ScopedDoc(Entity):
+    """A tenant's document, its tenant followed by '-' in the key (no table is touched)."""
+
+    class Meta:
+        table = app
+        pk = "T-{tenant_id}-{doc_id}"
+        sk = "DOC"
+
+    tenant_id: str
+    doc_id: str
+
+
+_TENANT = st.text(st.sampled_from("ab-_.:|/ #"), min_size=1, max_size=5)
+
+
+@settings(max_examples=300)
+@given(mine=_TENANT, theirs=_TENANT, doc=st.text(st.sampled_from("ab-_.:1 "), min_size=1,
+                                                 max_size=6))
+def test_a_scope_admits_only_keys_that_parse_to_it(mine: str, theirs: str, doc: str) -> None:
+    """``Scope.admits`` (pure): the key of another tenant's document, whatever document
+    ids make it, is never admitted; the scope's own keys always are; a key the grammar
+    cannot parse never is."""
+    from dynaorm.core.scope import Scope
+    from dynaorm.errors import ScopeError
+
+    spec = spec_of(ScopedDoc)
+    try:
+        scope = Scope({"tenant_id": mine})
+        scope.entity(spec)
+    except ScopeError:
+        assert "-" in mine or "#" in mine  # (a scope value holding a separator)
+        return
+    pk = app.pk
+
+    def stored(tenant: str) -> dict[str, Any] | None:
+        try:
+            key = spec.primary_key({"tenant_id": tenant, "doc_id": doc})
+        except KeyTemplateError:
+            return None
+        return {pk: {"S": key[pk]}}
+
+    own = stored(mine)
+    assert own is not None and scope.admits(spec, own)
+    other = stored(theirs)
+    if other is not None:
+        assert scope.admits(spec, other) == (theirs == mine)
+    # keys no template renders: never admitted
+    for raw in (f"T-{mine}", f"X-{mine}-{doc}", f"T-{mine}-", "", f"T-{mine}#-{doc}"):
+        assert not scope.admits(spec, {pk: {"S": raw}})
+    assert not scope.admits(spec, {}) and not scope.admits(spec, {pk: {"N": "1"}})

@@ -1,0 +1,382 @@
+"""A scoped session decides "inside the scope" from an item's KEY (contract 23, "Keys have
+a grammar"): an item stored under another tenant's key is never returned, written or
+deleted whatever its attributes say, on every read path (get, get_many, find through a
+guard, table and index queries with their pages, cursors, counts, values and keys, scans,
+vector search, the MCP server's tools); and with ``pk = "T-{tenant_id}-{doc_id}"`` tenant
+``acme`` never reaches what a tenant ``acme-corp`` would hold (no such tenant can be
+written). Engines: moto and DynamoDB Local, sync and async (the ``db`` fixture's session
+kinds); vector search on moto only (DynamoDB Local has none). The grammar's pure
+properties are in tests/unit/test_templates.py."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+
+import dynaorm.mcp
+from dynaorm import (
+    AsyncSession,
+    Entity,
+    ItemNotFoundError,
+    KeyTemplateError,
+    ScopeError,
+    Session,
+    Table,
+)
+from dynaorm.aio.blocking import BlockingAsyncSession
+from dynaorm.protocol.steps import call
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.conftest import engine_of, wire_of
+from tests.support.recording import Requests
+from tests.support.tenant_models import Clip, Customer, Memo, shelf, tenants
+
+LIAR = "liar"  # the id of every item planted under t2's key with t1's attributes
+
+
+def _scoped(table: Table, kind: str | None, **scope: Any) -> Session:
+    """A session of ``table`` scoped to ``scope``, of the kind the test runs."""
+    if kind == "async":
+        return cast(Session, BlockingAsyncSession(AsyncSession(table, scope=scope)))
+    return Session(table, scope=scope)
+
+
+def _move_to_t2(table: Table, tb: TestBackend) -> int:
+    """Every row of t1 whose id is ``LIAR`` moved, as stored (its attributes, index keys
+    and guards' names still saying t1), under t2's partition key; the guards naming it
+    re-pointed to where it now is. Returns how many rows moved."""
+    moved = 0
+    pk = table.pk
+    for item in tb.scan_raw(table):
+        key = item[pk]["S"]
+        if "owner_pk" in item:  # a guard: it now names its owner under t2's key
+            if LIAR in item["owner_pk"]["S"]:
+                item["owner_pk"] = {"S": item["owner_pk"]["S"].replace("#t1#", "#t2#", 1)
+                                    .replace("TENANT#t1", "TENANT#t2", 1)}
+                table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": item}))
+            continue
+        if not key.startswith("TENANT#t1") or LIAR not in json.dumps(item):
+            continue
+        old = {a: item[a] for a in (pk, table.sk) if a is not None}
+        table.db.driver.run(call("DeleteItem", {"TableName": table.name, "Key": old}))
+        item[pk] = {"S": key.replace("TENANT#t1", "TENANT#t2", 1)}
+        table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": item}))
+        moved += 1
+    return moved
+
+
+@pytest.fixture
+def liars(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The tenants table with two honest customers and a memo of each of t1 and t2, and
+    a customer and a memo of id ``liar`` stored under t2's key whose attributes (its
+    ``tenant_id``, its gsi1 partition ``TENANT#t1``) and unique-email guard (in t1's
+    guard scope) say t1."""
+    with use_tables(tenants, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        with Session(tenants) as s:
+            for t in ("t1", "t2"):
+                for n in (1, 2):
+                    s.save(Customer(tenant_id=t, customer_id=f"c{n}", name=f"{t}-n{n}",
+                                    email=f"c{n}@{t}.example"))
+                s.save(Memo(tenant_id=t, memo_id="m1", text=f"memo of {t}"))
+            s.save(Customer(tenant_id="t1", customer_id=LIAR, name="t1-liar",
+                            email="liar@t1.example"))
+            s.save(Memo(tenant_id="t1", memo_id=LIAR, text="of t2"))
+        assert _move_to_t2(tenants, tb) == 3  # (the customer, the memo and its v1 row)
+        yield tb
+
+
+def _ids(objs: Any) -> set[str]:
+    return {getattr(o, "customer_id", None) or o.memo_id for o in objs}
+
+
+def test_the_planted_items_are_there_for_an_unscoped_session(liars: TestBackend) -> None:
+    """What the scoped tests rely on: unscoped, every read path does reach the planted
+    items (so a scoped read that does not is the scope's doing)."""
+    s = Session(tenants)
+    found = s.find(Customer, tenant_id="t1", email="liar@t1.example")
+    assert found is not None and found.customer_id == LIAR and found.tenant_id == "t1"
+    assert LIAR in _ids(s.query(Customer, index="gsi1", tenant_id="t1"))
+    assert LIAR in _ids(s.scan(Customer).all()) and LIAR in _ids(s.scan(Memo).all())
+    assert LIAR in _ids(s.query(Memo, tenant_id="t2").all())
+
+
+def test_find_does_not_follow_a_guard_out_of_the_scope(liars: TestBackend) -> None:
+    s1 = _scoped(tenants, liars.session_kind, tenant_id="t1")
+    rec = Requests(tenants)
+    assert s1.find(Customer, tenant_id="t1", email="liar@t1.example") is None
+    assert [op for op, _ in rec.calls] == ["GetItem"]  # (the guard; the owner: not read)
+    found = s1.find(Customer, tenant_id="t1", email="c1@t1.example")
+    assert found is not None and found.customer_id == "c1"
+
+
+def test_index_queries_hold_the_scope_by_key(liars: TestBackend) -> None:
+    s1 = _scoped(tenants, liars.session_kind, tenant_id="t1")
+    q = s1.query(Customer, index="gsi1", tenant_id="t1")
+    assert _ids(q) == _ids(q.all()) == {"c1", "c2"}
+    assert q.count() == 2
+    assert {v["customer_id"] for v in q.values("customer_id")} == {"c1", "c2"}
+    assert {k["customer_id"] for k in q.keys()} == {"c1", "c2"}
+    assert _ids(q.limit(2).all()) == {"c1", "c2"}
+    assert q.reverse().first() is not None and q.reverse().first().customer_id != LIAR  # type: ignore[union-attr]
+    # pages of one: the planted item (between c2 and none, by name) is no page's result,
+    # and the cursors still walk to the end
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(6):
+        page = q.page_size(1).page(cursor)
+        seen += [o.customer_id for o in page.items]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert sorted(seen) == ["c1", "c2"] and cursor is None
+    # t2's session is given its own item, whatever its attributes say (the key decides)
+    s2 = _scoped(tenants, liars.session_kind, tenant_id="t2")
+    own = s2.get(Customer, tenant_id="t2", customer_id=LIAR)
+    assert own is not None and own.tenant_id == "t1"
+    assert LIAR not in _ids(s2.query(Customer, index="gsi1", tenant_id="t2"))
+
+
+def test_scans_hold_the_scope_by_key(liars: TestBackend) -> None:
+    s1 = _scoped(tenants, liars.session_kind, tenant_id="t1")
+    for scan in (s1.scan(Customer), s1.scan(Memo), s1.scan(Customer, Memo),
+                 s1.scan(Customer, segments=2), s1.scan(Customer, index="gsi1")):
+        assert LIAR not in _ids(scan.all())
+        assert LIAR not in _ids(scan.page_size(1))
+        assert scan.count() == len(scan.all())
+        assert LIAR not in {k.get("customer_id") or k.get("memo_id") for k in scan.keys()}
+    assert _ids(s1.scan(Customer).all()) == {"c1", "c2"}
+    assert _ids(s1.scan(Memo).all()) == {"m1"}
+    assert s1.scan(Customer).limit(2).count() == 2
+    first = s1.scan(Customer).page(None)
+    assert _ids(first.items) <= {"c1", "c2"}
+
+
+def test_writes_of_an_object_stored_under_another_scope_are_refused(
+        liars: TestBackend) -> None:
+    """An object loaded (unscoped) from t2's key, its attributes saying t1: a t1 session
+    may neither save it (a move would delete t2's row) nor delete it."""
+    planted = Session(tenants).get(Customer, tenant_id="t2", customer_id=LIAR)
+    assert planted is not None and planted.tenant_id == "t1"
+    before = liars.scan_raw(tenants)
+    s1 = _scoped(tenants, liars.session_kind, tenant_id="t1")
+    with pytest.raises(ScopeError, match="TENANT#t2"):
+        s1.save(planted)
+    with pytest.raises(ScopeError, match="TENANT#t2"):
+        s1.delete(planted)
+    s1.rollback()
+    assert liars.scan_raw(tenants) == before
+
+
+def test_keys_rendered_for_a_read_by_key_are_the_scope_s(liars: TestBackend) -> None:
+    s1 = _scoped(tenants, liars.session_kind, tenant_id="t1")
+    assert s1.get(Customer, tenant_id="t1", customer_id=LIAR) is None
+    got = s1.get_many(Customer, [{"tenant_id": "t1", "customer_id": c}
+                                 for c in ("c1", LIAR, "c2")])
+    assert [None if g is None else g.customer_id for g in got] == ["c1", None, "c2"]
+    assert _ids(s1.query(Memo, tenant_id="t1").all()) == {"m1"}
+    assert s1.query(Memo, tenant_id="t1").count() == 1
+    with pytest.raises(ScopeError):
+        s1.get(Customer, tenant_id="t2", customer_id=LIAR)
+
+
+def test_vector_search_holds_the_scope_by_key(db: TestBackend,
+                                              request: pytest.FixtureRequest) -> None:
+    if engine_of(request) == "local":
+        pytest.skip("DynamoDB Local has no vector index (SearchVectors is unknown there)")
+    with use_tables(shelf, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        with Session(shelf) as s:
+            s.save(Clip(tenant_id="t1", clip_id="k1", embedding=[0, 1, 0, 0]))
+            s.save(Clip(tenant_id="t2", clip_id="k2", embedding=[0, 0, 1, 0]))
+            s.save(Clip(tenant_id="t1", clip_id=LIAR, embedding=[1, 0, 0, 0]))
+        assert _move_to_t2(shelf, tb) == 1
+        q = [1.0, 0.0, 0.0, 0.0]
+        assert "liar" in {h.item.clip_id for h in Session(shelf).search(
+            Clip, "by_tenant", vector=q, top=5, tenant_id="t1").all()}
+        s1 = _scoped(shelf, db.session_kind, tenant_id="t1")
+        for search in (s1.search(Clip, "by_tenant", vector=q, top=5, tenant_id="t1"),
+                       s1.search(Clip, "by_kind", vector=q, top=5, kind="note")):
+            hits = search.all()
+            assert {h.item.clip_id for h in hits} == {"k1"}
+            assert hits.skipped == 0  # (another scope's hit is not reported either)
+
+
+@pytest.mark.sync_only  # (the server makes its own sessions)
+def test_the_mcp_server_s_tools_hold_the_scope_by_key(liars: TestBackend) -> None:
+    srv = dynaorm.mcp.server(tenants, scope={"tenant_id": "t1"})
+    found, listed, scanned = (json.loads("".join(getattr(c, "text", "") for c in r.content))
+                              for r in _call(srv, (
+                                  ("find_customer_by_email", {"email": "liar@t1.example"}),
+                                  ("query_customer_on_gsi1", {}),
+                                  ("get_customer", {"customer_id": LIAR}))))
+    assert found.get("item") is None
+    assert {i["customer_id"] for i in listed["items"]} == {"c1", "c2"}
+    assert scanned.get("item") is None
+
+
+def _call(srv: Any, calls: tuple[tuple[str, dict[str, Any]], ...]) -> list[Any]:
+    async def go() -> list[Any]:
+        async with Client(srv) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+    return asyncio.run(go())
+
+
+# -- a tenant whose name holds the separator after it -----------------------------------
+docs = Table("scope_docs")
+
+
+class Doc(Entity):
+    """A tenant's document, keyed as the red team found it: ``T-{tenant_id}-{doc_id}``."""
+
+    class Meta:
+        table = docs
+        pk = "T-{tenant_id}-{doc_id}"
+        sk = "DOC"
+
+    tenant_id: str
+    doc_id: str
+    body: str = ""
+
+
+@pytest.fixture
+def ddb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(docs, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        yield tb
+
+
+def test_a_tenant_holding_the_separator_cannot_be_written(ddb: TestBackend) -> None:
+    rec = Requests(docs)
+    with pytest.raises(KeyTemplateError) as info:
+        with Session(docs) as s:
+            s.save(Doc(tenant_id="acme-corp", doc_id="123"))
+    said = str(info.value)
+    assert said.startswith("Doc:") and "'tenant_id'" in said and "'-'" in said
+    assert rec.calls == [] and ddb.scan_raw(docs) == []
+    with pytest.raises(ScopeError, match="'-'"):
+        _scoped(docs, ddb.session_kind, tenant_id="acme-corp").get(
+            Doc, tenant_id="acme-corp", doc_id="123")
+
+
+def test_acme_never_reaches_a_neighbour_s_documents(ddb: TestBackend) -> None:
+    """Tenants whose names start like ``acme`` (``acme_corp``, ``acme.corp``, ``acmecorp``,
+    ``acme corp``) keep documents ``123`` and ``corp-123``; ``acme``'s own document
+    ``corp-123`` (a document id may hold ``-``: nothing follows it) is acme's. acme's
+    get, query and delete of any of these ids touch only acme's."""
+    neighbours = ("acme_corp", "acme.corp", "acmecorp", "acme corp")
+    with Session(docs) as s:
+        for t, d in itertools.product(neighbours, ("123", "corp-123")):
+            s.save(Doc(tenant_id=t, doc_id=d, body=f"of {t}"))
+        s.save(Doc(tenant_id="acme", doc_id="corp-123", body="of acme"))
+    theirs = [i for i in ddb.scan_raw(docs) if i["body"]["S"] != "of acme"]
+    acme = _scoped(docs, ddb.session_kind, tenant_id="acme")
+    asked = ("123", "corp-123", "_corp-123", ".corp-123", "corp", " corp-123")
+    for d in asked:
+        got = acme.get(Doc, tenant_id="acme", doc_id=d)
+        assert got is None or (got.body == "of acme" and d == "corp-123")
+        assert all(o.body == "of acme" for o in acme.query(Doc, tenant_id="acme", doc_id=d))
+    acme.delete(Doc, tenant_id="acme", doc_id="corp-123")
+    acme.commit()
+    for d in asked:  # (an id that is not acme's: nothing of acme's there to delete)
+        acme.delete(Doc, tenant_id="acme", doc_id=d)
+        with pytest.raises(ItemNotFoundError):
+            acme.commit()
+    assert sorted(map(json.dumps, ddb.scan_raw(docs))) == sorted(map(json.dumps, theirs))
+    assert [o.body for o in acme.scan(Doc).all()] == []
+
+
+# -- the property: no scoped call crosses a scope ------------------------------------------
+_SEPARATORS = "-_.:|/ "
+_NAME = st.text(st.sampled_from("ab" + _SEPARATORS), min_size=1, max_size=4)
+_made = itertools.count()
+
+
+def _doc_entity(home: Table, source: str) -> type[Entity]:
+    """A document entity of the table ``home`` keyed ``source`` (a class of its own)."""
+    class PropDoc(Entity):
+        class Meta:
+            table = home
+            pk = source
+            sk = "DOC"
+
+        tenant_id: str
+        doc_id: str
+        body: str = ""
+
+    return PropDoc
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(head=st.sampled_from(["T", "", "T#"]), sep=st.sampled_from(_SEPARATORS),
+       tail=st.sampled_from(["", "#X", "/end"]),
+       tenants_=st.lists(_NAME, min_size=2, max_size=4, unique=True),
+       ids=st.lists(_NAME, min_size=1, max_size=3, unique=True), data=st.data())
+def test_no_scoped_call_crosses_a_scope(db: TestBackend, request: pytest.FixtureRequest,
+                                        head: str, sep: str, tail: str, tenants_: list[str],
+                                        ids: list[str], data: st.DataObject) -> None:
+    """With a random template ``<head>{tenant_id}<sep>{doc_id}<tail>`` and random tenants
+    and ids (some holding separators): every write the grammar refuses is refused before
+    sending; a scoped session's get, query, scan and delete never return or delete an
+    item whose key parses to another scope."""
+    table = Table(f"scope_prop_{next(_made)}")
+    source = head + "{tenant_id}" + sep + "{doc_id}" + tail
+    entity = _doc_entity(table, source)
+    pk = entity.__dynaorm_spec__.pk  # type: ignore[attr-defined]
+    with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        written: set[tuple[str, str]] = set()
+        for t, d in itertools.product(tenants_, ids):
+            obj = entity(tenant_id=t, doc_id=d, body=t)  # type: ignore[call-arg]
+            s = Session(table)
+            try:
+                s.save(obj)
+            except KeyTemplateError:
+                assert any(c in t for c in pk.separators("tenant_id")) or any(
+                    c in d for c in pk.separators("doc_id"))
+                continue
+            s.commit()
+            written.add((t, d))
+        mine = data.draw(st.sampled_from(tenants_), label="scope")
+        try:
+            scoped = _scoped(table, db.session_kind, tenant_id=mine)
+            scoped.scan(entity).all()
+        except ScopeError:
+            assert any(c in mine for c in pk.separators("tenant_id"))
+            return
+
+        def owner(item: dict[str, Any]) -> str:
+            parsed = pk.parse_key(item[table.pk]["S"])
+            assert parsed is not None
+            return str(parsed["tenant_id"])
+
+        assert {o.body for o in scoped.scan(entity).all()} <= {mine}
+        for d in ids:
+            try:
+                got = scoped.get(entity, tenant_id=mine, doc_id=d)
+                listed = scoped.query(entity, tenant_id=mine, doc_id=d).all()
+            except (KeyTemplateError, ScopeError):
+                assert (mine, d) not in written
+                continue
+            assert all(o.body == mine for o in [*listed, *([got] if got else [])])
+            assert (got is not None) == ((mine, d) in written)
+            before = {json.dumps(i, sort_keys=True) for i in tb.scan_raw(table)}
+            scoped.delete(entity, tenant_id=mine, doc_id=d)
+            try:
+                scoped.commit()
+            except ItemNotFoundError:
+                assert (mine, d) not in written
+            after = [json.loads(i) for i in before - {
+                json.dumps(i, sort_keys=True) for i in tb.scan_raw(table)}]
+            assert all(owner(i) == mine for i in after)  # (what went was the scope's)
