@@ -246,6 +246,32 @@ def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
             "query1000": query("r1000", 1000)}
 
 
+def scoped_side_by_side(endpoint: str, repeats: int, scale: float) -> None:
+    """A tenant-scoped session's query beside an unscoped one (dynaorm, own wire): the
+    scope (``{"room": ...}``, the partition's field) is checked on the rendered partition
+    key once, its results read from the answer's bytes as unscoped (issue 68: a scoped
+    read costs at most 5% more client CPU)."""
+    from dynaorm import Session
+
+    app, _, _, Message = dynaorm_models(endpoint, "dynaorm")
+    pairs = {}
+    for room, n in (("r25", 25), ("r1000", 1000)):
+        pairs[f"query{n}"] = (
+            lambda room=room, n=n: Session(app).query(Message, room=room).limit(n).page().items,
+            lambda room=room, n=n: Session(app, scope={"room": room}).query(
+                Message, room=room).limit(n).page().items)
+    print("\nscoped vs unscoped (dynaorm, own wire; ms of client CPU, median)")
+    print("| op | unscoped | scoped | scoped / unscoped |")
+    print("| --- | ---: | ---: | ---: |")
+    for op, (plain, scoped) in pairs.items():
+        assert len(plain()) == len(scoped())  # (warm, and the same answer)
+        k = max(1, int(ITERATIONS[op] * scale))
+        a = [timed(plain, k) for _ in range(repeats)]
+        b = [timed(scoped, k) for _ in range(repeats)]
+        ma, mb = statistics.median(a), statistics.median(b)
+        print(f"| {op} | {ma * 1e3:.3f} | {mb * 1e3:.3f} | {mb / ma:.3f}x |")
+
+
 def timed(fn: Op, n: int) -> float:
     gc.collect()  # each batch pays the collections its own allocations cause, no one else's
     start = time.process_time()
@@ -279,6 +305,7 @@ def main() -> int:
                     if op in contenders[name]:
                         samples.setdefault((name, op), []).append(
                             timed(contenders[name][op], n))
+        scoped_side_by_side(endpoint, args.repeats, args.scale)
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"client CPU per operation (ms, median of {args.repeats}), ratio to raw botocore; "
           "canned endpoint over loopback HTTP")

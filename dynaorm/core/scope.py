@@ -130,12 +130,13 @@ class Scope:
                 return False
         return self._parses(found[1], text)
 
-    def admits_key(self, spec: EntitySpec, value: str) -> bool:
+    def admits_key(self, spec: EntitySpec, value: str | None) -> bool:
         """Whether the partition key value ``value`` (as rendered: a ``str``, or a
         number or binary key) of ``spec`` is inside the scope: parsed with the entity's
         partition key template (and its previous layout's, under ``Meta.previous``: every
         template that parses it must give the scope's values, and one must), each scope
-        field's text equal to the scope's. A key the grammar cannot parse is not."""
+        field's text equal to the scope's. A key the grammar cannot parse (or ``None``)
+        is not."""
         return self._parses((self._pks.get(spec.cls) or self._templates(spec))[1], value)
 
     def _templates(self, spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
@@ -144,7 +145,7 @@ class Scope:
                                        else (spec.pk, previous))
         return found
 
-    def _parses(self, templates: tuple[KeyTemplate, ...], value: str) -> bool:
+    def _parses(self, templates: tuple[KeyTemplate, ...], value: str | None) -> bool:
         if not isinstance(value, str):  # (none: no key; a number or binary key is a str)
             return False
         admitted = False

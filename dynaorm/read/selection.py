@@ -243,9 +243,9 @@ class Selection(Generic[T]):
         strict bound, history, latest copies among several types, a rule that keeps some
         rows from the results, a scope whose keys are told item by item), or whose items
         are read again by key."""
-        if (self.scope is not None or self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
-                or self.exclude is not None or self.history_base is not None
-                or self.latest_only or self.keeping):
+        if (self.scope is not None or self.shapeless or self.fetch or self.by_shape
+                or self.ttl_attr is not None or self.exclude is not None
+                or self.history_base is not None or self.latest_only or self.keeping):
             return None
         return answer_reader(self.types)
 
@@ -332,15 +332,15 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     :class:`~dynaorm.core.scope.Scope`), its results are only the items whose stored keys
     it admits (kept in the scope's own ``selections``)."""
     if scope is not None:
-        key = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
-        scoped: Selection[T] | None = scope.selections.get(key)
+        read = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
+        scoped: Selection[T] | None = scope.selections.get(read)
         if scoped is None:
             scoped = dataclasses.replace(selection(
                 entities, index, sk_attr=sk_attr, exclude=exclude,
                 history_base=history_base, latest_only=latest_only), scope=scope)
             if len(scope.selections) < 64 and not scoped.shapeless:  # (a session's
                 # few kinds of read; a table without a type attribute: built each read)
-                scope.selections[key] = scoped
+                scope.selections[read] = scoped
         return scoped
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
