@@ -266,10 +266,15 @@ def scoped_side_by_side(endpoint: str, repeats: int, scale: float) -> None:
     for op, (plain, scoped) in pairs.items():
         assert len(plain()) == len(scoped())  # (warm, and the same answer)
         k = max(1, int(ITERATIONS[op] * scale))
-        a = [timed(plain, k) for _ in range(repeats)]
-        b = [timed(scoped, k) for _ in range(repeats)]
+        a: list[float] = []
+        b: list[float] = []
+        for _ in range(repeats):  # (interleaved: a shared machine's noise hits both)
+            a.append(timed(plain, k))
+            b.append(timed(scoped, k))
         ma, mb = statistics.median(a), statistics.median(b)
-        print(f"| {op} | {ma * 1e3:.3f} | {mb * 1e3:.3f} | {mb / ma:.3f}x |")
+        pair = statistics.median(y / x for x, y in zip(a, b, strict=True))
+        print(f"| {op} | {ma * 1e3:.3f} | {mb * 1e3:.3f} | {mb / ma:.3f}x "
+              f"(pairs: {pair:.3f}x) |")
 
 
 def timed(fn: Op, n: int) -> float:

@@ -33,6 +33,21 @@ from dynaorm.values.keys import key_value
 
 __all__ = ["Scope"]
 
+#: (entity class, *scope items) a scope covers (:meth:`Scope.entity`): the check is made
+#: once, not once a session (a web service makes a scoped session a request)
+_COVERED: set[tuple[Any, ...]] = set()
+#: per entity class: its table's partition attribute and partition key templates (the
+#: current layout's, and the previous one's under ``Meta.previous``): what
+#: :meth:`Scope.admits` parses with
+_PKS: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = {}
+
+
+def _templates(spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
+    previous = getattr(spec.previous, "pk", None)
+    found = _PKS[spec.cls] = (spec.table.pk, (spec.pk,) if previous is None
+                              else (spec.pk, previous))
+    return found
+
 S = TypeVar("S", bound=Any)
 
 
@@ -40,7 +55,7 @@ class Scope:
     """The fields a scoped session holds to fixed values (``values``: as keys render them;
     ``given``: as the caller gave them, for filters)."""
 
-    __slots__ = ("_covered", "_pks", "given", "selections", "values")
+    __slots__ = ("_covered", "given", "selections", "values")
 
     def __init__(self, scope: Mapping[str, Any]) -> None:
         if not isinstance(scope, Mapping) or not scope:
@@ -56,9 +71,6 @@ class Scope:
         self.given = dict(scope)
         self.values = values
         self._covered: set[type[Any]] = set()
-        #: per entity class: its partition key templates (the current layout's, and the
-        #: previous one's under ``Meta.previous``), what :meth:`admits` parses with
-        self._pks: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = {}
         #: the scoped read selections of this scope (:func:`dynaorm.read.selection.selection`)
         self.selections: dict[Any, Any] = {}
 
@@ -70,6 +82,10 @@ class Scope:
         """Refuse an entity the scope cannot cover: its partition key must carry every
         scope field, and so must every unique rule's guard scope."""
         if spec.cls in self._covered:
+            return
+        known = (spec.cls, *self.values.items())
+        if known in _COVERED:  # (another session of the same scope covered it)
+            self._covered.add(spec.cls)
             return
         for name, text in self.values.items():  # (the grammar: no separator of the field)
             bad = sorted(c for c in spec.separators(name) if c in text)
@@ -95,6 +111,8 @@ class Scope:
                     f"{sorted(self.values)} (one value across every tenant): a scoped "
                     f"session refuses it; declare Unique({rule.field!r}, scope={want!r})")
         self._covered.add(spec.cls)
+        if len(_COVERED) < 4096:
+            _COVERED.add(known)
 
     def index(self, spec: EntitySpec, index: str | None) -> None:
         """Refuse a query of a secondary index whose partition does not carry the scope."""
@@ -118,7 +136,7 @@ class Scope:
     def admits(self, spec: EntitySpec, item: Mapping[str, Any]) -> bool:
         """Whether the stored item ``item`` of ``spec`` is inside the scope, by its table
         partition key alone (:meth:`admits_key`); a missing or malformed one is not."""
-        found = self._pks.get(spec.cls) or self._templates(spec)
+        found = _PKS.get(spec.cls) or _templates(spec)
         av = item.get(found[0])
         if type(av) is not dict:
             return False
@@ -137,13 +155,7 @@ class Scope:
         template that parses it must give the scope's values, and one must), each scope
         field's text equal to the scope's. A key the grammar cannot parse (or ``None``)
         is not."""
-        return self._parses((self._pks.get(spec.cls) or self._templates(spec))[1], value)
-
-    def _templates(self, spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
-        previous = getattr(spec.previous, "pk", None)
-        found = self._pks[spec.cls] = (spec.table.pk, (spec.pk,) if previous is None
-                                       else (spec.pk, previous))
-        return found
+        return self._parses((_PKS.get(spec.cls) or _templates(spec))[1], value)
 
     def _parses(self, templates: tuple[KeyTemplate, ...], value: str | None) -> bool:
         if not isinstance(value, str):  # (none: no key; a number or binary key is a str)
