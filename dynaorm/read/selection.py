@@ -27,7 +27,7 @@ from dynaorm.schema.rules import PLAIN_KEYS, KeyLayout
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, parse_keys
-from dynaorm.schema.unclaimed import note_unclaimed
+from dynaorm.schema.unclaimed import note_unclaimed, unclaimed_shape
 from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
 from dynaorm.values.ttl import expired
@@ -117,7 +117,7 @@ class Selection(Generic[T]):
                 return False  # (most items: a class claims them, one dict lookup)
             return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
-            return True
+            return unclaimed_shape(self.table, item)  # (a receipt is dynaorm's: claimed)
         return self.type_of(item) is None and any(parse_keys(item, checks) is not None
                                                   for _, checks in self.shapes)
 

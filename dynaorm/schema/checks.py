@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.schema.rules.receipts import OWN_PREFIX
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import kind_of
@@ -160,8 +161,14 @@ def _check_typed_keys(owner: str, table: TableSchema, templates: list[tuple[str,
 def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
                   renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
                   indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
-    """Stored names, key attributes and typed keys of one entity (raises when refused)."""
+    """Stored names, key attributes and typed keys of one entity, and a partition key
+    template of the prefix reserved for dynaorm's own rows (raises when refused)."""
     fields = cls.model_fields
+    head = pk.segments[0]
+    if isinstance(head, str) and head.startswith(OWN_PREFIX):
+        raise KeyTemplateError(f"{owner}: pk template {pk.source!r} begins with "
+                               f"{OWN_PREFIX!r}, reserved for dynaorm's own rows (receipts, "
+                               "Powertools records)")
     stored = _stored_attributes(owner, field_names, renames)
     templates = _key_templates(table, pk, sk, indexes)
     _check_key_clash(owner, table, stored, renames, templates)

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.checks import (
     check_mapping,
     check_reserved,
@@ -30,6 +30,7 @@ from dynaorm.schema.checks import (
 from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
+from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
@@ -303,6 +304,13 @@ class EntitySpec:
         """The table key; for versioned entities the latest copy (or version ``version``)."""
         vals = self._with_shard(values, "primary") if self.shards else values
         key = {self.table.pk: self.pk.render(vals, self.name)}
+        if self._may_render_own and own_row(self.table, {self.table.pk: {"S": key[
+                self.table.pk]}}):
+            field = self.pk.fields[0]
+            raise KeyTemplateError(
+                f"{self.name}: field {field!r} value {values.get(field)!r} renders the key "
+                f"{key[self.table.pk]!r}, reserved for dynaorm's own rows (receipts, "
+                "Powertools records)", field=field)
         if self.sk is not None and self.table.sk is not None:
             sk = self.sk.render(vals, self.name)
             if self.versioned:
@@ -390,9 +398,12 @@ class EntitySpec:
         return self.fits_shape(item) and not self.outranked(item)
 
     def outranked(self, item: Item) -> bool:
-        """Whether an entity whose literal key outranks this one's template fits ``item``
-        (``Meta.overlaps``: the literal wins where a literal key and a template meet)."""
-        return any(w.fits_shape(item) for w in self.outranked_by())
+        """Whether another claim on ``item``'s key wins over this entity's templates: an
+        entity whose literal key fits it (``Meta.overlaps``: the literal wins where a
+        literal key and a template meet), or dynaorm itself (a receipt, a Powertools
+        record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an entity's)."""
+        return own_row(self.table, item) or any(w.fits_shape(item)
+                                                for w in self.outranked_by())
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates
@@ -403,6 +414,15 @@ class EntitySpec:
         return tuple(w for e in self.table.entities.values()
                      if (w := e.__dynaorm_spec__).cls is not self.cls
                      and literal_outranks(w.pk, w.sk, self.pk, self.sk))
+
+    @functools.cached_property
+    def _may_render_own(self) -> bool:
+        """Whether the partition key template may render the key of one of dynaorm's own
+        rows: a string key led by a field, or by a literal that begins ``dynaorm:``'s text
+        (``"{id}"``, ``"{a}#{b}"``); a key led by any other literal never does (no cost)."""
+        head = self.pk.segments[0]
+        return self.pk.key_type == "S" and not self.pk.is_literal and (
+            not isinstance(head, str) or OWN_PREFIX.startswith(head))
 
     @functools.cached_property
     def _templated(self) -> bool:

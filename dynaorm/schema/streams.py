@@ -351,7 +351,9 @@ def classify(table: StreamTable, image: Item
     guard = _guard_of(table, image, type_name, pk, sk)
     if guard is not None:
         return guard[0], "guard", None, guard[1]
-    spec = _row_spec(table, type_name, pk, sk)
+    # (an item without a type name is told by its key's shape: never an own row's)
+    spec = None if type_name is None and own_row(table, image) else _row_spec(
+        table, type_name, pk, sk)
     if spec is None:
         return None, "row", None, None
     role, version = _role(spec, sk)

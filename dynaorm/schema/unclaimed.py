@@ -5,7 +5,9 @@ The type attribute of a stored item names the class that wrote it (its class nam
 class of the table claims any more: a read for the new class does not return them. Such
 an item is never silently dropped: a query counts it in ``Page.skipped``, a read that met
 one logs one WARNING per table and type name on the ``dynaorm`` logger (naming the fix),
-and ``dynaorm check`` reports every such item as ``unclaimed-type``.
+and ``dynaorm check`` reports every such item as ``unclaimed-type``. dynaorm's own rows
+(receipts, Powertools records) are claimed, by dynaorm, whether the table has a type
+attribute or not.
 
 Pure apart from the once-per-name warning (the logging module, imported by the first
 warning).
@@ -18,10 +20,10 @@ from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import logger
-from dynaorm.schema.rules.receipts import OWN_TYPES
+from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 
-__all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name"]
+__all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name", "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -50,6 +52,14 @@ def unclaimed_name(table: Any, item: Item) -> str | None:
     if not isinstance(name, str) or name in table.entities or name == GUARD_TYPE:
         return None  # (most items: a class's or a guard; the rest looks at every class)
     return None if name in claimed_names(table) else name
+
+
+def unclaimed_shape(table: Any, item: Item) -> bool:
+    """Whether ``item``, an item of ``table`` (without a type attribute) whose key fits no
+    entity's key templates, is one nobody claims: not one of dynaorm's own rows (a
+    receipt, a Powertools record), which are claimed, by dynaorm, as on a table with a
+    type attribute."""
+    return not own_row(table, item)
 
 
 def fix_hint(name: str) -> str:

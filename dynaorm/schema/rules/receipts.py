@@ -41,7 +41,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, IdempotencyMismatchError
 from dynaorm.values.expressions import Condition, Placeholders
 
-__all__ = ["DEFAULT_TTL", "EXPIRES", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
+__all__ = ["DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
            "Receipting", "Receipts", "digest", "own_row"]
 
 #: the type name of a receipt row
@@ -57,10 +57,18 @@ DEFAULT_TTL: Final = timedelta(days=7)
 EXPIRES: Final = "_expires"
 
 
+#: the text every own row's partition key begins with: no entity's key template may
+#: (:func:`~dynaorm.schema.checks.check_mapping`)
+OWN_PREFIX: Final = "dynaorm:"
+
+
 def own_row(table: Any, item: Item | None) -> bool:
-    """Whether ``item``, a stored row of ``table``, is one of dynaorm's own rows that no
-    entity claims (a receipt, a Powertools record): never a result, a finding or a
-    change."""
+    """Whether ``item``, a stored row of ``table`` (or its key), is one of dynaorm's own
+    rows that no entity claims (a receipt, a Powertools record): never a result, a
+    finding or a change, on a table with a type attribute (by its value) or without one
+    (by its partition key, which an entity's key may never render: ``{id}`` fits any
+    text). The one test of it: every place that tells an entity's item by its key shape
+    asks it (:meth:`~dynaorm.schema.spec.EntitySpec.outranked`)."""
     if item is None:
         return False
     value = item.get(table.type_attribute or "")
