@@ -238,10 +238,7 @@ class SearchSpec(Generic[T]):
         old, whole = spec.rules.before, bool(asked(spec, self._index))
         wanted: list[tuple[Item, float]] = []
         found: list[tuple[Item, float] | None] = []  # (None: the next of ``wanted``)
-        within = self._within
-        for item, score in self._checked(out.get("SearchResults") or []):
-            if within is not None and not within.admits(spec, item):
-                continue  # (another scope's key, whatever its attributes say: not read)
+        for item, score in self._admitted(spec, out.get("SearchResults") or []):
             if whole and sel.keep(item) and not old.owns(item):
                 found.append((item, score))  # (the stored item, its vector the index's copy)
             elif sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
@@ -270,6 +267,13 @@ class SearchSpec(Generic[T]):
                 sel.foreign(row)
                 hits.skipped += 1
         return hits
+
+    def _admitted(self, spec: Any, results: Any) -> list[tuple[Item, float]]:
+        """:meth:`_checked`'s hits, less those whose key is another scope's whatever their
+        attributes say (never read, never counted)."""
+        checked, within = self._checked(results), self._within
+        return checked if within is None else [
+            (item, score) for item, score in checked if within.admits(spec, item)]
 
     def _checked(self, results: Any) -> list[tuple[Item, float]]:
         """The answer's ``(item, score)`` pairs, or :class:`BadAnswerError`: at most

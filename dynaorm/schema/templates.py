@@ -105,12 +105,7 @@ class KeyTemplate:
                     f"{owner}: template {source!r} puts two fields side by side; "
                     "separate them with a literal such as '#'")
             segments.append(_Field(name, spec or "", conversion))
-        for i, seg in enumerate(segments[:-1]):  # (a field's separator: the literal after it)
-            if isinstance(seg, _Field):
-                after = segments[i + 1]
-                assert isinstance(after, str)
-                segments[i] = dataclasses.replace(seg, sep=after[0])
-        template = cls(source, tuple(segments), key_type)
+        template = cls(source, _separated(segments), key_type)
         head = template.segments[0]
         if key_type != "S" and (template.single is None or not isinstance(head, _Field)
                                 or head.spec or head.conversion):
@@ -343,6 +338,14 @@ class KeyTemplate:
 
     def __str__(self) -> str:
         return self.source
+
+
+def _separated(segments: list[str | _Field]) -> tuple[str | _Field, ...]:
+    """``segments`` with each field's separator set: the first character of the literal
+    after it (a value of the field may not hold it)."""
+    return tuple(dataclasses.replace(seg, sep=after[0])
+                 if isinstance(seg, _Field) and isinstance(after, str) else seg
+                 for seg, after in itertools.zip_longest(segments, segments[1:]))
 
 
 def field_template(source: Any, what: str, owner: str, fields: frozenset[str],
