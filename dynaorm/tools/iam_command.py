@@ -38,8 +38,9 @@ def add_iam_command(sub: Any, cli: ModuleType) -> None:
                                    "with their rules' rows, on the table's and each index's "
                                    "ARN; SearchVectors in a statement of its own. --scope "
                                    "FIELD binds every partition key to the principal's tag "
-                                   "FIELD (dynamodb:LeadingKeys); exit 2 naming what it "
-                                   "cannot cover.")
+                                   "FIELD (dynamodb:LeadingKeys, from the key grammar: each "
+                                   "template's start, the tag, the field's separator); exit "
+                                   "2 naming each template it cannot prove, with no policy.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.add_argument("--role", choices=("read", "write"), required=True)
     p.add_argument("--scope", metavar="FIELD", default=None,

@@ -16,19 +16,20 @@ policy conditions for fine-grained access control"):
   partition key); a Scan and a SearchVectors name none;
 - an explicit Deny wins, else an Allow whose Action, Resource and every Condition match,
   else denied (implicit deny); ``ForAllValues:`` on no values holds, ``Null: false``
-  needs the key present; ``StringLike`` with ``*`` and ``?``, ``${*}``, ``${?}``, ``${$}``
-  literal, ``${aws:PrincipalTag/K}`` the principal's tag (none: the condition fails).
+  needs the key present; ``StringLike`` with ``*`` (any run, the empty one too) and ``?``
+  (one character), ``${*}``, ``${?}``, ``${$}`` literal, ``${aws:PrincipalTag/K}`` the
+  principal's tag (none: the condition fails): :func:`string_like`, written from those
+  rules (no shell glob: ``fnmatch`` reads ``[...]`` as a class).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Check", "allowed", "checks_of"]
+__all__ = ["Check", "allowed", "checks_of", "string_like"]
 
 _ITEM_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
                  "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
@@ -95,26 +96,63 @@ def checks_of(operation: str, request: Mapping[str, Any], keys: Mapping[str | No
         yield Check(operation, resource, (_plain(item[keys[None]]),))
 
 
-def _like(pattern: str, value: str, tags: Mapping[str, str]) -> bool:
-    """IAM's StringLike of ``value`` with the policy variables of ``pattern`` put in."""
-    out = []
-    for token in re.split(r"(\$\{[^}]*\}|\*|\?)", pattern):
-        if token in ("*", "?"):
-            out.append(token)
-        elif token.startswith("${"):
-            inner = token[2:-1]
+#: a StringLike pattern's tokens: a wildcard (``*`` any run of characters, the empty one
+#: too; ``?`` exactly one character) or a literal text
+_ANY, _ONE = object(), object()
+
+
+def _tokens(pattern: str, tags: Mapping[str, str]) -> list[object] | None:
+    """``pattern``'s tokens with its policy variables put in (IAM User Guide, "Policy
+    variables": ``${*}``, ``${?}``, ``${$}`` stand for the character itself,
+    ``${aws:PrincipalTag/K}`` for the tag's value as text; a variable without a value
+    fails the condition: ``None``)."""
+    out: list[object] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("${", i) and "}" in pattern[i:]:
+            end = pattern.index("}", i)
+            inner = pattern[i + 2:end]
             if inner in ("*", "?", "$"):
-                out.append(f"[{inner}]" if inner != "$" else "$")
+                out.append(inner)
             elif inner.startswith("aws:PrincipalTag/"):
                 tag = tags.get(inner.split("/", 1)[1])
                 if tag is None:
-                    return False
-                out.append(re.sub(r"([*?\[])", r"[\1]", tag))  # (a tag's value is text)
+                    return None
+                out.append(tag)  # (a tag's value is text: its * and ? match themselves)
             else:
-                return False
+                return None
+            i = end + 1
+            continue
+        out.append(_ANY if char == "*" else _ONE if char == "?" else char)
+        i += 1
+    return out
+
+
+def string_like(pattern: str, value: str, tags: Mapping[str, str] | None = None) -> bool:
+    """IAM's ``StringLike`` of ``value`` against ``pattern`` (case-sensitive), written
+    from the documented semantics, not from a shell glob: ``*`` matches any run of
+    characters (the empty one too), ``?`` exactly one, anything else itself."""
+    tokens = _tokens(pattern, tags or {})
+    if tokens is None:
+        return False
+    # ends[j]: whether the tokens so far can match value[:j] (a set of reachable ends)
+    ends = {0}
+    for token in tokens:
+        if token is _ANY:
+            ends = set(range(min(ends), len(value) + 1)) if ends else set()
+        elif token is _ONE:
+            ends = {j + 1 for j in ends if j < len(value)}
         else:
-            out.append(re.sub(r"([\[])", r"[\1]", token))
-    return fnmatch.fnmatchcase(value, "".join(out))
+            assert isinstance(token, str)
+            ends = {j + len(token) for j in ends if value.startswith(token, j)}
+        if not ends:
+            return False
+    return len(value) in ends
+
+
+def _like(pattern: str, value: str, tags: Mapping[str, str]) -> bool:
+    return string_like(pattern, value, tags)
 
 
 def _conditions(conditions: Mapping[str, Any], check: Check, tags: Mapping[str, str]) -> bool:
@@ -142,10 +180,10 @@ def allowed(policy: Mapping[str, Any], check: Check, tags: Mapping[str, str]) ->
             statement["Action"]]
         resources = statement["Resource"] if isinstance(statement["Resource"], list) else [
             statement["Resource"]]
-        if not any(fnmatch.fnmatchcase(f"dynamodb:{check.action}".lower(), a.lower())
+        if not any(string_like(a.lower(), f"dynamodb:{check.action}".lower())
                    for a in actions):
             continue
-        if not any(fnmatch.fnmatchcase(check.resource, r) for r in resources):
+        if not any(string_like(r, check.resource) for r in resources):
             continue
         if not _conditions(statement.get("Condition", {}), check, tags):
             continue
