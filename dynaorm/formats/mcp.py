@@ -327,7 +327,7 @@ def _unique(name: str, e: At, entities: Mapping[str, dict[str, Any]]) -> None:
     """The unique rule whose guards entity ``name`` (``<Entity>_<field>_guard``, keyed
     ``[scope#]prefix#{field}``) describes, added to the entity it names."""
     pk = e.get("pk_template", str, "a key template")
-    fields = [f for f in KeyTemplate.parse(template(pk, "a template")).fields]
+    fields = list(KeyTemplate.parse(template(pk, "a template")).fields)
     head, _, tail = name.rpartition("_guard")
     owner = entities.get(head.removesuffix(f"_{fields[-1]}") if fields and not tail else "")
     if owner is None:
@@ -370,7 +370,7 @@ def _mcp_entity(name: str, e: At, known: Mapping[str, list[str]], has_sk: bool
                        "stored": stored.get(f.value["name"], f.value["name"]), **desc,
                        "required": required,
                        "nullable": not required, **({} if required else {"default": None})})
-    patterns = [_mcp_pattern(p, known) for p in e.get("access_patterns", list, "a list",
+    patterns = [_mcp_pattern(p) for p in e.get("access_patterns", list, "a list",
                                                       default=[]).items()]
     pk = template(e.get("pk_template", str, "a key template"), "a template")
     sk_text = None if sk.value is None else template(sk, "a template")
@@ -382,7 +382,7 @@ def _mcp_entity(name: str, e: At, known: Mapping[str, list[str]], has_sk: bool
             "_place": e.place}
 
 
-def _mcp_pattern(p: At, known: Mapping[str, list[str]]) -> dict[str, Any]:
+def _mcp_pattern(p: At) -> dict[str, Any]:
     index = p.get("index_name", str, "an index name", default=None)
     params = []
     for q in p.get("parameters", list, "a list of parameters", default=[]).items():
