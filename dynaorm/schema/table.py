@@ -206,7 +206,7 @@ class TableSchema:
         """The vector indexes, by name."""
         key_attrs |= {a for v in self.vector_indexes.values() for a in v.search_schema}
         #: the attributes of the keys of the table and its indexes (and search schemas)
-        self._key_attrs = sorted(a for a in key_attrs if a)
+        self._key_attrs = key_attrs
         self.key_types: dict[str, str] = _key_types(name, key_types, key_attrs)
         """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
         if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
@@ -410,7 +410,7 @@ class TableSchema:
             "TableName": self.name,
             "KeySchema": _key_schema((self.pk,), (self.sk,) if self.sk else ()),
             "AttributeDefinitions": [{"AttributeName": a, "AttributeType": self.key_type(a)}
-                                     for a in self._key_attrs],
+                                     for a in sorted(filter(None, self._key_attrs))],
             "BillingMode": "PAY_PER_REQUEST",
         }
         if gsis:
