@@ -47,6 +47,13 @@ LANDED_58 = 154_442
 #: by removing code only (an unused parameter, guards that could never fire, a layer that
 #: only forwarded); the 2-4k below LANDED_06 it asked for is still missed
 LANDED = 156_540
+#: issue 68's clean-up step (t68): the grammar core on main took the same-features count to
+#: 157,009 (239,963 in all); removing code only (copies made one: throughput members and
+#: Contributor Insights' modes, a field's markers, the formats' readers of attribute names
+#: and non-empty text, a table's key schema; an unused parameter, a check that could not
+#: fail, a layer that only forwarded) brought it to 156,967 (239,458 in all, -505). The
+#: 3k cut issue 68 asked of this step is MISSED: no duplicate of that size was found.
+LANDED = 156_967
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -22,6 +22,7 @@ __all__ = [
     "PURE_MODULES",
     "RANGES",
     "At",
+    "attributes",
     "function",
     "left_out",
     "maybe",
@@ -37,12 +38,14 @@ __all__ = [
 RANGES: Final = ("begins_with", "between", ">", "<", ">=", "<=")
 
 
-def left_out(model: Mapping[str, Any], fmt: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """The table's GSIs a format can hold (one attribute per key), and notes for the rest."""
+def left_out(model: Mapping[str, Any], fmt: str, multi: bool = False
+             ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The table's GSIs a format can hold (one attribute per key; ``multi``: any number),
+    and notes for the rest."""
     kept, notes = [], []
     for index in model["table"]["indexes"]:
-        single = index["kind"] == "gsi" and len(index["pk"]) == 1 and len(index["sk"]) <= 1
-        if single:
+        if index["kind"] == "gsi" and (multi or (len(index["pk"]) == 1
+                                                 and len(index["sk"]) <= 1)):
             kept.append(index)
         else:
             what = ("a vector index" if index["kind"] == "vector" else "an LSI"
@@ -118,6 +121,15 @@ def template(at: At, what: str) -> str:
     except DynaormError as exc:  # (its message starts with the place: said once)
         raise at.fail(str(exc).removeprefix(f"{at.place}: ")) from None
     return str(text)
+
+
+def attributes(at: At, least: int = 0, most: int = 4) -> list[str]:
+    """``least`` to ``most`` attribute names (an index's keys): a list, or one name."""
+    names = [at.value] if isinstance(at.value, str) else [a.of(str, "an attribute name")
+                                                          for a in at.items()]
+    if not least <= len(names) <= most:
+        raise at.fail(f"expected {least} to {most} attribute names, got {len(names)}")
+    return names
 
 
 def maybe_template(at: At) -> str | None:

@@ -19,12 +19,9 @@ from dynaorm.formats.tables import (
     projection,
     vector_notes,
 )
+from dynaorm.schema.settings import INSIGHTS, most, warm
 
 __all__ = ["text_of", "to_format"]
-
-#: ``contributor_insights=`` -> CloudFormation's ``ContributorInsightsSpecification.Mode``
-_MODES = {"accessed": "ACCESSED_AND_THROTTLED_KEYS", "throttled": "THROTTLED_KEYS"}
-
 
 def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(the template, notes on what it leaves out) of the model's table."""
@@ -82,20 +79,12 @@ def _index(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]
                              "Projection": {"ProjectionType": kind}}
     if included:
         found["Projection"]["NonKeyAttributes"] = included
-    if index.get("warm_throughput"):
-        found["WarmThroughput"] = _warm(index["warm_throughput"])
-    if index.get("max_on_demand"):
-        found["OnDemandThroughput"] = _most(index["max_on_demand"])
-    return found
+    return found | _throughput(index)
 
 
 def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The table properties of its operational settings."""
-    found: dict[str, Any] = {}
-    if settings.get("warm_throughput"):
-        found["WarmThroughput"] = _warm(settings["warm_throughput"])
-    if settings.get("max_on_demand"):
-        found["OnDemandThroughput"] = _most(settings["max_on_demand"])
+    found = _throughput(settings)
     if settings.get("pitr_days"):
         found["PointInTimeRecoverySpecification"] = {
             "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": settings["pitr_days"]}
@@ -103,17 +92,17 @@ def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         found["DeletionProtectionEnabled"] = settings["deletion_protection"]
     if settings.get("contributor_insights"):
         found["ContributorInsightsSpecification"] = {
-            "Enabled": True, "Mode": _MODES[settings["contributor_insights"]]}
+            "Enabled": True, "Mode": INSIGHTS[settings["contributor_insights"]]}
     if settings.get("tags"):
         found["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(settings["tags"].items())]
     return found
 
 
-def _warm(pair: list[int | None]) -> dict[str, int]:
-    return {k: v for k, v in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), pair,
-                                 strict=True) if v is not None}
-
-
-def _most(pair: list[int | None]) -> dict[str, int]:
-    return {k: v for k, v in zip(("MaxReadRequestUnits", "MaxWriteRequestUnits"), pair,
-                                 strict=True) if v is not None}
+def _throughput(declared: Mapping[str, Any]) -> dict[str, Any]:
+    """``WarmThroughput`` and ``OnDemandThroughput`` of a table or a GSI, as declared."""
+    found: dict[str, Any] = {}
+    if declared.get("warm_throughput"):
+        found["WarmThroughput"] = warm(declared["warm_throughput"])
+    if declared.get("max_on_demand"):
+        found["OnDemandThroughput"] = most(declared["max_on_demand"])
+    return found

@@ -11,6 +11,7 @@ from typing import Any, Final
 from dynaorm.formats._common import (
     RANGES,
     At,
+    attributes,
     function,
     maybe,
     maybe_template,
@@ -72,10 +73,9 @@ def _read_field(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a field name"), "a field name")
     if name.startswith(("_", "model_")) or name == "Meta":  # (no field of a class: dropped)
         raise at.get("name").fail(f"{name!r} cannot be a field's name")
-    stored = at.get("stored", str, "an attribute name", default=name)
-    if not stored.value:
-        raise stored.fail("an attribute name is never empty")
-    out: dict[str, Any] = {"name": name, "stored": stored.value, **_read_type(at),
+    out: dict[str, Any] = {"name": name,
+                           "stored": _filled(at, "stored", "an attribute name", name),
+                           **_read_type(at),
                            "required": at.get("required", bool, "true or false",
                                               default=True).value,
                            "nullable": at.get("nullable", bool, "true or false",
@@ -108,21 +108,13 @@ def _read_field(at: At) -> dict[str, Any]:
 
 
 
-def _attributes(at: At, least: int, most: int) -> list[str]:
-    """A list of ``least`` to ``most`` attribute names (an index's keys)."""
-    names = [a.of(str, "an attribute name") for a in at.items()]
-    if not least <= len(names) <= most:
-        raise at.fail(f"expected {least} to {most} attribute names, got {len(names)}")
-    return names
-
-
 def _read_index(at: At) -> dict[str, Any]:
     kind = at.get("kind", str, "gsi, lsi or vector", choices=_INDEX_KINDS).value
     out: dict[str, Any] = {"name": at.get("name", str, "an index name").value, "kind": kind}
     if kind == "gsi":
         out["native"] = at.get("native", bool, "true or false", default=False).value
-        out["pk"] = _attributes(at.get("pk", list, "attribute names"), 1, 4)
-        out["sk"] = _attributes(at.get("sk", list, "attribute names", default=[]), 0, 4)
+        out["pk"] = attributes(at.get("pk", list, "attribute names"), 1)
+        out["sk"] = attributes(at.get("sk", list, "attribute names", default=[]))
         for pair in ("warm_throughput", "max_on_demand"):  # (an index's settings: issue 63)
             if at.value.get(pair) is not None:
                 given = at.get(pair, list, "[reads, writes]")
@@ -131,13 +123,13 @@ def _read_index(at: At) -> dict[str, Any]:
                     raise given.fail("expected [reads, writes], two whole numbers above 0")
                 out[pair] = list(given.value)
     elif kind == "lsi":
-        out["sk"] = _attributes(at.get("sk", list, "attribute names"), 1, 1)
+        out["sk"] = attributes(at.get("sk", list, "attribute names"), 1, 1)
     else:
         out.update({k: at.get(k, kind_, what, default=d).value for k, kind_, what, d in (
             ("attribute", str, "an attribute name", ...), ("dimensions", int, "a number", ...),
             ("distance", str, "a distance", "COSINE"), ("partition", str, "a name", None),
             ("filters", list, "attribute names", []))})
-        _attributes(at.get("filters", list, "attribute names", default=[]), 0, 64)
+        attributes(at.get("filters", list, "attribute names", default=[]), 0, 64)
     out["projection"] = at.get("projection", (str, list), "ALL, KEYS_ONLY or attribute names",
                                default="ALL").value
     return out
@@ -146,7 +138,7 @@ def _read_index(at: At) -> dict[str, Any]:
 def _read_entity(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a class name"), "an entity's name")
     out: dict[str, Any] = {
-        "name": name, "type_name": _type_name(at, default=name),
+        "name": name, "type_name": _filled(at, "type_name", "a type name", name),
         "pk": template(at.get("pk", str, "a key template"), "a key template"),
         "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
         "fields": _read_fields(at.get("fields", list, "a list of fields")),
@@ -157,7 +149,7 @@ def _read_entity(at: At) -> dict[str, Any]:
                       for i in at.get("indexes", list, "a list", default=[]).items()]
     out["unique"] = [{
         "field": name_of(u.get("field", str, "a field name"), "a field name"),
-        "prefix": _prefix(u),
+        "prefix": _filled(u, "prefix", "a unique rule's prefix", None),
         "scope": maybe(u.get("scope", str, "a template", default=None),
                         lambda a: template(a, "a template")),
         "normalize": maybe(u.get("normalize", str, "a function", default=None), function)}
@@ -190,17 +182,10 @@ def _read_entity(at: At) -> dict[str, Any]:
 def _read_previous(at: At) -> dict[str, Any]:
     return {"pk": template(at.get("pk", str, "a key template"), "a key template"),
             "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
-            "type_name": _type_name(at),
+            "type_name": _filled(at, "type_name", "a type name"),
             "stored_names": {name_of(At(n, f"{at.place}.stored_names"), "a field name"):
                              a.of(str, "an attribute name") for n, a in at.get(
                                  "stored_names", dict, "an object", default={}).members()}}
-
-
-def _prefix(at: At) -> str | None:
-    found = at.get("prefix", str, "a prefix", default=None)
-    if found.value == "":  # (code would leave it to the field's name)
-        raise found.fail("a unique rule's prefix is never empty")
-    return None if found.value is None else str(found.value)
 
 
 def _shard_by(at: At) -> str:
@@ -210,19 +195,13 @@ def _shard_by(at: At) -> str:
     return name_of(at, "a field name")
 
 
-def _parameter_type(at: At) -> str:
-    found = at.get("type", str, "a parameter type")
-    if not found.value:  # (code would leave it to the field's type)
-        raise found.fail("a parameter's type is never empty")
-    return str(found.value)
-
-
-def _type_name(at: At, default: Any = ...) -> str:
-    """A type name: any text but none (an empty one is the class's name in code)."""
-    found = at.get("type_name", str, "a type name", default=default)
-    if not found.value:
-        raise found.fail("a type name is never empty")
-    return str(found.value)
+def _filled(at: At, name: str, what: str, default: Any = ...) -> Any:
+    """Member ``name``: text, never empty (code would leave an empty one to a default of
+    its own: the class's name, the field's name or type)."""
+    found = at.get(name, str, what, default=default)
+    if found.value == "":
+        raise found.fail(f"{what} is never empty")
+    return found.value
 
 
 def _read_pattern(at: At) -> dict[str, Any]:
@@ -231,7 +210,7 @@ def _read_pattern(at: At) -> dict[str, Any]:
            "index": at.get("index", str, "an index name", default=None).value,
            "parameters": [{
                "name": q.get("name", str, "a parameter name").value,
-               "type": _parameter_type(q),
+               "type": _filled(q, "type", "a parameter's type"),
                **({"entity_type": name_of(q.get("entity_type", str, "an entity"), "an entity")}
                   if "entity_type" in q.value else {})}
                for q in at.get("parameters", list, "a list", default=[]).items()],

@@ -12,6 +12,8 @@ from typing import Any, Final
 from dynaorm.formats._common import (
     RANGES,
     At,
+    attributes,
+    left_out,
     name_of,
     template,
     unknown_shards,
@@ -70,21 +72,13 @@ def _one(names: list[str]) -> str | list[str]:
 
 def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     table = model["table"]
-    gsis = [i for i in table["indexes"] if i["kind"] == "gsi"]
-    notes = _left_out_indexes(table)
+    gsis, notes = left_out(model, "mcp", multi=True)
     out = _table_config(table, gsis)
     out["entities"] = _entities(model, table, {i["name"]: i for i in gsis}, notes)
     return {"tables": [out]}, notes
 
 
-def _left_out_indexes(table: Mapping[str, Any]) -> list[str]:
-    """Notes for the table's indexes the format has no place for (LSIs, vector indexes)."""
-    return [f"mcp: left out {'a vector index' if i['kind'] == 'vector' else 'an LSI'}, "
-            f"{i['name']!r}: the format has no place for it"
-            for i in table["indexes"] if i["kind"] != "gsi"]
-
-
-def _table_config(table: Mapping[str, Any], gsis: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _table_config(table: Mapping[str, Any], gsis: list[dict[str, Any]]) -> dict[str, Any]:
     """The table's ``table_config`` and, when it has GSIs, its ``gsi_list``."""
     config = {"table_name": table["name"], "partition_key": table["pk"]}
     if table.get("sk"):
@@ -288,8 +282,8 @@ def _read_mcp(t: At) -> dict[str, Any]:
              "key_types": {}, "type_attribute": "_type", "revision_attribute": "_rev",
              "ttl": None, "stream": None, "indexes": []}
     for g in t.get("gsi_list", list, "a list of GSIs", default=[]).items():
-        gpk = _attributes(g.get("partition_key", (str, list), "an attribute or a list"), 1)
-        gsk = _attributes(g.get("sort_key", (str, list), "an attribute or a list", default=[]))
+        gpk = attributes(g.get("partition_key", (str, list), "an attribute or a list"), 1)
+        gsk = attributes(g.get("sort_key", (str, list), "an attribute or a list", default=[]))
         table["indexes"].append({"name": g.get("name", str, "an index name").value,
                                  "kind": "gsi", "native": len(gpk) > 1 or len(gsk) > 1,
                                  "pk": gpk, "sk": gsk, "projection": "ALL"})
@@ -311,23 +305,11 @@ def _read_mcp(t: At) -> dict[str, Any]:
     return {"dynaorm_model": 1, "table": table, "entities": list(entities.values())}
 
 
-def _attributes(at: At, least: int = 0) -> list[str]:
-    """A GSI's key attributes: one name, or a list of ``least`` to 4 (a multi-attribute
-    key)."""
-    names = [at.value] if isinstance(at.value, str) else [a.of(str, "an attribute name")
-                                                          for a in at.items()]
-    if len(names) < least:
-        raise at.fail("expected 1 to 4 attribute names, got none")
-    if len(names) > 4:
-        raise at.fail(f"expected 1 to 4 attribute names, got {len(names)}")
-    return names
-
-
 def _unique(name: str, e: At, entities: Mapping[str, dict[str, Any]]) -> None:
     """The unique rule whose guards entity ``name`` (``<Entity>_<field>_guard``, keyed
     ``[scope#]prefix#{field}``) describes, added to the entity it names."""
     pk = e.get("pk_template", str, "a key template")
-    fields = [f for f in KeyTemplate.parse(template(pk, "a template")).fields]
+    fields = list(KeyTemplate.parse(template(pk, "a template")).fields)
     head, _, tail = name.rpartition("_guard")
     owner = entities.get(head.removesuffix(f"_{fields[-1]}") if fields and not tail else "")
     if owner is None:
@@ -350,8 +332,8 @@ def _mcp_entity(name: str, e: At, known: Mapping[str, list[str]], has_sk: bool
             raise index.fail(f"no GSI {index.value!r} in the table's gsi_list")
         if known[index.value]:  # (a multi-attribute key: the entity's fields, stored as its
             for attr, shape in zip(known[index.value], [  # attributes, by the templates)
-                    *_attributes(m.get("pk_template", (str, list), "templates")),
-                    *_attributes(m.get("sk_template", (str, list), "templates", default=[]))],
+                    *attributes(m.get("pk_template", (str, list), "templates")),
+                    *attributes(m.get("sk_template", (str, list), "templates", default=[]))],
                     strict=False):
                 stored[shape.strip("{}")] = attr
             continue
@@ -370,7 +352,7 @@ def _mcp_entity(name: str, e: At, known: Mapping[str, list[str]], has_sk: bool
                        "stored": stored.get(f.value["name"], f.value["name"]), **desc,
                        "required": required,
                        "nullable": not required, **({} if required else {"default": None})})
-    patterns = [_mcp_pattern(p, known) for p in e.get("access_patterns", list, "a list",
+    patterns = [_mcp_pattern(p) for p in e.get("access_patterns", list, "a list",
                                                       default=[]).items()]
     pk = template(e.get("pk_template", str, "a key template"), "a template")
     sk_text = None if sk.value is None else template(sk, "a template")
@@ -382,7 +364,7 @@ def _mcp_entity(name: str, e: At, known: Mapping[str, list[str]], has_sk: bool
             "_place": e.place}
 
 
-def _mcp_pattern(p: At, known: Mapping[str, list[str]]) -> dict[str, Any]:
+def _mcp_pattern(p: At) -> dict[str, Any]:
     index = p.get("index_name", str, "an index name", default=None)
     params = []
     for q in p.get("parameters", list, "a list of parameters", default=[]).items():

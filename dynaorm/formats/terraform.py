@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm.formats.tables import attribute_types, key_schema, projection, vector_notes
+from dynaorm.schema.settings import INSIGHTS
 
 __all__ = ["to_format"]
 
-_MODES = {"accessed": "ACCESSED_AND_THROTTLED_KEYS", "throttled": "THROTTLED_KEYS"}
 
 
 class _Block:
@@ -108,7 +108,7 @@ def to_format(model: Mapping[str, Any]) -> tuple[str, list[str]]:
         w.lines.append("")
         w.block(f'resource "aws_dynamodb_contributor_insights" "{name}"', {
             "table_name": _Raw(f"aws_dynamodb_table.{name}.name"),
-            "mode": _MODES[settings["contributor_insights"]]})
+            "mode": INSIGHTS[settings["contributor_insights"]]})
     return "\n".join(w.lines) + "\n", vector_notes(table, "Terraform")
 
 

@@ -131,14 +131,13 @@ def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     if srv is None:
         _stdio(table, options, instructions(table, fields))
         return 0
-    if args.http:
-        import uvicorn
+    import uvicorn  # (a server is made first only with --http)
 
-        host, _, port = args.http.rpartition(":")
-        if not host or not port.isdigit():
-            raise cli.BadReference(f"--http takes HOST:PORT, got {args.http!r}")
-        app = srv.streamable_http_app(host=host)
-        uvicorn.run(app, host=host, port=int(port), log_level="warning")
+    host, _, port = args.http.rpartition(":")
+    if not host or not port.isdigit():
+        raise cli.BadReference(f"--http takes HOST:PORT, got {args.http!r}")
+    app = srv.streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=int(port), log_level="warning")
     return 0
 
 

@@ -205,6 +205,8 @@ class TableSchema:
             name, vector_indexes, self.indexes, key_attrs, (type_attribute, revision_attribute))
         """The vector indexes, by name."""
         key_attrs |= {a for v in self.vector_indexes.values() for a in v.search_schema}
+        #: the attributes of the keys of the table and its indexes (and search schemas)
+        self._key_attrs = key_attrs
         self.key_types: dict[str, str] = _key_types(name, key_types, key_attrs)
         """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
         if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
@@ -389,35 +391,26 @@ class TableSchema:
     # -- schema --------------------------------------------------------------------
     def definition(self) -> dict[str, Any]:
         """The CreateTable request for this table and all its indexes."""
-        attrs = {self.pk}
-        schema = [{"AttributeName": self.pk, "KeyType": "HASH"}]
-        if self.sk:
-            attrs.add(self.sk)
-            schema.append({"AttributeName": self.sk, "KeyType": "RANGE"})
         gsis: list[dict[str, Any]] = []
         lsis: list[dict[str, Any]] = []
         for index in self.indexes.values():
+            projection = _projection(index.projection, self._carried)
             if isinstance(index, GSI):
-                keys = [{"AttributeName": a, "KeyType": "HASH"} for a in index.hash_keys] + [
-                    {"AttributeName": a, "KeyType": "RANGE"} for a in index.range_keys]
-                attrs.update(index.hash_keys, index.range_keys)
-                gsis.append({"IndexName": index.name, "KeySchema": keys,
-                             "Projection": _projection(index.projection, self._carried),
+                gsis.append({"IndexName": index.name,
+                             "KeySchema": _key_schema(index.hash_keys, index.range_keys),
+                             "Projection": projection,
                              **create_params(TableSettings(), index.warm_throughput,
                                              index.max_on_demand)})
             else:
-                attrs.add(index.sk)
-                lsis.append({"IndexName": index.name, "KeySchema": [
-                    {"AttributeName": self.pk, "KeyType": "HASH"},
-                    {"AttributeName": index.sk, "KeyType": "RANGE"}],
-                    "Projection": _projection(index.projection, self._carried)})
+                lsis.append({"IndexName": index.name,
+                             "KeySchema": _key_schema((self.pk,), (index.sk,)),
+                             "Projection": projection})
         vectors = [self.vector_definition(v) for v in self.vector_indexes.values()]
-        attrs.update(a for v in self.vector_indexes.values() for a in v.search_schema)
         request: dict[str, Any] = {
             "TableName": self.name,
-            "KeySchema": schema,
+            "KeySchema": _key_schema((self.pk,), (self.sk,) if self.sk else ()),
             "AttributeDefinitions": [{"AttributeName": a, "AttributeType": self.key_type(a)}
-                                     for a in sorted(attrs)],
+                                     for a in sorted(filter(None, self._key_attrs))],
             "BillingMode": "PAY_PER_REQUEST",
         }
         if gsis:
@@ -458,6 +451,13 @@ class TableSchema:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
+
+
+def _key_schema(hash_keys: Sequence[str], range_keys: Sequence[str | None]
+                ) -> list[dict[str, Any]]:
+    """A ``KeySchema``: the ``hash_keys``, then the ``range_keys``."""
+    return [{"AttributeName": a, "KeyType": "HASH"} for a in hash_keys] + [
+        {"AttributeName": a, "KeyType": "RANGE"} for a in range_keys]
 
 
 def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[str, GSI | LSI]:

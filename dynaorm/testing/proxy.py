@@ -51,16 +51,11 @@ class _Upstream:
             conn.close()
             self._local.conn = None
 
-    def post(self, body: bytes, headers: dict[str, str]
-             ) -> tuple[int, dict[str, str], bytes]:
-        """The engine's answer to ``body`` (status, lower-case headers, bytes); a kept
-        connection the engine closed meanwhile is replaced once."""
-        return self.send("POST", self.path, body, headers)
-
     def send(self, method: str, path: str, body: bytes, headers: dict[str, str]
              ) -> tuple[int, dict[str, str], bytes]:
-        """The engine's answer to any request (:meth:`post`'s, for another method or
-        path: a moto server's S3, a KMS request)."""
+        """The engine's answer to a request (status, lower-case headers, bytes): to
+        DynamoDB's ``POST`` to :attr:`path`, or another (a moto server's S3, a KMS
+        request); a kept connection the engine closed meanwhile is replaced once."""
         for fresh in (False, True):
             conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
             if conn is None or fresh:
@@ -133,7 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
         def forward(op: str, req: dict[str, Any]) -> dict[str, Any]:
             raw = body if req is request else render(req)
             sent = headers if req is request else {**headers, "X-Amz-Target": _TARGET + op}
-            status, got, data = self.server.upstream.post(raw, sent)
+            upstream = self.server.upstream
+            status, got, data = upstream.send("POST", upstream.path, raw, sent)
             try:
                 answer = checked_answer(status, got, data, op, req)
             except RequestError as exc:

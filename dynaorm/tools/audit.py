@@ -42,7 +42,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
@@ -83,7 +83,8 @@ __all__ = ["Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
 
 R = TypeVar("R")
 
-Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
+#: the kinds of problem, in the order they are reported (guards first)
+Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type"]
 Key = tuple[str, str]
 
@@ -578,9 +579,7 @@ def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
     return sorted(auditor.problems, key=problem_order)
 
 
-_KINDS_ORDER = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
-                "no-history": 4, "stale-index": 5, "stale-key": 6, "guard-ttl": 7,
-                "history-ttl": 8, "unclaimed-type": 9}
+_KINDS_ORDER = {kind: i for i, kind in enumerate(get_args(Kind))}
 
 
 def problem_order(problem: Problem) -> tuple[int, Key]:

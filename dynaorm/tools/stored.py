@@ -137,6 +137,13 @@ def _model(schema: Mapping[str, Any], prefix: Sequence[str] = (),
                        "validate_by_name": False, "loc_by_alias": False}}
 
 
+def _keyed(spec: EntitySpec) -> frozenset[str]:
+    """The fields a key template of ``spec`` renders (missing from an item: its key says
+    them)."""
+    return frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
+        i.pk, i.sk))) if t is not None for f in t.fields)
+
+
 def stored_validator(type_attribute: str, entities: Mapping[str, tuple[type[Any], EntitySpec]]
                      ) -> Callable[[bytes], list[Any]] | None:
     """A validator of a JSON array of data-file lines (``{"Item": {...}}`` each): each
@@ -145,10 +152,8 @@ def stored_validator(type_attribute: str, entities: Mapping[str, tuple[type[Any]
     way does not take it (see the module). ``None`` when no entity can be read this way."""
     choices = {}
     for name, (cls, spec) in entities.items():
-        keyed = frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
-            i.pk, i.sk))) if t is not None for f in t.fields)  # (missing: the key says)
         model = _model(_inlined(cls.__dict__.get("__pydantic_core_schema__") or {}),
-                       ("Item",), spec.renames, keyed)
+                       ("Item",), spec.renames, _keyed(spec))
         if model is not None:
             choices[name] = (cls, model)
     if not choices:

@@ -552,13 +552,11 @@ def _entity(name: str, cls: type[Any], spec: EntitySpec, item: Any, sk: str | No
     """How vectors read one entity, and ``item`` widened by its attributes; ``None``
     when its model has no plan, its attributes clash with ``item``'s, or it stores one
     of the ``reserved`` attributes."""
-    from dynaorm.tools.stored import _inlined
+    from dynaorm.tools.stored import _inlined, _keyed
 
-    keyed = frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
-        i.pk, i.sk))) if t is not None for f in t.fields)
     cols = {c.name: c for c in columns(cls)}
     model = model_plan(_inlined(cls.__dict__.get("__pydantic_core_schema__") or {}),
-                       cols, spec.renames, keyed)
+                       cols, spec.renames, _keyed(spec))
     if model is None:
         return None
     stored = {f.attr for _, f in model.fields}

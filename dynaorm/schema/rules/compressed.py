@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import json
-import typing
 import zlib
 from collections.abc import Mapping
 from decimal import Decimal
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Rule, register_rule
+from dynaorm.schema.rules.encrypted import markers
 from dynaorm.schema.rules.vectors import Vector
 
 __all__ = ["Compressed", "Compression"]
@@ -86,9 +86,7 @@ else:
 def _marker(info: Any) -> _Compressed | None:
     """A pydantic field's ``Compressed`` marker (of ``Compressed[...]``, or of
     ``Compressed[...] | None``), if it has one."""
-    found = [*info.metadata, *(m for a in typing.get_args(info.annotation)
-                               for m in getattr(a, "__metadata__", ()))]
-    return next((m for m in found if isinstance(m, _Compressed)), None)
+    return next((m for m in markers(info) if isinstance(m, _Compressed)), None)
 
 
 def _dumped(av: Mapping[str, Any]) -> bytes:

@@ -36,7 +36,7 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
 __all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "NotPrepared", "aesgcm",
-           "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of",
+           "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of", "markers",
            "open_value", "seal_value", "trying", "unique_mac", "with_macs"]
 
 T = TypeVar("T")
@@ -56,10 +56,16 @@ class NotPrepared(RuntimeError):
     error, never a blocking call in its place."""
 
 
+def markers(info: Any) -> list[Any]:
+    """A pydantic field's metadata, of ``Annotated[T, ...]`` or ``Annotated[T, ...] | None``
+    (the markers of ``Encrypted``, ``Vector`` and ``Compressed``)."""
+    return [*info.metadata, *(m for a in typing.get_args(info.annotation)
+                              for m in getattr(a, "__metadata__", ()))]
+
+
 def is_encrypted(info: Any) -> bool:
     """Whether a pydantic field is ``Encrypted[...]`` (or ``Encrypted[...] | None``)."""
-    return ENCRYPTED in (*info.metadata, *(m for a in typing.get_args(info.annotation)
-                                           for m in getattr(a, "__metadata__", ())))
+    return ENCRYPTED in markers(info)
 
 
 @functools.lru_cache(64)

@@ -13,7 +13,6 @@ guard items never hold one), so a search never finds history or guards.
 from __future__ import annotations
 
 import operator
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from pydantic_core import core_schema
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import is_encrypted
+from dynaorm.schema.rules.encrypted import is_encrypted, markers
 from dynaorm.schema.table import MAX_DIMENSIONS
 from dynaorm.values.codec import kind_of
 from dynaorm.values.limits import float32
@@ -64,9 +63,7 @@ class Vector:
 def vector_of(info: Any) -> Vector | None:
     """The :class:`Vector` marker of a pydantic field (``Annotated[..., Vector(n)]``, or
     the same ``| None``), else ``None``."""
-    found = [*info.metadata, *(m for a in typing.get_args(info.annotation)
-                               for m in getattr(a, "__metadata__", ()))]
-    return next((m for m in found if isinstance(m, Vector)), None)
+    return next((m for m in markers(info) if isinstance(m, Vector)), None)
 
 
 def vector_values(av: AttributeValue) -> list[float] | None:
