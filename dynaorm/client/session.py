@@ -153,7 +153,10 @@ class BaseSession:
             if fields is None:
                 raise ScopeError("a scoped session stages a write by key through update() "
                                  "or check(), which check its key against the scope")
-            scope.fields(self._stage.spec(write._entity), fields, "a staged write")
+            spec = self._stage.spec(write._entity)
+            scope.fields(spec, fields, "a staged write")
+            # (and the key it will write, parsed back: it need not be its fields')
+            scope.key(spec, getattr(write, "key", None) or {}, "a staged write")
         self._stage.add(write)
 
     def rollback(self) -> None:

@@ -21,6 +21,8 @@ refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -49,6 +51,22 @@ def _templates(spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
     return found
 
 S = TypeVar("S", bound=Any)
+_INT = re.compile(r"-?[0-9]+", re.ASCII)
+
+
+@functools.cache
+def _padded(pk: KeyTemplate) -> frozenset[str]:
+    """The fields ``pk`` renders with a format (an integer's zero padding, ``{n:04d}``,
+    the only one a scope takes: :meth:`Scope.entity`): the key holds ``0005`` where the
+    scope's text is ``5``."""
+    return frozenset(s.name for s in pk.segments if not isinstance(s, str) and s.spec)
+
+
+def _same_int(got: Any, want: str) -> bool:
+    """Whether a key's text ``got`` of a zero-padded integer field is the integer
+    ``want`` (ASCII digits only: an Arabic-Indic five is no ``5``)."""
+    return (isinstance(got, str) and _INT.fullmatch(got) is not None
+            and _INT.fullmatch(want) is not None and int(got) == int(want))
 
 
 class Scope:
@@ -166,7 +184,8 @@ class Scope:
             if parsed is None:
                 continue
             for name, want in self.values.items():
-                if parsed.get(name) != want:
+                got = parsed.get(name)
+                if got != want and not (name in _padded(pk) and _same_int(got, want)):
                     return False
             admitted = True
         return admitted

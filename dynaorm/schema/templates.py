@@ -332,9 +332,24 @@ class KeyTemplate:
 
     @functools.cached_property
     def _pattern(self) -> re.Pattern[str]:
-        return re.compile("".join(
-            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^{re.escape('#' + s.sep)}]+)"
-            for s in self.segments))
+        # a field named twice ("AT#{at}#M#{at:%Y-%m}") is captured once: a repeat rendered
+        # alike must hold the same text (a key whose two differ is none of the template's),
+        # one rendered otherwise is matched, not captured
+        first: dict[str, _Field] = {}
+        parts = []
+        for s in self.segments:
+            if isinstance(s, str):
+                parts.append(re.escape(s))
+                continue
+            text = f"[^{re.escape('#' + s.sep)}]+"
+            seen = first.setdefault(s.name, s)
+            if seen is s:
+                parts.append(f"(?P<{s.name}>{text})")
+            elif (seen.spec, seen.conversion) == (s.spec, s.conversion):
+                parts.append(f"(?P={s.name})")
+            else:
+                parts.append(f"(?:{text})")
+        return re.compile("".join(parts))
 
     def __str__(self) -> str:
         return self.source
