@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from dynaorm.testing import TestBackend, fault_proxy, moto_backend, use_tables, worker_suffix
 from pytest_dynaorm import LAG_OPTION, endpoint_of
@@ -46,6 +47,12 @@ from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
 from tests.support.dynoxide import Dynoxide, find_binary
 from tests.support.engines import identify
 from tests.support.models import app
+
+# Generation speed is the machine's, not the code's: two xdist workers and the engines
+# share two cores, so a strategy's first draws can take a second ("too_slow"), which
+# says nothing about the property. Every other health check stays on.
+settings.register_profile("dynaorm", suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dynaorm")
 
 BACKENDS = ("moto", "local", "dynoxide")
 
