@@ -8,6 +8,7 @@ version-row keys and shard numbers from a mapping of field values.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -528,6 +529,32 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
 
 
 
+def _refusing(meta: Mapping[str, Any], pk: KeyTemplate, sk: KeyTemplate | None,
+              indexes: tuple[IndexKeys, ...]
+              ) -> tuple[KeyTemplate, KeyTemplate | None, tuple[IndexKeys, ...]]:
+    """The entity's key templates, each field refusing its separators in every template
+    of the entity (contract 23): the table's, the indexes', the unique guards' scopes and
+    the previous layout's (those two read here as text: their rules check them), so a
+    write that renders only some keys (a sparse index) refuses what another would."""
+    before = meta.get("previous")
+    texts = [getattr(u, "scope", None) for u in meta.get("unique") or ()]
+    texts += [getattr(before, "pk", None), getattr(before, "sk", None)]
+    others = []
+    for text in texts:
+        try:
+            others.append(KeyTemplate.parse(text) if isinstance(text, str) else None)
+        except KeyTemplateError:
+            continue  # (refused by the rule that owns it, with its own words)
+    found = [pk, sk, *(t for i in indexes for t in (i.pk, i.sk)), *others]
+    templates = [t for t in found if t is not None]
+    refused = {name: frozenset().union(*(t.separators(name) for t in templates))
+               for t in templates for name in t.fields}
+    return pk.refusing(refused), None if sk is None else sk.refusing(refused), tuple(
+        dataclasses.replace(i, pk=i.pk.refusing(refused),
+                            sk=None if i.sk is None else i.sk.refusing(refused))
+        for i in indexes)
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``). The keys and
     stored names are read here; each rule of :data:`~dynaorm.schema.rules.RULES` reads its
@@ -542,6 +569,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     indexes = tuple(declared_index(owner, table, field_names, name, templates, name in shards,
                                    pk, sk)
                     for name, templates in dict(meta.get("indexes") or {}).items())
+    pk, sk, indexes = _refusing(meta, pk, sk, indexes)
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
     renames = stored_names(cls)

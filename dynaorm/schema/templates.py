@@ -59,13 +59,19 @@ class _Field:
     #: the first character of the literal that follows the field in its template (its
     #: separator, which a value may not contain), ``""`` for the template's last field
     sep: str = ""
+    #: the separators the field has in its entity's other templates (contract 23: a value
+    #: may hold none of them), less ``#`` and ``sep``
+    also: str = ""
 
     def refused(self, text: str) -> str | None:
-        """The first character of ``text`` the grammar refuses in this field (``#``, or
-        the field's separator), else ``None``."""
+        """The first character of ``text`` the grammar refuses in this field (``#``, the
+        field's separator, or one of its separators in the entity's other templates),
+        else ``None``."""
         if "#" in text:
             return "#"
-        return self.sep if self.sep and self.sep in text else None
+        if self.sep and self.sep in text:
+            return self.sep
+        return next((c for c in self.also if c in text), None)
 
 
 @dataclass(frozen=True)
@@ -169,7 +175,10 @@ class KeyTemplate:
         if check and (not text or refused):
             why = "is empty" if not text else (
                 "contains '#'" if refused == "#" else
-                f"contains {refused!r}, the separator that follows it in the key")
+                f"contains {refused!r}, the separator that follows it in the key" if (
+                    refused == seg.sep) else
+                f"contains {refused!r}, a separator that follows it in another key "
+                "template of the entity")
             raise KeyTemplateError(
                 f"{owner}: field {seg.name!r} value {value!r} {why}; "
                 f"it cannot go into key {self.source!r}", field=seg.name)
@@ -197,7 +206,8 @@ class KeyTemplate:
             value = values.get(seg.name)
             if (type(value) is str and value and not seg.spec and seg.conversion is None
                     and (single is not None or ("#" not in value
-                                                and (not seg.sep or seg.sep not in value)))):
+                                                and (not seg.sep or seg.sep not in value)
+                                                and not seg.also))):
                 out.append(value)
             else:
                 out.append(self._render_field(seg, values, owner))
@@ -273,7 +283,7 @@ class KeyTemplate:
         if self.single is not None or self.key_type != "S":
             return frozenset()
         return frozenset(c for s in self.segments if isinstance(s, _Field) and s.name == name
-                         for c in ("#", s.sep) if c)
+                         for c in ("#", s.sep, *s.also) if c)
 
     def scope_prefix(self, names: Iterable[str]) -> tuple[tuple[str, ...], bool] | None:
         """The leading part of this template that proves a key belongs to a scope over the
@@ -303,6 +313,18 @@ class KeyTemplate:
             if not wanted and i == len(self.segments) - 1:
                 return tuple(parts), True
         return None
+
+    def refusing(self, refused: Mapping[str, frozenset[str]]) -> KeyTemplate:
+        """This template with each field also refusing the characters ``refused`` names
+        for it (its separators in the entity's other templates); itself when none adds."""
+        if self.single is not None or self.key_type != "S":
+            return self
+        segments = tuple(
+            dataclasses.replace(s, also="".join(sorted(refused.get(s.name, frozenset())
+                                                       - {"#", s.sep})))
+            if isinstance(s, _Field) else s for s in self.segments)
+        return self if segments == self.segments else dataclasses.replace(
+            self, segments=segments)
 
     def leading_fields(self, names: set[str] | frozenset[str]) -> tuple[str, ...]:
         """The longest run of template fields, from the start, that ``names`` covers."""
@@ -341,7 +363,7 @@ class KeyTemplate:
             if isinstance(s, str):
                 parts.append(re.escape(s))
                 continue
-            text = f"[^{re.escape('#' + s.sep)}]+"
+            text = f"[^{re.escape('#' + s.sep + s.also)}]+"
             seen = first.setdefault(s.name, s)
             if seen is s:
                 parts.append(f"(?P<{s.name}>{text})")

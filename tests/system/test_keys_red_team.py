@@ -621,15 +621,6 @@ class Sparse(Entity):
     region: str | None = None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: a write checks a value only against the templates it renders; a template "
-    "it does not render (the previous layout's key, a sparse index's key while the item "
-    "is not in it) does not refuse its separator, although contract 23 says a value may "
-    "hold none of the field's separators in ANY template (Scope refuses such a tenant; "
-    "an unscoped writer stores it). No key that crosses a scope is rendered (every "
-    "rendering checks its own template), but the stored value can never be read by its "
-    "own scoped session nor indexed later. Fix: check spec.separators(name) for every "
-    "template field a write carries, once, in the gate every write passes"))
 def test_a_separator_of_a_template_the_write_does_not_render_is_refused(
         rdb: TestBackend) -> None:
     for obj in (Note(tenant_id="a.b", note_id="n"), Sparse(tenant_id="a.b", sid="s")):
