@@ -36,6 +36,9 @@ def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
     """An attempt's consumed capacity by entity and role (slugged: ``unique_guard``), empty
     for an answer whose ``ConsumedCapacity`` is not DynamoDB's shape."""
     try:
+        response = attempt.response
+        if not response or not response.get("ConsumedCapacity"):
+            return {}  # (none reported: nothing to split)
         return {(entity, slug(role)): units
                 for (entity, role), units in attempt.capacity_by_role.items()}
     except (AttributeError, TypeError, ValueError):
@@ -43,13 +46,18 @@ def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
 
 
 class Metrics:
-    """The instruments of one client (made on first use from the meter provider)."""
+    """The instruments of one client (made on first use from the meter provider), and the
+    attribute sets it records with (made once each: an attempt's repeat those of the
+    attempts before it)."""
 
     def __init__(self) -> None:
         self.meter_provider: Any = None
         """The provider to record with (``None``: OpenTelemetry's global one, once set)."""
         self._seen: Any = None
         self._instruments: Any = None
+        self._server: Any = None  # the endpoint the attribute sets below name
+        self._durations: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]] = {}
+        self._capacities: dict[tuple[str | None, str, str], dict[str, Any]] = {}
 
     def instruments(self, provider: Any) -> Any:
         """(duration histogram, capacity counter) of ``provider``, made once each."""
@@ -64,25 +72,58 @@ class Metrics:
             self._seen = provider
         return self._instruments
 
-    @staticmethod
-    def record(instruments: tuple[Any, Any], attempt: Attempt, clock: float,
+    def record(self, instruments: tuple[Any, Any], attempt: Attempt, clock: float,
                server: dict[str, Any], by_role: dict[tuple[str, str], float]) -> None:
         """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``)
-        with ``instruments``: its duration and the capacity it consumed by role."""
+        with ``instruments``: its duration and the capacity it consumed by role (``server``:
+        the endpoint's ``server.address`` and ``server.port``, the same dict while it is
+        the same endpoint)."""
         if attempt.service != DYNAMODB:
             return
+        elapsed = time.perf_counter() - clock
         duration, capacity = instruments
-        attributes: dict[str, Any] = {
-            "db.system.name": SYSTEM, "db.operation.name": attempt.operation,
-            **{k: v for k, v in server.items() if k in ("server.address", "server.port")}}
+        if server is not self._server:
+            self._durations.clear()
+            self._capacities.clear()
+            self._server = server
         tables = attempt.tables
-        if len(tables) == 1:
-            attributes["db.collection.name"] = tables[0]
-        if attempt.error is not None:
-            attributes["error.type"] = attempt.error.code
-        duration.record(time.perf_counter() - clock, attributes)
-        table = attributes.get("db.collection.name")
+        error = attempt.error
+        key = (attempt.operation, tables, None if error is None else error.code)
+        attributes = self._durations.get(key)
+        if attributes is None:
+            if len(self._durations) >= _CACHED:
+                self._durations.clear()
+            attributes = self._durations[key] = _duration_attributes(*key, server)
+        duration.record(elapsed, attributes)
+        if not by_role:
+            return
+        table = tables[0] if len(tables) == 1 else None
         for (entity, role), units in by_role.items():
-            capacity.add(units, {"db.collection.name": table, "dynaorm.entity": entity,
-                                 "dynaorm.row_role": role} if table else {
-                "dynaorm.entity": entity, "dynaorm.row_role": role})
+            found = self._capacities.get((table, entity, role))
+            if found is None:
+                if len(self._capacities) >= _CACHED:
+                    self._capacities.clear()
+                found = self._capacities[table, entity, role] = (
+                    {"db.collection.name": table, "dynaorm.entity": entity,
+                     "dynaorm.row_role": role} if table else {
+                        "dynaorm.entity": entity, "dynaorm.row_role": role})
+            capacity.add(units, found)
+
+
+#: at most this many attribute sets are kept (each the same dict at every use: never
+#: written to once made)
+_CACHED: Final = 512
+
+
+def _duration_attributes(operation: str, tables: tuple[str, ...], error: str | None,
+                         server: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of an attempt's duration: the system, the API, the endpoint, the
+    table (of a request naming one) and the error's code (of a failure)."""
+    attributes: dict[str, Any] = {
+        "db.system.name": SYSTEM, "db.operation.name": operation,
+        **{k: v for k, v in server.items() if k in ("server.address", "server.port")}}
+    if len(tables) == 1:
+        attributes["db.collection.name"] = tables[0]
+    if error is not None:
+        attributes["error.type"] = error
+    return attributes

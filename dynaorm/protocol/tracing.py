@@ -35,13 +35,15 @@ See ``docs/guide/tracing.md`` for every span and attribute.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from dynaorm._version import __version__
@@ -90,27 +92,73 @@ _RESPONSE_ATTRIBUTES: Final = (
 
 @dataclass(slots=True, eq=False)
 class _Open:
-    """An operation's span while it runs, and what its attempts add up to."""
+    """An operation's span while it runs (``recording``: whether its sampler kept it; an
+    operation it dropped makes no attempt span and sums nothing), and what its attempts
+    add up to."""
 
     span: Any
+    recording: bool
     attempts: int = 0
     capacity: float = 0.0
-    by_role: dict[str, float] = field(default_factory=dict)
-    methods: dict[str, None] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    by_role: dict[str, float] | None = None
+    methods: dict[str, None] | None = None
+    current: Any = None  # a context with the span current (made for its first attempt)
+
+    def context(self) -> Any:
+        """A context holding the operation's span as the current one (the parent of its
+        attempts), made once."""
+        if self.current is None:
+            self.current = _api().in_context(self.span)
+        return self.current
 
 
 @dataclass(slots=True, eq=False)
 class _Sent:
-    """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
-    is sent; ``False``: none, metrics alone), the context token to detach at its end
-    (``None``: nothing was attached), and when it started (for the span of an attempt
-    botocore never saw)."""
+    """An attempt's span (``None``: made when the attempt ends, as it started at
+    ``started``, unless botocore's instrumentation made it: ``botocore`` and the attempt
+    was sent; ``False``: none, metrics alone or an operation sampled out), the context
+    token to detach at its end (``None``: nothing was attached), and its clock (for its
+    duration metric)."""
 
     span: Any
     token: object
     started: int = 0
+    botocore: bool = False
     clock: float = field(default_factory=time.perf_counter)
+
+
+class _Api:
+    """What the hook calls of OpenTelemetry's API, looked up once (when the first provider
+    is seen: ``import dynaorm`` imports none of it)."""
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        self.attach = context.attach
+        self.detach = context.detach
+        self.get_current = context.get_current
+        self.get_value = context.get_value
+        #: the key ``suppress_instrumentation()`` sets (a private name of the API, read
+        #: as OpenTelemetry's instrumentations read it; ``None`` if it has none)
+        self.suppress: str | None = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+        self.in_context = trace.set_span_in_context
+        self.internal = SpanKind.INTERNAL
+        self.client = SpanKind.CLIENT
+        self.status = Status
+        self.error = StatusCode.ERROR
+
+
+@functools.cache
+def _api() -> _Api:
+    return _Api()
+
+
+#: the attributes of an operation's span and an attempt's that depend only on what it is
+#: (its name, session, tables, entity types), made once each: at most this many are kept
+_CACHED: Final = 512
+#: ``server.address`` ... of an endpoint not known yet (never written to)
+_NOWHERE: Final[dict[str, Any]] = {}
 
 
 def _names(classes: Any) -> tuple[str, ...]:
@@ -189,6 +237,10 @@ class Tracing(Hook):
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
+        self._lock = threading.Lock()  # (concurrent attempts of one operation add up)
+        # what spans say from their start, by what the operation or attempt is (made once)
+        self._operations: dict[tuple[Any, ...], tuple[str, Mapping[str, Any]]] = {}
+        self._attempts: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
         ``None``: OpenTelemetry's global one)."""
@@ -215,7 +267,7 @@ class Tracing(Hook):
                 self._destination = {
                     "cloud.region": region, "server.address": parts.hostname or "",
                     "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
-        return self._destination or {}
+        return self._destination or _NOWHERE
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -244,6 +296,8 @@ class Tracing(Hook):
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
             self._tracer = None if provider is None else self._tracer_of(provider)
             self._seen = provider
+            self._operations.clear()  # (what they say may have changed with _DUP)
+            self._attempts.clear()
         tracer = self._tracer
         meters = self.metrics.meter_provider or getattr(  # (else the global one, once set)
             getattr(sys.modules.get(_METRICS), "_internal", None), "_METER_PROVIDER", None)
@@ -262,14 +316,20 @@ class Tracing(Hook):
     # -- the hook ----------------------------------------------------------------------
     def on_start(self, phase: Phase) -> object:
         """Start the span of an operation or of an attempt (with a meter provider alone:
-        the attempt's clock)."""
+        the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
             if tracer is None or _suppressed():
                 return None
             return self._start_operation(tracer, phase)
-        if (id(phase.within) not in self._open if tracer is not None  # (its operation has
-                and phase.within is not None else _suppressed()):  # no span: suppressed)
+        if tracer is not None and phase.within is not None:
+            opened = self._open.get(id(phase.within))
+            if opened is None:
+                return None  # its operation has no span: suppressed
+            if not opened.recording:
+                return self._unrecorded(opened, phase)
+            return self._start_attempt(tracer, phase, opened)
+        if _suppressed():
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -283,34 +343,43 @@ class Tracing(Hook):
 
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
-        from opentelemetry.trace import SpanKind
-
-        attributes = _span_attributes({"dynaorm.operation": op.name,
-                                       "dynaorm.session": op.session}, op.tables,
-                                      _names(op.entities))
-        span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
-                                 attributes=attributes)
-        opened = self._open[id(op)] = _Open(span)
+        """Start an operation's span: its sampler is asked with the attributes it has from
+        its start, made once per kind of operation (nothing is built per call)."""
+        key = (op.name, op.session, op.tables, op.entities)
+        found = self._operations.get(key)
+        if found is None:
+            if len(self._operations) >= _CACHED:
+                self._operations.clear()
+            found = self._operations[key] = (f"dynaorm.{op.name}", MappingProxyType(
+                _span_attributes({"dynaorm.operation": op.name, "dynaorm.session": op.session},
+                                 op.tables, _names(op.entities))))
+        span = tracer.start_span(found[0], kind=_api().internal, attributes=found[1])
+        opened = self._open[id(op)] = _Open(span, span.is_recording())
         return opened
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
         self._open.pop(id(op), None)
         span = opened.span
         try:
-            if span.is_recording():
+            if opened.recording and span.is_recording():
+                error = op.error
                 attributes: dict[str, Any] = {
                     "dynaorm.attempts": opened.attempts,
-                    "dynaorm.outcome": _operation_outcome(op.error)}
+                    "dynaorm.outcome": _operation_outcome(error)}
                 if opened.capacity:
                     attributes["dynaorm.consumed_capacity"] = opened.capacity
-                attributes.update(opened.by_role)
-                if len(opened.methods) == 1:
-                    attributes["rpc.method"] = next(iter(opened.methods))
-                elif opened.methods:
-                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                span.set_attributes({**attributes, **_throttling(op.error)})
-                if op.error is not None:
-                    _failed(span, type(op.error).__qualname__, str(op.error), op.error)
+                if opened.by_role:
+                    attributes.update(opened.by_role)
+                methods = opened.methods
+                if methods and len(methods) == 1:
+                    attributes["rpc.method"] = next(iter(methods))
+                elif methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(methods)
+                if error is not None:
+                    attributes.update(_throttling(error))
+                span.set_attributes(attributes)
+                if error is not None:
+                    _failed(span, type(error).__qualname__, str(error), error)
         finally:
             span.end()  # whatever the answer held
 
@@ -329,78 +398,131 @@ class Tracing(Hook):
         instance = getattr(instrumentor, "_instance", None)
         return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
-    def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
-        from opentelemetry import context, trace
+    def _unrecorded(self, opened: _Open, attempt: Attempt) -> _Sent | None:
+        """An attempt of an operation its sampler dropped: no span, no attribute. Through
+        botocore's client its operation's (unsampled) span is current while it is sent, so
+        botocore's or an HTTP client's instrumentation below drops its span too; its
+        metrics are recorded all the same."""
+        token = _api().attach(opened.context()) if self._delegated(attempt)[0] else None
+        if token is None and self._meters is None:
+            return None
+        return _Sent(False, token)
 
-        opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        parent = None if opened is None else trace.set_span_in_context(opened.span)
+    def _start_attempt(self, tracer: Any, attempt: Attempt, opened: _Open | None = None
+                       ) -> _Sent:
+        """Start an attempt's span. Through botocore's client it is the current span while
+        the attempt is sent (HTTP-client instrumentation below nests under it), or, with
+        botocore's instrumentation active, the operation's span is (botocore's span is the
+        attempt's). On dynaorm's own wire, where nothing runs under it, the span is made
+        when the attempt ends, as it started then, with every attribute at once."""
         via, instrumented = self._delegated(attempt)
+        if not via:
+            return _Sent(None, None, time.time_ns())
+        api = _api()
+        parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else context.attach(parent)
-            return _Sent(None, token, time.time_ns())
-        span = _attempt_span(tracer, attempt, parent)
-        token = context.attach(trace.set_span_in_context(span)) if via else None
-        return _Sent(span, token)
+            token = None if parent is None else api.attach(parent)
+            return _Sent(None, token, time.time_ns(), botocore=True)
+        span = self._attempt_span(tracer, attempt, parent)
+        return _Sent(span, api.attach(api.in_context(span)))
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            from opentelemetry import context
-
-            context.detach(sent.token)  # type: ignore[arg-type]
+            _api().detach(sent.token)  # type: ignore[arg-type]
         found = roles(attempt)
         if self._meters is not None:
             self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
         span = sent.span
-        if span is False:
-            return  # (metrics alone)
+        if span is False or (span is None and sent.botocore and attempt.sent):
+            return  # metrics alone, an operation sampled out; botocore's span
         by_role = {f"dynaorm.capacity.{entity}.{role}": units
-                   for (entity, role), units in found.items()}
+                   for (entity, role), units in found.items()} if found else _NOWHERE
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
-            units = _table_units(attempt)
-            with opened.lock:
+            units = _table_units(attempt) if found else 0.0  # (no role: no units)
+            with self._lock:
                 opened.attempts += 1
                 opened.capacity += units
+                if opened.methods is None:
+                    opened.methods = {}
                 opened.methods[attempt.operation] = None
-                for name, part in by_role.items():
-                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
-        if span is None:
-            if attempt.sent:
-                return  # botocore's instrumentation made its span
-            # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
-            from opentelemetry import trace
-
-            parent = None if opened is None else trace.set_span_in_context(opened.span)
-            span = _attempt_span(self._tracer, attempt, parent, sent.started)
+                if by_role:
+                    if opened.by_role is None:
+                        opened.by_role = {}
+                    for name, part in by_role.items():
+                        opened.by_role[name] = opened.by_role.get(name, 0.0) + part
+        dynamodb = attempt.service == DYNAMODB  # (the endpoint known, the units: its)
+        if span is None:  # made now, every attribute at once (a span botocore never saw:
+            # a hook answered the attempt, an injected fault; or on dynaorm's own wire)
+            span = self._attempt_span(
+                self._tracer, attempt, None if opened is None else opened.context(),
+                sent.started, _answer_attributes(attempt, self._server() if dynamodb
+                                                 else _NOWHERE,
+                                                 by_role if dynamodb else _NOWHERE))
+            try:
+                if span.is_recording():
+                    _ended(span, attempt)
+            finally:
+                span.end()
+            return
         try:
-            if span.is_recording():  # (the endpoint known is DynamoDB's)
-                _answer_attributes(span, attempt, {} if attempt.service != DYNAMODB
-                                   else {**self._server(), **by_role})
+            if span.is_recording():
+                span.set_attributes(_answer_attributes(
+                    attempt, self._server() if dynamodb else _NOWHERE,
+                    by_role if dynamodb else _NOWHERE))
+                _ended(span, attempt)
         finally:
             span.end()  # whatever the answer held
 
+    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
+                      started: int | None = None, answer: dict[str, Any] | None = None
+                      ) -> Any:
+        """Start an attempt's span (``started``: at that time, in ns, rather than now;
+        ``answer``: its answer's attributes too, when it is made at its end)."""
+        name, attributes = self._attempt_start(attempt)
+        if answer:
+            attributes.update(answer)
+        return tracer.start_span(name, context=parent, kind=_api().client,
+                                 attributes=attributes, start_time=started)
 
-def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
-                  ) -> Any:
-    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
-    from opentelemetry.trace import SpanKind
-
-    service, _, method = attempt.operation.rpartition(":")
-    return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
-                             kind=SpanKind.CLIENT,
-                             attributes=_attempt_attributes(attempt),
-                             start_time=started)
+    def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
+        """An attempt span's name and what it says from its start (the request): what
+        depends only on the API, tables and entity types made once, the rest per attempt;
+        of a request to another service (KMS), its service and method, attempt and entity
+        types only."""
+        within = attempt.within
+        tables = attempt.tables
+        key = (attempt.operation, attempt.service, tables, attempt.origins,
+               None if within is None else within.entities)
+        try:
+            found = self._attempts.get(key)
+        except TypeError:  # (an origin's key unhashable: made for this attempt alone)
+            found = _attempt_attributes(attempt, tables)
+        if found is None:
+            found = _attempt_attributes(attempt, tables)
+            if len(self._attempts) >= _CACHED:
+                self._attempts.clear()
+            self._attempts[key] = found
+        name, fixed = found
+        attributes = {**fixed, "dynaorm.attempt": attempt.number}
+        if ":" not in attempt.operation:  # (DynamoDB's)
+            attributes["dynaorm.actions"] = attempt.actions
+            request = attempt.request
+            for parameter, attribute in _REQUEST_ATTRIBUTES:
+                value = request.get(parameter)
+                if value is not None:
+                    attributes[attribute] = value
+        return name, attributes
 
 
 def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
     suppress_instrumentation``)."""
-    from opentelemetry import context
-
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    return bool((key is not None and context.get_value(key))
-                or context.get_value("suppress_instrumentation"))
+    api = _api()
+    current = api.get_current()
+    return bool((api.suppress is not None and api.get_value(api.suppress, current))
+                or api.get_value("suppress_instrumentation", current))
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
@@ -420,20 +542,21 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
     return attributes
 
 
-def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
-    """What an attempt span says from its start (the request); of a request to another
-    service (KMS), its service and method, attempt and entity types only."""
+def _attempt_attributes(attempt: Attempt, tables: tuple[str, ...]
+                        ) -> tuple[str, dict[str, Any]]:
+    """An attempt span's name and the attributes it has from its start that depend only
+    on its API, tables and entity types (not on the request's parameters, its number or
+    its actions)."""
     service, _, method = attempt.operation.rpartition(":")
+    name = f"{service.upper() or 'DynamoDB'}.{method}"
+    entities = _entity_names(attempt)
     if service:
-        return {"rpc.system": "aws-api", "rpc.service": service.upper(), "rpc.method": method,
-                "dynaorm.attempt": attempt.number, **(
-                    {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
-                    else {})}
+        return name, {"rpc.system": "aws-api", "rpc.service": service.upper(),
+                      "rpc.method": method,
+                      **({"dynaorm.entity_types": entities} if entities else {})}
     own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
-           **({"db.operation": attempt.operation} if _DUP else {}),
-           "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
-           **_present(attempt.request, _REQUEST_ATTRIBUTES)}
-    return _span_attributes(own, attempt.tables, _entity_names(attempt))
+           **({"db.operation": attempt.operation} if _DUP else {})}
+    return name, _span_attributes(own, tables, entities)
 
 
 def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -442,10 +565,13 @@ def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict
     return {name: source[key] for key, name in names if source.get(key) is not None}
 
 
-def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:
-    """What an attempt span says at its end (the answer or the failure; ``server``: where
-    it went)."""
+def _answer_attributes(attempt: Attempt, server: dict[str, Any],
+                       by_role: dict[str, float]) -> dict[str, Any]:
+    """What an attempt span says of its end (the answer or the failure; ``server``: where
+    it went; ``by_role``: the capacity it consumed by entity and role)."""
     attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt), **server}
+    if by_role:
+        attributes.update(by_role)
     if not attempt.sent:
         attributes["dynaorm.sent"] = False
     request_id = attempt.request_id
@@ -454,14 +580,22 @@ def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> N
     status = attempt.status_code
     if status is not None:
         attributes["http.status_code"] = attributes["http.response.status_code"] = status
-    capacity = _capacity_json(attempt.response)
-    if capacity:
-        attributes["aws.dynamodb.consumed_capacity"] = capacity
-    attributes.update(_present(attempt.response or {}, _RESPONSE_ATTRIBUTES))
+    response = attempt.response
+    if response:
+        capacity = _capacity_json(response)
+        if capacity:
+            attributes["aws.dynamodb.consumed_capacity"] = capacity
+        attributes.update(_present(response, _RESPONSE_ATTRIBUTES))
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
-    span.set_attributes({**attributes, **_throttling(error)})
+        attributes.update(_throttling(error))
+    return attributes
+
+
+def _ended(span: Any, attempt: Attempt) -> None:
+    """Mark an attempt's span failed, if it failed or was interrupted."""
+    error = attempt.error
     if error is not None:
         _failed(span, error.code, str(error), error)
     elif attempt.interrupted:
@@ -481,9 +615,8 @@ def _throttling(error: BaseException | None) -> dict[str, Any]:
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
     """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
     any), an error status saying ``message``."""
-    from opentelemetry.trace import Status, StatusCode
-
+    api = _api()
     span.set_attribute("error.type", kind)
     if error is not None:
         span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, message))
+    span.set_status(api.status(api.error, message))
