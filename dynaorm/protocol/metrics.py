@@ -12,6 +12,7 @@ else OpenTelemetry's global one once set), with or without a tracer provider: th
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Final
 
@@ -46,18 +47,13 @@ def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
 
 
 class Metrics:
-    """The instruments of one client (made on first use from the meter provider), and the
-    attribute sets it records with (made once each: an attempt's repeat those of the
-    attempts before it)."""
+    """The instruments of one client (made on first use from the meter provider)."""
 
     def __init__(self) -> None:
         self.meter_provider: Any = None
         """The provider to record with (``None``: OpenTelemetry's global one, once set)."""
         self._seen: Any = None
         self._instruments: Any = None
-        self._server: Any = None  # the endpoint the attribute sets below name
-        self._durations: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]] = {}
-        self._capacities: dict[tuple[str | None, str, str], dict[str, Any]] = {}
 
     def instruments(self, provider: Any) -> Any:
         """(duration histogram, capacity counter) of ``provider``, made once each."""
@@ -72,58 +68,44 @@ class Metrics:
             self._seen = provider
         return self._instruments
 
-    def record(self, instruments: tuple[Any, Any], attempt: Attempt, clock: float,
+    @staticmethod
+    def record(instruments: tuple[Any, Any], attempt: Attempt, clock: float,
                server: dict[str, Any], by_role: dict[tuple[str, str], float]) -> None:
         """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``)
-        with ``instruments``: its duration and the capacity it consumed by role (``server``:
-        the endpoint's ``server.address`` and ``server.port``, the same dict while it is
-        the same endpoint)."""
+        with ``instruments``: its duration and the capacity it consumed by role."""
         if attempt.service != DYNAMODB:
             return
         elapsed = time.perf_counter() - clock
         duration, capacity = instruments
-        if server is not self._server:
-            self._durations.clear()
-            self._capacities.clear()
-            self._server = server
         tables = attempt.tables
         error = attempt.error
-        key = (attempt.operation, tables, None if error is None else error.code)
-        attributes = self._durations.get(key)
-        if attributes is None:
-            if len(self._durations) >= _CACHED:
-                self._durations.clear()
-            attributes = self._durations[key] = _duration_attributes(*key, server)
-        duration.record(elapsed, attributes)
-        if not by_role:
-            return
+        duration.record(elapsed, _duration_attributes(
+            attempt.operation, tables, None if error is None else error.code,
+            server.get("server.address"), server.get("server.port")))
         table = tables[0] if len(tables) == 1 else None
         for (entity, role), units in by_role.items():
-            found = self._capacities.get((table, entity, role))
-            if found is None:
-                if len(self._capacities) >= _CACHED:
-                    self._capacities.clear()
-                found = self._capacities[table, entity, role] = (
-                    {"db.collection.name": table, "dynaorm.entity": entity,
-                     "dynaorm.row_role": role} if table else {
-                        "dynaorm.entity": entity, "dynaorm.row_role": role})
-            capacity.add(units, found)
+            capacity.add(units, _capacity_attributes(table, entity, role))
 
 
-#: at most this many attribute sets are kept (each the same dict at every use: never
-#: written to once made)
-_CACHED: Final = 512
-
-
+@functools.lru_cache(maxsize=512)
 def _duration_attributes(operation: str, tables: tuple[str, ...], error: str | None,
-                         server: dict[str, Any]) -> dict[str, Any]:
-    """The attributes of an attempt's duration: the system, the API, the endpoint, the
-    table (of a request naming one) and the error's code (of a failure)."""
-    attributes: dict[str, Any] = {
-        "db.system.name": SYSTEM, "db.operation.name": operation,
-        **{k: v for k, v in server.items() if k in ("server.address", "server.port")}}
+                         address: str | None, port: int | None) -> dict[str, Any]:
+    """The attributes of an attempt's duration: the system, the API, the endpoint (when
+    known), the table (of a request naming one) and the error's code (of a failure); made
+    once each (never written to: the SDK copies what it keeps)."""
+    attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": operation,
+                                  **({} if address is None else {"server.address": address}),
+                                  **({} if port is None else {"server.port": port})}
     if len(tables) == 1:
         attributes["db.collection.name"] = tables[0]
     if error is not None:
         attributes["error.type"] = error
     return attributes
+
+
+@functools.lru_cache(maxsize=512)
+def _capacity_attributes(table: str | None, entity: str, role: str) -> dict[str, Any]:
+    """The attributes of an attempt's capacity for one entity and role (made once each)."""
+    return {"db.collection.name": table, "dynaorm.entity": entity,
+            "dynaorm.row_role": role} if table else {
+        "dynaorm.entity": entity, "dynaorm.row_role": role}

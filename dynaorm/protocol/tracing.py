@@ -100,15 +100,15 @@ class _Open:
     recording: bool
     attempts: int = 0
     capacity: float = 0.0
-    by_role: dict[str, float] | None = None
-    methods: dict[str, None] | None = None
+    by_role: dict[str, float] = field(default_factory=dict)
+    methods: dict[str, None] = field(default_factory=dict)
     current: Any = None  # a context with the span current (made for its first attempt)
 
     def context(self) -> Any:
         """A context holding the operation's span as the current one (the parent of its
         attempts), made once."""
         if self.current is None:
-            self.current = _api().in_context(self.span)
+            self.current = _otel()[1].set_span_in_context(self.span)
         return self.current
 
 
@@ -127,50 +127,21 @@ class _Sent:
     clock: float = field(default_factory=time.perf_counter)
 
 
-class _Api:
-    """What the hook calls of OpenTelemetry's API, looked up once (when the first provider
-    is seen: ``import dynaorm`` imports none of it)."""
-
-    def __init__(self) -> None:
-        from opentelemetry import context, trace
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
-        self.attach = context.attach
-        self.detach = context.detach
-        self.get_current = context.get_current
-        self.get_value = context.get_value
-        #: the key ``suppress_instrumentation()`` sets (a private name of the API, read
-        #: as OpenTelemetry's instrumentations read it; ``None`` if it has none)
-        self.suppress: str | None = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-        self.in_context = trace.set_span_in_context
-        self.internal = SpanKind.INTERNAL
-        self.client = SpanKind.CLIENT
-        self.status = Status
-        self.error = StatusCode.ERROR
-
-
 @functools.cache
-def _api() -> _Api:
-    return _Api()
+def _otel() -> Any:
+    """OpenTelemetry's ``context`` and ``trace`` modules, imported once (when the first
+    provider is seen: ``import dynaorm`` imports neither)."""
+    from opentelemetry import context, trace
+
+    return context, trace
 
 
-#: the attributes of an operation's span and an attempt's that depend only on what it is
-#: (its name, session, tables, entity types), made once each: at most this many are kept
-_CACHED: Final = 512
 #: ``server.address`` ... of an endpoint not known yet (never written to)
 _NOWHERE: Final[dict[str, Any]] = {}
 
 
 def _names(classes: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c.__name__ for c in classes if isinstance(c, type)))
-
-
-def _entity_names(attempt: Attempt) -> tuple[str, ...]:
-    """The entity types an attempt is for: its origins', else its operation's."""
-    found = _names(o[0] if isinstance(o, tuple) else o for o in attempt.origins)
-    if not found and attempt.within is not None:
-        found = _names(attempt.within.entities)
-    return found
 
 
 def _attempt_outcome(attempt: Attempt) -> str:
@@ -238,9 +209,6 @@ class Tracing(Hook):
         self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
         self._lock = threading.Lock()  # (concurrent attempts of one operation add up)
-        # what spans say from their start, by what the operation or attempt is (made once)
-        self._operations: dict[tuple[Any, ...], tuple[str, Mapping[str, Any]]] = {}
-        self._attempts: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
         ``None``: OpenTelemetry's global one)."""
@@ -296,8 +264,6 @@ class Tracing(Hook):
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
             self._tracer = None if provider is None else self._tracer_of(provider)
             self._seen = provider
-            self._operations.clear()  # (what they say may have changed with _DUP)
-            self._attempts.clear()
         tracer = self._tracer
         meters = self.metrics.meter_provider or getattr(  # (else the global one, once set)
             getattr(sys.modules.get(_METRICS), "_internal", None), "_METER_PROVIDER", None)
@@ -345,15 +311,8 @@ class Tracing(Hook):
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
         """Start an operation's span: its sampler is asked with the attributes it has from
         its start, made once per kind of operation (nothing is built per call)."""
-        key = (op.name, op.session, op.tables, op.entities)
-        found = self._operations.get(key)
-        if found is None:
-            if len(self._operations) >= _CACHED:
-                self._operations.clear()
-            found = self._operations[key] = (f"dynaorm.{op.name}", MappingProxyType(
-                _span_attributes({"dynaorm.operation": op.name, "dynaorm.session": op.session},
-                                 op.tables, _names(op.entities))))
-        span = tracer.start_span(found[0], kind=_api().internal, attributes=found[1])
+        found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
+        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
         opened = self._open[id(op)] = _Open(span, span.is_recording())
         return opened
 
@@ -362,24 +321,19 @@ class Tracing(Hook):
         span = opened.span
         try:
             if opened.recording and span.is_recording():
-                error = op.error
                 attributes: dict[str, Any] = {
                     "dynaorm.attempts": opened.attempts,
-                    "dynaorm.outcome": _operation_outcome(error)}
+                    "dynaorm.outcome": _operation_outcome(op.error)}
                 if opened.capacity:
                     attributes["dynaorm.consumed_capacity"] = opened.capacity
-                if opened.by_role:
-                    attributes.update(opened.by_role)
-                methods = opened.methods
-                if methods and len(methods) == 1:
-                    attributes["rpc.method"] = next(iter(methods))
-                elif methods:
-                    attributes["dynaorm.rpc_methods"] = tuple(methods)
-                if error is not None:
-                    attributes.update(_throttling(error))
-                span.set_attributes(attributes)
-                if error is not None:
-                    _failed(span, type(error).__qualname__, str(error), error)
+                attributes.update(opened.by_role)
+                if len(opened.methods) == 1:
+                    attributes["rpc.method"] = next(iter(opened.methods))
+                elif opened.methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
+                span.set_attributes({**attributes, **_throttling(op.error)})
+                if op.error is not None:
+                    _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
             span.end()  # whatever the answer held
 
@@ -403,7 +357,7 @@ class Tracing(Hook):
         botocore's client its operation's (unsampled) span is current while it is sent, so
         botocore's or an HTTP client's instrumentation below drops its span too; its
         metrics are recorded all the same."""
-        token = _api().attach(opened.context()) if self._delegated(attempt)[0] else None
+        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] else None
         if token is None and self._meters is None:
             return None
         return _Sent(False, token)
@@ -418,17 +372,17 @@ class Tracing(Hook):
         via, instrumented = self._delegated(attempt)
         if not via:
             return _Sent(None, None, time.time_ns())
-        api = _api()
+        context, trace = _otel()
         parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else api.attach(parent)
+            token = None if parent is None else context.attach(parent)
             return _Sent(None, token, time.time_ns(), botocore=True)
         span = self._attempt_span(tracer, attempt, parent)
-        return _Sent(span, api.attach(api.in_context(span)))
+        return _Sent(span, context.attach(trace.set_span_in_context(span)))
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            _api().detach(sent.token)  # type: ignore[arg-type]
+            _otel()[0].detach(sent.token)
         found = roles(attempt)
         if self._meters is not None:
             self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
@@ -443,36 +397,26 @@ class Tracing(Hook):
             with self._lock:
                 opened.attempts += 1
                 opened.capacity += units
-                if opened.methods is None:
-                    opened.methods = {}
                 opened.methods[attempt.operation] = None
-                if by_role:
-                    if opened.by_role is None:
-                        opened.by_role = {}
-                    for name, part in by_role.items():
-                        opened.by_role[name] = opened.by_role.get(name, 0.0) + part
-        dynamodb = attempt.service == DYNAMODB  # (the endpoint known, the units: its)
-        if span is None:  # made now, every attribute at once (a span botocore never saw:
-            # a hook answered the attempt, an injected fault; or on dynaorm's own wire)
-            span = self._attempt_span(
-                self._tracer, attempt, None if opened is None else opened.context(),
-                sent.started, _answer_attributes(attempt, self._server() if dynamodb
-                                                 else _NOWHERE,
-                                                 by_role if dynamodb else _NOWHERE))
-            try:
-                if span.is_recording():
-                    _ended(span, attempt)
-            finally:
-                span.end()
-            return
+                for name, part in by_role.items():
+                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
+        where = (self._server(), by_role) if attempt.service == DYNAMODB else (
+            _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
         try:
-            if span.is_recording():
-                span.set_attributes(_answer_attributes(
-                    attempt, self._server() if dynamodb else _NOWHERE,
-                    by_role if dynamodb else _NOWHERE))
-                _ended(span, attempt)
+            if span is None:  # made now, every attribute at once (a span botocore never
+                # saw: a hook answered the attempt, an injected fault; dynaorm's own wire)
+                span = self._attempt_span(
+                    self._tracer, attempt, None if opened is None else opened.context(),
+                    sent.started, _answer_attributes(attempt, *where))
+            elif span.is_recording():
+                span.set_attributes(_answer_attributes(attempt, *where))
+            if attempt.error is not None and span.is_recording():
+                _failed(span, attempt.error.code, str(attempt.error), attempt.error)
+            elif attempt.interrupted and span.is_recording():
+                _failed(span, "interrupted", "interrupted in flight")
         finally:
-            span.end()  # whatever the answer held
+            if span is not None:
+                span.end()  # whatever the answer held
 
     def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
                       started: int | None = None, answer: dict[str, Any] | None = None
@@ -482,7 +426,7 @@ class Tracing(Hook):
         name, attributes = self._attempt_start(attempt)
         if answer:
             attributes.update(answer)
-        return tracer.start_span(name, context=parent, kind=_api().client,
+        return tracer.start_span(name, context=parent, kind=_otel()[1].SpanKind.CLIENT,
                                  attributes=attributes, start_time=started)
 
     def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
@@ -490,19 +434,12 @@ class Tracing(Hook):
         depends only on the API, tables and entity types made once, the rest per attempt;
         of a request to another service (KMS), its service and method, attempt and entity
         types only."""
-        within = attempt.within
-        tables = attempt.tables
-        key = (attempt.operation, attempt.service, tables, attempt.origins,
-               None if within is None else within.entities)
+        at = (attempt.operation, attempt.tables, attempt.origins,
+              () if attempt.within is None else attempt.within.entities, _DUP)
         try:
-            found = self._attempts.get(key)
+            found = _attempt_fixed(*at)
         except TypeError:  # (an origin's key unhashable: made for this attempt alone)
-            found = _attempt_attributes(attempt, tables)
-        if found is None:
-            found = _attempt_attributes(attempt, tables)
-            if len(self._attempts) >= _CACHED:
-                self._attempts.clear()
-            self._attempts[key] = found
+            found = _attempt_fixed.__wrapped__(*at)
         name, fixed = found
         attributes = {**fixed, "dynaorm.attempt": attempt.number}
         if ":" not in attempt.operation:  # (DynamoDB's)
@@ -519,19 +456,19 @@ def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
     suppress_instrumentation``)."""
-    api = _api()
-    current = api.get_current()
-    return bool((api.suppress is not None and api.get_value(api.suppress, current))
-                or api.get_value("suppress_instrumentation", current))
+    context = _otel()[0]
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    return bool((key is not None and context.get_value(key))
+                or context.get_value("suppress_instrumentation"))
 
 
-def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
-                     ) -> dict[str, Any]:
+def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
+                     dup: bool) -> dict[str, Any]:
     """What a span says from its start: the service, ``own``, its tables and entity types
     (each when there are any)."""
     attributes = {"rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system.name": SYSTEM,
                   **own}
-    if _DUP:
+    if dup:
         attributes["db.system"] = "dynamodb"
     if tables:
         attributes["aws.dynamodb.table_names"] = tables
@@ -542,21 +479,32 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
     return attributes
 
 
-def _attempt_attributes(attempt: Attempt, tables: tuple[str, ...]
-                        ) -> tuple[str, dict[str, Any]]:
+@functools.lru_cache(maxsize=512)
+def _operation_start(name: str, session: str, tables: tuple[str, ...],
+                     entities: tuple[type[Any], ...], dup: bool
+                     ) -> tuple[str, Mapping[str, Any]]:
+    """An operation span's name and what it says from its start (made once each)."""
+    return f"dynaorm.{name}", MappingProxyType(_span_attributes(
+        {"dynaorm.operation": name, "dynaorm.session": session}, tables, _names(entities),
+        dup))
+
+
+@functools.lru_cache(maxsize=512)
+def _attempt_fixed(operation: str, tables: tuple[str, ...], origins: tuple[Any, ...],
+                   entities: tuple[type[Any], ...], dup: bool) -> tuple[str, dict[str, Any]]:
     """An attempt span's name and the attributes it has from its start that depend only
-    on its API, tables and entity types (not on the request's parameters, its number or
-    its actions)."""
-    service, _, method = attempt.operation.rpartition(":")
+    on its API, tables and entity types (its origins', else its operation's), made once
+    each; of a request to another service (KMS): its service, method and entity types."""
+    service, _, method = operation.rpartition(":")
     name = f"{service.upper() or 'DynamoDB'}.{method}"
-    entities = _entity_names(attempt)
+    names = _names(o[0] if isinstance(o, tuple) else o for o in origins) or _names(entities)
     if service:
         return name, {"rpc.system": "aws-api", "rpc.service": service.upper(),
                       "rpc.method": method,
-                      **({"dynaorm.entity_types": entities} if entities else {})}
-    own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
-           **({"db.operation": attempt.operation} if _DUP else {})}
-    return name, _span_attributes(own, tables, entities)
+                      **({"dynaorm.entity_types": names} if names else {})}
+    own = {"rpc.method": operation, "db.operation.name": operation,
+           **({"db.operation": operation} if dup else {})}
+    return name, _span_attributes(own, tables, names, dup)
 
 
 def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -593,15 +541,6 @@ def _answer_attributes(attempt: Attempt, server: dict[str, Any],
     return attributes
 
 
-def _ended(span: Any, attempt: Attempt) -> None:
-    """Mark an attempt's span failed, if it failed or was interrupted."""
-    error = attempt.error
-    if error is not None:
-        _failed(span, error.code, str(error), error)
-    elif attempt.interrupted:
-        _failed(span, "interrupted", "interrupted in flight")
-
-
 def _throttling(error: BaseException | None) -> dict[str, Any]:
     """The attributes of a throttle's ``ThrottlingReasons``: the reasons and, in the same
     order, the ARNs of the tables and indexes they name (none for other errors)."""
@@ -615,8 +554,8 @@ def _throttling(error: BaseException | None) -> dict[str, Any]:
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
     """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
     any), an error status saying ``message``."""
-    api = _api()
+    trace = _otel()[1]
     span.set_attribute("error.type", kind)
     if error is not None:
         span.record_exception(error)
-    span.set_status(api.status(api.error, message))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, message))
