@@ -15,6 +15,9 @@ alike), on the same client, switching its providers:
 
 ``none``          OpenTelemetry's API and SDK imported, no provider installed: the
                   baseline of the budget
+``hook``          no provider, a hook doing nothing attached (``dynaorm.Hook``, reading
+                  neither origins nor items, as tracing does): what any attached hook
+                  costs an operation in dynaorm's pump (its records, their start and end)
 ``sampled-out``   a tracer provider whose sampler drops everything
                   (``ParentBased(TraceIdRatioBased(0))``: ratio sampling at 0)
 ``spans``         an SDK tracer provider exporting through a ``BatchSpanProcessor`` to an
@@ -69,7 +72,7 @@ from benchmarks.canned_http import ITERATIONS, arguments, canned_endpoint
 from benchmarks.wire import make_dynaorm
 
 OPS = ("get", "put", "tx3", "query25")
-STATES = ("none", "sampled-out", "spans", "metrics", "spans+metrics")
+STATES = ("none", "hook", "sampled-out", "spans", "metrics", "spans+metrics")
 FLOORS = ("sdk floor", "sampled-out floor", "bare span", "get + sdk floor",
           "get + sampled-out floor")
 #: issue 70's budgets: dynaorm's own CPU beyond the SDK's floor in a traced get, as a share
@@ -106,6 +109,8 @@ class Providers:
         )
         from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
+        from dynaorm import Hook
+
         class Drop(SpanExporter):
             def export(self, spans: Any) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
@@ -115,7 +120,16 @@ class Providers:
         self.tracer.add_span_processor(BatchSpanProcessor(Drop()))
         self.meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
 
+        class Noop(Hook):
+            wants_origins = wants_items = False
+
+        self.noop = Noop()
+
     def use(self, client: Any, state: str) -> None:
+        if state == "hook" and self.noop not in client.policy.hooks:
+            client.add_hook(self.noop)
+        elif state != "hook" and self.noop in client.policy.hooks:
+            client.remove_hook(self.noop)
         client.tracing.tracer_provider = {
             "sampled-out": self.sampled_out, "spans": self.tracer,
             "spans+metrics": self.tracer}.get(state)
@@ -233,6 +247,9 @@ def budgets(get: dict[str, float], label: str) -> str:
             f"(a get can cost no less than {get[in_context] / none:.2f}x); dynaorm's own "
             f"beyond it: {alone * 1e6:.1f} us ({alone / none:.0%}) beyond the floor alone, "
             f"{beside * 1e6:.1f} us ({beside / none:.0%}) beyond the floor in context")
+    hook = get["hook"] - none
+    lines.append(f"  of which any hook's cost in dynaorm's pump (a no-op hook attached): "
+                 f"{hook * 1e6:.1f} us ({hook / none:.0%})")
     lines.append(f"  budgets: dynaorm's own beyond the SDK's floor <= {OWN_BUDGET:.0%} of an "
                  f"untraced get; a sampled-out get <= {SAMPLED_OUT_BUDGET}x (measured "
                  f"{get['sampled-out'] / none:.2f}x; its SDK floor in context "

@@ -21,6 +21,12 @@ configured (``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provi
   nothing depends on a context variable surviving a generator's ``yield`` or a task
   switch, so concurrent attempts of one operation, threads or tasks, all nest right).
 
+An operation span's sampler is asked with the attributes the span has from its start,
+made once per kind of operation. An operation it drops makes no attempt span and builds
+no attribute (its metrics are recorded all the same). On dynaorm's own wire, where
+nothing runs under an attempt's span, the span is made when the attempt ends (started
+when it started) with every attribute at once.
+
 On ``wire="botocore"`` with OpenTelemetry's botocore (or aiobotocore) instrumentation
 active, botocore's own span *is* the attempt's span: dynaorm makes none, and makes its
 operation's span current while the attempt is sent, so botocore's span is its child (an
