@@ -7,14 +7,16 @@ grammar of :mod:`dynaorm.schema.templates`) and compares the fields it gives bac
 the scope's values; a key the grammar cannot parse is never admitted. Every key a scoped
 session renders is admitted before it is sent, and every item a scoped read returns is
 admitted before it is decoded (a query of the table's own partition is admitted once, by
-its partition key: every item it returns holds that key).
+its partition key: every item it returns holds that key). A read whose answers are read
+straight into objects admits each result by its partition key's text
+(:meth:`Scope.admitter`: the same decision, cheaper).
 
 One check, in the session's planning (:class:`~dynaorm.core.stage.Stage` asks it), shared
 by the sync and async sessions: every key a lookup, a query, a search or a staged write
 renders is checked against the scope before anything is sent, and an entity whose
 partition key does not carry every scope field, or a unique rule whose guard key is not
-scoped by them, is refused. Scans are *filtered* (a ``FilterExpression`` on the scope's
-fields: DynamoDB reads the whole table and returns only the scope's items); a vector
+scoped by them, is refused. Scans are *filtered by key* (a ``FilterExpression`` every
+partition key inside the scope satisfies: ``begins_with`` its proven prefix); a vector
 search is *scoped* through the index's partition attribute or a filter attribute, else
 refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 """
