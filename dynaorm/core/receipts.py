@@ -72,7 +72,7 @@ def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
     actions = receipt.actions(rev, [*((op, [body["Key"]] if "Key" in body else [])
                                       for op, body in sent),
                                     ("TransactWriteItems", [op.key for op in plan.ops])])
-    text = len(actions[0]["Put"]["Item"]["result"]["S"])
+    text = receipt.size
     if sum(plan.sizes) + (RECEIPT_BYTES + text) * count > MAX_REQUEST_BYTES:
         raise TransactionTooLargeError(f"commit with its receipts exceeds DynamoDB's "
                                        f"{MAX_REQUEST_BYTES} byte request limit")
@@ -135,7 +135,7 @@ def _read_all(receipt: Any, read: Callable[[TableSchema, PlainKey], Proto[Item |
         live = receipt.live((yield from read(table, receipt.where(table))), table)
         if live is not None:
             stored.append((table, live))
-            if live.get("nonce", {}).get("S") == receipt.nonce:
+            if receipt.own(live):
                 break
     return stored
 

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from dynaorm import (
+    GSI,
+    LSI,
     DynaormError,
+    Entity,
     IdempotencyMismatchError,
     ItemExistsError,
     Session,
@@ -148,7 +151,7 @@ def test_receipts_expire_after_the_table_ttl(db: TestBackend) -> None:
     s.save(Note(note_id="n1", body="x"))
     s.commit(idempotency_key=f"ttl-{db.session_kind}-{RUN}")
     (receipt,) = _receipts(db)
-    assert 7 * 86400 - 60 <= receipt["_expires"] - receipt["at"] <= 7 * 86400 + 1
+    assert 7 * 86400 - 60 <= receipt["dynaorm:expires"] - receipt["dynaorm:at"] <= 7 * 86400 + 1
 
 
 @pytest.mark.parametrize("bad", ["", 3, "x" * 2049])
@@ -291,3 +294,73 @@ def test_model_import_carries_receipts_ttl() -> None:
         model["table"]["rows"][0]["ttl_seconds"] = bad
         with pytest.raises(ModelFileError, match=r"ttl_seconds"):
             import_code(json.dumps(model))
+
+
+# -- receipts and the table's key and index attributes (contract 23) ---------------------------
+#: tables whose key and index attributes are named as 0.7's receipts named theirs: a
+#: receipt wrote over them (a sort key ``nonce``: every replay applied again; a partition
+#: key ``digest``/``rev``: a reused key applied; a sort key or index key ``at``: a number
+#: where a string is declared, every keyed commit failed in the engine)
+_named = {
+    "digest-nonce": Table("dynaorm-once-named-a", pk="digest", sk="nonce"),
+    "rev-at": Table("dynaorm-once-named-b", pk="rev", sk="at", type_attribute="kind"),
+    "indexed": Table("dynaorm-once-named-c", indexes=[
+        GSI("by_result", pk="result", sk="nonce"), GSI("by_type", pk="_type"),
+        LSI("by_at", sk="at"), GSI("by_expiry", pk="_expires")]),
+}
+
+
+def _counted(t: Table) -> type[Entity]:
+    """An entity of ``t`` counting what was added to it."""
+    class Counted(Entity):
+        class Meta:
+            table = t
+            pk = "C#{cid}"
+            sk = "C"
+
+        cid: str
+        n: int = 0
+
+    return Counted
+
+
+@pytest.mark.parametrize("named", sorted(_named))
+def test_receipts_never_write_over_key_or_index_attributes(
+        db: TestBackend, named: str, request: pytest.FixtureRequest) -> None:
+    """A key used once applies once, replays, and refuses other writes, whatever the
+    table's key and index attributes are named; no receipt lands in an index."""
+    from dynaorm.protocol.steps import call
+    from tests.conftest import wire_of
+    from tests.support.exactly_once import no_waits, tables_beside
+
+    table = _named[named]
+    counted = _counted(table)
+    key = f"named-{named}-{db.session_kind}-{RUN}"
+
+    def add(n: int = 1) -> Any:
+        s = db.session()
+        s.update(counted, cid="c1", upsert=True).add(n=n)
+        return s.commit(idempotency_key=key)
+
+    with no_waits(), tables_beside(db, table, wire=wire_of(request)):
+        assert not add().replayed
+        assert add().replayed
+        with pytest.raises(IdempotencyMismatchError):
+            add(2)
+        assert [i["n"] for i in db.scan(table) if "n" in i] == [1]
+        for index in table.indexes:
+            rows = table.db.driver.run(call("Scan", {"TableName": table.name,
+                                                     "IndexName": index}))["Items"]
+            assert not [r for r in rows if "n" not in r], index
+
+
+@pytest.mark.parametrize("attribute", ["dynaorm:digest", "dynaorm:nonce", "dynaorm:at"])
+def test_a_table_keyed_on_a_receipt_attribute_is_refused_before_sending(
+        attribute: str) -> None:
+    for table in (Table("x-clash", pk=attribute, region="us-east-1"),
+                  Table("x-clash", sk=attribute, region="us-east-1"),
+                  Table("x-clash", indexes=[GSI("gsi", pk=attribute)], region="us-east-1")):
+        s = Session(table)
+        s.save(_counted(table)(cid="c1"))
+        with pytest.raises(DynaormError, match=f"'{attribute}'"):
+            s.commit(idempotency_key="k")

@@ -55,7 +55,7 @@ def test_a_sub_second_receipts_ttl_still_keeps_the_receipt(db: TestBackend) -> N
         s.save(Note(note_id="n1", body="once"))
         assert not s.commit(idempotency_key=key_of(db, "subsecond")).replayed
         (receipt,) = receipts(db)
-        assert receipt["_expires"] > receipt["at"]
+        assert receipt["dynaorm:expires"] > receipt["dynaorm:at"]
     finally:
         db.table.receipts_ttl = before
 
@@ -320,7 +320,7 @@ def test_a_commit_own_expired_receipt_is_still_its_own() -> None:
 
     receipt = receipt_of([SaveEntry(Note(note_id="n1"))], "own")
     item = receipt.item("rev", [])
-    item["_expires"] = {"N": "1"}
+    item["dynaorm:expires"] = {"N": "1"}
     assert receipt.live(item) is item
     other = receipt_of([SaveEntry(Note(note_id="n1"))], "own")
     assert other.live(item) is None

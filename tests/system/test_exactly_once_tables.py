@@ -66,10 +66,10 @@ def test_a_two_table_commit_keeps_a_receipt_in_each_table_and_replays(
     (sent,) = [body for op, body in first.requests if op == "TransactWriteItems"]
     puts = [a["Put"] for a in sent["TransactItems"] if "Put" in a]
     assert len(sent["TransactItems"]) == 4  # (two writes and two receipts: one request)
-    mine = [p for p in puts if "digest" in p["Item"]]
+    mine = [p for p in puts if "dynaorm:digest" in p["Item"]]
     assert sorted(p["TableName"] for p in mine) == sorted([db.table.name, orders.name])
     (app_receipt,), (order_receipt,) = receipts(db), receipts(db, orders)
-    assert app_receipt["digest"] == order_receipt["digest"]
+    assert app_receipt["dynaorm:digest"] == order_receipt["dynaorm:digest"]
     assert order_receipt["PK"] == order_receipt["SK"] == app_receipt["pk"]
     with Session(db.table) as other:  # another writer after it: a replay must keep it
         got = other.get(Note, note_id="n1")

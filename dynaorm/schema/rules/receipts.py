@@ -41,7 +41,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, IdempotencyMismatchError
 from dynaorm.values.expressions import Condition, Placeholders
 
-__all__ = ["DEFAULT_TTL", "EXPIRES", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
+__all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
            "Receipting", "Receipts", "digest", "own_row"]
 
 #: the type name of a receipt row
@@ -53,8 +53,13 @@ POWERTOOLS_TYPE: Final = "dynaorm:idempotency"
 OWN_TYPES: Final = frozenset({RECEIPT_TYPE, POWERTOOLS_TYPE})
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
 DEFAULT_TTL: Final = timedelta(days=7)
-#: the expiry attribute of a receipt on a table without a TTL attribute
+#: the expiry attribute of a Powertools record on a table without a TTL attribute
 EXPIRES: Final = "_expires"
+#: a receipt's own attributes: named under dynaorm's prefix, so none is a key or index
+#: attribute of a table that keeps receipts (one that is is refused: :meth:`Receipts.start`)
+DIGEST, NONCE, REV, AT, RESULT, EXPIRY = (f"dynaorm:{a}" for a in (
+    "digest", "nonce", "rev", "at", "result", "expires"))
+ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY})
 
 
 def own_row(table: Any, item: Item | None) -> bool:
@@ -230,6 +235,11 @@ class Receipts:
             if not table.string_keys:
                 raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
                                    "cannot keep receipts (idempotency_key=)")
+            clash = sorted(ATTRIBUTES.intersection(table.key_roles()))
+            if clash:
+                raise DynaormError(f"table {table.name!r}: its key or index attributes "
+                                   f"{', '.join(map(repr, clash))} are named as a receipt's, "
+                                   "so it cannot keep receipts (idempotency_key=)")
         return Receipting(ordered, key, digest(staged))
 
 
@@ -246,7 +256,7 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches);
     its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "nonce", "now", "tables")
+    __slots__ = ("digest", "hashed", "key", "nonce", "now", "size", "tables")
 
     def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str) -> None:
         self.tables = tables
@@ -256,6 +266,8 @@ class Receipting:
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
+        #: the characters of the result each receipt keeps (set by :meth:`actions`)
+        self.size = 0
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
@@ -278,13 +290,14 @@ class Receipting:
         table = self.tables[0] if table is None else table
         ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
         item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
-                      "digest": {"S": self.digest}, "nonce": {"S": self.nonce},
-                      "rev": {"S": rev}, "at": {"N": str(self.now)},
+                      DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
+                      REV: {"S": rev}, AT: {"N": str(self.now)},
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
-                      table.ttl or EXPIRES: {"N": str(math.ceil(
+                      table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      "result": {"S": _JSON.encode(result) if text is None else text}}
-        if table.type_attribute:
+                      RESULT: {"S": _JSON.encode(result) if text is None else text}}
+        # (not where an index is keyed on it: a receipt is in no index)
+        if table.type_attribute and table.type_attribute not in table.key_roles():
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
         return item
 
@@ -293,24 +306,29 @@ class Receipting:
         :attr:`tables`, each a Put conditioned on no live receipt at its key (rendered by
         hand: one fixed condition)."""
         text = _JSON.encode(result)
+        self.size = len(text)
         now = {"N": str(int(time.time()))}
         return [{"Put": {
             "TableName": table.name, "Item": self.item(rev, result, table, text),
             "ConditionExpression": "attribute_not_exists(#p) OR #e <= :n",
-            "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRES},
+            "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRY},
             "ExpressionAttributeValues": {":n": now},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}} for table in self.tables]
+
+    def own(self, item: Item) -> bool:
+        """Whether the stored receipt ``item`` is this commit's own."""
+        return item.get(NONCE, {}).get("S") == self.nonce
 
     def live(self, item: Item | None, table: Any = None) -> Item | None:
         """``item``, a row read at the receipt's key in ``table`` (default: the first), if
         it is a receipt that has not expired, or this commit's own even expired (its nonce
         proves this commit applied); else ``None``: no receipt."""
-        if item is None or "digest" not in item:
+        if item is None or DIGEST not in item:
             return None
-        if item.get("nonce", {}).get("S") == self.nonce:
+        if item.get(NONCE, {}).get("S") == self.nonce:
             return item
         table = self.tables[0] if table is None else table
-        expires = item.get(table.ttl or EXPIRES, {}).get("N")
+        expires = item.get(table.ttl or EXPIRY, {}).get("N")
         return item if expires is None or int(expires) > time.time() else None
 
     def explain(self, stored: Sequence[tuple[Any, Item]]) -> Verdict:
@@ -320,11 +338,11 @@ class Receipting:
         writes (:attr:`Verdict.REPLAYED`: every one's digest is this commit's). A receipt
         of other writes -- a commit under the key of a subset, a superset or other writes,
         in any table -- raises :class:`~dynaorm.errors.IdempotencyMismatchError`."""
-        if any(item.get("nonce", {}).get("S") == self.nonce for _, item in stored):
+        if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item["digest"].get("S") != self.digest:
-                at = item.get("at", {}).get("N", "?")
+            if item[DIGEST].get("S") != self.digest:
+                at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
                     f"commit of other writes (its receipt in table {table.name!r}); nothing "
@@ -334,11 +352,11 @@ class Receipting:
     @staticmethod
     def revision(stored: Item) -> str | None:
         """The revision the receipt's commit stamped its rows with."""
-        return stored.get("rev", {}).get("S")
+        return stored.get(REV, {}).get("S")
 
     @staticmethod
     def result(stored: Item) -> list[tuple[str, dict[str, Any]]]:
         """The requests the receipt's commit sent (its result), as it kept them: each
         operation with the keys it wrote or read (``{"Keys": [...]}``, plain values)."""
-        raw = stored.get("result", {}).get("S")
+        raw = stored.get(RESULT, {}).get("S")
         return [] if raw is None else [(str(op), {"Keys": keys}) for op, keys in json.loads(raw)]
