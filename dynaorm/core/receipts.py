@@ -49,10 +49,12 @@ class Replayed(Exception):
         self.result = result
 
 
-def receipt_of(staged: list[StagedWrite], key: str) -> Any:
-    """The receipt of a commit of ``staged`` with idempotency key ``key``."""
+def receipt_of(staged: list[StagedWrite], key: str, scope: Any = None) -> Any:
+    """The receipt of a commit of ``staged`` with idempotency key ``key`` (``scope``: the
+    session's :class:`~dynaorm.core.scope.Scope`, which its key renders)."""
     tables = list({id(t): t for t in (spec_of(e._entity).table for e in staged)}.values())
-    return COMMIT_RULES["receipt"].start(staged, key, tables)
+    return COMMIT_RULES["receipt"].start(staged, key, tables,
+                                         None if scope is None else scope.values)
 
 
 def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,

@@ -364,3 +364,41 @@ def test_a_table_keyed_on_a_receipt_attribute_is_refused_before_sending(
         s.save(_counted(table)(cid="c1"))
         with pytest.raises(DynaormError, match=f"'{attribute}'"):
             s.commit(idempotency_key="k")
+
+
+# -- receipts of a scoped session (contract 23) -------------------------------------------------
+def test_tenants_never_share_a_receipt(db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """Two tenants commit under one key: each applies its own writes once, neither blocks
+    nor learns of the other's; each receipt's key renders the tenant
+    (``dynaorm:receipt#<tenant>#<hash of the scope and the key>``)."""
+    import re
+
+    from dynaorm import AsyncSession
+    from dynaorm.aio.blocking import BlockingAsyncSession
+    from dynaorm.testing import use_tables, worker_suffix
+    from tests.conftest import wire_of
+    from tests.support.tenant_models import Memo, tenants
+
+    key = f"order-1-{db.session_kind}-{RUN}"
+
+    def commit(tenant: str, text: str) -> Any:
+        scope = {"tenant_id": tenant}
+        s: Any = Session(tenants, scope=scope) if db.session_kind == "sync" else (
+            BlockingAsyncSession(AsyncSession(tenants, scope=scope)))
+        s.save(Memo(tenant_id=tenant, memo_id="m1", text=text))
+        return s.commit(idempotency_key=key)
+
+    with use_tables(tenants, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        assert not commit("t1", "one").replayed
+        assert not commit("t2", "two").replayed
+        assert commit("t1", "one").replayed and commit("t2", "two").replayed
+        with pytest.raises(IdempotencyMismatchError) as err:
+            commit("t2", "other")
+        assert "t1" not in str(err.value)
+        stored = [i for i in tb.scan() if i.get("_type") == RECEIPT_TYPE]
+        assert sorted(re.sub("[0-9a-f]{40}$", "<hash>", i["pk"]) for i in stored) == [
+            "dynaorm:receipt#t1#<hash>", "dynaorm:receipt#t2#<hash>"]
+        assert all(i["pk"] == i["sk"] for i in stored)
+        assert sorted(i["text"] for i in tb.scan() if i.get("_type") == "Memo"
+                      and i["sk"].startswith("v0_")) == ["one", "two"]

@@ -218,12 +218,13 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any]
-              ) -> Receipting | None:
+    def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any],
+              scope: Mapping[str, str] | None = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
         each of ``tables`` (the tables its writes go to, by name, so the same writes
-        staged in any order find them); ``None`` when nothing was staged (the key is
-        checked all the same)."""
+        staged in any order find them), keyed inside ``scope`` (a scoped session's
+        fields and values, as keys render them); ``None`` when nothing was staged (the
+        key is checked all the same)."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
@@ -240,7 +241,7 @@ class Receipts:
                 raise DynaormError(f"table {table.name!r}: its key or index attributes "
                                    f"{', '.join(map(repr, clash))} are named as a receipt's, "
                                    "so it cannot keep receipts (idempotency_key=)")
-        return Receipting(ordered, key, digest(staged))
+        return Receipting(ordered, key, digest(staged), scope)
 
 
 class Verdict(enum.Enum):
@@ -256,13 +257,19 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches);
     its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "nonce", "now", "size", "tables")
+    __slots__ = ("digest", "hashed", "key", "nonce", "now", "size", "tables", "value")
 
-    def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str) -> None:
+    def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str,
+                 scope: Mapping[str, str] | None = None) -> None:
         self.tables = tables
         self.key = key
         self.digest = staged_digest
-        self.hashed = hashlib.sha256(f"dynaorm-receipt\0{key}".encode()).hexdigest()[:40]
+        # the receipt's key: the scope's values (by field name) and a hash of the scope
+        # and the key, so two tenants never share one (unscoped: the hash of the key)
+        fields = sorted((scope or {}).items())
+        self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
+            f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
+        self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
@@ -271,7 +278,7 @@ class Receipting:
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
-        value = f"{RECEIPT_TYPE}#{self.hashed}"
+        value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
 
     @property
@@ -279,7 +286,8 @@ class Receipting:
         """The ``ClientRequestToken`` of the commit: derived from the key and the digest
         (the same writes under the same key send the same token within DynamoDB's ten
         minutes; other writes a different one, which the receipts refuse)."""
-        return hashlib.sha256(f"{self.key}\0{self.digest}".encode()).hexdigest()[:32]
+        return hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
+                              ).hexdigest()[:32]
 
     def item(self, rev: str, result: list[tuple[str, list[Any]]], table: Any = None,
              text: str | None = None) -> Item:
