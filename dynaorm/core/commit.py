@@ -132,6 +132,11 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
                                              result.requests)
                 break
             except Replayed as replay:  # the same writes were applied under the key
+                if replay.restored and receipt is not None:  # (the first commit's made
+                    # values, put back: the objects' states are planned on them)
+                    prepared = yield from prepare_p(staged)
+                    plan, outcomes = yield from keyed_plan_p(prepared)
+                    _stamp(plan, outcomes, receipt.token[:16])
                 settle(outcomes)
                 for entry in staged:
                     yield from entry._finish({}, False, READS)

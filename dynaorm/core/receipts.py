@@ -42,11 +42,13 @@ _SETTLE_CODES = frozenset({"IdempotentParameterMismatchException",
 class Replayed(Exception):
     """The commit's key was used by an earlier commit of the same writes: nothing was
     applied; ``result`` is that commit's (its rows hold the revision this commit's
-    would: both derive it from the key and the digest)."""
+    would: both derive it from the key and the digest); ``restored``: the values default
+    factories made were put back on the staged objects (they are planned again)."""
 
-    def __init__(self, result: CommitResult) -> None:
+    def __init__(self, result: CommitResult, restored: bool = False) -> None:
         super().__init__("replayed")
         self.result = result
+        self.restored = restored
 
 
 def receipt_of(staged: list[StagedWrite], key: str, scope: Any = None) -> Any:
@@ -153,4 +155,4 @@ def _verdict(receipt: Any, stored: list[tuple[Any, Item]]) -> dict[str, Any]:
     recorded = RECORDER.get()
     raise Replayed(CommitResult(requests=receipt.result(stored[0][1]), replayed=True,
                                 consumed_capacity=dict(recorded.consumed_capacity)
-                                if recorded is not None else {}))
+                                if recorded is not None else {}), receipt.restore(stored[0][1]))

@@ -4,11 +4,13 @@ whatever engine, sync and async (the ``db`` fixture runs both)."""
 
 from __future__ import annotations
 
+import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from dynaorm import (
     GSI,
@@ -19,11 +21,12 @@ from dynaorm import (
     ItemExistsError,
     Session,
     Table,
+    ksuid,
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
-from tests.support.models import Audit, Note, User
+from tests.support.models import Audit, Note, User, app
 
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
 #: recreate: a key reused by another test's variant would find its token taken)
@@ -402,3 +405,52 @@ def test_tenants_never_share_a_receipt(db: TestBackend, request: pytest.FixtureR
         assert all(i["pk"] == i["sk"] for i in stored)
         assert sorted(i["text"] for i in tb.scan() if i.get("_type") == "Memo"
                       and i["sk"].startswith("v0_")) == ["one", "two"]
+
+
+# -- values the caller did not give (contract 23) -----------------------------------------------
+class Stamped(Entity):
+    """An entity whose id and time come from default factories, as a handler's do."""
+
+    class Meta:
+        table = app
+        pk = "STAMPED#{stamped_id}"
+        sk = "STAMPED"
+
+    stamped_id: str = Field(default_factory=ksuid)
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    order_id: str
+    cents: int = 0
+
+
+def test_a_retried_handler_whose_ids_and_times_are_made_replays(db: TestBackend) -> None:
+    """Each run of the handler makes a new id and time (default factories): the retry is
+    the same writes (the caller gave the same values), replays, and its objects hold the
+    first commit's id and time, persisted (saving one again updates the stored item).
+    Another value the caller gave under the key is still a mismatch."""
+    key = f"handler-{db.session_kind}-{RUN}"
+
+    def handler(cents: int = 500) -> tuple[Any, Stamped, User]:
+        s = db.session()
+        paid = Stamped(order_id="o1", cents=cents)
+        user = User(username="ada", email="ada@example.com")
+        s.save(paid)
+        s.save(user)
+        return s.commit(idempotency_key=key), paid, user
+
+    first, paid, user = handler()
+    time.sleep(0.01)
+    again, paid2, user2 = handler()
+    assert not first.replayed and again.replayed
+    assert (paid2.stamped_id, paid2.at, user2.user_id) == (paid.stamped_id, paid.at,
+                                                          user.user_id)
+    stored = [i for i in _rows(db) if i.get("_type") == "Stamped"]
+    assert [i["stamped_id"] for i in stored] == [paid.stamped_id]
+    s = db.session()
+    paid2.cents = 700
+    s.save(paid2)
+    s.commit()
+    got = db.session().get(Stamped, stamped_id=paid.stamped_id)
+    assert got is not None and got.cents == 700 and got.at == paid.at
+    assert len([i for i in _rows(db) if i.get("_type") == "Stamped"]) == 1
+    with pytest.raises(IdempotencyMismatchError):
+        handler(900)

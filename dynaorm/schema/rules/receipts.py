@@ -57,9 +57,9 @@ DEFAULT_TTL: Final = timedelta(days=7)
 EXPIRES: Final = "_expires"
 #: a receipt's own attributes: named under dynaorm's prefix, so none is a key or index
 #: attribute of a table that keeps receipts (one that is is refused: :meth:`Receipts.start`)
-DIGEST, NONCE, REV, AT, RESULT, EXPIRY = (f"dynaorm:{a}" for a in (
-    "digest", "nonce", "rev", "at", "result", "expires"))
-ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY})
+DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE = (f"dynaorm:{a}" for a in (
+    "digest", "nonce", "rev", "at", "result", "expires", "made"))
+ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE})
 
 
 def own_row(table: Any, item: Item | None) -> bool:
@@ -97,9 +97,31 @@ def digest(staged: Sequence[Any]) -> str:
     order writes were staged in (a commit's writes go to distinct items, atomically: their
     order means nothing). A write's own values count; what rules stamp on it when it is
     written (timestamps) and the version it was loaded at do not, so a second process that
-    loads the item after the first commit and stages the same change digests the same."""
-    parts = sorted(_write(entry) for entry in staged)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    loads the item after the first commit and stages the same change digests the same;
+    nor do the fields of a new object that a default factory made (:func:`made`)."""
+    return _digest([_write(entry) for entry in staged])
+
+
+def _digest(texts: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(texts)).encode()).hexdigest()
+
+
+def made(obj: Any) -> frozenset[str]:
+    """The fields of ``obj``, an entity object, that a default factory made rather than
+    the caller gave (an id, a time): of a new object (never stored), those left to a
+    default factory (not in pydantic's ``model_fields_set``); of a loaded one, none."""
+    cls = type(obj)
+    names = _FACTORIES.get(cls)
+    if names is None:
+        names = _FACTORIES[cls] = frozenset(
+            n for n, f in cls.model_fields.items() if f.default_factory is not None)
+    if not names or getattr(obj, "_dynaorm_state", None) is not None:
+        return frozenset()
+    return names.difference(obj.__pydantic_fields_set__)
+
+
+#: the fields of each entity class a default factory fills
+_FACTORIES: dict[type, frozenset[str]] = {}
 
 
 def _write(entry: Any) -> str:
@@ -198,10 +220,17 @@ def _entity(obj: Any) -> str:
         skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
                                                      *rules.stamp(obj, False), *rules.pin(0)))
     state = getattr(obj, "_dynaorm_state", None)
+    if state is None and (factory := made(obj)):
+        skip = skip | factory
     fields = obj.__dict__.items()  # (a model's: named by str, so sorted by name)
     values = sorted(fields if not skip else [(k, v) for k, v in fields if k not in skip])
     return (f"o{cls.__qualname__}{_named(values)}"
             f"@{'N' if state is None else _mapping(state.key)}")
+
+
+def _short(text: str) -> str:
+    """A short hash of a write's canonical text (which write of a replay is which)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 #: the fields each entity class's rules stamp or pin (left out of the digest)
@@ -241,7 +270,13 @@ class Receipts:
                 raise DynaormError(f"table {table.name!r}: its key or index attributes "
                                    f"{', '.join(map(repr, clash))} are named as a receipt's, "
                                    "so it cannot keep receipts (idempotency_key=)")
-        return Receipting(ordered, key, digest(staged), scope)
+        texts = [_write(entry) for entry in staged]
+        receipting = Receipting(ordered, key, _digest(texts), scope)
+        for entry, text in zip(staged, texts, strict=True):
+            obj = getattr(entry, "_obj", None)
+            if obj is not None and (names := made(obj)):
+                receipting.made.append((_short(text), obj, names))
+        return receipting
 
 
 class Verdict(enum.Enum):
@@ -257,7 +292,8 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches);
     its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "nonce", "now", "size", "tables", "value")
+    __slots__ = ("digest", "hashed", "key", "made", "nonce", "now", "size", "tables",
+                 "value")
 
     def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
@@ -275,6 +311,9 @@ class Receipting:
         self.now = int(time.time())
         #: the characters of the result each receipt keeps (set by :meth:`actions`)
         self.size = 0
+        #: the new objects staged whose fields a default factory made: each with the
+        #: short hash of its write's canonical text and those fields' names
+        self.made: list[tuple[str, Any, frozenset[str]]] = []
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
@@ -304,6 +343,8 @@ class Receipting:
                       table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
                       RESULT: {"S": _JSON.encode(result) if text is None else text}}
+        if self.made:  # (what the default factories made, which a replay puts back)
+            item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
         if table.type_attribute and table.type_attribute not in table.key_roles():
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
@@ -314,7 +355,7 @@ class Receipting:
         :attr:`tables`, each a Put conditioned on no live receipt at its key (rendered by
         hand: one fixed condition)."""
         text = _JSON.encode(result)
-        self.size = len(text)
+        self.size = len(text) + (len(self._made()) if self.made else 0)
         now = {"N": str(int(time.time()))}
         return [{"Put": {
             "TableName": table.name, "Item": self.item(rev, result, table, text),
@@ -322,6 +363,27 @@ class Receipting:
             "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRY},
             "ExpressionAttributeValues": {":n": now},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}} for table in self.tables]
+
+    def _made(self) -> str:
+        """What the default factories made on the staged objects, as JSON: by the short
+        hash of each write's canonical text, a list of its objects' made values."""
+        kept: dict[str, list[Any]] = {}
+        for text, obj, names in self.made:
+            kept.setdefault(text, []).append(obj.model_dump(mode="json", include=set(names)))
+        return _JSON.encode(kept)
+
+    def restore(self, stored: Item) -> bool:
+        """Put the values the default factories made for the commit that wrote the
+        receipt ``stored`` back on this commit's objects of the same writes (a replay's
+        objects are as first committed); whether any was."""
+        raw = stored.get(MADE, {}).get("S")
+        if raw is None or not self.made:
+            return False
+        kept = json.loads(raw)
+        for text, obj, _ in self.made:
+            for name, value in (kept.get(text) or [{}]).pop(0).items():
+                type(obj).__pydantic_validator__.validate_assignment(obj, name, value)
+        return True
 
     def own(self, item: Item) -> bool:
         """Whether the stored receipt ``item`` is this commit's own."""
