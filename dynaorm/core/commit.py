@@ -108,14 +108,15 @@ READS = _Reads()
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
-             idempotency_key: str | None = None, scope: Any = None) -> Proto[CommitResult]:
+             idempotency_key: str | None = None, stage: Any = None) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
     ``idempotency_key``: applied at most once for it (:mod:`dynaorm.core.receipts`),
-    its receipts keyed inside ``scope`` (a scoped session's)."""
-    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key, scope)
+    its receipts keyed inside the scope of ``stage`` (the session's
+    :class:`~dynaorm.core.stage.Stage`), the key checked in every table it may write."""
+    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key, stage)
     if not staged:
         return CommitResult()
     again: Collection[int] = ()

@@ -51,12 +51,14 @@ class Replayed(Exception):
         self.restored = restored
 
 
-def receipt_of(staged: list[StagedWrite], key: str, scope: Any = None) -> Any:
-    """The receipt of a commit of ``staged`` with idempotency key ``key`` (``scope``: the
-    session's :class:`~dynaorm.core.scope.Scope`, which its key renders)."""
+def receipt_of(staged: list[StagedWrite], key: str, stage: Any = None) -> Any:
+    """The receipt of a commit of ``staged`` with idempotency key ``key`` (``stage``: the
+    session's, whose scope its key renders and whose other tables it checks)."""
     tables = list({id(t): t for t in (spec_of(e._entity).table for e in staged)}.values())
+    scope = None if stage is None else stage.scope
     return COMMIT_RULES["receipt"].start(staged, key, tables,
-                                         None if scope is None else scope.values)
+                                         None if scope is None else scope.values,
+                                         () if stage is None else stage.tables())
 
 
 def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
@@ -66,12 +68,12 @@ def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
     operation and keys, and the transaction's, as the result a replay returns). Raises
     :class:`~dynaorm.TransactionTooLargeError` before sending when the writes and their
     receipts exceed a transaction's actions or bytes."""
-    count = len(receipt.tables)
+    count = len(receipt.tables) + len(receipt.checked)
     if len(plan.ops) + count > MAX_ACTIONS:
         raise TransactionTooLargeError(
             f"commit needs {len(plan.ops)} actions and its receipts (idempotency_key=, one "
-            f"per table written) {count} more: {len(plan.ops) + count}; DynamoDB allows "
-            f"{MAX_ACTIONS} per transaction")
+            f"per table it may write) {count} more: {len(plan.ops) + count}; DynamoDB "
+            f"allows {MAX_ACTIONS} per transaction")
     request = plan.transaction_request(token, rev)
     actions = receipt.actions(rev, [*((op, [body["Key"]] if "Key" in body else [])
                                       for op, body in sent),
@@ -95,7 +97,7 @@ def settle_p(receipt: Any, exc: RequestError, at: int,
     parameters (an earlier attempt of the key that applied nothing) is resent once with a
     fresh one (the receipts' conditions keep it at most once)."""
     reasons = exc.reasons if exc.code == "TransactionCanceledException" else []
-    refused = [(table, reasons[at + i].item) for i, table in enumerate(receipt.tables)
+    refused = [(table, reasons[at + i].item) for i, table in enumerate(receipt.all)
                if len(reasons) > at + i
                and getattr(reasons[at + i], "code", None) in _RECEIPT_REFUSED]
     if refused:  # (a receipt whose condition passed holds nothing live: engines report
@@ -135,7 +137,7 @@ def _read_all(receipt: Any, read: Callable[[TableSchema, PlainKey], Proto[Item |
     """The live receipts of the key in the commit's tables, read consistently (stopping at
     this commit's own: the writes and all their receipts were one transaction)."""
     stored = []
-    for table in receipt.tables:
+    for table in receipt.all:
         live = receipt.live((yield from read(table, receipt.where(table))), table)
         if live is not None:
             stored.append((table, live))

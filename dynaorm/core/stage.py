@@ -110,6 +110,18 @@ class Stage:
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
 
+    def tables(self) -> list[TableSchema]:
+        """Every table a commit of this stage may write: its table and the tables bound
+        to its client now (each binds at its first use), each with entities."""
+        client = self.client
+        found = [] if self.table is None else [self.table]
+        for entities, _ in list(getattr(client, "_registries", {}).values()):
+            table = next((t for c in list(entities.values())
+                          if (t := spec_of(c).table)._client is client), None)
+            if table is not None:
+                found.append(table)
+        return found
+
     def within(self, spec: EntitySpec, obj: Entity, what: str) -> None:
         """An object to write is in the scope (:meth:`~dynaorm.core.scope.Scope.obj`)."""
         if self.scope is not None:

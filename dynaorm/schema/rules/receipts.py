@@ -248,12 +248,14 @@ class Receipts:
     name: Final = "receipt"
 
     def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any],
-              scope: Mapping[str, str] | None = None) -> Receipting | None:
+              scope: Mapping[str, str] | None = None, others: Sequence[Any] = ()
+              ) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
         each of ``tables`` (the tables its writes go to, by name, so the same writes
         staged in any order find them), keyed inside ``scope`` (a scoped session's
         fields and values, as keys render them); ``None`` when nothing was staged (the
-        key is checked all the same)."""
+        key is checked all the same). The tables of ``others`` it does not write (the
+        tables the session may write) that can keep receipts are checked for none live."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
@@ -271,7 +273,10 @@ class Receipts:
                                    f"{', '.join(map(repr, clash))} are named as a receipt's, "
                                    "so it cannot keep receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
-        receipting = Receipting(ordered, key, _digest(texts), scope)
+        checked = {t.name: t for t in others if t.name not in named and t.string_keys
+                   and not ATTRIBUTES.intersection(t.key_roles())}
+        receipting = Receipting(ordered, key, _digest(texts), scope,
+                                tuple(checked[name] for name in sorted(checked)))
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (names := made(obj)):
@@ -292,12 +297,17 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches);
     its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "made", "nonce", "now", "size", "tables",
-                 "value")
+    __slots__ = ("all", "checked", "digest", "hashed", "key", "made", "nonce", "now", "size",
+                 "tables", "value")
 
     def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str,
-                 scope: Mapping[str, str] | None = None) -> None:
+                 scope: Mapping[str, str] | None = None, checked: tuple[Any, ...] = ()
+                 ) -> None:
         self.tables = tables
+        #: the tables the commit may write but does not: checked for no live receipt
+        self.checked = checked
+        #: the receipts' tables, then the checked ones (the order of their actions)
+        self.all = tables + checked
         self.key = key
         self.digest = staged_digest
         # the receipt's key: the scope's values (by field name) and a hash of the scope
@@ -357,12 +367,16 @@ class Receipting:
         text = _JSON.encode(result)
         self.size = len(text) + (len(self._made()) if self.made else 0)
         now = {"N": str(int(time.time()))}
-        return [{"Put": {
-            "TableName": table.name, "Item": self.item(rev, result, table, text),
+        return [{"Put" if put else "ConditionCheck": {
+            "TableName": table.name,
+            **({"Item": self.item(rev, result, table, text)} if put else {
+                "Key": {a: {"S": v} for a, v in self.where(table).items()}}),
             "ConditionExpression": "attribute_not_exists(#p) OR #e <= :n",
             "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRY},
             "ExpressionAttributeValues": {":n": now},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}} for table in self.tables]
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+            for put, table in [*((True, t) for t in self.tables),
+                               *((False, t) for t in self.checked)]]
 
     def _made(self) -> str:
         """What the default factories made on the staged objects, as JSON: by the short
