@@ -110,16 +110,16 @@ class Stage:
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
 
-    def tables(self) -> list[TableSchema]:
-        """Every table a commit of this stage may write: its table and the tables bound
-        to its client now (each binds at its first use), each with entities."""
+    def tables(self) -> list[type[Entity]]:
+        """An entity class of every table a commit of this stage may write: the tables
+        bound to its client now (each binds at its first use)."""
         client = self.client
-        found = [] if self.table is None else [self.table]
+        found = []
         for entities, _ in list(getattr(client, "_registries", {}).values()):
-            table = next((t for c in list(entities.values())
-                          if (t := spec_of(c).table)._client is client), None)
-            if table is not None:
-                found.append(table)
+            cls = next((c for c in list(entities.values())
+                        if spec_of(c).table._client is client), None)
+            if cls is not None:
+                found.append(cls)
         return found
 
     def within(self, spec: EntitySpec, obj: Entity, what: str) -> None:

@@ -454,3 +454,21 @@ def test_a_retried_handler_whose_ids_and_times_are_made_replays(db: TestBackend)
     assert len([i for i in _rows(db) if i.get("_type") == "Stamped"]) == 1
     with pytest.raises(IdempotencyMismatchError):
         handler(900)
+
+
+# -- receipts are rows of the plan (contract 23) ------------------------------------------------
+def test_receipts_are_rows_of_the_plan(db: TestBackend) -> None:
+    """A keyed commit's receipt is a row of its plan: hooks are told its origin (one per
+    action of the transaction, the receipt's role ``receipt``), as for every other row."""
+    events: list[Any] = []
+    before = db.table._binding()
+    db.table.on_request(events.append)
+    try:
+        s = db.session()
+        s.save(User(username="ann", email="ann@example.com"))
+        s.commit(idempotency_key=f"rows-{db.session_kind}-{RUN}")
+    finally:
+        db.table._restore(before)
+    (sent,) = [e for e in events if e.operation == "TransactWriteItems"]
+    assert len(sent.origins) == len(sent.request["TransactItems"]) == 4
+    assert [role for _, _, role in sent.origins].count("receipt") == 1

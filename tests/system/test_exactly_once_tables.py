@@ -160,9 +160,9 @@ def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writ
     mismatch, never a replay, in either order."""
     from dynaorm.schema.rules.receipts import DIGEST, Receipts
 
-    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "k", [app])
+    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "k")
     assert receipt is not None
-    same = receipt.item("rev", [])
+    same = receipt.item("rev", [], app)
     other = {**same, DIGEST: {"S": "0" * 64}, "dynaorm:nonce": {"S": "theirs"}}
     same["dynaorm:nonce"] = {"S": "earlier"}
     assert receipt.explain([(app, same)]).value == "replayed"
@@ -214,7 +214,8 @@ def test_receipts_count_as_actions_of_the_one_transaction(three: TestBackend) ->
             assert len(sent["TransactItems"]) == 100
             continue
         before = _everything(db)
-        with pytest.raises(TransactionTooLargeError, match="3 more: 101"):
+        with pytest.raises(TransactionTooLargeError,
+                           match="commit needs 101 actions"):
             s.commit(idempotency_key=key)
         assert _everything(db) == before
 

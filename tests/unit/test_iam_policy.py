@@ -21,6 +21,7 @@ from dynaorm import GSI, Entity, Table, Unique, Vector, VectorIndex
 from dynaorm.formats import iam
 from dynaorm.tools.cli import main
 from dynaorm.tools.patterns import explain_patterns
+from dynaorm.write.render import WritePlan
 from tests.support.designs import DESIGNS, design
 from tests.support.iam_eval import Check, allowed, checks_of
 
@@ -187,13 +188,20 @@ def test_the_command_prints_the_policy_or_exits_2_naming_what_is_not_covered(
     assert usage.value.code == 2
 
 
+def _receipt() -> Any:
+    """The receipts of a commit of one account under the key ``order-7``."""
+    from dynaorm.schema.rules.receipts import Receipts
+    from dynaorm.write.save import SaveEntry
+
+    return Receipts().start([SaveEntry(Account(tenant_id="t", account_id="a", email="e"))],
+                            "order-7")
+
+
 def _receipt_checks(key: str) -> list[Check]:
     """What IAM checks for an idempotent commit's receipt at ``key``: the receipt's Put
     in the transaction (the action the commit sends, its key replaced by ``key``) and the
     GetItem that settles a lost answer."""
-    from dynaorm.schema.rules.receipts import Receipting
-
-    [action] = Receipting((tenants,), "order-7", "digest").actions("rev", [])
+    [action] = WritePlan(tuple(_receipt().rows([]))).transaction_request("t")["TransactItems"]
     action["Put"]["Item"][tenants.pk] = {"S": key}
     arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{tenants.name}"
     return [*checks_of("TransactWriteItems", {"TransactItems": [action]}, {None: tenants.pk}),
@@ -208,9 +216,7 @@ def test_receipts_of_idempotent_commits_are_granted_only_within_the_scope(
     (any tenant could read another's receipt, or claim its key first) and the command
     says so beside the policy; a receipt row whose key carries the scope field is granted
     for the principal's tenant's receipts exactly."""
-    from dynaorm.schema.rules.receipts import Receipting
-
-    digest = Receipting((tenants,), "order-7", "digest").hashed
+    digest = _receipt().hashed
     today = f"dynaorm:receipt#{digest}"
     model = tenants.model()
     assert [next(iter(r["key"].values())) for r in model["table"]["rows"]] == [
