@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from pydantic import Field
 
 from dynaorm import (
@@ -472,3 +474,68 @@ def test_receipts_are_rows_of_the_plan(db: TestBackend) -> None:
     (sent,) = [e for e in events if e.operation == "TransactWriteItems"]
     assert len(sent.origins) == len(sent.request["TransactItems"]) == 4
     assert [role for _, _, role in sent.origins].count("receipt") == 1
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_a_receipt_0_7_wrote_is_refused_until_it_expires(db: TestBackend, live: bool) -> None:
+    """A receipt of 0.7 (attributes ``digest``, ``_expires``...) at the key's receipt key:
+    live, the commit is an ``IdempotencyMismatchError`` (never the request's error, nothing
+    written); expired, the key applies."""
+    import hashlib
+
+    from dynaorm.protocol.steps import call
+
+    key = f"old-{live}-{db.session_kind}-{RUN}"
+    hashed = hashlib.sha256(("dynaorm-receipt\0" + key).encode()).hexdigest()[:40]
+    at = {"S": f"{RECEIPT_TYPE}#{hashed}"}
+    old = {"pk": at, "sk": at, "_type": {"S": RECEIPT_TYPE}, "digest": {"S": "0" * 64},
+           "nonce": {"S": "0" * 16}, "rev": {"S": "0" * 16}, "at": {"N": "1"},
+           "_expires": {"N": str(int(time.time()) + (600 if live else -600))},
+           "result": {"S": "[]"}}
+    db.table.db.driver.run(call("PutItem", {"TableName": db.table.name, "Item": old}))
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    if live:
+        with pytest.raises(IdempotencyMismatchError):
+            s.commit(idempotency_key=key)
+        assert _rows(db) == []
+    else:
+        assert not s.commit(idempotency_key=key).replayed
+        assert [r["body"] for r in _rows(db)] == ["x"]
+
+
+_NAMES = ["digest", "nonce", "rev", "at", "result", "made", "_expires", "expires", "pk", "sk",
+          "_type"]
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_NAMES[:-1]), min_size=2, max_size=2, unique=True),
+       st.sampled_from(_NAMES))
+def test_a_keyed_commit_applies_at_most_once_whatever_the_keys_are_named(
+        db: TestBackend, request: pytest.FixtureRequest, names: list[str], indexed: str
+        ) -> None:
+    """Whatever the table's key and index attributes are named (0.7's receipt names, the
+    type attribute among them), a key applies its writes once, replays them, and a
+    receipt is in no index."""
+    from dynaorm.protocol.steps import call
+    from tests.conftest import wire_of
+    from tests.support.exactly_once import no_waits, tables_beside
+
+    assume(indexed not in names)  # (the type attribute is no table key: only an index's)
+    pk, sk = names
+    table = Table("dynaorm-once-named-p", pk=pk, sk=sk, indexes=[GSI("by_name", pk=indexed)])
+    counted = _counted(table)
+    key = f"prop-{uuid.uuid4().hex}"
+
+    def add() -> Any:
+        s = db.session()
+        s.update(counted, cid="c1", upsert=True).add(n=1)
+        return s.commit(idempotency_key=key)
+
+    with no_waits(), tables_beside(db, table, wire=wire_of(request)):
+        assert [add().replayed, add().replayed] == [False, True]
+        assert [i["n"] for i in db.scan(table) if "n" in i] == [1]
+        rows = table.db.driver.run(call("Scan", {"TableName": table.name,
+                                                 "IndexName": "by_name"}))["Items"]
+        assert all("n" in r for r in rows)

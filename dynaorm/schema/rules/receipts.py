@@ -305,14 +305,17 @@ _KEYS: dict[int, tuple[Any, frozenset[str]]] = {}
 
 
 class _Free(Condition):
-    """No live receipt at the key: none there, or one expired by ``now``."""
+    """No live receipt at the key: none there, or one expired by ``now`` (on a table
+    without a TTL attribute, one 0.7 wrote expires by :data:`EXPIRES`)."""
 
     def __init__(self, pk: str, expiry: str, now: int) -> None:
         self.pk, self.expiry, self.args = pk, expiry, (now,)
 
     def render(self, ph: Placeholders) -> str:
+        now = ph.value_av({"N": str(self.args[0])})
+        old = f" OR {ph.name(EXPIRES)} <= {now}" if self.expiry == EXPIRY else ""
         return (f"attribute_not_exists({ph.name(self.pk)}) OR {ph.name(self.expiry)} <= "
-                f"{ph.value_av({'N': str(self.args[0])})}")
+                f"{now}{old}")
 
 
 class Receipting:
@@ -417,12 +420,13 @@ class Receipting:
     def live(self, item: Item | None, table: Any) -> Item | None:
         """``item``, a row read at the receipt's key in ``table``, if it is a receipt that
         has not expired, or this commit's own even expired (its nonce proves this commit
-        applied); else ``None``: no receipt."""
-        if item is None or DIGEST not in item:
+        applied); else ``None``: no receipt. A receipt 0.7 wrote (``digest``) is one of
+        other writes (its digest is not this release's)."""
+        if item is None or (DIGEST not in item and "digest" not in item):
             return None
         if item.get(NONCE, {}).get("S") == self.nonce:
             return item
-        expires = item.get(table.ttl or EXPIRY, {}).get("N")
+        expires = (item.get(table.ttl or EXPIRY) or item.get(EXPIRES, {})).get("N")
         return item if expires is None or int(expires) > time.time() else None
 
     def explain(self, stored: Sequence[tuple[Any, Item]]) -> Verdict:
@@ -435,7 +439,7 @@ class Receipting:
         if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item[DIGEST].get("S") != self.digest:
+            if item.get(DIGEST, {}).get("S") != self.digest:
                 at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
