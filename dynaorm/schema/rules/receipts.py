@@ -286,22 +286,26 @@ class Receipts:
 
 def _unkept(table: Any) -> str:
     """Why ``table`` cannot keep receipts (``""``: it can)."""
-    if not table.string_keys:
-        return "its keys are not strings"
-    clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(_keys(table)))))
-    return clash and f"its key or index attributes {clash} are named as a receipt's"
+    return _keyed(table)[1]
 
 
-def _keys(table: Any) -> frozenset[str]:
-    """Every key attribute of ``table`` and of its indexes (asked once per table)."""
+def _keyed(table: Any) -> tuple[Any, str, bool]:
+    """``table``, why it cannot keep receipts (``""``: it can) and whether a receipt in
+    it carries the type attribute (not where an index is keyed on it), asked once."""
     found = _KEYS.get(id(table))
     if found is None or found[0] is not table:
-        found = _KEYS[id(table)] = (table, frozenset(table.key_roles()))
-    return found[1]
+        keys = table.key_roles()
+        clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(keys))))
+        found = _KEYS[id(table)] = (table, "its keys are not strings" if not table.string_keys
+                                    else clash and f"its key or index attributes {clash} "
+                                    "are named as a receipt's",
+                                    bool(table.type_attribute) and table.type_attribute
+                                    not in keys)
+    return found
 
 
-#: each table's key attributes, by ``id`` (with the table: an id is never mistaken)
-_KEYS: dict[int, tuple[Any, frozenset[str]]] = {}
+#: :func:`_keyed` of each table, by ``id`` (with the table: an id is never mistaken)
+_KEYS: dict[int, tuple[Any, str, bool]] = {}
 
 
 class _Free(Condition):
@@ -375,7 +379,7 @@ class Receipting:
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
-        if table.type_attribute and table.type_attribute not in _keys(table):
+        if _keyed(table)[2]:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
         return item
 
