@@ -216,8 +216,9 @@ class WritePlan:
                 f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
                 f"DynamoDB allows {MAX_ACTIONS} per transaction")
         sizes = []
-        for op, stamped in zip(self.ops, self.stamped, strict=True):
-            sizes.append(check_write(op, stamped))
+        for op, stamped in zip(self.ops, self.stamped, strict=True):  # (a receipt: dynaorm's
+            sizes.append(check_write(op, stamped) if op.origin.role is not Role.RECEIPT else (
+                len(str(getattr(op, "item", op.key)).encode())))  # own; its text bounds it)
         object.__setattr__(self, "sizes", tuple(sizes))
         total = sum(sizes)
         if total > MAX_REQUEST_BYTES:
@@ -262,10 +263,12 @@ class WritePlan:
         return {"TransactItems": items, "ClientRequestToken": token}
 
 
-def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome]]:
+def compile_commit(entries: Sequence[Prepared], receipt: Any = None
+                   ) -> tuple[WritePlan, list[Outcome]]:
     """Plan a whole commit (each staged write with the state it is planned on, in staging
-    order; the tables are its entities'). Raises before anything is sent when the plan is
-    impossible.
+    order; the tables are its entities'), with the rows of its ``receipt`` (a keyed
+    commit's: its receipts and checks, last) counted with the others. Raises before
+    anything is sent when the plan is impossible.
 
     Outcomes are one per write that settles an object (an ``s.update()`` or ``s.check()``
     has one only when it produces an object)."""
@@ -289,6 +292,8 @@ def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
+    if receipt is not None:
+        ops += receipt.rows(ops)
     return WritePlan(tuple(ops)), outcomes
 
 
