@@ -46,7 +46,8 @@ from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Put, Role
 
 __all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE",
-           "RECEIPT_TYPE", "Receipting", "Receipts", "Replay", "digest", "made", "own_row"]
+           "RECEIPT_TYPE", "Receipting", "Receipts", "Replay", "digest", "made", "made_paths",
+           "own_row"]
 
 #: the type name of a receipt row
 RECEIPT_TYPE: Final = "dynaorm:receipt"
@@ -119,9 +120,12 @@ def _digest(texts: list[str]) -> str:
 
 
 def made(obj: Any) -> frozenset[str]:
-    """The fields of ``obj``, an entity object, that a default factory made rather than
-    the caller gave (an id, a time): of a new object (never stored), those left to a
-    default factory (not in pydantic's ``model_fields_set``); of a loaded one, none."""
+    """The fields of ``obj``, an entity object or a model nested in one, that a default
+    factory made rather than the caller gave (an id, a time): of a new object (never
+    stored), those left to a default factory (not in pydantic's ``model_fields_set``); of
+    a loaded entity, none. Only what the caller cannot have changed is left out of the
+    digest (:func:`_untouched`): a list a factory made and the caller appended to holds
+    what the caller gave."""
     cls = type(obj)
     names = _FACTORIES.get(cls)
     if names is None:
@@ -129,7 +133,46 @@ def made(obj: Any) -> frozenset[str]:
             n for n, f in cls.model_fields.items() if f.default_factory is not None)
     if not names or getattr(obj, "_dynaorm_state", None) is not None:
         return frozenset()
-    return names.difference(obj.__pydantic_fields_set__)
+    return frozenset(n for n in names.difference(obj.__pydantic_fields_set__)
+                     if _untouched(getattr(obj, n, None)))
+
+
+def _untouched(value: Any) -> bool:
+    """Whether a value a default factory made holds nothing the caller can have put in
+    it: an immutable value (text, a number, a time: changing it is an assignment, which
+    pydantic counts as given) or an empty container. A container holding something (a
+    list appended to, a nested model) is what the caller gave, its own made values
+    apart (:func:`_canon` leaves a nested model's out)."""
+    if isinstance(value, list | tuple | dict | set | bytearray):
+        return not value
+    return not hasattr(type(value), "model_fields")
+
+
+def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
+    """Where in ``obj`` (an entity object) the values :func:`made` tells are, its nested
+    models' (in lists, tuples and mappings of names) included: each a path of field
+    names, indexes and keys, ending at a field's name (what a replay puts back); an empty
+    container made is left out (a replay's is empty too)."""
+    return _paths(obj, ())
+
+
+def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _paths(v, (*path, i))]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() if type(k) is str for p in _paths(v, (*path, k))]
+    if not hasattr(type(value), "model_fields") or isinstance(value, type):
+        return []
+    names = made(value)
+    found: list[tuple[str | int, ...]] = []
+    for name in type(value).model_fields:
+        field = getattr(value, name, None)
+        if name in names:
+            if not isinstance(field, list | tuple | dict | set | bytearray):
+                found.append((*path, name))
+        elif isinstance(field, list | tuple | dict) or hasattr(type(field), "model_fields"):
+            found.extend(_paths(field, (*path, name)))
+    return found
 
 
 #: the fields of each entity class a default factory fills
@@ -217,8 +260,11 @@ def _other(value: Any) -> str:
         return f"q{_canon(body)}"
     if dataclasses.is_dataclass(value):
         return _write(value)
-    if hasattr(value, "model_dump"):  # a nested model
-        return f"p{type(value).__qualname__}{_mapping(dict(value))}"
+    if hasattr(value, "model_dump"):  # a nested model (but the values factories made)
+        fields = dict(value)
+        for name in made(value):
+            del fields[name]
+        return f"p{type(value).__qualname__}{_mapping(fields)}"
     return f"?{type(value).__qualname__}"  # (a spec, a client: not what was staged)
 
 
@@ -287,8 +333,8 @@ class Receipts:
                                 scope, [checked[n] for n in sorted(checked)])
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
-            if obj is not None and (names := made(obj)):
-                receipting.made.append((_short(text), obj, names))
+            if obj is not None and (paths := made_paths(obj)):
+                receipting.made.append((_short(text), obj, paths))
         return receipting
 
 
@@ -361,9 +407,10 @@ class Receipting:
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
-        #: the new objects staged whose fields a default factory made: each with the
-        #: short hash of its write's canonical text and those fields' names
-        self.made: list[tuple[str, Any, frozenset[str]]] = []
+        #: the objects staged holding values a default factory made: each with the
+        #: short hash of its write's canonical text and where those values are
+        #: (:func:`made_paths`)
+        self.made: list[tuple[str, Any, list[tuple[str | int, ...]]]] = []
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
@@ -410,23 +457,34 @@ class Receipting:
 
     def _made(self) -> str:
         """What the default factories made on the staged objects, as JSON: by the short
-        hash of each write's canonical text, a list of its objects' made values."""
+        hash of each write's canonical text, a list of its objects' made values, each
+        ``[path, value]`` (:func:`made_paths`)."""
         kept: dict[str, list[Any]] = {}
-        for text, obj, names in self.made:
-            kept.setdefault(text, []).append(obj.model_dump(mode="json", include=set(names)))
+        for text, obj, paths in self.made:
+            values = []
+            for path in paths:
+                owner = _at(obj, path[:-1])
+                name = str(path[-1])
+                values.append([path, owner.model_dump(mode="json", include={name})[name]])
+            kept.setdefault(text, []).append(values)
         return _JSON.encode(kept)
 
     def restore(self, stored: Item) -> bool:
         """Put the values the default factories made for the commit that wrote the
-        receipt ``stored`` back on this commit's objects of the same writes (a replay's
-        objects are as first committed); whether any was."""
+        receipt ``stored`` back on this commit's objects of the same writes, where they
+        were made (nested models included: a replay's objects are as first committed);
+        whether any was."""
         raw = stored.get(MADE, {}).get("S")
         if raw is None or not self.made:
             return False
         kept = json.loads(raw)
         for text, obj, _ in self.made:
-            for name, value in (kept.get(text) or [{}]).pop(0).items():
-                type(obj).__pydantic_validator__.validate_assignment(obj, name, value)
+            values = (kept.get(text) or [[]]).pop(0)
+            if isinstance(values, dict):  # (a receipt of an earlier 0.8 build: by name)
+                values = [[[n], v] for n, v in values.items()]
+            for path, value in values:
+                owner = _at(obj, path[:-1])
+                type(owner).__pydantic_validator__.validate_assignment(owner, path[-1], value)
         return True
 
     def live(self, item: Item | None, table: Any) -> Item | None:
@@ -541,6 +599,13 @@ class Receipting:
                                    consumed_capacity=dict(recorded.consumed_capacity)
                                    if recorded is not None else {}),
                       self.restore(stored[0][1]))
+
+
+def _at(obj: Any, path: Sequence[str | int]) -> Any:
+    """The value at ``path`` (field names, indexes, keys) in ``obj``."""
+    for step in path:
+        obj = getattr(obj, step) if hasattr(type(obj), "model_fields") else obj[step]
+    return obj
 
 
 class Replay(NamedTuple):
