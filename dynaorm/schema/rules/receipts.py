@@ -604,7 +604,7 @@ class Receipting:
 def _at(obj: Any, path: Sequence[str | int]) -> Any:
     """The value at ``path`` (field names, indexes, keys) in ``obj``."""
     for step in path:
-        obj = getattr(obj, step) if hasattr(type(obj), "model_fields") else obj[step]
+        obj = getattr(obj, str(step)) if hasattr(type(obj), "model_fields") else obj[step]
     return obj
 
 
