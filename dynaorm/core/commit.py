@@ -114,10 +114,10 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
     ``idempotency_key``: applied at most once for it, its receipts (rows of its plan:
     ``Rules.receipts``) keyed inside the scope of ``stage`` (the session's
-    :class:`~dynaorm.core.stage.Stage`), the key checked in every table it may write."""
+    :class:`~dynaorm.core.stage.Stage`)."""
     receipt: Any = None if idempotency_key is None else NO_RULES.receipts.start(
         staged, idempotency_key, None if stage is None or stage.scope is None
-        else stage.scope.values, () if stage is None else stage.tables())
+        else stage.scope.values)
     if not staged:
         return CommitResult()
     again: Collection[int] = ()

@@ -114,18 +114,6 @@ class Stage:
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
 
-    def tables(self) -> list[type[Entity]]:
-        """An entity class of every table a commit of this stage may write: the tables
-        bound to its client now (each binds at its first use)."""
-        client = self.client
-        found = []
-        for entities, _ in list(getattr(client, "_registries", {}).values()):
-            cls = next((c for c in list(entities.values())
-                        if spec_of(c).table._client is client), None)
-            if cls is not None:
-                found.append(cls)
-        return found
-
     def within(self, spec: EntitySpec, obj: Entity, what: str) -> None:
         """An object to write is in the scope (:meth:`~dynaorm.core.scope.Scope.obj`)."""
         if self.scope is not None:

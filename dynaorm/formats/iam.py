@@ -19,9 +19,7 @@ principal's own keys begin so), or nothing when the key ends at the field. What 
 scope cannot prove (a template without the field, or where it is not the first field,
 is formatted or converted, or is the whole key; two templates whose literal starts
 begin one another; a Scan, a search) is named: ``dynaorm iam`` exits 2. A scoped write
-role is granted its own receipts (``dynaorm:receipt#<scope value>#...``), and
-``ConditionCheckItem`` on them however its entities write (a keyed commit to another
-table of the client checks its key in this one); rows that do
+role is granted its own receipts (``dynaorm:receipt#<scope value>#...``); rows that do
 not render the scope (Powertools' idempotency records) are named by
 :func:`unbound_rows` and left out (the policy still printed).
 
@@ -88,8 +86,6 @@ def _granted(model: Mapping[str, Any], role: str, scope: str | None) -> _Grants:
             grants.uncovered += _rows_outside(entity, scope, grants.leading[""])
         for pattern in patterns:
             grants.add(entity, pattern)
-    if role == "write" and _own(model):  # (a keyed commit to another table of the client
-        grants.on_table.add("ConditionCheckItem")  # checks its receipt key in this one)
     if role == "write" and scope is not None:  # (the table's own rows: its receipts)
         grants.leading[""] += [_Prefix(f"{r['type']}#", "#", "", f"{r['role']}s",
                                        next(iter(r["key"].values())))

@@ -66,7 +66,7 @@ def test_a_two_table_commit_keeps_a_receipt_in_each_table_and_replays(
     assert not first.replayed
     (sent,) = [body for op, body in first.requests if op == "TransactWriteItems"]
     puts = [a["Put"] for a in sent["TransactItems"] if "Put" in a]
-    assert len(sent["TransactItems"]) == 5  # (two writes, two receipts, a check of stock)
+    assert len(sent["TransactItems"]) == 4  # (two writes, their two receipts)
     mine = [p for p in puts if "dynaorm:digest" in p["Item"]]
     assert sorted(p["TableName"] for p in mine) == sorted([db.table.name, orders.name])
     (app_receipt,), (order_receipt,) = receipts(db), receipts(db, orders)
@@ -133,6 +133,12 @@ def test_other_tables_overlapping_the_first_commit_s_are_a_mismatch(
     assert _everything(db) == before
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
+    "A ConditionCheck of the receipt's absence in every other table bound to the client "
+    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
+    "(deleted, or not yet created) failed every keyed commit of the client, and which "
+    "tables are bound depends on what the process touched first"))
 def test_a_key_reused_on_tables_the_first_commit_did_not_write_is_refused(
         three: TestBackend) -> None:
     """A keyed commit checks every other table bound to its client for a live receipt
@@ -171,6 +177,12 @@ def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writ
             receipt.explain(stored)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
+    "A ConditionCheck of the receipt's absence in every other table bound to the client "
+    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
+    "(deleted, or not yet created) failed every keyed commit of the client, and which "
+    "tables are bound depends on what the process touched first"))
 def test_a_key_whose_receipt_expired_in_one_table_is_still_known_to_it(
         three: TestBackend) -> None:
     """The orders receipt of a two-table commit expires first (a shorter receipts_ttl):
@@ -199,10 +211,10 @@ def test_a_key_whose_receipt_expired_in_one_table_is_still_known_to_it(
 
 # -- the 100-action limit ---------------------------------------------------------------------
 def test_receipts_count_as_actions_of_the_one_transaction(three: TestBackend) -> None:
-    """97 writes to two tables, their two receipts and the check of the third table are
-    100 actions (sent); 98 would be 101: the typed error before anything is sent."""
+    """98 writes to two tables and their two receipts are 100 actions (sent); 99 would
+    be 101: the typed error before anything is sent."""
     db = three
-    for count, fits in ((97, True), (98, False)):
+    for count, fits in ((98, True), (99, False)):
         key = key_of(db, f"limit-{count}")
         s = db.session()
         for n in range(count - 1):
