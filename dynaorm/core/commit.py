@@ -106,6 +106,15 @@ class _Reads:
 READS = _Reads()
 
 
+def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
+    """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
+    not keyed), inside the scope of ``stage`` when it has one."""
+    if key is None:
+        return None
+    scope = None if stage is None or stage.scope is None else stage.scope.values
+    return NO_RULES.receipts.start(staged, key, scope)
+
+
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
              idempotency_key: str | None = None, stage: Any = None) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
@@ -115,9 +124,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     ``idempotency_key``: applied at most once for it, its receipts (rows of its plan:
     ``Rules.receipts``) keyed inside the scope of ``stage`` (the session's
     :class:`~dynaorm.core.stage.Stage`)."""
-    receipt: Any = None if idempotency_key is None else NO_RULES.receipts.start(
-        staged, idempotency_key, None if stage is None or stage.scope is None
-        else stage.scope.values)
+    receipt = _receipt(staged, idempotency_key, stage)
     if not staged:
         return CommitResult()
     again: Collection[int] = ()
