@@ -43,7 +43,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, IdempotencyMismatchError, RequestError
 from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.values.expressions import Condition, Placeholders
-from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Put, Role
+from dynaorm.values.records import Fail, Op, Origin, Put, Role
 
 __all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE",
            "RECEIPT_TYPE", "Receipting", "Receipts", "Replay", "digest", "made", "made_paths",
@@ -305,13 +305,12 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
-              others: Iterable[Any] = ()) -> Receipting | None:
+    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None
+              ) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
         each table its writes go to (by name, so the same writes staged in any order find
         them), keyed inside ``scope`` (a scoped session's fields and values, as keys
-        render them), and a check of every other table of an entity class of ``others``
-        (the tables the session may write) that can keep receipts; ``None`` when nothing
+        render them); ``None`` when nothing
         was staged (the key is checked all the same). A table written whose keys are not
         strings, or whose key or index attributes are named as a receipt's, is refused."""
         if not isinstance(key, str) or not key or len(key) > 2048:
@@ -326,11 +325,9 @@ class Receipts:
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
-        checked = {t.name: e for e in others if (t := e.__dynaorm_spec__.table).name
-                   not in written and not _unkept(t)}
         texts = [_write(entry) for entry in staged]
         receipting = Receipting([written[n] for n in sorted(written)], key, _digest(texts),
-                                scope, [checked[n] for n in sorted(checked)])
+                                scope)
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
@@ -386,11 +383,9 @@ class Receipting:
                  "token", "value")
 
     def __init__(self, written: list[Any], key: str, staged_digest: str,
-                 scope: Mapping[str, str] | None = None, checked: Sequence[Any] = ()
-                 ) -> None:
-        #: an entity class of each table written, then of each table checked (the order
-        #: of their rows in the plan)
-        self.entities = (written, checked)
+                 scope: Mapping[str, str] | None = None) -> None:
+        #: an entity class of each table written (the order of their receipts in the plan)
+        self.entities = written
         self.key = key
         self.digest = staged_digest
         # the receipt's key: the scope's values (by field name) and a hash of the scope
@@ -439,20 +434,19 @@ class Receipting:
         return item
 
     def rows(self, ops: Sequence[Op]) -> list[Op]:
-        """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes
-        and a check in each other table it may write, each conditioned on no live receipt
-        at its key (a plan counts them with the other rows toward DynamoDB's limits)."""
+        """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes,
+        each conditioned on no live receipt at its key (a plan counts them with the other
+        rows toward DynamoDB's limits)."""
         result = [*((op, [body["Key"]] if "Key" in body else []) for op, body in self.sent),
                   ("TransactWriteItems", [op.key for op in ops])]
-        rev, now, written, checked = self.token[:16], int(time.time()), *self.entities
+        rev, now = self.token[:16], int(time.time())
         rows: list[Op] = []
-        for entity in (*written, *checked):
+        for entity in self.entities:
             table = entity.__dynaorm_spec__.table
             key = self.where(table)
             free = _Free(table.pk, table.ttl or EXPIRY, now)
             origin = Origin(entity, key, Role.RECEIPT, Fail.EXISTS)
-            rows.append(Put(key, self.item(rev, result, table), free, origin)
-                        if len(rows) < len(written) else ConditionCheck(key, free, origin))
+            rows.append(Put(key, self.item(rev, result, table), free, origin))
         return rows
 
     def _made(self) -> str:
