@@ -38,7 +38,8 @@ from typing import Any
 __all__ = ["DIMENSIONS", "ITERATIONS", "JSON_TARGET", "OPS", "REGION", "TABLE", "TARGETS",
            "RawMessage", "RawUser", "arguments", "canned_endpoint", "check_answer",
            "dynaorm_models", "floor_ops", "ids", "json_ops", "message_item", "messages_of",
-           "pydynox_models", "raw_requests", "serve", "user_item", "user_of", "vector_item"]
+           "pydynox_models", "raw_requests", "serve", "ticket_item", "ticket_models",
+           "user_item", "user_of", "vector_item"]
 
 TABLE = "app"
 REGION = "us-east-1"
@@ -62,6 +63,16 @@ def message_item(room: str, n: int) -> dict[str, Any]:
             "room": _s(room), "msg_id": _s(f"m{n:05d}"), "author": _s(f"user{n % 5}"),
             "seq": {"N": str(n)},
             "body": _s(f"message number {n}: the quick brown fox jumps over the lazy dog")}
+
+
+def ticket_item(n: int) -> dict[str, Any]:
+    """Ticket ``n`` of tenant ``t1`` (an index query's and a scan's pages): its partition
+    key ``TENANT#t1#TICKET#...`` and its ``gsi1`` keys (``TENANT#t1#STATUS#open``)."""
+    return {"pk": _s(f"TENANT#t1#TICKET#k{n:05d}"), "sk": _s("TICKET"), "_type": _s("Ticket"),
+            "gsi1pk": _s("TENANT#t1#STATUS#open"), "gsi1sk": _s(f"k{n:05d}"),
+            "tenant_id": _s("t1"), "ticket_id": _s(f"k{n:05d}"), "status": _s("open"),
+            "author": _s(f"user{n % 5}"), "seq": {"N": str(n)},
+            "title": _s(f"ticket number {n}: the quick brown fox jumps over the lazy dog")}
 
 
 #: the dimensions of the searched documents' vectors
@@ -90,6 +101,9 @@ def answers() -> dict[str, bytes]:
     for size in (25, 1000):
         items = [message_item(f"r{size}", n) for n in range(size)]
         out[f"Query:r{size}"] = {"Items": items, "Count": size, "ScannedCount": size}
+        tickets = [ticket_item(n) for n in range(size)]
+        page = {"Items": tickets, "Count": size, "ScannedCount": size}
+        out[f"Query:gsi1:{size}"] = out[f"Scan:{size}"] = page
     for top in (10, 100):
         docs = [vector_item(n) for n in range(top)]
         out[f"SearchVectors:k{top}:v"] = {"SearchResults": [
@@ -103,6 +117,10 @@ def answers() -> dict[str, bytes]:
 
 def _keyed(operation: str, request: bytes) -> str:
     """The canned answer's name for ``request`` (see :func:`answers`)."""
+    if operation in ("Query", "Scan") and (operation == "Scan" or b"IndexName" in request):
+        limit = re.search(rb'"Limit":\s*(\d+)', request)
+        size = "1000" if limit is not None and int(limit[1]) > 25 else "25"
+        return f"{operation}:gsi1:{size}" if operation == "Query" else f"{operation}:{size}"
     if operation == "Query":
         return operation + (":r1000" if b"ROOM#r1000" in request else ":r25")
     if operation == "SearchVectors":
@@ -176,12 +194,16 @@ TARGETS = {"get": 0.12, "put": 0.2, "tx3": 0.2, "query25": 0.2, "query1000": 0.1
 JSON_TARGET = 2.0
 
 
-def arguments(doc: str | None) -> argparse.Namespace:
-    """The command line both wire benchmarks take."""
+def arguments(doc: str | None, scoped: bool = False) -> argparse.Namespace:
+    """The command line both wire benchmarks take (``scoped``: and ``--scoped-only``, the
+    scoped-vs-unscoped table alone)."""
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--json", type=Path)
+    if scoped:
+        parser.add_argument("--scoped-only", action="store_true",
+                            help="only the scoped-vs-unscoped table")
     return parser.parse_args()
 
 
@@ -420,6 +442,32 @@ def dynaorm_models(endpoint: str, wire: str) -> tuple[Any, Any, Any, Any]:
         body: str
 
     return app, User, PlainUser, Message
+
+
+def ticket_models(endpoint: str) -> tuple[Any, Any]:
+    """The table (own wire) and ``Ticket``: a tenant's entity (its partition key and its
+    ``gsi1`` partition carry ``tenant_id``) that scoped and unscoped index queries and scans
+    read (:func:`ticket_item`)."""
+    from dynaorm import GSI, Entity, Table
+
+    app = Table(TABLE, endpoint_url=endpoint, region=REGION,
+                indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
+
+    class Ticket(Entity):
+        class Meta:
+            table = app
+            pk = "TENANT#{tenant_id}#TICKET#{ticket_id}"
+            sk = "TICKET"
+            indexes = {"gsi1": ("TENANT#{tenant_id}#STATUS#{status}", "{ticket_id}")}
+
+        tenant_id: str
+        ticket_id: str
+        status: str
+        author: str
+        seq: int
+        title: str
+
+    return app, Ticket
 
 
 if __name__ == "__main__":

@@ -36,9 +36,14 @@ through a Session commit, the others by hand: PynamoDB's ``TransactWrite``, pydy
 ``query1000`` (a Query page of 25 / 1,000 items into objects; dynaorm reads it as a web
 service reads a page, ``.limit(n).page()``).
 
+Then dynaorm alone, a tenant-scoped session beside an unscoped one (issue 68's budget: at
+most 5% more client CPU): a table query, an index query and a scan page of 25 and 1,000
+items (:func:`scoped_side_by_side`); ``--scoped-only`` prints that table alone.
+
 Usage::
 
     .venv/bin/python benchmarks/wire.py [--repeats 5] [--scale 1.0] [--json PATH]
+                                        [--scoped-only]
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ from benchmarks.canned_http import (
     messages_of,
     pydynox_models,
     raw_requests,
+    ticket_models,
     user_of,
 )
 
@@ -246,26 +252,47 @@ def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
             "query1000": query("r1000", 1000)}
 
 
+#: iterations per repeat of the scoped side by side's ops (``--scale`` multiplies them)
+SCOPED_ITERATIONS = {"query25": 150, "query1000": 10, "gsi25": 150, "gsi1000": 10,
+                     "scan25": 150, "scan1000": 10}
+
+
 def scoped_side_by_side(endpoint: str, repeats: int, scale: float) -> None:
-    """A tenant-scoped session's query beside an unscoped one (dynaorm, own wire): the
-    scope (``{"room": ...}``, the partition's field) is checked on the rendered partition
-    key once, its results read from the answer's bytes as unscoped (issue 68: a scoped
-    read costs at most 5% more client CPU)."""
+    """A tenant-scoped session's reads beside unscoped ones (dynaorm, own wire), the same
+    answers, every item inside the scope (issue 68: a scoped read costs at most 5% more
+    client CPU): a table query (``query25``/``query1000``: scope ``{"room": ...}``, the
+    partition's field, checked once on the rendered partition key), an index query
+    (``gsi25``/``gsi1000``: ``gsi1`` of tenant ``t1``'s tickets, each item's partition key
+    checked) and a scan page (``scan25``/``scan1000``: ``.page_size(n).page()``, each
+    item's key checked; the canned endpoint ignores the scan's filter)."""
     from dynaorm import Session
 
     app, _, _, Message = dynaorm_models(endpoint, "dynaorm")
+    tickets, Ticket = ticket_models(endpoint)
+    t1 = {"tenant_id": "t1"}
     pairs = {}
     for room, n in (("r25", 25), ("r1000", 1000)):
         pairs[f"query{n}"] = (
             lambda room=room, n=n: Session(app).query(Message, room=room).limit(n).page().items,
             lambda room=room, n=n: Session(app, scope={"room": room}).query(
                 Message, room=room).limit(n).page().items)
-    print("\nscoped vs unscoped (dynaorm, own wire; ms of client CPU, median)")
+    for n in (25, 1000):
+        pairs[f"gsi{n}"] = (
+            lambda n=n: Session(tickets).query(
+                Ticket, index="gsi1", tenant_id="t1", status="open").limit(n).page().items,
+            lambda n=n: Session(tickets, scope=t1).query(
+                Ticket, index="gsi1", tenant_id="t1", status="open").limit(n).page().items)
+        pairs[f"scan{n}"] = (
+            lambda n=n: Session(tickets).scan(Ticket).page_size(n).page().items,
+            lambda n=n: Session(tickets, scope=t1).scan(Ticket).page_size(n).page().items)
+    print("\nscoped vs unscoped (dynaorm, own wire; ms of client CPU, median of "
+          f"{repeats}; interleaved)")
     print("| op | unscoped | scoped | scoped / unscoped |")
     print("| --- | ---: | ---: | ---: |")
     for op, (plain, scoped) in pairs.items():
-        assert len(plain()) == len(scoped())  # (warm, and the same answer)
-        k = max(1, int(ITERATIONS[op] * scale))
+        size = int(op.removeprefix("query").removeprefix("gsi").removeprefix("scan"))
+        assert len(plain()) == len(scoped()) == size, op  # (warm, and the same answer)
+        k = max(1, int(SCOPED_ITERATIONS[op] * scale))
         a: list[float] = []
         b: list[float] = []
         for _ in range(repeats):  # (interleaved: a shared machine's noise hits both)
@@ -274,7 +301,7 @@ def scoped_side_by_side(endpoint: str, repeats: int, scale: float) -> None:
         ma, mb = statistics.median(a), statistics.median(b)
         pair = statistics.median(y / x for x, y in zip(a, b, strict=True))
         print(f"| {op} | {ma * 1e3:.3f} | {mb * 1e3:.3f} | {mb / ma:.3f}x "
-              f"(pairs: {pair:.3f}x) |")
+              f"(pairs: {pair:.3f}x) |", flush=True)
 
 
 def timed(fn: Op, n: int) -> float:
@@ -286,11 +313,15 @@ def timed(fn: Op, n: int) -> float:
 
 
 def main() -> int:
-    args = arguments(__doc__)
+    args = arguments(__doc__, scoped=True)
     # dummy credentials for the contenders that read the environment (a script, not dynaorm)
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "x")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    if args.scoped_only:
+        with canned_endpoint() as endpoint:
+            scoped_side_by_side(endpoint, args.repeats, args.scale)
+        return 0
     with canned_endpoint() as endpoint:
         contenders = {"botocore": make_botocore(endpoint),
                       "pynamodb": make_pynamodb(endpoint),

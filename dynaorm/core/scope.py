@@ -7,30 +7,32 @@ grammar of :mod:`dynaorm.schema.templates`) and compares the fields it gives bac
 the scope's values; a key the grammar cannot parse is never admitted. Every key a scoped
 session renders is admitted before it is sent, and every item a scoped read returns is
 admitted before it is decoded (a query of the table's own partition is admitted once, by
-its partition key: every item it returns holds that key).
+its partition key: every item it returns holds that key). A read whose answers are read
+straight into objects admits each result by its partition key's text
+(:meth:`Scope.admitter`: the same decision, cheaper).
 
 One check, in the session's planning (:class:`~dynaorm.core.stage.Stage` asks it), shared
 by the sync and async sessions: every key a lookup, a query, a search or a staged write
 renders is checked against the scope before anything is sent, and an entity whose
 partition key does not carry every scope field, or a unique rule whose guard key is not
-scoped by them, is refused. Scans are *filtered* (a ``FilterExpression`` on the scope's
-fields: DynamoDB reads the whole table and returns only the scope's items); a vector
+scoped by them, is refused. Scans are *filtered by key* (a ``FilterExpression`` every
+partition key inside the scope satisfies: ``begins_with`` its proven prefix); a vector
 search is *scoped* through the index's partition attribute or a filter attribute, else
 refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from dynaorm.errors import DynaormError, ScopeError
-from dynaorm.schema.paths import field_adapter
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.schema.templates import KeyTemplate, render_value
-from dynaorm.values.expressions import F
+from dynaorm.schema.templates import KeyTemplate, _Field, render_value
+from dynaorm.values.expressions import Condition, F
 from dynaorm.values.keys import key_value
 
 __all__ = ["Scope"]
@@ -67,6 +69,93 @@ def _same_int(got: Any, want: str) -> bool:
     ``want`` (ASCII digits only: an Arabic-Indic five is no ``5``)."""
     return (isinstance(got, str) and _INT.fullmatch(got) is not None
             and _INT.fullmatch(want) is not None and int(got) == int(want))
+
+#: (entity class, *scope items) -> :meth:`Scope.admitter`'s decision on a partition key's
+#: text (built once per class and scope, not once a session)
+_ADMITTERS: dict[tuple[Any, ...], Callable[[str], object]] = {}
+
+
+#: (entity classes, *scope items) -> :meth:`Scope.key_filter`
+_KEY_FILTERS: dict[tuple[Any, ...], Condition | None] = {}
+
+
+def _key_test(template: KeyTemplate, values: Mapping[str, str]
+              ) -> tuple[str, tuple[str, ...]]:
+    """What a partition key that ``template`` parses into the scope ``values`` holds, as
+    ``(op, texts)``: ``("=", (prefix,))`` or ``("begins_with", (prefix,))`` with the
+    prefix :meth:`KeyTemplate.scope_prefix` proves, else ``("contains", values)`` (each
+    field's text is part of the key); ``("", ())`` (nothing said) for a template that is
+    not of strings."""
+    if template.key_type != "S" or _formatted(template, values):
+        return "", ()  # (a padded integer's key text is not the scope's: '-005', '-5')
+    proven = template.scope_prefix(values)
+    if proven is None:
+        return "contains", tuple(values.values())
+    parts, exact = proven
+    text = "".join(values[seg.name] if isinstance(seg, _Field) else part
+                   for part, seg in zip(parts, template.segments, strict=False))
+    return ("=" if exact else "begins_with"), (text,)
+
+
+def _formatted(template: KeyTemplate, values: Mapping[str, str]) -> bool:
+    """Whether ``template`` renders a scope field with a format (an integer's zero
+    padding: its key text is not the scope's, and :meth:`Scope._parses` compares it as
+    a number)."""
+    return any(isinstance(seg, _Field) and seg.spec and seg.name in values
+               for seg in template.segments)
+
+
+def _all_contain(pk: str, texts: tuple[str, ...]) -> Condition:
+    """``contains(pk, text)`` for each of ``texts``, ANDed."""
+    found = F(pk).contains(texts[0])
+    for text in texts[1:]:
+        found = found & F(pk).contains(text)
+    return found
+
+
+def _never(_: str) -> bool:
+    return False
+
+
+def key_admitter(template: KeyTemplate, values: Mapping[str, str]
+                 ) -> Callable[[str], object] | None:
+    """The decision of one ``"S"`` partition key template on a key's text (a plain
+    ``str``): truthy exactly when ``template.parse_key(text)`` gives every scope field
+    (``values``: name -> text) its value. Built from the template's own segments: its
+    literal texts, each scope field's value in its place (a value its field's slot cannot
+    hold, or a scope field the template lacks: nothing is admitted), every other field's
+    slot as :meth:`KeyTemplate.parse_key` matches it; one string comparison when no other
+    field is left (the key is then the prefix :meth:`KeyTemplate.scope_prefix` proves),
+    else one regular expression. ``None`` for a template it does not cover (a typed key,
+    a field named twice)."""
+    if template.key_type != "S" or len(set(template.fields)) != len(template.fields) or (
+            _formatted(template, values)):  # (a padded integer: _parses compares numbers)
+        return None
+    if template.single is not None:  # (the whole key is the field)
+        want = values.get(template.single)
+        return _never if want is None or set(values) != {template.single} else want.__eq__
+    if not set(values) <= set(template.fields):
+        return _never
+    parts: list[str] = []
+    fixed = True
+    for seg in template.segments:
+        if isinstance(seg, str):
+            parts.append(re.escape(seg))
+            continue
+        assert isinstance(seg, _Field)
+        excluded = "#" + seg.sep + seg.also
+        if seg.name in values:
+            want = values[seg.name]
+            if not want or any(c in excluded for c in want):
+                return _never  # (no key parses to it: its slot cannot hold it)
+            parts.append(re.escape(want))
+        else:
+            fixed = False
+            parts.append(f"[^{re.escape(excluded)}]+")
+    if fixed:  # (literals and scope values: one key)
+        return "".join(s if isinstance(s, str) else values[s.name]
+                       for s in template.segments).__eq__
+    return re.compile("".join(parts)).fullmatch
 
 
 class Scope:
@@ -166,6 +255,23 @@ class Scope:
                 return False
         return self._parses(found[1], text)
 
+    def admitter(self, spec: EntitySpec) -> Callable[[str], object]:
+        """:meth:`admits` of an item of ``spec`` whose partition key attribute is the
+        string ``text`` (``{"S": text}``), as one call on the text (truthy: admitted):
+        exactly :meth:`admits_key`'s decision, made cheaply where the entity has one
+        partition template of strings (:func:`key_admitter`), else that method itself.
+        Kept per (class, scope)."""
+        known = (spec.cls, *self.values.items())
+        found = _ADMITTERS.get(known)
+        if found is None:
+            templates = (_PKS.get(spec.cls) or _templates(spec))[1]
+            found = key_admitter(templates[0], self.values) if len(templates) == 1 else None
+            if found is None:  # (a previous layout's too: parsed as admits_key does)
+                return functools.partial(self._parses, templates)
+            if len(_ADMITTERS) < 4096:
+                _ADMITTERS[known] = found
+        return found
+
     def admits_key(self, spec: EntitySpec, value: str | None) -> bool:
         """Whether the partition key value ``value`` (as rendered: a ``str``, or a
         number or binary key) of ``spec`` is inside the scope: parsed with the entity's
@@ -234,20 +340,42 @@ class Scope:
             self.fields(spec, fields, "a query")
 
     def scan(self, scan: S) -> S:
-        """A scan filtered to the scope (``F(field) == value`` for each scope field: the
-        server reads every item and returns only the scope's)."""
-        for name, value in self.given.items():
-            forms = [value]  # (and as each entity's field stores it: scope '1', N 1)
-            for entity in getattr(scan, "_entities", ()):
-                try:
-                    typed = field_adapter(entity, name).validate_python(value)
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if (render_value(typed) == self.values[name]
-                        and all(type(f) is not type(typed) or f != typed for f in forms)):
-                    forms.append(typed)
-            scan = scan.filter(F(name).is_in(*forms) if len(forms) > 1 else F(name) == value)
-        return scan
+        """A scan filtered to the scope by keys (:meth:`key_filter`: the server returns
+        only items whose partition keys may be inside it; each is then admitted by its
+        key, as every scoped read's items are)."""
+        cond = self.key_filter(tuple(getattr(scan, "_entities", ())))
+        if cond is None:
+            return scan
+        found: Condition | None = getattr(scan, "_filter", None)
+        return dataclasses.replace(scan, _filter=cond if found is None else found & cond)
+
+    def key_filter(self, entities: tuple[type[Any], ...]) -> Condition | None:
+        """The ``FilterExpression`` that holds a scan of ``entities`` to the scope by the
+        table's partition key, what every key :meth:`admits_key` admits satisfies: per
+        partition template (the previous layout's too), ``pk = prefix`` or
+        ``begins_with(pk, prefix)`` with the prefix :meth:`KeyTemplate.scope_prefix` proves,
+        else ``contains(pk, value)`` for each scope field; ORed. ``None`` (no filter: the
+        client's check alone) where a template is not of strings, or a field of some
+        entity is stored under the partition key's name. Kept per (entities, scope)."""
+        known = (entities, *self.values.items())
+        if known in _KEY_FILTERS:
+            return _KEY_FILTERS[known]
+        tests: dict[tuple[str, tuple[str, ...]], None] = {}  # (op, texts), in order
+        for entity in entities:
+            spec = entity.__dynaorm_spec__
+            pk, templates = _PKS.get(spec.cls) or _templates(spec)
+            tests.update(dict.fromkeys(_key_test(t, self.values) for t in templates))
+            if pk in spec.renames:  # (F(pk) would name that field's attribute)
+                tests[("", ())] = None
+        found: Condition | None = None
+        if ("", ()) not in tests:
+            for op, texts in tests:
+                cond = F(pk) == texts[0] if op == "=" else F(pk).begins_with(
+                    texts[0]) if op == "begins_with" else _all_contain(pk, texts)
+                found = cond if found is None else found | cond
+        if len(_KEY_FILTERS) < 4096:
+            _KEY_FILTERS[known] = found
+        return found
 
     def search(self, spec: EntitySpec, index: str, search: S,
                fields: Mapping[str, Any]) -> S:

@@ -241,12 +241,16 @@ class Selection(Generic[T]):
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
         strict bound, history, latest copies among several types, a rule that keeps some
-        rows from the results, a scope whose keys are told item by item), or whose items
-        are read again by key."""
-        if (self.scope is not None or self.shapeless or self.fetch or self.by_shape
+        rows from the results), or whose items are read again by key. Scoped: each
+        result's stored partition key is admitted as :meth:`keep` admits it (the scope's
+        :meth:`~dynaorm.core.scope.Scope.admitter` of each type)."""
+        if (self.shapeless or self.fetch or self.by_shape
                 or self.ttl_attr is not None or self.exclude is not None
                 or self.history_base is not None or self.latest_only or self.keeping):
             return None
+        if self.scope is not None:
+            return answer_reader(self.types, {name: self.scope.admitter(spec)
+                                              for name, (_, spec) in self.types.items()})
         return answer_reader(self.types)
 
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
@@ -230,7 +231,8 @@ class LoadedItems(list[Any]):
     __slots__ = ()
 
 
-def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
+def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
+                  admit: Mapping[str, Callable[[str], object]] | None = None
                   ) -> Reader | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
@@ -251,11 +253,14 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
         return None
     key_attrs, table = specs[0].table_key_attrs, specs[0].table
     validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
-                                       for name, (cls, spec) in types.items()}, key_attrs)
+                                       for name, (cls, spec) in types.items()}, key_attrs,
+                           None if admit is None else table.pk)
     if validate is None:
         return None
     fields = {name: spec.field_names for name, (_, spec) in types.items()}
     refused = False
+    admits = None if admit is None else {cls: admit[name] for name, (cls, _) in types.items()}
+    only = None if admits is None or len(admits) != 1 else next(iter(admits.values()))
 
     def read(data: bytes) -> dict[str, Any] | None:
         nonlocal refused
@@ -266,6 +271,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
         except ValidationError:
             refused = True  # (its later pages most likely hold the same: not tried again)
             return None
+        pks = None if admits is None else answer.pop("Pks", None)
         objs = answer_items(answer)
         if objs:
             page = LoadedPage(data, key_attrs, type_attr, fields)
@@ -279,6 +285,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                     return None  # (a type name no class may claim: the plain read tells)
                 places = [at for at, o in enumerate(objs) if type(o) is not dict]
                 objs = [objs[at] for at in places]
+            if admits is not None and not _admitted(admits, only, pks, objs, places):
+                return None  # (another scope's key, or no keys read: the plain way)
             # each object marked persisted, in C: (its page, its place), made its state
             # (InstanceState.on_page) when first asked for (raw_state)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
@@ -292,6 +300,22 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
 
     return collector_paused(read)  # (see there: the page's objects made at once)
 
+
+def _admitted(admits: Mapping[type[Any], Callable[[str], object]],
+              only: Callable[[str], object] | None, pks: list[Any] | None,
+              objs: list[Any], places: Iterable[int]) -> bool:
+    """Whether every result ``objs`` of a scoped answer (at ``places`` of its items) has
+    its stored partition key (``pks``, read beside them) in the scope; ``False`` when no
+    keys were read (an Item or Responses: the plain way)."""
+    if pks is None:
+        return False
+    if only is not None and type(places) is count:
+        return all(map(only, map(_P, pks)))
+    return all(admits[type(o)](pks[at]["p"]) for o, at in zip(objs, places, strict=False))
+
+
+#: the partition key text of an entry of a scoped answer's ``Pks``
+_P = operator.itemgetter("p")
 
 #: what decoding an attribute value that is not of DynamoDB's shapes raises (``{"N":
 #: "abc"}``, ``{"L": 5}``, an unknown tag, a bare string): an ItemDecodeError instead

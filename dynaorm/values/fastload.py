@@ -91,7 +91,8 @@ def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 
 def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
-                key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
+                key_attrs: tuple[str, ...], pk_attr: str | None = None
+                ) -> Callable[[bytes], dict[str, Any]] | None:
     """A validator of a whole answer's JSON bytes (Query, Scan, GetItem or BatchGetItem),
     in one pydantic-core call: ``Items`` a list of objects of the ``types`` (type name ->
     (class, its :func:`fast_validator`)), ``Item`` one, ``Responses`` a list per table
@@ -102,19 +103,22 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
     the caller tells them apart), every other member of the answer
     (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
     :func:`json.loads` reads them; ``None`` when some type has no fast validator (or the
-    schema cannot be built). Built once per set of types."""
+    schema cannot be built). With ``pk_attr`` (a scoped read), ``Pks`` beside ``Items``:
+    each item's string partition key ``{"p": text}`` (an item without one refuses the
+    answer). Built once per set of types."""
     if any(fast is None for _, fast in types.values()):
         return None
-    key = (type_attr, key_attrs, *sorted(
+    key = (type_attr, key_attrs, pk_attr, *sorted(
         (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
         for name, (cls, _) in types.items()))
     found: Callable[[bytes], dict[str, Any]] | None = _cached(key, lambda: _answer(
-        type_attr, types, key_attrs))
+        type_attr, types, key_attrs, pk_attr))
     return found
 
 
 def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
-            key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
+            key_attrs: tuple[str, ...], pk_attr: str | None = None
+            ) -> Callable[[bytes], dict[str, Any]] | None:
     """The validator :func:`fast_answer` keeps, built."""
     choices = {name: fast[1] for name, (_, fast) in types.items() if fast is not None}
     union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
@@ -127,13 +131,20 @@ def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | No
              "fail_fast": True}  # (a refused answer costs little)
     keys = {"type": "list", "items_schema": {"type": "typed-dict", "fields": {
         attr: {"type": "typed-dict-field", "schema": {"type": "any"}} for attr in key_attrs}}}
-    answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": {
+    fields: dict[str, Any] = {
         "Items": {"type": "typed-dict-field", "schema": items, "required": False},
         "Item": {"type": "typed-dict-field", "schema": either, "required": False},
         "Responses": {"type": "typed-dict-field", "required": False,
                       "schema": {"type": "dict", "values_schema": items}},
         "Keys": {"type": "typed-dict-field", "required": False, "validation_alias": "Responses",
-                 "schema": {"type": "dict", "values_schema": keys}}}}
+                 "schema": {"type": "dict", "values_schema": keys}}}
+    if pk_attr is not None:  # (a scoped read: each item's partition key text)
+        pks = {"type": "list", "items_schema": {"type": "typed-dict", "fields": {"p": {
+            "type": "typed-dict-field", "schema": {"type": "str", "strict": True},
+            "validation_alias": [pk_attr, "S"]}}}}
+        fields["Pks"] = {"type": "typed-dict-field", "required": False,
+                         "validation_alias": "Items", "schema": pks}
+    answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": fields}
     built = build_validator([cls for cls, _ in types.values()], answer)
     return None if built is None else built.validate_json
 
