@@ -399,15 +399,14 @@ class Tracing(Hook):
                    for (entity, role), units in found.items()} if found else _NOWHERE
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
-            units = _table_units(attempt) if found else 0.0  # (no role: no units)
-            with self._lock:
-                opened.attempts += 1
-                opened.capacity += units
-                opened.methods[attempt.operation] = None
-                for name, part in by_role.items():
-                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
+            self._tally(opened, attempt, _table_units(attempt) if found else 0.0, by_role)
         where = (self._server(), by_role) if attempt.service == DYNAMODB else (
             _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
+        self._close_attempt(span, attempt, sent, opened, where)
+
+    def _close_attempt(self, span: Any, attempt: Attempt, sent: _Sent, opened: _Open | None,
+                       where: tuple[dict[str, Any], dict[str, float]]) -> None:
+        """End an attempt's span with its answer's attributes (made now if it has none)."""
         try:
             if span is None:  # made now, every attribute at once (a span botocore never
                 # saw: a hook answered the attempt, an injected fault; dynaorm's own wire)
@@ -423,6 +422,16 @@ class Tracing(Hook):
         finally:
             if span is not None:
                 span.end()  # whatever the answer held
+
+    def _tally(self, opened: _Open, attempt: Attempt, units: float,
+               by_role: Mapping[str, float]) -> None:
+        """Count an attempt into its operation's span (no role: no units)."""
+        with self._lock:
+            opened.attempts += 1
+            opened.capacity += units
+            opened.methods[attempt.operation] = None
+            for name, part in by_role.items():
+                opened.by_role[name] = opened.by_role.get(name, 0.0) + part
 
     def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
                       started: int | None = None, answer: dict[str, Any] | None = None
