@@ -12,6 +12,7 @@ else OpenTelemetry's global one once set), with or without a tracer provider: th
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Final
 
@@ -36,6 +37,9 @@ def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
     """An attempt's consumed capacity by entity and role (slugged: ``unique_guard``), empty
     for an answer whose ``ConsumedCapacity`` is not DynamoDB's shape."""
     try:
+        response = attempt.response
+        if not response or not response.get("ConsumedCapacity"):
+            return {}  # (none reported: nothing to split)
         return {(entity, slug(role)): units
                 for (entity, role), units in attempt.capacity_by_role.items()}
     except (AttributeError, TypeError, ValueError):
@@ -71,18 +75,37 @@ class Metrics:
         with ``instruments``: its duration and the capacity it consumed by role."""
         if attempt.service != DYNAMODB:
             return
+        elapsed = time.perf_counter() - clock
         duration, capacity = instruments
-        attributes: dict[str, Any] = {
-            "db.system.name": SYSTEM, "db.operation.name": attempt.operation,
-            **{k: v for k, v in server.items() if k in ("server.address", "server.port")}}
         tables = attempt.tables
-        if len(tables) == 1:
-            attributes["db.collection.name"] = tables[0]
-        if attempt.error is not None:
-            attributes["error.type"] = attempt.error.code
-        duration.record(time.perf_counter() - clock, attributes)
-        table = attributes.get("db.collection.name")
+        error = attempt.error
+        duration.record(elapsed, _duration_attributes(
+            attempt.operation, tables, None if error is None else error.code,
+            server.get("server.address"), server.get("server.port")))
+        table = tables[0] if len(tables) == 1 else None
         for (entity, role), units in by_role.items():
-            capacity.add(units, {"db.collection.name": table, "dynaorm.entity": entity,
-                                 "dynaorm.row_role": role} if table else {
-                "dynaorm.entity": entity, "dynaorm.row_role": role})
+            capacity.add(units, _capacity_attributes(table, entity, role))
+
+
+@functools.lru_cache(maxsize=512)
+def _duration_attributes(operation: str, tables: tuple[str, ...], error: str | None,
+                         address: str | None, port: int | None) -> dict[str, Any]:
+    """The attributes of an attempt's duration: the system, the API, the endpoint (when
+    known), the table (of a request naming one) and the error's code (of a failure); made
+    once each (never written to: the SDK copies what it keeps)."""
+    attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": operation,
+                                  **({} if address is None else {"server.address": address}),
+                                  **({} if port is None else {"server.port": port})}
+    if len(tables) == 1:
+        attributes["db.collection.name"] = tables[0]
+    if error is not None:
+        attributes["error.type"] = error
+    return attributes
+
+
+@functools.lru_cache(maxsize=512)
+def _capacity_attributes(table: str | None, entity: str, role: str) -> dict[str, Any]:
+    """The attributes of an attempt's capacity for one entity and role (made once each)."""
+    return {"db.collection.name": table, "dynaorm.entity": entity,
+            "dynaorm.row_role": role} if table else {
+        "dynaorm.entity": entity, "dynaorm.row_role": role}

@@ -21,6 +21,12 @@ configured (``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provi
   nothing depends on a context variable surviving a generator's ``yield`` or a task
   switch, so concurrent attempts of one operation, threads or tasks, all nest right).
 
+An operation span's sampler is asked with the attributes the span has from its start,
+made once per kind of operation. An operation it drops makes no attempt span and builds
+no attribute (its metrics are recorded all the same). On dynaorm's own wire, where
+nothing runs under an attempt's span, the span is made when the attempt ends (started
+when it started) with every attribute at once.
+
 On ``wire="botocore"`` with OpenTelemetry's botocore (or aiobotocore) instrumentation
 active, botocore's own span *is* the attempt's span: dynaorm makes none, and makes its
 operation's span current while the attempt is sent, so botocore's span is its child (an
@@ -35,13 +41,15 @@ See ``docs/guide/tracing.md`` for every span and attribute.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from dynaorm._version import __version__
@@ -90,39 +98,56 @@ _RESPONSE_ATTRIBUTES: Final = (
 
 @dataclass(slots=True, eq=False)
 class _Open:
-    """An operation's span while it runs, and what its attempts add up to."""
+    """An operation's span while it runs (``recording``: whether its sampler kept it; an
+    operation it dropped makes no attempt span and sums nothing), and what its attempts
+    add up to."""
 
     span: Any
+    recording: bool
     attempts: int = 0
     capacity: float = 0.0
     by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    current: Any = None  # a context with the span current (made for its first attempt)
+
+    def context(self) -> Any:
+        """A context holding the operation's span as the current one (the parent of its
+        attempts), made once."""
+        if self.current is None:
+            self.current = _otel()[1].set_span_in_context(self.span)
+        return self.current
 
 
 @dataclass(slots=True, eq=False)
 class _Sent:
-    """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
-    is sent; ``False``: none, metrics alone), the context token to detach at its end
-    (``None``: nothing was attached), and when it started (for the span of an attempt
-    botocore never saw)."""
+    """An attempt's span (``None``: made when the attempt ends, as it started at
+    ``started``, unless botocore's instrumentation made it: ``botocore`` and the attempt
+    was sent; ``False``: none, metrics alone or an operation sampled out), the context
+    token to detach at its end (``None``: nothing was attached), and its clock (for its
+    duration metric)."""
 
     span: Any
     token: object
     started: int = 0
+    botocore: bool = False
     clock: float = field(default_factory=time.perf_counter)
+
+
+@functools.cache
+def _otel() -> Any:
+    """OpenTelemetry's ``context`` and ``trace`` modules, imported once (when the first
+    provider is seen: ``import dynaorm`` imports neither)."""
+    from opentelemetry import context, trace
+
+    return context, trace
+
+
+#: ``server.address`` ... of an endpoint not known yet (never written to)
+_NOWHERE: Final[dict[str, Any]] = {}
 
 
 def _names(classes: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c.__name__ for c in classes if isinstance(c, type)))
-
-
-def _entity_names(attempt: Attempt) -> tuple[str, ...]:
-    """The entity types an attempt is for: its origins', else its operation's."""
-    found = _names(o[0] if isinstance(o, tuple) else o for o in attempt.origins)
-    if not found and attempt.within is not None:
-        found = _names(attempt.within.entities)
-    return found
 
 
 def _attempt_outcome(attempt: Attempt) -> str:
@@ -189,6 +214,7 @@ class Tracing(Hook):
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
+        self._lock = threading.Lock()  # (concurrent attempts of one operation add up)
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
         ``None``: OpenTelemetry's global one)."""
@@ -215,7 +241,7 @@ class Tracing(Hook):
                 self._destination = {
                     "cloud.region": region, "server.address": parts.hostname or "",
                     "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
-        return self._destination or {}
+        return self._destination or _NOWHERE
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -262,14 +288,20 @@ class Tracing(Hook):
     # -- the hook ----------------------------------------------------------------------
     def on_start(self, phase: Phase) -> object:
         """Start the span of an operation or of an attempt (with a meter provider alone:
-        the attempt's clock)."""
+        the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
             if tracer is None or _suppressed():
                 return None
             return self._start_operation(tracer, phase)
-        if (id(phase.within) not in self._open if tracer is not None  # (its operation has
-                and phase.within is not None else _suppressed()):  # no span: suppressed)
+        if tracer is not None and phase.within is not None:
+            opened = self._open.get(id(phase.within))
+            if opened is None:
+                return None  # its operation has no span: suppressed
+            if not opened.recording:
+                return self._unrecorded(opened, phase)
+            return self._start_attempt(tracer, phase, opened)
+        if _suppressed():
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -283,21 +315,18 @@ class Tracing(Hook):
 
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
-        from opentelemetry.trace import SpanKind
-
-        attributes = _span_attributes({"dynaorm.operation": op.name,
-                                       "dynaorm.session": op.session}, op.tables,
-                                      _names(op.entities))
-        span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
-                                 attributes=attributes)
-        opened = self._open[id(op)] = _Open(span)
+        """Start an operation's span: its sampler is asked with the attributes it has from
+        its start, made once per kind of operation (nothing is built per call)."""
+        found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
+        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
+        opened = self._open[id(op)] = _Open(span, span.is_recording())
         return opened
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
         self._open.pop(id(op), None)
         span = opened.span
         try:
-            if span.is_recording():
+            if opened.recording and span.is_recording():
                 attributes: dict[str, Any] = {
                     "dynaorm.attempts": opened.attempts,
                     "dynaorm.outcome": _operation_outcome(op.error)}
@@ -329,87 +358,132 @@ class Tracing(Hook):
         instance = getattr(instrumentor, "_instance", None)
         return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
-    def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
-        from opentelemetry import context, trace
+    def _unrecorded(self, opened: _Open, attempt: Attempt) -> _Sent | None:
+        """An attempt of an operation its sampler dropped: no span, no attribute. Through
+        botocore's client its operation's (unsampled) span is current while it is sent, so
+        botocore's or an HTTP client's instrumentation below drops its span too; its
+        metrics are recorded all the same."""
+        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] else None
+        if token is None and self._meters is None:
+            return None
+        return _Sent(False, token)
 
-        opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        parent = None if opened is None else trace.set_span_in_context(opened.span)
+    def _start_attempt(self, tracer: Any, attempt: Attempt, opened: _Open | None = None
+                       ) -> _Sent:
+        """Start an attempt's span. Through botocore's client it is the current span while
+        the attempt is sent (HTTP-client instrumentation below nests under it), or, with
+        botocore's instrumentation active, the operation's span is (botocore's span is the
+        attempt's). On dynaorm's own wire, where nothing runs under it, the span is made
+        when the attempt ends, as it started then, with every attribute at once."""
         via, instrumented = self._delegated(attempt)
+        if not via:
+            return _Sent(None, None, time.time_ns())
+        context, trace = _otel()
+        parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
             token = None if parent is None else context.attach(parent)
-            return _Sent(None, token, time.time_ns())
-        span = _attempt_span(tracer, attempt, parent)
-        token = context.attach(trace.set_span_in_context(span)) if via else None
-        return _Sent(span, token)
+            return _Sent(None, token, time.time_ns(), botocore=True)
+        span = self._attempt_span(tracer, attempt, parent)
+        return _Sent(span, context.attach(trace.set_span_in_context(span)))
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            from opentelemetry import context
-
-            context.detach(sent.token)  # type: ignore[arg-type]
+            _otel()[0].detach(sent.token)
         found = roles(attempt)
         if self._meters is not None:
             self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
         span = sent.span
-        if span is False:
-            return  # (metrics alone)
+        if span is False or (span is None and sent.botocore and attempt.sent):
+            return  # metrics alone, an operation sampled out; botocore's span
         by_role = {f"dynaorm.capacity.{entity}.{role}": units
-                   for (entity, role), units in found.items()}
+                   for (entity, role), units in found.items()} if found else _NOWHERE
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
-            units = _table_units(attempt)
-            with opened.lock:
-                opened.attempts += 1
-                opened.capacity += units
-                opened.methods[attempt.operation] = None
-                for name, part in by_role.items():
-                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
-        if span is None:
-            if attempt.sent:
-                return  # botocore's instrumentation made its span
-            # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
-            from opentelemetry import trace
+            self._tally(opened, attempt, _table_units(attempt) if found else 0.0, by_role)
+        where = (self._server(), by_role) if attempt.service == DYNAMODB else (
+            _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
+        self._close_attempt(span, attempt, sent, opened, where)
 
-            parent = None if opened is None else trace.set_span_in_context(opened.span)
-            span = _attempt_span(self._tracer, attempt, parent, sent.started)
+    def _close_attempt(self, span: Any, attempt: Attempt, sent: _Sent, opened: _Open | None,
+                       where: tuple[dict[str, Any], dict[str, float]]) -> None:
+        """End an attempt's span with its answer's attributes (made now if it has none)."""
         try:
-            if span.is_recording():  # (the endpoint known is DynamoDB's)
-                _answer_attributes(span, attempt, {} if attempt.service != DYNAMODB
-                                   else {**self._server(), **by_role})
+            if span is None:  # made now, every attribute at once (a span botocore never
+                # saw: a hook answered the attempt, an injected fault; dynaorm's own wire)
+                span = self._attempt_span(
+                    self._tracer, attempt, None if opened is None else opened.context(),
+                    sent.started, _answer_attributes(attempt, *where))
+            elif span.is_recording():
+                span.set_attributes(_answer_attributes(attempt, *where))
+            if attempt.error is not None and span.is_recording():
+                _failed(span, attempt.error.code, str(attempt.error), attempt.error)
+            elif attempt.interrupted and span.is_recording():
+                _failed(span, "interrupted", "interrupted in flight")
         finally:
-            span.end()  # whatever the answer held
+            if span is not None:
+                span.end()  # whatever the answer held
 
+    def _tally(self, opened: _Open, attempt: Attempt, units: float,
+               by_role: Mapping[str, float]) -> None:
+        """Count an attempt into its operation's span (no role: no units)."""
+        with self._lock:
+            opened.attempts += 1
+            opened.capacity += units
+            opened.methods[attempt.operation] = None
+            for name, part in by_role.items():
+                opened.by_role[name] = opened.by_role.get(name, 0.0) + part
 
-def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
-                  ) -> Any:
-    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
-    from opentelemetry.trace import SpanKind
+    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
+                      started: int | None = None, answer: dict[str, Any] | None = None
+                      ) -> Any:
+        """Start an attempt's span (``started``: at that time, in ns, rather than now;
+        ``answer``: its answer's attributes too, when it is made at its end)."""
+        name, attributes = self._attempt_start(attempt)
+        if answer:
+            attributes.update(answer)
+        return tracer.start_span(name, context=parent, kind=_otel()[1].SpanKind.CLIENT,
+                                 attributes=attributes, start_time=started)
 
-    service, _, method = attempt.operation.rpartition(":")
-    return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
-                             kind=SpanKind.CLIENT,
-                             attributes=_attempt_attributes(attempt),
-                             start_time=started)
+    def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
+        """An attempt span's name and what it says from its start (the request): what
+        depends only on the API, tables and entity types made once, the rest per attempt;
+        of a request to another service (KMS), its service and method, attempt and entity
+        types only."""
+        at = (attempt.operation, attempt.tables, attempt.origins,
+              () if attempt.within is None else attempt.within.entities, _DUP)
+        try:
+            found = _attempt_fixed(*at)
+        except TypeError:  # (an origin's key unhashable: made for this attempt alone)
+            found = _attempt_fixed.__wrapped__(*at)
+        name, fixed = found
+        attributes = {**fixed, "dynaorm.attempt": attempt.number}
+        if ":" not in attempt.operation:  # (DynamoDB's)
+            attributes["dynaorm.actions"] = attempt.actions
+            request = attempt.request
+            for parameter, attribute in _REQUEST_ATTRIBUTES:
+                value = request.get(parameter)
+                if value is not None:
+                    attributes[attribute] = value
+        return name, attributes
 
 
 def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
     suppress_instrumentation``)."""
-    from opentelemetry import context
-
+    context = _otel()[0]
     key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
     return bool((key is not None and context.get_value(key))
                 or context.get_value("suppress_instrumentation"))
 
 
-def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
-                     ) -> dict[str, Any]:
+def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
+                     dup: bool) -> dict[str, Any]:
     """What a span says from its start: the service, ``own``, its tables and entity types
     (each when there are any)."""
     attributes = {"rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system.name": SYSTEM,
                   **own}
-    if _DUP:
+    if dup:
         attributes["db.system"] = "dynamodb"
     if tables:
         attributes["aws.dynamodb.table_names"] = tables
@@ -420,20 +494,32 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
     return attributes
 
 
-def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
-    """What an attempt span says from its start (the request); of a request to another
-    service (KMS), its service and method, attempt and entity types only."""
-    service, _, method = attempt.operation.rpartition(":")
+@functools.lru_cache(maxsize=512)
+def _operation_start(name: str, session: str, tables: tuple[str, ...],
+                     entities: tuple[type[Any], ...], dup: bool
+                     ) -> tuple[str, Mapping[str, Any]]:
+    """An operation span's name and what it says from its start (made once each)."""
+    return f"dynaorm.{name}", MappingProxyType(_span_attributes(
+        {"dynaorm.operation": name, "dynaorm.session": session}, tables, _names(entities),
+        dup))
+
+
+@functools.lru_cache(maxsize=512)
+def _attempt_fixed(operation: str, tables: tuple[str, ...], origins: tuple[Any, ...],
+                   entities: tuple[type[Any], ...], dup: bool) -> tuple[str, dict[str, Any]]:
+    """An attempt span's name and the attributes it has from its start that depend only
+    on its API, tables and entity types (its origins', else its operation's), made once
+    each; of a request to another service (KMS): its service, method and entity types."""
+    service, _, method = operation.rpartition(":")
+    name = f"{service.upper() or 'DynamoDB'}.{method}"
+    names = _names(o[0] if isinstance(o, tuple) else o for o in origins) or _names(entities)
     if service:
-        return {"rpc.system": "aws-api", "rpc.service": service.upper(), "rpc.method": method,
-                "dynaorm.attempt": attempt.number, **(
-                    {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
-                    else {})}
-    own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
-           **({"db.operation": attempt.operation} if _DUP else {}),
-           "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
-           **_present(attempt.request, _REQUEST_ATTRIBUTES)}
-    return _span_attributes(own, attempt.tables, _entity_names(attempt))
+        return name, {"rpc.system": "aws-api", "rpc.service": service.upper(),
+                      "rpc.method": method,
+                      **({"dynaorm.entity_types": names} if names else {})}
+    own = {"rpc.method": operation, "db.operation.name": operation,
+           **({"db.operation": operation} if dup else {})}
+    return name, _span_attributes(own, tables, names, dup)
 
 
 def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -442,10 +528,13 @@ def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict
     return {name: source[key] for key, name in names if source.get(key) is not None}
 
 
-def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:
-    """What an attempt span says at its end (the answer or the failure; ``server``: where
-    it went)."""
+def _answer_attributes(attempt: Attempt, server: dict[str, Any],
+                       by_role: dict[str, float]) -> dict[str, Any]:
+    """What an attempt span says of its end (the answer or the failure; ``server``: where
+    it went; ``by_role``: the capacity it consumed by entity and role)."""
     attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt), **server}
+    if by_role:
+        attributes.update(by_role)
     if not attempt.sent:
         attributes["dynaorm.sent"] = False
     request_id = attempt.request_id
@@ -454,18 +543,17 @@ def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> N
     status = attempt.status_code
     if status is not None:
         attributes["http.status_code"] = attributes["http.response.status_code"] = status
-    capacity = _capacity_json(attempt.response)
-    if capacity:
-        attributes["aws.dynamodb.consumed_capacity"] = capacity
-    attributes.update(_present(attempt.response or {}, _RESPONSE_ATTRIBUTES))
+    response = attempt.response
+    if response:
+        capacity = _capacity_json(response)
+        if capacity:
+            attributes["aws.dynamodb.consumed_capacity"] = capacity
+        attributes.update(_present(response, _RESPONSE_ATTRIBUTES))
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
-    span.set_attributes({**attributes, **_throttling(error)})
-    if error is not None:
-        _failed(span, error.code, str(error), error)
-    elif attempt.interrupted:
-        _failed(span, "interrupted", "interrupted in flight")
+        attributes.update(_throttling(error))
+    return attributes
 
 
 def _throttling(error: BaseException | None) -> dict[str, Any]:
@@ -481,9 +569,8 @@ def _throttling(error: BaseException | None) -> dict[str, Any]:
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
     """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
     any), an error status saying ``message``."""
-    from opentelemetry.trace import Status, StatusCode
-
+    trace = _otel()[1]
     span.set_attribute("error.type", kind)
     if error is not None:
         span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, message))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, message))

@@ -8,6 +8,7 @@ each attempt records ``db.client.operation.duration`` (seconds, stable attribute
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -187,6 +188,97 @@ def test_metrics_are_recorded_with_only_a_meter_provider(observed: Observed) -> 
     finally:
         shop.db.tracing.enabled = True
     assert sum(p.count for p in observed.points("db.client.operation.duration")) == 2
+
+
+
+#: attributes whose value is the endpoint's or the answer's own (checked apart)
+_WHERE = ("cloud.region", "server.address", "server.port", "aws.request_id")
+
+
+def _said(span: Any) -> dict[str, Any]:
+    return {k: v for k, v in dict(span.attributes or {}).items() if k not in _WHERE}
+
+
+def test_a_commit_and_a_get_carry_exactly_their_attributes(
+        observed: Observed, request: pytest.FixtureRequest) -> None:
+    """Every attribute of a traced commit's and get's spans, by name and value: what
+    they said before an attempt's span on dynaorm's own wire was made at its end and its
+    attributes from templates made once (none lost, none added, none changed)."""
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    Session(shop).get(Member, member_id="m1")
+    spans = {span.name: span for span in observed.spans.get_finished_spans()}
+    assert sorted(spans) == ["DynamoDB.GetItem", "DynamoDB.TransactWriteItems",
+                             "dynaorm.commit", "dynaorm.get"]
+    common = {"rpc.system": "aws-api", "rpc.service": "DynamoDB",
+              "db.system.name": "aws.dynamodb", "aws.dynamodb.table_names": (shop.name,),
+              "db.collection.name": shop.name, "dynaorm.entity_types": ("Member",)}
+    read = {"dynaorm.capacity.Member.read": 0.5}
+    get_capacity = (json.dumps({"TableName": shop.name, "CapacityUnits": 0.5,
+                                "Table": {"CapacityUnits": 0.5}}),)
+    attempt = {"dynaorm.attempt": 1, "dynaorm.outcome": "ok", "http.status_code": 200,
+               "http.response.status_code": 200}
+    assert _said(spans["dynaorm.get"]) == {
+        **common, "dynaorm.operation": "get", "dynaorm.session": "sync",
+        "dynaorm.attempts": 1, "dynaorm.outcome": "ok", "rpc.method": "GetItem",
+        "dynaorm.consumed_capacity": 0.5, **read}
+    assert _said(spans["DynamoDB.GetItem"]) == {
+        **common, **attempt, **read, "rpc.method": "GetItem",
+        "db.operation.name": "GetItem", "dynaorm.actions": 1,
+        "aws.dynamodb.consumed_capacity": get_capacity}
+    commit = _said(spans["dynaorm.commit"])
+    written = _said(spans["DynamoDB.TransactWriteItems"])
+    units = {k: commit.pop(k) for k in list(commit) if "capacity" in k}
+    assert commit == {**common, "dynaorm.operation": "commit", "dynaorm.session": "sync",
+                      "dynaorm.attempts": 1, "dynaorm.outcome": "ok",
+                      "rpc.method": "TransactWriteItems"}
+    reported = {k: written.pop(k) for k in list(written) if "capacity" in k}
+    assert written == {**common, **attempt, "rpc.method": "TransactWriteItems",
+                       "db.operation.name": "TransactWriteItems", "dynaorm.actions": 2}
+    if engine_of(request) != "moto":  # (moto's TransactWriteItems reports no capacity)
+        (raw,) = reported.pop("aws.dynamodb.consumed_capacity")
+        assert reported == {k: v for k, v in units.items() if k.count(".") == 3}
+        assert units["dynaorm.consumed_capacity"] == json.loads(raw)["CapacityUnits"] == sum(
+            reported.values())
+        assert set(reported) == {"dynaorm.capacity.Member.row",
+                                 "dynaorm.capacity.Member.unique_guard"}
+    else:
+        assert reported == units == {}
+    for span in spans.values():
+        said = dict(span.attributes or {})
+        if span.name.startswith("DynamoDB."):
+            assert said["cloud.region"] and said["server.address"] and said["aws.request_id"]
+            assert isinstance(said["server.port"], int)
+        else:
+            assert not set(_WHERE) & set(said)
+
+
+def test_a_sampled_out_operation_makes_no_span_and_still_records_its_metrics(
+        observed: Observed) -> None:
+    """A tracer provider whose sampler drops everything, beside the meter provider: no
+    span is exported, and each attempt records its duration and capacity as a traced one
+    does (a dropped operation's attempts skip only their spans)."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    dropped = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(dropped))
+    shop.db.tracing.tracer_provider = provider
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    assert Session(shop).get(Member, member_id="m1") is not None
+    assert dropped.get_finished_spans() == () == observed.spans.get_finished_spans()
+    durations = observed.points("db.client.operation.duration")
+    assert sorted((p.attributes["db.operation.name"], p.count) for p in durations) == [
+        ("GetItem", 1), ("TransactWriteItems", 1)]
+    for point in durations:
+        assert point.attributes["db.collection.name"] == shop.name
+        assert point.attributes["db.system.name"] == "aws.dynamodb"
+    capacity = {(p.attributes["dynaorm.entity"], p.attributes["dynaorm.row_role"]): p.value
+                for p in observed.points("dynaorm.consumed_capacity")}
+    assert capacity[("Member", "read")] == 0.5
 
 
 _GLOBAL_METER = """

@@ -15,6 +15,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
 from dynaorm import (
@@ -333,6 +334,52 @@ def test_a_sampled_out_operation_still_succeeds(db: TestBackend) -> None:
         s.save(Note(note_id="n1"))
     assert db.session().get(Note, note_id="n1") is not None
     assert exporter.get_finished_spans() == ()
+
+
+
+class _Asked(Sampler):
+    """A sampler that drops everything and remembers what it was asked: each span's name
+    and the attributes it was given."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, Any]] = []
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str,
+                      kind: SpanKind | None = None, attributes: Any = None,
+                      links: Any = None, trace_state: Any = None) -> SamplingResult:
+        self.asked.append((name, attributes))
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return "asked"
+
+
+def test_a_sampled_out_operation_asks_once_and_builds_nothing(db: TestBackend) -> None:
+    """A sampler that drops everything is asked once per operation, for its span, with
+    the attributes it has from its start; its attempts make no span (none asked for), and
+    nothing is built per call: two gets ask with the very same attributes."""
+    sampler = _Asked()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app.db.tracing.tracer_provider = provider
+    try:
+        with db.session() as s:
+            s.save(Note(note_id="n1"))
+        for _ in range(2):
+            assert db.session().get(Note, note_id="n1") is not None
+    finally:
+        app.db.tracing.tracer_provider = None
+    assert exporter.get_finished_spans() == ()
+    assert [name for name, _ in sampler.asked] == ["dynaorm.commit", "dynaorm.get",
+                                                   "dynaorm.get"]
+    (_, first), (_, second) = sampler.asked[1:]
+    assert first is second
+    assert dict(first) == {
+        "rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system.name": "aws.dynamodb",
+        "dynaorm.operation": "get", "dynaorm.session": _session_kind(db),
+        "aws.dynamodb.table_names": (app.name,), "db.collection.name": app.name,
+        "dynaorm.entity_types": ("Note",)}
 
 
 @pytest.mark.sync_only
