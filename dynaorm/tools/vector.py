@@ -435,8 +435,8 @@ def _map(value: _Plan, kind: Any) -> Callable[[Any], Any]:
         keys = [f.name for f in structs.type]
         counts = pa.repeat(pa.scalar(0, pa.int32()), n)
         found = []
-        for key in keys:
-            member = pc.struct_field(structs, key)
+        for i, key in enumerate(keys):
+            member = pc.struct_field(structs, [i])  # (by place: a key is any text, "." too)
             if not pa.types.is_struct(member.type) or [f.name for f in member.type] != [
                     value.tag] or member.type[0].type != value.json:
                 raise Unfit("a map member of another tag, or two")

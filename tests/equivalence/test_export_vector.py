@@ -220,6 +220,17 @@ def test_a_row_stored_otherwise_reads_the_same_either_way(attr: str, stored: Any
     _check(items)
 
 
+def test_a_map_key_of_any_text_reads_the_vector_way() -> None:
+    """A map's keys Arrow would read as a path (``.``, ``a.b``, ``[0]``) are its members'
+    names all the same: the batch reads the vector way, as the per-row way reads it."""
+    keys = [".", "a.b", "[0]", "x", ""]
+    items = [encode_entity(Edge(id=f"e{n}", counts={k: n}), spec_of(Edge))
+             for n, k in enumerate(keys)]
+    found = _check(items)
+    assert found["edge"][0].column("counts").to_pylist() == [[(k, n)] for n, k in
+                                                              enumerate(keys)]
+
+
 flat_table = Table("dynaorm-export-flat", revision_attribute=None)
 
 
