@@ -38,7 +38,6 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.lookups import get_item_p
-from dynaorm.core.receipts import Replayed, keyed_request, receipt_of, settle_p
 from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
@@ -49,7 +48,7 @@ from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
-from dynaorm.schema.rules import Change, keyed
+from dynaorm.schema.rules import NO_RULES, Change, keyed
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
@@ -107,34 +106,53 @@ class _Reads:
 READS = _Reads()
 
 
+def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
+    """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
+    not keyed), inside the scope of ``stage`` when it has one."""
+    if key is None:
+        return None
+    scope = None if stage is None or stage.scope is None else stage.scope.values
+    return NO_RULES.receipts.start(staged, key, scope)
+
+
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
-             idempotency_key: str | None = None) -> Proto[CommitResult]:
+             idempotency_key: str | None = None, stage: Any = None) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
-    ``idempotency_key``: applied at most once for it (:mod:`dynaorm.core.receipts`)."""
-    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key)
+    ``idempotency_key``: applied at most once for it, its receipts (rows of its plan:
+    ``Rules.receipts``) keyed inside the scope of ``stage`` (the session's
+    :class:`~dynaorm.core.stage.Stage`)."""
+    receipt = _receipt(staged, idempotency_key, stage)
     if not staged:
         return CommitResult()
     again: Collection[int] = ()
     response: dict[str, Any] = {}
     with recording() as result:
+        if receipt is not None:
+            receipt.sent = result.requests
         for round_ in range(1, ROUNDS + 1):
             prepared = yield from prepare_p(staged, again)
-            plan, outcomes = (yield from keyed_plan_p(prepared)) if keyed else (
-                compile_commit(prepared))
-            if not plan.ops and receipt is None:
+            plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
+                compile_commit(prepared, receipt))
+            if not plan.ops:
                 break
             try:
-                response = yield from send_p(plan, outcomes, observed, prepared, receipt,
-                                             result.requests)
-                break
-            except Replayed as replay:  # the same writes were applied under the key
+                response = yield from send_p(plan, outcomes, observed, prepared, receipt)
+                if isinstance(response, dict):
+                    break
+                # a replay (the same writes applied under the key): the first commit's made
+                # values were put back on the objects, whose states are planned on them
+                if response.restored:
+                    prepared = yield from prepare_p(staged)
+                    plan, outcomes = yield from keyed_plan_p(prepared, receipt)
+                    _stamp(plan, outcomes, receipt.token[:16])
                 settle(outcomes)
                 for entry in staged:
                     yield from entry._finish({}, False, READS)
-                return replay.result
+                first: CommitResult = response.result
+                return first
             except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
                 # nothing was written: a write planned on what it read (an overwrite: last
                 # writer wins, a deleted item is recreated; a versioned insert: the kept
@@ -146,7 +164,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     settle(outcomes)
     for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
         yield from entry._finish(response, len(plan.ops) == 1, READS)
-    return result if plan.ops or receipt is not None else CommitResult()
+    return result if plan.ops else CommitResult()
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
@@ -155,23 +173,26 @@ def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
     return (yield from keyed_plan_p(prepared))[0]
 
 
-def keyed_plan_p(prepared: list[Prepared]) -> Proto[tuple[WritePlan, list[Outcome]]]:
+def keyed_plan_p(prepared: list[Prepared], receipt: Any = None
+                 ) -> Proto[tuple[WritePlan, list[Outcome]]]:
     """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, with the key material
     it needs asked for first: each written entity's rules prepare (``Rule.prepare``: a
     data key for new values, the data keys of the stored items the writes are planned
     on), and the key material the plan renders into keys (a unique encrypted field's MAC:
-    :func:`~dynaorm.schema.rules.keyed`). A commit of plain entities asks for nothing."""
+    :func:`~dynaorm.schema.rules.keyed`). A commit of plain entities asks for nothing.
+    ``receipt``: a keyed commit's receipts, planned with its rows."""
     specs = {id(spec): spec for entry, _ in prepared
              if (spec := spec_of(entry._entity)).rules.preparers}.values()
     if not specs:
-        return compile_commit(prepared)
+        return compile_commit(prepared, receipt)
     for spec in specs:  # (a move from a previous layout copies its old version rows too)
         yield from prepare_rows((spec,), [row for entry, state in prepared
                                           if state is not None and entry._entity is spec.cls
                                           for row in (state.item, *getattr(state, "history",
                                                                            ()))],
                                 writing=True)
-    return (yield from keyed(lambda: compile_commit(prepared), tuple(s.cls for s in specs)))
+    return (yield from keyed(lambda: compile_commit(prepared, receipt),
+                             tuple(s.cls for s in specs)))
 
 
 def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
@@ -188,15 +209,15 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = (), receipt: Any = None,
-           sent: list[tuple[str, dict[str, Any]]] | None = None) -> Proto[dict[str, Any]]:
+           prepared: Sequence[Prepared] = (), receipt: Any = None) -> Proto[Any]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that
     needs), unless an attempt that may have been applied was. Closed on its way, the
     objects of ``outcomes`` are remembered (:func:`pending`). The capacity it consumed is
     split over its rows as priced on the stored items ``prepared`` read (:func:`~dynaorm.
     write.costs.shares_of`). With a ``receipt`` (an idempotent commit: always a
-    transaction) its failures are settled by it first."""
+    transaction, its receipts rows of ``plan``) its failures are settled by it first
+    (a replay: its :class:`~dynaorm.schema.rules.receipts.Replay`, not a response)."""
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)
@@ -226,8 +247,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
             "ConsistentRead": True}, origins), unapplied=unapplied,
             shares=functools.partial(_shares, plan, prepared))
     else:
-        request = plan.transaction_request(token, rev) if receipt is None else (
-            keyed_request(plan, receipt, token, rev, sent or []))
+        request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
         step = Call("TransactWriteItems", request, origins, True,
                     shares=functools.partial(_shares, plan, prepared))
@@ -243,7 +263,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
             return response
         except RequestError as exc:
             settled = None if receipt is None else (
-                yield from settle_p(receipt, exc, len(plan.ops), read, step))
+                yield from receipt.settle(exc, plan.ops, read, step))
             if settled is not None:  # (an idempotent commit's receipt says what it means)
                 return settled
             error = yield from failure(plan, exc, read, rev)

@@ -86,8 +86,8 @@ def _key_test(template: KeyTemplate, values: Mapping[str, str]
     prefix :meth:`KeyTemplate.scope_prefix` proves, else ``("contains", values)`` (each
     field's text is part of the key); ``("", ())`` (nothing said) for a template that is
     not of strings."""
-    if template.key_type != "S":
-        return "", ()
+    if template.key_type != "S" or _formatted(template, values):
+        return "", ()  # (a padded integer's key text is not the scope's: '-005', '-5')
     proven = template.scope_prefix(values)
     if proven is None:
         return "contains", tuple(values.values())
@@ -95,6 +95,14 @@ def _key_test(template: KeyTemplate, values: Mapping[str, str]
     text = "".join(values[seg.name] if isinstance(seg, _Field) else part
                    for part, seg in zip(parts, template.segments, strict=False))
     return ("=" if exact else "begins_with"), (text,)
+
+
+def _formatted(template: KeyTemplate, values: Mapping[str, str]) -> bool:
+    """Whether ``template`` renders a scope field with a format (an integer's zero
+    padding: its key text is not the scope's, and :meth:`Scope._parses` compares it as
+    a number)."""
+    return any(isinstance(seg, _Field) and seg.spec and seg.name in values
+               for seg in template.segments)
 
 
 def _all_contain(pk: str, texts: tuple[str, ...]) -> Condition:
@@ -120,7 +128,8 @@ def key_admitter(template: KeyTemplate, values: Mapping[str, str]
     field is left (the key is then the prefix :meth:`KeyTemplate.scope_prefix` proves),
     else one regular expression. ``None`` for a template it does not cover (a typed key,
     a field named twice)."""
-    if template.key_type != "S" or len(set(template.fields)) != len(template.fields):
+    if template.key_type != "S" or len(set(template.fields)) != len(template.fields) or (
+            _formatted(template, values)):  # (a padded integer: _parses compares numbers)
         return None
     if template.single is not None:  # (the whole key is the field)
         want = values.get(template.single)
@@ -135,8 +144,6 @@ def key_admitter(template: KeyTemplate, values: Mapping[str, str]
             continue
         assert isinstance(seg, _Field)
         excluded = "#" + seg.sep + seg.also
-        if seg.name in values and seg.spec:
-            return None  # (a padded integer: Scope._parses compares it as a number)
         if seg.name in values:
             want = values[seg.name]
             if not want or any(c in excluded for c in want):

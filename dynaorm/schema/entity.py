@@ -285,14 +285,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
                     return None  # (a type name no class may claim: the plain read tells)
                 places = [at for at, o in enumerate(objs) if type(o) is not dict]
                 objs = [objs[at] for at in places]
-            if admits is not None:  # (each result's stored partition key, in the scope)
-                if pks is None:  # (an Item or Responses: the plain way)
-                    return None
-                if not (all(map(only, map(_P, pks))) if only is not None
-                        and type(places) is count else all(
-                            admits[type(o)](pks[at]["p"]) for o, at in zip(
-                                objs, places, strict=False))):
-                    return None  # (another scope's key: the plain way leaves it out)
+            if admits is not None and not _admitted(admits, only, pks, objs, places):
+                return None  # (another scope's key, or no keys read: the plain way)
             # each object marked persisted, in C: (its page, its place), made its state
             # (InstanceState.on_page) when first asked for (raw_state)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
@@ -305,6 +299,19 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)
+
+
+def _admitted(admits: Mapping[type[Any], Callable[[str], object]],
+              only: Callable[[str], object] | None, pks: list[Any] | None,
+              objs: list[Any], places: Iterable[int]) -> bool:
+    """Whether every result ``objs`` of a scoped answer (at ``places`` of its items) has
+    its stored partition key (``pks``, read beside them) in the scope; ``False`` when no
+    keys were read (an Item or Responses: the plain way)."""
+    if pks is None:
+        return False
+    if only is not None and type(places) is count:
+        return all(map(only, map(_P, pks)))
+    return all(admits[type(o)](pks[at]["p"]) for o, at in zip(objs, places, strict=False))
 
 
 #: the partition key text of an entry of a scoped answer's ``Pks``

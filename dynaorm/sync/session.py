@@ -88,7 +88,7 @@ class Session(BaseSession):
         driver, policy, operation = self._bound("commit", (e._entity for e in staged))
         run = driver.run(commit_p(staged, policy.observed, self._stage.keyed,
                                   self._stage.idempotency_key if idempotency_key is None
-                                  else idempotency_key),
+                                  else idempotency_key, self._stage),
                          operation, policy=policy)
         return cast(CommitResult, run)
 

@@ -20,6 +20,7 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
+    MAX_ITEM_BYTES,
     check_item,
     check_size,
     check_values,
@@ -196,6 +197,23 @@ def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     return check_write(Delete(key, None, origin))
 
 
+def _receipt_size(op: Op) -> int:
+    """The bytes a receipt row (dynaorm's own: its values are known good) adds to a
+    request, as DynamoDB counts them. A receipt keeps every key its commit writes, so a
+    commit of many long keys can make one over 400 KB: refused before sending
+    (:class:`TransactionTooLargeError`: the commit is too large to keep a receipt of)."""
+    size = item_size(op.item if isinstance(op, Put) else wire_key(op.key))
+    if size > MAX_ITEM_BYTES:
+        raise TransactionTooLargeError(
+            f"the receipt of this keyed commit (idempotency_key=) in table "
+            f"{op.origin.table.name!r} would be {size} bytes, over DynamoDB's "
+            f"{MAX_ITEM_BYTES} byte item limit (it keeps the keys of the commit's writes): "
+            "commit fewer writes or shorter keys under one key")
+    if op.condition is not None:
+        size += sum(map(value_size, condition_values(op.condition)))
+    return size
+
+
 @dataclass(frozen=True)
 class WritePlan:
     """An ordered, limit-checked tuple of write actions, each on its entity's table (one
@@ -215,9 +233,8 @@ class WritePlan:
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
                 f"DynamoDB allows {MAX_ACTIONS} per transaction")
-        sizes = []
-        for op, stamped in zip(self.ops, self.stamped, strict=True):
-            sizes.append(check_write(op, stamped))
+        sizes = [check_write(op, stamped) if op.origin.role is not Role.RECEIPT else
+                 _receipt_size(op) for op, stamped in zip(self.ops, self.stamped, strict=True)]
         object.__setattr__(self, "sizes", tuple(sizes))
         total = sum(sizes)
         if total > MAX_REQUEST_BYTES:
@@ -262,10 +279,12 @@ class WritePlan:
         return {"TransactItems": items, "ClientRequestToken": token}
 
 
-def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome]]:
+def compile_commit(entries: Sequence[Prepared], receipt: Any = None
+                   ) -> tuple[WritePlan, list[Outcome]]:
     """Plan a whole commit (each staged write with the state it is planned on, in staging
-    order; the tables are its entities'). Raises before anything is sent when the plan is
-    impossible.
+    order; the tables are its entities'), with the rows of its ``receipt`` (a keyed
+    commit's: its receipts and checks, last) counted with the others. Raises before
+    anything is sent when the plan is impossible.
 
     Outcomes are one per write that settles an object (an ``s.update()`` or ``s.check()``
     has one only when it produces an object)."""
@@ -289,6 +308,8 @@ def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
+    if receipt is not None:
+        ops += receipt.rows(ops)
     return WritePlan(tuple(ops)), outcomes
 
 

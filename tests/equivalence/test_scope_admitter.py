@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynaorm.core.scope import Scope, _key_test, key_admitter
+from dynaorm.core.scope import Scope, _formatted, _key_test, key_admitter
 from dynaorm.schema.templates import KeyTemplate
 
 #: characters of literals and values: every separator a template may hold, and plain ones
@@ -74,6 +74,9 @@ def test_the_fast_decision_is_the_parse(data: st.DataObject) -> None:
                                       max_size=3)) for name in chosen}
     scope = Scope(values)
     decide = key_admitter(template, scope.values)
+    if _formatted(template, scope.values):  # (left to Scope._parses, which compares a
+        assert decide is None and _key_test(template, scope.values) == ("", ())
+        return                              # padded integer as a number; no scan filter)
     assert decide is not None
     for _ in range(6):
         key = _keys(template, scope.values, data.draw)

@@ -4,23 +4,31 @@ whatever engine, sync and async (the ``db`` fixture runs both)."""
 
 from __future__ import annotations
 
+import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pydantic import Field
 
 from dynaorm import (
+    GSI,
+    LSI,
     DynaormError,
+    Entity,
     IdempotencyMismatchError,
     ItemExistsError,
     Session,
     Table,
+    ksuid,
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
-from tests.support.models import Audit, Note, User
+from tests.support.models import Audit, Note, User, app
 
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
 #: recreate: a key reused by another test's variant would find its token taken)
@@ -148,7 +156,7 @@ def test_receipts_expire_after_the_table_ttl(db: TestBackend) -> None:
     s.save(Note(note_id="n1", body="x"))
     s.commit(idempotency_key=f"ttl-{db.session_kind}-{RUN}")
     (receipt,) = _receipts(db)
-    assert 7 * 86400 - 60 <= receipt["_expires"] - receipt["at"] <= 7 * 86400 + 1
+    assert 7 * 86400 - 60 <= receipt["dynaorm:expires"] - receipt["dynaorm:at"] <= 7 * 86400 + 1
 
 
 @pytest.mark.parametrize("bad", ["", 3, "x" * 2049])
@@ -291,3 +299,243 @@ def test_model_import_carries_receipts_ttl() -> None:
         model["table"]["rows"][0]["ttl_seconds"] = bad
         with pytest.raises(ModelFileError, match=r"ttl_seconds"):
             import_code(json.dumps(model))
+
+
+# -- receipts and the table's key and index attributes (contract 23) ---------------------------
+#: tables whose key and index attributes are named as 0.7's receipts named theirs: a
+#: receipt wrote over them (a sort key ``nonce``: every replay applied again; a partition
+#: key ``digest``/``rev``: a reused key applied; a sort key or index key ``at``: a number
+#: where a string is declared, every keyed commit failed in the engine)
+_named = {
+    "digest-nonce": Table("dynaorm-once-named-a", pk="digest", sk="nonce"),
+    "rev-at": Table("dynaorm-once-named-b", pk="rev", sk="at", type_attribute="kind"),
+    "indexed": Table("dynaorm-once-named-c", indexes=[
+        GSI("by_result", pk="result", sk="nonce"), GSI("by_type", pk="_type"),
+        LSI("by_at", sk="at"), GSI("by_expiry", pk="_expires")]),
+}
+
+
+def _counted(t: Table) -> type[Entity]:
+    """An entity of ``t`` counting what was added to it."""
+    class Counted(Entity):
+        class Meta:
+            table = t
+            pk = "C#{cid}"
+            sk = "C"
+
+        cid: str
+        n: int = 0
+
+    return Counted
+
+
+@pytest.mark.parametrize("named", sorted(_named))
+def test_receipts_never_write_over_key_or_index_attributes(
+        db: TestBackend, named: str, request: pytest.FixtureRequest) -> None:
+    """A key used once applies once, replays, and refuses other writes, whatever the
+    table's key and index attributes are named; no receipt lands in an index."""
+    from dynaorm.protocol.steps import call
+    from tests.conftest import wire_of
+    from tests.support.exactly_once import no_waits, tables_beside
+
+    table = _named[named]
+    counted = _counted(table)
+    key = f"named-{named}-{db.session_kind}-{RUN}"
+
+    def add(n: int = 1) -> Any:
+        s = db.session()
+        s.update(counted, cid="c1", upsert=True).add(n=n)
+        return s.commit(idempotency_key=key)
+
+    with no_waits(), tables_beside(db, table, wire=wire_of(request)):
+        assert not add().replayed
+        assert add().replayed
+        with pytest.raises(IdempotencyMismatchError):
+            add(2)
+        assert [i["n"] for i in db.scan(table) if "n" in i] == [1]
+        for index in table.indexes:
+            rows = table.db.driver.run(call("Scan", {"TableName": table.name,
+                                                     "IndexName": index}))["Items"]
+            assert not [r for r in rows if "n" not in r], index
+
+
+@pytest.mark.parametrize("attribute", ["dynaorm:digest", "dynaorm:nonce", "dynaorm:at"])
+def test_a_table_keyed_on_a_receipt_attribute_is_refused_before_sending(
+        attribute: str) -> None:
+    for table in (Table("x-clash", pk=attribute, region="us-east-1"),
+                  Table("x-clash", sk=attribute, region="us-east-1"),
+                  Table("x-clash", indexes=[GSI("gsi", pk=attribute)], region="us-east-1")):
+        s = Session(table)
+        s.save(_counted(table)(cid="c1"))
+        with pytest.raises(DynaormError, match=f"'{attribute}'"):
+            s.commit(idempotency_key="k")
+
+
+# -- receipts of a scoped session (contract 23) -------------------------------------------------
+def test_tenants_never_share_a_receipt(db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """Two tenants commit under one key: each applies its own writes once, neither blocks
+    nor learns of the other's; each receipt's key renders the tenant
+    (``dynaorm:receipt#<tenant>#<hash of the scope and the key>``)."""
+    import re
+
+    from dynaorm import AsyncSession
+    from dynaorm.aio.blocking import BlockingAsyncSession
+    from dynaorm.testing import use_tables, worker_suffix
+    from tests.conftest import wire_of
+    from tests.support.tenant_models import Memo, tenants
+
+    key = f"order-1-{db.session_kind}-{RUN}"
+
+    def commit(tenant: str, text: str) -> Any:
+        scope = {"tenant_id": tenant}
+        s: Any = Session(tenants, scope=scope) if db.session_kind == "sync" else (
+            BlockingAsyncSession(AsyncSession(tenants, scope=scope)))
+        s.save(Memo(tenant_id=tenant, memo_id="m1", text=text))
+        return s.commit(idempotency_key=key)
+
+    with use_tables(tenants, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        assert not commit("t1", "one").replayed
+        assert not commit("t2", "two").replayed
+        assert commit("t1", "one").replayed and commit("t2", "two").replayed
+        with pytest.raises(IdempotencyMismatchError) as err:
+            commit("t2", "other")
+        assert "t1" not in str(err.value)
+        stored = [i for i in tb.scan() if i.get("_type") == RECEIPT_TYPE]
+        assert sorted(re.sub("[0-9a-f]{40}$", "<hash>", i["pk"]) for i in stored) == [
+            "dynaorm:receipt#t1#<hash>", "dynaorm:receipt#t2#<hash>"]
+        assert all(i["pk"] == i["sk"] for i in stored)
+        assert sorted(i["text"] for i in tb.scan() if i.get("_type") == "Memo"
+                      and i["sk"].startswith("v0_")) == ["one", "two"]
+
+
+# -- values the caller did not give (contract 23) -----------------------------------------------
+class Stamped(Entity):
+    """An entity whose id and time come from default factories, as a handler's do."""
+
+    class Meta:
+        table = app
+        pk = "STAMPED#{stamped_id}"
+        sk = "STAMPED"
+
+    stamped_id: str = Field(default_factory=ksuid)
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    order_id: str
+    cents: int = 0
+
+
+def test_a_retried_handler_whose_ids_and_times_are_made_replays(db: TestBackend) -> None:
+    """Each run of the handler makes a new id and time (default factories): the retry is
+    the same writes (the caller gave the same values), replays, and its objects hold the
+    first commit's id and time, persisted (saving one again updates the stored item).
+    Another value the caller gave under the key is still a mismatch."""
+    key = f"handler-{db.session_kind}-{RUN}"
+
+    def handler(cents: int = 500) -> tuple[Any, Stamped, User]:
+        s = db.session()
+        paid = Stamped(order_id="o1", cents=cents)
+        user = User(username="ada", email="ada@example.com")
+        s.save(paid)
+        s.save(user)
+        return s.commit(idempotency_key=key), paid, user
+
+    first, paid, user = handler()
+    time.sleep(0.01)
+    again, paid2, user2 = handler()
+    assert not first.replayed and again.replayed
+    assert (paid2.stamped_id, paid2.at, user2.user_id) == (paid.stamped_id, paid.at,
+                                                          user.user_id)
+    stored = [i for i in _rows(db) if i.get("_type") == "Stamped"]
+    assert [i["stamped_id"] for i in stored] == [paid.stamped_id]
+    s = db.session()
+    paid2.cents = 700
+    s.save(paid2)
+    s.commit()
+    got = db.session().get(Stamped, stamped_id=paid.stamped_id)
+    assert got is not None and got.cents == 700 and got.at == paid.at
+    assert len([i for i in _rows(db) if i.get("_type") == "Stamped"]) == 1
+    with pytest.raises(IdempotencyMismatchError):
+        handler(900)
+
+
+# -- receipts are rows of the plan (contract 23) ------------------------------------------------
+def test_receipts_are_rows_of_the_plan(db: TestBackend) -> None:
+    """A keyed commit's receipt is a row of its plan: hooks are told its origin (one per
+    action of the transaction, the receipt's role ``receipt``), as for every other row."""
+    events: list[Any] = []
+    before = db.table._binding()
+    db.table.on_request(events.append)
+    try:
+        s = db.session()
+        s.save(User(username="ann", email="ann@example.com"))
+        s.commit(idempotency_key=f"rows-{db.session_kind}-{RUN}")
+    finally:
+        db.table._restore(before)
+    (sent,) = [e for e in events if e.operation == "TransactWriteItems"]
+    assert len(sent.origins) == len(sent.request["TransactItems"]) == 4
+    assert [role for _, _, role in sent.origins].count("receipt") == 1
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_a_receipt_0_7_wrote_is_refused_until_it_expires(db: TestBackend, live: bool) -> None:
+    """A receipt of 0.7 (attributes ``digest``, ``_expires``...) at the key's receipt key:
+    live, the commit is an ``IdempotencyMismatchError`` (never the request's error, nothing
+    written); expired, the key applies."""
+    import hashlib
+
+    from dynaorm.protocol.steps import call
+
+    key = f"old-{live}-{db.session_kind}-{RUN}"
+    hashed = hashlib.sha256(("dynaorm-receipt\0" + key).encode()).hexdigest()[:40]
+    at = {"S": f"{RECEIPT_TYPE}#{hashed}"}
+    old = {"pk": at, "sk": at, "_type": {"S": RECEIPT_TYPE}, "digest": {"S": "0" * 64},
+           "nonce": {"S": "0" * 16}, "rev": {"S": "0" * 16}, "at": {"N": "1"},
+           "_expires": {"N": str(int(time.time()) + (600 if live else -600))},
+           "result": {"S": "[]"}}
+    db.table.db.driver.run(call("PutItem", {"TableName": db.table.name, "Item": old}))
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    if live:
+        with pytest.raises(IdempotencyMismatchError):
+            s.commit(idempotency_key=key)
+        assert _rows(db) == []
+    else:
+        assert not s.commit(idempotency_key=key).replayed
+        assert [r["body"] for r in _rows(db)] == ["x"]
+
+
+_NAMES = ["digest", "nonce", "rev", "at", "result", "made", "_expires", "expires", "pk", "sk",
+          "_type"]
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_NAMES[:-1]), min_size=2, max_size=2, unique=True),
+       st.sampled_from(_NAMES))
+def test_a_keyed_commit_applies_at_most_once_whatever_the_keys_are_named(
+        db: TestBackend, request: pytest.FixtureRequest, names: list[str], indexed: str
+        ) -> None:
+    """Whatever the table's key and index attributes are named (0.7's receipt names, the
+    type attribute among them), a key applies its writes once, replays them, and a
+    receipt is in no index."""
+    from dynaorm.protocol.steps import call
+    from tests.conftest import wire_of
+    from tests.support.exactly_once import no_waits, tables_beside
+
+    assume(indexed not in names)  # (the type attribute is no table key: only an index's)
+    pk, sk = names
+    table = Table("dynaorm-once-named-p", pk=pk, sk=sk, indexes=[GSI("by_name", pk=indexed)])
+    counted = _counted(table)
+    key = f"prop-{uuid.uuid4().hex}"
+
+    def add() -> Any:
+        s = db.session()
+        s.update(counted, cid="c1", upsert=True).add(n=1)
+        return s.commit(idempotency_key=key)
+
+    with no_waits(), tables_beside(db, table, wire=wire_of(request)):
+        assert [add().replayed, add().replayed] == [False, True]
+        assert [i["n"] for i in db.scan(table) if "n" in i] == [1]
+        rows = table.db.driver.run(call("Scan", {"TableName": table.name,
+                                                 "IndexName": "by_name"}))["Items"]
+        assert all("n" in r for r in rows)

@@ -106,6 +106,7 @@ def test_a_lost_answer_of_a_commit_that_did_not_apply_is_not_unknown(db: TestBac
 # -- other processes --------------------------------------------------------------------------
 _SCRIPT = textwrap.dedent("""
     import json, sys, time
+    from pydantic import Field
     from dynaorm import Entity, Session, Table
     from dynaorm.errors import DynaormError
     name, url, key, start = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
@@ -119,7 +120,7 @@ _SCRIPT = textwrap.dedent("""
 
         note_id: str
         body: str = ""
-        tags: list[str] = []
+        tags: list[str] = Field(default_factory=list)  # (as tests.support.models')
 
     s = Session(table)
     s.save(Note(note_id="n1", body="once"))

@@ -55,7 +55,7 @@ def test_a_sub_second_receipts_ttl_still_keeps_the_receipt(db: TestBackend) -> N
         s.save(Note(note_id="n1", body="once"))
         assert not s.commit(idempotency_key=key_of(db, "subsecond")).replayed
         (receipt,) = receipts(db)
-        assert receipt["_expires"] > receipt["at"]
+        assert receipt["dynaorm:expires"] > receipt["dynaorm:at"]
     finally:
         db.table.receipts_ttl = before
 
@@ -316,14 +316,15 @@ def test_a_lost_answer_whose_receipt_cannot_be_read_is_an_unknown_outcome(
 def test_a_commit_own_expired_receipt_is_still_its_own() -> None:
     """The refusal of a resend by this commit's own receipt, expired meanwhile, proves it
     applied: :meth:`live` keeps it."""
-    from dynaorm.core.receipts import receipt_of
+    from dynaorm.schema.rules.receipts import Receipts
 
-    receipt = receipt_of([SaveEntry(Note(note_id="n1"))], "own")
-    item = receipt.item("rev", [])
-    item["_expires"] = {"N": "1"}
-    assert receipt.live(item) is item
-    other = receipt_of([SaveEntry(Note(note_id="n1"))], "own")
-    assert other.live(item) is None
+    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "own")
+    assert receipt is not None
+    item = receipt.item("rev", [], app)
+    item["dynaorm:expires"] = {"N": "1"}
+    assert receipt.live(item, app) is item
+    other = Receipts().start([SaveEntry(Note(note_id="n1"))], "own")
+    assert other is not None and other.live(item, app) is None
 
 
 # -- Powertools' persistence layer ----------------------------------------------------------

@@ -18,6 +18,7 @@ import pytest
 
 from dynaorm import IdempotencyMismatchError, Session, TransactionTooLargeError
 from dynaorm.testing import TestBackend
+from dynaorm.write.save import SaveEntry
 from tests.conftest import wire_of
 from tests.support.exactly_once import (
     Order,
@@ -32,7 +33,7 @@ from tests.support.exactly_once import (
     stock,
     tables_beside,
 )
-from tests.support.models import Note
+from tests.support.models import Note, app
 
 
 @pytest.fixture
@@ -65,11 +66,11 @@ def test_a_two_table_commit_keeps_a_receipt_in_each_table_and_replays(
     assert not first.replayed
     (sent,) = [body for op, body in first.requests if op == "TransactWriteItems"]
     puts = [a["Put"] for a in sent["TransactItems"] if "Put" in a]
-    assert len(sent["TransactItems"]) == 4  # (two writes and two receipts: one request)
-    mine = [p for p in puts if "digest" in p["Item"]]
+    assert len(sent["TransactItems"]) == 4  # (two writes, their two receipts)
+    mine = [p for p in puts if "dynaorm:digest" in p["Item"]]
     assert sorted(p["TableName"] for p in mine) == sorted([db.table.name, orders.name])
     (app_receipt,), (order_receipt,) = receipts(db), receipts(db, orders)
-    assert app_receipt["digest"] == order_receipt["digest"]
+    assert app_receipt["dynaorm:digest"] == order_receipt["dynaorm:digest"]
     assert order_receipt["PK"] == order_receipt["SK"] == app_receipt["pk"]
     with Session(db.table) as other:  # another writer after it: a replay must keep it
         got = other.get(Note, note_id="n1")
@@ -132,28 +133,61 @@ def test_other_tables_overlapping_the_first_commit_s_are_a_mismatch(
     assert _everything(db) == before
 
 
-@pytest.mark.xfail(strict=True, reason="a key is known to the tables its commits wrote: a "
-                   "later commit under it writing none of them finds no receipt and "
-                   "applies (documented in the guide: 'one key, several tables')",
-                   raises=pytest.fail.Exception)
+@pytest.mark.xfail(strict=True, reason=(
+    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
+    "A ConditionCheck of the receipt's absence in every other table bound to the client "
+    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
+    "(deleted, or not yet created) failed every keyed commit of the client, and which "
+    "tables are bound depends on what the process touched first"))
 def test_a_key_reused_on_tables_the_first_commit_did_not_write_is_refused(
         three: TestBackend) -> None:
+    """A keyed commit checks every other table bound to its client for a live receipt
+    of its key (a ConditionCheck each): the key first used on the test table is known to
+    a commit writing ``stock`` alone, and to one of another session on ``stock``'s own
+    table; nothing is written."""
     db, key = three, key_of(three, "disjoint")
     s = db.session()
     s.save(Note(note_id="n1", body="x"))
-    s.commit(idempotency_key=key)
-    s2 = db.session()
-    s2.save(Stock(sku="k1", left=3))
-    with pytest.raises(IdempotencyMismatchError):
-        s2.commit(idempotency_key=key)
+    first = s.commit(idempotency_key=key)
+    (sent,) = [b for op, b in first.requests if op == "TransactWriteItems"]
+    assert sorted(a["ConditionCheck"]["TableName"] for a in sent["TransactItems"]
+                  if "ConditionCheck" in a) == sorted([orders.name, stock.name])
+    before = _everything(db)
+    for session in (db.session(), db.session(stock)):
+        session.save(Stock(sku="k1", left=3))
+        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
+            session.commit(idempotency_key=key)
+    assert _everything(db) == before and receipts(db, stock) == []
 
 
-def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writes(
+def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writes() -> None:
+    """Receipts of one key in two tables, one of the same writes and one of other writes
+    (left where a table was not bound to the client of the commit that wrote it): a
+    mismatch, never a replay, in either order."""
+    from dynaorm.schema.rules.receipts import DIGEST, Receipts
+
+    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "k")
+    assert receipt is not None
+    same = receipt.item("rev", [], app)
+    other = {**same, DIGEST: {"S": "0" * 64}, "dynaorm:nonce": {"S": "theirs"}}
+    same["dynaorm:nonce"] = {"S": "earlier"}
+    assert receipt.explain([(app, same)]).value == "replayed"
+    for stored in ([(app, same), (orders, other)], [(orders, other), (app, same)]):
+        with pytest.raises(IdempotencyMismatchError, match=orders.name):
+            receipt.explain(stored)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
+    "A ConditionCheck of the receipt's absence in every other table bound to the client "
+    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
+    "(deleted, or not yet created) failed every keyed commit of the client, and which "
+    "tables are bound depends on what the process touched first"))
+def test_a_key_whose_receipt_expired_in_one_table_is_still_known_to_it(
         three: TestBackend) -> None:
-    """The orders receipt of a two-table commit expires first (a shorter receipts_ttl);
-    the key then applies an orders-only commit (its receipt: other writes). The two-table
-    writes again meet the test table's receipt (the same writes) and the orders one (other
-    writes): a mismatch, never a replay, and nothing written."""
+    """The orders receipt of a two-table commit expires first (a shorter receipts_ttl):
+    an orders-only commit under the key still meets the test table's receipt (checked:
+    a mismatch, nothing written), and the two-table writes again replay."""
     db, key = three, key_of(three, "mixed")
     before_ttl = orders.receipts_ttl
     orders.receipts_ttl = timedelta(seconds=1)
@@ -162,24 +196,23 @@ def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writ
         _both(s)
         s.commit(idempotency_key=key)
         time.sleep(2.1)
+        before = _everything(db)
         s2 = db.session()
         s2.update(Order, order_id="o1", upsert=True).add(cents=5)
-        assert not s2.commit(idempotency_key=key).replayed  # (its receipt had expired)
-        assert _cents(db) == 10
-        before = _everything(db)
+        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
+            s2.commit(idempotency_key=key)
+        assert _everything(db) == before
         s3 = db.session()
         _both(s3)
-        with pytest.raises(IdempotencyMismatchError, match=orders.name):
-            s3.commit(idempotency_key=key)
-        assert _everything(db) == before
+        assert s3.commit(idempotency_key=key).replayed and _cents(db) == 5
     finally:
         orders.receipts_ttl = before_ttl
 
 
 # -- the 100-action limit ---------------------------------------------------------------------
 def test_receipts_count_as_actions_of_the_one_transaction(three: TestBackend) -> None:
-    """97 writes to two tables and their two receipts are 99 actions; 98 are 100 (sent);
-    99 would be 101: the typed error before anything is sent."""
+    """98 writes to two tables and their two receipts are 100 actions (sent); 99 would
+    be 101: the typed error before anything is sent."""
     db = three
     for count, fits in ((98, True), (99, False)):
         key = key_of(db, f"limit-{count}")
@@ -193,7 +226,8 @@ def test_receipts_count_as_actions_of_the_one_transaction(three: TestBackend) ->
             assert len(sent["TransactItems"]) == 100
             continue
         before = _everything(db)
-        with pytest.raises(TransactionTooLargeError, match="2 more: 101"):
+        with pytest.raises(TransactionTooLargeError,
+                           match="commit needs 101 actions"):
             s.commit(idempotency_key=key)
         assert _everything(db) == before
 
@@ -292,33 +326,6 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
 
 
 # -- red team (redw): attacks on the receipts of several tables --------------------------------
-def test_a_mismatching_receipt_in_a_later_table_is_never_a_replay(three: TestBackend) -> None:
-    """The mirror of the mixed test above with the receipts' order turned: the test
-    table's receipt (the last of the transaction's, by table name) expires first and the
-    key then applies a note-only commit there (other writes); the two-table writes again
-    meet the orders receipt (the same writes, first) and the test table's (other writes,
-    last): a mismatch, never a replay, whichever failures the engine reports."""
-    db, key = three, key_of(three, "mixed-last")
-    before_ttl = db.table.receipts_ttl
-    db.table.receipts_ttl = timedelta(seconds=1)
-    try:
-        s = db.session()
-        _both(s)
-        s.commit(idempotency_key=key)
-        time.sleep(2.1)
-        s2 = db.session()
-        s2.save(Note(note_id="n1", body="other"), overwrite=True)
-        assert not s2.commit(idempotency_key=key).replayed
-        before = _everything(db)
-        s3 = db.session()
-        _both(s3)
-        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
-            s3.commit(idempotency_key=key)
-        assert _everything(db) == before
-    finally:
-        db.table.receipts_ttl = before_ttl
-
-
 def test_a_used_key_whose_writes_fail_their_own_condition_says_so_or_mismatches(
         three: TestBackend) -> None:
     """Under a key already used for other writes, a commit whose own write's condition

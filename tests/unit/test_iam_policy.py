@@ -21,6 +21,7 @@ from dynaorm import GSI, Entity, Table, Unique, Vector, VectorIndex
 from dynaorm.formats import iam
 from dynaorm.tools.cli import main
 from dynaorm.tools.patterns import explain_patterns
+from dynaorm.write.render import WritePlan
 from tests.support.designs import DESIGNS, design
 from tests.support.iam_eval import Check, allowed, checks_of
 
@@ -188,13 +189,20 @@ def test_the_command_prints_the_policy_or_exits_2_naming_what_is_not_covered(
     assert usage.value.code == 2
 
 
+def _receipt() -> Any:
+    """The receipts of a commit of one account under the key ``order-7``."""
+    from dynaorm.schema.rules.receipts import Receipts
+    from dynaorm.write.save import SaveEntry
+
+    return Receipts().start([SaveEntry(Account(tenant_id="t", account_id="a", email="e"))],
+                            "order-7")
+
+
 def _receipt_checks(key: str) -> list[Check]:
     """What IAM checks for an idempotent commit's receipt at ``key``: the receipt's Put
     in the transaction (the action the commit sends, its key replaced by ``key``) and the
     GetItem that settles a lost answer."""
-    from dynaorm.schema.rules.receipts import Receipting
-
-    [action] = Receipting((tenants,), "order-7", "digest").actions("rev", [])
+    [action] = WritePlan(tuple(_receipt().rows([]))).transaction_request("t")["TransactItems"]
     action["Put"]["Item"][tenants.pk] = {"S": key}
     arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{tenants.name}"
     return [*checks_of("TransactWriteItems", {"TransactItems": [action]}, {None: tenants.pk}),
@@ -210,9 +218,7 @@ def test_a_scoped_write_role_is_granted_its_own_receipts_only(
     session's (``dynaorm:receipt#<digest>``, which any tenant could claim first), never
     with no tag or a wildcard tag; a read role (it never commits) is granted none.
     Powertools' records render no scope: named beside the policy, not granted."""
-    from dynaorm.schema.rules.receipts import Receipting
-
-    digest = Receipting((tenants,), "order-7", "digest").hashed
+    digest = _receipt().hashed
     model = tenants.model()
     plain, _ = iam.to_format(model, "write")
     scoped, uncovered = iam.to_format(model, "write", scope="tenant_id")

@@ -9,6 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from dynaorm import Entity, F, Table
@@ -71,8 +73,10 @@ def _staged() -> list[Any]:
 
 
 def test_the_digest_of_a_fixed_commit_is_pinned() -> None:
+    # (0.8, issue 68: a new object's fields a default factory made do not count -- the
+    # deleted Note's ``tags``; 0.7's pin was b45011fe...: its receipts are not replayed)
     assert digest(_staged()) == (
-        "b45011fedc2de73bd991e008a527a437fb6371db1451d11e40a1877bd14c1682")
+        "09fc2a086891e6aff5990f0bc02a8c5b88b552dc0ee0841b745d556b2bae8ecf")
     assert digest(_staged()[:2]) == (
         "31ccdc1d71e280a8fdcd0e83de1c104c7d8e2a23debd0e3cb68d4c13fcc478e4")
 
@@ -89,3 +93,19 @@ def test_the_canonical_text_of_values_is_pinned() -> None:
         "{'a':i2,'b':i1}", "{i1:'y',i2:'x'}", "<'x','y'>", "<i1,i3>", "d1.5", "dNaN", "bff",
         "b61", "t2026-01-02T00:00:00+00:00", "t2026-01-02", "D1.5", "eColour.'red'", "cint",
         "pInner{'n':i1,'s':'x'}"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(max_size=8), st.text(max_size=8), st.text(min_size=1, max_size=8))
+def test_values_default_factories_made_never_count_and_given_ones_always_do(
+        name: str, email: str, other: str) -> None:
+    """Two new objects given the same values digest alike whatever ids their default
+    factory made; a value given otherwise (the id itself included) digests otherwise."""
+    first = User(username=name, email=email)
+    again = User(username=name, email=email)
+    assert first.user_id != again.user_id
+    assert digest([SaveEntry(first)]) == digest([SaveEntry(again)])
+    assert digest([SaveEntry(first)]) != digest([SaveEntry(User(username=name + other,
+                                                                email=email))])
+    assert digest([SaveEntry(first)]) != digest([SaveEntry(User(
+        user_id=first.user_id, username=name, email=email))])

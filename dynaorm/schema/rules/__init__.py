@@ -84,7 +84,6 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Fail, Op, Origin, Role
 
 __all__ = [
-    "COMMIT_RULES",
     "HOOKS",
     "NO_BEFORE",
     "NO_ROWS",
@@ -122,10 +121,6 @@ HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "r
                 "stamp", "pin", "prepare", "prepare_write", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
-#: the rules of a whole commit, by name, each set by its module when imported (the
-#: receipts of an idempotent commit: :mod:`~dynaorm.schema.rules.receipts`); phases ask
-#: here, never the module
-COMMIT_RULES: dict[str, Any] = {}
 
 
 def register_rule(cls: type[R]) -> type[R]:
@@ -499,6 +494,10 @@ class Rules:
                  "preparers", "readers", "rebinders", "redactors", "refusers", "sort_keys",
                  "stampers", "store", "transforms")
 
+    #: the receipts of a keyed commit (a table-level rule, the same for every entity:
+    #: :mod:`~dynaorm.schema.rules.receipts`)
+    receipts: ClassVar[Any]
+
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
@@ -622,7 +621,8 @@ PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, 
 NO_RULES: Final = Rules(())
 
 
-# the commit-level rules: registered here, so no rule module imports this package back
+# the table-level rule every entity's rules reach: set here, so no rule module imports
+# this package back
 from dynaorm.schema.rules.receipts import Receipts as _Receipts  # noqa: E402
 
-COMMIT_RULES["receipt"] = _Receipts()
+Rules.receipts = _Receipts()

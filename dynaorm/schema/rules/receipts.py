@@ -1,24 +1,26 @@
-"""Exactly-once receipts (contract 22 "Exactly once across invocations"): the rule a commit
-given an idempotency key runs. It is a rule of the commit, not of an entity: it answers at
-the hook points of :class:`~dynaorm.schema.rules.Rule` that fit a commit --
+"""Exactly-once receipts (contracts 22 "Exactly once across invocations" and 23 "Receipts
+are rows of the plan"): the table-level rule a commit given an idempotency key runs,
+answering at the hook points of :class:`~dynaorm.schema.rules.Rule` that fit a commit --
 
-- ``rows``: the receipt rows the transaction carries (:meth:`Receipting.actions`), one in
-  every table the commit writes: type :data:`RECEIPT_TYPE`, keyed by a hash of the key,
-  with an expiry (the table's TTL attribute, or :data:`EXPIRES`), the digest of all that
-  was staged (every table's writes), and what rebuilds the commit's result; each
-  conditioned on no live receipt being there;
-- ``reads``: the reads that settle an answer lost after sending (:meth:`Receipting.where`:
-  the receipt's key in each table, read consistently);
-- ``explain``: what the stored receipts mean for this commit (:meth:`Receipting.explain`):
-  applied by this very commit (a lost answer), applied by an earlier commit of the same
-  writes (a replay: every receipt's digest is this commit's) or of other writes
-  (:class:`~dynaorm.errors.IdempotencyMismatchError`: a receipt in any table whose digest
-  differs, as a commit of a subset of an earlier commit's tables meets).
+- ``rows`` (:meth:`Receipting.rows`): the rows the plan carries with the commit's own, so
+  DynamoDB's limits count them once: a receipt (a Put) in every table the commit writes
+  (type :data:`RECEIPT_TYPE`, keyed inside the session's scope by a hash of the scope and
+  the key, with an expiry, the digest of all that was staged, what rebuilds the commit's
+  result and what default factories made), and a check in every other table the session
+  may write, each conditioned on no live receipt at its key: a key is known to every
+  table a keyed commit may write. Its attributes are named under dynaorm's prefix
+  (:data:`ATTRIBUTES`), never a key or index attribute (a table keyed on one is refused);
+- ``prepare`` (:meth:`Receipting.settle`): the reads that settle a failed or lost answer
+  (the receipt's key in each table, read consistently) and what they mean
+  (:meth:`Receipting.explain`): applied by this very commit, replayed (an earlier commit
+  of the same writes: every receipt's digest is this commit's) or a mismatch
+  (:class:`~dynaorm.errors.IdempotencyMismatchError`: a receipt of other writes).
 
-A key is known to the tables its commits wrote: a later commit under it that writes none
-of them finds no receipt (the disjoint-table case, documented in the guide).
+The digest compares what the caller gave: a new object's fields a default factory made
+(:func:`made`) do not count; a replay puts them back as the first commit made them.
 
-Pure. Phases never import this module: they ask :data:`~dynaorm.schema.rules.COMMIT_RULES`.
+Pure. Phases never import this module: they reach the rule through an entity's rules
+(:attr:`~dynaorm.schema.rules.Rules.receipts`).
 """
 
 from __future__ import annotations
@@ -31,18 +33,21 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, IdempotencyMismatchError
+from dynaorm.errors import DynaormError, IdempotencyMismatchError, RequestError
+from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.records import Fail, Op, Origin, Put, Role
 
-__all__ = ["DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
-           "Receipting", "Receipts", "digest", "own_row"]
+__all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE",
+           "RECEIPT_TYPE", "Receipting", "Receipts", "Replay", "digest", "made", "made_paths",
+           "own_row"]
 
 #: the type name of a receipt row
 RECEIPT_TYPE: Final = "dynaorm:receipt"
@@ -53,8 +58,13 @@ POWERTOOLS_TYPE: Final = "dynaorm:idempotency"
 OWN_TYPES: Final = frozenset({RECEIPT_TYPE, POWERTOOLS_TYPE})
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
 DEFAULT_TTL: Final = timedelta(days=7)
-#: the expiry attribute of a receipt on a table without a TTL attribute
+#: the expiry attribute of a Powertools record on a table without a TTL attribute
 EXPIRES: Final = "_expires"
+#: a receipt's own attributes: named under dynaorm's prefix, so none is a key or index
+#: attribute of a table that keeps receipts (one that is is refused: :meth:`Receipts.start`)
+DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE = (f"dynaorm:{a}" for a in (
+    "digest", "nonce", "rev", "at", "result", "expires", "made"))
+ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE})
 
 
 #: the text every own row's partition key begins with: no entity's key template may
@@ -100,9 +110,73 @@ def digest(staged: Sequence[Any]) -> str:
     order writes were staged in (a commit's writes go to distinct items, atomically: their
     order means nothing). A write's own values count; what rules stamp on it when it is
     written (timestamps) and the version it was loaded at do not, so a second process that
-    loads the item after the first commit and stages the same change digests the same."""
-    parts = sorted(_write(entry) for entry in staged)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    loads the item after the first commit and stages the same change digests the same;
+    nor do the fields of a new object that a default factory made (:func:`made`)."""
+    return _digest([_write(entry) for entry in staged])
+
+
+def _digest(texts: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(texts)).encode()).hexdigest()
+
+
+def made(obj: Any) -> frozenset[str]:
+    """The fields of ``obj``, an entity object or a model nested in one, that a default
+    factory made rather than the caller gave (an id, a time): of a new object (never
+    stored), those left to a default factory (not in pydantic's ``model_fields_set``); of
+    a loaded entity, none. Only what the caller cannot have changed is left out of the
+    digest (:func:`_untouched`): a list a factory made and the caller appended to holds
+    what the caller gave."""
+    cls = type(obj)
+    names = _FACTORIES.get(cls)
+    if names is None:
+        names = _FACTORIES[cls] = frozenset(
+            n for n, f in cls.model_fields.items() if f.default_factory is not None)
+    if not names or getattr(obj, "_dynaorm_state", None) is not None:
+        return frozenset()
+    return frozenset(n for n in names.difference(obj.__pydantic_fields_set__)
+                     if _untouched(getattr(obj, n, None)))
+
+
+def _untouched(value: Any) -> bool:
+    """Whether a value a default factory made holds nothing the caller can have put in
+    it: an immutable value (text, a number, a time: changing it is an assignment, which
+    pydantic counts as given) or an empty container. A container holding something (a
+    list appended to, a nested model) is what the caller gave, its own made values
+    apart (:func:`_canon` leaves a nested model's out)."""
+    if isinstance(value, list | tuple | dict | set | bytearray):
+        return not value
+    return not hasattr(type(value), "model_fields")
+
+
+def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
+    """Where in ``obj`` (an entity object) the values :func:`made` tells are, its nested
+    models' (in lists, tuples and mappings of names) included: each a path of field
+    names, indexes and keys, ending at a field's name (what a replay puts back); an empty
+    container made is left out (a replay's is empty too)."""
+    return _paths(obj, ())
+
+
+def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _paths(v, (*path, i))]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() if type(k) is str for p in _paths(v, (*path, k))]
+    if not hasattr(type(value), "model_fields") or isinstance(value, type):
+        return []
+    names = made(value)
+    found: list[tuple[str | int, ...]] = []
+    for name in type(value).model_fields:
+        field = getattr(value, name, None)
+        if name in names:
+            if not isinstance(field, list | tuple | dict | set | bytearray):
+                found.append((*path, name))
+        elif isinstance(field, list | tuple | dict) or hasattr(type(field), "model_fields"):
+            found.extend(_paths(field, (*path, name)))
+    return found
+
+
+#: the fields of each entity class a default factory fills
+_FACTORIES: dict[type, frozenset[str]] = {}
 
 
 def _write(entry: Any) -> str:
@@ -186,8 +260,11 @@ def _other(value: Any) -> str:
         return f"q{_canon(body)}"
     if dataclasses.is_dataclass(value):
         return _write(value)
-    if hasattr(value, "model_dump"):  # a nested model
-        return f"p{type(value).__qualname__}{_mapping(dict(value))}"
+    if hasattr(value, "model_dump"):  # a nested model (but the values factories made)
+        fields = dict(value)
+        for name in made(value):
+            del fields[name]
+        return f"p{type(value).__qualname__}{_mapping(fields)}"
     return f"?{type(value).__qualname__}"  # (a spec, a client: not what was staged)
 
 
@@ -201,10 +278,17 @@ def _entity(obj: Any) -> str:
         skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
                                                      *rules.stamp(obj, False), *rules.pin(0)))
     state = getattr(obj, "_dynaorm_state", None)
+    if state is None and (factory := made(obj)):
+        skip = skip | factory
     fields = obj.__dict__.items()  # (a model's: named by str, so sorted by name)
     values = sorted(fields if not skip else [(k, v) for k, v in fields if k not in skip])
     return (f"o{cls.__qualname__}{_named(values)}"
             f"@{'N' if state is None else _mapping(state.key)}")
+
+
+def _short(text: str) -> str:
+    """A short hash of a write's canonical text (which write of a replay is which)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 #: the fields each entity class's rules stamp or pin (left out of the digest)
@@ -215,110 +299,198 @@ _SKIP: dict[type, frozenset[str]] = {}
 
 
 class Receipts:
-    """The receipts rule (registered as ``COMMIT_RULES["receipt"]`` by
-    :mod:`dynaorm.schema.rules`, which imports this module last): starts the receipt
-    of one keyed commit."""
+    """The receipts rule (every entity's rules reach it as
+    :attr:`~dynaorm.schema.rules.Rules.receipts`, set by :mod:`dynaorm.schema.rules`,
+    which imports this module last): starts the receipts of one keyed commit."""
 
     name: Final = "receipt"
 
-    def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any]
+    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None
               ) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
-        each of ``tables`` (the tables its writes go to, by name, so the same writes
-        staged in any order find them); ``None`` when nothing was staged (the key is
-        checked all the same)."""
+        each table its writes go to (by name, so the same writes staged in any order find
+        them), keyed inside ``scope`` (a scoped session's fields and values, as keys
+        render them); ``None`` when nothing
+        was staged (the key is checked all the same). A table written whose keys are not
+        strings, or whose key or index attributes are named as a receipt's, is refused."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
-        if not tables:
+        if not staged:
             return None
-        named = {t.name: t for t in tables}
-        ordered = tuple(named[name] for name in sorted(named))
-        for table in ordered:
-            if not table.string_keys:
-                raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
-                                   "cannot keep receipts (idempotency_key=)")
-        return Receipting(ordered, key, digest(staged))
+        written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
+        for entity in written.values():
+            table = entity.__dynaorm_spec__.table
+            why = _unkept(table)
+            if why:
+                raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
+                                   "receipts (idempotency_key=)")
+        texts = [_write(entry) for entry in staged]
+        receipting = Receipting([written[n] for n in sorted(written)], key, _digest(texts),
+                                scope)
+        for entry, text in zip(staged, texts, strict=True):
+            obj = getattr(entry, "_obj", None)
+            if obj is not None and (paths := made_paths(obj)):
+                receipting.made.append((_short(text), obj, paths))
+        return receipting
 
 
-class Verdict(enum.Enum):
-    """What a stored receipt means for the commit that reads it."""
+def _unkept(table: Any) -> str:
+    """Why ``table`` cannot keep receipts (``""``: it can)."""
+    return _keyed(table)[1]
 
-    APPLIED = "applied"    # this commit's own (its answer was lost)
-    REPLAYED = "replayed"  # an earlier commit's, of the same writes
+
+def _keyed(table: Any) -> tuple[Any, str, bool]:
+    """``table``, why it cannot keep receipts (``""``: it can) and whether a receipt in
+    it carries the type attribute (not where an index is keyed on it), asked once."""
+    found = _KEYS.get(id(table))
+    if found is None or found[0] is not table:
+        keys = table.key_roles()
+        clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(keys))))
+        found = _KEYS[id(table)] = (table, "its keys are not strings" if not table.string_keys
+                                    else clash and f"its key or index attributes {clash} "
+                                    "are named as a receipt's",
+                                    bool(table.type_attribute) and table.type_attribute
+                                    not in keys)
+    return found
+
+
+#: :func:`_keyed` of each table, by ``id`` (with the table: an id is never mistaken)
+_KEYS: dict[int, tuple[Any, str, bool]] = {}
+
+
+class _Free(Condition):
+    """No live receipt at the key: none there, or one expired by ``now`` (on a table
+    without a TTL attribute, one 0.7 wrote expires by :data:`EXPIRES`)."""
+
+    def __init__(self, pk: str, expiry: str, now: int) -> None:
+        self.pk, self.expiry, self.args = pk, expiry, (now,)
+
+    def render(self, ph: Placeholders) -> str:
+        now = ph.value_av({"N": str(self.args[0])})
+        old = f" OR {ph.name(EXPIRES)} <= {now}" if self.expiry == EXPIRY else ""
+        return (f"attribute_not_exists({ph.name(self.pk)}) OR {ph.name(self.expiry)} <= "
+                f"{now}{old}")
 
 
 class Receipting:
     """The receipts of one keyed commit (pure): one row in each table it writes, all
     carrying the digest of the whole commit (so a later commit under the key that writes
-    any of those tables meets one, and a subset or superset of the writes mismatches);
-    its token; and what stored receipts mean."""
+    any of those tables meets one, and a subset or superset of the writes mismatches), a
+    check of each other table it may write; its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "nonce", "now", "tables")
+    __slots__ = ("digest", "entities", "hashed", "key", "made", "nonce", "now", "sent",
+                 "token", "value")
 
-    def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str) -> None:
-        self.tables = tables
+    def __init__(self, written: list[Any], key: str, staged_digest: str,
+                 scope: Mapping[str, str] | None = None) -> None:
+        #: an entity class of each table written (the order of their receipts in the plan)
+        self.entities = written
         self.key = key
         self.digest = staged_digest
-        self.hashed = hashlib.sha256(f"dynaorm-receipt\0{key}".encode()).hexdigest()[:40]
+        # the receipt's key: the scope's values (by field name) and a hash of the scope
+        # and the key, so two tenants never share one (unscoped: the hash of the key)
+        fields = sorted((scope or {}).items())
+        self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
+            f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
+        self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
+        #: the ``ClientRequestToken`` of the commit: derived from the key and the digest
+        #: (the same writes under the same key send the same token within DynamoDB's ten
+        #: minutes; other writes a different one, which the receipts refuse)
+        self.token = hashlib.sha256(f"{self.value}\0{key}\0{staged_digest}".encode()
+                                    ).hexdigest()[:32]
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
+        #: the objects staged holding values a default factory made: each with the
+        #: short hash of its write's canonical text and where those values are
+        #: (:func:`made_paths`)
+        self.made: list[tuple[str, Any, list[tuple[str | int, ...]]]] = []
+        #: the requests the commit sent before its transaction (its reads)
+        self.sent: list[tuple[str, dict[str, Any]]] = []
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
-        value = f"{RECEIPT_TYPE}#{self.hashed}"
+        value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
 
-    @property
-    def token(self) -> str:
-        """The ``ClientRequestToken`` of the commit: derived from the key and the digest
-        (the same writes under the same key send the same token within DynamoDB's ten
-        minutes; other writes a different one, which the receipts refuse)."""
-        return hashlib.sha256(f"{self.key}\0{self.digest}".encode()).hexdigest()[:32]
-
-    def item(self, rev: str, result: list[tuple[str, list[Any]]], table: Any = None,
-             text: str | None = None) -> Item:
-        """The receipt row's item in ``table`` (default: the first): ``rev`` the revision
-        the commit's rows are stamped with, ``result`` the requests of the commit, each
-        operation with the keys it wrote or read, which a replay returns (``text``: it
-        encoded already)."""
-        table = self.tables[0] if table is None else table
+    def item(self, rev: str, result: list[tuple[str, list[Any]]], table: Any) -> Item:
+        """The receipt row's item in ``table``: ``rev`` the revision the commit's rows are
+        stamped with, ``result`` the requests of the commit, each operation with the keys
+        it wrote or read, which a replay returns."""
         ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
         item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
-                      "digest": {"S": self.digest}, "nonce": {"S": self.nonce},
-                      "rev": {"S": rev}, "at": {"N": str(self.now)},
+                      DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
+                      REV: {"S": rev}, AT: {"N": str(self.now)},
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
-                      table.ttl or EXPIRES: {"N": str(math.ceil(
+                      table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      "result": {"S": _JSON.encode(result) if text is None else text}}
-        if table.type_attribute:
+                      RESULT: {"S": _JSON.encode(result)}}
+        if self.made:  # (what the default factories made, which a replay puts back)
+            item[MADE] = {"S": self._made()}
+        # (not where an index is keyed on it: a receipt is in no index)
+        if _keyed(table)[2]:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
         return item
 
-    def actions(self, rev: str, result: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
-        """The ``TransactItems`` entries of the receipts, one per table, in the order of
-        :attr:`tables`, each a Put conditioned on no live receipt at its key (rendered by
-        hand: one fixed condition)."""
-        text = _JSON.encode(result)
-        now = {"N": str(int(time.time()))}
-        return [{"Put": {
-            "TableName": table.name, "Item": self.item(rev, result, table, text),
-            "ConditionExpression": "attribute_not_exists(#p) OR #e <= :n",
-            "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRES},
-            "ExpressionAttributeValues": {":n": now},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}} for table in self.tables]
+    def rows(self, ops: Sequence[Op]) -> list[Op]:
+        """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes,
+        each conditioned on no live receipt at its key (a plan counts them with the other
+        rows toward DynamoDB's limits)."""
+        result = [*((op, [body["Key"]] if "Key" in body else []) for op, body in self.sent),
+                  ("TransactWriteItems", [op.key for op in ops])]
+        rev, now = self.token[:16], int(time.time())
+        rows: list[Op] = []
+        for entity in self.entities:
+            table = entity.__dynaorm_spec__.table
+            key = self.where(table)
+            free = _Free(table.pk, table.ttl or EXPIRY, now)
+            origin = Origin(entity, key, Role.RECEIPT, Fail.EXISTS)
+            rows.append(Put(key, self.item(rev, result, table), free, origin))
+        return rows
 
-    def live(self, item: Item | None, table: Any = None) -> Item | None:
-        """``item``, a row read at the receipt's key in ``table`` (default: the first), if
-        it is a receipt that has not expired, or this commit's own even expired (its nonce
-        proves this commit applied); else ``None``: no receipt."""
-        if item is None or "digest" not in item:
+    def _made(self) -> str:
+        """What the default factories made on the staged objects, as JSON: by the short
+        hash of each write's canonical text, a list of its objects' made values, each
+        ``[path, value]`` (:func:`made_paths`)."""
+        kept: dict[str, list[Any]] = {}
+        for text, obj, paths in self.made:
+            values = []
+            for path in paths:
+                owner = _at(obj, path[:-1])
+                name = str(path[-1])
+                values.append([path, owner.model_dump(mode="json", include={name})[name]])
+            kept.setdefault(text, []).append(values)
+        return _JSON.encode(kept)
+
+    def restore(self, stored: Item) -> bool:
+        """Put the values the default factories made for the commit that wrote the
+        receipt ``stored`` back on this commit's objects of the same writes, where they
+        were made (nested models included: a replay's objects are as first committed);
+        whether any was."""
+        raw = stored.get(MADE, {}).get("S")
+        if raw is None or not self.made:
+            return False
+        kept = json.loads(raw)
+        for text, obj, _ in self.made:
+            values = (kept.get(text) or [[]]).pop(0)
+            if isinstance(values, dict):  # (a receipt of an earlier 0.8 build: by name)
+                values = [[[n], v] for n, v in values.items()]
+            for path, value in values:
+                owner = _at(obj, path[:-1])
+                type(owner).__pydantic_validator__.validate_assignment(owner, path[-1], value)
+        return True
+
+    def live(self, item: Item | None, table: Any) -> Item | None:
+        """``item``, a row read at the receipt's key in ``table``, if it is a receipt that
+        has not expired, or this commit's own even expired (its nonce proves this commit
+        applied); else ``None``: no receipt. A receipt 0.7 wrote (``digest``) is one of
+        other writes (its digest is not this release's)."""
+        if item is None or (DIGEST not in item and "digest" not in item):
             return None
-        if item.get("nonce", {}).get("S") == self.nonce:
+        if item.get(NONCE, {}).get("S") == self.nonce:
             return item
-        table = self.tables[0] if table is None else table
-        expires = item.get(table.ttl or EXPIRES, {}).get("N")
+        expires = (item.get(table.ttl or EXPIRY) or item.get(EXPIRES, {})).get("N")
         return item if expires is None or int(expires) > time.time() else None
 
     def explain(self, stored: Sequence[tuple[Any, Item]]) -> Verdict:
@@ -328,11 +500,11 @@ class Receipting:
         writes (:attr:`Verdict.REPLAYED`: every one's digest is this commit's). A receipt
         of other writes -- a commit under the key of a subset, a superset or other writes,
         in any table -- raises :class:`~dynaorm.errors.IdempotencyMismatchError`."""
-        if any(item.get("nonce", {}).get("S") == self.nonce for _, item in stored):
+        if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item["digest"].get("S") != self.digest:
-                at = item.get("at", {}).get("N", "?")
+            if item.get(DIGEST, {}).get("S") != self.digest:
+                at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
                     f"commit of other writes (its receipt in table {table.name!r}); nothing "
@@ -340,13 +512,112 @@ class Receipting:
         return Verdict.REPLAYED
 
     @staticmethod
-    def revision(stored: Item) -> str | None:
-        """The revision the receipt's commit stamped its rows with."""
-        return stored.get("rev", {}).get("S")
-
-    @staticmethod
     def result(stored: Item) -> list[tuple[str, dict[str, Any]]]:
         """The requests the receipt's commit sent (its result), as it kept them: each
         operation with the keys it wrote or read (``{"Keys": [...]}``, plain values)."""
-        raw = stored.get("result", {}).get("S")
+        raw = stored.get(RESULT, {}).get("S")
         return [] if raw is None else [(str(op), {"Keys": keys}) for op, keys in json.loads(raw)]
+
+    # -- settling a failed send (the reads after a lost answer) ------------------------------
+    def settle(self, exc: RequestError, ops: Sequence[Op],
+               read: Callable[[Any, PlainKey], Generator[Any, Any, Item | None]], step: Any,
+               resent: bool = False) -> Generator[Any, Any, Any]:
+        """What the failed send ``step`` of the commit's plan ``ops`` means, by its
+        receipts: the response (``{}``: this commit's write was applied, its answer
+        lost), a :class:`Replay` (an earlier commit of the same writes under the key:
+        nothing applied), or ``None`` (a failure of the writes themselves: mapped as
+        usual). Raises :class:`~dynaorm.IdempotencyMismatchError`, or ``exc`` when a lost
+        answer's write was not applied. A token DynamoDB holds for other parameters (an
+        earlier attempt of the key that applied nothing) is resent once with a fresh one
+        (the receipts' conditions keep it at most once)."""
+        reasons = exc.reasons if exc.code == "TransactionCanceledException" else []
+        refused = [(op.origin.table, r.item) for op, r in zip(ops, reasons, strict=False)
+                   if op.origin.role is Role.RECEIPT and getattr(r, "code", None) in _REFUSED]
+        if refused:  # (a receipt whose condition passed holds nothing live: engines report
+            stored = []  # every failed condition of a cancelled transaction)
+            for table, item in refused:
+                live = self.live(item, table)
+                if live is None:  # (refused, not returned: read it)
+                    live = self.live((yield from read(table, self.where(table))), table)
+                if live is not None:
+                    stored.append((table, live))
+            if not stored:
+                raise exc
+            return self._verdict(stored)
+        if not (exc.maybe_applied or exc.code in _SETTLE):
+            return None
+        try:
+            stored = yield from self._read_all(ops, read)
+        except RequestError as err:
+            if exc.maybe_applied:  # (maybe applied, unsettled: mapped as usual, which reads
+                return None        # the items back or says the outcome is unknown)
+            raise DynaormError(f"{exc}; reading its receipt to settle it failed too "
+                               f"({err.code})") from err
+        if stored:
+            return self._verdict(stored)
+        if exc.code != "IdempotentParameterMismatchException" or resent:
+            raise exc  # not applied (when read): committing again with the key is safe
+        step.request["ClientRequestToken"] = os.urandom(16).hex()
+        try:
+            return (yield step)
+        except RequestError as again:
+            return (yield from self.settle(again, ops, read, step, True))
+
+    def _read_all(self, ops: Sequence[Op],
+                  read: Callable[[Any, PlainKey], Generator[Any, Any, Item | None]]
+                  ) -> Generator[Any, Any, list[tuple[Any, Item]]]:
+        """The live receipts of the key in the tables of the plan ``ops``, read
+        consistently (stopping at this commit's own: the writes and all their receipts
+        were one transaction)."""
+        stored = []
+        for op in ops:
+            if op.origin.role is Role.RECEIPT:
+                table = op.origin.table
+                live = self.live((yield from read(table, op.key)), table)
+                if live is not None:
+                    stored.append((table, live))
+                    if live.get(NONCE, {}).get("S") == self.nonce:
+                        break
+        return stored
+
+    def _verdict(self, stored: list[tuple[Any, Item]]) -> Any:
+        """``{}`` when one of the live receipts ``stored`` is this commit's own (applied);
+        a :class:`Replay` of an earlier commit's (or a mismatch, raised)."""
+        if self.explain(stored) is Verdict.APPLIED:
+            return {}
+        # (its capacity: what this commit's own requests reported -- the reads it made, when
+        # the client asks reads for it; DynamoDB's answer to the cancelled transaction reports
+        # none, so what that consumed is not known, and not counted as nothing)
+        recorded = RECORDER.get()
+        return Replay(CommitResult(requests=self.result(stored[0][1]), replayed=True,
+                                   consumed_capacity=dict(recorded.consumed_capacity)
+                                   if recorded is not None else {}),
+                      self.restore(stored[0][1]))
+
+
+def _at(obj: Any, path: Sequence[str | int]) -> Any:
+    """The value at ``path`` (field names, indexes, keys) in ``obj``."""
+    for step in path:
+        obj = getattr(obj, str(step)) if hasattr(type(obj), "model_fields") else obj[step]
+    return obj
+
+
+class Replay(NamedTuple):
+    """A keyed commit's key was used by an earlier commit of the same writes: nothing was
+    applied; ``result`` is that commit's (its rows hold the revision this commit's would:
+    both derive it from the key and the digest); ``restored``: the values default
+    factories made were put back on the staged objects (they are planned again)."""
+
+    result: CommitResult
+    restored: bool
+
+
+_REFUSED = ("ConditionalCheckFailed",)
+_SETTLE = frozenset({"IdempotentParameterMismatchException", "TransactionInProgressException"})
+
+
+class Verdict(enum.Enum):
+    """What a stored receipt means for the commit that reads it."""
+
+    APPLIED = "applied"    # this commit's own (its answer was lost)
+    REPLAYED = "replayed"  # an earlier commit's, of the same writes
