@@ -19,7 +19,9 @@ Contenders, each on the same files:
 
 Figures are wall seconds (workers started included) and items a second, best of
 ``--repeats``; CPU seconds (this process and its children, the moto server's threads
-included for every contender) beside them, since the machine may be shared. ``--memory``
+included for every contender), the least of the same runs, beside them, since the
+machine may be shared; each budget of issue 70 (at least 3x the hand-written path by CPU,
+within 1.5x of DuckDB's wall time) is said met or missed beside its figure. ``--memory``
 runs one task in a fresh process over files of 1x, 4x and 16x the items and prints its
 peak RSS (a task streams its file: its memory is bounded by the
 rows it buffers, not by the file). Last, a billion-item table on AWS Glue, estimated from
@@ -144,16 +146,18 @@ def _cpu() -> float:
 
 
 def timed(run: Callable[[Path], object], repeats: int) -> tuple[float, float]:
-    """Best wall seconds and its CPU seconds of ``run(a fresh output folder)``."""
-    best = (float("inf"), 0.0)
+    """Best wall seconds and best CPU seconds of ``run(a fresh output folder)`` (each the
+    least of its runs: on a shared machine the fastest run by wall is not always the one
+    that used least CPU)."""
+    walls, cpus = [], []
     for _ in range(repeats):
         out = Path(tempfile.mkdtemp(prefix="dynaorm-bench-export-"))
         wall, cpu = time.perf_counter(), _cpu()
         run(out)
-        wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+        walls.append(time.perf_counter() - wall)
+        cpus.append(_cpu() - cpu)
         shutil.rmtree(out)
-        best = min(best, (wall, cpu))
-    return best
+    return min(walls), min(cpus)
 
 
 def _spark() -> Any:
@@ -214,7 +218,8 @@ def main() -> None:
                 s3.get_object(Bucket="bench", Key=key)["Body"].read())
         size = sum(p.stat().st_size for p in local.iterdir())
         print(f"# {args.items} items ({len(data)} rows of 3 entity types), {len(keys)} "
-              f"gzipped DynamoDB JSON files, {size / 1e6:.1f} MB, in a moto server's S3")
+              f"gzipped DynamoDB JSON files, {size / 1e6:.1f} MB, in a moto server's S3; "
+              f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         rows: list[tuple[str, float, float]] = []
 
         def row(name: str, run: Callable[[Path], object], cpu_seen: bool = True) -> None:
@@ -256,11 +261,13 @@ def main() -> None:
         one = next(r for r in rows if r[0] == "dynaorm, 1 worker(s)")
         best = min((r for r in rows if r[0].startswith("dynaorm,")), key=lambda r: r[1])
         print(f"\ndynaorm, one worker vs the hand-written path: {hand[1] / one[1]:.2f}x wall, "
-              f"{hand[2] / one[2]:.2f}x CPU; best ({best[0]}): {hand[1] / best[1]:.2f}x wall")
+              f"{hand[2] / one[2]:.2f}x CPU; best ({best[0]}): {hand[1] / best[1]:.2f}x wall"
+              f" (budget: at least 3x by CPU, {_met(hand[2] / one[2] >= 3)})")
         duck_row = next((r for r in rows if r[0].startswith("duckdb")), None)
         if duck_row is not None:
             print(f"duckdb's untyped read vs dynaorm's best: {best[1] / duck_row[1]:.2f}x "
-                  f"the time; dynaorm, one worker, uses {one[2] / duck_row[2]:.2f}x its CPU")
+                  f"the time (budget: at most 1.5x, {_met(best[1] / duck_row[1] <= 1.5)}); "
+                  f"dynaorm, one worker, uses {one[2] / duck_row[2]:.2f}x its CPU")
         per_row = next(r for r in rows if r[0].startswith("dynaorm per row"))
         print(f"the vector way vs the per-row way, one worker: {per_row[2] / one[2]:.2f}x "
               "less CPU")
@@ -278,6 +285,11 @@ def main() -> None:
             for count, mb in memory(s3, max(args.items // args.files, 1000)):
                 print(f"  {count:>9,} items: {mb:7.1f} MB")
         shutil.rmtree(local)
+        print(f"# load {os.getloadavg()[0]:.2f} at the end")
+
+
+def _met(met: bool) -> str:
+    return "met" if met else "missed"
 
 
 if __name__ == "__main__":

@@ -44,9 +44,10 @@ import gc
 import json
 import os
 import tempfile
+import threading
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,14 +139,27 @@ class ExportReport:
 
 def _s3() -> Any:
     """An S3 client of the standard AWS configuration (credentials, region, profile,
-    ``AWS_ENDPOINT_URL_S3``) as it is now: a session of its own (one a task), sharing the
-    process's loader of botocore's data files (reading them is most of a new session's
-    cost)."""
-    import botocore.session
+    ``AWS_ENDPOINT_URL_S3``) as the environment says now: one a process for each setting
+    of the ``AWS_*`` variables, as boto3's default session keeps one (a botocore client is
+    thread-safe). Made once: a client a task cost 12 ms of CPU, a sixth of
+    ``benchmarks/export.py``'s 5,000-item tasks."""
+    key = (os.getpid(), tuple(sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            import botocore.session
 
-    session = botocore.session.get_session()
-    session.register_component("data_loader", _loader())
-    return session.create_client("s3")
+            if len(_CLIENTS) >= 16:  # (a process that keeps changing its configuration)
+                _CLIENTS.clear()
+            session = botocore.session.get_session()
+            session.register_component("data_loader", _loader())
+            client = _CLIENTS[key] = session.create_client("s3")
+    return client
+
+
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -197,10 +211,10 @@ def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
     return found, kind, str(view or "NEW_AND_OLD_IMAGES")
 
 
-def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
-    """The numbered lines of one data file (gzipped, as DynamoDB writes them), streamed a
-    megabyte at a time; :class:`ExportError` naming the file when it is cut short or
-    corrupt."""
+def _lines(s3: Any, url: str) -> Iterator[tuple[Sequence[int], list[bytes]]]:
+    """The lines of one data file (gzipped, as DynamoDB writes them), streamed a megabyte
+    at a time: each megabyte's lines but blank ones, and their numbers;
+    :class:`ExportError` naming the file when it is cut short or corrupt."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     url, _, count = url.partition("#")
@@ -211,14 +225,15 @@ def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
         rest = b""
         for data in _unzipped(body.iter_chunks(1 << 20), key.endswith(".gz")):
             *lines, rest = (rest + data).split(b"\n")
-            for line in lines:
-                n += 1
-                if line.strip():
-                    items += 1
-                    yield n, line
+            kept = [line for line in lines if line.strip()]
+            numbers: Sequence[int] = range(n + 1, n + 1 + len(lines)) if len(
+                kept) == len(lines) else [n + 1 + i for i, line in enumerate(lines)
+                                         if line.strip()]
+            n, items = n + len(lines), items + len(kept)
+            yield numbers, kept
         if rest.strip():
             items += 1
-            yield n + 1, rest
+            yield [n + 1], [rest]
     except (ClientError, BotoCoreError, EOFError, OSError, zlib.error) as exc:
         raise ExportError(f"{url}: cannot be read whole (truncated or corrupt after line "
                           f"{n}): {exc}") from exc
@@ -554,7 +569,7 @@ class _Export:
         self.changes = options["kind"] == "incremental"
         self.view = options.get("view", "NEW_AND_OLD_IMAGES")
         self.readers = {cls: _Reader(spec_of(cls), self.decrypt) for cls in options["entities"]}
-        self.s3 = functools.cache(_s3)  # (one client a task, made when first needed)
+        self.s3 = _s3  # (the process's client, made when first needed)
         self.sink = _Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
         self.parts: dict[str, _Part] = {}
         self.counts = _Counts()
@@ -619,7 +634,7 @@ class _Export:
         for where, item in items:
             self.row(where, item)
 
-    def records(self, batch: list[tuple[str, bytes]]) -> None:
+    def records(self, batch: _Batch) -> None:
         """Export a batch of a data file's lines: full-export items (the entities the fast
         way reads, read in one call: :mod:`dynaorm.tools.stored`), or changes."""
         if self.changes:
@@ -627,31 +642,34 @@ class _Export:
             return
         if self.vector is not None:
             batch = self._vectors(batch)
+            if not batch.lines:
+                return
         found = self._fast(batch)
-        for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
+        for n, (line, record) in enumerate(zip(batch.lines, found, strict=True)):
             if type(record) is dict:  # (read the plain way)
-                found[n] = _item(line, record, where)
+                found[n] = _item(line, record, batch.where(n))
         self.prepare([i for i in found if type(i) is dict])
-        for (where, _), record in zip(batch, found, strict=True):
+        for n, record in enumerate(found):
             if type(record) is dict:
-                self.row(where, record)
+                self.row(batch.where(n), record)
             else:  # (an entity's row, read by the fast way)
                 self.counts.scanned += 1
-                self.part(*self.fast_names[type(record)]).add(record.__dict__, where,
-                                                             self.counts)
+                self.part(*self.fast_names[type(record)]).add(record.__dict__,
+                                                             batch.where(n), self.counts)
 
-    def _changes(self, batch: list[tuple[str, bytes]]) -> None:
+    def _changes(self, batch: _Batch) -> None:
         """Export a batch of an incremental export's lines, each a change."""
-        records = [(where, _parse(line, where)) for where, line in batch]
+        records = [(w, _parse(line, w)) for w, line in (
+            (batch.where(n), line) for n, line in enumerate(batch.lines))]
         self.prepare([r["NewImage"] for _, r in records if r.get("NewImage")])
         for where, record in records:
             self.change(where, record)
 
-    def _vectors(self, batch: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    def _vectors(self, batch: _Batch) -> _Batch:
         """Export what the vector way reads of a batch of a full export's lines; the
         lines it leaves to be read otherwise."""
         assert self.vector is not None
-        tables, left_out = self.vector([line for _, line in batch])
+        tables, left_out = self.vector(batch.lines)
         done = {i for _, lines in tables.values() for i in lines} | set(left_out)
         self.counts.scanned += len(left_out)  # (version rows, without history=True)
         self.counts.skipped += len(left_out)
@@ -659,18 +677,18 @@ class _Export:
             self.counts.scanned += len(lines)
             if lines:
                 self.part(*self.vector_names[name]).add_table(table, self.counts)
-        return [b for i, b in enumerate(batch) if i not in done]
+        return batch.only(i for i in range(len(batch.lines)) if i not in done)
 
-    def _fast(self, batch: list[tuple[str, bytes]]) -> list[Any]:
+    def _fast(self, batch: _Batch) -> list[Any]:
         """The batch's lines, each an object of its entity where the fast way reads it,
         else its JSON; :class:`ExportError` naming the first line that is not JSON."""
         if self.fast is None:
-            return [_parse(line, where) for where, line in batch]
+            return [_parse(line, batch.where(n)) for n, line in enumerate(batch.lines)]
         try:
-            return self.fast(b"[" + b",".join(line for _, line in batch) + b"]")
+            return self.fast(b"[" + b",".join(batch.lines) + b"]")
         except ValidationError:
-            for where, line in batch:
-                _parse(line, where)  # (raises, naming it)
+            for n, line in enumerate(batch.lines):
+                _parse(line, batch.where(n))  # (raises, naming it)
             raise
 
     def change(self, where: str, record: Mapping[str, Any]) -> None:
@@ -814,16 +832,39 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
-    """The lines of one data file, in batches, each with where it was read."""
-    batch: list[tuple[str, bytes]] = []
+@dataclass(frozen=True)
+class _Batch:
+    """Lines of one data file read together, and their numbers in it (where each was
+    read is made only for the lines that need it: the vector way's need none)."""
+
+    name: str
+    numbers: Sequence[int]
+    lines: list[bytes]
+
+    def where(self, n: int) -> str:
+        """Where line ``n`` of the batch was read: its file and line."""
+        return f"{self.name} line {self.numbers[n]}"
+
+    def only(self, kept: Iterable[int]) -> _Batch:
+        """The batch's lines ``kept`` (indices, in order)."""
+        kept = list(kept)
+        return _Batch(self.name, [self.numbers[n] for n in kept],
+                      [self.lines[n] for n in kept])
+
+
+def _records(s3: Any, url: str) -> Iterator[_Batch]:
+    """The lines of one data file, in batches of :data:`LINES`."""
     name = url.partition("#")[0]
-    for n, line in _lines(s3, url):
-        batch.append((f"{name} line {n}", line))
-        if len(batch) >= LINES:
-            yield batch
-            batch = []
-    yield batch
+    numbers: list[int] = []
+    lines: list[bytes] = []
+    for more_numbers, more in _lines(s3, url):
+        numbers += more_numbers
+        lines += more
+        while len(lines) >= LINES:
+            yield _Batch(name, numbers[:LINES], lines[:LINES])
+            numbers, lines = numbers[LINES:], lines[LINES:]
+    if lines:
+        yield _Batch(name, numbers, lines)
 
 
 # -- what the lake's merge needs (dynaorm.lake, through dynaorm.jobs) ----------------------

@@ -102,11 +102,15 @@ class _Model:
 
 
 def _stored_type(f: _Field) -> Any:
-    kinds = [pa.field("NULL", pa.bool_())]
+    """What an attribute of field ``f`` is parsed as: its tag's value, ``NULL`` only for
+    a field that takes ``None`` (another's ``NULL`` parses as an attribute without its
+    tag: per row, as ``NULL`` would be; not parsing it is an eighth of a batch's CPU), or
+    as the attribute's only member (a map's: whether it is there)."""
+    kinds = [] if f.plan.json is None else [pa.field(f.plan.tag, f.plan.json)]
+    if f.nullable or not kinds:
+        kinds.append(pa.field("NULL", pa.bool_()))
     if f.plan.tag in _SETS:  # (an empty set is stored as an empty list)
         kinds.append(pa.field("L", _EMPTY))
-    if f.plan.json is not None:
-        kinds.insert(0, pa.field(f.plan.tag, f.plan.json))
     return pa.struct(kinds)
 
 
@@ -319,29 +323,41 @@ def _field(name: str, schema: Mapping[str, Any], column: Column, attr: str, keye
 def _field_values(stored: Any, f: _Field) -> Any:
     """One field's column from its attributes' structs (null: the attribute missing)."""
     n = len(stored)
-    present = stored.is_valid()
-    null = pc.fill_null(pc.struct_field(stored, "NULL"), False)
+    names = {x.name for x in stored.type}
     if f.plan.json is None:  # (inferred: a map)
-        names = {x.name for x in stored.type}
         tagged = pc.struct_field(stored, f.plan.tag) if f.plan.tag in names else pa.nulls(n)
     else:
         tagged = pc.struct_field(stored, f.plan.tag)
     if f.plan.tag in _SETS:
         tagged = _or_empty(stored, tagged)
-    has = tagged.is_valid()
-    if (pc.any(pc.and_(has, null)).as_py() or pc.any(pc.and_(
-            present, pc.invert(pc.or_(has, null)))).as_py()):
-        raise Unfit(f"{f.attr}: another tag, or two")
-    if pc.any(null).as_py() and not f.nullable:
-        raise Unfit(f"{f.attr}: NULL")
+    if "NULL" not in names or stored.field("NULL").null_count == n:
+        # (no NULL: a row's tag is there only where its attribute is, so an attribute
+        # without its tag is a null count above the attribute's)
+        if tagged.null_count != stored.null_count:
+            raise Unfit(f"{f.attr}: another tag, or two")
+    else:
+        _nulls_checked(stored, tagged, f)
     values = f.plan.decode(tagged)
-    if pc.all(present, min_count=0).as_py():
+    if not stored.null_count:
         return values
+    present = stored.is_valid()
     if f.default is None:
         raise Unfit(f"{f.attr}: missing")
     if not f.default.is_valid:
         return values
     return pc.if_else(present, values, pa.repeat(f.default, n))
+
+
+def _nulls_checked(stored: Any, tagged: Any, f: _Field) -> None:
+    """:class:`Unfit` where a row's attribute holds both ``NULL`` and its tag, or
+    neither, or ``NULL`` for a field that takes no ``None``."""
+    present, has = stored.is_valid(), tagged.is_valid()
+    null = pc.fill_null(pc.struct_field(stored, "NULL"), False)
+    if (pc.any(pc.and_(has, null)).as_py() or pc.any(pc.and_(
+            present, pc.invert(pc.or_(has, null)))).as_py()):
+        raise Unfit(f"{f.attr}: another tag, or two")
+    if pc.any(null).as_py() and not f.nullable:
+        raise Unfit(f"{f.attr}: NULL")
 
 
 def _or_empty(stored: Any, tagged: Any) -> Any:
@@ -419,8 +435,8 @@ def _map(value: _Plan, kind: Any) -> Callable[[Any], Any]:
         keys = [f.name for f in structs.type]
         counts = pa.repeat(pa.scalar(0, pa.int32()), n)
         found = []
-        for key in keys:
-            member = pc.struct_field(structs, key)
+        for i, key in enumerate(keys):
+            member = pc.struct_field(structs, [i])  # (by place: a key is any text, "." too)
             if not pa.types.is_struct(member.type) or [f.name for f in member.type] != [
                     value.tag] or member.type[0].type != value.json:
                 raise Unfit("a map member of another tag, or two")
