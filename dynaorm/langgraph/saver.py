@@ -40,15 +40,15 @@ Op = Generator[Callable[[], Any], Any, Any]
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
 
 
-def rows(table: Table, scope: Sequence[str] = ()) -> tuple[type[Entity], type[Entity]]:
+def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
     """The entities of ``table``'s checkpoints and pending writes (``LangGraphCheckpoint``,
     ``LangGraphWrite``), declared on first use with ``scope``'s fields in their partition
     key; every saver of the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := table.entities.get("LangGraphCheckpoint")) is not None:
-        if found.Meta.pk != pk:  # type: ignore[attr-defined]
+        if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
-                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "  # type: ignore[attr-defined]
+                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
                                "the table the same scope fields")
         return found, table.entities["LangGraphWrite"]
     ttl = {table.ttl: int | None} if table.ttl else {}
@@ -57,7 +57,8 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[type[Entity], type[En
         meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
                                  "__qualname__": f"{name}.Meta"})
         return type(name, (Entity,), {
-            "__module__": __name__, "__qualname__": name, "Meta": meta, **dict.fromkeys(ttl), **defaults,
+            "__module__": __name__, "__qualname__": name, "Meta": meta,
+            **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
                 **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
                 **fields, **ttl}})
@@ -166,8 +167,8 @@ class Saver(BaseCheckpointSaver[int]):
             page = yield partial(q.page, cursor)
             found += page.items
             cursor = page.cursor
-            if cursor is None or limit and not filter and "thread_id" in conf and sum(
-                    type(r) is self.cp and near(r) for r in found) >= limit:
+            if cursor is None or (limit and not filter and "thread_id" in conf and sum(
+                    type(r) is self.cp and near(r) for r in found) >= limit):
                 break
         writes: dict[tuple[str, str, str], list[Any]] = {}
         for r in found:
@@ -197,23 +198,23 @@ class Saver(BaseCheckpointSaver[int]):
     def _thread(self, s: Any, thread_id: str) -> Op:
         return (yield s.query(self.cp, self.w, **self._pk(thread_id)).all)
 
-    def _drop(self, s: Any, found: list[Any], doomed: Callable[[Any], bool]) -> Op:
+    def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
         for cls in self.cp, self.w:
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
-                    for r in found if type(r) is cls and doomed(r)]
+                    for r in found if type(r) is cls and (
+                        doomed is None or (r.ns, r.checkpoint_id) in doomed)]
             if keys:
                 yield partial(s.delete_many, cls, keys)
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        yield from self._drop(s, (yield from self._thread(s, thread_id)), bool)
+        yield from self._drop(s, (yield from self._thread(s, thread_id)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
         hits = (yield s.scan(self.cp).filter(F("run_id").is_in(list(run_ids))).all) if (
             run_ids) else []
         for thread_id in {h.thread_id for h in hits}:
             doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
-            yield from self._drop(s, (yield from self._thread(s, thread_id)),
-                                  lambda r: (r.ns, r.checkpoint_id) in doomed)
+            yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)
 
     def _copy_thread(self, s: Any, source: str, target: str) -> Op:
         found = yield from self._thread(s, source)
@@ -230,8 +231,8 @@ class Saver(BaseCheckpointSaver[int]):
             for r in found:
                 if type(r) is self.cp:
                     latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
-            yield from self._drop(s, found, lambda r, latest=latest: (
-                strategy == "delete" or latest.get(r.ns) != r.checkpoint_id))
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if (
+                strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
