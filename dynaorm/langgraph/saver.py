@@ -157,8 +157,8 @@ class Saver(BaseCheckpointSaver[int]):
         if "thread_id" in conf:
             prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
                                                                  else {})}
-            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"])).begins_with(**prefix)
-            q = q.reverse().page_size(min(5 * limit + 5, 500) if limit else 500)
+            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
+            q = q.page_size(min(5 * limit + 5, 500) if limit else 500)
         else:
             q = s.scan(self.cp, self.w)
         found: list[Any] = []
