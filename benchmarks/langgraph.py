@@ -17,7 +17,7 @@ collector off in each batch:
 Printed: microseconds per call of each, the ratio, and the issue's budget beside it
 (dynaorm at most 0.3x AWS's saver's CPU).
 
-    python benchmarks/langgraph.py [--iterations 100] [--repeats 5]
+    python benchmarks/langgraph.py [--iterations 50] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def _cpu(fn: Callable[[], object], iterations: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     import boto3
     from langgraph_checkpoint_aws import DynamoDBSaver

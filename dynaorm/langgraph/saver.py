@@ -63,7 +63,7 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
                 **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
                 **fields, **ttl}})
     return (entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
-        "parent": str | None, "run_id": str | None, "meta": Compressed[bytes],
+        "parent": str | None, "run_id": str | None, "meta": bytes,
         "data": Compressed[bytes]}, parent=None, run_id=None),
         entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
             "task_id": str, "idx": int, "channel": str, "path": str,
@@ -158,7 +158,7 @@ class Saver(BaseCheckpointSaver[int]):
             prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
                                                                  else {})}
             q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
-            q = q.page_size(min(5 * limit + 5, 500) if limit else 500)
+            q = q.page_size(min(2 * limit + 1, 500) if limit else 500)
         else:
             q = s.scan(self.cp, self.w)
         found: list[Any] = []
