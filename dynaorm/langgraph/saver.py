@@ -152,33 +152,35 @@ class Saver(BaseCheckpointSaver[int]):
             before and get_checkpoint_id(before))
 
         def near(r: Any) -> bool:
-            return ((ns is None or r.ns == "_" + ns) and (not cid or r.checkpoint_id == cid)
-                    and (not last or r.checkpoint_id < last))
+            return (type(r) is self.cp and (ns is None or r.ns == "_" + ns) and (
+                not cid or r.checkpoint_id == cid) and (not last or r.checkpoint_id < last))
         if "thread_id" in conf:
             prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
                                                                  else {})}
             q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
             q = q.page_size(min(2 * limit + 1, 500) if limit else 500)
-        else:
+        else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
+        limit_read = None if filter or "thread_id" not in conf else limit
         found: list[Any] = []
         cursor = None
-        while True:
+        while True:  # (newest first: a checkpoint's writes have come before it)
             page = yield partial(q.page, cursor)
-            found += page.items
-            cursor = page.cursor
-            if cursor is None or (limit and not filter and "thread_id" in conf and sum(
-                    type(r) is self.cp and near(r) for r in found) >= limit):
-                break
+            found, cursor = found + page.items, page.cursor
+            if cursor is None or (limit_read and sum(map(near, found)) >= limit_read):
+                return self._tuples(found, near, filter or {}, limit)
+
+    def _tuples(self, found: list[Any], near: Callable[[Any], bool], filter: dict[str, Any],
+                limit: int | None) -> list[CheckpointTuple]:
         writes: dict[tuple[str, str, str], list[Any]] = {}
         for r in found:
             if type(r) is self.w:
                 writes.setdefault((r.thread_id, r.ns, r.checkpoint_id), []).append(r)
         out = []
-        for r in sorted((r for r in found if type(r) is self.cp and near(r)), reverse=True,
+        for r in sorted((r for r in found if near(r)), reverse=True,
                         key=lambda r: (r.thread_id, r.ns, r.checkpoint_id)):
             md = self._load(r.meta)
-            if filter and any(md.get(k) != v for k, v in filter.items()):
+            if any(md.get(k) != v for k, v in filter.items()):
                 continue
             ws = sorted(writes.get((r.thread_id, r.ns, r.checkpoint_id), []),
                         key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))

@@ -2,7 +2,7 @@
 kept apart by scope, a put is one write, a task's retry writes once, large checkpoints
 compressed and one too large refused, TTL, and its rows as entities of the model (``iam``,
 exports, ``check``). LangGraph's conformance suite runs in test_langgraph_conformance.py;
-the example graph resuming after a restart in tests/system/test_examples_langgraph.py."""
+the example graph resuming after a restart in tests/system/test_langgraph_agent.py."""
 
 from __future__ import annotations
 

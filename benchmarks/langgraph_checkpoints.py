@@ -17,7 +17,11 @@ collector off in each batch:
 Printed: microseconds per call of each, the ratio, and the issue's budget beside it
 (dynaorm at most 0.3x AWS's saver's CPU).
 
-    python benchmarks/langgraph.py [--iterations 50] [--repeats 3]
+(Not ``benchmarks/langgraph.py``: benchmarks/ is on ``sys.path`` wherever a benchmark
+was loaded, as in the test suite, and a module of that name would hide the ``langgraph``
+package.)
+
+    python benchmarks/langgraph_checkpoints.py [--iterations 50] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -30,8 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# (the repository's root in place of benchmarks/, where this file would shadow langgraph)
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 #: issue 71's budget: dynaorm's saver at most this many times AWS's saver's client CPU
 BUDGET = 0.3
