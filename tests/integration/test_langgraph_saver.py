@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langgraph.checkpoint.base import empty_checkpoint
 
 from dynaorm import DynaormError, ItemTooLargeError, Table
@@ -74,6 +76,41 @@ def test_a_tenant_never_reads_lists_copies_or_deletes_another_tenants_thread(
     assert kept is not None and kept.checkpoint["channel_values"]["messages"] == "t2's"
     assert kept.pending_writes == [("task", "messages", "t2's write")]
     assert {i["pk"]["S"] for i in tb.scan_raw()} == {"LG#t2#th"}  # (the copies deleted too)
+
+
+THREADS = st.sampled_from(["th", "other"])
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("put"), THREADS), st.tuples(st.just("writes"), THREADS),
+    st.tuples(st.just("copy"), THREADS, THREADS), st.tuples(st.just("delete"), THREADS),
+    st.tuples(st.just("prune"), THREADS, st.sampled_from(["keep_latest", "delete"])),
+    st.tuples(st.just("runs"), st.sampled_from(["r1", "r2"]))), max_size=6)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ops=OPS)
+def test_no_call_of_one_tenant_ever_changes_another_tenants_rows(
+        tb: TestBackend, ops: list[tuple[Any, ...]]) -> None:
+    """Whatever t1's saver does, on thread ids and run ids t2 uses too, t2's rows stay
+    exactly as they were (what must never happen, as a property)."""
+    one, two = Saver(agents, scope=T1), Saver(agents, scope=T2)
+    two.put_writes(_put(two, "th", "t2's", run="r1"), [("messages", "w")], "task")
+    before = [i for i in tb.scan_raw() if i["pk"]["S"].startswith("LG#t2#")]
+    for op, *args in ops:
+        if op == "put":
+            _put(one, args[0], "t1's", run="r1")
+        elif op == "writes":
+            one.put_writes({"configurable": {"thread_id": args[0], "checkpoint_ns": "",
+                                             "checkpoint_id": "c"}}, [("m", 1)], "task")
+        elif op == "copy":
+            one.copy_thread(*args)
+        elif op == "delete":
+            one.delete_thread(args[0])
+        elif op == "prune":
+            one.prune([args[0]], strategy=args[1])
+        else:
+            one.delete_for_runs([args[0]])
+    assert [i for i in tb.scan_raw() if i["pk"]["S"].startswith("LG#t2#")] == before
 
 
 def test_a_put_is_one_write_and_reading_it_back_one_query(tb: TestBackend) -> None:
