@@ -2,14 +2,17 @@
 ``dynaorm[langgraph]``), written on dynaorm's public API alone.
 
 A thread's rows share one partition, ``LG#[<scope values>#]<thread_id>``: a checkpoint
-(sort key ``C#_<checkpoint_ns>#<checkpoint_id>#``) holds the whole checkpoint, its channel
-values inline, and its metadata, both compressed (:class:`dynaorm.Compressed`); each
-pending write (``...#W#<task_id>#<idx>``) sorts right after its checkpoint, so one
-``Query`` (newest first) reads a checkpoint with its writes. ``put`` is one write of one
-item (its values are in it: no blob rows, so nothing to keep in step); a checkpoint whose
-compressed row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError`
-before anything is sent (no parts: a part would cost a read of several items on every
+(sort key ``C#_<checkpoint_ns>#<checkpoint_id>#``: the namespace behind a ``_``, so the
+root one is not empty) holds the whole checkpoint, its channel values inline and
+compressed (:class:`dynaorm.Compressed`), and its metadata; each pending write
+(``...#W#<task_id>#<idx>``, compressed) sorts right after its checkpoint, so one ``Query``
+(newest first) reads a checkpoint with its writes. ``put`` is one write of one item (its
+values are in it: no blob rows, so nothing to keep in step); a checkpoint whose compressed
+row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError` before
+anything is sent (no parts: a part would cost a read of several items on every
 ``get_tuple``). ``put_writes`` is one commit; a task's retry writes the same keys again.
+Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
+``a...`` methods), scoped when ``scope=`` is given.
 """
 
 from __future__ import annotations
