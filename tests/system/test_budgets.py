@@ -63,6 +63,17 @@ def test_the_package_keeps_its_token_budget() -> None:
         f"(0.6: {code_size.LANDED_06}; target {code_size.BUDGET})")
 
 
+def test_the_langgraph_adapter_keeps_its_own_budget() -> None:
+    """Issue 71: dynaorm.langgraph (checkpointer and store, on the public API) is counted
+    apart from the rest, at most ``LANGGRAPH_BUDGET`` tokens, and in none of the others."""
+    adapter = code_size.count(ROOT / "dynaorm").items()
+    total = sum(n for name, n in adapter if name.startswith(code_size.LANGGRAPH + "/"))
+    assert 0 < total <= code_size.LANGGRAPH_BUDGET, (
+        f"{total} tokens in {code_size.LANGGRAPH}, past its budget {code_size.LANGGRAPH_BUDGET}")
+    assert not any(name.startswith(code_size.LANGGRAPH) for name in code_size.count(
+        ROOT / "dynaorm", code_size.NEW_FEATURES))
+
+
 def test_the_token_counter_skips_docstrings_comments_and_layout(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text('"""Doc\nstring."""\n\n# a comment\ndef f(x):\n    """Doc."""\n'

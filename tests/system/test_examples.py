@@ -578,6 +578,17 @@ def check_web_service(run: Run) -> None:
     assert run.block("GET ada again")[0].startswith("404 ")
 
 
+def check_langgraph_agent(run: Run) -> None:
+    """Stopped at the interrupt, resumed from the table, forked in the past; another
+    tenant's graph sees nothing of the thread."""
+    assert run.block("graph.get_state(config).next") == ["('review',)"]
+    assert run.block('graph.invoke(Command(resume="yes"), config)') == [
+        "'draft about single-table design'", "'review: yes'", "'published'"]
+    assert run.block('graph.invoke(Command(resume="not yet"), config)') == [
+        "'draft about single-table design'", "'edited'", "'review: not yet'", "'shelved'"]
+    assert run.block('build("globex").get_state(config).values') == ["{}"]
+
+
 def check_lambda_handler(run: Run) -> None:
     """The Lambda handler invoked with sample events, one client for every invocation."""
     assert run.block("POST an order") == ["201 item='book' quantity=2"]
@@ -610,6 +621,7 @@ CHECKS = {
     "model_and_cost": check_model_and_cost,
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
+    "langgraph_agent": check_langgraph_agent,
     "orders_and_audit": check_orders_and_audit,
     "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,

@@ -1,6 +1,7 @@
 """The guide pages of issue 60 run as written: each block marked ``<!-- file: NAME -->``
 of "Exactly once" (docs/guide/exactly-once.md) and "Lambda with Powertools"
-(docs/guide/lambda-powertools.md) is a file of a project using the plugin; its tests pass
+(docs/guide/lambda-powertools.md), and of "LangGraph agents" (docs/guide/langgraph.md,
+issue 71) is a file of a project using the plugin; its tests pass
 on the plugin's embedded test backend and on DynamoDB Local."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = {"exactly-once": 3, "lambda-powertools": 3}
+PAGES = {"exactly-once": 3, "lambda-powertools": 3, "langgraph": 2}
 
 
 def _files(page: str) -> dict[str, str]:

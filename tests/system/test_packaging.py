@@ -38,12 +38,13 @@ NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cry
 RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
 EXTRAS = {"testing", "async", "pynamodb", "otel", "encryption", "spark", "export", "mcp", "lake",
-          "powertools"}
+          "powertools", "langgraph"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
              "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",
              "opentelemetry-sdk", "fastapi", "uvicorn", "httpx", "duckdb", "polars",
-             "cfn-lint", "python-hcl2", "build", "twine"}
+             "cfn-lint", "python-hcl2", "build", "twine",
+             "langgraph-checkpoint-conformance", "langgraph-checkpoint-aws"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
 TESTING_LIMIT_MB = 150

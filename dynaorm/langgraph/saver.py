@@ -1,0 +1,298 @@
+"""LangGraph's checkpointer in the application's own table (contract 23; extra
+``dynaorm[langgraph]``), written on dynaorm's public API alone.
+
+A thread's rows share one partition, ``LG#[<scope values>#]<thread_id>``: a checkpoint
+(sort key ``C#_<checkpoint_ns>#<checkpoint_id>#``: the namespace behind a ``_``, so the
+root one is not empty) holds the whole checkpoint, its channel values inline and
+compressed (:class:`dynaorm.Compressed`), and its metadata; each pending write
+(``...#W#<task_id>#<idx>``, compressed) sorts right after its checkpoint, so one ``Query``
+(newest first) reads a checkpoint with its writes. ``put`` is one write of one item (its
+values are in it: no blob rows, so nothing to keep in step); a checkpoint whose compressed
+row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError` before
+anything is sent (no parts: a part would cost a read of several items on every
+``get_tuple``). ``put_writes`` is one commit; a task's retry writes the same keys again.
+Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
+``a...`` methods), scoped when ``scope=`` is given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from dynaorm import AsyncSession, Compressed, DynaormError, Entity, F, Session, Table
+
+Op = Generator[Callable[[], Any], Any, Any]
+_KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
+
+
+def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
+    """The entities of ``table``'s checkpoints and pending writes (``LangGraphCheckpoint``,
+    ``LangGraphWrite``), declared on first use with ``scope``'s fields in their partition
+    key; every saver of the table shares them."""
+    pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
+    if (found := table.entities.get("LangGraphCheckpoint")) is not None:
+        if found.Meta.pk != pk:
+            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
+                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
+                               "the table the same scope fields")
+        return found, table.entities["LangGraphWrite"]
+    ttl = {table.ttl: int | None} if table.ttl else {}
+
+    def entity(name: str, sk: str, fields: dict[str, Any], **defaults: Any) -> type[Entity]:
+        meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
+                                 "__qualname__": f"{name}.Meta"})
+        return type(name, (Entity,), {
+            "__module__": __name__, "__qualname__": name, "Meta": meta,
+            **dict.fromkeys(ttl), **defaults,
+            "__annotations__": {
+                **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
+                **fields, **ttl}})
+    return (entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
+        "parent": str | None, "run_id": str | None, "meta": bytes,
+        "data": Compressed[bytes]}, parent=None, run_id=None),
+        entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
+            "task_id": str, "idx": int, "channel": str, "path": str,
+            "value": Compressed[bytes]}))
+
+
+class Saver(BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer keeping its rows in ``table`` (see the module). ``scope``:
+    a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
+    never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
+    writes expire that long after (the table must declare ``Table(ttl=...)``)."""
+
+    def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
+                 ttl: timedelta | None = None, serde: SerializerProtocol | None = None):
+        super().__init__(serde=serde)
+        if table.sk is None or not table.string_keys:
+            raise DynaormError(f"table {table.name!r}: a Saver needs string keys, a sort key "
+                               "among them")
+        if ttl is not None and not table.ttl:
+            raise DynaormError(f"table {table.name!r} has no TTL attribute (Table(ttl=...)):"
+                               " Saver(ttl=) cannot expire its rows")
+        self.table, self.scope, self.ttl = table, dict(scope or {}), ttl
+        self.cp, self.w = rows(table, sorted(self.scope))
+
+    # -- one implementation, driven by a Session or an AsyncSession ----------------------
+    def _run(self, op: Callable[..., Op], *args: Any) -> Any:
+        steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
+        while True:
+            try:
+                sent = steps.send(sent)()
+            except StopIteration as done:
+                return done.value
+
+    async def _arun(self, op: Callable[..., Op], *args: Any) -> Any:
+        steps, sent = op(AsyncSession(self.table, scope=self.scope or None), *args), None
+        while True:
+            try:
+                sent = await steps.send(sent)()
+            except StopIteration as done:
+                return done.value
+
+    def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
+        return {**self.scope, "thread_id": str(thread_id), **more}
+
+    def _at(self, conf: Mapping[str, Any]) -> dict[str, Any]:
+        return self._pk(conf["thread_id"], ns="_" + conf.get("checkpoint_ns", ""))
+
+    def _stamp(self) -> dict[str, Any]:
+        return {self.table.ttl: int(time.time() + self.ttl.total_seconds())} if (
+            self.ttl and self.table.ttl) else {}
+
+    def _dump(self, value: Any) -> bytes:
+        kind, data = self.serde.dumps_typed(value)
+        return kind.encode() + b"\n" + data
+
+    def _load(self, blob: bytes) -> Any:
+        kind, _, data = blob.partition(b"\n")
+        return self.serde.loads_typed((kind.decode(), data))
+
+    def _put(self, s: Any, config: RunnableConfig, checkpoint: Checkpoint,
+             metadata: CheckpointMetadata) -> Op:
+        conf, cid = config["configurable"], checkpoint["id"]
+        md = get_serializable_checkpoint_metadata(config, metadata)
+        s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get("checkpoint_id"),
+                       run_id=str(md["run_id"]) if md.get("run_id") else None,
+                       meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
+               overwrite=True)
+        yield s.commit
+        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
+                                 "checkpoint_ns": conf.get("checkpoint_ns", "")}}
+
+    def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                    task_id: str, task_path: str) -> Op:
+        conf = config["configurable"]
+        for i, (channel, value) in enumerate(writes):
+            s.save(self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"],
+                          task_id=task_id, idx=WRITES_IDX_MAP.get(channel, i), channel=channel,
+                          path=task_path, value=self._dump(value), **self._stamp()),
+                   overwrite=True)
+        yield s.commit
+
+    def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
+              before: RunnableConfig | None = None, limit: int | None = None) -> Op:
+        conf = (config or {}).get("configurable", {})
+        ns, cid, last = conf.get("checkpoint_ns"), conf.get("checkpoint_id"), (
+            before and get_checkpoint_id(before))
+
+        def near(r: Any) -> bool:
+            return (type(r) is self.cp and (ns is None or r.ns == "_" + ns) and (
+                not cid or r.checkpoint_id == cid) and (not last or r.checkpoint_id < last))
+        if "thread_id" in conf:
+            prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
+                                                                 else {})}
+            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
+            q = q.page_size(min(2 * limit + 1, 500) if limit else 500)
+        else:  # (unordered: read it all)
+            q = s.scan(self.cp, self.w)
+        limit_read = None if filter or "thread_id" not in conf else limit
+        found: list[Any] = []
+        cursor = None
+        while True:  # (newest first: a checkpoint's writes have come before it)
+            page = yield partial(q.page, cursor)
+            found, cursor = found + page.items, page.cursor
+            if cursor is None or (limit_read and sum(map(near, found)) >= limit_read):
+                return self._tuples(found, near, filter or {}, limit)
+
+    def _tuples(self, found: list[Any], near: Callable[[Any], bool], filter: dict[str, Any],
+                limit: int | None) -> list[CheckpointTuple]:
+        writes: dict[tuple[str, str, str], list[Any]] = {}
+        for r in found:
+            if type(r) is self.w:
+                writes.setdefault((r.thread_id, r.ns, r.checkpoint_id), []).append(r)
+        out = []
+        for r in sorted((r for r in found if near(r)), reverse=True,
+                        key=lambda r: (r.thread_id, r.ns, r.checkpoint_id)):
+            md = self._load(r.meta)
+            if any(md.get(k) != v for k, v in filter.items()):
+                continue
+            ws = sorted(writes.get((r.thread_id, r.ns, r.checkpoint_id), []),
+                        key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
+            out.append(CheckpointTuple(
+                self._config(r, r.checkpoint_id), self._load(r.data), md,
+                r.parent and self._config(r, r.parent),
+                [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
+            if len(out) == limit:
+                break
+        return out
+
+    @staticmethod
+    def _config(r: Any, checkpoint_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": r.thread_id, "checkpoint_ns": r.ns[1:],
+                                 "checkpoint_id": checkpoint_id}}
+
+    def _thread(self, s: Any, thread_id: str) -> Op:
+        return (yield s.query(self.cp, self.w, **self._pk(thread_id)).all)
+
+    def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
+        for cls in self.cp, self.w:
+            keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
+                    for r in found if type(r) is cls and (
+                        doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+            if keys:
+                yield partial(s.delete_many, cls, keys)
+
+    def _delete_thread(self, s: Any, thread_id: str) -> Op:
+        yield from self._drop(s, (yield from self._thread(s, thread_id)))
+
+    def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
+        hits = (yield s.scan(self.cp).filter(F("run_id").is_in(list(run_ids))).all) if (
+            run_ids) else []
+        for thread_id in {h.thread_id for h in hits}:
+            doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
+            yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)
+
+    def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+        found = yield from self._thread(s, source)
+        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found]
+        if copies:
+            yield partial(s.save_many, copies)
+
+    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
+        if strategy not in ("keep_latest", "delete"):
+            raise DynaormError(f"prune: unknown strategy {strategy!r}")
+        for thread_id in thread_ids:
+            found = yield from self._thread(s, thread_id)
+            latest: dict[str, str] = {}
+            for r in found:
+                if type(r) is self.cp:
+                    latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if (
+                strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
+
+    # -- BaseCheckpointSaver --------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return next(iter(self._run(self._list, config, None, None, 1)), None)
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None,
+             limit: int | None = None) -> Iterator[CheckpointTuple]:
+        return iter(self._run(self._list, config, filter, before, limit))
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        return self._run(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                   task_id: str, task_path: str = "") -> None:
+        self._run(self._put_writes, config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(self._delete_thread, thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._run(self._delete_for_runs, run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(self._copy_thread, source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._run(self._prune, thread_ids, strategy)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return next(iter(await self._arun(self._list, config, None, None, 1)), None)
+
+    async def alist(self, config: RunnableConfig | None, *,
+                    filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        for found in await self._arun(self._list, config, filter, before, limit):
+            yield found
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        return await self._arun(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        await self._arun(self._put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._arun(self._delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._arun(self._delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._arun(self._copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._arun(self._prune, thread_ids, strategy)
