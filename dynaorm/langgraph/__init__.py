@@ -1,0 +1,1 @@
+from dynaorm.langgraph.store import Store as Store
