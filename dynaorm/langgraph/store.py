@@ -14,8 +14,9 @@ entity's timestamps; a TTL is the table's TTL attribute (``ttl_minutes`` keeps t
 length, for the refresh on read).
 
 A batch runs as LangGraph's ``InMemoryStore`` runs one: every read sees the store as it
-was before the batch, then the puts and deletes (the last op of a key wins) commit
-together, in one transaction (one ``PutItem``/``DeleteItem`` for a single write). The
+was before the batch (reads are consistent), then its puts and deletes (the last op of a
+key wins) are written in bulk (``save_many``, ``delete_many``: ``BatchWriteItem``, not
+one transaction; a delete of a missing item is no error). The
 steps are written once, as a generator of calls on a session that :meth:`Store.batch`
 runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Callable, Generator, Iterable, Mapping
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from itertools import takewhile
 from typing import Annotated, Any, cast
@@ -68,31 +70,39 @@ _CLASSES: dict[tuple[Any, ...], type[Entity]] = {}
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
-def memory_entity(table: Table, scope: Iterable[str] = (),
-                  vector: VectorIndex | None = None) -> type[Entity]:
+def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
     """The entity a :class:`Store` of ``table`` keeps its items as (``scope``: the names
-    of its scope's fields; ``vector``: the vector index it searches). Declare it where
-    the table is declared (``Store(...)`` does) so ``table.model()``, ``dynaorm iam``,
-    exports and ``check`` see it."""
+    of its scope's fields), with a vector for the table's first COSINE vector index whose
+    partition is none or a scope field. One layout a table: ``Store(...)`` declares it, so
+    declare your stores where the table is declared, for ``table.model()``, ``dynaorm
+    iam``, exports and ``check`` to see it."""
     fields = tuple(scope)
-    found = _CLASSES.get(key := (table, fields, vector))
+    found = _CLASSES.get(key := (table, fields))
     if found is None:
+        if any(t is table for t, _ in _CLASSES):
+            raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
+                               "scope's fields only")
         pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
         meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
                 "timestamps": ("created_at", "updated_at")}
         hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
                                  "value": Compressed[str], "ttl_minutes": float | None}
         body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
-                                "__annotations__": hints,
-                                "Meta": type("Meta", (), meta), "ttl_minutes": None}
+                                "__annotations__": hints, "Meta": type("Meta", (), meta),
+                                "ttl_minutes": None}
         if table.ttl:
             hints["expires"] = datetime | None
             body["expires"] = Field(None, serialization_alias=table.ttl)
-        if vector:
+        if vector := _vector(table, fields):
             hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
             body["embedding"] = Field(None, serialization_alias=vector.attribute)
         found = _CLASSES[key] = type("LangGraphMemory", (Entity,), body)
     return found
+
+
+def _vector(table: Table, scope: tuple[str, ...]) -> VectorIndex | None:
+    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE"
+                 and v.partition in (None, *scope)), None)
 
 
 class Store(BaseStore):
@@ -111,17 +121,15 @@ class Store(BaseStore):
         if table.sk is None or not table.string_keys or (ttl and not table.ttl):
             raise DynaormError(f"table {table.name!r}: a LangGraph store needs string keys, "
                                "a sort key and, for ttl=, the table's TTL attribute")
-        self.index_config, self.vector, self.embeddings = index, None, None
+        self.index_config, self.embeddings = index, None
+        self.vector = _vector(table, tuple(self.scope))
         if index:
             self.embeddings = ensure_embeddings(index.get("embed"))
-            self.vector = next((v for v in table.vector_indexes.values() if v.dimensions ==
-                                index["dims"] and v.distance == "COSINE" and v.partition in
-                                (None, *self.scope)), None)
-            if self.vector is None:
+            if self.vector is None or self.vector.dimensions != index["dims"]:
                 raise DynaormError(
                     f"table {table.name!r} has no COSINE vector index of {index['dims']} "
                     "dimensions whose partition is none or a field of the store's scope")
-        self.entity: Any = memory_entity(table, self.scope, self.vector)
+        self.entity: Any = memory_entity(table, self.scope)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` (reads first, then the writes in one commit) on a ``Session``."""
@@ -168,7 +176,7 @@ class Store(BaseStore):
             found: list[tuple[Any, Any, float | None]] = []
             if isinstance(op, GetOp):
                 path = _path(op.namespace) + ".." + op.key
-                obj = yield lambda s: s.get(E, path=path, **keys)
+                obj = yield lambda s: s.get(E, consistent=True, path=path, **keys)  # noqa: B023 (run at once)
                 found = [] if obj is None else [(obj, json.loads(obj.value), None)]
                 results.append(_item(*found[0]) if found else None)
             elif isinstance(op, SearchOp):
@@ -185,46 +193,43 @@ class Store(BaseStore):
                 read.update((obj.path, obj) for obj, _, _ in found if obj.ttl_minutes)
         yield from self._write(writes)
         if stale := [obj for path, obj in read.items() if path not in writes]:
-            try:
+            with suppress(ItemNotFoundError):  # (one deleted since it was read: best-effort)
                 yield lambda s: _commit(s, [s.update(E, path=o.path, **keys).set(
                     expires=_expiry(o.ttl_minutes)) for o in stale])
-            except ItemNotFoundError:
-                pass  # (one was deleted since it was read: the refresh is best-effort)
         return results
 
     def _write(self, writes: dict[str, PutOp]) -> Steps:
         E, texts = self.entity, {}
-        if self.index_config:
+        if self.embeddings:
             for path, op in writes.items():
-                fields = op.index or self.index_config.get("fields") or ["$"]
+                fields = op.index or cast(IndexConfig, self.index_config).get("fields") or ["$"]
                 got = [] if op.value is None or op.index is False else [
                     t for f in fields for t in get_text_at_path(op.value, f)]
                 if got:
                     texts[path] = "\n".join(got)
         vectors = dict(zip(texts, (yield self._embed("embed_documents", list(texts.values())))
                            if texts else (), strict=True))
-        staged = [(path, None if op.value is None else E(
-            path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
-            **({"expires": _expiry(op.ttl)} if self.table.ttl else {}),
-            **({"embedding": vectors.get(path)} if self.vector else {})))
-            for path, op in writes.items()]
-        for start in range(0, len(staged), 100):  # (a transaction holds 100 actions)
-            chunk = staged[start:start + 100]
-            yield lambda s: _commit(s, [s.delete(E, path=path, **self.scope) if obj is None
-                                        else s.save(obj, overwrite=True)
-                                        for path, obj in chunk])
+        objs = [E(path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
+                  **({"expires": _expiry(op.ttl)} if self.table.ttl else {}),
+                  **({"embedding": vectors.get(path)} if self.vector else {}))
+                for path, op in writes.items() if op.value is not None]
+        gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
+        if objs:
+            yield lambda s: s.save_many(objs)
+        if gone:
+            yield lambda s: s.delete_many(E, gone)
 
     def _search(self, op: SearchOp) -> Steps:
         want, prefix = op.offset + op.limit, _path(op.namespace_prefix, ".")
         if want <= 0:
             return []
-        if op.query and self.vector:
-            vector = (yield self._embed("embed_query", op.query))
-            part = {} if self.vector.partition is None else {
-                self.vector.partition: self.scope[self.vector.partition]}
+        if op.query and self.embeddings:
+            index, vector = cast(VectorIndex, self.vector), (
+                yield self._embed("embed_query", op.query))
+            part = {k: v for k, v in self.scope.items() if k == index.partition}
             top = 100 if prefix or op.filter else min(want, 100)
-            hits = yield lambda s: s.search(self.entity, cast(VectorIndex, self.vector).name,
-                                            vector=vector, top=top, **part).all()
+            hits = yield lambda s: s.search(self.entity, index.name, vector=vector, top=top,
+                                            **part).all()
             return [(h.item, value, 1 - h.score) for h in hits if h.item.path.startswith(
                 prefix) and _kept(value := json.loads(h.item.value), op.filter)][op.offset:want]
         found: list[tuple[Any, Any, None]] = []
@@ -249,7 +254,7 @@ class Store(BaseStore):
         return sorted(spaces)[op.offset:op.offset + op.limit]
 
     def _query(self, session: Any, prefix: str) -> Any:
-        query = session.query(self.entity, **self.scope)
+        query = session.query(self.entity, **self.scope).consistent()
         return query.begins_with(path=prefix) if prefix else query
 
     def _embed(self, method: str, texts: Any) -> Step:
@@ -297,7 +302,7 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 def _operator(value: Any, name: str, operand: Any) -> bool:
     if name in ("$eq", "$ne"):
-        return (value == operand) == (name == "$eq")
+        return bool(value == operand) == (name == "$eq")
     if name not in _COMPARE:
         raise ValueError(f"Unsupported operator: {name}")
     return bool(_COMPARE[name](float(value), float(operand)))
@@ -308,5 +313,5 @@ def _fits(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     path, kind = condition.path, condition.match_type
     if kind not in ("prefix", "suffix"):
         raise ValueError(f"Unsupported match type: {kind}")
-    pairs = zip(namespace, path) if kind == "prefix" else zip(namespace[::-1], path[::-1])
-    return len(namespace) >= len(path) and all(p in ("*", n) for n, p in pairs)
+    part = namespace[:len(path)] if kind == "prefix" else namespace[len(namespace) - len(path):]
+    return len(part) == len(path) and all(p in ("*", n) for n, p in zip(part, path, strict=True))
