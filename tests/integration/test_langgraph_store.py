@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import (
     GetOp,
@@ -84,11 +84,11 @@ def semantic(request: pytest.FixtureRequest) -> None:
 
 
 # -- the differential test ----------------------------------------------------------------
-LABELS = st.sampled_from(["a", "b", "a-b", "c#d", "x y", "é"])
+LABELS = st.sampled_from(["a", "a-b", "b", "c#d é"])
 NAMESPACES = st.lists(LABELS, min_size=1, max_size=3).map(tuple)
-KEYS = st.sampled_from(["k", "k.1", "#", ".x", "k..y", "K"])
+KEYS = st.sampled_from(["k", ".x", "k..y", "#"])
 VALUES = st.fixed_dictionaries(
-    {"n": st.integers(0, 3), "tag": st.sampled_from(["red", "blue"])},
+    {"n": st.integers(0, 2), "tag": st.sampled_from(["red", "blue"])},
     optional={"m": st.fixed_dictionaries({"z": st.integers(0, 1)}),
               "l": st.lists(st.integers(0, 1), max_size=2), "f": st.just(0.1)})
 FILTERS = st.sampled_from([
@@ -109,17 +109,25 @@ def _list(prefix: tuple[str, ...] | None, suffix: tuple[str, ...] | None,
     return ListNamespacesOp(tuple(conditions), depth, limit, offset)
 
 
+PUTS = st.builds(_put, NAMESPACES, KEYS, VALUES, st.integers(0, 9))
 OPS = st.one_of(
-    st.builds(_put, NAMESPACES, KEYS, st.none() | VALUES, st.integers(0, 9)),
-    st.builds(_put, NAMESPACES, KEYS, VALUES, st.integers(0, 9)),
+    st.builds(_put, NAMESPACES, KEYS, st.none() | VALUES, st.integers(0, 9)), PUTS, PUTS,
     st.builds(GetOp, NAMESPACES, KEYS),
     st.builds(SearchOp, st.lists(LABELS, max_size=2).map(tuple), FILTERS,
               st.integers(0, 6), st.integers(0, 3), st.none() | st.sampled_from(["q1", "q2"])),
     st.builds(_list, st.none() | PATTERNS, st.none() | PATTERNS,
               st.none() | st.integers(1, 2), st.integers(1, 5), st.integers(0, 2)))
 #: batches of ops, each for tenant 0 or 1
-RUNS = st.lists(st.tuples(st.integers(0, 1), st.lists(OPS, min_size=1, max_size=4)),
+RUNS = st.lists(st.tuples(st.integers(0, 1), st.lists(OPS, min_size=1, max_size=6)),
                 min_size=1, max_size=8)
+
+
+#: labels that begin alike, keys holding the separators: the prefix is a whole label
+NEIGHBOURS = [(0, [_put(("a-b",), "k", {"n": 0, "tag": "red"}, 1),
+                   _put(("a", "b"), ".x", {"n": 1, "tag": "red"}, 2),
+                   _put(("a",), "k..y", {"n": 2, "tag": "blue"}, 3)]),
+              (0, [SearchOp(("a",)), SearchOp(("a",), query="q1"), SearchOp(("a", "b")),
+                   _list(("a",), None, None, 10, 0), GetOp(("a",), "k..y")])]
 
 
 def _order(item: Item) -> str:
@@ -170,9 +178,10 @@ def differential(tb: TestBackend, table: Table, index: Any, runs: list[Any]) -> 
             assert _scores(mine) == pytest.approx(_scores(theirs), abs=1e-5), ops
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(runs=RUNS)
+@example(runs=NEIGHBOURS)
 def test_batches_answer_as_in_memory_store_does(tb: TestBackend, runs: list[Any]) -> None:
     """Gets, puts, deletes, filtered and paged searches and namespace listings, in random
     batches of two tenants, answer as InMemoryStore does (items, order, pages)."""
@@ -180,9 +189,10 @@ def test_batches_answer_as_in_memory_store_does(tb: TestBackend, runs: list[Any]
 
 
 @pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(runs=RUNS)
+@example(runs=NEIGHBOURS)
 def test_semantic_search_ranks_as_in_memory_store_does(
         tb: TestBackend, request: pytest.FixtureRequest, runs: list[Any]) -> None:
     """With ``index=``, a search with a query ranks by the vector index as InMemoryStore
