@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Callable, Generator, Iterable, Mapping
-from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from itertools import takewhile
 from typing import Annotated, Any, cast
@@ -86,13 +85,12 @@ def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
         meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
                 "timestamps": ("created_at", "updated_at")}
         hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                                 "value": Compressed[str], "ttl_minutes": float | None}
+                                 "value": Compressed[str], "ttl_minutes": float | None,
+                                 "expires": datetime | None}
         body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
                                 "__annotations__": hints, "Meta": type("Meta", (), meta),
-                                "ttl_minutes": None}
-        if table.ttl:
-            hints["expires"] = datetime | None
-            body["expires"] = Field(None, serialization_alias=table.ttl)
+                                "ttl_minutes": None,
+                                "expires": Field(None, serialization_alias=table.ttl)}
         if vector := _vector(table, fields):
             hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
             body["embedding"] = Field(None, serialization_alias=vector.attribute)
@@ -134,34 +132,32 @@ class Store(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` (reads first, then the writes in one commit) on a ``Session``."""
         session, run = Session(self.table, scope=self.scope or None), self._run(ops)
-        answer: Any = None
-        error: DynaormError | None = None
+        answer = None
         while True:
             try:
-                step = run.throw(error) if error else run.send(answer)
+                step = run.send(answer)
             except StopIteration as done:
                 return cast(list[Result], done.value)
             try:
-                answer, error = step(session), None
-            except DynaormError as exc:
-                answer, error = None, exc
+                answer = step(session)
+            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
+                answer = None  # since it was read: the refresh is best-effort)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` on an ``AsyncSession``."""
         from dynaorm import AsyncSession
 
         session, run = AsyncSession(self.table, scope=self.scope or None), self._run(ops)
-        answer: Any = None
-        error: DynaormError | None = None
+        answer = None
         while True:
             try:
-                step = run.throw(error) if error else run.send(answer)
+                step = run.send(answer)
             except StopIteration as done:
                 return cast(list[Result], done.value)
             try:
-                answer, error = await step(session), None
-            except DynaormError as exc:
-                answer, error = None, exc
+                answer = await step(session)
+            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
+                answer = None  # since it was read: the refresh is best-effort)
 
     # -- the steps, for either kind of session ---------------------------------------
     def _run(self, ops: Iterable[Op]) -> Steps:
@@ -173,7 +169,7 @@ class Store(BaseStore):
         writes: dict[str, PutOp] = {}
         read: dict[str, Any] = {}  # path -> entity read by an op that refreshes TTLs
         for op in ops:
-            found: list[tuple[Any, Any, float | None]] = []
+            found: list[Any] = []
             if isinstance(op, GetOp):
                 path = _path(op.namespace) + ".." + op.key
                 obj = yield lambda s: s.get(E, consistent=True, path=path, **keys)  # noqa: B023 (run at once)
@@ -181,7 +177,7 @@ class Store(BaseStore):
                 results.append(_item(*found[0]) if found else None)
             elif isinstance(op, SearchOp):
                 found = yield from self._search(op)
-                results.append([_item(*hit, SearchItem) for hit in found])
+                results.append([_item(*hit, kind=SearchItem) for hit in found])
             elif isinstance(op, ListNamespacesOp):
                 results.append((yield from self._namespaces(op)))
             elif isinstance(op, PutOp):
@@ -193,9 +189,8 @@ class Store(BaseStore):
                 read.update((obj.path, obj) for obj, _, _ in found if obj.ttl_minutes)
         yield from self._write(writes)
         if stale := [obj for path, obj in read.items() if path not in writes]:
-            with suppress(ItemNotFoundError):  # (one deleted since it was read: best-effort)
-                yield lambda s: _commit(s, [s.update(E, path=o.path, **keys).set(
-                    expires=_expiry(o.ttl_minutes)) for o in stale])
+            yield lambda s: _commit(s, [s.update(E, path=o.path, **keys).set(
+                expires=_expiry(o.ttl_minutes)) for o in stale])
         return results
 
     def _write(self, writes: dict[str, PutOp]) -> Steps:
@@ -210,8 +205,8 @@ class Store(BaseStore):
         vectors = dict(zip(texts, (yield self._embed("embed_documents", list(texts.values())))
                            if texts else (), strict=True))
         objs = [E(path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
-                  **({"expires": _expiry(op.ttl)} if self.table.ttl else {}),
-                  **({"embedding": vectors.get(path)} if self.vector else {}))
+                  expires=_expiry(op.ttl), **({"embedding": vectors[path]} if path in vectors
+                                              else {}))
                 for path, op in writes.items() if op.value is not None]
         gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
         if objs:
@@ -232,7 +227,7 @@ class Store(BaseStore):
                                             **part).all()
             return [(h.item, value, 1 - h.score) for h in hits if h.item.path.startswith(
                 prefix) and _kept(value := json.loads(h.item.value), op.filter)][op.offset:want]
-        found: list[tuple[Any, Any, None]] = []
+        found: list[Any] = []
         cursor = None
         while len(found) < want:
             page = yield lambda s: self._query(s, prefix).page_size(
@@ -267,7 +262,7 @@ def _path(namespace: tuple[str, ...], end: str = "") -> str:
     return ".".join(namespace) + end if namespace else ""
 
 
-def _item(obj: Any, value: Any, score: float | None, kind: type[Item] = Item) -> Any:
+def _item(obj: Any, value: Any, score: float | None, *, kind: type[Item] = Item) -> Any:
     namespace, key = obj.path.split("..", 1)
     return kind(namespace=tuple(namespace.split(".")), key=key, value=value,
                 created_at=obj.created_at, updated_at=obj.updated_at,
@@ -310,8 +305,7 @@ def _operator(value: Any, name: str, operand: Any) -> bool:
 
 def _fits(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     """Whether a namespace matches a prefix or suffix condition (``*``: any label)."""
-    path, kind = condition.path, condition.match_type
-    if kind not in ("prefix", "suffix"):
-        raise ValueError(f"Unsupported match type: {kind}")
-    part = namespace[:len(path)] if kind == "prefix" else namespace[len(namespace) - len(path):]
+    path = condition.path
+    part = (namespace[:len(path)] if condition.match_type == "prefix"
+            else namespace[len(namespace) - len(path):])
     return len(part) == len(path) and all(p in ("*", n) for n, p in zip(part, path, strict=True))
