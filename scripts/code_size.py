@@ -96,6 +96,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/schema/settings.py", "dynaorm/core/settings.py", "dynaorm/formats/tables.py",
     "dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
     "dynaorm/formats/iam.py", "dynaorm/tools/iam_command.py", "dynaorm/protocol/metrics.py",
+    # 0.8, issue 71: agent state in the table (the LangGraph memory store; the lead folds
+    # in the checkpointer's modules)
+    "dynaorm/langgraph/__init__.py", "dynaorm/langgraph/store.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
