@@ -1,0 +1,311 @@
+"""A LangGraph long-term memory store in the application's own table (contract 23).
+
+:class:`Store` is a ``langgraph.store.base.BaseStore`` written on dynaorm's public API
+only: its rows are one entity (``LangGraphMemory``) declared on the table, read and
+written through a (scoped) :class:`~dynaorm.Session` or :class:`~dynaorm.AsyncSession`.
+
+The layout: every item of a store lives in one partition, ``LANGGRAPH#STORE`` (with a
+scope: ``LANGGRAPH#STORE#<value>#...#``, the scope's values in its field order), under the
+sort key ``<namespace labels joined by '.'>..<key>`` (``users.u1..prefs``). A namespace
+label never holds ``.`` (LangGraph refuses it) nor is empty, so the first ``..`` ends the
+namespace; a search of a namespace prefix is one ``begins_with`` query. The value is kept
+as JSON text, ``Compressed`` from 256 bytes on; ``created_at``/``updated_at`` are the
+entity's timestamps; a TTL is the table's TTL attribute (``ttl_minutes`` keeps the
+length, for the refresh on read).
+
+A batch runs as LangGraph's ``InMemoryStore`` runs one: every read sees the store as it
+was before the batch (reads are consistent), then its puts and deletes (the last op of a
+key wins) are written in bulk (``save_many``, ``delete_many``: ``BatchWriteItem``, not
+one transaction; a delete of a missing item is no error). The
+steps are written once, as a generator of calls on a session that :meth:`Store.batch`
+runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable, Generator, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from itertools import takewhile
+from typing import Annotated, Any, cast
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    validate_op_namespace,
+)
+from pydantic import Field
+
+from dynaorm import (
+    Compressed,
+    DynaormError,
+    Entity,
+    ItemNotFoundError,
+    Session,
+    Table,
+    Vector,
+    VectorIndex,
+)
+
+__all__ = ["Store", "memory_entity"]
+
+#: one call on a session (a ``Session`` or an ``AsyncSession``): its answer, or an awaitable
+Step = Callable[[Any], Any]
+Steps = Generator[Step, Any, Any]
+_CLASSES: dict[tuple[Any, ...], type[Entity]] = {}
+_COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
+    """The entity a :class:`Store` of ``table`` keeps its items as (``scope``: the names
+    of its scope's fields), with a vector for the table's first COSINE vector index whose
+    partition is none or a scope field. One layout a table: ``Store(...)`` declares it, so
+    declare your stores where the table is declared, for ``table.model()``, ``dynaorm
+    iam``, exports and ``check`` to see it."""
+    fields = tuple(scope)
+    found = _CLASSES.get(key := (table, fields))
+    if found is None:
+        if any(t is table for t, _ in _CLASSES):
+            raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
+                               "scope's fields only")
+        pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
+        meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
+                "timestamps": ("created_at", "updated_at")}
+        hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
+                                 "value": Compressed[str], "ttl_minutes": float | None,
+                                 "expires": datetime | None}
+        body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
+                                "__annotations__": hints, "Meta": type("Meta", (), meta),
+                                "ttl_minutes": None,
+                                "expires": Field(None, serialization_alias=table.ttl)}
+        if vector := _vector(table, fields):
+            hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
+            body["embedding"] = Field(None, serialization_alias=vector.attribute)
+        found = _CLASSES[key] = type("LangGraphMemory", (Entity,), body)
+    return found
+
+
+def _vector(table: Table, scope: tuple[str, ...]) -> VectorIndex | None:
+    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE"
+                 and v.partition in (None, *scope)), None)
+
+
+class Store(BaseStore):
+    """LangGraph's long-term memory in ``table`` (see the module). ``index=`` (``dims``,
+    ``embed``, ``fields``) searches by meaning through the table's COSINE vector index of
+    ``dims`` dimensions; ``scope=`` (``{"tenant_id": "t1"}``) keeps the store inside one
+    tenant; ``ttl=`` a LangGraph ``TTLConfig`` (``default_ttl`` minutes,
+    ``refresh_on_read``), kept in the table's TTL attribute."""
+
+    supports_ttl = True
+
+    def __init__(self, table: Table, *, index: IndexConfig | None = None,
+                 scope: Mapping[str, str] | None = None, ttl: TTLConfig | None = None) -> None:
+        self.table, self.scope, self.ttl_config = table, dict(scope or {}), ttl
+        self.supports_ttl = bool(table.ttl)
+        if table.sk is None or not table.string_keys or (ttl and not table.ttl):
+            raise DynaormError(f"table {table.name!r}: a LangGraph store needs string keys, "
+                               "a sort key and, for ttl=, the table's TTL attribute")
+        self.index_config, self.embeddings = index, None
+        self.vector = _vector(table, tuple(self.scope))
+        if index:
+            self.embeddings = ensure_embeddings(index.get("embed"))
+            if self.vector is None or self.vector.dimensions != index["dims"]:
+                raise DynaormError(
+                    f"table {table.name!r} has no COSINE vector index of {index['dims']} "
+                    "dimensions whose partition is none or a field of the store's scope")
+        self.entity: Any = memory_entity(table, self.scope)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` (reads first, then the writes in one commit) on a ``Session``."""
+        session, run = Session(self.table, scope=self.scope or None), self._run(ops)
+        answer = None
+        while True:
+            try:
+                step = run.send(answer)
+            except StopIteration as done:
+                return cast(list[Result], done.value)
+            try:
+                answer = step(session)
+            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
+                answer = None  # since it was read: the refresh is best-effort)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` on an ``AsyncSession``."""
+        from dynaorm import AsyncSession
+
+        session, run = AsyncSession(self.table, scope=self.scope or None), self._run(ops)
+        answer = None
+        while True:
+            try:
+                step = run.send(answer)
+            except StopIteration as done:
+                return cast(list[Result], done.value)
+            try:
+                answer = await step(session)
+            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
+                answer = None  # since it was read: the refresh is best-effort)
+
+    # -- the steps, for either kind of session ---------------------------------------
+    def _run(self, ops: Iterable[Op]) -> Steps:
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        E, keys = self.entity, self.scope
+        results: list[Result] = []
+        writes: dict[str, PutOp] = {}
+        read: dict[str, Any] = {}  # path -> entity read by an op that refreshes TTLs
+        for op in ops:
+            found: list[Any] = []
+            if isinstance(op, GetOp):
+                path = _path(op.namespace) + ".." + op.key
+                obj = yield lambda s: s.get(E, consistent=True, path=path, **keys)  # noqa: B023 (run at once)
+                found = [] if obj is None else [(obj, json.loads(obj.value), None)]
+                results.append(_item(*found[0]) if found else None)
+            elif isinstance(op, SearchOp):
+                found = yield from self._search(op)
+                results.append([_item(*hit, kind=SearchItem) for hit in found])
+            elif isinstance(op, ListNamespacesOp):
+                results.append((yield from self._namespaces(op)))
+            elif isinstance(op, PutOp):
+                writes[_path(op.namespace) + ".." + op.key] = op
+                results.append(None)
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+            if getattr(op, "refresh_ttl", False):
+                read.update((obj.path, obj) for obj, _, _ in found if obj.ttl_minutes)
+        yield from self._write(writes)
+        if stale := [obj for path, obj in read.items() if path not in writes]:
+            yield lambda s: _commit(s, [s.update(E, path=o.path, **keys).set(
+                expires=_expiry(o.ttl_minutes)) for o in stale])
+        return results
+
+    def _write(self, writes: dict[str, PutOp]) -> Steps:
+        E, texts = self.entity, {}
+        if self.embeddings:
+            for path, op in writes.items():
+                fields = op.index or cast(IndexConfig, self.index_config).get("fields") or ["$"]
+                got = [] if op.value is None or op.index is False else [
+                    t for f in fields for t in get_text_at_path(op.value, f)]
+                if got:
+                    texts[path] = "\n".join(got)
+        vectors = dict(zip(texts, (yield self._embed("embed_documents", list(texts.values())))
+                           if texts else (), strict=True))
+        objs = [E(path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
+                  expires=_expiry(op.ttl), **({"embedding": vectors[path]} if path in vectors
+                                              else {}))
+                for path, op in writes.items() if op.value is not None]
+        gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
+        if objs:
+            yield lambda s: s.save_many(objs)
+        if gone:
+            yield lambda s: s.delete_many(E, gone)
+
+    def _search(self, op: SearchOp) -> Steps:
+        want, prefix = op.offset + op.limit, _path(op.namespace_prefix, ".")
+        if want <= 0:
+            return []
+        if op.query and self.embeddings:
+            index, vector = cast(VectorIndex, self.vector), (
+                yield self._embed("embed_query", op.query))
+            part = {k: v for k, v in self.scope.items() if k == index.partition}
+            top = 100 if prefix or op.filter else min(want, 100)
+            hits = yield lambda s: s.search(self.entity, index.name, vector=vector, top=top,
+                                            **part).all()
+            return [(h.item, value, 1 - h.score) for h in hits if h.item.path.startswith(
+                prefix) and _kept(value := json.loads(h.item.value), op.filter)][op.offset:want]
+        found: list[Any] = []
+        cursor = None
+        while len(found) < want:
+            page = yield lambda s: self._query(s, prefix).page_size(
+                min(want if not op.filter else max(want, 100), 1000)).page(cursor)
+            found += [(obj, value, None) for obj in page.items
+                      if _kept(value := json.loads(obj.value), op.filter)]
+            if (cursor := page.cursor) is None:
+                break
+        return found[op.offset:want]
+
+    def _namespaces(self, op: ListNamespacesOp) -> Steps:
+        conditions = op.match_conditions or ()
+        head = next((c.path for c in conditions if c.match_type == "prefix"), ())
+        lead = _path(tuple(takewhile(lambda label: label != "*", head)), ".")
+        rows = yield lambda s: self._query(s, lead).values("path")
+        spaces = {tuple(r["path"].split("..", 1)[0].split(".")) for r in rows}
+        spaces = {ns[:op.max_depth] if op.max_depth is not None else ns for ns in spaces
+                  if all(_fits(ns, c) for c in conditions)}
+        return sorted(spaces)[op.offset:op.offset + op.limit]
+
+    def _query(self, session: Any, prefix: str) -> Any:
+        query = session.query(self.entity, **self.scope).consistent()
+        return query.begins_with(path=prefix) if prefix else query
+
+    def _embed(self, method: str, texts: Any) -> Step:
+        return lambda s: getattr(self.embeddings, method if isinstance(s, Session)
+                                 else "a" + method)(texts)
+
+
+def _path(namespace: tuple[str, ...], end: str = "") -> str:
+    """A namespace's part of a sort key (with ``end`` after it when it is not empty)."""
+    return ".".join(namespace) + end if namespace else ""
+
+
+def _item(obj: Any, value: Any, score: float | None, *, kind: type[Item] = Item) -> Any:
+    namespace, key = obj.path.split("..", 1)
+    return kind(namespace=tuple(namespace.split(".")), key=key, value=value,
+                created_at=obj.created_at, updated_at=obj.updated_at,
+                **({} if kind is Item else {"score": score}))
+
+
+def _commit(session: Any, staged: list[Any]) -> Any:
+    """``session``'s commit, once ``staged`` (the calls that staged its writes) ran."""
+    return session.commit()
+
+
+def _expiry(minutes: float | None) -> datetime | None:
+    return None if minutes is None else datetime.now(UTC) + timedelta(minutes=minutes)
+
+
+def _kept(value: Any, wanted: dict[str, Any] | None) -> bool:
+    """Whether a value passes a search's ``filter`` (as ``InMemoryStore`` compares)."""
+    return all(_matches(value.get(k), v) for k, v in (wanted or {}).items())
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator(value, k, v) for k, v in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v)
+                                               for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (isinstance(value, list | tuple) and len(value) == len(wanted)
+                and all(map(_matches, value, wanted)))
+    return bool(value == wanted)
+
+
+def _operator(value: Any, name: str, operand: Any) -> bool:
+    if name in ("$eq", "$ne"):
+        return bool(value == operand) == (name == "$eq")
+    if name not in _COMPARE:
+        raise ValueError(f"Unsupported operator: {name}")
+    return bool(_COMPARE[name](float(value), float(operand)))
+
+
+def _fits(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    """Whether a namespace matches a prefix or suffix condition (``*``: any label)."""
+    path = condition.path
+    part = (namespace[:len(path)] if condition.match_type == "prefix"
+            else namespace[len(namespace) - len(path):])
+    return len(part) == len(path) and all(p in ("*", n) for n, p in zip(part, path, strict=True))
