@@ -42,6 +42,7 @@ from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
     ItemGoneError,
+    ItemNotFoundError,
     RequestError,
 )
 from dynaorm.protocol.capacity import Shares
@@ -133,7 +134,15 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         if receipt is not None:
             receipt.sent = result.requests
         for round_ in range(1, ROUNDS + 1):
-            prepared = yield from prepare_p(staged, again)
+            try:
+                prepared = yield from prepare_p(staged, again)
+            except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
+                # have deleted the item, its receipt says so: a replay)
+                replay = None if receipt is None else (yield from receipt.replayed(
+                    READS.item))
+                if replay is None:
+                    raise
+                return replay.result  # type: ignore[no-any-return]
             plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
                 compile_commit(prepared, receipt))
             if not plan.ops:
