@@ -538,34 +538,42 @@ def _types(schema: Any) -> str:
     return str(kind) if kind else ("a reference" if "$ref" in schema else "a value")
 
 
+def _named(e: Any, where: str) -> str | None:
+    """A refusal of an object's names (unknown or missing ones), naming each; ``None``:
+    not one."""
+    instance, rule = e.instance, e.validator
+    if not isinstance(instance, Mapping) or rule not in ("additionalProperties", "required"):
+        return None
+    if rule == "required":
+        missing = [n for n in e.validator_value if n not in instance]
+        names = ", ".join(repr(n if not where else f"{where}/{n}") for n in missing)
+        return f"missing required argument{'s' * (len(missing) > 1)} {names}"
+    known = set(e.schema.get("properties", {}))
+    extra = sorted(str(n)[:100] for n in instance if n not in known)
+    names = ", ".join(repr(n if not where else f"{where}/{n}") for n in extra)
+    return (f"unknown argument{'s' * (len(extra) > 1)} {names}: takes "
+            f"{', '.join(sorted(known)) or 'none'}")
+
+
 def _refusal(e: Any) -> str:
     """One schema error as a refusal naming the argument (its path) and what was wrong,
     by the schema's words alone: never the value given."""
     where = "/".join(map(str, e.absolute_path))
+    named = _named(e, where)
+    if named is not None:
+        return named
     at = f"argument {where!r}" if where else "the arguments"
-    instance, rule, bound = e.instance, e.validator, e.validator_value
-    if rule == "additionalProperties" and isinstance(instance, Mapping):
-        known = set(e.schema.get("properties", {}))
-        extra = sorted(str(n)[:100] for n in instance if n not in known)
-        names = ", ".join(repr(n if not where else f"{where}/{n}") for n in extra)
-        return (f"unknown argument{'s' * (len(extra) > 1)} {names}"
-                + (f" (in {where!r})" if where else "")
-                + f": takes {', '.join(sorted(known)) or 'none'}")
-    if rule == "required" and isinstance(instance, Mapping):
-        missing = [n for n in bound if n not in instance]
-        names = ", ".join(repr(n if not where else f"{where}/{n}") for n in missing)
-        return f"missing required argument{'s' * (len(missing) > 1)} {names}"
+    rule, bound, got = e.validator, e.validator_value, _json_type(e.instance)
     if rule == "type":
         return f"{at} must be {' or '.join(bound) if isinstance(bound, list) else bound}, " \
-               f"not {_json_type(instance)}"
+               f"not {got}"
     if rule in _BOUND_WORDS:
         return f"{at} must be {_BOUND_WORDS[rule].format(bound)}"
     if rule == "enum":
         shown = ", ".join(map(repr, bound[:20])) + (", ..." if len(bound) > 20 else "")
         return f"{at} must be one of {shown}"
     if rule in ("anyOf", "oneOf"):
-        return f"{at} must be {_types(e.schema)}, not {_json_type(instance)} (or out of " \
-               "its bounds)"
+        return f"{at} must be {_types(e.schema)}, not {got} (or out of its bounds)"
     return f"{at} does not fit its schema ({rule!r})"
 
 
