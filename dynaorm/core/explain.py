@@ -240,13 +240,14 @@ def _commit(session: Any) -> Explanation:
     if not prepared:
         return Explanation(f"a commit of {len(staged)} staged write(s)", tuple(reads),
                            reads_first=tuple(first), notes=tuple(unplanned), exact=False)
-    plan, _ = _pure(keyed_plan_p(prepared), "planning the commit")
+    receipt = _receipt(staged, session._stage)
+    plan, _ = _pure(keyed_plan_p(prepared, receipt), "planning the commit")
     known = known_items(prepared)
     single = plan.single_item
     factor = 1 if single else 2
     rows = [row for at, (op, stamped) in enumerate(zip(plan.ops, plan.stamped, strict=True))
             for row in rows_of(op, stamped, factor, known, at)]
-    requests = (*reads, *_commit_requests(plan, rows))
+    requests = (*reads, *_commit_requests(plan, rows), *_read_back(staged, plan))
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
              "4 KB of the item it reads (as DynamoDB charges)"] if not single else []
     notes += unplanned
@@ -261,6 +262,23 @@ def _commit(session: Any) -> Explanation:
     exact = all(r.exact for r in rows) and not unplanned and not repeated and not reads
     what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
     return Explanation(what, requests, tuple(rows), tuple(first), tuple(notes), exact)
+
+
+def _receipt(staged: Sequence[Any], stage: Any) -> Any:
+    """The receipts of a commit under the session's idempotency key (``None``: none)."""
+    from dynaorm.core.commit import _receipt as receipt
+
+    return receipt(list(staged), stage.idempotency_key, stage)
+
+
+def _read_back(staged: Sequence[Any], plan: Any) -> list[Request]:
+    """The reads after a transaction of the staged updates that asked for their result
+    (``returning()``) and were not planned on a read of the item."""
+    return [Request("GetItem", w._spec.table.name, None, _get_request(
+        w._spec.table, w.key, True), read_units(READ_UNIT, True),
+        note="read back after the commit (returning()): priced for an item of at most "
+             "4 KB") for w in staged if not plan.single_item and getattr(
+        w, "_returning", False) and getattr(w, "_planned", None) is None]
 
 
 def _repeated(rows: Sequence[Row]) -> bool:

@@ -378,7 +378,8 @@ def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[st
 
     def write(explained: bool) -> Any:
         stage()
-        if explained:
+        if explained:  # (as the commit it would be: keyed, with its receipt)
+            session._stage.idempotency_key = key
             try:
                 return explain(session)
             finally:
@@ -386,6 +387,8 @@ def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[st
         try:
             result = _commit(session, key)
         except ConditionFailedError as exc:  # (the one condition given: the If-Match)
+            if match is None:
+                raise
             raise ConcurrentModificationError(
                 f"{entity.__name__} {keys}: expected version {expected} (If-Match), but "
                 "the stored item is not at that version: nothing was written; read it "

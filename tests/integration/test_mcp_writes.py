@@ -360,6 +360,25 @@ def test_explain_of_an_update_or_delete_counts_the_read_it_sends(kdb: TestBacken
     assert sent.count("GetItem") == 1  # (what explain counted)
 
 
+def test_explain_of_a_keyed_update_is_the_transaction_it_sends(kdb: TestBackend) -> None:
+    """With an idempotency key, an update is a transaction with its receipt, and its item
+    is read back after it: explain says so and counts the read."""
+    with Session(kits) as s:
+        s.save(Kit(kit_id="k1"))
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    sent: list[str] = []
+    kits.on_request(lambda event: sent.append(event.operation))
+    args = {"kit_id": "k1", "set": {"count": 2}, "idempotency_key": f"x-{RUN}"}
+    [explained] = call(srv, ("explain", {"tool": "update_kit", "arguments": args}))
+    said = ok(explained)["explanation"]
+    assert sent == []
+    assert "TransactWriteItems" in said and " receipt " in said
+    assert "read back after the commit" in said and "total: 1 read units" in said
+    [real] = call(srv, ("update_kit", args))
+    assert ok(real)["item"]["count"] == 2
+    assert sorted(sent) == ["GetItem", "TransactWriteItems"]
+
+
 def test_explain_of_a_find_by_an_encrypted_unique_field_shows_no_plaintext(
         kdb: TestBackend) -> None:
     secret = "CODE-SECRET-7"
