@@ -126,10 +126,28 @@ def raw(table: Table, **key: str) -> dict[str, Any] | None:
 
 
 def values_of(item: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A raw item but its key and revision (what two writes of the same values share)."""
+    """A raw item but its key and revision (what two writes of the same values share),
+    each number by its value: DynamoDB trims a number's zeroes, DynamoDB Local only on
+    PutItem (an UpdateItem's ``0.00`` stays so)."""
     if item is None:
         return None
-    return {k: v for k, v in item.items() if k not in ("pk", "sk", "_rev", "kit_id")}
+    return {k: _by_value(v) for k, v in item.items() if k not in ("pk", "sk", "_rev",
+                                                                 "kit_id")}
+
+
+def _by_value(av: dict[str, Any]) -> Any:
+    (tag, value), = av.items()
+    if tag == "N":
+        return {tag: Decimal(value)}
+    if tag == "NS":
+        return {tag: sorted(map(Decimal, value))}
+    if tag == "SS":
+        return {tag: sorted(value)}
+    if tag == "L":
+        return {tag: [_by_value(v) for v in value]}
+    if tag == "M":
+        return {tag: {k: _by_value(v) for k, v in value.items()}}
+    return av
 
 
 def kit_raw(kit_id: str) -> dict[str, Any] | None:
