@@ -389,10 +389,12 @@ def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[st
         except ConditionFailedError as exc:  # (the one condition given: the If-Match)
             if match is None:
                 raise
+            stored = "no item at that version is stored" if exc.item is None else (
+                f"version {getattr(exc.item, str(pinned), '?')} is stored")
             raise ConcurrentModificationError(
-                f"{entity.__name__} {keys}: expected version {expected} (If-Match), but "
-                "the stored item is not at that version: nothing was written; read it "
-                "again", entity=entity, key=exc.key, item=exc.item) from exc
+                f"{entity.__name__} {keys}: expected version {expected} (an If-Match), but "
+                f"{stored}: nothing was written; read it again", entity=entity,
+                key=exc.key, item=exc.item) from exc
         if tool.kind == "save":
             result["item"] = dump(staged[0])
         elif tool.kind == "update":  # (a replay: the item as stored now)
