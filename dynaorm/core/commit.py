@@ -34,7 +34,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.lookups import get_item_p
@@ -42,6 +42,7 @@ from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
     ItemGoneError,
+    ItemNotFoundError,
     RequestError,
 )
 from dynaorm.protocol.capacity import Shares
@@ -133,7 +134,13 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         if receipt is not None:
             receipt.sent = result.requests
         for round_ in range(1, ROUNDS + 1):
-            prepared = yield from prepare_p(staged, again)
+            try:
+                prepared = yield from prepare_p(staged, again)
+            except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
+                replayed = yield from _replayed(receipt)  # have deleted the item)
+                if replayed is None:
+                    raise
+                return replayed
             plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
                 compile_commit(prepared, receipt))
             if not plan.ops:
@@ -165,6 +172,15 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
         yield from entry._finish(response, len(plan.ops) == 1, READS)
     return result if plan.ops else CommitResult()
+
+
+def _replayed(receipt: Any) -> Proto[CommitResult | None]:
+    """A keyed commit's replay, told by its receipts (``None``: not keyed, or no
+    receipt)."""
+    if receipt is None:
+        return None
+    replay = yield from receipt.replayed(READS.item)
+    return None if replay is None else cast(CommitResult, replay.result)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:

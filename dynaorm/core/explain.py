@@ -159,11 +159,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 # -- commits -------------------------------------------------------------------------------
-def _pure(proto: Generator[Any, Any, Any], what: str, noted: list[str] | None = None
+def _pure(proto: Generator[Any, Any, Any], what: str, noted: list[Any] | None = None
           ) -> Any:
     """The result of ``proto`` without sending: with ``noted``, each DynamoDB read it asks
     for (a staged write's ``_prepare`` with the commit's own reads, its rules' included:
-    steps are data) is noted and answered as finding nothing (no item, no kept version);
+    steps are data) is noted (the step) and answered as finding nothing (no item, no kept
+    version);
     any other step (key material from KMS), or any step without ``noted``, is refused:
     explain sends nothing."""
     answer: Any = None
@@ -174,9 +175,8 @@ def _pure(proto: Generator[Any, Any, Any], what: str, noted: list[str] | None = 
             return stop.value
         if noted is None or getattr(step, "service", None) != "dynamodb":
             break
-        request, answer = step.request, {}
-        noted.append(f"{step.operation} {request.get('TableName', '')} {request.get('Key', '')} "
-                     "(consistent): planned here as absent")
+        noted.append(step)
+        answer = {}
     proto.close()
     name = getattr(step, "operation", type(step).__name__)
     raise DynaormError(f"explain sends nothing, but {what} needs a request first ({name}: "
@@ -184,7 +184,25 @@ def _pure(proto: Generator[Any, Any, Any], what: str, noted: list[str] | None = 
                        "commit or read of the entity has fetched it")
 
 
-def _prepared(staged: Sequence[Any], noted: list[str]) -> tuple[list[Any], list[str]]:
+def _reads_first(noted: Sequence[Any]) -> tuple[list[str], list[Request]]:
+    """The reads a commit makes before it plans (``noted`` steps): as said, and as the
+    requests they are, each priced for an item of at most 4 KB (a real commit sends them
+    too: they count)."""
+    said, sent = [], []
+    for step in noted:
+        request = step.request
+        said.append(f"{step.operation} {request.get('TableName', '')} "
+                     f"{request.get('Key', '')} (consistent): planned here "
+                     "as absent")
+        sent.append(Request(step.operation, str(request.get("TableName", "")),
+                            request.get("IndexName"), dict(request),
+                            read_units(READ_UNIT, bool(request.get("ConsistentRead"))),
+                            note="read first, before planning: priced for an item of at "
+                                 "most 4 KB"))
+    return said, sent
+
+
+def _prepared(staged: Sequence[Any], noted: list[Any]) -> tuple[list[Any], list[str]]:
     """The staged writes prepared (each read they ask for noted, none sent), and a note
     on each one that a delete by key cannot be without reading its item first."""
     prepared, unplanned = [], []
@@ -192,10 +210,10 @@ def _prepared(staged: Sequence[Any], noted: list[str]) -> tuple[list[Any], list[
         try:
             prepared.append(_pure(write._prepare(READS, False), "planning the commit", noted))
         except ItemNotFoundError as exc:  # (by key, read first: absent here)
-            unplanned.append(f"{exc.args[0]}: a delete by key reads the item first; absent, "
-                             "the commit fails so; stored, it deletes it and the rows its "
-                             "rules keep beside it (unique guards; with history=True its "
-                             "version rows): not priced here")
+            unplanned.append(f"{exc.args[0]}: a delete by key (or an update its rules plan "
+                             "on the stored item) reads the item first; absent, the commit "
+                             "fails so; stored, it writes it and the rows its rules keep "
+                             "beside it (unique guards; version rows): not priced here")
     return prepared, unplanned
 
 
@@ -216,18 +234,20 @@ def _commit(session: Any) -> Explanation:
     staged = session._stage.coalesced()
     if not staged:
         return Explanation("a session with nothing staged", notes=("nothing to send",))
-    noted: list[str] = []
+    noted: list[Any] = []
     prepared, unplanned = _prepared(staged, noted)
+    first, reads = _reads_first(noted)
     if not prepared:
-        return Explanation(f"a commit of {len(staged)} staged write(s)",
-                           reads_first=tuple(noted), notes=tuple(unplanned), exact=False)
-    plan, _ = _pure(keyed_plan_p(prepared), "planning the commit")
+        return Explanation(f"a commit of {len(staged)} staged write(s)", tuple(reads),
+                           reads_first=tuple(first), notes=tuple(unplanned), exact=False)
+    receipt = _receipt(staged, session._stage)
+    plan, _ = _pure(keyed_plan_p(prepared, receipt), "planning the commit")
     known = known_items(prepared)
     single = plan.single_item
     factor = 1 if single else 2
     rows = [row for at, (op, stamped) in enumerate(zip(plan.ops, plan.stamped, strict=True))
             for row in rows_of(op, stamped, factor, known, at)]
-    requests = _commit_requests(plan, rows)
+    requests = (*reads, *_commit_requests(plan, rows), *_read_back(staged, plan))
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
              "4 KB of the item it reads (as DynamoDB charges)"] if not single else []
     notes += unplanned
@@ -239,9 +259,26 @@ def _commit(session: Any) -> Explanation:
         notes.append("two or more of its actions cost the same units on the same table and "
                      "indexes: DynamoDB charges each (as priced here); DynamoDB Local counts "
                      "them once and reports less")
-    exact = all(r.exact for r in rows) and not unplanned and not repeated
+    exact = all(r.exact for r in rows) and not unplanned and not repeated and not reads
     what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
-    return Explanation(what, requests, tuple(rows), tuple(noted), tuple(notes), exact)
+    return Explanation(what, requests, tuple(rows), tuple(first), tuple(notes), exact)
+
+
+def _receipt(staged: Sequence[Any], stage: Any) -> Any:
+    """The receipts of a commit under the session's idempotency key (``None``: none)."""
+    from dynaorm.core.commit import _receipt as receipt
+
+    return receipt(list(staged), stage.idempotency_key, stage)
+
+
+def _read_back(staged: Sequence[Any], plan: Any) -> list[Request]:
+    """The reads after a transaction of the staged updates that asked for their result
+    (``returning()``) and were not planned on a read of the item."""
+    return [Request("GetItem", w._spec.table.name, None, _get_request(
+        w._spec.table, w.key, True), read_units(READ_UNIT, True),
+        note="read back after the commit (returning()): priced for an item of at most "
+             "4 KB") for w in staged if not plan.single_item and getattr(
+        w, "_returning", False) and getattr(w, "_planned", None) is None]
 
 
 def _repeated(rows: Sequence[Row]) -> bool:
@@ -393,6 +430,7 @@ def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] |
     notes = () if stored is not None else (
         "read units for an item of at most 4 KB: pass items=[obj] for the units of that",)
     rule = next((r for r in spec.uniques if set(fields) == set(r.fields)), None)
+    shown = {n: spec.rules.redact(n, v) for n, v in fields.items()}  # (never plaintext)
     requests = []
     if rule is not None and set(fields) != set(spec.lookup_fields):
         key = rule.row_key(spec.table, _pure(rule.guard_key_p(fields, spec.name, (entity,)),
@@ -401,11 +439,11 @@ def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] |
         requests.append(Request("GetItem", spec.table.name, None, _get_request(
             spec.table, key, consistent), read_units(item_size(guard), consistent),
             note="the unique guard, which names its owner"))
-        what = f"find {entity.__name__} {dict(fields)}"
+        what = f"find {entity.__name__} {shown}"
         key = {}
     else:
         key = spec.primary_key(fields)
-        what = f"get {entity.__name__} {dict(fields)}"
+        what = f"get {entity.__name__} {shown}"
     requests.append(Request("GetItem", spec.table.name, None, _get_request(
         spec.table, key, consistent) if key else {"TableName": spec.table.name,
                                                   "Key": "<the key the guard names>"},

@@ -15,6 +15,7 @@ from dynaorm._version import __version__
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.mcp.tools import (
+    Cursors,
     Embed,
     Tool,
     ToolError,
@@ -97,6 +98,7 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     from mcp.server import Server
 
     tools, fields = prepare(table, writes, scope, embed, tenant_header)
+    cursors = Cursors(table)
     listed = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
                          annotations=types.ToolAnnotations(read_only_hint=not t.writes,
                                                            destructive_hint=t.kind == "delete"))
@@ -109,7 +111,7 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
 
     def call(tool: Tool, args: dict[str, Any], tenant: dict[str, Any]) -> Any:
         session = Session(table, scope=tenant or None)
-        return run(tool, args, session, tenant, embed, tools)
+        return run(tool, args, session, tenant, embed, tools, cursors)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)

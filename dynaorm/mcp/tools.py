@@ -12,6 +12,7 @@ cursors, hits with their scores. :func:`run` is the one place a call is executed
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -22,13 +23,21 @@ from pydantic_core.core_schema import ErrorType
 from dynaorm.client.table import Table
 from dynaorm.core.explain import explain
 from dynaorm.core.scope import Scope
-from dynaorm.errors import DynaormError, ItemDecodeError, ScopeError
+from dynaorm.errors import (
+    ConcurrentModificationError,
+    ConditionFailedError,
+    DynaormError,
+    InvalidCursorError,
+    ItemDecodeError,
+    ScopeError,
+)
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
 from dynaorm.sync.session import Session
+from dynaorm.values.expressions import F
 
-__all__ = ["MAX_ARGUMENT_BYTES", "MAX_PAGE", "Embed", "Tool", "ToolError", "check_arguments",
-           "dump", "message_of", "run", "tools_of"]
+__all__ = ["MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool", "ToolError",
+           "check_arguments", "dump", "message_of", "run", "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
 MAX_ARGUMENT_BYTES = 512 * 1024
@@ -133,36 +142,44 @@ def _read_tool(p: AccessPattern, fields: Mapping[str, Any], defs: Mapping[str, A
     return None
 
 
+def _pinned(entity: type[Entity]) -> str | None:
+    """The field a versioned entity's rules keep (its version: the If-Match of its
+    update and delete tools, never in what a call sets); ``None`` for another entity,
+    whose field of any name is a field like the others."""
+    return next((name for name, _ in spec_of(entity).rules.pin(0)), None)
+
+
 def _write_tools(entity: type[Entity], fields: Mapping[str, Any], defs: Mapping[str, Any],
                  scoped: frozenset[str]) -> list[Tool]:
     """save, update and delete of ``entity`` (an entity the operator allows writes of)."""
     spec = spec_of(entity)
     low = entity.__name__.lower()
     keys = tuple(spec.lookup_fields)
-    versioned = "version" in entity.model_fields and bool(spec.rules.sort_keys.latest)
+    pinned = _pinned(entity)
     required = [n for n, i in entity.model_fields.items()
-                if i.is_required() and n not in scoped and n != "version"]
-    item = _object({n: s for n, s in fields.items() if n != "version"}, required, {})
+                if i.is_required() and n not in scoped and n != pinned]
+    item = _object({n: s for n, s in fields.items() if n != pinned}, required, {})
     key_props = {n: fields[n] for n in keys}
     key_required = [n for n in keys if n not in scoped]
     version = {"type": "integer", "minimum": 1,
                "description": "If-Match: the version read; refused if the stored one differs"}
-    matched = {"version": version} if versioned else {}
-    changes = _object({n: s for n, s in fields.items() if n not in keys and n != "version"},
+    matched = {"version": version} if pinned else {}
+    changes = _object({n: s for n, s in fields.items() if n not in keys and n != pinned},
                       [], {})
     return [
         Tool(f"save_{low}", f"Create a new {entity.__name__} (fails if it exists).",
              _object({"item": item, "idempotency_key": _IDEMPOTENCY}, ["item"], defs),
              entity, "save", None, keys, True),
         Tool(f"update_{low}", f"Change fields of an existing {entity.__name__}"
-             + (" (version: If-Match)." if versioned else "."),
+             + (" (version: If-Match)." if pinned else "."),
              _object({**key_props, "set": changes, **matched,
                       "idempotency_key": _IDEMPOTENCY}, [*key_required, "set"], defs),
-             entity, "update", None, keys, True),
+             entity, "update", None, keys, True, {"version": pinned}),
         Tool(f"delete_{low}", f"Delete a {entity.__name__}"
-             + (" (version: If-Match)." if versioned else "."),
+             + (" (version: If-Match)." if pinned else "."),
              _object({**key_props, **matched, "idempotency_key": _IDEMPOTENCY},
-                     key_required, defs), entity, "delete", None, keys, True),
+                     key_required, defs), entity, "delete", None, keys, True,
+             {"version": pinned}),
     ]
 
 
@@ -231,16 +248,6 @@ def _commit(session: Session, key: str | None) -> dict[str, Any]:
     return {"replayed": result.replayed}
 
 
-def _load(session: Session, tool: Tool, args: Mapping[str, Any]) -> Entity:
-    key = {n: args[n] for n in tool.keys if n in args}
-    obj = session.get(tool.entity, consistent=True, **key)
-    if obj is None:
-        raise DynaormError(f"{tool.entity.__name__} {key} does not exist")
-    if (expected := args.get("version")) is not None:
-        obj.version = expected  # type: ignore[attr-defined]  # (If-Match: the session's)
-    return obj
-
-
 def _scoped_args(args: dict[str, Any], scope: Mapping[str, Any], names: Sequence[str]
                  ) -> dict[str, Any]:
     """The call's arguments with the scope's fields filled in where the call omits them
@@ -253,13 +260,58 @@ def _page(read: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     return {"items": [dump(o) for o in page.items], "cursor": page.cursor}
 
 
+class Cursors:
+    """The cursors a server gives and takes: opaque to clients whatever the table's
+    configuration. With a cursor secret (``Table(cursor_secret=...)`` or
+    ``DYNAORM_CURSOR_SECRET``) a page's cursor is already sealed by it and passes as it
+    is (any server with the secret resumes it, after a restart too); without one, it is
+    sealed again (AES-SIV) under a key this server draws when it is made, so a client
+    can neither read nor forge one, and one from another server, or from before a
+    restart, is refused."""
+
+    def __init__(self, table: Table) -> None:
+        from dynaorm.read import cursor as cursors
+
+        self._key = None if cursors.secret_of(table) else os.urandom(64)
+
+    def give(self, cursor: str | None) -> str | None:
+        """The cursor a client is given for a page's ``cursor``."""
+        if cursor is None or self._key is None:
+            return cursor
+        from dynaorm.read.cursor import seal
+
+        return seal(cursor.encode(), self._key)
+
+    def take(self, cursor: str) -> str:
+        """The page cursor a client's ``cursor`` stands for, else :class:`ToolError`."""
+        if self._key is None:
+            return cursor
+        from dynaorm.read.cursor import open_sealed
+
+        try:
+            return open_sealed(cursor, self._key).decode()
+        except (InvalidCursorError, UnicodeDecodeError) as exc:
+            raise InvalidCursorError(
+                "cursor: not a cursor this server gave (altered, forged, from another "
+                "server, or from before it restarted: without a cursor secret a server's "
+                "cursors last as long as it runs); read the first page again without "
+                "one") from exc
+
+
 def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
-        embed: Embed | None, tools: Mapping[str, Tool]) -> Any:
+        embed: Embed | None, tools: Mapping[str, Tool], cursors: Cursors | None = None
+        ) -> Any:
     """Execute ``tool`` with ``args`` (checked against its schema) in ``session``: its
-    JSON result."""
+    JSON result (pages' cursors given and taken by ``cursors``, the server's)."""
     if tool.kind == "explain":
         return _explain(tools, args, session, scope)
-    return _plan(tool, args, session, scope, embed)(False)
+    if cursors is None or tool.kind not in ("query", "history"):
+        return _plan(tool, args, session, scope, embed)(False)
+    if args.get("cursor") is not None:
+        args = {**args, "cursor": cursors.take(args["cursor"])}
+    result = _plan(tool, args, session, scope, embed)(False)
+    result["cursor"] = cursors.give(result["cursor"])
+    return result
 
 
 def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
@@ -290,8 +342,6 @@ def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str
 
 def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], session: Session,
             embed: Embed | None) -> Callable[[bool], Any]:
-    from dynaorm.values.expressions import F
-
     if ("text" in args) == ("vector" in args):
         raise ToolError(f"{tool.name} takes one of vector" + (" or text" if embed else ""))
     vector = embed(args["text"]) if "text" in args and embed else args["vector"]
@@ -305,30 +355,52 @@ def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], sessio
 
 def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any]
            ) -> Callable[[bool], Any]:
+    """A save, update or delete staged as any caller stages it (``session.save(Entity(
+    **item))``, ``session.update(Entity, **key).set(**values)``, ``session.delete(Entity,
+    **key)``): the entity validates, converts and refuses the values, its rules plan the
+    rows, the commit reads what they need and keeps the idempotency key's receipt (a
+    retry is a replay). ``version`` is an If-Match, a condition on the stored version."""
     entity, key = tool.entity, args.get("idempotency_key")
+    keys = {n: args[n] for n in tool.keys if n in args}
+    pinned, expected = tool.extra.get("version"), args.get("version")
+    match = None if pinned is None or expected is None else F(pinned) == expected
+    staged: list[Any] = []
     if tool.kind == "save":
         obj = entity(**_scoped_args(dict(args["item"]), scope, list(entity.model_fields)))
+        staged.append(obj)
         stage: Callable[[], None] = lambda: session.save(obj)  # noqa: E731
+    elif tool.kind == "update":
+        def stage() -> None:
+            update = session.update(entity, **keys).set(**args["set"]).returning()
+            staged.append(update if match is None else update.where(match))
     else:
-        obj = _load(session, tool, args)
-        if tool.kind == "update":
-            changed = obj.model_copy()  # (a persisted copy: saved as an update)
-            for name, value in args["set"].items():
-                setattr(changed, name, value)
-            stage = lambda: session.save(changed)  # noqa: E731
-        else:
-            stage = lambda: session.delete(obj)  # noqa: E731
+        stage = lambda: session.delete(entity, condition=match, **keys)  # noqa: E731
 
     def write(explained: bool) -> Any:
         stage()
-        if explained:
+        if explained:  # (as the commit it would be: keyed, with its receipt)
+            session._stage.idempotency_key = key
             try:
                 return explain(session)
             finally:
                 session.rollback()
-        result = _commit(session, key)
-        if tool.kind != "delete":
-            result["item"] = dump(obj if tool.kind == "save" else changed)
+        try:
+            result = _commit(session, key)
+        except ConditionFailedError as exc:  # (the one condition given: the If-Match)
+            if match is None:
+                raise
+            stored = "no item at that version is stored" if exc.item is None else (
+                f"version {getattr(exc.item, str(pinned), '?')} is stored")
+            raise ConcurrentModificationError(
+                f"{entity.__name__} {keys}: expected version {expected} (an If-Match), but "
+                f"{stored}: nothing was written; read it again", entity=entity,
+                key=exc.key, item=exc.item) from exc
+        if tool.kind == "save":
+            result["item"] = dump(staged[0])
+        elif tool.kind == "update":  # (a replay: the item as stored now)
+            now = (session.get(entity, consistent=True, **keys) if result["replayed"]
+                   else staged[0].result)
+            result["item"] = None if now is None else dump(now)
         return result
     return write
 
@@ -427,13 +499,11 @@ def _accepts(tool: Tool, args: Mapping[str, Any]) -> bool:
     if found is None or found[0] is not tool:
         found = _QUICK[id(tool)] = (tool, _quick(tool.input_schema))
     return found[1] is not None and found[1](args)
-_SAID = ("type", "required", "enum", "maxItems", "minItems", "maximum", "minimum",
-         "maxLength")
 
 
 def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
-    """``args`` fit ``tool``'s input schema, else :class:`ToolError` naming where (never
-    quoting a value: it may be an encrypted field's plaintext)."""
+    """``args`` fit ``tool``'s input schema, else :class:`ToolError` naming each argument
+    refused and why (never quoting a value: it may be an encrypted field's plaintext)."""
     if len(json.dumps(args, default=str)) > MAX_ARGUMENT_BYTES:
         raise ToolError(f"{tool.name}: arguments over {MAX_ARGUMENT_BYTES} bytes")
     if _accepts(tool, args):
@@ -441,11 +511,75 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
     errors = sorted(_validator(tool).iter_errors(args),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        said = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: "
-                         f"fails {e.validator!r}"
-                         + (f" {e.validator_value!r}" if e.validator in _SAID else "")
-                         for e in errors[:5])
-        raise ToolError(f"{tool.name}: arguments do not fit its input schema: {said}")
+        said = "; ".join(_refusal(e) for e in errors[:5])
+        raise ToolError(f"{tool.name}: arguments refused: {said}")
+
+
+#: JSON Schema's bounds, as a refusal says them
+_BOUND_WORDS = {"maximum": "at most {}", "minimum": "at least {}",
+                "exclusiveMaximum": "below {}", "exclusiveMinimum": "above {}",
+                "maxLength": "at most {} characters", "minLength": "at least {} characters",
+                "maxItems": "at most {} items", "minItems": "at least {} items",
+                "maxProperties": "at most {} names", "minProperties": "at least {} names"}
+_JSON_TYPES = ((bool, "a boolean"), (int, "an integer"), (float, "a number"),
+               (str, "a string"), (list, "an array"), (dict, "an object"),
+               (type(None), "null"))
+
+
+def _json_type(value: Any) -> str:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "a value")
+
+
+def _types(schema: Any) -> str:
+    """What a schema (or each of its ``anyOf``/``oneOf`` choices) takes, by type."""
+    if not isinstance(schema, Mapping):
+        return "a value"
+    choices = schema.get("anyOf") or schema.get("oneOf")
+    if choices:
+        return " or ".join(dict.fromkeys(_types(c) for c in choices))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(map(str, kind))
+    return str(kind) if kind else ("a reference" if "$ref" in schema else "a value")
+
+
+def _named(e: Any, where: str) -> str | None:
+    """A refusal of an object's names (unknown or missing ones), naming each; ``None``:
+    not one."""
+    instance, rule = e.instance, e.validator
+    if not isinstance(instance, Mapping) or rule not in ("additionalProperties", "required"):
+        return None
+    if rule == "required":
+        missing = [n for n in e.validator_value if n not in instance]
+        names = ", ".join(repr(n if not where else f"{where}/{n}") for n in missing)
+        return f"missing required argument{'s' * (len(missing) > 1)} {names}"
+    known = set(e.schema.get("properties", {}))
+    extra = sorted(str(n)[:100] for n in instance if n not in known)
+    names = ", ".join(repr(n if not where else f"{where}/{n}") for n in extra)
+    return (f"unknown argument{'s' * (len(extra) > 1)} {names}: takes "
+            f"{', '.join(sorted(known)) or 'none'}")
+
+
+def _refusal(e: Any) -> str:
+    """One schema error as a refusal naming the argument (its path) and what was wrong,
+    by the schema's words alone: never the value given."""
+    where = "/".join(map(str, e.absolute_path))
+    named = _named(e, where)
+    if named is not None:
+        return named
+    at = f"argument {where!r}" if where else "the arguments"
+    rule, bound, got = e.validator, e.validator_value, _json_type(e.instance)
+    if rule == "type":
+        return f"{at} must be {' or '.join(bound) if isinstance(bound, list) else bound}, " \
+               f"not {got}"
+    if rule in _BOUND_WORDS:
+        return f"{at} must be {_BOUND_WORDS[rule].format(bound)}"
+    if rule == "enum":
+        shown = ", ".join(map(repr, bound[:20])) + (", ..." if len(bound) > 20 else "")
+        return f"{at} must be one of {shown}"
+    if rule in ("anyOf", "oneOf"):
+        return f"{at} must be {_types(e.schema)}, not {got} (or out of its bounds)"
+    return f"{at} does not fit its schema ({rule!r})"
 
 
 #: pydantic's own error types, whose messages never quote the value (a validator's

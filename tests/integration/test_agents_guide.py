@@ -54,7 +54,7 @@ def test_the_agent_store_recipe_runs(namespace: dict[str, Any],
     printed = capsys.readouterr().out
     assert "'version': 2" in printed and "'recalled': ['prefers the train']" in printed
     assert "'stale': \"ConcurrentModificationError: Conversation" in printed
-    assert "expected version 1 (obj.version, an If-Match)" in printed
+    assert "expected version 1 (an If-Match), but version 2 is stored" in printed
     from dynaorm import Session
 
     s = Session(namespace["agents"])

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import dynaorm.mcp
-from dynaorm import Session
+from dynaorm import Attempt, Hook, Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
@@ -122,8 +122,36 @@ def test_writes_go_through_a_session(tdb: TestBackend) -> None:
     assert Session(tenants).get(Customer, tenant_id="t1", customer_id="c9") is None
 
 
-def test_a_failed_if_match_is_a_concurrent_modification(
-        tdb: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+class _AfterRead(Hook):
+    """Runs ``write`` (a second writer) after the next consistent ``GetItem`` a commit
+    reads the item with, in the window before its transaction, ``left`` times."""
+
+    def __init__(self, write: Any) -> None:
+        self.write, self.left, self.busy = write, 1, False
+        tenants.db.add_hook(self)
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if (self.busy or not self.left or not isinstance(phase, Attempt)
+                or phase.operation != "GetItem" or not phase.request.get("ConsistentRead")):
+            return None
+        self.busy, self.left = True, self.left - 1
+        try:
+            self.write()
+        finally:
+            self.busy = False
+        return None
+
+
+def _their_write() -> None:
+    """A second writer: the stored memo m1 of t1 saved again (its next version)."""
+    with Session(tenants) as other:
+        theirs = other.get(Memo, tenant_id="t1", memo_id="m1")
+        assert theirs is not None
+        theirs.text = f"theirs-{theirs.version}"
+        other.save(theirs)
+
+
+def test_a_failed_if_match_is_a_concurrent_modification(tdb: TestBackend) -> None:
     """An update or delete whose version is not the stored one, or whose item a second
     writer changes between the tool's read and its commit, is a tool error naming
     ``ConcurrentModificationError`` (the typed error a session raises), and the table
@@ -141,21 +169,18 @@ def test_a_failed_if_match_is_a_concurrent_modification(
         assert said.startswith("ConcurrentModificationError: "), said
         assert "version" in said
     assert ok(gone)["item"]["version"] == 2  # (the stored version: it applies)
-    real = dynaorm.mcp.tools._load
-
-    def raced(session: Session, tool: Any, args: Any) -> Any:
-        obj = real(session, tool, args)  # (read at version 2) ... a second writer:
-        with Session(tenants) as other:
-            theirs = other.get(Memo, tenant_id="t1", memo_id="m1")
-            assert theirs is not None
-            theirs.text = f"theirs-{theirs.version}"
-            other.save(theirs)
-        return obj
-    monkeypatch.setattr(dynaorm.mcp.tools, "_load", raced)
-    lost_update, lost_delete = call(
-        srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "d"},
-                              "version": 2, "idempotency_key": "k-lost"}),
-        ("delete_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 3}))
+    writer = _AfterRead(_their_write)
+    try:
+        [lost_update] = call(srv, ("update_memo", {
+            "tenant_id": "t1", "memo_id": "m1", "set": {"text": "d"}, "version": 2,
+            "idempotency_key": "k-lost"}))
+        assert writer.left == 0
+        writer.left = 1
+        [lost_delete] = call(srv, ("delete_memo", {"tenant_id": "t1", "memo_id": "m1",
+                                                   "version": 3}))
+        assert writer.left == 0
+    finally:
+        tenants.db.remove_hook(writer)
     assert failed(lost_update).startswith("ConcurrentModificationError: ")
     assert failed(lost_delete).startswith("ConcurrentModificationError: ")
     stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1")
@@ -196,12 +221,15 @@ def test_a_hostile_client_gets_tool_errors(tdb: TestBackend) -> None:
         ("save_memo", {"item": {"tenant_id": "t1", "memo_id": "m2", "version": "x"}}),
         ("explain", {"tool": "get_nothing"}))
     said = [failed(r) for r in results]
-    assert "customer_id: fails 'type'" in said[0]
-    assert "'required'" in said[1] and "'additionalProperties'" in said[2]
+    assert "argument 'customer_id' must be string, not an integer" in said[0]
+    assert "missing required argument 'customer_id'" in said[1]
+    assert "unknown argument 'extra'" in said[2]
     assert "no tool 'drop_table'" in said[3] and "bytes" in said[4]
-    assert "'maximum'" in said[5] and "InvalidCursorError" in said[6]
+    assert "argument 'limit' must be at most 100" in said[5]
+    assert "InvalidCursorError: cursor: " in said[6]
     assert "KeyTemplateError" in said[7] and "does not exist" in said[8]
-    assert "'additionalProperties'" in said[9] and "'enum'" in said[10]
+    assert "unknown argument 'item/version'" in said[9]
+    assert "argument 'tool' must be one of " in said[10]
     assert Session(tenants).get(Memo, tenant_id="t1", memo_id="m1") is None
 
 
@@ -300,7 +328,7 @@ def test_explain_and_search_tools(tdb: TestBackend, request: pytest.FixtureReque
             ("search_clip_on_by_tenant", {"vector": [1, 0], "top": 1}))
         assert [h["item"]["clip_id"] for h in ok(by_text)["hits"]] == ["k1", "k2"]
         assert [h["item"]["clip_id"] for h in ok(by_vector)["hits"]] == ["k2"]
-        assert "'minItems'" in failed(wrong)
+        assert "argument 'vector' must be at least 4 items" in failed(wrong)
 
 
 def test_the_command_serves_over_stdio(db: TestBackend, request: pytest.FixtureRequest

@@ -43,7 +43,7 @@ def test_plain_calls_take_the_quick_check_and_the_rest_the_full_one() -> None:
     for wrong in ({"tenant_id": "t1"}, {"tenant_id": "t1", "customer_id": 5},
                   {"tenant_id": "t1", "customer_id": "c1", "x": 1}):
         assert not quick(wrong)
-        with pytest.raises(ToolError, match="fails"):
+        with pytest.raises(ToolError, match=r"argument 'customer_id'|argument 'x'"):
             check_arguments(get, wrong)
     search = _quick(TOOLS["search_clip_on_by_tenant"].input_schema)
     assert search is not None and search({"tenant_id": "t1", "vector": [1, 0, 0.5, 0]})

@@ -563,6 +563,22 @@ class Receipting:
         except RequestError as again:
             return (yield from self.settle(again, ops, read, step, True))
 
+    def replayed(self, read: Callable[[Any, PlainKey], Generator[Any, Any, Item | None]]
+                 ) -> Generator[Any, Any, Replay | None]:
+        """The :class:`Replay` of an earlier commit of the same writes under the key, by
+        the live receipts stored in the tables this commit writes (read consistently), for
+        a commit that cannot be planned (a delete whose item that commit deleted);
+        ``None``: no receipt. A receipt of other writes raises
+        :class:`~dynaorm.errors.IdempotencyMismatchError`."""
+        stored = []
+        for entity in self.entities:
+            table = entity.__dynaorm_spec__.table
+            live = self.live((yield from read(table, self.where(table))), table)
+            if live is not None:
+                stored.append((table, live))
+        found = self._verdict(stored) if stored else None
+        return found if isinstance(found, Replay) else None
+
     def _read_all(self, ops: Sequence[Op],
                   read: Callable[[Any, PlainKey], Generator[Any, Any, Item | None]]
                   ) -> Generator[Any, Any, list[tuple[Any, Item]]]:

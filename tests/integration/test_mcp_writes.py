@@ -1,0 +1,474 @@
+"""The MCP server's write tools as one path with any caller (issue 73), driven by the
+official SDK's own client on moto and DynamoDB Local: ``update_<entity>`` validates and
+converts through the entity as ``session.update().set()`` does (a property against a
+plain save, compared on the raw stored items), retries with an idempotency key replay as
+docs/guide/agents.md and exactly-once.md promise (a second writer acting in the window
+after the first write applied, before its answer), a field named ``version`` is a field,
+``explain`` counts the reads a write sends and never shows an encrypted value, refusals
+name the argument, and cursors are opaque without a secret. Reads and the hostile client:
+``test_mcp.py``; the red team's: ``test_mcp_redteam.py``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import Field, ValidationError, field_validator
+
+import dynaorm.mcp
+from dynaorm import (
+    DynaormError,
+    Encrypted,
+    Entity,
+    Session,
+    StaticKeyring,
+    Table,
+    Unique,
+    explain,
+)
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.conftest import wire_of
+from tests.support.mcp_client import call, text
+from tests.support.tenant_models import Memo, tenants
+
+pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
+
+kits = Table("mcp-kits", ttl="expires", keyring=StaticKeyring(b"k" * 32, mac_key=b"m" * 32))
+RUN = uuid.uuid4().hex[:8]  # (DynamoDB Local keeps request tokens across tables)
+
+
+class Kit(Entity):
+    """Values of every kind a JSON argument must be converted to, a validator, bounds,
+    a TTL, and a plain field named ``version`` (the entity is not versioned)."""
+
+    class Meta:
+        table = kits
+        pk = "KIT#{kit_id}"
+        sk = "KIT"
+
+    kit_id: str
+    price: Decimal = Decimal(0)
+    tags: set[str] = Field(default_factory=set)
+    blob: bytes = b""
+    expires: datetime | None = None
+    count: int = Field(default=0, ge=0, le=1000)
+    label: str = ""
+    sizes: list[int] = Field(default_factory=list)
+    version: int = 0
+
+    @field_validator("label")
+    @classmethod
+    def _no_x(cls, value: str) -> str:
+        if "x" in value:
+            raise ValueError("a label holds no x")
+        return value
+
+
+class Draft(Entity):
+    """An id left to its default factory."""
+
+    class Meta:
+        table = kits
+        pk = "OWNER#{owner}"
+        sk = "DRAFT#{draft_id}"
+
+    owner: str
+    draft_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    body: str = ""
+
+
+class Badge(Entity):
+    """An encrypted unique field."""
+
+    class Meta:
+        table = kits
+        pk = "BADGE#{badge_id}"
+        sk = "BADGE"
+        unique = (Unique("code"),)
+
+    badge_id: str
+    code: Encrypted[str]
+
+
+@pytest.fixture
+def kdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The kits and tenants tables, fresh."""
+    with use_tables(kits, tenants, endpoint_url=db.endpoint_url,
+                    name_suffix=worker_suffix(), wire=wire_of(request)) as tb:
+        yield tb
+
+
+def ok(result: Any) -> Any:
+    assert not result.is_error, text(result)
+    return result.structured_content
+
+
+def failed(result: Any) -> str:
+    assert result.is_error, text(result)
+    return text(result)
+
+
+def raw(table: Table, **key: str) -> dict[str, Any] | None:
+    """The item stored at ``key`` as the engine holds it (attribute types included)."""
+    found = table.db.send("GetItem", {"TableName": table.name, "ConsistentRead": True,
+                                      "Key": {k: {"S": v} for k, v in key.items()}})
+    item: dict[str, Any] | None = found.get("Item")
+    return item
+
+
+def values_of(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A raw item but its key and revision (what two writes of the same values share),
+    each number by its value: DynamoDB trims a number's zeroes, DynamoDB Local only on
+    PutItem (an UpdateItem's ``0.00`` stays so)."""
+    if item is None:
+        return None
+    return {k: _by_value(v) for k, v in item.items() if k not in ("pk", "sk", "_rev",
+                                                                 "kit_id")}
+
+
+def _by_value(av: dict[str, Any]) -> Any:
+    (tag, value), = av.items()
+    if tag == "N":
+        return {tag: Decimal(value)}
+    if tag == "NS":
+        return {tag: sorted(map(Decimal, value))}
+    if tag == "SS":
+        return {tag: sorted(value)}
+    if tag == "L":
+        return {tag: [_by_value(v) for v in value]}
+    if tag == "M":
+        return {tag: {k: _by_value(v) for k, v in value.items()}}
+    return av
+
+
+def kit_raw(kit_id: str) -> dict[str, Any] | None:
+    return raw(kits, pk=f"KIT#{kit_id}", sk="KIT")
+
+
+# -- 1. an update goes through the entity ------------------------------------------------
+def test_an_update_converts_json_values_by_the_entitys_own_types(kdb: TestBackend) -> None:
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    values = {"price": 12.5, "tags": ["b", "a"], "blob": "hi", "sizes": [3, 1],
+              "expires": "2031-02-03T04:05:06Z", "count": 7, "version": 4}
+    saved, updated, read = call(srv, ("save_kit", {"item": {"kit_id": "k1"}}),
+                                ("update_kit", {"kit_id": "k1", "set": values}),
+                                ("get_kit", {"kit_id": "k1"}))
+    ok(saved)
+    item = kit_raw("k1")
+    assert item is not None
+    assert item["price"] == {"N": "12.5"} and set(item["tags"]["SS"]) == {"a", "b"}
+    assert "B" in item["blob"] and item["sizes"] == {"L": [{"N": "3"}, {"N": "1"}]}
+    assert item["expires"] == {"N": str(int(datetime(2031, 2, 3, 4, 5, 6,
+                                                     tzinfo=UTC).timestamp()))}
+    assert item["version"] == {"N": "4"}  # (a field like another)
+    assert ok(updated)["item"] == ok(read)["item"]
+    with Session(kits) as s:  # the same values saved by a caller: the same item
+        s.save(Kit(kit_id="k2", **values))
+    assert values_of(kit_raw("k2")) == values_of(item)
+
+
+@pytest.mark.parametrize("changes", [
+    {"label": "box"},  # its validator refuses it
+    {"expires": "not a time"},  # the type refuses it (JSON Schema's format is a hint)
+    {"price": "twelve"},
+    {"tags": ["a", 5]},
+])
+def test_an_update_refuses_what_the_entity_refuses_and_writes_nothing(
+        kdb: TestBackend, changes: dict[str, Any]) -> None:
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    saved, refused, read = call(srv, ("save_kit", {"item": {"kit_id": "k1", "label": "ok"}}),
+                                ("update_kit", {"kit_id": "k1", "set": changes}),
+                                ("get_kit", {"kit_id": "k1"}))
+    before = ok(saved)["item"]
+    said = failed(refused)
+    assert next(iter(changes)) in said and "Traceback" not in said
+    assert ok(read)["item"] == before  # nothing written; the item still reads
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6)
+                    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+                    | st.text(max_size=6),
+                    lambda inner: st.lists(inner, max_size=3), max_leaves=4)
+FIELD_VALUES = {
+    "price": st.one_of(st.integers(-999, 999), st.decimals(-999, 999, places=2).map(str),
+                       st.floats(-999, 999, width=32), JSON),
+    "tags": st.one_of(st.lists(st.text(min_size=1, max_size=4), max_size=3), JSON),
+    "blob": st.one_of(st.text(max_size=6), JSON),
+    "expires": st.one_of(st.none(), st.datetimes(
+        min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1),
+        timezones=st.just(UTC)).map(datetime.isoformat), JSON),
+    "count": st.one_of(st.integers(-5, 1200), JSON),
+    "label": st.one_of(st.sampled_from(["", "ok", "box", "yes"]), JSON),
+    "sizes": st.one_of(st.lists(st.integers(-9, 9), max_size=3), JSON),
+    "version": st.one_of(st.integers(-3, 3), JSON),
+}
+
+
+def _saved_by_a_caller(kit_id: str, values: dict[str, Any]) -> tuple[bool, Any]:
+    """A caller's save of ``values`` (as JSON gives them): stored, or refused."""
+    try:
+        with Session(kits) as s:
+            s.save(Kit(kit_id=kit_id, **values))
+    except (ValidationError, DynaormError):
+        return False, None
+    return True, values_of(kit_raw(kit_id))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.fixed_dictionaries({}, optional=FIELD_VALUES))
+def test_the_write_tools_store_what_a_save_stores_and_refuse_what_it_refuses(
+        kdb: TestBackend, values: dict[str, Any]) -> None:
+    """Any values the MCP save or update tool accepts are stored exactly as a save stores
+    them (the raw items compared), and any values a save refuses, both refuse and write
+    nothing."""
+    n = uuid.uuid4().hex[:10]
+    stored, expected = _saved_by_a_caller(f"ref-{n}", values)
+    with Session(kits) as s:
+        s.save(Kit(kit_id=f"upd-{n}"))
+    base = values_of(kit_raw(f"upd-{n}"))
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    saved, updated = call(srv, ("save_kit", {"item": {"kit_id": f"new-{n}", **values}}),
+                          ("update_kit", {"kit_id": f"upd-{n}", "set": values}))
+    if not stored:
+        assert saved.is_error and updated.is_error, values
+        assert kit_raw(f"new-{n}") is None and values_of(kit_raw(f"upd-{n}")) == base
+        return
+    if not saved.is_error:
+        assert values_of(kit_raw(f"new-{n}")) == expected, values
+    else:
+        assert kit_raw(f"new-{n}") is None
+    if not updated.is_error:
+        assert values_of(kit_raw(f"upd-{n}")) == expected, values
+    else:
+        assert values_of(kit_raw(f"upd-{n}")) == base
+
+
+# -- 2. replays --------------------------------------------------------------------------
+def _their_memo(text: str) -> Callable[[], None]:
+    """A second writer that saves memo m1 of t1 with ``text`` (a new one if it is gone)."""
+    def write() -> None:
+        with Session(tenants) as other:
+            theirs = other.get(Memo, tenant_id="t1", memo_id="m1", consistent=True)
+            theirs = theirs or Memo(tenant_id="t1", memo_id="m1")
+            theirs.text = text
+            other.save(theirs)
+    return write
+
+
+def _first_answer_lost(srv: Any, tool: str, args: dict[str, Any],
+                       writer: Callable[[], None] | None) -> Any:
+    """``tool`` called once, its transaction's answer lost after it applied with
+    ``writer`` (a second writer) acting in the window: the call's result."""
+    with inject_faults(tenants) as faults:
+        faults.lose_answer("TransactWriteItems", after=writer)
+        [first] = call(srv, (tool, args))
+    assert faults.sent["TransactWriteItems"] >= 1
+    return first
+
+
+@pytest.mark.parametrize("second_writer", [False, True])
+def test_a_retried_delete_replays(kdb: TestBackend, second_writer: bool) -> None:
+    with Session(tenants) as s:
+        s.save(Memo(tenant_id="t1", memo_id="m1", text="a"))
+    srv = dynaorm.mcp.server(tenants, writes=["Memo"])
+    args = {"tenant_id": "t1", "memo_id": "m1", "version": 1,
+            "idempotency_key": f"del-{second_writer}-{RUN}"}
+    first = _first_answer_lost(srv, "delete_memo", args,
+                               _their_memo("theirs") if second_writer else None)
+    assert ok(first) == {"replayed": False}
+    [again] = call(srv, ("delete_memo", args))
+    assert ok(again) == {"replayed": True}
+    stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1", consistent=True)
+    if second_writer:  # (theirs, after the delete: kept, not deleted by the retry)
+        assert stored is not None and stored.text == "theirs"
+    else:
+        assert stored is None
+
+
+@pytest.mark.parametrize("second_writer", [False, True])
+def test_a_retried_update_with_a_version_replays(kdb: TestBackend,
+                                                 second_writer: bool) -> None:
+    with Session(tenants) as s:
+        s.save(Memo(tenant_id="t1", memo_id="m1", text="a"))
+    srv = dynaorm.mcp.server(tenants, writes=["Memo"])
+    args = {"tenant_id": "t1", "memo_id": "m1", "version": 1, "set": {"text": "b"},
+            "idempotency_key": f"upd-{second_writer}-{RUN}"}
+    first = _first_answer_lost(srv, "update_memo", args,
+                               _their_memo("theirs") if second_writer else None)
+    assert ok(first)["replayed"] is False and ok(first)["item"]["version"] == 2
+    [again] = call(srv, ("update_memo", args))
+    assert ok(again)["replayed"] is True
+    stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1", consistent=True)
+    assert stored is not None
+    assert ok(again)["item"] == dynaorm.mcp.tools.dump(stored)  # (as stored now)
+    assert (stored.version, stored.text) == ((3, "theirs") if second_writer else (2, "b"))
+
+
+@pytest.mark.parametrize("second_writer", [False, True])
+def test_a_retried_save_with_its_id_left_to_its_default_replays(
+        kdb: TestBackend, second_writer: bool) -> None:
+    srv = dynaorm.mcp.server(kits, writes=["Draft"])
+    args = {"item": {"owner": "o1", "body": "mine"},
+            "idempotency_key": f"save-{second_writer}-{RUN}"}
+
+    def theirs() -> None:
+        with Session(kits) as other:
+            for draft in other.query(Draft, owner="o1").all():
+                draft.body = "theirs"
+                other.save(draft)
+
+    with inject_faults(kits) as faults:
+        faults.lose_answer("TransactWriteItems", after=theirs if second_writer else None)
+        [first] = call(srv, ("save_draft", args))
+    [again] = call(srv, ("save_draft", args))
+    assert ok(first)["replayed"] is False and ok(again)["replayed"] is True
+    assert ok(again)["item"]["draft_id"] == ok(first)["item"]["draft_id"]
+    stored = Session(kits).query(Draft, owner="o1").all()
+    assert [(d.draft_id, d.body) for d in stored] == [
+        (ok(first)["item"]["draft_id"], "theirs" if second_writer else "mine")]
+
+
+# -- 3. a field named version ------------------------------------------------------------
+def test_a_field_named_version_is_in_the_write_schemas(kdb: TestBackend) -> None:
+    tools = dynaorm.mcp.tools_of(kits, writes=["Kit"])
+    assert "version" in tools["save_kit"].input_schema["properties"]["item"]["properties"]
+    assert "version" in tools["update_kit"].input_schema["properties"]["set"]["properties"]
+    assert "version" not in tools["update_kit"].input_schema["properties"]  # (no If-Match)
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    saved, updated = call(srv, ("save_kit", {"item": {"kit_id": "k1", "version": 3}}),
+                          ("update_kit", {"kit_id": "k1", "set": {"version": 9}}))
+    assert ok(saved)["item"]["version"] == 3 and ok(updated)["item"]["version"] == 9
+    memo = dynaorm.mcp.tools_of(tenants, writes=["Memo"])  # (versioned: the If-Match)
+    assert memo["update_memo"].input_schema["properties"]["version"]["type"] == "integer"
+    assert "version" not in memo["update_memo"].input_schema["properties"]["set"][
+        "properties"]
+
+
+# -- 4. explain --------------------------------------------------------------------------
+def test_explain_of_an_update_or_delete_counts_the_read_it_sends(kdb: TestBackend) -> None:
+    with Session(tenants) as s:
+        s.save(Memo(tenant_id="t1", memo_id="m1", text="a"))
+    srv = dynaorm.mcp.server(tenants, writes=["Memo"])
+    sent: list[str] = []
+    tenants.on_request(lambda event: sent.append(event.operation))
+    update, delete = call(
+        srv, ("explain", {"tool": "update_memo", "arguments": {
+            "tenant_id": "t1", "memo_id": "m1", "version": 1, "set": {"text": "b"}}}),
+        ("explain", {"tool": "delete_memo", "arguments": {
+            "tenant_id": "t1", "memo_id": "m1", "version": 1}}))
+    assert sent == []  # (explain sends nothing)
+    for said in (ok(update)["explanation"], ok(delete)["explanation"]):
+        assert "reads first: GetItem" in said
+        rows = [line.split() for line in said.splitlines()]
+        assert ["GetItem", tenants.name, "-", "1", "0"] in [r[:5] for r in rows]
+        assert "total: 1 read units" in said
+    [real] = call(srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 1,
+                                        "set": {"text": "b"}}))
+    ok(real)
+    assert sent.count("GetItem") == 1  # (what explain counted)
+
+
+def test_explain_of_a_keyed_update_is_the_transaction_it_sends(kdb: TestBackend) -> None:
+    """With an idempotency key, an update is a transaction with its receipt, and its item
+    is read back after it: explain says so and counts the read."""
+    with Session(kits) as s:
+        s.save(Kit(kit_id="k1"))
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    sent: list[str] = []
+    kits.on_request(lambda event: sent.append(event.operation))
+    args = {"kit_id": "k1", "set": {"count": 2}, "idempotency_key": f"x-{RUN}"}
+    [explained] = call(srv, ("explain", {"tool": "update_kit", "arguments": args}))
+    said = ok(explained)["explanation"]
+    assert sent == []
+    assert "TransactWriteItems" in said and " receipt " in said
+    assert "read back after the commit" in said and "total: 1 read units" in said
+    [real] = call(srv, ("update_kit", args))
+    assert ok(real)["item"]["count"] == 2
+    assert sorted(sent) == ["GetItem", "TransactWriteItems"]
+
+
+def test_explain_of_a_find_by_an_encrypted_unique_field_shows_no_plaintext(
+        kdb: TestBackend) -> None:
+    secret = "CODE-SECRET-7"
+    with Session(kits) as s:
+        s.save(Badge(badge_id="b1", code=secret))
+    srv = dynaorm.mcp.server(kits)
+    [found] = call(srv, ("explain", {"tool": "find_badge_by_code",
+                                     "arguments": {"code": secret}}))
+    assert "GetItem" in ok(found)["explanation"] and secret not in text(found)
+    assert secret not in str(explain(Badge, code=secret))
+    assert "<encrypted>" in str(explain(Badge, code=secret))
+
+
+# -- 5. refusals name the argument -------------------------------------------------------
+def test_a_refused_argument_is_named(kdb: TestBackend) -> None:
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    results = call(
+        srv, ("get_kit", {"kit_id": "k1", "secret_extra": "4111"}),
+        ("save_kit", {"item": {"kit_id": "k1", "nope": 1}}),
+        ("update_kit", {"kit_id": "k1", "set": {"count": 5000}}),
+        ("update_kit", {"kit_id": "k1", "set": {"count": "many"}}),
+        ("update_kit", {"kit_id": "k1"}),
+        ("save_kit", {"item": {"kit_id": "k1", "expires": 5}}),
+        ("update_kit", {"kit_id": "k1", "set": {"label": "box"}}))
+    said = [failed(r) for r in results]
+    assert "unknown argument 'secret_extra'" in said[0] and "4111" not in said[0]
+    assert "unknown argument 'item/nope'" in said[1]
+    assert "argument 'set/count' must be at most 1000" in said[2]
+    assert "argument 'set/count' must be integer, not a string" in said[3]
+    assert "missing required argument 'set'" in said[4]
+    assert "argument 'item/expires' must be string or null, not an integer" in said[5]
+    assert "label" in said[6] and "box" not in said[6]
+    for message in said:
+        assert "fails '" not in message
+
+
+# -- 6. cursors --------------------------------------------------------------------------
+def _unreadable(cursor: str) -> bool:
+    """Whether no part of ``cursor`` is base64 of readable JSON."""
+    for part in cursor.split("."):
+        try:
+            json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except (ValueError, binascii.Error):
+            continue
+        return False
+    return True
+
+
+def test_cursors_are_opaque_without_a_secret(kdb: TestBackend,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DYNAORM_CURSOR_SECRET", raising=False)
+    with Session(kits) as s:
+        for n in range(3):
+            s.save(Draft(owner="o1", draft_id=f"d{n}"))
+    srv, other = dynaorm.mcp.server(kits), dynaorm.mcp.server(kits)
+    [first] = call(srv, ("query_draft", {"owner": "o1", "limit": 2}))
+    cursor = ok(first)["cursor"]
+    assert _unreadable(cursor) and "DRAFT#" not in cursor
+    forged = cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB")
+    rest, elsewhere, edited = call(srv, ("query_draft", {"owner": "o1", "cursor": cursor})
+                                   ) + call(other, ("query_draft", {"owner": "o1",
+                                                                    "cursor": cursor})
+                                            ) + call(srv, ("query_draft", {
+                                                "owner": "o1", "cursor": forged}))
+    assert [d["draft_id"] for d in ok(rest)["items"]] == ["d2"]
+    for refused in (elsewhere, edited):
+        said = failed(refused)
+        assert said.startswith("InvalidCursorError: cursor: not a cursor this server gave")
+    # with a secret, any server with it resumes the cursor (it is sealed by the secret)
+    monkeypatch.setenv("DYNAORM_CURSOR_SECRET", "shared")
+    one, two = dynaorm.mcp.server(kits), dynaorm.mcp.server(kits)
+    [page] = call(one, ("query_draft", {"owner": "o1", "limit": 2}))
+    assert _unreadable(ok(page)["cursor"])
+    [resumed] = call(two, ("query_draft", {"owner": "o1", "cursor": ok(page)["cursor"]}))
+    assert [d["draft_id"] for d in ok(resumed)["items"]] == ["d2"]
