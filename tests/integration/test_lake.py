@@ -23,7 +23,7 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 pytest.importorskip("duckdb", reason="the dev group's duckdb reads the tables back")
 
 from dynaorm import Entity, Session, Table
-from dynaorm import lake as lake_module
+from dynaorm.tools import lake as lake_module
 from dynaorm.errors import DynaormError
 from dynaorm.jobs import ExportError, export, run_local
 from dynaorm.lake import LakeError
