@@ -189,6 +189,5 @@ def iceberg_require_snapshot(tx: Any) -> None:
     never be written over a snapshot committed since it was checked."""
     from pyiceberg.table.update import AssertRefSnapshotId
 
-    main = tx.table_metadata.refs.get("main")
-    tx._apply((), (AssertRefSnapshotId(snapshot_id=main.snapshot_id if main else None,
+    tx._apply((), (AssertRefSnapshotId(snapshot_id=tx.table_metadata.current_snapshot_id,
                                        ref="main"),))
