@@ -20,8 +20,14 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 
 from dynaorm import Entity, LakeError, Session, Table
 from dynaorm.jobs import export, run_local
-from dynaorm.testing import TestBackend, full_export, incremental_export, moto_backend
-from dynaorm.testing import use_tables, worker_suffix
+from dynaorm.testing import (
+    TestBackend,
+    full_export,
+    incremental_export,
+    moto_backend,
+    use_tables,
+    worker_suffix,
+)
 from dynaorm.tools import lake as lake_module
 from dynaorm.tools.export import _s3
 from tests.support import export_setup
