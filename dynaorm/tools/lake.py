@@ -370,7 +370,7 @@ def _evolve(tx: Any, name: str, held: Any, model: Any) -> None:
     in the table, a removed field's column is made optional (old rows keep their
     values); :class:`LakeError` for a change Iceberg cannot follow."""
     _check_types(name, held, model)
-    gone = [f.name for f in held.fields if f.required and f.name not in model.names]
+    gone = _gone(held.fields, {f.name: f.type for f in model}, ())
     from pyiceberg.exceptions import ValidationError
 
     try:  # (no change: no new schema)
@@ -381,6 +381,22 @@ def _evolve(tx: Any, name: str, held: Any, model: Any) -> None:
     except (ValidationError, ValueError) as exc:  # (what the checks above do not foresee)
         raise LakeError(f"{name}: the model's schema cannot be Iceberg schema evolution of "
                         f"the table's ({exc}); nothing was committed") from exc
+
+
+def _gone(held: Any, model: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
+    """The required columns of Iceberg fields ``held`` (at any depth) the model's fields
+    (``model``: their ``pyarrow`` types by name) have no more."""
+    import pyarrow as pa
+
+    out = []
+    for f in held:
+        kind = model.get(f.name)
+        if kind is None and f.required:
+            out.append(".".join((*path, f.name)))
+        elif kind is not None and pa.types.is_struct(kind) and f.field_type.is_struct:
+            out += _gone(f.field_type.fields, {g.name: g.type for g in kind},
+                         (*path, f.name))
+    return out
 
 
 def _loosen(model: Any, lake: Any) -> Any:

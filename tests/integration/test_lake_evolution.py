@@ -8,13 +8,14 @@ the command. The exports are DynamoDB's, made in moto's S3 by ``dynaorm.testing`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 
@@ -38,6 +39,16 @@ aws, tb = export_setup.aws, export_setup.tb
 Money = Annotated[Decimal, Field(max_digits=10, decimal_places=2)]
 Wider = Annotated[Decimal, Field(max_digits=18, decimal_places=2)]
 evolving = Table("dynaorm-lake-versions")
+
+
+class Addr1(BaseModel):
+    city: str
+    zip: str
+
+
+class Addr2(BaseModel):  # (zip removed, street added)
+    city: str
+    street: str = "-"
 
 
 @pytest.fixture
@@ -67,17 +78,19 @@ def _state(catalog: Any) -> tuple[Any, ...]:
 
 
 def _columns(catalog: Any) -> dict[str, str]:
-    return {f.name: f"{'required' if f.required else 'optional'} {f.field_type}"
+    """Each column of ``app.evo``: required or optional, its type (without field ids)."""
+    return {f.name: re.sub(r"\d+: ", "", f"{'required' if f.required else 'optional'} "
+                                        f"{f.field_type}")
             for f in catalog.load_table("app.evo").schema().fields}
 
 
 def test_model_versions_become_schema_evolution_or_lake_error(
         backend: str | None, aws: None, tmp_path: Path, catalog: Any) -> None:
-    """v1 -> v2 (``n`` made optional, ``old`` removed, ``amount``'s precision up, ``note``
-    added with a default) is evolution in the export's commit; v3 (``n`` an int become a
-    Decimal) is ``LakeError`` naming the table, the column and the change, the lake as it
-    was, every later try too; v2 again applies, and so does v3 once the lake's column is
-    deleted (the user's fix)."""
+    """v1 -> v2 (``n`` made optional, ``old`` and ``addr.zip`` removed, ``amount``'s
+    precision up, ``note`` and ``addr.street`` added with a default) is evolution in the
+    export's commit; v3 (``n`` an int become a Decimal) is ``LakeError`` naming the
+    table, the column and the change, the lake as it was, every later try too; v2 again
+    applies, and so does v3 once the lake's column is deleted (the user's fix)."""
     from moto import mock_aws
 
     with mock_aws(), moto_backend(), use_tables(evolving, endpoint_url=backend,
@@ -87,27 +100,37 @@ def test_model_versions_become_schema_evolution_or_lake_error(
         def export_with(cls: type[Entity]) -> Any:
             return run_local(export(evolving, tmp_path / str(next(runs)), format="iceberg",
                                     catalog=catalog, namespace="app", entities=[cls]))
-        v1 = version(n=int, old=str, amount=Money)
-        Session(evolving).save_many([v1(id="a", n=1, old="x", amount=Decimal("1.50")),
-                                     v1(id="b", n=2, old="y", amount=Decimal("2.25"))])
+        v1 = version(n=int, old=str, amount=Money, addr=Addr1)
+        home = Addr1(city="Oslo", zip="0150")
+        Session(evolving).save_many([v1(id="a", n=1, old="x", amount=Decimal("1.50"), addr=home),
+                                     v1(id="b", n=2, old="y", amount=Decimal("2.25"), addr=home)])
         export_with(v1)
         assert _columns(catalog) == {"id": "required string", "n": "required long",
                                      "old": "required string",
-                                     "amount": "required decimal(10, 2)"}
-        v2 = version(n=int | None, amount=Wider, note=(str, "-"))
+                                     "amount": "required decimal(10, 2)",
+                                     "addr": "required struct<city: required string, "
+                                             "zip: required string>"}
+        v2 = version(n=int | None, amount=Wider, note=(str, "-"), addr=Addr2)
         s = Session(evolving)
-        s.save(v2(id="c", n=None, amount=Decimal("123456789012.50"), note="new"))
+        s.save(v2(id="c", n=None, amount=Decimal("123456789012.50"), note="new",
+                  addr=Addr2(city="Rome", street="Via")))
         s.commit()
         assert export_with(v2).tables == {"app.evo": 3}
         assert _columns(catalog) == {"id": "required string", "n": "optional long",
                                      "old": "optional string",
                                      "amount": "required decimal(18, 2)",
+                                     "addr": "required struct<city: required string, "
+                                             "zip: optional string, "
+                                             "street: optional string>",
                                      "note": "optional string"}
-        assert [(r["id"], r["n"], r["old"], r["amount"], r["note"]) for r in _state(catalog)[3]
-                ] == [("a", 1, None, Decimal("1.50"), "-"), ("b", 2, None, Decimal("2.25"), "-"),
-                      ("c", None, None, Decimal("123456789012.50"), "new")]
+        assert [(r["id"], r["n"], r["old"], r["amount"], r["note"], r["addr"])
+                for r in _state(catalog)[3]] == [
+            ("a", 1, None, Decimal("1.50"), "-", {"city": "Oslo", "zip": None, "street": "-"}),
+            ("b", 2, None, Decimal("2.25"), "-", {"city": "Oslo", "zip": None, "street": "-"}),
+            ("c", None, None, Decimal("123456789012.50"), "new",
+             {"city": "Rome", "zip": None, "street": "Via"})]
         held = _state(catalog)
-        v3 = version(n=Money | None, amount=Wider, note=(str, "-"))
+        v3 = version(n=Money | None, amount=Wider, note=(str, "-"), addr=Addr2)
         for _ in range(2):  # (refused each time, the lake untouched)
             with pytest.raises(LakeError) as refused:
                 export_with(v3)
@@ -115,14 +138,17 @@ def test_model_versions_become_schema_evolution_or_lake_error(
         message = str(refused.value)
         assert message.startswith("app.evo: column 'n' is long in the lake and decimal")
         assert "cannot make that change" in message and "nothing was committed" in message
-        v4 = version(n=int | None, amount=Money, note=(str, "-"))  # (a precision down)
+        v4 = version(n=int | None, amount=Money, note=(str, "-"),  # (a precision down)
+                     addr=Addr2)
         with pytest.raises(LakeError, match=r"column 'amount' is decimal\(18, 2\) in the lake"):
             export_with(v4)
         assert _state(catalog) == held
-        v2 = version(n=int | None, amount=Wider, note=(str, "-"))  # (the model mended)
+        v2 = version(n=int | None, amount=Wider, note=(str, "-"),  # (the model mended)
+                     addr=Addr2)
         assert export_with(v2).tables == {"app.evo": 3}
         catalog.load_table("app.evo").update_schema().delete_column("n").commit()
-        v3 = version(n=Money | None, amount=Wider, note=(str, "-"))  # (the lake mended)
+        v3 = version(n=Money | None, amount=Wider, note=(str, "-"),  # (the lake mended)
+                     addr=Addr2)
         assert export_with(v3).tables == {"app.evo": 3}
         assert _columns(catalog)["n"].startswith("optional decimal(")
 
