@@ -4,7 +4,8 @@ in the export's commit; one it cannot (a type changed) is ``LakeError`` naming t
 the column and the change, and leaves the lake as it was, so the next export after the fix
 applies. Full exports are ordered by their as-of time: an older one never replaces newer
 rows, even committing inside a newer one's window. No pyiceberg warning reaches a user of
-the command. The exports are DynamoDB's, made in moto's S3 by ``dynaorm.testing``."""
+the command. The exports are DynamoDB's, made in moto's S3 by ``dynaorm.testing``; a property
+applies four full exports in every order."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
@@ -276,3 +279,40 @@ def test_the_command_prints_no_dependency_warning(
                                | ImportWarning | ResourceWarning)]
     assert shown == []
     assert "Warning" not in capfd.readouterr().err
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(order=st.permutations(range(4)))
+def test_full_exports_in_any_order_leave_the_newest_rows(
+        tb: TestBackend, tmp_path_factory: pytest.TempPathFactory, order: list[int]) -> None:
+    """Four full exports (export ``i`` as of ``0i:00``, with profiles ``q0``..``qi``)
+    applied in any order: each is refused exactly when a newer one is applied already,
+    and the table ends with the newest export's rows."""
+    s3 = _s3()
+    if not made or made[0] is not tb:  # (the table's states, once a test: a profile more each)
+        made[:] = [tb]
+        for i in range(4):
+            s = Session(exports)
+            s.save(Profile(id=f"q{i}", email=f"q{i}@x.io"))
+            s.commit()
+            made.append(full_export(s3, "exports", f"order{i}", tb.scan_raw(),
+                                    time=f"2026-01-01T0{i}:00:00Z", arn=f"arn:order{i}"))
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    where = tmp_path_factory.mktemp("order")
+    (where / "warehouse").mkdir()
+    lake = SqlCatalog("order", uri=f"sqlite:///{where}/catalog.db",
+                      warehouse=f"file://{where}/warehouse")
+    newest = -1
+    for i in order:
+        if i < newest:
+            with pytest.raises(LakeError, match="before the table's rows"):
+                run_local(_lake(where, lake, made[i + 1], f"{i}"))
+        else:
+            run_local(_lake(where, lake, made[i + 1], f"{i}"))
+            newest = i
+        assert _ids(lake) == [f"q{n}" for n in range(newest + 1)]
+
+
+made: list[Any] = []  # (the test's backend, then its four exports' URLs)
