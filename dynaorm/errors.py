@@ -23,6 +23,7 @@ __all__ = [
     "ItemTooLargeError",
     "KeyTemplateError",
     "KeyringError",
+    "LakeError",
     "ModelFileError",
     "MultipleResultsError",
     "OutcomeUnknownError",
@@ -431,3 +432,13 @@ class SettingsError(DynaormError, ValueError):
     ``max_on_demand=``, ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``,
     ``tags=``), refused when the ``Table`` or ``GSI`` is declared, before anything is
     sent."""
+
+
+class LakeError(DynaormError):
+    """An export cannot be committed to the analytics lake (``jobs.export(...,
+    format="iceberg")``): a model change Iceberg's schema evolution cannot follow (the
+    message names the table, the column and the change), an export older than what the
+    table holds (a change set out of order, or a full export older than the table's rows),
+    a change set starting after the table's rows, a catalog that cannot be loaded, or a
+    commit that lost the race too often. Raised before the table's commit: the lake is left
+    as it was, and the next export (once the cause is mended) applies."""

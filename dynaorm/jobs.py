@@ -3,13 +3,10 @@ and ``reencrypt`` and ``export`` as :class:`Job` objects, and :func:`run_local` 
 jobs guide </guide/jobs>`, :doc:`the exports guide </guide/exports>` and :doc:`the lake
 guide </guide/lake>`)."""
 
-from dynaorm.lake import exporting
-from dynaorm.tools.export import ExportError, ExportReport, export
+from dynaorm.tools.export import ExportError, ExportReport
 from dynaorm.tools.jobs import MARK, BackfillReport, Job, Task, backfill, check, migrate, run_local
+from dynaorm.tools.lake import export
 from dynaorm.tools.reencrypt import ReencryptReport, reencrypt
 
 __all__ = ["MARK", "BackfillReport", "ExportError", "ExportReport", "Job", "ReencryptReport",
            "Task", "backfill", "check", "export", "migrate", "reencrypt", "run_local"]
-
-#: ``dynaorm.tools.export.export``, whose ``format="iceberg"`` jobs commit to the lake
-export = exporting(export)

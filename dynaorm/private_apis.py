@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested",
-           "moto_sizes_unchecked", "unobserved"]
+           "config_options", "iceberg_require_snapshot", "moto_active", "moto_dynamodb_route",
+           "moto_nested", "moto_sizes_unchecked", "unobserved"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -177,3 +177,17 @@ def unobserved() -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+def iceberg_require_snapshot(tx: Any) -> None:
+    """Make pyiceberg transaction ``tx`` commit only onto the table's snapshot it was
+    planned on (``main`` as it was, or still absent), as its snapshot producers require.
+
+    pyiceberg: ``Transaction._apply(updates, requirements)``. A transaction that only
+    sets properties (an export with no rows onto an empty table) has no producer, and no
+    public call adds a requirement; the lake's order of exports (``dynaorm.as-of``) must
+    never be written over a snapshot committed since it was checked."""
+    from pyiceberg.table.update import AssertRefSnapshotId
+
+    tx._apply((), (AssertRefSnapshotId(snapshot_id=tx.table_metadata.current_snapshot_id,
+                                       ref="main"),))

@@ -53,6 +53,7 @@ from dynaorm.sync.session import Session
 from dynaorm.testing.emulator import _WRITES as SIZED
 from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
+from dynaorm.testing.exports import full_export, incremental_export
 from dynaorm.testing.proxy import fault_proxy
 from dynaorm.testing.vectors import serve_vectors
 from dynaorm.values.codec import decode_item
@@ -61,6 +62,7 @@ from dynaorm.values.keys import key_order, key_value
 __all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "fault_proxy", "index_lag",
            "moto_backend", "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
+__all__ += ["full_export", "incremental_export"]  # DynamoDB exports to S3, made locally
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'

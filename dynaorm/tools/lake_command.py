@@ -1,16 +1,16 @@
 """``dynaorm export --format iceberg``: the options of the export command that commit its
-datasets to the lake. The lake is :mod:`dynaorm.lake` (beside this floor, extra
-``dynaorm[lake]``) and its job ``dynaorm.jobs.export``'s (an edge above it): both are
-loaded by name when the command runs with them, so its other uses load no pyiceberg and
-this floor imports nothing above or beside it."""
+datasets to the lake (:mod:`dynaorm.tools.lake`, extra ``dynaorm[lake]``, which imports
+pyiceberg only when it commits)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 from collections.abc import Callable
 from typing import Any
+
+from dynaorm.tools.lake import export as lake_export
+from dynaorm.tools.lake import load_catalog
 
 __all__ = ["add_lake_options", "lake_options"]
 
@@ -36,7 +36,7 @@ def add_lake_options(p: argparse.ArgumentParser) -> None:
 def lake_options(args: argparse.Namespace, export: Callable[..., Any],
                  usage: type[Exception]) -> Callable[..., Any]:
     """The export function for ``args``: ``export`` without the lake's options; with
-    ``--format iceberg``, ``dynaorm.jobs.export`` (whose merge commits: its report's
+    ``--format iceberg``, :func:`dynaorm.tools.lake.export` (whose merge commits: its report's
     ``tables``) given the catalog, loaded, and the namespace. ``usage`` (the command's
     usage error) when the lake's options come without ``--format iceberg``, or it without
     a catalog and a namespace."""
@@ -45,6 +45,6 @@ def lake_options(args: argparse.Namespace, export: Callable[..., Any],
     if args.format != "iceberg" or not args.catalog or not args.namespace:
         raise usage("--catalog, --namespace and --warehouse are --format iceberg's, "
                     "which needs --catalog and --namespace")
-    catalog = importlib.import_module("dynaorm.lake").load_catalog(args.catalog, args.warehouse)
-    return functools.partial(importlib.import_module("dynaorm.jobs").export,
-                             format="iceberg", catalog=catalog, namespace=args.namespace)
+    catalog = load_catalog(args.catalog, args.warehouse)
+    return functools.partial(lake_export, format="iceberg", catalog=catalog,
+                             namespace=args.namespace)

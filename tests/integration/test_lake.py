@@ -23,12 +23,12 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 pytest.importorskip("duckdb", reason="the dev group's duckdb reads the tables back")
 
 from dynaorm import Entity, Session, Table
-from dynaorm import lake as lake_module
 from dynaorm.errors import DynaormError
 from dynaorm.jobs import ExportError, export, run_local
 from dynaorm.lake import LakeError
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from dynaorm.tools import lake as lake_module
 from dynaorm.tools.export import _s3
 from tests.support import export_setup
 from tests.support.export_models import Ledger, Profile, exports

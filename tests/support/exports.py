@@ -28,88 +28,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dynaorm._types import Item
+from dynaorm.testing.exports import dynamodb_json, full_export, incremental_export
 
 __all__ = ["dynamodb_json", "full_export", "incremental_export", "plain", "read_back", "row_of",
            "with_manifests"]
-
-
-def dynamodb_json(value: Any) -> Any:
-    """An item or attribute value in DynamoDB JSON (binary values as base64 text)."""
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode()
-    if isinstance(value, Mapping):
-        return {k: dynamodb_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [dynamodb_json(v) for v in value]
-    return value
-
-
-def _key_of(item: Item, keys: tuple[str, ...]) -> str:
-    return json.dumps({k: dynamodb_json(item[k]) for k in keys if k in item}, sort_keys=True)
-
-
-def _write(s3: Any, bucket: str, prefix: str, records: list[dict[str, Any]], files: int,
-           export_type: str, **more: Any) -> str:
-    """The data files and manifests of an export of ``records``: its folder's URL."""
-    folder = f"{prefix}/AWSDynamoDB/{uuid.uuid4().hex[:14]}-{uuid.uuid4().hex[:8]}"
-    entries = []
-    for n in range(files):
-        lines = [json.dumps(r) for r in records[n::files]]
-        body = gzip.compress("".join(line + "\n" for line in lines).encode())
-        key = f"{folder}/data/{uuid.uuid4().hex}.json.gz"
-        s3.put_object(Bucket=bucket, Key=key, Body=body)
-        md5 = hashlib.md5(body).digest()
-        entries.append({"itemCount": len(lines), "md5Checksum": base64.b64encode(md5).decode(),
-                        "etag": hashlib.md5(body).hexdigest(),
-                        "dataFileS3Key": key})
-    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
-                  Body="".join(json.dumps(e) + "\n" for e in entries).encode())
-    summary = {"version": "2020-06-30", "exportArn": f"arn:aws:dynamodb:::export/{folder}",
-               "startTime": "2026-01-01T00:00:00.000Z", "endTime": "2026-01-01T00:05:00.000Z",
-               "tableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/t",
-               "tableId": str(uuid.uuid4()), "exportTime": "2026-01-01T00:00:00.000Z",
-               "s3Bucket": bucket, "s3Prefix": prefix, "s3SseAlgorithm": "AES256",
-               "s3SseKmsKeyId": None, "manifestFilesS3Key": f"{folder}/manifest-files.json",
-               "billedSizeBytes": 0, "itemCount": len(records), "outputFormat": "DYNAMODB_JSON",
-               "exportType": export_type, **more}
-    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json",
-                  Body=json.dumps(summary).encode())
-    s3.put_object(Bucket=bucket, Key=f"{folder}/_started", Body=b"")
-    return f"s3://{bucket}/{folder}/"
-
-
-def full_export(s3: Any, bucket: str, prefix: str, items: Iterable[Item], files: int = 2
-                ) -> str:
-    """A full export of ``items`` (a table's consistent scan) in ``files`` data files."""
-    records = [{"Item": dynamodb_json(item)} for item in items]
-    return _write(s3, bucket, prefix, records, files, "FULL_EXPORT")
-
-
-def incremental_export(s3: Any, bucket: str, prefix: str, before: Iterable[Item],
-                       after: Iterable[Item], keys: tuple[str, ...], micros: int,
-                       view: str = "NEW_AND_OLD_IMAGES", files: int = 2) -> str:
-    """An incremental export of the window in which the table went from ``before`` to
-    ``after`` (items, by their ``keys``): one record per item that changed, with its old
-    image (``view`` ``NEW_AND_OLD_IMAGES`` only) and its new one (none: deleted)."""
-    old = {_key_of(i, keys): i for i in before}
-    new = {_key_of(i, keys): i for i in after}
-    records = []
-    for key in sorted(old.keys() | new.keys()):
-        if old.get(key) == new.get(key):
-            continue
-        image = new.get(key) or old[key]
-        record: dict[str, Any] = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
-                                  "Keys": dynamodb_json({k: image[k] for k in keys})}
-        if key in old and view == "NEW_AND_OLD_IMAGES":
-            record["OldImage"] = dynamodb_json(old[key])
-        if key in new:
-            record["NewImage"] = dynamodb_json(new[key])
-        records.append(record)
-    return _write(s3, bucket, prefix, records, files, "INCREMENTAL_EXPORT",
-                  exportFromTime="2026-01-01T00:00:00.000Z",
-                  exportToTime="2026-01-01T00:05:00.000Z",
-                  outputView=view)  # (the summary's name of the view, as DynamoDB writes it)
 
 
 def with_manifests(s3: Any, bucket: str, data_key: str) -> str:
