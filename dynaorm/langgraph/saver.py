@@ -240,8 +240,14 @@ class Saver(BaseCheckpointSaver[int]):
                 strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
+    @staticmethod
+    def _one(config: RunnableConfig) -> RunnableConfig:
+        """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
+        LangGraph saver; ``list`` alone reads every namespace)."""
+        return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(self._run(self._list, config, None, None, 1)), None)
+        return next(iter(self._run(self._list, self._one(config), None, None, 1)), None)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
@@ -269,7 +275,8 @@ class Saver(BaseCheckpointSaver[int]):
         self._run(self._prune, thread_ids, strategy)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(await self._arun(self._list, config, None, None, 1)), None)
+        return next(iter(await self._arun(self._list, self._one(config), None, None, 1)),
+                    None)
 
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
