@@ -89,6 +89,8 @@ class Saver(BaseCheckpointSaver[int]):
             raise DynaormError(f"table {table.name!r} has no TTL attribute (Table(ttl=...)):"
                                " Saver(ttl=) cannot expire its rows")
         self.table, self.scope, self.ttl = table, dict(scope or {}), ttl
+        if self.scope:  # (a scope no key can hold: refused now, not at every call)
+            Session(table, scope=self.scope)
         self.cp, self.w = rows(table, sorted(self.scope))
 
     # -- one implementation, driven by a Session or an AsyncSession ----------------------
