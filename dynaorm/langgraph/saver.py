@@ -253,8 +253,9 @@ class Saver(BaseCheckpointSaver[int]):
         yield from self._drop(s, (yield from self._thread(s, thread_id)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
-        hits = (yield s.scan(self.cp).filter(F("run_id").is_in(list(run_ids))).all) if (
-            run_ids) else []
+        runs, hits = list(run_ids), []
+        for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values)
+            hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).all
         for thread_id in {h.thread_id for h in hits}:
             doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
             yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)

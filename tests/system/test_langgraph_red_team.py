@@ -523,3 +523,13 @@ def test_one_saver_on_two_event_loops_at_once_and_after_a_fork(tb: TestBackend) 
     assert child.exitcode == 0
     found = saver.get_tuple(_conf("forked"))
     assert found is not None and found.checkpoint["channel_values"]["m"] == "child's"
+
+
+def test_delete_for_runs_of_more_run_ids_than_one_filter_holds(tb: TestBackend) -> None:
+    """DynamoDB's IN takes at most 100 values: 150 run ids (and one of them ours) still
+    delete that run's checkpoints, and only them."""
+    saver = Saver(agents, scope=_tenant())
+    for n in range(3):
+        _put(saver, "th", "", f"{n}", run=f"r{n}")
+    saver.delete_for_runs([f"x{i}" for i in range(149)] + ["r1"])
+    assert [t.checkpoint["id"] for t in saver.list(_conf("th"))] == ["2", "0"]
