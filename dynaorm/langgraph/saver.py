@@ -37,7 +37,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from dynaorm import AsyncSession, Compressed, DynaormError, Entity, F, Session, Table
+from dynaorm import (
+    AsyncSession,
+    Compressed,
+    ConflictError,
+    DynaormError,
+    Entity,
+    F,
+    OutcomeUnknownError,
+    Session,
+    Table,
+)
 
 Op = Generator[Callable[[], Any], Any, Any]
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
@@ -89,24 +99,36 @@ class Saver(BaseCheckpointSaver[int]):
             raise DynaormError(f"table {table.name!r} has no TTL attribute (Table(ttl=...)):"
                                " Saver(ttl=) cannot expire its rows")
         self.table, self.scope, self.ttl = table, dict(scope or {}), ttl
+        if self.scope:  # (a scope no key can hold: refused now, not at every call)
+            Session(table, scope=self.scope)
         self.cp, self.w = rows(table, sorted(self.scope))
 
     # -- one implementation, driven by a Session or an AsyncSession ----------------------
     def _run(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
+        failed: DynaormError | None = None
         while True:
             try:
-                sent = steps.send(sent)()
+                step = steps.throw(failed) if failed else steps.send(sent)
             except StopIteration as done:
                 return done.value
+            try:
+                sent, failed = step(), None
+            except (ConflictError, OutcomeUnknownError) as exc:  # (thrown into the op)
+                sent, failed = None, exc
 
     async def _arun(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(AsyncSession(self.table, scope=self.scope or None), *args), None
+        failed: DynaormError | None = None
         while True:
             try:
-                sent = await steps.send(sent)()
+                step = steps.throw(failed) if failed else steps.send(sent)
             except StopIteration as done:
                 return done.value
+            try:
+                sent, failed = await step(), None
+            except (ConflictError, OutcomeUnknownError) as exc:  # (thrown into the op)
+                sent, failed = None, exc
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
         return {**self.scope, "thread_id": str(thread_id), **more}
@@ -140,13 +162,29 @@ class Saver(BaseCheckpointSaver[int]):
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                     task_id: str, task_path: str) -> Op:
+        """A task's regular writes (index >= 0) are inserted: the first kept, as by every
+        LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
+        some are there already (a retry, or its answer lost), those are left out."""
         conf = config["configurable"]
-        for i, (channel, value) in enumerate(writes):
-            s.save(self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"],
-                          task_id=task_id, idx=WRITES_IDX_MAP.get(channel, i), channel=channel,
-                          path=task_path, value=self._dump(value), **self._stamp()),
-                   overwrite=True)
-        yield s.commit
+        rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
+                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
+                       value=self._dump(value), **self._stamp())
+                for i, (channel, value) in enumerate(writes)]
+        kept: set[int] = set()
+        for retry in (False, True):
+            if retry:
+                s = type(s)(self.table, scope=self.scope or None)
+                kept = {w.idx for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=
+                        conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
+            for r in rows:
+                if r.idx not in kept:
+                    s.save(r, overwrite=r.idx < 0)
+            try:
+                yield s.commit
+                return
+            except (ConflictError, OutcomeUnknownError):
+                if retry:
+                    raise
 
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:
@@ -215,8 +253,9 @@ class Saver(BaseCheckpointSaver[int]):
         yield from self._drop(s, (yield from self._thread(s, thread_id)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
-        hits = (yield s.scan(self.cp).filter(F("run_id").is_in(list(run_ids))).all) if (
-            run_ids) else []
+        runs, hits = list(run_ids), []
+        for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values)
+            hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).all
         for thread_id in {h.thread_id for h in hits}:
             doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
             yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)
@@ -240,8 +279,14 @@ class Saver(BaseCheckpointSaver[int]):
                 strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
+    @staticmethod
+    def _one(config: RunnableConfig) -> RunnableConfig:
+        """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
+        LangGraph saver; ``list`` alone reads every namespace)."""
+        return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(self._run(self._list, config, None, None, 1)), None)
+        return next(iter(self._run(self._list, self._one(config), None, None, 1)), None)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
@@ -269,7 +314,8 @@ class Saver(BaseCheckpointSaver[int]):
         self._run(self._prune, thread_ids, strategy)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(await self._arun(self._list, config, None, None, 1)), None)
+        return next(iter(await self._arun(self._list, self._one(config), None, None, 1)),
+                    None)
 
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
