@@ -49,6 +49,10 @@ class RuleRow(NamedTuple):
     pk: KeyTemplate | None
     """The shape of its partition key, as the rule renders it for a described write
     (``{field}`` where a field's value goes; ``None``: not a key shape)."""
+    sk: KeyTemplate | None = None
+    """The shape of its sort key where every described write renders the same one (then
+    a row without a type name must fit it too); ``None``: it varies (``insert#...``,
+    ``delete#...``), or no sort key."""
 
 
 #: each entity class's rule rows, with the spec they were found for (a class defined
@@ -67,7 +71,8 @@ def rule_rows(spec: Any) -> tuple[RuleRow, ...]:
         return found[1]
     from dynaorm.schema.model import described, own_key  # (the model sits above this)
 
-    own, rows = own_key(spec), dict[tuple[str, str | None, str | None], RuleRow]()
+    own, table = own_key(spec), spec.table
+    sort_keys: dict[tuple[str, str | None, str], set[str]] = {}
     for write in ("insert", "update", "delete"):
         change = described(spec, write)
         for add in spec.rules.adders:
@@ -77,23 +82,33 @@ def rule_rows(spec: Any) -> tuple[RuleRow, ...]:
                 continue
             for op in (*added.before, *added.after):
                 if isinstance(op, Put) and op.origin.role is Role.ROW and op.key != own:
-                    row = _rule_row(spec, getattr(add, "__self__", None), op)
-                    rows.setdefault((row.rule, row.type_name, str(row.pk)), row)
-    _RULE_ROWS[spec.cls] = (spec, tuple(rows.values()))
-    return tuple(rows.values())
+                    tag = op.item.get(table.type_attribute or "")
+                    name = tag.get("S") if isinstance(tag, dict) else None
+                    kind = (str(getattr(getattr(add, "__self__", None), "name", "?")),
+                            name if isinstance(name, str) and name not in table.entities
+                            else None, str(op.key.get(table.pk, "")))
+                    sort_keys.setdefault(kind, set()).add(str(op.key.get(table.sk or "", "")))
+    rows = tuple(RuleRow(spec.cls, rule, name, _shape(pk),
+                         _shape(next(iter(sks))) if len(sks) == 1 else None)
+                 for (rule, name, pk), sks in sort_keys.items())
+    _RULE_ROWS[spec.cls] = (spec, rows)
+    return rows
 
 
-def _rule_row(spec: Any, rule: Any, op: Put) -> RuleRow:
-    """The kind of row ``op``, a ``Put`` ``rule`` adds to a described write, is."""
-    table = spec.table
-    tag = op.item.get(table.type_attribute or "")
-    name = tag.get("S") if isinstance(tag, dict) else None
+def _shape(text: str) -> KeyTemplate | None:
+    """A key a rule renders for a described write, as a template (``None``: none, or a
+    value computed from a placeholder, which is no shape)."""
     try:
-        pk: KeyTemplate | None = KeyTemplate.parse(str(op.key[table.pk]))
-    except (DynaormError, KeyError):  # (a value computed from a placeholder: no shape)
-        pk = None
-    return RuleRow(spec.cls, str(getattr(rule, "name", "?")),
-                   name if isinstance(name, str) and name not in table.entities else None, pk)
+        return KeyTemplate.parse(text) if text else None
+    except DynaormError:
+        return None
+
+
+def _fits(template: KeyTemplate | None, av: Any) -> bool:
+    """Whether the key attribute value ``av`` (a string) fits ``template``."""
+    text = av.get("S") if isinstance(av, dict) else None
+    return template is not None and isinstance(text, str) and (
+        template.parse_key(text) is not None)
 
 
 def rule_row(table: Any, item: Item | None) -> RuleRow | None:
@@ -105,15 +120,13 @@ def rule_row(table: Any, item: Item | None) -> RuleRow | None:
         return None
     tag = item.get(table.type_attribute or "")
     name = tag.get("S") if isinstance(tag, dict) else None
-    pk = item.get(table.pk)
-    text = pk.get("S") if isinstance(pk, dict) else None
     for cls in table.entities.values():
         for row in rule_rows(cls.__dynaorm_spec__):
             if name is not None:
                 if row.type_name == name:
                     return row
-            elif isinstance(text, str) and row.pk is not None and (
-                    row.pk.parse_key(text) is not None):
+            elif _fits(row.pk, item.get(table.pk)) and (
+                    row.sk is None or _fits(row.sk, item.get(table.sk or ""))):
                 return row
     return None
 
