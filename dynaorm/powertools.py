@@ -11,11 +11,12 @@
   has passed, or one ``INPROGRESS`` whose in-progress expiry (the invocation's remaining
   time, in milliseconds) has passed.
 - :func:`changes` turns a record of Powertools' ``DynamoDBStreamEvent`` (what its
-  ``BatchProcessor(EventType.DynamoDBStreams)`` hands a record handler) into typed
-  :class:`~dynaorm.Change` objects of the table's entities; a record no entity claims
-  raises :class:`UnclaimedRecordError`, which the batch processor reports as a failed item
-  of the batch (``batchItemFailures``), as Powertools reports partial failures. dynaorm's
-  own rows (receipts, idempotency records) give no change.
+  ``BatchProcessor(EventType.DynamoDBStreams)`` hands a record handler) into one typed
+  :class:`~dynaorm.Change` of the table's entities (a row a rule adds to an entity's
+  writes included: role ``"rule"``); a record no entity claims raises
+  :class:`UnclaimedRecordError`, which the batch processor reports as a failed item of
+  the batch (``batchItemFailures``), as Powertools reports partial failures. dynaorm's
+  own rows (receipts, idempotency records) give ``None``.
 """
 
 from __future__ import annotations
@@ -158,20 +159,23 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
         self._send("DeleteItem", {"Key": self._key(data_record.idempotency_key)})
 
 
-def changes(record: Any, table: Table) -> list[Change]:
-    """The typed changes of one record of Powertools' ``DynamoDBStreamEvent`` (its
-    ``DynamoDBRecord``, or the record's raw mapping) on ``table``: one
-    :class:`~dynaorm.Change` of an entity (``.entity``, ``.old``, ``.new``), none for a
-    row of dynaorm's own (a receipt, an idempotency record). A record no entity claims
-    raises :class:`UnclaimedRecordError`: in a record handler of Powertools'
-    ``BatchProcessor`` it is a failed item of the batch."""
+def changes(record: Any, table: Table) -> Change | None:
+    """The typed change of one record of Powertools' ``DynamoDBStreamEvent`` (its
+    ``DynamoDBRecord``, or the record's raw mapping) on ``table`` (contract 23): one
+    :class:`~dynaorm.Change` -- of an entity's row (``.entity``, ``.old``, ``.new``), a
+    versioned entity's latest copy or version row, a unique guard, or a row another rule
+    adds to an entity's writes (role ``"rule"``, ``.rule`` its name: an audit row of a
+    rule you registered; ``.old``/``.new`` ``None``, its images in ``.old_item`` and
+    ``.new_item``) -- or ``None`` for a row of dynaorm's own (a receipt, an idempotency
+    record). A record no entity or rule claims raises :class:`UnclaimedRecordError`: in
+    a record handler of Powertools' ``BatchProcessor`` it is a failed item of the
+    batch."""
     raw = getattr(record, "raw_event", record)
     if not isinstance(raw, Mapping):
         raise DynaormError(f"expected a DynamoDB stream record, got {record!r:.80}")
-    found = list(table.changes([raw]))
-    for change in found:
-        if change.entity is None:
-            raise UnclaimedRecordError(
-                f"stream record {raw.get('eventID', '?')} of table {table.name!r} "
-                f"({change.key}) is no entity's: reported as a failed item of the batch")
-    return found
+    change = next(iter(table.changes([raw])), None)
+    if change is not None and change.entity is None:
+        raise UnclaimedRecordError(
+            f"stream record {raw.get('eventID', '?')} of table {table.name!r} "
+            f"({change.key}) is no entity's: reported as a failed item of the batch")
+    return change

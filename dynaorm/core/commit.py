@@ -40,6 +40,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.core.lookups import get_item_p
 from dynaorm.errors import (
     ConcurrentModificationError,
+    IdempotencyMismatchError,
     ItemExistsError,
     ItemGoneError,
     ItemNotFoundError,
@@ -124,7 +125,29 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
     ``idempotency_key``: applied at most once for it, its receipts (rows of its plan:
     ``Rules.receipts``) keyed inside the scope of ``stage`` (the session's
-    :class:`~dynaorm.core.stage.Stage`)."""
+    :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
+    idempotency_key=)``) is every commit's of the session: a later commit of other writes
+    under it is a mismatch whose error says so."""
+    if stage is None or idempotency_key is None or not staged or (
+            idempotency_key != stage.idempotency_key):
+        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+    earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
+    try:
+        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+    except IdempotencyMismatchError as exc:
+        if not earlier:
+            raise
+        raise IdempotencyMismatchError(
+            f"{exc.args[0]}. This session was made with idempotency_key="
+            f"{idempotency_key!r:.80}, which applies to every commit of the session, and "
+            f"{earlier} earlier commit(s) of it used the key: give each commit its own "
+            "key (s.commit(idempotency_key=...)) or each its own session",
+            key=exc.key) from exc
+
+
+def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
+              idempotency_key: str | None, stage: Any) -> Proto[CommitResult]:
+    """:func:`commit_p`, but for what the session's key means to its error."""
     receipt = _receipt(staged, idempotency_key, stage)
     if not staged:
         return CommitResult()

@@ -36,7 +36,8 @@ class Stage:
     bound to ``client``. What a client is, pure code does not know: it compares
     identities."""
 
-    __slots__ = ("_given", "idempotency_key", "keyed", "scope", "table", "writes")
+    __slots__ = ("_given", "idempotency_key", "key_commits", "keyed", "scope", "table",
+                 "writes")
 
     def __init__(self, table: TableSchema | None, client: object = None,
                  scope: Mapping[str, Any] | None = None) -> None:
@@ -51,6 +52,9 @@ class Stage:
         #: the idempotency key the session commits with (``Session(...,
         #: idempotency_key=)``; ``None``: none unless ``commit()`` is given one)
         self.idempotency_key: str | None = None
+        #: the commits of writes made under that key so far (a later one of other writes
+        #: is a mismatch: its error says why)
+        self.key_commits = 0
 
     @property
     def client(self) -> Any:

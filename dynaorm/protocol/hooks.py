@@ -39,8 +39,8 @@ from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["DYNAMODB", "Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation",
-           "Phase", "end", "logger", "start"]
+__all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
+           "Operation", "Phase", "end", "logger", "start"]
 
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
@@ -195,11 +195,14 @@ class Hook:
     """Whether the hook reads an attempt's ``origins`` (a commit computes them only when
     some attached hook does)."""
     wants_items: bool = True
-    """Whether the hook reads the items of a read's answer as DynamoDB's attribute maps
+    """Whether the hook reads the items of an answer as DynamoDB's attribute maps
     (``Item``, ``Items``, ``Responses`` of ``attempt.response``). While every attached hook
     says ``False`` (it reads only the answer's other members: ``ConsumedCapacity``,
     ``Count``, ``ResponseMetadata``...), a read may decode its answer's bytes straight into
-    its objects, as with no hook attached: those members then hold the read's objects."""
+    its objects, as with no hook attached, and those members are left out of the answer
+    the hooks see at ``on_end`` (put back after): the same view on every engine and wire,
+    whether the read's objects came from the bytes (dynaorm's own wire) or from attribute
+    maps (botocore's, the embedded test backend)."""
 
     def on_start(self, phase: Phase) -> object:
         """A phase starts (an :class:`Operation` or an :class:`Attempt`)."""
@@ -222,18 +225,44 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
     return tokens
 
 
+#: the members of an answer that hold its items (a read's objects, where it read them
+#: straight from the answer's bytes): never seen by hooks that all say ``wants_items =
+#: False``
+ITEM_MEMBERS = ("Item", "Items", "Responses")
+
+
 def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object]
         ) -> Iterator[Awaitable[Any]]:
     """Every hook's ``on_end``, in reverse order; yields what a hook returned that is to be
-    awaited (the driver awaits it, or refuses it in a sync session, before going on)."""
-    for hook, token in zip(reversed(hooks), reversed(tokens), strict=True):
-        try:
-            result = hook.on_end(phase, token)
-        except Exception:
-            logger().exception("hook %r failed at the end of %s", hook, _name(phase))
-            continue
-        if result is not None and hasattr(result, "__await__"):
-            yield result
+    awaited (the driver awaits it, or refuses it in a sync session, before going on).
+    While no hook wants an answer's items (:attr:`Hook.wants_items`), they see it without
+    them (:data:`ITEM_MEMBERS`), which are put back after the last ``on_end``."""
+    hidden = _hide_items(hooks, phase)
+    try:
+        for hook, token in zip(reversed(hooks), reversed(tokens), strict=True):
+            try:
+                result = hook.on_end(phase, token)
+            except Exception:
+                logger().exception("hook %r failed at the end of %s", hook, _name(phase))
+                continue
+            if result is not None and hasattr(result, "__await__"):
+                yield result
+    finally:
+        if hidden and isinstance(phase, Attempt) and phase.response is hidden[0]:
+            for name, value in hidden[1].items():  # (what a hook set itself stays)
+                phase.response.setdefault(name, value)
+
+
+def _hide_items(hooks: Sequence[HookLike], phase: Phase
+                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Take the item members out of an attempt's answer while no hook wants them: the
+    answer and what was taken (``None``: nothing taken)."""
+    if not hooks or not isinstance(phase, Attempt) or not isinstance(
+            phase.response, dict) or any(getattr(h, "wants_items", True) for h in hooks):
+        return None
+    answer = phase.response
+    taken = {name: answer.pop(name) for name in ITEM_MEMBERS if name in answer}
+    return (answer, taken) if taken else None
 
 
 def _name(phase: Phase) -> str:

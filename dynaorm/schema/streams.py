@@ -7,9 +7,11 @@
 - boto3's ``GetRecords`` output (binary as ``bytes``, times as ``datetime``).
 
 Each record is classified the way dynaorm wrote it: an entity's row, the latest copy or a
-version row of a versioned entity, or a unique guard item (owner class and unique field
-read from the guard). Items no entity owns come back with ``entity=None`` and role
-``"row"``. Images are decoded into entity objects exactly as a read would decode them.
+version row of a versioned entity, a unique guard item (owner class and unique field
+read from the guard), or a row another rule of an entity adds to its writes (role
+``"rule"``, a rule a user registers included: :func:`~dynaorm.schema.unclaimed.rule_row`).
+Items no entity owns come back with ``entity=None`` and role ``"row"``. Images are
+decoded into entity objects exactly as a read would decode them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
+from dynaorm.schema.unclaimed import rule_row
 from dynaorm.values.codec import decode_value
 from dynaorm.values.keys import key_value
 
@@ -36,7 +39,7 @@ __all__ = ["Change", "ChangeKind", "ChangeRole", "classify", "iter_changes",
            "normalize_item", "parse_change"]
 
 ChangeKind = Literal["insert", "modify", "remove"]
-ChangeRole = Literal["row", "latest", "version", "guard"]
+ChangeRole = Literal["row", "latest", "version", "guard", "rule"]
 
 _KINDS: dict[str, ChangeKind] = {"INSERT": "insert", "MODIFY": "modify", "REMOVE": "remove"}
 _TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -60,12 +63,14 @@ class Change:
     """One stream record, classified.
 
     ``kind`` is what happened to the item; ``entity`` the entity class it belongs to (for a
-    guard: its owner's class), or ``None`` for an item no entity owns; ``role`` which of the
-    entity's items it is. ``old``/``new`` are entity objects decoded from the record's
-    images (``None`` when the stream's view type does not carry that image, for guards, and
-    for items no entity owns); they are decoded when first read, so a consumer that skips
-    other entities' changes never pays for (or fails on) their images. ``field`` is the
-    unique field of a guard.
+    guard or another rule's row: the entity whose writes carry it), or ``None`` for an item
+    no entity owns; ``role`` which of the entity's items it is. ``old``/``new`` are entity
+    objects decoded from the record's images (``None`` when the stream's view type does not
+    carry that image, for guards and rules' rows, and for items no entity owns); they are
+    decoded when first read, so a consumer that skips other entities' changes never pays
+    for (or fails on) their images. ``field`` is the unique field of a guard, ``rule`` the
+    name of the rule whose row it is (role ``"rule"``: its images in ``old_item`` and
+    ``new_item``).
     """
 
     kind: ChangeKind
@@ -74,7 +79,8 @@ class Change:
     """The entity class the item belongs to (for a guard: its owner's), ``None`` for an item no
     entity owns."""
     role: ChangeRole
-    """Which of the entity's items this is (the row, a guard, a version row, the latest copy)."""
+    """Which of the entity's items this is (the row, a guard, a version row, the latest copy,
+    or ``"rule"``: a row another rule adds to the entity's writes, named by :attr:`rule`)."""
     field: str | None = None
     """The unique field of a guard item (``None`` for other roles)."""
     key: dict[str, Any] = _field(default_factory=dict)
@@ -95,6 +101,8 @@ class Change:
     """The record's ``eventID``."""
     expired: bool = False
     """True when DynamoDB's TTL process removed the item (not a user's delete)."""
+    rule: str | None = None
+    """For a rule's row (role ``"rule"``), the rule's name (``Rule.name``)."""
     prepare: Callable[[type[Any], Item], object] | None = _field(default=None, repr=False,
                                                                  compare=False)
     """What asks for the key material an image needs before it is decoded (an entity
@@ -113,7 +121,7 @@ class Change:
 
     def _decode(self, item: Item | None) -> Any:
         cls = self.entity
-        if cls is None or item is None or self.role == "guard":
+        if cls is None or item is None or self.role in ("guard", "rule"):
             return None
         if self.prepare is not None:
             self.prepare(cls, item)
@@ -335,16 +343,20 @@ def parse_change(table: StreamTable, record: Mapping[str, Any],
         "sequence_number": data.get("SequenceNumber"), "event_id": event_id,
         "expired": _expired(record), "prepare": prepare,
     }
-    entity, role, version, unique = classify(table, image)
-    return Change(kind, entity, role, field=unique, version=version, **common)
+    entity, role, version, name = classify(table, image)
+    if role == "rule":
+        return Change(kind, entity, role, rule=name, **common)
+    return Change(kind, entity, role, field=name, version=version, **common)
 
 
 def classify(table: StreamTable, image: Item
              ) -> tuple[type[Any] | None, ChangeRole, int | None, str | None]:
     """Which row a stored item (or an image, or a key) of ``table`` is, the way dynaorm
-    wrote it: ``(entity class, role, version, unique field)`` -- an entity's row, a
-    versioned entity's latest copy (version 0) or version row, or a unique guard (its
-    owner's class and field); ``(None, "row", None, None)`` for an item no entity owns."""
+    wrote it: ``(entity class, role, version, name)`` -- an entity's row, a versioned
+    entity's latest copy (version 0) or version row, a unique guard (its owner's class,
+    ``name`` its field), or a row another rule of an entity adds to its writes (role
+    ``"rule"``, ``name`` the rule's: :func:`~dynaorm.schema.unclaimed.rule_row`);
+    ``(None, "row", None, None)`` for an item no entity owns."""
     pk = _key(image, table.pk)
     sk = _key(image, table.sk)
     type_name = _text(image, table.type_attribute)
@@ -352,10 +364,13 @@ def classify(table: StreamTable, image: Item
     if guard is not None:
         return guard[0], "guard", None, guard[1]
     # (an item without a type name is told by its key's shape: never an own row's)
-    spec = None if type_name is None and own_row(table, image) else _row_spec(
-        table, type_name, pk, sk)
-    if spec is None:
+    if type_name is None and own_row(table, image):
         return None, "row", None, None
+    spec = _row_spec(table, type_name, pk, sk)
+    if spec is None:
+        ruled = rule_row(table, image)
+        return (None, "row", None, None) if ruled is None else (
+            ruled.entity, "rule", None, ruled.rule)
     role, version = _role(spec, sk)
     return spec.cls, role, version, None
 

@@ -7,7 +7,9 @@ an item is never silently dropped: a query counts it in ``Page.skipped``, a read
 one logs one WARNING per table and type name on the ``dynaorm`` logger (naming the fix),
 and ``dynaorm check`` reports every such item as ``unclaimed-type``. dynaorm's own rows
 (receipts, Powertools records) are claimed, by dynaorm, whether the table has a type
-attribute or not.
+attribute or not; so are the rows a rule adds to its entity's writes (a rule a user
+registers included: an audit row), told by what the rule's ``rows`` hook writes on a
+described write, as ``table.model()`` lists them (:func:`rule_row`).
 
 Pure apart from the once-per-name warning (the logging module, imported by the first
 warning).
@@ -16,28 +18,129 @@ warning).
 from __future__ import annotations
 
 import threading
-from typing import Any
+import weakref
+from typing import Any, NamedTuple
 
 from dynaorm._types import Item
+from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
+from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.records import Put, Role
 
-__all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name", "unclaimed_shape"]
+__all__ = ["RuleRow", "claimed_names", "fix_hint", "note_unclaimed", "rule_row", "rule_rows",
+           "unclaimed_name", "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
 
 
+class RuleRow(NamedTuple):
+    """A kind of row a rule adds to its entity's writes (beside the rows every reader
+    tells by their role: unique guards, version rows, latest copies, receipts)."""
+
+    entity: type[Any]
+    """The entity whose writes carry it."""
+    rule: str
+    """The rule's name (:attr:`~dynaorm.Rule.name`)."""
+    type_name: str | None
+    """The type name it carries in the table's type attribute (``None``: none)."""
+    pk: KeyTemplate | None
+    """The shape of its partition key, as the rule renders it for a described write
+    (``{field}`` where a field's value goes; ``None``: not a key shape)."""
+    sk: KeyTemplate | None = None
+    """The shape of its sort key where every described write renders the same one (then
+    a row without a type name must fit it too); ``None``: it varies (``insert#...``,
+    ``delete#...``), or no sort key."""
+
+
+#: each entity class's rule rows, with the spec they were found for (a class defined
+#: again gets a new spec: found again)
+_RULE_ROWS: weakref.WeakKeyDictionary[type[Any], tuple[Any, tuple[RuleRow, ...]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def rule_rows(spec: Any) -> tuple[RuleRow, ...]:
+    """The kinds of row the rules of ``spec``'s entity add to its writes, found as the
+    model finds them (:func:`~dynaorm.schema.model.row_kinds`): each rule's ``rows`` hook
+    run on a described insert, update and delete, each ``Put`` of a row of role
+    ``row`` (not the entity's own row) being one; asked once per entity class."""
+    found = _RULE_ROWS.get(spec.cls)
+    if found is not None and found[0] is spec:
+        return found[1]
+    from dynaorm.schema.model import described, own_key  # (the model sits above this)
+
+    own, table = own_key(spec), spec.table
+    sort_keys: dict[tuple[str, str | None, str], set[str]] = {}
+    for write in ("insert", "update", "delete"):
+        change = described(spec, write)
+        for add in spec.rules.adders:
+            try:
+                added = add(change)
+            except Exception:  # (a rule that cannot describe its rows claims none)
+                continue
+            for op in (*added.before, *added.after):
+                if isinstance(op, Put) and op.origin.role is Role.ROW and op.key != own:
+                    tag = op.item.get(table.type_attribute or "")
+                    name = tag.get("S") if isinstance(tag, dict) else None
+                    kind = (str(getattr(getattr(add, "__self__", None), "name", "?")),
+                            name if isinstance(name, str) and name not in table.entities
+                            else None, str(op.key.get(table.pk, "")))
+                    sort_keys.setdefault(kind, set()).add(str(op.key.get(table.sk or "", "")))
+    rows = tuple(RuleRow(spec.cls, rule, name, _shape(pk),
+                         _shape(next(iter(sks))) if len(sks) == 1 else None)
+                 for (rule, name, pk), sks in sort_keys.items())
+    _RULE_ROWS[spec.cls] = (spec, rows)
+    return rows
+
+
+def _shape(text: str) -> KeyTemplate | None:
+    """A key a rule renders for a described write, as a template (``None``: none, or a
+    value computed from a placeholder, which is no shape)."""
+    try:
+        return KeyTemplate.parse(text) if text else None
+    except DynaormError:
+        return None
+
+
+def _fits(template: KeyTemplate | None, av: Any) -> bool:
+    """Whether the key attribute value ``av`` (a string) fits ``template``."""
+    text = av.get("S") if isinstance(av, dict) else None
+    return template is not None and isinstance(text, str) and (
+        template.parse_key(text) is not None)
+
+
+def rule_row(table: Any, item: Item | None) -> RuleRow | None:
+    """The kind of rule row ``item`` (a stored row of ``table``, an image or a key) is,
+    if a rule of an entity of ``table`` writes it: by its type name where it carries
+    one (a name no class claims), else by its partition key's shape; ``None``: none.
+    Asked of an item no entity claims (an entity's own rows come first)."""
+    if item is None:
+        return None
+    tag = item.get(table.type_attribute or "")
+    name = tag.get("S") if isinstance(tag, dict) else None
+    for cls in table.entities.values():
+        for row in rule_rows(cls.__dynaorm_spec__):
+            if name is not None:
+                if row.type_name == name:
+                    return row
+            elif _fits(row.pk, item.get(table.pk)) and (
+                    row.sk is None or _fits(row.sk, item.get(table.sk or ""))):
+                return row
+    return None
+
+
 def claimed_names(table: Any) -> frozenset[str]:
     """Every type name a class of ``table`` claims: its own ``type_name`` and the one its
     ``Meta.previous`` declares, plus dynaorm's own items (unique guards, receipts,
-    Powertools records)."""
+    Powertools records) and those of the rows its rules add (:func:`rule_rows`)."""
     names = {GUARD_TYPE, *OWN_TYPES, *table.entities}
     for cls in table.entities.values():
-        previous = cls.__dynaorm_spec__.previous
-        if previous is not None:
-            names.add(previous.type_name)
+        spec = cls.__dynaorm_spec__
+        if spec.previous is not None:
+            names.add(spec.previous.type_name)
+        names.update(r.type_name for r in rule_rows(spec) if r.type_name is not None)
     return frozenset(names)
 
 
@@ -58,8 +161,8 @@ def unclaimed_shape(table: Any, item: Item) -> bool:
     """Whether ``item``, an item of ``table`` (without a type attribute) whose key fits no
     entity's key templates, is one nobody claims: not one of dynaorm's own rows (a
     receipt, a Powertools record), which are claimed, by dynaorm, as on a table with a
-    type attribute."""
-    return not own_row(table, item)
+    type attribute, nor a row a rule adds to its entity's writes (:func:`rule_row`)."""
+    return not own_row(table, item) and rule_row(table, item) is None
 
 
 def fix_hint(name: str) -> str:

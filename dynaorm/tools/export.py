@@ -10,9 +10,10 @@ the fast way (:mod:`dynaorm.tools.stored`).
 
 Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
 classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
-``<type name>.history`` (``history=True``; else left out), a unique guard nowhere, an item
-no entity claims is counted by its type name. A row passes through its entity's rules'
-export hooks (:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
+``<type name>.history`` (``history=True``; else left out), a unique guard or another
+rule's row (an audit row) nowhere, an item no entity claims is counted by its type name.
+A row passes through its entity's rules' export hooks
+(:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
 ``encrypted="omit"``, encrypted fields left out) and is read as a read reads it: a row of a
 previous layout as the current layout, an encrypted field opened with the table's keyring
 (``encrypted="decrypt"``: the key material asked for through the client first), a row
@@ -740,10 +741,10 @@ class _Export:
 
     def _exported(self, reader: _Reader, role: str | None, item: Item, removed: bool
                   ) -> bool:
-        """Whether an entity's row is exported: never a guard (whoever owns it), a
-        version row only with history, and a row whose TTL has passed is, as reads,
-        gone (unless the change removes it)."""
-        if role == "guard" or (role == "version" and not self.history):
+        """Whether an entity's row is exported: never a guard nor another rule's row
+        (an audit row: whoever owns it), a version row only with history, and a row
+        whose TTL has passed is, as reads, gone (unless the change removes it)."""
+        if role in ("guard", "rule") or (role == "version" and not self.history):
             return False
         return removed or reader.keeps(item)
 

@@ -44,6 +44,7 @@ from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.cli import main
 from tests.support.models import Audit, User, app
 from tests.support.recording import FlakyBatches, Requests, send
+from tests.support.user_rules import audited_entities
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 
@@ -830,3 +831,26 @@ def _canonical(items: list[dict[str, Any]]) -> list[str]:
 
 def _put_raw(tb: TestBackend, item: dict[str, Any]) -> None:
     send(tb.table, "PutItem", {"TableName": tb.table.name, "Item": item})
+
+
+def test_a_user_rules_rows_are_no_finding(db: TestBackend,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The rows a rule a user registers adds to its entity's writes (the rules guide's
+    audit rule), with a type name of their own or none, are the rule's: ``check`` claims
+    them from the model and exits 0 on the healthy table (it reported them as
+    ``unclaimed-type`` and exited 1)."""
+    order_cls, ticket_cls = audited_entities()
+    with db.session() as s:
+        s.save(order_cls(order_id="o1", total=3))
+        s.save(ticket_cls(ticket_id="t1"))
+    s = db.session()
+    s.update(order_cls, order_id="o1").set(total=4)
+    s.commit()
+    assert sum(i["pk"]["S"].startswith("AUDIT#") for i in db.scan_raw()) == 3
+    assert audit_table(db.table)[1] == []
+    result = check_table(db.table)
+    assert result.problems == [] and result.unclaimed == {}
+    args = ["check", "tests.support.models:app"]
+    if db.endpoint_url:
+        args += ["--endpoint-url", db.endpoint_url]
+    assert main(args) == 0, capsys.readouterr().out

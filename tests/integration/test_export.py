@@ -520,3 +520,20 @@ def test_tasks_and_reports_pickle_and_a_rate_holds_the_scans(tb: TestBackend, tm
     assert pickle.loads(pickle.dumps(report)) == report
     scans = [params for op, params in seen.calls if op == "Scan"]
     assert len(scans) == 3 and all(p.get("ReturnConsumedCapacity") == "TOTAL" for p in scans)
+
+
+def test_a_user_rules_rows_are_the_rules_never_unclaimed(db: TestBackend, tmp_path: Path
+                                                         ) -> None:
+    """The rows a rule a user registers adds (the rules guide's audit rule), with a type
+    name of their own or none, are told apart as the rule's: not exported, not counted
+    as unclaimed (they were, by their type name or ``"?"``)."""
+    from tests.support.user_rules import audited_entities
+
+    order_cls, ticket_cls = audited_entities()
+    with db.session() as s:
+        s.save(order_cls(order_id="o1", total=3))
+        s.save(ticket_cls(ticket_id="t1"))
+    report = run_local(export(db.table, tmp_path, entities=[order_cls, ticket_cls]))
+    assert report.unclaimed == {} and report.failed == 0
+    assert report.rows == {"AuditedOrder": 1, "AuditedTicket": 1}
+    assert report.skipped == 2  # (the two audit rows)

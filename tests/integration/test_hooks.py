@@ -292,3 +292,62 @@ def test_a_cancelled_operation_ends_with_its_attempt(db: TestBackend) -> None:
     app.db.remove_hook(stall)
     app.db.remove_hook(slow)
     assert ended == [("attempt", False), ("operation", "CancelledError")]
+
+
+def test_a_hook_that_wants_no_items_sees_the_same_answer_on_every_engine(
+        db: TestBackend) -> None:
+    """A hook that says ``wants_items = False`` saw a read's objects in ``Item``/``Items``
+    on dynaorm's own wire (decoded straight from the bytes) and DynamoDB's attribute maps
+    on botocore's (the embedded default), so it could pass its tests and fail in
+    production: it now sees no item member on any engine or wire, the answer's other
+    members as they are, and the reads return what they always did; a hook that wants
+    items sees attribute maps everywhere."""
+    seen: list[tuple[str, str, frozenset[str]]] = []
+
+    class Looking(Hook):
+        wants_items = False
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt) and phase.response is not None and (
+                    phase.operation in ("GetItem", "Scan", "Query", "BatchGetItem")):
+                seen.append((self.name, phase.operation, frozenset(phase.response)))
+            return None
+
+    with db.session() as s:
+        s.save(Note(note_id="n1", body="b"))
+        s.save(User(user_id="u1", username="ada", email="ada@example.com"))
+    quiet = app.db.add_hook(Looking("quiet"))
+    try:
+        s = db.session()
+        got = s.get(User, user_id="u1")
+        assert got is not None and got.username == "ada"
+        assert [n.note_id for n in s.scan(Note)] == ["n1"]
+        assert [n.note_id for n in s.query(Note, note_id="n1")] == ["n1"]
+        assert [u.user_id for u in s.get_many(User, [{"user_id": "u1"}]) if u] == ["u1"]
+        maps: list[Any] = []
+
+        class Reading(Hook):
+            def on_end(self, phase: Any, token: Any) -> object:
+                if isinstance(phase, Attempt) and phase.operation == "GetItem":
+                    maps.append((phase.response or {}).get("Item"))
+                return None
+
+        reading = app.db.add_hook(Reading())
+        try:
+            assert db.session().get(User, user_id="u1") == got
+        finally:
+            app.db.remove_hook(reading)
+    finally:
+        app.db.remove_hook(quiet)
+    quiet_views = [(op, members) for name, op, members in seen[:4]]
+    assert [op for op, _ in quiet_views] == ["GetItem", "Scan", "Query", "BatchGetItem"]
+    for _, members in quiet_views:
+        assert not members & {"Item", "Items", "Responses"}, members
+    assert "Count" in quiet_views[1][1] and "ResponseMetadata" in quiet_views[0][1]
+    (item,) = maps
+    assert isinstance(item, dict) and item["username"] == {"S": "ada"}
+    # (with a hook that wants items attached, the quiet one sees them too: one answer)
+    assert "Item" in seen[4][2]

@@ -539,3 +539,33 @@ def test_a_keyed_commit_applies_at_most_once_whatever_the_keys_are_named(
         rows = table.db.driver.run(call("Scan", {"TableName": table.name,
                                                  "IndexName": "by_name"}))["Items"]
         assert all("n" in r for r in rows)
+
+
+@pytest.mark.sync_only  # (Session(..., idempotency_key=) itself; AsyncSession shares commit_p)
+def test_a_second_commit_under_the_sessions_key_says_why_it_is_refused(
+        db: TestBackend) -> None:
+    """``Session(table, idempotency_key=K)`` applies K to every commit of the session: a
+    second commit of other writes is a mismatch, and its error says so (it said only that
+    the key was used by a commit of other writes); nothing of it is written. A second
+    session under K replaying the first commit's writes replays, and one that commits
+    twice with a key of its own for each is applied twice."""
+    key = f"sess-2-{RUN}"
+    with Session(db.table, idempotency_key=key) as s:
+        s.save(Note(note_id="n1", body="first"))
+    s = Session(db.table, idempotency_key=key)
+    s.save(Note(note_id="n1", body="first"))
+    assert s.commit().replayed  # (a retried handler: its first commit replays)
+    before = db.scan()
+    s.save(Note(note_id="n2", body="second"))
+    with pytest.raises(IdempotencyMismatchError, match=(
+            r"This session was made with idempotency_key='sess-2-.*', which applies to "
+            r"every commit of the session, and 1 earlier commit\(s\) of it used the key: "
+            r"give each commit its own key")) as err:
+        s.commit()
+    assert err.value.key == key and db.scan() == before
+    fresh = Session(db.table, idempotency_key=f"sess-3-{RUN}")
+    fresh.save(Note(note_id="n3", body="third"))
+    assert not fresh.commit().replayed
+    fresh.save(Note(note_id="n4", body="fourth"))
+    assert not fresh.commit(idempotency_key=f"sess-4-{RUN}").replayed
+    assert {n["note_id"] for n in db.scan() if n.get("_type") == "Note"} == {"n1", "n3", "n4"}

@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from dynaorm import Session
+from dynaorm import Change, Session
 from dynaorm.powertools import (
     POWERTOOLS_TYPE,
     DynaormPersistenceLayer,
@@ -31,6 +31,9 @@ from dynaorm.powertools import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.models import Note, User
+from tests.support.user_rules import AuditRows, audited_entities
+
+AUDIT = AuditRows.name
 
 pytestmark = pytest.mark.sync_only  # (Powertools is sync; the layer uses the table's client)
 
@@ -149,11 +152,13 @@ def test_batch_processor_gets_typed_changes_and_fails_only_nobodys_records(
     seen: list[tuple[str, str]] = []
 
     def record_handler(record: Any) -> None:
-        for change in changes(record, db.table):
-            assert change.entity is not None
-            seen.append((change.entity.__name__, change.role))
-            if change.role == "row":
-                assert isinstance(change.new, change.entity)
+        change = changes(record, db.table)
+        if change is None:
+            return  # (a row of dynaorm's own)
+        assert change.entity is not None
+        seen.append((change.entity.__name__, change.role))
+        if change.role == "row":
+            assert isinstance(change.new, change.entity)
 
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
     response = process_partial_response(event=event, record_handler=record_handler,
@@ -164,3 +169,57 @@ def test_batch_processor_gets_typed_changes_and_fails_only_nobodys_records(
                             ("User", "row")]
     with pytest.raises(UnclaimedRecordError):
         changes(event["Records"][-1], db.table)
+
+
+def test_changes_gives_one_change_and_none_for_dynaorms_own_rows(db: TestBackend) -> None:
+    """Contract 23: one ``Change`` per record (not a list), ``None`` for a receipt or a
+    Powertools record."""
+    _handler(db, [])({"order_id": "o1"}, Context())
+    with Session(db.table) as s:
+        s.save(User(user_id="u1", username="ada", email="ada@x.com"))
+        s.commit(idempotency_key=f"u1-{time.time()}")
+    found = {}
+    for n, item in enumerate(db.scan_raw()):
+        change = changes(_record(db, n, item), db.table)
+        found[item["pk"]["S"].split("#")[0]] = change
+    assert found["dynaorm:idempotency"] is None and found["dynaorm:receipt"] is None
+    note = found["NOTE"]
+    assert isinstance(note, Change) and note.entity is Note and note.new.note_id == "o1"
+    assert isinstance(found["USER"], Change) and found["USER"].role == "row"
+
+
+def test_a_user_rules_rows_are_its_changes_never_a_failed_item(db: TestBackend) -> None:
+    """The rules guide's audit rule (a rule a user registers whose ``rows`` hook adds an
+    audit row to every write): its rows, with a type name of their own or none, are
+    changes of role ``"rule"`` naming the rule and the entity; Powertools' batch processor
+    fails none of them (it failed every audited write, forever)."""
+    order_cls, ticket_cls = audited_entities()
+    with Session(db.table) as s:
+        s.save(order_cls(order_id="o1", total=3))
+        s.save(ticket_cls(ticket_id="t1"))
+    stored = db.scan_raw()
+    audits = [i for i in stored if i["pk"]["S"].startswith("AUDIT#")]
+    assert len(audits) == 2 and len(stored) == 4
+    event = {"Records": [_record(db, n, item) for n, item in enumerate(stored)]}
+    seen: list[tuple[str, str, str | None]] = []
+
+    def record_handler(record: Any) -> None:
+        change = changes(record, db.table)
+        assert change is not None and change.entity is not None
+        seen.append((change.entity.__name__, change.role, change.rule))
+        if change.role == "rule":
+            assert change.new is None and change.new_item is not None
+
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    response = process_partial_response(event=event, record_handler=record_handler,
+                                        processor=processor, context=Context())
+    assert response["batchItemFailures"] == []
+    assert sorted(seen) == [("AuditedOrder", "row", None), ("AuditedOrder", "rule", AUDIT),
+                            ("AuditedTicket", "row", None),
+                            ("AuditedTicket", "rule", AUDIT)]
+    # a keys-only record (a REMOVE of a KEYS_ONLY stream) is told by its key's shape
+    for item in audits:
+        keys = {a: item[a] for a in ("pk", "sk")}
+        record = {**_record(db, 9, keys, "REMOVE"), "dynamodb": {"Keys": keys}}
+        change = changes(record, db.table)
+        assert change is not None and change.role == "rule" and change.kind == "remove"

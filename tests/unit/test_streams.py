@@ -234,3 +234,59 @@ def test_a_row_of_a_previous_layout_is_a_change_of_its_entity() -> None:
     assert changes[0].new == Account(id="a1", email="ann@x.io", name="Ann")
     assert changes[1].new == Ledger(id="l1", code="C1", balance=5, version=2)
 
+
+
+def test_a_rules_rows_are_told_from_its_rows_hook_after_every_entitys_own() -> None:
+    """On a table without a type attribute, a rule's row is told by the key shapes its
+    ``rows`` hook renders for a described write (``table.model()``'s row kinds): a
+    sibling row under the entity's own partition with a sort key every write renders
+    alike (``COUNTER``) must fit both; the entity's own rows stay the entity's, and an
+    item fitting neither stays nobody's."""
+    from dynaorm import Entity, Rule, register_rule
+    from dynaorm.rules import Fail, Put, Role, Rows
+    from dynaorm.schema.rules import RULES
+    from dynaorm.schema.streams import classify
+
+    class Counted(Rule):
+        __slots__ = ()
+        name = "tests-counted"
+        options = ("counted",)
+        order = 90
+        transforms = False
+
+        @classmethod
+        def build(cls, decl: Any) -> Counted | None:
+            return cls() if decl.meta.get("counted") else None
+
+        def rows(self, change: Any) -> Any:
+            key = change.new_key or change.old_key
+            at = {"pk": key["pk"], "sk": "COUNTER"}
+            return Rows(after=(Put(at, {a: {"S": v} for a, v in at.items()}, None,
+                                   change.origin(Role.ROW, Fail.CALLER, owner=at)),))
+
+    flat = Table("dynaorm-streams-rule-rows", type_attribute=None)
+    register_rule(Counted)
+    try:
+        class Tally(Entity):
+            class Meta:
+                table = flat
+                pk = "TALLY#{tally_id}"
+                sk = "TALLY"
+                counted = True
+
+            tally_id: str
+    finally:
+        RULES.pop(Counted.name, None)
+
+    def kind(pk: str, sk: str) -> tuple[Any, str, Any]:
+        cls, role, _, name = classify(flat, {"pk": {"S": pk}, "sk": {"S": sk}})
+        return cls, role, name
+
+    assert kind("TALLY#1", "TALLY") == (Tally, "row", None)
+    assert kind("TALLY#1", "COUNTER") == (Tally, "rule", "tests-counted")
+    assert kind("TALLY#1", "OTHER") == (None, "row", None)
+    assert kind("ELSE#1", "COUNTER") == (None, "row", None)
+    record = lambda_record("INSERT", {"pk": {"S": "TALLY#2"}, "sk": {"S": "COUNTER"}})
+    (change,) = flat.changes([{**record, "eventSourceARN": None}])
+    assert (change.entity, change.role, change.rule, change.new) == (
+        Tally, "rule", "tests-counted", None)
