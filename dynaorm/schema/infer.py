@@ -40,6 +40,12 @@ _GUARD, _RECEIPT = "dynaorm:unique", "dynaorm:receipt"
 _GUARD_ATTRS: Final = ("owner_pk", "owner_sk", "owner_type", "unique_field")
 _VERSION = re.compile(r"v(0|\d{8})_")
 _TAG = re.compile(r"[A-Za-z][A-Za-z_-]*\Z")
+#: a literal of another tool's keys: ``$taskapp``, ElectroDB's ``$tasks_1``
+_DOLLAR = re.compile(r"\$[A-Za-z][A-Za-z0-9_-]*\Z")
+#: a word that may be a literal where no tag comes before it (``follower``, ``"info"``)
+_WORD = re.compile(r'"?[A-Za-z][A-Za-z_-]*"?\Z')
+#: a literal that leads a value inside one token: ``team_`` of ``team_green``
+_LEAD = re.compile(r"[A-Za-z][A-Za-z0-9]*[_:=]")
 _WORDS: Final = frozenset({"root", "meta", "metadata", "profile", "details", "detail",
                            "info", "summary", "latest", "config", "settings", "stats"})
 _DATETIME = re.compile(
@@ -47,6 +53,8 @@ _DATETIME = re.compile(
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _INTEGER = re.compile(r"-?\d+\Z")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
+_KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
 #: at most this many distinct tag-like tokens at one key position tell entities apart
 #: (more: the position holds values, such as short names)
 _MAX_TAGS: Final = 8
@@ -119,6 +127,8 @@ def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
 def _is_tag(token: str) -> bool:
     """Whether ``token`` reads as a literal of a key (``USER``, ``root``, ``c``,
     ``Order``), not a value."""
+    if _DOLLAR.match(token):
+        return True
     if not _TAG.match(token):
         return False
     return (token.isupper() or (len(token) <= 3 and token.islower())
@@ -184,16 +194,46 @@ def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str,
     return tuple(_tokens(key[a]) for a in (table["pk"], table["sk"]) if a)
 
 
-def _split_positions(shapes: Sequence[tuple[tuple[str, ...], ...]]) -> set[tuple[int, int]]:
-    """The token positions of same-length table keys that tell entities apart: every
-    token there reads as a tag, and there are few of them."""
-    out = set()
+def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which tokens of a key may be literals: a tag, or a word (``follower``, ``"info"``)
+    that does not follow a tag (after ``USER`` comes a value: ``USER#alice``)."""
+    out = []
+    after_tag = False
+    for token in tokens:
+        ok = not after_tag and (_is_tag(token) or _WORD.match(token) is not None)
+        out.append(ok)
+        after_tag = ok and _is_tag(token)
+    return tuple(out)
+
+
+def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]]) -> list[tuple[Any, ...]]:
+    """The signature of each of same-length table keys: at a position where every token
+    may be a literal and there are few of them, the token; where every token starts with
+    one of a few leads (``User:`` of ``User:UserA``), the lead; else ``*``."""
+    columns: list[tuple[int, int, str]] = []
+    roles = [[_roles(toks) for toks in shape] for shape in shapes]
     for part, tokens in enumerate(shapes[0]):
         for pos in range(len(tokens)):
             seen = {s[part][pos] for s in shapes}
-            if len(seen) <= _MAX_TAGS and all(_is_tag(t) for t in seen):
-                out.add((part, pos))
+            if len(seen) <= _MAX_TAGS and all(r[part][pos] for r in roles):
+                columns.append((part, pos, "token"))
+                continue
+            leads = {_lead(s[part][pos]) for s in shapes}
+            if "" not in leads and len(leads) <= _MAX_TAGS:
+                columns.append((part, pos, "lead"))
+    out = []
+    for shape in shapes:
+        sig = [["*"] * len(toks) for toks in shape]
+        for part, pos, how in columns:
+            token = shape[part][pos]
+            sig[part][pos] = token if how == "token" else _lead(token) + "*"
+        out.append(tuple(tuple(p) for p in sig))
     return out
+
+
+def _lead(token: str) -> str:
+    m = _LEAD.match(token)
+    return "" if m is None or m.end() == len(token) else m.group()
 
 
 def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
@@ -205,10 +245,7 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
     groups: dict[tuple[Any, ...], _Group] = {}
     for same in by_len.values():
         shapes = [_shape(k, table) for _, k, _ in same]
-        split = _split_positions(shapes)
-        for (item, key, versioned), shape in zip(same, shapes, strict=True):
-            sig = tuple(tuple(t if (p, i) in split else "*" for i, t in enumerate(toks))
-                        for p, toks in enumerate(shape))
+        for (item, key, versioned), sig in zip(same, _signatures(shapes), strict=True):
             group = groups.get(sig)
             if group is None:
                 group = groups[sig] = _Group(_shape_name(sig), None)
@@ -225,7 +262,7 @@ def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> Non
 def _shape_name(sig: tuple[tuple[str, ...], ...]) -> str:
     """A class name for the entity of a key shape: its literals (``USER#*``, ``ORDER#*``
     -> ``UserOrder``), else ``Item``."""
-    words = [t for toks in sig for t in toks if t != "*"]
+    words = [t.strip('"$*:=_') for toks in sig for t in toks if t != "*"]
     literals = [w for w in dict.fromkeys(words) if w.lower() not in _WORDS] or words
     return _class_name("_".join(literals)) if literals else "Item"
 
@@ -311,6 +348,8 @@ class _Slot:
     tag: str | None
     values: dict[int, str]
     field: str = ""
+    #: the literal every value of the slot starts with (``team_``), read off ``values``
+    lead: str = ""
 
 
 def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | None:
@@ -323,20 +362,36 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
     width = lengths.most_common(1)[0][0]
     fits = [(n, t) for n, t in present if len(t) == width]
     parts: list[str | _Slot] = []
+    roles = [_roles(t) for _, t in fits]
     for pos in range(width):
         seen = {t[pos] for _, t in fits}
-        token = next(iter(seen))
-        if len(seen) == 1 and _is_tag(token):
-            parts.append(token)
+        if len(seen) == 1 and all(r[pos] for r in roles):
+            parts.append(next(iter(seen)))
         else:
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
-            parts.append(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits}))
+            parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
     return parts, {n for n, _ in fits}
 
 
+def _led(slot: _Slot) -> _Slot:
+    """``slot`` with the literal its values all start with (``team_`` of ``team_green``,
+    ``team_core``) read off as its lead."""
+    values = list(slot.values.values())
+    m = _LEAD.match(values[0])
+    if m is None or not all(v.startswith(m.group()) and len(v) > m.end() for v in values):
+        return slot
+    lead = m.group()
+    return _Slot(slot.attr, slot.pos, lead[:-1], {n: v[len(lead):] for n, v in
+                                                  slot.values.items()}, lead=lead)
+
+
 def _render(parts: Sequence[str | _Slot]) -> str:
-    return "#".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str)
-                    else "{" + p.field + "}" for p in parts)
+    return "#".join(_escaped(p) if isinstance(p, str)
+                    else _escaped(p.lead) + "{" + p.field + "}" for p in parts)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 # -- fields --------------------------------------------------------------------------------
@@ -448,11 +503,12 @@ class _Entity:
     unique: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _entity(group: _Group, table: Mapping[str, Any], skip: set[str],
+def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
             models: _Namer) -> _Entity:
-    """The templates and fields of one entity from its items."""
+    """The templates (of the ``keyed`` attributes) and fields of one entity from its
+    items."""
     templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
-    for attr in _key_attrs(table):
+    for attr in keyed:
         found = _template(group, attr)
         if found is not None:
             templates[attr] = found
@@ -467,11 +523,13 @@ def _entity(group: _Group, table: Mapping[str, Any], skip: set[str],
         if stored is not None:
             continue
         in_table = any(s.field == slot_field and s.attr in table_keys for s in slots)
-        single = any(s.field == slot_field and len(templates[s.attr][0]) == 1 for s in slots)
+        single = any(s.field == slot_field and s.attr in table_keys and not s.lead
+                     and len(templates[s.attr][0]) == 1 for s in slots)
         number = any(s.field == slot_field and s.attr in table["key_types"] for s in slots)
         kind = {"type": "integer"} if number else {"type": "string"}
         if in_table and single:  # the key attribute itself: the field stored as it
-            attr = next(s.attr for s in slots if s.field == slot_field)
+            attr = next(s.attr for s in slots if s.field == slot_field
+                        and s.attr in table_keys and len(templates[s.attr][0]) == 1)
             fields.insert(0, _field(slot_field, attr, kind, True, ()))
         elif in_table:
             fields.insert(0, _field(slot_field, slot_field, kind, True, ()))
@@ -588,14 +646,16 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         groups = _by_shape(entries, table)
     skip = {a for a in (type_attr, table["revision_attribute"]) if a}
     models = _Namer()
-    entities = [_entity(g, table, skip, models) for g in groups]
+    plain = _native_attributes(table, groups)
+    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
+    entities = [_entity(g, table, keyed, skip, models) for g in groups]
     _name_entities(entities)
     _guards(entities, guards, unplaced, table)
     for e in entities:
         unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
     table["type_attribute"] = type_attr
     types = table.pop("_types")
-    model = {"dynaorm_model": 1, "table": _native(table, entities, types),
+    model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
@@ -626,16 +686,43 @@ def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[
             owner.unique.append(rule)
 
 
-def _native(table: dict[str, Any], entities: Sequence[_Entity],
-            types: Mapping[str, str]) -> dict[str, Any]:
-    """The table, each GSI keyed on entity attributes as stored (its key attributes
-    fields of the entities, never rendered from a template) marked native."""
-    stored = {f["stored"] for e in entities for f in e.fields}
+def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> set[str]:
+    """Mark native each GSI keyed on entity attributes as stored (several attributes to a
+    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``;
+    or the table's own key attributes, an inverted index) and give the attributes they
+    are keyed on."""
+    out: set[str] = set()
+    table_keys = (table["pk"], table["sk"])
     for index in table["indexes"]:
-        attrs = [*index.get("pk", ()), *index.get("sk", ())]
-        if index["kind"] == "gsi" and attrs and all(a in stored for a in attrs) and all(
-                a not in (table["pk"], table["sk"]) for a in attrs):
+        if index["kind"] != "gsi":
+            continue
+        attrs = [*index["pk"], *index["sk"]]
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or all(
+            _whole(g, a) for g in groups for a in attrs if a not in table_keys)
+        if native:
             index["native"] = True
+            out.update(a for a in attrs if a not in table_keys)
+    return out
+
+
+def _whole(group: _Group, attr: str) -> bool:
+    """Whether every value of ``attr`` in ``group`` is one field, no literal around it."""
+    found = _template(group, attr)
+    if found is None:
+        return True
+    parts = found[0]
+    if len(parts) != 1:
+        return False
+    if isinstance(parts[0], _Slot):
+        return not parts[0].lead
+    # one text in every item: a value the sample holds once (``AgentB``), unless the
+    # attribute is named as a key's (``GSI1PK`` = ``ALL_ORDERS``: a literal)
+    return _KEYISH.search(attr) is None
+
+
+def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
+             types: Mapping[str, str]) -> dict[str, Any]:
+    """The table, each field stored in a number key attribute an integer."""
     for e in entities:
         for f in e.fields:
             if types.get(f["stored"]) == "N" and f["type"] == "string":

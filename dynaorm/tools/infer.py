@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError
-from dynaorm.schema.infer import InferenceError, Inferred, infer_model
+from dynaorm.schema.infer import InferenceError, Inferred, infer_model, table_of
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "infer", "infer_code",
            "inferred_code", "read_sample"]
@@ -65,6 +65,7 @@ def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
     if sample < 1:
         raise InferenceError(f"--sample must be at least 1, got {sample}")
     description = _call(client.describe_table, table)["Table"]
+    table_of(description, None)  # (a binary key is refused before anything is read)
     ttl_desc = _call(client.describe_time_to_live, table).get("TimeToLiveDescription", {})
     ttl = (ttl_desc.get("AttributeName")
            if ttl_desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") else None)
