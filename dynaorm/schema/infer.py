@@ -514,7 +514,8 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
             templates[attr] = found
     slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
     attrs = _attribute_values(group, set(templates) | skip)
-    names = _Namer(("model_config",))
+    names = _Namer(("model_config", *_key_attrs(table)))  # (a key-only field is stored
+    # under its name: never a key attribute's)
     stored_of = _name_slots(slots, attrs, names, table)
     fields = _attribute_fields(group, attrs, names, models, table)
     key_only = []
@@ -536,6 +537,10 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
             key_only.append(slot_field)
         else:
             fields.append(_field(slot_field, slot_field, kind, False, ()))
+    in_keys = {s.field for s in slots}
+    for f in fields:  # (a key renders a field's text as stored: a datetime would not)
+        if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
+            f["type"] = "string"
     rendered = {a: _render(parts) for a, (parts, _) in templates.items()}
     members = [all(n in templates[a][1] for a in table_keys if a) for n in
                range(len(group.items))]
@@ -722,10 +727,15 @@ def _whole(group: _Group, attr: str) -> bool:
 
 def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
              types: Mapping[str, str]) -> dict[str, Any]:
-    """The table, each field stored in a number key attribute an integer."""
+    """The table, each field stored in a key attribute (of the table or an index) of the
+    key attribute's type: a string, or a number (an integer unless the items hold a
+    fraction)."""
     for e in entities:
         for f in e.fields:
-            if types.get(f["stored"]) == "N" and f["type"] == "string":
+            kind = types.get(f["stored"])
+            if kind == "S" and f["type"] != "string":
+                f["type"] = "string"
+            elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
     return table
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
@@ -62,8 +63,6 @@ def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
                 ) -> tuple[dict[str, Any], str | None, list[dict[str, Any]], float]:
     """The table's description, TTL attribute, at most ``sample`` items (a parallel Scan
     of ``segments`` segments) and the read units the Scan consumed."""
-    if sample < 1:
-        raise InferenceError(f"--sample must be at least 1, got {sample}")
     description = _call(client.describe_table, table)["Table"]
     table_of(description, None)  # (a binary key is refused before anything is read)
     ttl_desc = _call(client.describe_time_to_live, table).get("TimeToLiveDescription", {})
@@ -72,28 +71,36 @@ def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
     segments = max(1, min(segments, sample))
     share = [sample // segments + (1 if n < sample % segments else 0) for n in range(segments)]
 
-    def scan(segment: int) -> tuple[list[dict[str, Any]], float]:
+    starts: list[dict[str, Any] | None] = [None] * segments
+    done = [False] * segments
+
+    def scan(segment: int, want: int) -> tuple[list[dict[str, Any]], float]:
+        """Up to ``want`` more items of ``segment``, from where it stopped."""
         items: list[dict[str, Any]] = []
         units = 0.0
-        start: dict[str, Any] | None = None
-        while len(items) < share[segment]:
+        while len(items) < want and not done[segment]:
             kwargs: dict[str, Any] = {"Segment": segment, "TotalSegments": segments,
-                                      "Limit": min(1000, share[segment] - len(items)),
+                                      "Limit": min(1000, want - len(items)),
                                       "ReturnConsumedCapacity": "TOTAL"}
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
+            if starts[segment] is not None:
+                kwargs["ExclusiveStartKey"] = starts[segment]
             page = _call(client.scan, table, **kwargs)
             items += page.get("Items", [])
             units += float(page.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
-            start = page.get("LastEvaluatedKey")
-            if start is None:
-                break
-        return items[:share[segment]], units
+            starts[segment] = page.get("LastEvaluatedKey")
+            done[segment] = starts[segment] is None
+        return items, units
 
     with ThreadPoolExecutor(max_workers=segments) as pool:
-        pages = list(pool.map(scan, range(segments)))
+        pages = list(pool.map(scan, range(segments), share))
     items = [item for found, _ in pages for item in found]
-    return description, ttl, items, sum(units for _, units in pages)
+    units = sum(u for _, u in pages)
+    for segment in range(segments):  # (a segment that ran short: the others make it up)
+        if len(items) >= sample:
+            break
+        more, used = scan(segment, sample - len(items))
+        items, units = items + more, units + used
+    return description, ttl, items[:sample], units
 
 
 def inferred_code(found: Inferred) -> str:
@@ -110,12 +117,11 @@ def _defined_model(code: str) -> dict[str, Any]:
     """The model (``table.model()``) of the one table ``code`` defines."""
     from dynaorm import Table
 
-    module = types.ModuleType("dynaorm_inferred")
+    # (a module of its own, kept in sys.modules: pydantic resolves the annotations of a
+    # class through its module, on first validation too)
+    module = types.ModuleType(f"dynaorm_inferred_{uuid.uuid4().hex}")
     sys.modules[module.__name__] = module
-    try:
-        exec(compile(code, "<dynaorm inferred>", "exec"), module.__dict__)
-    finally:
-        del sys.modules[module.__name__]
+    exec(compile(code, "<dynaorm inferred>", "exec"), module.__dict__)
     table = next(v for v in vars(module).values() if isinstance(v, Table))
     model: dict[str, Any] = table.model()
     return model
@@ -123,6 +129,8 @@ def _defined_model(code: str) -> dict[str, Any]:
 
 def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
          region: str | None, report: TextIO | None) -> tuple[Inferred, str]:
+    if sample < 1:
+        raise InferenceError(f"--sample must be at least 1, got {sample}")
     dynamodb = _client(client, endpoint_url, region)
     description, ttl, items, units = read_sample(dynamodb, table_name, sample)
     if report is not None:
