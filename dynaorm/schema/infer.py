@@ -287,7 +287,7 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     """The attribute that names each item's entity: one of :data:`_TYPE_NAMES` (first) or
     any other string attribute on nearly every item with few values, whose items of each
     value share one key shape."""
-    keys = set(_key_attrs(table)) | {table.get("ttl")}
+    keys = set(_key_attrs(table)) | {table.get("ttl"), table["revision_attribute"]}
     counts: Counter[str] = Counter(a for item in items for a, v in item.items()
                                    if "S" in v and a not in keys)
     known = [a for a in _TYPE_NAMES if counts[a] >= 0.9 * len(items)]
@@ -313,9 +313,9 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
         shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
     if not all(re.fullmatch(r"[\w:.\-]+", v) for v in shapes):
         return False
-    if known:  # (a type attribute's name: any few values, each item its entity's)
-        return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) == 1)
-    few = len(shapes) <= max(2, min(64, len(items) // 3))
+    if known:  # (a type attribute's name: a few values, each item its entity's)
+        return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
+    few = len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
     return few and all(len(s) == 1 for s in shapes.values())
 
 

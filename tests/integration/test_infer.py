@@ -251,35 +251,41 @@ _TAGS = st.sampled_from(["USER", "ORDER", "ITEM", "ORG", "TEAM", "DOC", "NOTE", 
 
 
 @st.composite
-def _models(draw: st.DrawFn) -> list[tuple[str, str]]:
-    """Entities as (pk, sk) templates of distinct literal shapes."""
-    out: list[tuple[str, str]] = []
+def _models(draw: st.DrawFn) -> list[tuple[str, ...]]:
+    """Entities as (pk, sk[, gsi1 pk, gsi1 sk]) templates of distinct literal shapes."""
+    out: list[tuple[str, ...]] = []
     count = draw(st.integers(1, 4))
     tags = draw(st.lists(_TAGS, min_size=count + 1, max_size=count + 1, unique=True))
     for n in range(count):
         tag = tags[n]
         pk = draw(st.sampled_from([f"{tag}#{{a}}", f"{tags[-1]}#{{a}}#{tag}#{{b}}"]))
         sk = draw(st.sampled_from([tag, f"{tag}#{{c}}", "META", f"{{c}}#{tag}"]))
-        out.append((pk, sk))
+        index = draw(st.sampled_from([(), (f"{tag}#{{b}}", "{c}"), ("ALL", f"{tag}#{{a}}"),
+                                      (f"{{b}}#{tag}", f"{tag}#{{c}}#{{a}}")]))
+        out.append((pk, sk, *index))
     return out
 
 
-def _entity_source(n: int, pk: str, sk: str, table: str) -> str:
-    names = sorted({f for t in (pk, sk) for f in ("a", "b", "c") if "{" + f + "}" in t})
+def _entity_source(n: int, templates: tuple[str, ...], table: str) -> str:
+    names = sorted({f for t in templates for f in ("a", "b", "c") if "{" + f + "}" in t})
     fields = "".join(f"    {f}: str\n" for f in names)
+    index = (f"        indexes = {{'gsi1': {templates[2:]!r}}}\n" if len(templates) > 2
+             else "")
     return (f"class E{n}(Entity):\n    class Meta:\n        table = {table}\n"
-            f"        pk = {pk!r}\n        sk = {sk!r}\n{fields}    note: str = ''\n")
+            f"        pk = {templates[0]!r}\n        sk = {templates[1]!r}\n{index}"
+            f"{fields}    note: str = ''\n")
 
 
 @given(model=_models(), data=st.data())
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-def test_random_model_round_trip(backend: str | None, model: list[tuple[str, str]],
+def test_random_model_round_trip(backend: str | None, model: list[tuple[str, ...]],
                                  data: st.DataObject) -> None:
     """A table dynaorm wrote from a random model is inferred back to the same templates
     (field names may differ)."""
-    source = "from dynaorm import Entity, Table\n" + f"t = Table({_name('rt')!r})\n"
-    source += "".join(_entity_source(n, pk, sk, "t") for n, (pk, sk) in enumerate(model))
+    source = ("from dynaorm import GSI, Entity, Table\n"
+              f"t = Table({_name('rt')!r}, indexes=[GSI('gsi1', pk='gsi1pk', sk='gsi1sk')])\n")
+    source += "".join(_entity_source(n, templates, "t") for n, templates in enumerate(model))
     module = types.ModuleType(f"random_model_{uuid.uuid4().hex}")
     sys.modules[module.__name__] = module
     exec(source, module.__dict__)
@@ -296,8 +302,9 @@ def test_random_model_round_trip(backend: str | None, model: list[tuple[str, str
                 s.save(cls(**{k: v for k, v in values.items() if k in cls.model_fields}))
         s.commit()
         found = infer(module.t.name, client=module.t.client, report=None)
-    want = sorted(structure([pk, sk]) for pk, sk in model)
-    got = sorted(structure([e["pk"], e["sk"]]) for e in found["entities"])
+    want = sorted(structure(templates) for templates in model)
+    got = sorted(structure([e["pk"], e["sk"], *(t for i in e["indexes"] for t in (
+        i["pk"], i["sk"]))]) for e in found["entities"])
     assert got == want
 
 
