@@ -97,7 +97,7 @@ def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
     pk, sk = _key_schema(description["KeySchema"])
     indexes = [_index(i, "gsi") for i in description.get("GlobalSecondaryIndexes", ())]
     indexes += [_index(i, "lsi") for i in description.get("LocalSecondaryIndexes", ())]
-    key_types = {a: t for a, t in types.items() if t == "N" and a in (pk, sk)}
+    key_types = {a: t for a, t in types.items() if t == "N"}
     return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None, "key_types": key_types,
             "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
             "stream": None, "indexes": indexes, "_types": types}
@@ -200,33 +200,39 @@ def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
     out = []
     after_tag = False
     for token in tokens:
-        ok = not after_tag and (_is_tag(token) or _WORD.match(token) is not None)
+        ok = not token or (not after_tag and (_is_tag(token) or _WORD.match(token) is not None))
         out.append(ok)
         after_tag = ok and _is_tag(token)
     return tuple(out)
 
 
-def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]]) -> list[tuple[Any, ...]]:
-    """The signature of each of same-length table keys: at a position where every token
-    may be a literal and there are few of them, the token; where every token starts with
-    one of a few leads (``User:`` of ``User:UserA``), the lead; else ``*``."""
+def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
+                values: Sequence[set[str]]) -> list[tuple[Any, ...]]:
+    """The signature of each of same-length table keys (``values``: the texts of each
+    item's other attributes): a token that may be a literal, at a position of few such
+    tokens, is one unless its item holds it as an attribute (``NORMAL`` of
+    ``NORMAL#2020-04-24``, its ``State``); where every token starts with one of a few
+    leads (``User:`` of ``User:UserA``), the lead; else ``*``."""
     columns: list[tuple[int, int, str]] = []
     roles = [[_roles(toks) for toks in shape] for shape in shapes]
     for part, tokens in enumerate(shapes[0]):
         for pos in range(len(tokens)):
-            seen = {s[part][pos] for s in shapes}
-            if len(seen) <= _MAX_TAGS and all(r[part][pos] for r in roles):
+            tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}
+            if tags and len(tags) <= _MAX_TAGS:
                 columns.append((part, pos, "token"))
                 continue
             leads = {_lead(s[part][pos]) for s in shapes}
             if "" not in leads and len(leads) <= _MAX_TAGS:
                 columns.append((part, pos, "lead"))
     out = []
-    for shape in shapes:
+    for shape, role, held in zip(shapes, roles, values, strict=True):
         sig = [["*"] * len(toks) for toks in shape]
         for part, pos, how in columns:
             token = shape[part][pos]
-            sig[part][pos] = token if how == "token" else _lead(token) + "*"
+            if how == "lead":
+                sig[part][pos] = _lead(token) + "*"
+            elif role[part][pos] and token not in held:
+                sig[part][pos] = token
         out.append(tuple(tuple(p) for p in sig))
     return out
 
@@ -245,7 +251,10 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
     groups: dict[tuple[Any, ...], _Group] = {}
     for same in by_len.values():
         shapes = [_shape(k, table) for _, k, _ in same]
-        for (item, key, versioned), sig in zip(same, _signatures(shapes), strict=True):
+        keys = set(_key_attrs(table))
+        held = [{t for a, av in item.items() if a not in keys and (t := _text(av))}
+                for item, _, _ in same]
+        for (item, key, versioned), sig in zip(same, _signatures(shapes, held), strict=True):
             group = groups.get(sig)
             if group is None:
                 group = groups[sig] = _Group(_shape_name(sig), None)
@@ -365,12 +374,22 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
     roles = [_roles(t) for _, t in fits]
     for pos in range(width):
         seen = {t[pos] for _, t in fits}
-        if len(seen) == 1 and all(r[pos] for r in roles):
-            parts.append(next(iter(seen)))
+        token = next(iter(seen))
+        if len(seen) == 1 and all(r[pos] for r in roles) and not (
+                token and token != group.type_name
+                and all(_holds(group.items[n], token, group.keys[n]) for n, _ in fits)):
+            parts.append(token)
         else:
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
     return parts, {n for n, _ in fits}
+
+
+def _holds(item: Item, token: str, keys: Iterable[str]) -> bool:
+    """Whether ``item`` holds ``token`` as the text of an attribute other than its key
+    attributes ``keys`` (then a key holding it holds a field, not a literal)."""
+    skip = set(keys)
+    return any(_text(av) == token for a, av in item.items() if a not in skip)
 
 
 def _led(slot: _Slot) -> _Slot:
@@ -514,9 +533,12 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
             templates[attr] = found
     slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
     attrs = _attribute_values(group, set(templates) | skip)
-    names = _Namer(("model_config", *_key_attrs(table)))  # (a key-only field is stored
-    # under its name: never a key attribute's)
-    stored_of = _name_slots(slots, attrs, names, table)
+    names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
+    # name: never a key attribute's)
+    table_keys = (table["pk"], table["sk"])
+    whole = {a for a in table_keys if a in templates and len(templates[a][0]) == 1
+             and isinstance(templates[a][0][0], _Slot) and not templates[a][0][0].lead}
+    stored_of = _name_slots(slots, attrs, names, whole)
     fields = _attribute_fields(group, attrs, names, models, table)
     key_only = []
     table_keys = (table["pk"], table["sk"])
@@ -557,12 +579,14 @@ def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapp
 
 
 def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
-                names: _Namer, table: Mapping[str, Any]) -> dict[str, str | None]:
+                names: _Namer, whole: set[str]) -> dict[str, str | None]:
     """Name each slot's field: the attribute it always equals, else a slot named before
     it that it always equals, else a new field after its tag (``USER`` -> ``user_id``) or
     its attribute. Returns each slot field's stored attribute (``None``: in keys only)."""
     out: dict[str, str | None] = {}
     named: list[_Slot] = []
+    for attr in attrs:  # (the attributes' names first: a key-only field takes another)
+        _attr_field_name(attr, names)
     for slot in slots:
         same = _same_attribute(slot, attrs)
         if same is not None:
@@ -571,6 +595,11 @@ def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping
             twin = next((s for s in named if _agree(s, slot)), None)
             if twin is not None:
                 slot.field = twin.field
+            elif slot.attr in whole and _snake(slot.attr) not in names.attrs.values():
+                # (the key attribute is the field, stored as itself: named after it)
+                slot.field = _snake(slot.attr)
+                names.taken.add(slot.field)
+                out[slot.field] = None
             else:
                 base = f"{_snake(slot.tag)}_id" if slot.tag else _snake(slot.attr)
                 slot.field = names(base)
@@ -588,9 +617,15 @@ def _attr_field_name(attr: str, names: _Namer) -> str:
 
 def _same_attribute(slot: _Slot, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]]
                     ) -> str | None:
-    for attr, values in attrs.items():
-        if all(_text(values.get(n)) == v for n, v in slot.values.items()):
-            return attr
+    """The attribute ``slot`` holds the text of in every item (its lead too, which is
+    then read back into the field: ``user_123`` is the ``user_id`` attribute's value)."""
+    for lead in dict.fromkeys(("", slot.lead)):
+        for attr, values in attrs.items():
+            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()):
+                if lead:
+                    slot.values = {n: lead + v for n, v in slot.values.items()}
+                    slot.lead = ""
+                return attr
     return None
 
 
@@ -702,8 +737,10 @@ def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> se
         if index["kind"] != "gsi":
             continue
         attrs = [*index["pk"], *index["sk"]]
-        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or all(
-            _whole(g, a) for g in groups for a in attrs if a not in table_keys)
+        own = [a for a in attrs if a not in table_keys]  # (none: the table's keys inverted,
+        # a template index of the entities' own templates)
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or bool(own) and all(
+            _whole(g, a) for g in groups for a in own)
         if native:
             index["native"] = True
             out.update(a for a in attrs if a not in table_keys)
