@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm.errors import DynaormError
+from dynaorm.schema.rules.versioned import VERSION_TTL
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
 
@@ -684,7 +685,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         groups += _by_shape(rest, table)
     else:
         groups = _by_shape(entries, table)
-    skip = {a for a in (type_attr, table["revision_attribute"]) if a}
+    skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
