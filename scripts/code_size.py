@@ -96,6 +96,8 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/schema/settings.py", "dynaorm/core/settings.py", "dynaorm/formats/tables.py",
     "dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
     "dynaorm/formats/iam.py", "dynaorm/tools/iam_command.py", "dynaorm/protocol/metrics.py",
+    # 0.8, issue 72: the model of a table you already have (inference and its driver)
+    "dynaorm/schema/infer.py", "dynaorm/tools/infer.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

@@ -214,17 +214,8 @@ def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
     tokens, is one unless its item holds it as an attribute (``NORMAL`` of
     ``NORMAL#2020-04-24``, its ``State``); where every token starts with one of a few
     leads (``User:`` of ``User:UserA``), the lead; else ``*``."""
-    columns: list[tuple[int, int, str]] = []
     roles = [[_roles(toks) for toks in shape] for shape in shapes]
-    for part, tokens in enumerate(shapes[0]):
-        for pos in range(len(tokens)):
-            tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}
-            if tags and len(tags) <= _MAX_TAGS:
-                columns.append((part, pos, "token"))
-                continue
-            leads = {_lead(s[part][pos]) for s in shapes}
-            if "" not in leads and len(leads) <= _MAX_TAGS:
-                columns.append((part, pos, "lead"))
+    columns = _columns(shapes, roles)
     out = []
     for shape, role, held in zip(shapes, roles, values, strict=True):
         sig = [["*"] * len(toks) for toks in shape]
@@ -236,6 +227,23 @@ def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
                 sig[part][pos] = token
         out.append(tuple(tuple(p) for p in sig))
     return out
+
+
+def _columns(shapes: Sequence[tuple[tuple[str, ...], ...]],
+             roles: Sequence[Sequence[tuple[bool, ...]]]) -> list[tuple[int, int, str]]:
+    """The key positions that tell entities apart: by their literal tokens (few of them),
+    or by the leads of their tokens (few of them, every token with one)."""
+    columns: list[tuple[int, int, str]] = []
+    for part, tokens in enumerate(shapes[0]):
+        for pos in range(len(tokens)):
+            tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}
+            if tags and len(tags) <= _MAX_TAGS:
+                columns.append((part, pos, "token"))
+                continue
+            leads = {_lead(s[part][pos]) for s in shapes}
+            if "" not in leads and len(leads) <= _MAX_TAGS:
+                columns.append((part, pos, "lead"))
+    return columns
 
 
 def _lead(token: str) -> str:
@@ -376,14 +384,19 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
     for pos in range(width):
         seen = {t[pos] for _, t in fits}
         token = next(iter(seen))
-        if len(seen) == 1 and all(r[pos] for r in roles) and not (
-                token and token != group.type_name
-                and all(_holds(group.items[n], token, group.keys[n]) for n, _ in fits)):
+        if len(seen) == 1 and all(r[pos] for r in roles) and not _held(group, fits, token):
             parts.append(token)
         else:
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
     return parts, {n for n, _ in fits}
+
+
+def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
+    """Whether every item of ``fits`` holds ``token`` as an attribute's text (not its
+    type name): a field's value, not a literal."""
+    return bool(token) and token != group.type_name and all(
+        _holds(group.items[n], token, group.keys[n]) for n, _ in fits)
 
 
 def _holds(item: Item, token: str, keys: Iterable[str]) -> bool:
@@ -537,37 +550,54 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
     table_keys = (table["pk"], table["sk"])
-    whole = {a for a in table_keys if a in templates and len(templates[a][0]) == 1
-             and isinstance(templates[a][0][0], _Slot) and not templates[a][0][0].lead}
+    whole = {a for a in table_keys if a in templates and _is_whole(templates[a][0])}
     stored_of = _name_slots(slots, attrs, names, whole)
     fields = _attribute_fields(group, attrs, names, models, table)
+    key_only = _slot_fields(stored_of, slots, templates, fields, table)
+    _as_text({s.field for s in slots}, fields)
+    rendered = {a: _render(parts) for a, (parts, _) in templates.items()}
+    members = [all(n in templates[a][1] for a in table_keys if a) for n in
+               range(len(group.items))]
+    return _Entity(group, rendered, fields, key_only, members)
+
+
+def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
+                 templates: Mapping[str, tuple[list[str | _Slot], set[int]]],
+                 fields: list[dict[str, Any]], table: Mapping[str, Any]) -> list[str]:
+    """Add to ``fields`` each slot field no attribute holds: stored as the key attribute
+    it is the whole of, else key-only (in the table key) or optional (in an index key
+    only); the key-only ones' names."""
     key_only = []
     table_keys = (table["pk"], table["sk"])
     for slot_field, stored in stored_of.items():
         if stored is not None:
             continue
-        in_table = any(s.field == slot_field and s.attr in table_keys for s in slots)
-        single = any(s.field == slot_field and s.attr in table_keys and not s.lead
-                     and len(templates[s.attr][0]) == 1 for s in slots)
-        number = any(s.field == slot_field and s.attr in table["key_types"] for s in slots)
+        mine = [s for s in slots if s.field == slot_field]
+        whole = [s.attr for s in mine if s.attr in table_keys
+                 and _is_whole(templates[s.attr][0])]
+        number = any(s.attr in table["key_types"] for s in mine)
         kind = {"type": "integer"} if number else {"type": "string"}
-        if in_table and single:  # the key attribute itself: the field stored as it
-            attr = next(s.attr for s in slots if s.field == slot_field
-                        and s.attr in table_keys and len(templates[s.attr][0]) == 1)
-            fields.insert(0, _field(slot_field, attr, kind, True, ()))
-        elif in_table:
+        if whole:  # the key attribute itself: the field stored as it
+            fields.insert(0, _field(slot_field, whole[0], kind, True, ()))
+        elif any(s.attr in table_keys for s in mine):
             fields.insert(0, _field(slot_field, slot_field, kind, True, ()))
             key_only.append(slot_field)
         else:
             fields.append(_field(slot_field, slot_field, kind, False, ()))
-    in_keys = {s.field for s in slots}
-    for f in fields:  # (a key renders a field's text as stored: a datetime would not)
+    return key_only
+
+
+def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
+    """Each field in a key template typed as text (or a number): a key renders a field's
+    text as the item stores it, and a datetime would render its own."""
+    for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
             f["type"] = "string"
-    rendered = {a: _render(parts) for a, (parts, _) in templates.items()}
-    members = [all(n in templates[a][1] for a in table_keys if a) for n in
-               range(len(group.items))]
-    return _Entity(group, rendered, fields, key_only, members)
+
+
+def _is_whole(parts: Sequence[str | _Slot]) -> bool:
+    """Whether a template is one field, nothing around it."""
+    return len(parts) == 1 and isinstance(parts[0], _Slot) and not parts[0].lead
 
 
 def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapping[str, Any]]]:
@@ -665,21 +695,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         raise InferenceError(f"table {table['name']!r} has no items: a model is inferred "
                              "from a sample of its items")
     type_attr = _type_attribute(items, table)
-    entries: list[tuple[Item, dict[str, str], bool]] = []
-    guards: list[Item] = []
-    unplaced: list[Item] = []
-    for item in items:
-        kind = _text(item.get(type_attr)) if type_attr else None
-        if kind == _RECEIPT:
-            continue
-        if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
-            guards.append(item)
-            continue
-        base = _base_key(item, table)
-        if base is None:
-            unplaced.append(item)
-        else:
-            entries.append((item, *base))
+    entries, guards, unplaced = _sorted_items(items, table, type_attr)
     if type_attr is not None:
         groups, rest = _by_type(entries, type_attr, table)
         groups += _by_shape(rest, table)
@@ -701,6 +717,28 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
     return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+
+
+def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None
+                  ) -> tuple[list[tuple[Item, dict[str, str], bool]], list[Item], list[Item]]:
+    """The items of entities (with their key texts), dynaorm's unique guards, and those
+    of no key it reads; receipts left out (the table's own rows)."""
+    entries: list[tuple[Item, dict[str, str], bool]] = []
+    guards: list[Item] = []
+    unplaced: list[Item] = []
+    for item in items:
+        kind = _text(item.get(type_attr)) if type_attr else None
+        if kind == _RECEIPT:
+            continue
+        if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
+            guards.append(item)
+            continue
+        base = _base_key(item, table)
+        if base is None:
+            unplaced.append(item)
+        else:
+            entries.append((item, *base))
+    return entries, guards, unplaced
 
 
 def _name_entities(entities: Sequence[_Entity]) -> None:
@@ -740,8 +778,8 @@ def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> se
         attrs = [*index["pk"], *index["sk"]]
         own = [a for a in attrs if a not in table_keys]  # (none: the table's keys inverted,
         # a template index of the entities' own templates)
-        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or bool(own) and all(
-            _whole(g, a) for g in groups for a in own)
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and all(
+            _whole(g, a) for g in groups for a in own))
         if native:
             index["native"] = True
             out.update(a for a in attrs if a not in table_keys)
@@ -757,7 +795,7 @@ def _whole(group: _Group, attr: str) -> bool:
     if len(parts) != 1:
         return False
     if isinstance(parts[0], _Slot):
-        return not parts[0].lead
+        return _is_whole(parts)
     # one text in every item: a value the sample holds once (``AgentB``), unless the
     # attribute is named as a key's (``GSI1PK`` = ``ALL_ORDERS``: a literal)
     return _KEYISH.search(attr) is None

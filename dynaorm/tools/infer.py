@@ -45,8 +45,8 @@ def _client(client: Any, endpoint_url: str | None, region: str | None) -> Any:
 
 def _call(op: Callable[..., dict[str, Any]], table: str, **kwargs: Any) -> dict[str, Any]:
     """One read request, its failures typed: no such table, no endpoint."""
-    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-    from botocore.exceptions import EndpointConnectionError
+    from botocore.exceptions import ClientError, EndpointConnectionError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
     try:
         return op(TableName=table, **kwargs)
@@ -109,7 +109,7 @@ def inferred_code(found: Inferred) -> str:
     from dynaorm.formats.code import import_code
 
     code = import_code(json.dumps(found.model), "json")
-    head, _, rest = code.partition("\n")
+    rest = code.partition("\n")[2]
     return _HEAD.format(name=found.model["table"]["name"]) + "\n" + rest
 
 

@@ -93,12 +93,12 @@ def test_published_designs_score(raw: tuple[Any, list[str]],
     """At least 90% of each published design's entities are inferred with the templates
     of the hand-written model (by structure), every item placed."""
     lines, hits, total = [], 0, 0
-    for design in EXPECTED:
-        name = _design(raw, design)
+    for published in EXPECTED:
+        name = _design(raw, published)
         model = infer(name, client=raw[0], report=None)
-        hit, count, missed = score(design, model)
+        hit, count, missed = score(published, model)
         hits, total = hits + hit, total + count
-        lines.append(f"{design}: {hit}/{count} entities ({100 * hit // count}%)"
+        lines.append(f"{published}: {hit}/{count} entities ({100 * hit // count}%)"
                      + (f", missed {missed}" if missed else ""))
         assert hit >= 0.9 * count, lines[-1]
         assert model["inferred"]["unplaced"]["count"] == 0, model["inferred"]
