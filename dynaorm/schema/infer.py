@@ -329,11 +329,11 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
         if base is None:
             continue
         shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
-    if not all(re.fullmatch(r"[\w:.\-]+", v) for v in shapes):
+    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
         return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
-    few = len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
+    few = 2 <= len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
     return few and all(len(s) == 1 for s in shapes.values())
 
 

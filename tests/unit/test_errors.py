@@ -51,6 +51,7 @@ DOCUMENTED |= {"IdempotencyMismatchError"}  # (0.7: exactly once across invocati
 DOCUMENTED |= {"Rule", "register_rule", "Compressed"}  # (0.7: rules of your own, compression)
 DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
 DOCUMENTED |= {"SettingsError"}  # (0.7: table settings)
+DOCUMENTED |= {"infer"}  # (0.8: the model of a table you already have)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
