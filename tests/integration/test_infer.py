@@ -182,8 +182,10 @@ def test_project_designs_score(backend: str | None, capsys: pytest.CaptureFixtur
         table = design(ref)
         classes = list(dict.fromkeys(table._own[0].values()))
         count = len(table.model()["entities"])
-        with use_tables(table, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        with contextlib.ExitStack() as stack:
             try:
+                tb = stack.enter_context(use_tables(table, endpoint_url=backend,
+                                                   name_suffix=worker_suffix()))
                 s = tb.session()
                 for cls in classes:
                     for n in range(3):
