@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
+    from dynaorm.tools.infer import infer
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
