@@ -209,24 +209,34 @@ def value_of(annotation: Any, n: int, name: str) -> Any:
     raise TypeError(f"no value for {annotation!r}")
 
 
-def entity_structure(entity: Mapping[str, Any]) -> tuple[Any, ...]:
-    """An entity of a model by the structure of its table key and template indexes."""
-    indexes = sorted(entity["indexes"], key=lambda i: i["name"])
+def entity_structure(entity: Mapping[str, Any], table: Mapping[str, Any] | None = None
+                     ) -> tuple[Any, ...]:
+    """An entity of a model by the structure of its table key and its indexes: template
+    indexes, and (``table`` given) each native index keyed on attributes the entity
+    stores as fields, as the template of that field (``{map}``: one slot either way)."""
+    indexes = list(entity["indexes"])
+    stored = {f["stored"]: f["name"] for f in entity["fields"]}
+    for index in (table or {}).get("indexes", ()):
+        keys = [*index.get("pk", ()), *index.get("sk", ())]
+        if index.get("native") and len(keys) <= 2 and all(k in stored for k in keys):
+            templates = ["{" + stored[k] + "}" for k in keys]
+            indexes.append({"name": index["name"], "pk": templates[0],
+                            "sk": templates[1] if len(keys) > 1 else None})
+    indexes.sort(key=lambda i: i["name"])
     return (structure([entity["pk"], entity["sk"],
                        *(t for i in indexes for t in (i["pk"], i["sk"]))]),
             tuple(i["name"] for i in indexes))
 
 
-def matched(want: Iterable[Mapping[str, Any]], got: Iterable[Mapping[str, Any]]
-            ) -> tuple[int, list[str]]:
-    """How many entities of ``want`` an entity of ``got`` matches by structure (each
-    once), and the names of those none matches."""
-    left = [entity_structure(e) for e in got]
+def matched(want: Mapping[str, Any], got: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """How many entities of model ``want`` an entity of model ``got`` matches by
+    structure (each once), and the names of those none matches."""
+    left = [entity_structure(e, got["table"]) for e in got["entities"]]
     missed = []
-    for e in want:
-        shape = entity_structure(e)
+    for e in want["entities"]:
+        shape = entity_structure(e, want["table"])
         if shape in left:
             left.remove(shape)
         else:
             missed.append(str(e["name"]))
-    return len(list(want)) - len(missed), missed
+    return len(want["entities"]) - len(missed), missed
