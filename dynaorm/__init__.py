@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
+    from dynaorm.tools.infer import infer
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
@@ -144,6 +145,7 @@ __all__ = [
     "VectorIndex",
     "Versioned",
     "explain",
+    "infer",
     "inspect",
     "ksuid",
     "register_rule",
@@ -165,6 +167,7 @@ _LAZY = {
     "ModelFileError": "dynaorm.errors",
     "Explanation": "dynaorm.core.explain",
     "explain": "dynaorm.core.explain",
+    "infer": "dynaorm.tools.infer",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "inspect": "dynaorm.schema.inspection",

@@ -103,6 +103,8 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.8, issue 71: agent state in the table (LangGraph's checkpointer and memory store),
     # held to its own budget
     "dynaorm/langgraph",
+    # 0.8, issue 72: the model of a table you already have (inference and its driver)
+    "dynaorm/schema/infer.py", "dynaorm/tools/infer.py",
 )
 #: issue 71: the LangGraph adapter (checkpointer and store, written on the public API) is at
 #: most this many tokens, counted apart from the rest

@@ -20,8 +20,15 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm import formats
     from dynaorm.formats.code import import_code
 
-    if (args.table is None) == (args.import_file is None):
-        raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
+    given = [a for a in (args.table, args.import_file, args.infer) if a is not None]
+    if len(given) != 1:
+        raise cli.BadReference("give one of MODULE:TABLE to export, --import FILE or "
+                               "--infer TABLE")
+    if args.infer is not None:
+        return _infer(cli, args, out)
+    if args.format == "code":
+        raise cli.BadReference("--format code prints the model of --infer TABLE; "
+                               "--import FILE prints code too")
     if args.import_file is not None:
         if args.format in ("cloudformation", "terraform"):
             raise cli.BadReference(f"--import reads json, workbench or mcp: a {args.format} "
@@ -44,6 +51,36 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     doc, notes = formats.export(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
+    if args.format == "cloudformation":
+        from dynaorm.formats.cloudformation import text_of
+
+        doc = text_of(doc)
+    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
+                 args.output, out)
+
+
+def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+    """``--infer TABLE``: the model of a live table, in ``--format`` (``code``: entity
+    code, what it could not place in a comment at its end)."""
+    from dynaorm import formats
+    from dynaorm.schema.infer import InferenceError
+    from dynaorm.tools.infer import infer_code, unplaced_note
+
+    try:
+        code, model = infer_code(args.infer, sample=args.sample, endpoint_url=args.endpoint,
+                                 region=args.region, report=sys.stderr)
+    except InferenceError as exc:
+        raise cli.BadReference(str(exc)) from exc
+    note = unplaced_note(model)
+    print(f"dynaorm model --infer: {note}", file=sys.stderr)
+    if args.format == "code":
+        return _emit(code + "\n" + "".join(f"# {line}\n" for line in note.splitlines()),
+                     args.output, out)
+    if args.format == "json":
+        return _emit(json.dumps(model, indent=2) + "\n", args.output, out)
+    doc, notes = formats.export(model, args.format)
+    for line in notes:
+        print(f"dynaorm model: {line}", file=sys.stderr)
     if args.format == "cloudformation":
         from dynaorm.formats.cloudformation import text_of
 
@@ -92,13 +129,22 @@ def add_model_commands(sub: Any, cli: ModuleType) -> None:
                                    "prints entity code that exports back to the same model.")
     p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
                    help="e.g. myapp.models:app")
-    p.add_argument("--format", choices=FORMATS, default="json")
+    p.add_argument("--format", choices=(*FORMATS, "code"), default="json",
+                   help="code: entity code (with --infer)")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write to FILE (default: standard output)")
     p.add_argument("--chart", metavar="OUT.html", default=None,
                    help="write a self-contained HTML chart of the design instead")
     p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
                    help="read a model file of --format and print entity code")
+    p.add_argument("--infer", metavar="TABLE", default=None,
+                   help="infer the model of the live table TABLE from a sample of its "
+                        "items (reads only: DescribeTable, DescribeTimeToLive, Scan)")
+    p.add_argument("--endpoint", "--endpoint-url", dest="endpoint", metavar="URL",
+                   default=None, help="with --infer: the DynamoDB endpoint")
+    p.add_argument("--region", metavar="R", default=None, help="with --infer: the region")
+    p.add_argument("--sample", metavar="N", type=int, default=1000,
+                   help="with --infer: read at most N items (default 1000)")
     p.set_defaults(run=lambda args, out: _model(cli, args, out))
     p = sub.add_parser("explain", help="what each access pattern sends and costs",
                        description="Explain each access pattern of every entity on every "

@@ -52,6 +52,7 @@ DOCUMENTED |= {"Rule", "register_rule", "Compressed"}  # (0.7: rules of your own
 DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
 DOCUMENTED |= {"SettingsError"}  # (0.7: table settings)
 DOCUMENTED |= {"LakeError"}  # (0.8: the lake's errors, a DynaormError of its own)
+DOCUMENTED |= {"infer"}  # (0.8: the model of a table you already have)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

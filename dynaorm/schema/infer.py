@@ -1,0 +1,851 @@
+"""A model inferred from a table's description and a sample of its items (contract 23,
+"Tables you already have"): the key grammar (:mod:`dynaorm.schema.templates`) run
+backwards.
+
+Items are told apart by a type attribute when they carry one, else by the shape of their
+table keys: each key is cut at its separators into tokens, a token that reads as a tag
+(``USER``, ``root``, ``c``) where the items of one shape share a few such tokens is a
+literal that tells entities apart, any other a field. Each entity then gets a template
+for the table key and for every index its items land in (the literals its items share, a
+field slot where they differ), slots that always hold the same text as an attribute or
+another slot become that one field, and each attribute a field typed from what the items
+hold. ``dynaorm:unique`` guard items become ``unique`` rules of their owner, ``v0_`` and
+``v<n>_`` rows a versioned entity, the TTL attribute its field; what fits nothing is
+counted, with a few keys.
+
+Pure: :func:`infer_model` reads plain data (DescribeTable's ``Table``, the TTL attribute,
+the items as DynamoDB gives them) and returns plain data; the driver that reads a live
+table is :mod:`dynaorm.tools.infer`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from dynaorm.errors import DynaormError
+from dynaorm.schema.rules.versioned import VERSION_TTL
+
+__all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
+
+#: the type attribute names other tools write, tried before any other attribute
+_TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
+                      "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
+                      "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
+#: dynaorm's own type values of the rows its rules write
+_GUARD, _RECEIPT = "dynaorm:unique", "dynaorm:receipt"
+#: what a guard item of dynaorm holds beside its key (its owner and the field it guards)
+_GUARD_ATTRS: Final = ("owner_pk", "owner_sk", "owner_type", "unique_field")
+_VERSION = re.compile(r"v(0|\d{8})_")
+_TAG = re.compile(r"[A-Za-z][A-Za-z_-]*\Z")
+#: a literal of another tool's keys: ``$taskapp``, ElectroDB's ``$tasks_1``
+_DOLLAR = re.compile(r"\$[A-Za-z][A-Za-z0-9_-]*\Z")
+#: a word that may be a literal where no tag comes before it (``follower``, ``"info"``)
+_WORD = re.compile(r'"?[A-Za-z][A-Za-z_-]*"?\Z')
+#: a literal that leads a value inside one token: ``team_`` of ``team_green``
+_LEAD = re.compile(r"[A-Za-z][A-Za-z0-9]*[_:=]")
+_WORDS: Final = frozenset({"root", "meta", "metadata", "profile", "details", "detail",
+                           "info", "summary", "latest", "config", "settings", "stats"})
+_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?\Z")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_INTEGER = re.compile(r"-?\d+\Z")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
+_KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
+#: at most this many distinct tag-like tokens at one key position tell entities apart
+#: (more: the position holds values, such as short names)
+_MAX_TAGS: Final = 8
+#: the unplaced keys the model names (the rest are only counted)
+_SHOWN: Final = 5
+
+Item = Mapping[str, Mapping[str, Any]]
+
+
+class InferenceError(DynaormError, ValueError):
+    """A table dynaorm cannot infer a model of: none of that name, no items, a binary
+    key. ``dynaorm model --infer`` exits 2 on it."""
+
+
+@dataclass
+class Inferred:
+    """What :func:`infer_model` gives: the declared model (the plain data
+    ``dynaorm.formats`` reads), how many items it sampled and placed, and the keys of
+    those it could not place (a few; ``unplaced`` counts them all)."""
+
+    model: dict[str, Any]
+    sampled: int
+    placed: int
+    unplaced: int
+    unplaced_keys: list[dict[str, Any]] = field(default_factory=list)
+
+
+# -- the table -----------------------------------------------------------------------------
+def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
+    """The model's ``table`` from DescribeTable's ``Table`` and the TTL attribute; a
+    binary key attribute is an :class:`InferenceError` (dynaorm reads no binary key it
+    cannot render from a field, and a sample cannot tell what a key of bytes holds)."""
+    types = {a["AttributeName"]: a["AttributeType"]
+             for a in description.get("AttributeDefinitions", ())}
+    name = description["TableName"]
+    binary = sorted(a for a, t in types.items() if t == "B")
+    if binary:
+        raise InferenceError(f"table {name!r} has binary key attributes ({', '.join(binary)}): "
+                             "a key of bytes cannot be read back into key templates")
+    pk, sk = _key_schema(description["KeySchema"])
+    indexes = [_index(i, "gsi") for i in description.get("GlobalSecondaryIndexes", ())]
+    indexes += [_index(i, "lsi") for i in description.get("LocalSecondaryIndexes", ())]
+    key_types = {a: t for a, t in types.items() if t == "N"}
+    return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None, "key_types": key_types,
+            "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
+            "stream": None, "indexes": indexes, "_types": types}
+
+
+def _key_schema(schema: Iterable[Mapping[str, str]]) -> tuple[list[str], list[str]]:
+    pk = [k["AttributeName"] for k in schema if k["KeyType"] == "HASH"]
+    sk = [k["AttributeName"] for k in schema if k["KeyType"] == "RANGE"]
+    return pk, sk
+
+
+def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    pk, sk = _key_schema(index["KeySchema"])
+    projection = index.get("Projection", {})
+    shown: Any = projection.get("ProjectionType", "ALL")
+    if shown == "INCLUDE":
+        shown = list(projection.get("NonKeyAttributes", ()))
+    out: dict[str, Any] = {"name": index["IndexName"], "kind": kind, "projection": shown}
+    if kind == "gsi":
+        out.update(native=False, pk=pk, sk=sk)
+    else:
+        out["sk"] = sk
+    return out
+
+
+# -- tokens --------------------------------------------------------------------------------
+def _is_tag(token: str) -> bool:
+    """Whether ``token`` reads as a literal of a key (``USER``, ``root``, ``c``,
+    ``Order``), not a value."""
+    if _DOLLAR.match(token):
+        return True
+    if not _TAG.match(token):
+        return False
+    return (token.isupper() or (len(token) <= 3 and token.islower())
+            or token.lower() in _WORDS or (token[0].isupper() and token[1:].islower()
+                                           and len(token) >= 4))
+
+
+def _text(av: Mapping[str, Any] | None) -> str | None:
+    """The text of a string or number attribute value (``None`` for any other)."""
+    if av is None:
+        return None
+    value = av.get("S", av.get("N"))
+    return value if isinstance(value, str) else None
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(text.split("#"))
+
+
+# -- the items of one entity ---------------------------------------------------------------
+@dataclass
+class _Group:
+    """The sampled items of one entity, with the version prefix of each read off its sort
+    key (a versioned entity's latest copy and version rows)."""
+
+    name: str
+    type_name: str | None
+    items: list[Item] = field(default_factory=list)
+    keys: list[dict[str, str]] = field(default_factory=list)
+    versioned: bool = False
+
+
+def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], bool] | None:
+    """The item's key texts by attribute (table key and index keys), the sort key's
+    version prefix read off, and whether it had one; ``None`` when the table key is no
+    string or number."""
+    out: dict[str, str] = {}
+    versioned = False
+    for attr in _key_attrs(table):
+        text = _text(item.get(attr))
+        if text is None:
+            if attr in (table["pk"], table["sk"]):
+                return None
+            continue
+        if attr == table["sk"] and "N" not in item[attr]:
+            m = _VERSION.match(text)
+            if m is not None:
+                text, versioned = text[m.end():], True
+        out[attr] = text
+    return out, versioned
+
+
+def _key_attrs(table: Mapping[str, Any]) -> list[str]:
+    attrs = [table["pk"]] + ([table["sk"]] if table["sk"] else [])
+    for index in table["indexes"]:
+        for a in (*index.get("pk", ()), *index.get("sk", ())):
+            if a not in attrs:
+                attrs.append(a)
+    return attrs
+
+
+def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    return tuple(_tokens(key[a]) for a in (table["pk"], table["sk"]) if a)
+
+
+def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which tokens of a key may be literals: a tag, or a word (``follower``, ``"info"``)
+    that does not follow a tag (after ``USER`` comes a value: ``USER#alice``)."""
+    out = []
+    after_tag = False
+    for token in tokens:
+        ok = not token or (not after_tag and (_is_tag(token) or _WORD.match(token) is not None))
+        out.append(ok)
+        after_tag = ok and _is_tag(token)
+    return tuple(out)
+
+
+def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
+                values: Sequence[set[str]]) -> list[tuple[Any, ...]]:
+    """The signature of each of same-length table keys (``values``: the texts of each
+    item's other attributes): a token that may be a literal, at a position of few such
+    tokens, is one unless its item holds it as an attribute (``NORMAL`` of
+    ``NORMAL#2020-04-24``, its ``State``); where every token starts with one of a few
+    leads (``User:`` of ``User:UserA``), the lead; else ``*``."""
+    roles = [[_roles(toks) for toks in shape] for shape in shapes]
+    columns = _columns(shapes, roles)
+    out = []
+    for shape, role, held in zip(shapes, roles, values, strict=True):
+        sig = [["*"] * len(toks) for toks in shape]
+        for part, pos, how in columns:
+            token = shape[part][pos]
+            if how == "lead":
+                sig[part][pos] = _lead(token) + "*"
+            elif role[part][pos] and token not in held:
+                sig[part][pos] = token
+        out.append(tuple(tuple(p) for p in sig))
+    return out
+
+
+def _columns(shapes: Sequence[tuple[tuple[str, ...], ...]],
+             roles: Sequence[Sequence[tuple[bool, ...]]]) -> list[tuple[int, int, str]]:
+    """The key positions that tell entities apart: by their literal tokens (few of them),
+    or by the leads of their tokens (few of them, every token with one)."""
+    columns: list[tuple[int, int, str]] = []
+    for part, tokens in enumerate(shapes[0]):
+        for pos in range(len(tokens)):
+            tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}
+            if tags and len(tags) <= _MAX_TAGS:
+                columns.append((part, pos, "token"))
+                continue
+            leads = {_lead(s[part][pos]) for s in shapes}
+            if "" not in leads and len(leads) <= _MAX_TAGS:
+                columns.append((part, pos, "lead"))
+    return columns
+
+
+def _lead(token: str) -> str:
+    m = _LEAD.match(token)
+    return "" if m is None or m.end() == len(token) else m.group()
+
+
+def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
+              table: Mapping[str, Any]) -> list[_Group]:
+    """Items without a type attribute, grouped by the shape of their table key."""
+    by_len: dict[tuple[int, ...], list[tuple[Item, dict[str, str], bool]]] = defaultdict(list)
+    for entry in entries:
+        by_len[tuple(len(t) for t in _shape(entry[1], table))].append(entry)
+    groups: dict[tuple[Any, ...], _Group] = {}
+    for same in by_len.values():
+        shapes = [_shape(k, table) for _, k, _ in same]
+        keys = set(_key_attrs(table))
+        held = [{t for a, av in item.items() if a not in keys and (t := _text(av))}
+                for item, _, _ in same]
+        for (item, key, versioned), sig in zip(same, _signatures(shapes, held), strict=True):
+            group = groups.get(sig)
+            if group is None:
+                group = groups[sig] = _Group(_shape_name(sig), None)
+            _add(group, item, key, versioned)
+    return list(groups.values())
+
+
+def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> None:
+    group.items.append(item)
+    group.keys.append(key)
+    group.versioned = group.versioned or versioned
+
+
+def _shape_name(sig: tuple[tuple[str, ...], ...]) -> str:
+    """A class name for the entity of a key shape: its literals (``USER#*``, ``ORDER#*``
+    -> ``UserOrder``), else ``Item``."""
+    words = [t.strip('"$*:=_') for toks in sig for t in toks if t != "*"]
+    literals = [w for w in dict.fromkeys(words) if w.lower() not in _WORDS] or words
+    return _class_name("_".join(literals)) if literals else "Item"
+
+
+def _class_name(text: str) -> str:
+    words = [w for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", text) if w]
+    name = "".join(w[:1].upper() + w[1:].lower() if w.isupper() or w.islower()
+                   else w[:1].upper() + w[1:] for w in words) or "Item"
+    return name if name[0].isalpha() else f"E{name}"
+
+
+def _snake(text: str) -> str:
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
+    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower() or "field"
+    if text[0].isdigit() or text.startswith("model_"):
+        text = f"f{text}"
+    return text
+
+
+# -- type attribute ------------------------------------------------------------------------
+def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | None:
+    """The attribute that names each item's entity: one of :data:`_TYPE_NAMES` (first) or
+    any other string attribute on nearly every item with few values, whose items of each
+    value share one key shape."""
+    keys = set(_key_attrs(table)) | {table.get("ttl"), table["revision_attribute"]}
+    counts: Counter[str] = Counter(a for item in items for a, v in item.items()
+                                   if "S" in v and a not in keys)
+    known = [a for a in _TYPE_NAMES if counts[a] >= 0.9 * len(items)]
+    candidates = known + sorted((a for a, n in counts.items()
+                                 if n >= 0.95 * len(items) and a not in known),
+                                key=lambda a: -counts[a])
+    for attr in candidates:
+        if _types_keys(items, table, attr, attr in known):
+            return attr
+    return None
+
+
+def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool) -> bool:
+    """Whether ``attr`` reads as a type attribute: few values, each of one key shape."""
+    shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+    for item in items:
+        value = _text(item.get(attr))
+        if value is None:
+            continue
+        base = _base_key(item, table)
+        if base is None:
+            continue
+        shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
+    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) for v in shapes):
+        return False
+    if known:  # (a type attribute's name: a few values, each item its entity's)
+        return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
+    few = 2 <= len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
+    return few and all(len(s) == 1 for s in shapes.values())
+
+
+def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
+             table: Mapping[str, Any]) -> tuple[list[_Group], list[tuple[Item, dict[str, str],
+                                                                          bool]]]:
+    """Items grouped by their type attribute's value, and those without one."""
+    groups: dict[str, _Group] = {}
+    rest = []
+    for entry in entries:
+        value = _text(entry[0].get(attr))
+        if value is None:
+            rest.append(entry)
+            continue
+        group = groups.get(value)
+        if group is None:
+            group = groups[value] = _Group(_class_name(value), value)
+        _add(group, *entry)
+    return list(groups.values()), rest
+
+
+# -- templates -----------------------------------------------------------------------------
+@dataclass
+class _Slot:
+    """A field slot of a key template: its attribute, position, and the text it holds in
+    each item (by the item's index in its group)."""
+
+    attr: str
+    pos: int
+    tag: str | None
+    values: dict[int, str]
+    field: str = ""
+    #: the literal every value of the slot starts with (``team_``), read off ``values``
+    lead: str = ""
+
+
+def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | None:
+    """The segments of ``attr``'s template for ``group`` (literal tokens and slots, the
+    ``#`` between them implied), and the items it holds; ``None`` when no item has it."""
+    present = [(n, _tokens(k[attr])) for n, k in enumerate(group.keys) if attr in k]
+    if not present:
+        return None
+    lengths = Counter(len(t) for _, t in present)
+    width = lengths.most_common(1)[0][0]
+    fits = [(n, t) for n, t in present if len(t) == width]
+    parts: list[str | _Slot] = []
+    roles = [_roles(t) for _, t in fits]
+    for pos in range(width):
+        seen = {t[pos] for _, t in fits}
+        token = next(iter(seen))
+        if len(seen) == 1 and all(r[pos] for r in roles) and not _held(group, fits, token):
+            parts.append(token)
+        else:
+            tag = parts[-1] if parts and isinstance(parts[-1], str) else None
+            parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
+    return parts, {n for n, _ in fits}
+
+
+def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
+    """Whether every item of ``fits`` holds ``token`` as an attribute's text (not its
+    type name): a field's value, not a literal."""
+    return bool(token) and token != group.type_name and all(
+        _holds(group.items[n], token, group.keys[n]) for n, _ in fits)
+
+
+def _holds(item: Item, token: str, keys: Iterable[str]) -> bool:
+    """Whether ``item`` holds ``token`` as the text of an attribute other than its key
+    attributes ``keys`` (then a key holding it holds a field, not a literal)."""
+    skip = set(keys)
+    return any(_text(av) == token for a, av in item.items() if a not in skip)
+
+
+def _led(slot: _Slot) -> _Slot:
+    """``slot`` with the literal its values all start with (``team_`` of ``team_green``,
+    ``team_core``) read off as its lead."""
+    values = list(slot.values.values())
+    m = _LEAD.match(values[0])
+    if m is None or not all(v.startswith(m.group()) and len(v) > m.end() for v in values):
+        return slot
+    lead = m.group()
+    return _Slot(slot.attr, slot.pos, lead[:-1], {n: v[len(lead):] for n, v in
+                                                  slot.values.items()}, lead=lead)
+
+
+def _render(parts: Sequence[str | _Slot]) -> str:
+    return "#".join(_escaped(p) if isinstance(p, str)
+                    else _escaped(p.lead) + "{" + p.field + "}" for p in parts)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+# -- fields --------------------------------------------------------------------------------
+def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
+    """The model type of one attribute value."""
+    (tag, value), = av.items()
+    if tag == "S":
+        return {"type": "datetime" if _DATETIME.match(value) else
+                "date" if _DATE.match(value) else "string"}
+    if tag == "N":
+        return {"type": "integer" if _INTEGER.match(value) else "decimal"}
+    if tag in ("BOOL", "B", "NULL"):
+        return {"type": {"BOOL": "boolean", "B": "binary", "NULL": "null"}[tag]}
+    if tag in ("SS", "NS", "BS"):
+        inner = ({"type": "string"} if tag == "SS" else {"type": "binary"} if tag == "BS"
+                 else {"type": "integer" if all(_INTEGER.match(v) for v in value)
+                       else "decimal"})
+        return {"type": "set", "items": inner}
+    if tag == "L":
+        return {"type": "list", "items": _merge([_kind(v) for v in value])}
+    return {"type": "map", "_values": [value]}
+
+
+def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The one type of values of ``kinds`` (``any`` when they differ)."""
+    real = [k for k in kinds if k["type"] != "null"]
+    if not real:
+        return {"type": "any"}
+    names = {k["type"] for k in real}
+    if names == {"integer", "decimal"}:
+        return {"type": "decimal"}
+    if names <= {"datetime", "string"} and len(names) == 2:
+        return {"type": "string"}
+    if names <= {"date", "string"} and len(names) == 2:
+        return {"type": "string"}
+    if len(names) > 1:
+        return {"type": "any"}
+    kind = real[0]["type"]
+    if kind in ("list", "set"):
+        return {"type": kind, "items": _merge([k["items"] for k in real])}
+    if kind == "map":
+        return {"type": "map", "_values": [m for k in real for m in k["_values"]]}
+    return dict(real[0])
+
+
+class _Namer:
+    """Names of fields and nested models, each once in its scope."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+        #: the field name of each attribute named so far
+        self.attrs: dict[str, str] = {}
+
+    def __call__(self, wanted: str) -> str:
+        name = wanted
+        n = 2
+        while name in self.taken:
+            name, n = f"{wanted}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+
+def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]:
+    """``kind`` with each map of identifier keys a nested model (``name`` its class), any
+    other map ``dict[str, ...]``."""
+    if kind["type"] in ("list", "set"):
+        return {**kind, "items": _resolved(kind["items"], name, models)}
+    if kind["type"] != "map":
+        return kind
+    values: list[Mapping[str, Any]] = kind["_values"]
+    keys = {k for v in values for k in v}
+    if keys and all(_IDENT.match(k) and not k.startswith("_") for k in keys):
+        fields = _fields_of(values, keys, models, name)
+        return {"type": "object", "model": models(_class_name(name)), "fields": fields}
+    inner = _merge([_kind(av) for v in values for av in v.values()])
+    return {"type": "map", "values": _resolved(inner, name, models)}
+
+
+def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models: _Namer,
+               owner: str) -> list[dict[str, Any]]:
+    """The fields of a nested model from the maps ``values`` (each attribute a field under
+    its own name; optional unless every map holds it)."""
+    out = []
+    for key in sorted(keys):
+        avs = [v[key] for v in values if key in v]
+        kind = _resolved(_merge([_kind(av) for av in avs]), key[:1].upper() + key[1:], models)
+        out.append(_field(key, key, kind, len(avs) == len(values), avs))
+    return out
+
+
+def _field(name: str, stored: str, kind: dict[str, Any], required: bool,
+           avs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    nullable = not required or any("NULL" in av for av in avs)
+    out: dict[str, Any] = {"name": name, "stored": stored, **kind,
+                           "required": required and not nullable, "nullable": nullable}
+    if nullable:
+        out["default"] = None
+    return out
+
+
+# -- one entity ----------------------------------------------------------------------------
+@dataclass
+class _Entity:
+    group: _Group
+    templates: dict[str, str]
+    fields: list[dict[str, Any]]
+    key_only: list[str]
+    members: list[bool]
+    unique: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
+            models: _Namer) -> _Entity:
+    """The templates (of the ``keyed`` attributes) and fields of one entity from its
+    items."""
+    templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
+    for attr in keyed:
+        found = _template(group, attr)
+        if found is not None:
+            templates[attr] = found
+    slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
+    attrs = _attribute_values(group, set(templates) | skip)
+    names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
+    # name: never a key attribute's)
+    table_keys = (table["pk"], table["sk"])
+    whole = {a for a in table_keys if a in templates and _is_whole(templates[a][0])}
+    stored_of = _name_slots(slots, attrs, names, whole)
+    fields = _attribute_fields(group, attrs, names, models, table)
+    key_only = _slot_fields(stored_of, slots, templates, fields, table)
+    _as_text({s.field for s in slots}, fields)
+    rendered = {a: _render(parts) for a, (parts, _) in templates.items()}
+    members = [all(n in templates[a][1] for a in table_keys if a) for n in
+               range(len(group.items))]
+    return _Entity(group, rendered, fields, key_only, members)
+
+
+def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
+                 templates: Mapping[str, tuple[list[str | _Slot], set[int]]],
+                 fields: list[dict[str, Any]], table: Mapping[str, Any]) -> list[str]:
+    """Add to ``fields`` each slot field no attribute holds: stored as the key attribute
+    it is the whole of, else key-only (in the table key) or optional (in an index key
+    only); the key-only ones' names."""
+    key_only = []
+    table_keys = (table["pk"], table["sk"])
+    for slot_field, stored in stored_of.items():
+        if stored is not None:
+            continue
+        mine = [s for s in slots if s.field == slot_field]
+        whole = [s.attr for s in mine if s.attr in table_keys
+                 and _is_whole(templates[s.attr][0])]
+        number = any(s.attr in table["key_types"] for s in mine)
+        kind = {"type": "integer"} if number else {"type": "string"}
+        if whole:  # the key attribute itself: the field stored as it
+            fields.insert(0, _field(slot_field, whole[0], kind, True, ()))
+        elif any(s.attr in table_keys for s in mine):
+            fields.insert(0, _field(slot_field, slot_field, kind, True, ()))
+            key_only.append(slot_field)
+        else:
+            fields.append(_field(slot_field, slot_field, kind, False, ()))
+    return key_only
+
+
+def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
+    """Each field in a key template typed as text (or a number): a key renders a field's
+    text as the item stores it, and a datetime would render its own."""
+    for f in fields:
+        if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
+            f["type"] = "string"
+
+
+def _is_whole(parts: Sequence[str | _Slot]) -> bool:
+    """Whether a template is one field, nothing around it."""
+    return len(parts) == 1 and isinstance(parts[0], _Slot) and not parts[0].lead
+
+
+def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapping[str, Any]]]:
+    out: dict[str, dict[int, Mapping[str, Any]]] = defaultdict(dict)
+    for n, item in enumerate(group.items):
+        for attr, av in item.items():
+            if attr not in skip:
+                out[attr][n] = av
+    return out
+
+
+def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
+                names: _Namer, whole: set[str]) -> dict[str, str | None]:
+    """Name each slot's field: the attribute it always equals, else a slot named before
+    it that it always equals, else a new field after its tag (``USER`` -> ``user_id``) or
+    its attribute. Returns each slot field's stored attribute (``None``: in keys only)."""
+    out: dict[str, str | None] = {}
+    named: list[_Slot] = []
+    for attr in attrs:  # (the attributes' names first: a key-only field takes another)
+        _attr_field_name(attr, names)
+    for slot in slots:
+        same = _same_attribute(slot, attrs)
+        if same is not None:
+            slot.field = _attr_field_name(same, names)
+        else:
+            twin = next((s for s in named if _agree(s, slot)), None)
+            if twin is not None:
+                slot.field = twin.field
+            elif slot.attr in whole and _snake(slot.attr) not in names.attrs.values():
+                # (the key attribute is the field, stored as itself: named after it)
+                slot.field = _snake(slot.attr)
+                names.taken.add(slot.field)
+                out[slot.field] = None
+            else:
+                base = f"{_snake(slot.tag)}_id" if slot.tag else _snake(slot.attr)
+                slot.field = names(base)
+                out[slot.field] = None
+        named.append(slot)
+    return out
+
+
+def _attr_field_name(attr: str, names: _Namer) -> str:
+    """The field name of attribute ``attr`` (once per entity: :class:`_Namer` remembers)."""
+    if attr not in names.attrs:
+        names.attrs[attr] = names(_snake(attr))
+    return names.attrs[attr]
+
+
+def _same_attribute(slot: _Slot, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]]
+                    ) -> str | None:
+    """The attribute ``slot`` holds the text of in every item (its lead too, which is
+    then read back into the field: ``user_123`` is the ``user_id`` attribute's value)."""
+    for lead in dict.fromkeys(("", slot.lead)):
+        for attr, values in attrs.items():
+            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()):
+                if lead:
+                    slot.values = {n: lead + v for n, v in slot.values.items()}
+                    slot.lead = ""
+                return attr
+    return None
+
+
+def _agree(a: _Slot, b: _Slot) -> bool:
+    """Whether two slots hold one field: the same text in every item that has both, under
+    the same tag (else in at least three items of different texts: not a coincidence)."""
+    both = a.values.keys() & b.values.keys()
+    if not both or any(a.values[n] != b.values[n] for n in both):
+        return False
+    return a.tag == b.tag or len({a.values[n] for n in both}) >= 3
+
+
+def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
+                      names: _Namer, models: _Namer, table: Mapping[str, Any]
+                      ) -> list[dict[str, Any]]:
+    out = []
+    total = len(group.items)
+    for attr, values in attrs.items():
+        avs = list(values.values())
+        if attr == table.get("ttl"):
+            kind: dict[str, Any] = {"type": "datetime"}
+        else:
+            kind = _resolved(_merge([_kind(av) for av in avs]), f"{group.name}_{attr}", models)
+        out.append(_field(_attr_field_name(attr, names), attr, kind, len(avs) == total, avs))
+    return out
+
+
+# -- the model -----------------------------------------------------------------------------
+def infer_model(description: Mapping[str, Any], ttl: str | None,
+                items: Sequence[Item]) -> Inferred:
+    """The model of the table DescribeTable's ``description`` gives, with TTL attribute
+    ``ttl``, from a sample of its ``items`` (as DynamoDB gives them); a table without
+    items is an :class:`InferenceError`."""
+    table = table_of(description, ttl)
+    if not items:
+        raise InferenceError(f"table {table['name']!r} has no items: a model is inferred "
+                             "from a sample of its items")
+    type_attr = _type_attribute(items, table)
+    entries, guards, unplaced = _sorted_items(items, table, type_attr)
+    if type_attr is not None:
+        groups, rest = _by_type(entries, type_attr, table)
+        groups += _by_shape(rest, table)
+    else:
+        groups = _by_shape(entries, table)
+    skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
+    models = _Namer()
+    plain = _native_attributes(table, groups)
+    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
+    entities = [_entity(g, table, keyed, skip, models) for g in groups]
+    _name_entities(entities)
+    _guards(entities, guards, unplaced, table)
+    for e in entities:
+        unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
+    table["type_attribute"] = type_attr
+    types = table.pop("_types")
+    model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
+             "entities": [_entity_model(e, table) for e in entities]}
+    keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
+            for i in unplaced[:_SHOWN]]
+    return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+
+
+def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None
+                  ) -> tuple[list[tuple[Item, dict[str, str], bool]], list[Item], list[Item]]:
+    """The items of entities (with their key texts), dynaorm's unique guards, and those
+    of no key it reads; receipts left out (the table's own rows)."""
+    entries: list[tuple[Item, dict[str, str], bool]] = []
+    guards: list[Item] = []
+    unplaced: list[Item] = []
+    for item in items:
+        kind = _text(item.get(type_attr)) if type_attr else None
+        if kind == _RECEIPT:
+            continue
+        if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
+            guards.append(item)
+            continue
+        base = _base_key(item, table)
+        if base is None:
+            unplaced.append(item)
+        else:
+            entries.append((item, *base))
+    return entries, guards, unplaced
+
+
+def _name_entities(entities: Sequence[_Entity]) -> None:
+    names = _Namer()
+    for e in sorted(entities, key=lambda e: -len(e.group.items)):
+        e.group.name = names(e.group.name)
+
+
+def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[Item],
+            table: Mapping[str, Any]) -> None:
+    """dynaorm's unique guard items as ``unique`` rules of the entities they name."""
+    by_type = {e.group.type_name or e.group.name: e for e in entities}
+    for guard in guards:
+        owner = by_type.get(_text(guard.get("owner_type")) or "")
+        name = _text(guard.get("unique_field"))
+        key = _text(guard.get(table["pk"])) or ""
+        field_of = {f["name"] for f in owner.fields} if owner is not None else set()
+        if owner is None or name not in field_of or "#" not in key:
+            unplaced.append(guard)
+            continue
+        prefix = key.rsplit("#", 1)[0]
+        rule = {"field": name, "prefix": prefix, "scope": None, "normalize": None}
+        if rule not in owner.unique:
+            owner.unique.append(rule)
+
+
+def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> set[str]:
+    """Mark native each GSI keyed on entity attributes as stored (several attributes to a
+    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``;
+    or the table's own key attributes, an inverted index) and give the attributes they
+    are keyed on."""
+    out: set[str] = set()
+    table_keys = (table["pk"], table["sk"])
+    for index in table["indexes"]:
+        if index["kind"] != "gsi":
+            continue
+        attrs = [*index["pk"], *index["sk"]]
+        own = [a for a in attrs if a not in table_keys]  # (none: the table's keys inverted,
+        # a template index of the entities' own templates)
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and all(
+            _whole(g, a) for g in groups for a in own))
+        if native:
+            index["native"] = True
+            out.update(a for a in attrs if a not in table_keys)
+    return out
+
+
+def _whole(group: _Group, attr: str) -> bool:
+    """Whether every value of ``attr`` in ``group`` is one field, no literal around it."""
+    found = _template(group, attr)
+    if found is None:
+        return True
+    parts = found[0]
+    if len(parts) != 1:
+        return False
+    if isinstance(parts[0], _Slot):
+        return _is_whole(parts)
+    # one text in every item: a value the sample holds once (``AgentB``), unless the
+    # attribute is named as a key's (``GSI1PK`` = ``ALL_ORDERS``: a literal)
+    return _KEYISH.search(attr) is None
+
+
+def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
+             types: Mapping[str, str]) -> dict[str, Any]:
+    """The table, each field stored in a key attribute (of the table or an index) of the
+    key attribute's type: a string, or a number (an integer unless the items hold a
+    fraction)."""
+    for e in entities:
+        for f in e.fields:
+            kind = types.get(f["stored"])
+            if kind == "S" and f["type"] != "string":
+                f["type"] = "string"
+            elif kind == "N" and f["type"] not in ("integer", "decimal"):
+                f["type"] = "integer"
+    return table
+
+
+def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
+    native = {i["name"] for i in table["indexes"] if i.get("native")}
+    indexes = []
+    for index in table["indexes"]:
+        if index["name"] in native:
+            continue
+        attrs = index.get("pk", [table["pk"]]) + index.get("sk", [])
+        if index["kind"] == "lsi":
+            attrs = [table["pk"], *index["sk"]]
+        if all(a in e.templates for a in attrs):
+            indexes.append({"name": index["name"], "pk": e.templates[attrs[0]],
+                            "sk": e.templates[attrs[1]] if len(attrs) > 1 else None})
+    stored = {f["stored"]: f["name"] for f in e.fields}
+    ttl = table.get("ttl")
+    return {"name": e.group.name, "type_name": e.group.type_name or e.group.name,
+            "pk": e.templates[table["pk"]],
+            "sk": e.templates.get(table["sk"]) if table["sk"] else None,
+            "fields": e.fields, "indexes": indexes, "unique": e.unique,
+            "versioned": e.group.versioned, "history_index": None,
+            "timestamps": {"created": None, "updated": None},
+            "ttl_field": stored.get(ttl) if ttl else None, "key_only": e.key_only,
+            "shards": {}, "encrypted": [], "previous": None, "overlaps": "literal",
+            "patterns": "derived"}
+
+
+def slots_of(template: str) -> tuple[Any, ...]:
+    """A template's structure: its literal texts and a marker for each field slot (two
+    templates of one structure name their fields differently, at most)."""
+    from dynaorm.schema.templates import KeyTemplate
+
+    parsed = KeyTemplate.parse(template)
+    return tuple(s if isinstance(s, str) else "{}" for s in parsed.segments)
+

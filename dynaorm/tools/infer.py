@@ -1,0 +1,182 @@
+"""``dynaorm.infer`` and ``dynaorm model --infer``: the model of a live table (contract
+23, "Tables you already have").
+
+This is the thin driver around :mod:`dynaorm.schema.infer` (pure): it reads the table's
+description, its TTL setting and a sample of its items (a parallel Scan, at most
+``sample`` items, its consumed capacity reported), and nothing else: no request it sends
+writes. The inferred model is turned into entity code (:func:`dynaorm.formats.code.
+code_of`), the code is defined, and the model of what it defines is the answer, so every
+format of ``dynaorm model`` prints it and the code it prints runs as is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TextIO
+
+from dynaorm.errors import DynaormError
+from dynaorm.schema.infer import InferenceError, Inferred, infer_model, table_of
+
+__all__ = ["EndpointUnreachableError", "InferenceError", "infer", "infer_code",
+           "inferred_code", "read_sample"]
+
+#: the segments of the parallel Scan (each reads its share of the sample)
+SEGMENTS = 4
+#: the first line of the code ``--format code`` prints
+_HEAD = '"""Entities of {name!r}, inferred from its items by `dynaorm model --infer`."""'
+
+
+class EndpointUnreachableError(DynaormError, ConnectionError):
+    """The endpoint did not answer (no connection): ``dynaorm model --infer`` exits 1."""
+
+
+def _client(client: Any, endpoint_url: str | None, region: str | None) -> Any:
+    if client is not None:
+        return getattr(client, "botocore", client)  # (a dynaorm Client: its botocore one)
+    from dynaorm.client.botocore import create_client
+
+    return create_client(endpoint_url, region, owner="dynaorm model --infer")
+
+
+def _call(op: Callable[..., dict[str, Any]], table: str, **kwargs: Any) -> dict[str, Any]:
+    """One read request, its failures typed: no such table, no endpoint."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    try:
+        return op(TableName=table, **kwargs)
+    except (EndpointConnectionError, BotoConnectionError) as exc:
+        raise EndpointUnreachableError(f"cannot reach DynamoDB: {exc}") from exc
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code == "ResourceNotFoundException":
+            raise InferenceError(f"no table named {table!r} there") from exc
+        raise
+
+
+def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
+                ) -> tuple[dict[str, Any], str | None, list[dict[str, Any]], float]:
+    """The table's description, TTL attribute, at most ``sample`` items (a parallel Scan
+    of ``segments`` segments) and the read units the Scan consumed."""
+    description = _call(client.describe_table, table)["Table"]
+    table_of(description, None)  # (a binary key is refused before anything is read)
+    ttl_desc = _call(client.describe_time_to_live, table).get("TimeToLiveDescription", {})
+    ttl = (ttl_desc.get("AttributeName")
+           if ttl_desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") else None)
+    segments = max(1, min(segments, sample))
+    share = [sample // segments + (1 if n < sample % segments else 0) for n in range(segments)]
+
+    starts: list[dict[str, Any] | None] = [None] * segments
+    done = [False] * segments
+
+    def scan(segment: int, want: int) -> tuple[list[dict[str, Any]], float]:
+        """Up to ``want`` more items of ``segment``, from where it stopped."""
+        items: list[dict[str, Any]] = []
+        units = 0.0
+        while len(items) < want and not done[segment]:
+            kwargs: dict[str, Any] = {"Segment": segment, "TotalSegments": segments,
+                                      "Limit": min(1000, want - len(items)),
+                                      "ReturnConsumedCapacity": "TOTAL"}
+            if starts[segment] is not None:
+                kwargs["ExclusiveStartKey"] = starts[segment]
+            page = _call(client.scan, table, **kwargs)
+            items += page.get("Items", [])
+            units += float(page.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
+            starts[segment] = page.get("LastEvaluatedKey")
+            done[segment] = starts[segment] is None
+        return items, units
+
+    with ThreadPoolExecutor(max_workers=segments) as pool:
+        pages = list(pool.map(scan, range(segments), share))
+    items = [item for found, _ in pages for item in found]
+    units = sum(u for _, u in pages)
+    for segment in range(segments):  # (a segment that ran short: the others make it up)
+        if len(items) >= sample:
+            break
+        more, used = scan(segment, sample - len(items))
+        items, units = items + more, units + used
+    return description, ttl, items[:sample], units
+
+
+def inferred_code(found: Inferred) -> str:
+    """The entity code of an inferred model (what ``--format code`` prints), checked by
+    defining it."""
+    from dynaorm.formats.code import import_code
+
+    code = import_code(json.dumps(found.model), "json")
+    rest = code.partition("\n")[2]
+    return _HEAD.format(name=found.model["table"]["name"]) + "\n" + rest
+
+
+def _defined_model(code: str) -> dict[str, Any]:
+    """The model (``table.model()``) of the one table ``code`` defines."""
+    from dynaorm import Table
+
+    # (a module of its own, kept in sys.modules: pydantic resolves the annotations of a
+    # class through its module, on first validation too)
+    module = types.ModuleType(f"dynaorm_inferred_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(compile(code, "<dynaorm inferred>", "exec"), module.__dict__)
+    table = next(v for v in vars(module).values() if isinstance(v, Table))
+    model: dict[str, Any] = table.model()
+    return model
+
+
+def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
+         region: str | None, report: TextIO | None) -> tuple[Inferred, str]:
+    if sample < 1:
+        raise InferenceError(f"--sample must be at least 1, got {sample}")
+    dynamodb = _client(client, endpoint_url, region)
+    description, ttl, items, units = read_sample(dynamodb, table_name, sample)
+    if report is not None:
+        print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
+              f"{units:g} read capacity units consumed", file=report)
+    found = infer_model(description, ttl, items)
+    return found, inferred_code(found)
+
+
+def infer(table_name: str, *, client: Any = None, sample: int = 1000,
+          endpoint_url: str | None = None, region: str | None = None,
+          report: TextIO | None = sys.stderr) -> dict[str, Any]:
+    """The model of the live table ``table_name``, as the plain data ``table.model()``
+    gives, inferred from its description, TTL setting and at most ``sample`` of its items
+    (read with a parallel Scan; ``client``: a botocore DynamoDB client or a
+    :class:`~dynaorm.Client`, default one for ``endpoint_url`` and ``region``). Its
+    ``"inferred"`` part says how many items were sampled and placed, and names a few of
+    those no entity placed. The Scan's consumed capacity goes to ``report``.
+
+    Raises :class:`InferenceError` for no such table, an empty table or binary keys,
+    :class:`EndpointUnreachableError` when the endpoint does not answer."""
+    found, code = _run(table_name, client, sample, endpoint_url, region, report)
+    return with_report(_defined_model(code), found)
+
+
+def infer_code(table_name: str, *, client: Any = None, sample: int = 1000,
+               endpoint_url: str | None = None, region: str | None = None,
+               report: TextIO | None = sys.stderr) -> tuple[str, dict[str, Any]]:
+    """The entity code of the live table (see :func:`infer`) and the model."""
+    found, code = _run(table_name, client, sample, endpoint_url, region, report)
+    return code, with_report(_defined_model(code), found)
+
+
+def with_report(model: dict[str, Any], found: Inferred) -> dict[str, Any]:
+    """``model`` with the inference's last section: what was sampled, placed, and the
+    items it could not place (how many, with a few keys)."""
+    model["inferred"] = {"sampled": found.sampled, "placed": found.placed,
+                         "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys}}
+    return model
+
+
+def unplaced_note(model: Mapping[str, Any]) -> str:
+    """The last section as text (for ``--format code`` and stderr)."""
+    info = model["inferred"]
+    lines = [f"sampled {info['sampled']} items, placed {info['placed']}"]
+    if info["unplaced"]["count"]:
+        lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
+        lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]
+    return "\n".join(lines)

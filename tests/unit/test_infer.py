@@ -1,0 +1,117 @@
+"""The pure inference (:mod:`dynaorm.schema.infer`) on hand-made samples: what needs no
+table. ``integration/test_infer.py`` reads live tables (published designs, tables dynaorm
+wrote, the command)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dynaorm.schema.infer import InferenceError, infer_model
+
+
+def _table(*gsis: tuple[str, list[str], list[str]], types: dict[str, str] | None = None
+           ) -> dict[str, Any]:
+    attrs = {"PK": "S", "SK": "S", **(types or {})}
+    for _, pk, sk in gsis:
+        attrs.update({a: attrs.get(a, "S") for a in (*pk, *sk)})
+    return {"TableName": "unit-table",
+            "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"},
+                          {"AttributeName": "SK", "KeyType": "RANGE"}],
+            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": t}
+                                     for a, t in attrs.items()],
+            "GlobalSecondaryIndexes": [
+                {"IndexName": name, "Projection": {"ProjectionType": "ALL"},
+                 "KeySchema": [*({"AttributeName": a, "KeyType": "HASH"} for a in pk),
+                               *({"AttributeName": a, "KeyType": "RANGE"} for a in sk)]}
+                for name, pk, sk in gsis]}
+
+
+def s(text: str) -> dict[str, str]:
+    return {"S": text}
+
+
+def _entities(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["type_name"]: e for e in model["entities"]}
+
+
+def test_field_types() -> None:
+    items = [{"PK": s(f"USER#u{n}1"), "SK": s("PROFILE"), "age": {"N": str(n)},
+              "score": {"N": f"{n}.5"}, "ok": {"BOOL": True}, "raw": {"B": b"x"},
+              "tags": {"SS": ["a"]}, "nums": {"NS": ["1", "2"]},
+              "seen": s("2024-01-02T03:04:05Z"), "born": s("1990-01-02"),
+              "home": {"M": {"city": s("Oslo"), "zip": {"N": "1"}}},
+              "meta": {"M": {"a b": s("x")}}, "list": {"L": [s("x"), s("y")]},
+              **({"note": s("hi")} if n else {"note": {"NULL": True}})}
+             for n in range(3)]
+    model = infer_model(_table(), None, items).model
+    fields = {f["stored"]: f for f in model["entities"][0]["fields"]}
+    assert {k: f["type"] for k, f in fields.items() if k != "user_id"} == {
+        "age": "integer", "score": "decimal", "ok": "boolean", "raw": "binary",
+        "tags": "set", "nums": "set", "seen": "datetime", "born": "date", "home": "object",
+        "meta": "map", "list": "list", "note": "string"}
+    assert [f["stored"] for f in fields["home"]["fields"]] == ["city", "zip"]
+    assert fields["nums"]["items"] == {"type": "integer"}
+    assert fields["note"]["nullable"] and not fields["age"]["nullable"]
+
+
+def test_versions_and_guards() -> None:
+    """``v0_``/``v<n>_`` rows are one versioned entity; dynaorm's guard items a unique
+    rule of the entity they name, a guard naming no entity is not placed."""
+    items = [{"PK": s("DOC#d1"), "SK": s("v0_DOC"), "_type": s("Doc"), "email": s("a@x")},
+             {"PK": s("DOC#d1"), "SK": s("v00000001_DOC"), "_type": s("Doc"),
+              "email": s("a@x")},
+             {"PK": s("DOC#d2"), "SK": s("v0_DOC"), "_type": s("Doc"), "email": s("b@x")},
+             {"PK": s("email#a@x"), "SK": s("email#a@x"), "_type": s("dynaorm:unique"),
+              "owner_pk": s("DOC#d1"), "owner_sk": s("v0_DOC"), "owner_type": s("Doc"),
+              "unique_field": s("email")},
+             {"PK": s("code#1"), "SK": s("code#1"), "_type": s("dynaorm:unique"),
+              "owner_pk": s("X#1"), "owner_sk": s("X"), "owner_type": s("Gone"),
+              "unique_field": s("code")}]
+    found = infer_model(_table(), None, items)
+    doc = _entities(found.model)["Doc"]
+    assert (doc["pk"], doc["sk"], doc["versioned"]) == ("DOC#{doc_id}", "DOC", True)
+    assert doc["unique"] == [{"field": "email", "prefix": "email", "scope": None,
+                              "normalize": None}]
+    assert (found.sampled, found.placed, found.unplaced) == (5, 4, 1)
+    assert found.unplaced_keys == [{"PK": "code#1", "SK": "code#1"}]
+
+
+def test_native_and_template_indexes() -> None:
+    """A GSI keyed on plain attributes, or on several, is native; one whose values carry
+    literals is a template index, sparse where items leave it off."""
+    table = _table(("byCity", ["city"], ["joined"]), ("multi", ["a", "b"], []),
+                   ("GSI1", ["GSI1PK"], ["GSI1SK"]))
+    items = [{"PK": s(f"USER#u{n}"), "SK": s("PROFILE"), "city": s(f"c{n}"),
+              "joined": s(f"2024-01-0{n + 1}"), "a": s("x"), "b": s("y"),
+              **({"GSI1PK": s("VIP"), "GSI1SK": s(f"USER#u{n}")} if n % 2 else {})}
+             for n in range(4)]
+    model = infer_model(table, None, items).model
+    native = {i["name"]: i["native"] for i in model["table"]["indexes"]}
+    assert native == {"byCity": True, "multi": True, "GSI1": False}
+    (user,) = model["entities"]
+    assert user["indexes"] == [{"name": "GSI1", "pk": "VIP", "sk": "USER#{user_id}"}]
+    stored = {f["stored"]: f["type"] for f in user["fields"]}
+    assert stored["joined"] == "string"  # (a native index's S key attribute holds text)
+
+
+def test_key_shapes_without_a_type_attribute() -> None:
+    """No type attribute: entities by literal tokens, leads inside tokens, and a token
+    the item holds as an attribute is a value (``NORMAL`` is the item's state)."""
+    items = [{"PK": s("User:ann"), "SK": s("2023-01-01T00:00:00Z"), "text": s("hi")},
+             {"PK": s("Room:music"), "SK": s("meta"), "by": s("ann")},
+             {"PK": s("d#1"), "SK": s("NORMAL#2020-01-01"), "State": s("NORMAL")},
+             {"PK": s("d#2"), "SK": s("WARN1#2020-01-02"), "State": s("WARN1")}]
+    model = infer_model(_table(), None, items).model
+    keys = sorted((e["pk"], e["sk"]) for e in model["entities"])
+    assert keys == [("Room:{room_id}", "meta"), ("User:{user_id}", "{sk}"),
+                    ("d#{d_id}", "{state}#{sk}")]
+
+
+def test_bad_input() -> None:
+    with pytest.raises(InferenceError, match="has no items"):
+        infer_model(_table(), None, [])
+    with pytest.raises(InferenceError, match=r"binary key attributes \(PK\)"):
+        infer_model({**_table(), "AttributeDefinitions": [
+            {"AttributeName": "PK", "AttributeType": "B"}]}, None, [{"PK": {"B": b"1"}}])
