@@ -1,8 +1,8 @@
 """``dynaorm export --format iceberg``: the options of the export command that commit its
 datasets to the lake. The lake is :mod:`dynaorm.lake` (beside this floor, extra
-``dynaorm[lake]``) and its job ``dynaorm.jobs.export``'s (an edge above it): both are
-loaded by name when the command runs with them, so its other uses load no pyiceberg and
-this floor imports nothing above or beside it."""
+``dynaorm[lake]``), loaded by name when the command runs with it, so its other uses load
+no pyiceberg; it wraps the command's own export as ``dynaorm.jobs.export`` does
+(``exporting``), so this floor imports nothing above it."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def add_lake_options(p: argparse.ArgumentParser) -> None:
 def lake_options(args: argparse.Namespace, export: Callable[..., Any],
                  usage: type[Exception]) -> Callable[..., Any]:
     """The export function for ``args``: ``export`` without the lake's options; with
-    ``--format iceberg``, ``dynaorm.jobs.export`` (whose merge commits: its report's
-    ``tables``) given the catalog, loaded, and the namespace. ``usage`` (the command's
+    ``--format iceberg``, ``export`` as the lake wraps it (whose merge commits: its
+    report's ``tables``) given the catalog, loaded, and the namespace. ``usage`` (the command's
     usage error) when the lake's options come without ``--format iceberg``, or it without
     a catalog and a namespace."""
     if args.format != "iceberg" and not (args.catalog or args.namespace or args.warehouse):
@@ -45,6 +45,7 @@ def lake_options(args: argparse.Namespace, export: Callable[..., Any],
     if args.format != "iceberg" or not args.catalog or not args.namespace:
         raise usage("--catalog, --namespace and --warehouse are --format iceberg's, "
                     "which needs --catalog and --namespace")
-    catalog = importlib.import_module("dynaorm.lake").load_catalog(args.catalog, args.warehouse)
-    return functools.partial(importlib.import_module("dynaorm.jobs").export,
-                             format="iceberg", catalog=catalog, namespace=args.namespace)
+    lake = importlib.import_module("dynaorm.lake")  # (beside this floor: pyiceberg)
+    return functools.partial(lake.exporting(export), format="iceberg",
+                             catalog=lake.load_catalog(args.catalog, args.warehouse),
+                             namespace=args.namespace)

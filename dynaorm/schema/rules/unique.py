@@ -245,9 +245,10 @@ class Uniqueness(Rule):
         rules = unique_rules(decl)
         if not rules:
             return None
-        return (Macs if any(r.mac is not None for r in rules) else cls)(rules, frozenset(f for r in rules for f in r.fields), decl.table,
-                   decl.owner, decl.type_name, getattr(decl.built.get("stamps"), "ttl_field",
-                                                       None), decl.cls)
+        kind = Macs if any(r.mac is not None for r in rules) else cls
+        return kind(rules, frozenset(f for r in rules for f in r.fields), decl.table,
+                    decl.owner, decl.type_name,
+                    getattr(decl.built.get("stamps"), "ttl_field", None), decl.cls)
 
     def reads(self, touched: frozenset[str]) -> bool:
         """An update is read first when it changes a field a guard key is built from, or
