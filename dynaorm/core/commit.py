@@ -50,7 +50,7 @@ from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
-from dynaorm.schema.rules import NO_RULES, Change, keyed
+from dynaorm.schema.rules import NO_RULES, Change
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
@@ -214,24 +214,21 @@ def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
 
 def keyed_plan_p(prepared: list[Prepared], receipt: Any = None
                  ) -> Proto[tuple[WritePlan, list[Outcome]]]:
-    """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, with the key material
-    it needs asked for first: each written entity's rules prepare (``Rule.prepare``: a
-    data key for new values, the data keys of the stored items the writes are planned
-    on), and the key material the plan renders into keys (a unique encrypted field's MAC:
-    :func:`~dynaorm.schema.rules.keyed`). A commit of plain entities asks for nothing.
-    ``receipt``: a keyed commit's receipts, planned with its rows."""
-    specs = {id(spec): spec for entry, _ in prepared
-             if (spec := spec_of(entry._entity)).rules.preparers}.values()
-    if not specs:
-        return compile_commit(prepared, receipt)
-    for spec in specs:  # (a move from a previous layout copies its old version rows too)
-        yield from prepare_rows((spec,), [row for entry, state in prepared
-                                          if state is not None and entry._entity is spec.cls
-                                          for row in (state.item, *getattr(state, "history",
-                                                                           ()))],
-                                writing=True)
-    return (yield from keyed(lambda: compile_commit(prepared, receipt),
-                             tuple(s.cls for s in specs)))
+    """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, planned once, with the
+    key material it needs asked for first: each written entity's rules prepare
+    (``Rule.prepare``: a data key for new values, the data keys of the stored items the
+    writes are planned on, the MACs of the unique encrypted values they render). A commit
+    of plain entities asks for nothing. ``receipt``: a keyed commit's receipts, planned
+    with its rows."""
+    for spec in {id(spec): spec for entry, _ in prepared
+                 if (spec := spec_of(entry._entity)).rules.preparers}.values():
+        mine = [(entry, state) for entry, state in prepared if entry._entity is spec.cls]
+        # (a move from a previous layout copies its old version rows too)
+        rows = [row for _, state in mine if state is not None
+                for row in (state.item, *getattr(state, "history", ()))]
+        yield from prepare_rows((spec,), rows, True, lambda mine=mine: [  # type: ignore[misc]
+            values for entry, state in mine for values in entry._renders(state)])
+    return compile_commit(prepared, receipt)
 
 
 def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey, Reader
 from dynaorm.errors import DecryptionError, DynaormError, InvalidValueError, ItemDecodeError
+from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
@@ -356,19 +357,19 @@ class Versioned(Entity):
     change)."""
 
 
-def prepare_rows(specs: Iterable[EntitySpec], items: Sequence[Any], writing: bool = False
-                 ) -> Generator[Any, Any, None]:
+def prepare_rows(specs: Iterable[EntitySpec], items: Sequence[Any], writing: bool = False,
+                 values: Values = no_values) -> Generator[Any, Any, None]:
     """What the rules of ``specs`` (each once) need before stored rows ``items`` are
     decoded, asked for (a protocol: :meth:`~dynaorm.schema.rules.Rule.prepare`, key
-    material as steps; ``writing``: before rows of theirs are encoded too). Items that
-    are not rows (objects read from an answer's bytes) are skipped; a spec whose rules
-    prepare nothing costs one check."""
+    material as steps; ``writing``: before rows of theirs are encoded too, and the values
+    they render into keys, ``values()``). Items that are not rows (objects read from an
+    answer's bytes) are skipped; a spec whose rules prepare nothing costs one check."""
     rows: tuple[Item, ...] | None = None
     for spec in {id(s): s for s in specs}.values():
         if spec.rules.preparers:
             if rows is None:
                 rows = tuple(i for i in items if type(i) is dict)
-            yield from spec.rules.prepare(rows, writing)
+            yield from spec.rules.prepare(rows, writing, values)
 
 
 def preparing(table: Any) -> tuple[EntitySpec, ...]:

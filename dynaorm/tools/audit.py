@@ -48,10 +48,9 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.steps import Emit, Stream, call
+from dynaorm.protocol.steps import Emit, Proto, Stream, call
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
-from dynaorm.schema.rules.encrypted import NotPrepared, with_macs
 from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
     OWNER_PK,
@@ -164,17 +163,25 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
 def audit_table(table: Table) -> tuple[int, list[Problem]]:
     """Scan ``table`` and audit it: ``(items scanned, problems)``."""
     items = [item for page, _ in scan_pages(table) for item in page]
-    return len(items), keyed(table, lambda: audit_items(table, items))
+    return len(items), keyed(table, items, lambda: audit_items(table, items))
 
 
-def keyed(table: Table, make: Callable[[], R]) -> R:
-    """``make()`` (pure: an audit, guard keys), with the MACs of the unique encrypted
-    values it renders asked for first through ``table``'s client where its keyring
-    lacks them (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
-    try:
-        return make()
-    except NotPrepared:
-        return table.db.driver.run(with_macs(make), Operation("check", (table.name,)))
+def keyed(table: Table, items: Sequence[Item], make: Callable[[], R]) -> R:
+    """``make()`` (pure: an audit of ``items``, guard keys), with the MACs of the unique
+    encrypted values of ``items`` asked for first through ``table``'s client (what its
+    keyring lacks), so it runs once."""
+    macs = [(spec, rule) for spec in map(spec_of, table.entities.values())
+            for rule in spec.uniques if rule.mac is not None]
+    if macs:
+        owners = list(_Auditor(table, items).owners())
+
+        def macs_p() -> Proto[None]:
+            for spec, rule in macs:
+                yield from rule.macs_p([v for _, s, v in owners if s is spec], spec.name,
+                                       (spec.cls,))
+
+        table.db.driver.run(macs_p(), Operation("check", (table.name,)))
+    return make()
 
 
 # -- the audit (pure) --------------------------------------------------------------------

@@ -202,7 +202,7 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = keyed(table, partial(_wanted, table, batch)) - known
+        keys = keyed(table, batch, partial(_wanted, table, batch)) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
@@ -259,8 +259,8 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     fresh = _get_many(table, auditor, keys)
     subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
     context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
-    found = keyed(table, partial(audit_page, table, subjects,
-                                 [*context, *_context(table, fresh)]))
+    context = [*context, *_context(table, fresh)]
+    found = keyed(table, [*subjects, *context], partial(audit_page, table, subjects, context))
     wanted = {(p.kind, p.key) for p in problems}
     return [p for p in found if (p.kind, p.key) in wanted]
 
@@ -350,8 +350,8 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         progress(state.scanned)
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
-        judged = keyed(table, partial(audit_page, table, page,
-                                      _context(table, page) if page else []))
+        context = _context(table, page) if page else []
+        judged = keyed(table, [*page, *context], partial(audit_page, table, page, context))
         for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from dynaorm.values.state import MovedState
 
 __all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
-           "StagedWrite", "Written", "stored_values"]
+           "StagedWrite", "Written", "loaded_values", "stored_values"]
 
 T = TypeVar("T")
 #: a protocol whose result is ``T`` (its steps are whatever the reads yield)
@@ -135,6 +135,12 @@ class StagedWrite:
         on a fresh read rather than reported."""
         return False
 
+    def _renders(self, state: InstanceState | None) -> tuple[Mapping[str, Any], ...]:
+        """The field values its plan on ``state`` renders into keys, new and stored (what
+        the rules ask key material for before the commit is planned: the unique rule's
+        MACs); none by default."""
+        return ()
+
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
                 ) -> Reading[None]:
         """After the commit succeeded: take its results (``response``: the answer of a
@@ -163,6 +169,12 @@ class ObjectWrite(StagedWrite):
     @property
     def _entity(self) -> type[Entity]:
         return type(self.obj)
+
+    def _renders(self, state: InstanceState | None) -> tuple[Mapping[str, Any], ...]:
+        """The object's values, and those stored (``state``)."""
+        obj = self.obj
+        return (obj.__dict__,) if state is None else (
+            obj.__dict__, loaded_values(spec_of(type(obj)), state))
 
     def _stage_key(self) -> Hashable:
         """Which stored item the object stands for: where it is and where it goes (a key
@@ -196,6 +208,17 @@ class Written(InstanceState):
 
 _IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
 _NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that keep none
+
+
+def loaded_values(spec: EntitySpec, state: InstanceState) -> Mapping[str, Any]:
+    """The field values of the stored item of ``state``, in the current layout or the
+    previous one (``Meta.previous``)."""
+    before = spec.rules.before  # (a stand-in stores no row)
+    if before.stores(spec, state.item):
+        values: Mapping[str, Any] = spec.cls.model_validate(
+            before.values(spec, state.item)).__dict__
+        return values
+    return stored_values(spec, state)[0]
 
 
 def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:

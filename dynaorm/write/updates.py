@@ -530,23 +530,36 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 scope[last] = kind.actions[method](old or kind.zero, value)
         return values
 
-    def _plan_as_save(self, state: InstanceState | None, index: int
-                      ) -> Planned[Outcome | None]:
+    def _saved(self, state: InstanceState | None) -> Any:
+        """The object the update saves, planned on ``state`` (``None``: an upsert's
+        insert)."""
         cls = self.entity
-        loaded = self._loaded
-        if loaded is not None and state is not None:
-            expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
         else:
             values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
                       **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
         try:
-            obj = cls.model_validate(values)
+            return cls.model_validate(values)
         except ValidationError as exc:
             raise InvalidValueError(
                 f"{self._spec.name} {self.key}: the update would store what the model "
                 f"refuses; nothing was sent: {exc}") from exc
+
+    def _renders(self, state: InstanceState | None) -> tuple[Mapping[str, Any], ...]:
+        """Planned as a save: the values it saves, and those stored."""
+        if not self._needs_read:
+            return ()
+        new = self._saved(state).__dict__
+        return (new,) if state is None else (
+            new, self.entity._from_item(state.item, self._spec).__dict__)
+
+    def _plan_as_save(self, state: InstanceState | None, index: int
+                      ) -> Planned[Outcome | None]:
+        loaded = self._loaded
+        if loaded is not None and state is not None:
+            expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
+        obj = self._saved(state)
         entry = SaveEntry(obj, condition=self._where, after_version=self._after_version)
         ops, outcome = plan_save(entry, state, index)
         # the item was read (or found missing): any other outcome means it changed since

@@ -791,6 +791,54 @@ def test_kms_requests_are_requests_of_the_client(kv: Kms) -> None:
                                "GetItem", "Scan"]
 
 
+def test_a_commit_with_unique_encrypted_values_is_planned_once(
+        kv: Kms, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 23: the MACs a commit renders into guard keys (new values, and stored ones
+    a change releases) are asked for before it is planned, by the unique rule's
+    ``prepare``: each commit compiles its plan once, an insert, a change of the unique
+    value, an update by key touching it and a delete alike, each in a process that has
+    asked KMS nothing yet, and the guards are where a find reads them."""
+    from dynaorm.core import commit
+
+    planned: list[int] = []
+    compile_commit = commit.compile_commit
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        planned.append(1)
+        return compile_commit(*args, **kw)
+
+    monkeypatch.setattr(commit, "compile_commit", counting)
+    seen = Requests(kvault)
+    _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"))
+    assert len(planned) == 1
+    kvault.keyring = kv.keyring()  # (another process: no MAC cached)
+    s = kv.tb.session()
+    m = s.get(Member, member_id="m1")
+    planned.clear()
+    seen.calls.clear()
+    m.email = "grace@example.com"
+    _save(s, m)
+    assert len(planned) == 1
+    assert sorted(c[1]["Message"] for c in seen.calls if c[0] == "kms:GenerateMac") == [
+        b"ada@example.com", b"grace@example.com"]  # (the old guard released, the new claimed)
+    kvault.keyring = kv.keyring()
+    s = kv.tb.session()
+    planned.clear()
+    s.update(Member, member_id="m1").set(email="hopper@example.com")
+    s.commit()
+    assert len(planned) == 1
+    assert s.find(Member, email="grace@example.com") is None
+    found = s.find(Member, email="hopper@example.com")
+    assert found is not None and found.member_id == "m1"
+    kvault.keyring = kv.keyring()
+    s = kv.tb.session()
+    planned.clear()
+    s.delete(s.get(Member, member_id="m1"))
+    s.commit()
+    assert len(planned) == 1
+    assert [i for i in kv.tb.scan_raw() if i["pk"]["S"].startswith("email#")] == []
+
+
 def test_kms_requests_say_their_service(kv: Kms) -> None:
     """Each attempt says the AWS service it goes to (``Attempt.service``): ``"kms"`` for a
     keyring's requests (named ``kms:Name``), ``"dynamodb"`` for the table's."""

@@ -73,7 +73,7 @@ import the rules, are never imported back.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
@@ -100,17 +100,18 @@ __all__ = [
     "Rule",
     "Rules",
     "Shape",
+    "Values",
     "build_rules",
-    "keyed",
+    "no_values",
     "register",
     "register_rule",
-    "renders_keys",
 ]
 
 R = TypeVar("R", bound="Rule")
-T = TypeVar("T")
-#: ``(make, origins)`` -> ``make()`` with the key material it renders asked for first
-Keying = Callable[[Callable[[], Any], tuple[Any, ...]], Generator[Any, Any, Any]]
+#: the field values a commit's writes of an entity render into keys, new and stored (asked
+#: for by :meth:`Rule.prepare` once the rules before it have prepared: stored values are
+#: decoded then)
+Values = Callable[[], Sequence[Mapping[str, Any]]]
 
 #: every surface a rule answers for (its :attr:`Rule.answers`)
 SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan", "stream",
@@ -136,29 +137,9 @@ def register_rule(cls: type[R]) -> type[R]:
 register = register_rule
 
 
-def _unkeyed(make: Callable[[], T], origins: tuple[Any, ...] = ()) -> Generator[Any, Any, T]:
-    return make()
-    yield  # (asks for nothing)
-
-
-#: how :func:`keyed` makes a value (one slot: :func:`renders_keys` sets it)
-_KEYING: list[Keying] = [_unkeyed]
-
-
-def renders_keys(keying: Keying) -> Keying:
-    """Set how :func:`keyed` makes a value that renders key material into keys: the rule
-    whose values are rendered so (the encrypted rule: a unique field's MAC) sets it when
-    its module is imported."""
-    _KEYING[0] = keying
-    return keying
-
-
-def keyed(make: Callable[[], T], origins: tuple[Any, ...] = ()) -> Generator[Any, Any, T]:
-    """``make()`` (pure: a commit's plan, a guard key) with the key material it renders
-    asked for first, as protocol steps (``origins``: the entities they are for), as the
-    rules say (:func:`renders_keys`); none: made once."""
-    made: T = yield from _KEYING[0](make, origins)
-    return made
+def no_values() -> tuple[Mapping[str, Any], ...]:
+    """No field values (what a read, or a commit writing none, renders)."""
+    return ()
 
 
 def build_rules(decl: Declaration) -> Rules:
@@ -432,15 +413,17 @@ class Rule:
         If-Match), an update planned as a save carries them."""
         return ()
 
-    def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
+    def prepare(self, items: tuple[Item, ...], writing: bool,
+                values: Values = no_values) -> Generator[Any, Any, None]:
         """What this rule needs before the stored rows ``items`` are decoded (any rows a
         read returned or a write is planned on: skip what is not the entity's), and, with
-        ``writing``, before rows of the entity are encoded, asked for as protocol steps
-        (a ``Call`` each: the client sends it as any request). Run by every read before it
-        decodes and by a commit before it plans (:func:`~dynaorm.schema.entity.
-        prepare_rows`); ``decode`` and ``encode`` then only read what it got. Values a
-        plan renders into keys (a unique encrypted field's MAC) are asked for by a first
-        try of the plan (:func:`keyed`)."""
+        ``writing``, before rows of the entity are encoded or planned, asked for as
+        protocol steps (a ``Call`` each: the client sends it as any request). Run by every
+        read before it decodes and by a commit before it plans, once (:func:`~dynaorm.
+        schema.entity.prepare_rows`); ``decode``, ``encode`` and ``rows`` then only read
+        what it got. ``values()``: the field values the commit's writes of the entity
+        render into keys (new and stored: the unique rule's MACs), decoded once the rules
+        before this one have prepared."""
         return
         yield  # (asks for nothing)
 
@@ -581,11 +564,11 @@ class Rules:
         """Every rule's :meth:`Rule.stamp` of ``obj``, in order."""
         return tuple(pair for stamp in self.stampers for pair in stamp(obj, insert))
 
-    def prepare(self, items: tuple[Item, ...] = (), writing: bool = False
-                ) -> Generator[Any, Any, None]:
-        """Every rule's :meth:`Rule.prepare` (a protocol)."""
+    def prepare(self, items: tuple[Item, ...] = (), writing: bool = False,
+                values: Values = no_values) -> Generator[Any, Any, None]:
+        """Every rule's :meth:`Rule.prepare`, in order (a protocol)."""
         for prepare in self.preparers:
-            yield from prepare(items, writing)
+            yield from prepare(items, writing, values)
 
     def rows(self, change: Change) -> Rows:
         """Every rule's :meth:`Rule.rows` of ``change``, in order: the rows before the

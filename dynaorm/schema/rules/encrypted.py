@@ -10,34 +10,32 @@ another item, field or table, or edited anywhere, is :class:`~dynaorm.Decryption
 Sealing and opening are pure: they read what the keyring (:mod:`dynaorm.schema.rules.keyrings`)
 holds. What they will need is asked for first, as protocol steps the client sends:
 :meth:`Encryption.prepare` (the data key of new values, the data keys of stored ones)
-before rows are encoded or decoded, and :func:`with_macs` for the MACs a plan or a
-``find`` renders into unique guard keys. The keyrings cache what they got, so a
-steady-state commit or read makes no KMS call.
+before rows are encoded or decoded; the unique rule asks for the MACs a commit or a
+``find`` renders into guard keys the same way, before it plans. The keyrings cache what
+they got, so a steady-state commit or read makes no KMS call.
 """
 
 from __future__ import annotations
 
 import base64
-import contextvars
 import functools
-import hashlib
 import json
 import os
 import typing
-from collections.abc import Callable, Collection, Generator, Mapping
+from collections.abc import Collection, Generator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, KeyringError
-from dynaorm.schema.rules import Declaration, Rule, register, renders_keys
+from dynaorm.schema.rules import Declaration, Rule, Values, no_values, register
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
 __all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "NotPrepared", "aesgcm",
            "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of", "markers",
-           "open_value", "seal_value", "trying", "unique_mac", "with_macs"]
+           "open_value", "seal_value"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -150,54 +148,6 @@ def check_macs(keyring: Any, owner: str, fields: Collection[str]) -> None:
             key_id=str(getattr(keyring, "key_id", "?")))
 
 
-#: while :func:`with_macs` makes its first try: the MACs each keyring lacked
-_WANTED: contextvars.ContextVar[dict[Any, set[str]] | None] = contextvars.ContextVar(
-    "dynaorm_wanted_macs", default=None)
-
-
-def trying() -> bool:
-    """Whether :func:`with_macs` is making its first try (whose values are thrown away: a
-    keyring counts no use of its data key then)."""
-    return _WANTED.get() is not None
-
-
-def unique_mac(table: Any, text: str) -> str:
-    """The guard text of a unique encrypted field's value: its keyring's MAC (within
-    :func:`with_macs`' first try, a MAC not prepared is noted and a stand-in of the same
-    length given)."""
-    keyring = keyring_of(table)
-    try:
-        return str(keyring.mac(text))
-    except NotPrepared:
-        wanted = _WANTED.get()
-        if wanted is None:
-            raise
-        wanted.setdefault(keyring, set()).add(text)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-
-def with_macs(make: Callable[[], T], origins: tuple[Any, ...] = ()
-              ) -> Generator[Any, Any, T]:
-    """``make()`` (pure: a plan, a guard key), with the MACs of the unique encrypted
-    values it renders asked for first (a protocol): it runs once noting the MACs its
-    keyrings lack; if any, they are prepared (``GenerateMac`` steps) and it runs again.
-    A keyring that makes its MACs itself is never short of one (one run)."""
-    wanted: dict[Any, set[str]] = {}
-    token = _WANTED.set(wanted)
-    try:
-        made = make()
-    finally:
-        _WANTED.reset(token)
-    if not wanted:
-        return made
-    for keyring, texts in wanted.items():
-        yield from keyring.prepare(macs=sorted(texts), origins=origins)
-    return make()
-
-
-renders_keys(with_macs)
-
-
 def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
                pk: KeyTemplate, sk: KeyTemplate | None, indexes: tuple[Any, ...]
                ) -> dict[str, str]:
@@ -275,7 +225,8 @@ class Encryption(Rule):
         return cls(fields, decl.table, bool(decl.meta.get("versioned")),
                    decl.cls) if fields else None
 
-    def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
+    def prepare(self, items: tuple[Item, ...], writing: bool,
+                values: Values = no_values) -> Generator[Any, Any, None]:
         """The keyring's data keys of the values sealed in ``items`` (any row, any
         attribute: under an old layout's name too; a value under a key the keyring does
         not hold is skipped), and, ``writing``, one for new values."""

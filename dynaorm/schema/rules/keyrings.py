@@ -4,7 +4,7 @@ unwrap data keys and MAC unique values, without I/O of their own.
 What a keyring knows is in three caches: the data key new values are sealed under, the
 data keys it unwrapped, the MACs it computed. :meth:`Keyring.prepare`, a protocol, fills
 them before a read decodes or a write encodes (each entity's ``Rule.prepare``; the MACs a
-commit's plan renders: :func:`~dynaorm.schema.rules.encrypted.with_macs`): a
+unique rule's ``prepare`` asks for, before a commit is planned or a ``find`` reads): a
 :class:`KmsKeyring` asks KMS with :class:`~dynaorm.protocol.steps.Call` steps
 (``"kms:GenerateDataKey"``, ``"kms:Decrypt"``, ``"kms:GenerateMac"``), which the client's
 driver sends like any other request (retried by its policy, seen by hooks and spans, held
@@ -28,7 +28,7 @@ from typing import Any, Final, TypeVar
 from dynaorm.errors import KeyringError, RequestError
 from dynaorm.protocol.policy import retryable
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.schema.rules.encrypted import NotPrepared, aesgcm, check_macs, trying
+from dynaorm.schema.rules.encrypted import NotPrepared, aesgcm, check_macs
 
 __all__ = ["CACHED", "Keyring", "KmsKeyring", "StaticKeyring"]
 
@@ -169,8 +169,7 @@ class Keyring:
                         raise
             current = self._current
             assert current is not None
-            if not trying():  # (a first try's values are thrown away: see with_macs)
-                current[2] -= 1
+            current[2] -= 1
             return current[0], current[1]
 
     def unwrap(self, key_id: str, wrapped: bytes) -> bytes:

@@ -283,7 +283,19 @@ def _entity(obj: Any) -> str:
     fields = obj.__dict__.items()  # (a model's: named by str, so sorted by name)
     values = sorted(fields if not skip else [(k, v) for k, v in fields if k not in skip])
     return (f"o{cls.__qualname__}{_named(values)}"
-            f"@{'N' if state is None else _mapping(state.key)}")
+            f"@{'N' if state is None else _mapping(_loaded_at(cls, state))}")
+
+
+def _loaded_at(cls: Any, state: Any) -> Mapping[str, str]:
+    """The key an object was loaded at, in the current layout: one read from its previous
+    layout (``Meta.previous``) stands for the key its move gives it, so a retry that
+    loads it after the move stages the same write."""
+    spec = cls.__dynaorm_spec__
+    before = spec.rules.before  # (a stand-in stores no row)
+    if before.stores(spec, state.item):
+        key: Mapping[str, str] = spec.primary_key(before.values(spec, state.item))
+        return key
+    return state.key  # type: ignore[no-any-return]
 
 
 def _short(text: str) -> str:

@@ -12,15 +12,24 @@ encrypted unique field's guard holds a keyed MAC of the value, never the value
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules import Change, Declaration, Explained, Rows, Rule, Shape, register
-from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac, with_macs
+from dynaorm.schema.rules import (
+    Change,
+    Declaration,
+    Explained,
+    Rows,
+    Rule,
+    Shape,
+    Values,
+    no_values,
+    register,
+)
+from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
@@ -57,23 +66,31 @@ class UniqueRule:
     prefix: str
     normalize: Callable[[Any], Any] | None
     scope: KeyTemplate | None
-    mac: Callable[[str], str] | None = None  # an encrypted field's: the guard holds a MAC
+    #: an encrypted field's: the table whose keyring MACs its values (the guard holds the
+    #: MAC; ``None``: its value as it is)
+    mac: Any = None
+
+    def text(self, values: Mapping[str, Any], owner: str) -> str | None:
+        """The value a guard key renders, as text (normalised; before its MAC), or
+        ``None`` when the field is ``None``."""
+        value = values.get(self.field)
+        if value is None or isinstance(value, Shape):  # (a described write: the shape)
+            return value
+        if self.normalize is not None:
+            value = self.normalize(value)
+        text = render_value(value)
+        if not text:
+            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+        return text
 
     def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
-        """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
-        value = values.get(self.field)
-        if value is None:
+        """``[scope#]prefix#value``, or ``None`` when the field is ``None`` (an encrypted
+        field's value as its MAC, asked for first: :meth:`macs_p`)."""
+        text = self.text(values, owner)
+        if text is None:
             return None
-        if isinstance(value, Shape):  # (a described write: the key's shape)
-            text: str = value
-        else:
-            if self.normalize is not None:
-                value = self.normalize(value)
-            text = render_value(value)
-            if not text:
-                raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
-            if self.mac is not None:
-                text = self.mac(text)
+        if self.mac is not None and not isinstance(text, Shape):
+            text = str(keyring_of(self.mac).mac(text))
         key = f"{self.prefix}#{text}"
         if self.scope is not None:
             key = f"{self.scope.render(values, owner)}#{key}"
@@ -83,13 +100,23 @@ class UniqueRule:
     def fields(self) -> tuple[str, ...]:
         return (self.field, *(self.scope.fields if self.scope else ()))
 
+    def macs_p(self, values: Iterable[Mapping[str, Any]], owner: str,
+               origins: tuple[Any, ...] = ()) -> Generator[Any, Any, None]:
+        """The MACs the guard keys of ``values`` render (an encrypted field's), asked for
+        as protocol steps (a keyring that makes them itself asks for nothing)."""
+        if self.mac is None:
+            return
+        texts = {t for v in values if (t := self.text(v, owner)) is not None
+                 and not isinstance(t, Shape)}
+        if texts:
+            yield from keyring_of(self.mac).prepare(macs=sorted(texts), origins=origins)
+
     # -- the reads of a guard (``find``) ------------------------------------------------
     def guard_key_p(self, values: Mapping[str, Any], owner: str, origins: tuple[Any, ...] = ()
                     ) -> Generator[Any, Any, str | None]:
-        """:meth:`guard_key` as a protocol: the MAC it renders (an encrypted field's)
-        asked for first, as steps (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
-        return (yield from with_macs(functools.partial(self.guard_key, values, owner),
-                                     origins))
+        """:meth:`guard_key` as a protocol: the MAC it renders asked for first."""
+        yield from self.macs_p((values,), owner, origins)
+        return self.guard_key(values, owner)
 
     @staticmethod
     def row_key(table: TableSchema, key: str) -> PlainKey:
@@ -187,6 +214,8 @@ class Uniqueness(Rule):
     type_name: str
     #: the entity's TTL field (``None``: none): its guards carry its value
     ttl_field: str | None
+    #: the entity class (the origins of the requests its MACs take)
+    entity: type[Any]
     name = "unique"
     order = 60
     answers = {
@@ -216,9 +245,10 @@ class Uniqueness(Rule):
         rules = unique_rules(decl)
         if not rules:
             return None
-        return cls(rules, frozenset(f for r in rules for f in r.fields), decl.table,
-                   decl.owner, decl.type_name, getattr(decl.built.get("stamps"), "ttl_field",
-                                                       None))
+        kind = Macs if any(r.mac is not None for r in rules) else cls
+        return kind(rules, frozenset(f for r in rules for f in r.fields), decl.table,
+                    decl.owner, decl.type_name,
+                    getattr(decl.built.get("stamps"), "ttl_field", None), decl.cls)
 
     def reads(self, touched: frozenset[str]) -> bool:
         """An update is read first when it changes a field a guard key is built from, or
@@ -294,9 +324,23 @@ class Uniqueness(Rule):
         return Explained(origin.fail, holder)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Macs(Uniqueness):
+    """:class:`Uniqueness` of an entity with a unique encrypted field (its guard keys hold
+    MACs): asks for them before a commit is planned."""
+
+    def prepare(self, items: tuple[Item, ...], writing: bool,
+                values: Values = no_values) -> Generator[Any, Any, None]:
+        """Before a commit is planned: the MACs its guard keys render (of the values
+        written and of those stored), asked for once, so the commit is planned once."""
+        if writing:
+            for rule in self.rules:
+                yield from rule.macs_p(values(), self.owner, (self.entity,))
+
+
 def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
     """``Meta.unique`` read into its rules; an encrypted unique field's guard holds the
-    MAC of its value (:func:`~dynaorm.schema.rules.encrypted.unique_mac`): a keyring
+    MAC of its value (its table's keyring's): a keyring
     without a MAC key on its table is refused here."""
     raw, owner, fields = decl.meta.get("unique"), decl.owner, decl.field_names
     encryption = decl.built.get("encrypted")
@@ -313,7 +357,7 @@ def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
             raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
         scope = None if spec.scope is None else field_template(spec.scope, "unique scope",
                                                                owner, fields, False)
-        mac = functools.partial(unique_mac, decl.table) if spec.field in encrypted else None
+        mac = decl.table if spec.field in encrypted else None
         rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope,
                                 mac))
     if macs := [r.field for r in rules if r.mac is not None]:  # (a keyring bound later:
