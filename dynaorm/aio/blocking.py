@@ -49,6 +49,11 @@ class _Blocking:
     def __init__(self, target: Any) -> None:
         self._target = target
 
+    @property
+    def __wrapped__(self) -> Any:
+        """The async object adapted (what ``dynaorm.explain`` explains)."""
+        return self._target
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
         if inspect.iscoroutinefunction(attr):
