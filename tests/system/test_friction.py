@@ -176,4 +176,4 @@ def test_the_agents_guide_says_receipts_shipped() -> None:
     without them the tool says so", as if they had not shipped (0.7 shipped them)."""
     page = (ROOT / "docs" / "guide" / "agents.md").read_text()
     assert "without them the tool" not in page
-    assert "shipped in 0.7" in page and "(exactly-once.md)" in page
+    assert "needs dynaorm's receipts" not in page and "(exactly-once.md)" in page
