@@ -47,7 +47,7 @@ class _Blocking:
     runs on this thread's loop, a builder returns an adapter too."""
 
     def __init__(self, target: Any) -> None:
-        self._target = target
+        self._target = self.__wrapped__ = target  # (what dynaorm.explain explains)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)

@@ -18,6 +18,7 @@ outermost, only while its ``active()`` says so: OpenTelemetry's :class:`~dynaorm
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import os
@@ -590,6 +591,14 @@ def session_target(target: object, kind: str) -> tuple[Any, Client]:
     if isinstance(client, Client):
         return target, client
     raise DynaormError(f"{kind}() takes a dynaorm Table or Client, got {target!r}")
+
+
+@atexit.register
+def _close_live() -> None:
+    """At exit, every client's sync connections closed (one left open is a
+    ``ResourceWarning`` then: a script's, the CLI's, a job's worker process's)."""
+    for client in list(_LIVE):
+        client.close()
 
 
 def live_clients() -> list[Client]:

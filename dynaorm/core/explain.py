@@ -463,7 +463,10 @@ def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool =
     """What ``x`` will send and cost, sending nothing (see the module): a session with
     staged work (its next commit), a query, a scan or a vector search (``items``: the
     objects it would return, for their units), or an entity class with its key fields (a get;
-    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find)."""
+    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find). An
+    adapter (``__wrapped__``: the blocking one over an ``AsyncSession`` that
+    ``TestBackend(session_kind="async")`` gives) is explained as what it wraps."""
+    x = getattr(x, "__wrapped__", x)
     if isinstance(x, type) and issubclass(x, Entity):
         return _get(x, key, items, consistent)
     if key:

@@ -9,18 +9,23 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["attribute_types", "key_schema", "logical_name", "projection", "vector_notes"]
+__all__ = ["attribute_types", "key_schema", "logical_name", "projection", "search_schema",
+           "vector_notes"]
 
 
-def attribute_types(table: Mapping[str, Any]) -> dict[str, str]:
-    """Every key attribute of the table and of its secondary indexes (a vector index's
-    search schema is not a key), sorted, with its type (``S`` unless ``key_types`` says)."""
+def attribute_types(table: Mapping[str, Any], *, search: bool = False
+                    ) -> dict[str, str]:
+    """Every key attribute of the table and of its secondary indexes, sorted, with its type
+    (``S`` unless ``key_types`` says); ``search``: the attributes of the vector indexes'
+    search schemas too (CreateTable's and CloudFormation's definitions hold them)."""
     names = {table["pk"], *([table["sk"]] if table.get("sk") else [])}
     for index in table.get("indexes", ()):
         if index["kind"] == "gsi":
             names.update(index["pk"], index["sk"])
         elif index["kind"] == "lsi":
             names.update(index["sk"])
+        elif index["kind"] == "vector" and search:
+            names.update(search_schema(index))
     types = table.get("key_types") or {}
     return {name: types.get(name, "S") for name in sorted(names)}
 
@@ -53,6 +58,13 @@ def logical_name(name: str) -> str:
     words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
     found = "".join(w[:1].upper() + w[1:] for w in words)
     return (found if found[:1].isalpha() else f"T{found}")[:255 - len("StreamArn")]
+
+
+def search_schema(index: Mapping[str, Any]) -> dict[str, str]:
+    """A vector index's search schema: each attribute and its role (``HASH``: the
+    partition, then each ``INLINE_FILTER``), in order."""
+    found = {index["partition"]: "HASH"} if index.get("partition") else {}
+    return found | {name: "INLINE_FILTER" for name in index.get("filters") or ()}
 
 
 def vector_notes(table: Mapping[str, Any], fmt: str) -> list[str]:

@@ -182,8 +182,11 @@ def _stdio(table: Table, options: Mapping[str, Any], said: str) -> None:
                    None if early is None else json.loads(early[1])["result"])
         await out.open()
         lines = _Lines(first, rest, wire_in, out)
-        async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
-            await srv.run(read, write, srv.create_initialization_options())
+        try:
+            async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
+                await srv.run(read, write, srv.create_initialization_options())
+        finally:  # (left open, its pipe is a ResourceWarning at exit)
+            out.close()
 
     anyio.run(run)
 
@@ -280,3 +283,7 @@ class _Out:
     async def flush(self) -> None:
         if self.writer is not None:
             await self.writer.drain()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

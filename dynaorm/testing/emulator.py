@@ -200,9 +200,12 @@ class Emulator:
     """DynamoDB's behaviour in front of one engine (see the module): index lag always,
     and what moto skips with ``rules=True``. :meth:`handle` answers one request."""
 
-    def __init__(self, *, rules: bool) -> None:
+    def __init__(self, *, rules: bool, lags: bool = True) -> None:
         self.rules = rules
         """Whether it enforces what moto skips (then it answers one request at a time)."""
+        self.lags = lags
+        """Whether index reads lag through it (``False``: another emulator behind it lags
+        them; two would each mirror the other's mirror)."""
         self._lock = threading.RLock()
         self._tokens: dict[str, tuple[bytes, dict[str, Any], float]] = {}
         self._keys: dict[str, tuple[str, ...]] = {}  # each table's key attributes
@@ -262,7 +265,7 @@ class Emulator:
                 ) -> IndexLag | None:
         """The lag on now; the mirrors of another lag, or of a table whose definition
         ``request`` changes, dropped."""
-        lag = current_lag()
+        lag = current_lag() if self.lags else None
         with self._lock:
             if lag is not self._lag:
                 self.forget()

@@ -186,6 +186,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+#: the ports of this process's fault proxies (on 127.0.0.1) while they run
+_RUNNING: set[int] = set()
+
+
+def _proxied(url: str) -> bool:
+    """Whether ``url`` is one of this process's fault proxies."""
+    parts = urlsplit(url)
+    return parts.hostname in ("127.0.0.1", "localhost") and parts.port in _RUNNING
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -201,15 +211,19 @@ def fault_proxy(endpoint_url: str, *, rules: bool = False) -> Iterator[str]:
     Local, dynoxide, a moto server) for the block: yields its URL. Index reads through it
     lag while :func:`~dynaorm.testing.index_lag` is on; ``rules=True`` also enforces what
     moto skips (:mod:`dynaorm.testing.emulator`). Requests it leaves alone pass as they
-    are; so do their answers."""
-    emulator = Emulator(rules=rules)
+    are; so do their answers. In front of another fault proxy of this process (the pytest
+    plugin's ``--dynaorm-endpoint``, a moto server) it leaves the lag to that one."""
+    emulator = Emulator(rules=rules, lags=not _proxied(endpoint_url))
     server = _Server(endpoint_url, emulator)
+    port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name="dynaorm-fault-proxy",
                               daemon=True)
     thread.start()
+    _RUNNING.add(port)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{port}"
     finally:
+        _RUNNING.discard(port)
         emulator.forget()
         emulator.close()
         server.upstream.close()

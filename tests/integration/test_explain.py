@@ -384,3 +384,18 @@ def test_a_transaction_is_exact_only_where_dynamodb_local_reports_its_units(
     s.save(user)
     found, consumed = _committed(s, events)
     assert found.exact == (found.by_table() == consumed), (found, consumed)
+
+
+def test_explain_reads_a_blocking_async_sessions_reads_as_the_sync_ones(db: TestBackend
+                                                                         ) -> None:
+    """(issue 73) ``TestBackend(session_kind="async")`` gives an ``AsyncSession`` behind a
+    blocking adapter, whose reads are adapters too: ``explain`` refused them with
+    ``TypeError`` (the async variant of a test explaining its read failed) while it
+    explains the ``AsyncSession``'s own reads and a commit through the adapter."""
+    blocking = TestBackend(db.tables, db.endpoint_url, session_kind="async").session()
+    sync = db.session()
+    users = [User(user_id=f"u{n}", username=f"n{n}", email=f"{n}@x.io") for n in range(3)]
+    for read in (lambda s: s.query(User, index="gsi1", org_id="acme"),
+                 lambda s: s.scan(User).limit(2), lambda s: s.query(Note, note_id="q")):
+        assert str(explain(read(blocking), items=users)) == str(explain(read(sync),
+                                                                        items=users))

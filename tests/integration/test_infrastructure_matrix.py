@@ -109,14 +109,13 @@ def test_red_the_template_describes_the_table_create_makes(created: Table) -> No
     live = client.describe_table(TableName=table.name)["Table"]
     assert live["TableName"] == props["TableName"]
     assert _keys(live["KeySchema"]) == _keys(props["KeySchema"])
-    vectors = {e["AttributeName"] for v in live.get("VectorIndexes") or []
-               for e in v.get("SearchSchema") or []}
     assert {(a["AttributeName"], a["AttributeType"]) for a in live["AttributeDefinitions"]
-            if a["AttributeName"] not in vectors} | {
-        (a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]} == {
-        (a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]}
-    assert {a["AttributeName"] for a in props["AttributeDefinitions"]} <= {
-        a["AttributeName"] for a in live["AttributeDefinitions"]}
+            } == {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]}
+    shape = ("VectorAttribute", "Dimensions", "DistanceFunction", "SearchSchema")
+    assert {v["IndexName"]: ({k: v.get(k) for k in shape}, _projection(v["Projection"]))
+            for v in live.get("VectorIndexes") or []} == {
+        v["IndexName"]: ({k: v.get(k) for k in shape}, _projection(v["Projection"]))
+        for v in props.get("VectorIndexes") or []}
     assert (live.get("BillingModeSummary") or {}).get(
         "BillingMode", "PAY_PER_REQUEST") == props["BillingMode"]
     _indexes(live.get("GlobalSecondaryIndexes"), props.get("GlobalSecondaryIndexes"))

@@ -502,3 +502,138 @@ def test_explain_prices_each_access_pattern_sending_nothing(offline: Project) ->
     assert big.returncode == 0, big.stderr
     save = big.stdout.split("Audit save_audit (TransactWriteItems)")[1].split("\n\n")[0]
     assert "total: 0 read units, 12 write units" in save  # two rows of 3 KB, twice
+
+
+# -- contract 23: no warning printed to a user of the CLI for a normal run -----------------
+WARNED_MODELS = '''
+from typing import Annotated
+
+from dynaorm import GSI, LSI, Entity, Table, Unique, Vector, VectorIndex
+
+app = Table({name!r}, indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk"), LSI("lsi1", sk="lsi1sk")],
+            vector_indexes=[VectorIndex("by_meaning", attribute="embedding", dimensions=3,
+                                        partition="org_id")])
+
+
+class User(Entity):
+    class Meta:
+        table = app
+        pk = "ORG#{{org_id}}#USER#{{user_id}}"
+        sk = "PROFILE"
+        unique = (Unique("email", normalize=str.lower, scope="ORG#{{org_id}}"),)
+        indexes = {{"gsi1": ("ORG#{{org_id}}#", "USER#{{user_id}}")}}
+
+    user_id: str
+    org_id: str = "acme"
+    email: str
+
+
+class Doc(Entity):
+    class Meta:
+        table = app
+        pk = "ORG#{{org_id}}#DOC#{{doc_id}}"
+        sk = "DOC"
+        versioned = True
+
+    doc_id: str
+    org_id: str = "acme"
+    notes: str = ""
+    embedding: Annotated[list[float], Vector(3)] = [0.1, 0.2, 0.3]
+
+
+def touch(obj: User) -> User:
+    obj.email = obj.email.lower()
+    return obj
+'''
+
+#: every subcommand's documented happy path (docs/guide/cli.md) but the lake's; "{dir}" is
+#: the project directory, "{url}" the engine; each runs in that order on one table
+HAPPY_PATHS: list[tuple[str, ...]] = [
+    ("--version",), ("create-table", "models:app", "--endpoint-url", "{url}"),
+    ("describe", "models"), ("describe", "models:app"), ("model", "models:app"),
+    *[("model", "models:app", "--format", f) for f in ("json", "workbench", "mcp",
+                                                        "cloudformation", "terraform")],
+    ("model", "models:app", "--chart", "{dir}/design.html"),
+    ("model", "--import", "{dir}/design.json", "--format", "json"),
+    ("explain", "models"), ("iam", "models:app", "--role", "read"),
+    ("iam", "models:app", "--role", "write"),
+    ("check", "models:app", "--endpoint-url", "{url}"),
+    ("check", "models:app", "--endpoint-url", "{url}", "--engine", "local", "--segments", "2",
+     "--workers", "2"),
+    ("migrate", "models:app", "--dry-run", "--endpoint-url", "{url}"),
+    ("backfill", "models:User", "models:touch", "--endpoint-url", "{url}"),
+    ("export", "models:app", "{dir}/parquet", "--endpoint-url", "{url}"),
+    ("mcp", "models:app", "--endpoint-url", "{url}"), ("demo",)]
+MCP_SESSION = "\n".join([
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user",'
+    '"arguments":{"org_id":"acme","user_id":"u1"}}}'])
+
+
+@pytest.fixture(scope="module")
+def warned(tmp_path_factory: pytest.TempPathFactory, dynoxide: str) -> Iterator[Project]:
+    """A project whose table (a GSI, an LSI, a vector index, a unique rule, a versioned
+    entity) holds a few items on dynoxide (it has vector indexes)."""
+    path = tmp_path_factory.mktemp("warned")
+    name = f"cli-{uuid.uuid4().hex[:10]}"
+    (path / "models.py").write_text(textwrap.dedent(WARNED_MODELS.format(name=name)))
+    project = Project(path, None, name)
+    (path / "design.json").write_text(project.run("model", "models:app").stdout)
+    models = project.models()
+    models.app.connect(dynoxide)
+    models.app.create()
+    with Session(models.app) as s:  # (something to check, as a user's app writes it)
+        s.save(models.User(user_id="u1", email="Ada@Example.com"))
+        s.save(models.Doc(doc_id="d1"))
+    yield project
+    Table(name).connect(dynoxide).delete()
+
+
+@pytest.mark.parametrize("args", HAPPY_PATHS, ids=lambda a: " ".join(a)[:60])
+def test_a_normal_run_prints_no_warning(warned: Project, dynoxide: str,
+                                        args: tuple[str, ...]) -> None:
+    """Contract 23: a dynaorm warning or a dependency's warning is never printed to a user
+    of the CLI for a normal run. Each command runs under ``-W error`` (every warning an
+    error, those Python hides by default too): it succeeds and stderr holds no warning.
+    (An endpoint's command left its connection to the engine open at exit: a
+    ``ResourceWarning`` each.)"""
+    argv = [a.format(url=dynoxide, dir=warned.path) for a in args]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "DYNAORM_", "PYTHONWARNINGS"))}
+    env.update(ENV, PYTHONPATH=os.pathsep.join((str(warned.path), str(ROOT))))
+    command = [sys.executable, "-W", "error", "-m", "dynaorm.tools.cli", *argv]
+    if argv[0] == "mcp":  # (a client: each answer awaited, then stdin closed)
+        result = _mcp_session(command, warned.path, env)
+        assert '"id":2' in result.stdout and "Ada@Example.com" in result.stdout
+    else:
+        result = subprocess.run(command, cwd=warned.path, env=env, capture_output=True,
+                                text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr and "Exception ignored" not in result.stderr, (
+        result.stderr)
+
+
+def _mcp_session(command: list[str], cwd: Path, env: dict[str, str]
+                 ) -> subprocess.CompletedProcess[str]:
+    """``dynaorm mcp`` over stdio as a client drives it: each request's answer read before
+    the next is sent, stdin closed at the end."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    answers = []
+    try:
+        for line in MCP_SESSION.splitlines():
+            process.stdin.write(line + "\n")
+            process.stdin.flush()
+            if '"id"' in line:
+                answers.append(process.stdout.readline())
+        process.stdin.close()
+        out = process.stdout.read()
+        err = process.stderr.read() if process.stderr else ""
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+    return subprocess.CompletedProcess(command, process.returncode, "".join(answers) + out,
+                                       err)

@@ -130,3 +130,50 @@ def test_install_lists_every_extra_and_the_bridge_as_present() -> None:
     assert {"export", "pynamodb"} <= {name for name in extras if f'dynaorm[{name}]' in page}
     assert (ROOT / "dynaorm" / "pynamodb.py").exists()
     assert "imports it yet" not in page and "later release" not in page
+
+
+def _section(text: str, heading: str) -> str:
+    """The text of a ``## heading`` section of a markdown page, up to the next one."""
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def test_the_readme_lists_every_extra_and_what_is_new() -> None:
+    """(issue 73) 0.7's README said nothing of 0.7, and its extras left out ``mcp``,
+    ``lake`` and ``powertools``."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    readme = (ROOT / "README.md").read_text()
+    install = _section(readme, "Install")
+    assert {name for name in extras if f"`{name}`" not in install} == set()
+    new = _section(readme, "What's new")
+    for release in ("0.7", "0.8"):
+        assert f"### {release}" in new, release
+    for name in ("idempotency_key", "scope=", "dynaorm mcp", 'format="iceberg"',
+                 "dynaorm.powertools", "VectorIndexes", "--format cloudformation"):
+        assert name in new, name
+
+
+def test_make_demo_is_said_to_need_what_it_needs() -> None:
+    """(issue 73) the README and the install page said ``make demo`` needs npm and Java:
+    it runs on the in-process moto of its own ``.venv-demo``; ``make test`` needs them."""
+    make = (ROOT / "Makefile").read_text()
+    demo = make[make.index("\ndemo:"):].split("\n\n")[0]
+    assert "npm" not in demo and "engines" not in demo and "ddb-local" not in demo
+    for page in (ROOT / "README.md", ROOT / "docs" / "guide" / "install.md"):
+        text = page.read_text()
+        said = [p for p in text.split("\n\n") if "make demo" in p and "Java" in p]
+        assert said, page
+        for paragraph in said:
+            sentence = next(s for s in paragraph.replace("\n", " ").split(". ")
+                            if "Java" in s)
+            assert "make test" in sentence and "make demo" not in sentence, (page, sentence)
+
+
+def test_the_agents_guide_says_receipts_shipped() -> None:
+    """(issue 73) agents.md said an idempotent tool call "needs dynaorm's receipts ...
+    without them the tool says so", as if they had not shipped (0.7 shipped them)."""
+    page = (ROOT / "docs" / "guide" / "agents.md").read_text()
+    assert "without them the tool" not in page
+    assert "needs dynaorm's receipts" not in page and "(exactly-once.md)" in page

@@ -482,3 +482,49 @@ def test_check_endpoint() -> None:
     assert "does not answer" in (check_endpoint(_dead_endpoint()) or "")
     assert "is not an http(s) URL" in (check_endpoint("notaurl") or "")
     assert "is not a valid URL" in (check_endpoint("http://[::1") or "")
+
+
+# -- CI takes the --dynaorm-endpoint path on dynoxide (make test-endpoint) ------------------
+WITH_DYNOXIDE = [sys.executable, str(ROOT / "scripts" / "with-dynoxide.py")]
+
+
+def _with_dynoxide(*command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("DYNAORM_", "PYTEST_")) and k != "CI"}
+    return subprocess.run([*WITH_DYNOXIDE, *command], env={**clean, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_make_test_takes_the_endpoint_path_on_dynoxide() -> None:
+    """(issue 73) no CI run took ``--dynaorm-endpoint``, so its index-lag tests broke unseen:
+    ``make test`` runs ``test-endpoint``, the lag and vector tests and the async variants
+    on a dynoxide of its own, and ``.ci/run`` is ``make test``."""
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("make test")
+    plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+    (run,) = [line for line in plan.splitlines() if "with-dynoxide.py" in line]
+    assert "DYNAORM_REQUIRE_LOCAL=1" in run
+    selected = plan[plan.index("with-dynoxide.py"):]
+    for part in ("tests/integration", "endpoint-async", "test_index_lag", "test_vectors"):
+        assert part in selected, part
+
+
+def test_the_endpoint_run_gives_its_command_a_dynoxide_and_fails_without_one_under_ci(
+        ) -> None:
+    from pytest_dynaorm import check_endpoint
+    from tests.support.dynoxide import find_binary
+
+    if find_binary() is None:
+        pytest.skip("dynoxide is not installed")  # (conftest's engines fail under CI)
+    ran = _with_dynoxide(sys.executable, "-c", "import os; print(os.environ["
+                         "'DYNAORM_TEST_ENDPOINT'])")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("http://127.0.0.1:")
+    assert check_endpoint(ran.stdout.strip()) is not None  # (stopped once the command ended)
+    assert _with_dynoxide(sys.executable, "-c", "raise SystemExit(3)").returncode == 3
+    missing = {"DYNAORM_DYNOXIDE": "/nonexistent/dynoxide"}
+    for env, code, said in (({}, 0, "skipped"), ({"CI": "true"}, 1, "failing"),
+                            ({"DYNAORM_REQUIRE_LOCAL": "1"}, 1, "failing")):
+        ran = _with_dynoxide("true", **missing, **env)
+        assert (ran.returncode, ran.stdout) == (code, ""), env
+        assert "dynoxide is not installed" in ran.stderr and said in ran.stderr, env

@@ -2,7 +2,9 @@
 design the suite maps as an ``AWS::DynamoDB::Table`` that cfn-lint passes with no error,
 and as an ``aws_dynamodb_table`` that python-hcl2 parses, each holding what ``create()``
 sends (CreateTable's keys, attribute types, indexes and projections, the stream, TTL and
-the operational settings); a vector index, which neither format has, is one stderr line.
+the operational settings). A vector index is CloudFormation's ``VectorIndexes`` (cfn-lint's
+own resource schema checks it); the AWS provider has no argument for one, so Terraform
+leaves it out with one stderr line.
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from dynaorm.formats import cloudformation, terraform
 from dynaorm.tools.cli import main
 from tests.support.designs import DESIGNS, design
 
-#: the designs with something of every kind: settings, native keys, a vector index
+#: the designs with something of every kind: settings, native keys, vector indexes (one
+#: with a search schema, its filter a number, and an INCLUDE projection)
 full = Table("ops-formats.v2", indexes=[
     GSI("gsi1", pk="gsi1pk", sk="gsi1sk", projection=["note"], max_on_demand=(10, 5),
         warm_throughput=(12001, 4001)),
     GSI("by_place", pk=("tenant_id", "region"), sk=("placed", "total")),
     LSI("lsi1", sk="lsi1sk", projection="KEYS_ONLY")],
-    key_types={"total": "N"}, ttl="expires", stream="NEW_AND_OLD_IMAGES",
-    vector_indexes=[VectorIndex("by_meaning", attribute="embedding", dimensions=3)],
+    key_types={"total": "N", "year": "N"}, ttl="expires", stream="NEW_AND_OLD_IMAGES",
+    vector_indexes=[VectorIndex("by_meaning", attribute="embedding", dimensions=3),
+                    VectorIndex("by_tenant", attribute="embedding", dimensions=3,
+                                distance="DOT_PRODUCT", partition="tenant_id",
+                                filters=["category", "year"], projection=["title"])],
     warm_throughput=(13000, 5000), max_on_demand=(100, 50), pitr_days=14,
     deletion_protection=True, contributor_insights="throttled",
     tags={"team": "payments", "cost:center": "a/b=c+d@e f"})
@@ -78,6 +84,12 @@ def test_cfn_lint_finds_errors_in_a_broken_table() -> None:  # (the check can fa
     broken = {**template, "Resources": {"T": {"Type": "AWS::DynamoDB::Table", "Properties": {
         **props, "BillingMode": "FREE", "KeySchema": []}}}}
     assert len(_errors(broken)) >= 2
+    vector = {**props["VectorIndexes"][0], "Dimensions": 0, "DistanceFunction": "MANHATTAN"}
+    del vector["Projection"]
+    (name, resource), = template["Resources"].items()
+    broken = {**template, "Resources": {name: {**resource, "Properties": {
+        **props, "VectorIndexes": [vector, *props["VectorIndexes"][1:]]}}}}
+    assert len(_errors(broken)) == 3  # (its resource schema checks a vector index)
 
 
 @pytest.mark.parametrize("reference", DESIGNS)
@@ -87,14 +99,14 @@ def test_every_design_is_a_table_cfn_lint_passes_holding_what_create_sends(
     template, notes = cloudformation.to_format(table.model())
     assert _errors(template) == []
     (resource,) = template["Resources"].values()
-    props, request = resource["Properties"], _without_vectors(table)
+    props, request = resource["Properties"], table.definition()
     for key in ("TableName", "BillingMode", "KeySchema", "AttributeDefinitions",
-                "GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+                "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "VectorIndexes"):
         assert props.get(key) == request.get(key), key
     assert props.get("StreamSpecification", {}).get("StreamViewType") == (
         request.get("StreamSpecification", {}).get("StreamViewType"))
     assert props.get("TimeToLiveSpecification", {}).get("AttributeName") == table.ttl
-    assert len(notes) == len(table.vector_indexes)
+    assert notes == []
 
 
 @pytest.mark.parametrize("reference", DESIGNS)
@@ -151,9 +163,19 @@ def test_cloudformation_holds_the_settings_and_native_keys() -> None:
         "tenant_id", "region", "placed", "total"]
     assert props["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expires", "Enabled": True}
-    assert "embedding" not in json.dumps(template)
-    assert notes == ["CloudFormation has no vector index: 'by_meaning' (on 'embedding', 3 "
-                     "dimensions) left out; create() adds it"]
+    assert props["VectorIndexes"] == full.definition()["VectorIndexes"]
+    assert props["VectorIndexes"][1] == {
+        "IndexName": "by_tenant", "VectorAttribute": {"AttributeName": "embedding"},
+        "Dimensions": 3, "DistanceFunction": "DOT_PRODUCT",
+        "Projection": {"ProjectionType": "INCLUDE",
+                       "NonKeyAttributes": ["title", "_type", "expires"]},
+        "SearchSchema": [{"AttributeName": "tenant_id", "SearchSchemaElementType": "HASH"},
+                         {"AttributeName": "category",
+                          "SearchSchemaElementType": "INLINE_FILTER"},
+                         {"AttributeName": "year", "SearchSchemaElementType": "INLINE_FILTER"}]}
+    types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
+    assert types["category"] == "S" and types["year"] == "N"  # (as CloudFormation asks)
+    assert notes == []
 
 
 def test_terraform_holds_the_settings_native_keys_and_contributor_insights() -> None:
@@ -184,22 +206,23 @@ def test_terraform_holds_the_settings_native_keys_and_contributor_insights() -> 
     assert found["mode"] == "THROTTLED_KEYS"
     assert found["table_name"] == "${aws_dynamodb_table.ops-formats_v2.name}"
     assert "embedding" not in text
-    assert notes == ["Terraform has no vector index: 'by_meaning' (on 'embedding', 3 "
-                     "dimensions) left out; create() adds it"]
+    assert notes == [f"Terraform has no vector index: {name!r} (on 'embedding', 3 dimensions) "
+                     "left out; create() adds it" for name in ("by_meaning", "by_tenant")]
 
 
 @pytest.mark.parametrize("fmt", ["cloudformation", "terraform"])
-def test_the_command_prints_the_format_and_a_note_per_vector_index(
+def test_the_command_prints_the_format_and_a_note_per_vector_index_left_out(
         fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["model", f"{__name__}:full", "--format", fmt]) == 0
     out, err = capsys.readouterr()
     if fmt == "cloudformation":
         assert _errors(json.loads(out)) == []
+        assert err == ""  # (its vector indexes are in the template)
     else:
         assert _parsed(out)["name"] == "ops-formats.v2"
-    name = "CloudFormation" if fmt == "cloudformation" else "Terraform"
-    assert err.splitlines() == [f"dynaorm model: {name} has no vector index: 'by_meaning' "
-                                "(on 'embedding', 3 dimensions) left out; create() adds it"]
+        assert err.splitlines() == [
+            f"dynaorm model: Terraform has no vector index: {name!r} (on 'embedding', 3 "
+            "dimensions) left out; create() adds it" for name in ("by_meaning", "by_tenant")]
     target = tmp_path / "out"
     assert main(["model", f"{__name__}:full", "--format", fmt, "-o", str(target)]) == 0
     assert target.read_text(encoding="utf-8") == out
