@@ -115,7 +115,7 @@ def inferred_code(found: Inferred) -> str:
 
 def _defined_model(code: str) -> dict[str, Any]:
     """The model (``table.model()``) of the one table ``code`` defines."""
-    from dynaorm import Table
+    from dynaorm.client.table import Table
 
     # (a module of its own, kept in sys.modules: pydantic resolves the annotations of a
     # class through its module, on first validation too)

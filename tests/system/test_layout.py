@@ -255,4 +255,4 @@ def test_the_check_sees_an_import_by_name_up(tmp_path: Path) -> None:
     (tmp_path / "tools" / "x.py").write_text(
         'import importlib\nimportlib.import_module("dynaorm.jobs")\n'
         'importlib.import_module("dynaorm.lake")\n')
-    assert imports_by_name_up(tmp_path, _floors()) == ["x.py dynaorm.jobs"]
+    assert imports_by_name_up(tmp_path, _floors()) == ["x.py dynaorm.jobs", "x.py dynaorm.lake"]
