@@ -19,8 +19,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 import dynaorm
 import dynaorm.mcp
-from dynaorm import DynaormError, Session
+from dynaorm import DynaormError, Rule, Session, register_rule
+from dynaorm.schema.rules import RULES, Rows
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.values.records import Fail, Put, Role
 from tests.conftest import wire_of
 from tests.integration.test_mcp_writes import Kit, failed, kit_raw, kits, ok, values_of
 from tests.support.export_setup import aws  # noqa: F401 (a fixture)
@@ -373,3 +375,127 @@ def test_a_model_change_between_runs_is_evolution_or_lake_error(
                 export_with(v2)
             assert _lake_state(catalog) == held
             assert "nothing was committed" in str(refused.value)
+
+
+# -- streams and check: a user rule's rows -----------------------------------------------
+class Red73Audit(Rule):
+    """An audit row per write of a ``Red73Audited*`` entity, ``AUDIT#<pk>`` /
+    ``<what>#<its sk>#<n>``, carrying no type attribute (a rule written before the table
+    had one, or that never sets it)."""
+
+    __slots__ = ()
+    name = "red73-audit"
+    order = 90
+    transforms = False
+
+    @classmethod
+    def build(cls, decl: Any) -> Red73Audit | None:
+        return cls() if decl.type_name.startswith("Red73Audited") else None
+
+    def rows(self, change: Any) -> Rows:
+        key = change.new_key or change.old_key
+        what = "delete" if change.new is None else "insert" if change.old is None else "update"
+        at = {"pk": f"AUDIT#{key['pk']}", "sk": f"{what}#{key['sk']}#{change.staged:06d}"}
+        item = {"pk": {"S": at["pk"]}, "sk": {"S": at["sk"]}}
+        return Rows((), (Put(at, item, None, change.origin(Role.ROW, Fail.CALLER,
+                                                            owner=at)),))
+
+
+@pytest.fixture(scope="module")
+def ruled() -> Iterator[dict[str, Any]]:
+    """Two tables (one with a type attribute, one without), each with an audited entity
+    and an entity whose key templates also fit the audit rows."""
+    register_rule(Red73Audit)
+    made: dict[str, Any] = {}
+    try:
+        for label, attr in (("typed", "_type"), ("untyped", None)):
+            table = dynaorm.Table(f"dynaorm-red73-rules-{label}", type_attribute=attr)
+            audited, ledger = _audited_models(table)
+            made[label] = (table, audited, ledger)
+        yield made
+    finally:
+        RULES.pop(Red73Audit.name, None)
+
+
+def _audited_models(home: Any) -> tuple[type[Any], type[Any]]:
+    """An audited order of ``home``, and a ledger whose templates fit its audit rows."""
+    class Red73AuditedOrder(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "ORDER#{oid}"
+            sk = "ORDER"
+
+        oid: str
+        n: int = 0
+
+    class Red73Ledger(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "AUDIT#{kind}#{ref}"
+            sk = "{what}#{a}#{b}"
+
+        kind: str
+        ref: str
+        what: str
+        a: str
+        b: str
+        amount: int = 0
+
+    return Red73AuditedOrder, Red73Ledger
+
+
+RULE_ROW_CLAIMED = (
+    "defect (issue 73 red team): a user rule's row that carries no type name is classified "
+    "by key shape entity-first (streams._match_row and EntitySpec.outranked ask no rule "
+    "row kind), so an entity whose templates also fit it claims it: powertools.changes "
+    "gives the Ledger's row where the audit rule's is; the model does not refuse the "
+    "overlap either, as it refuses two entities' unranked templates")
+
+
+def _record(name: str, item: dict[str, Any], keys_only: bool = False) -> dict[str, Any]:
+    keys = {k: item[k] for k in ("pk", "sk")}
+    data: dict[str, Any] = {"Keys": keys, "SequenceNumber": "1",
+                            "ApproximateCreationDateTime": 1767225600}
+    if not keys_only:
+        data["NewImage"] = item
+    return {"eventID": "e1", "eventName": name, "dynamodb": data}
+
+
+@pytest.mark.xfail(strict=True, reason=RULE_ROW_CLAIMED)
+@pytest.mark.parametrize("label", ["typed", "untyped"])
+@pytest.mark.parametrize("keys_only", [False, True])
+def test_a_rule_row_whose_key_fits_an_entity_template_is_the_rules(
+        db: TestBackend, ruled: dict[str, Any], label: str, keys_only: bool) -> None:
+    """An audit row (no type attribute) whose key also fits another entity's templates:
+    ``powertools.changes`` says it is the rule's (role ``"rule"``), not the entity's; a
+    keys-only record too."""
+    from dynaorm import powertools
+
+    table, audited, _ = ruled[label]
+    with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
+        with Session(table) as s:
+            s.save(audited(oid="1"))
+        [row] = [i for i in table.db.send("Scan", {"TableName": table.name})["Items"]
+                 if i["pk"]["S"].startswith("AUDIT#")]
+        change = powertools.changes(_record("INSERT", row, keys_only), table)
+        assert change is not None
+        assert (change.role, change.rule, change.entity) == ("rule", "red73-audit", audited)
+
+
+@pytest.mark.parametrize("label", ["typed", pytest.param("untyped", marks=pytest.mark.xfail(
+    strict=True, reason="defect (issue 73 red team): on a table without a type attribute "
+    "EntitySpec.outranked asks no user rule's row kinds, so a scan of an entity whose "
+    "templates fit an audit row returns the audit row as that entity"))])
+def test_reads_of_the_entity_never_return_a_rule_row_and_check_is_clean(
+        db: TestBackend, ruled: dict[str, Any], label: str) -> None:
+    from dynaorm.tools.check import check_table
+
+    table, audited, ledger = ruled[label]
+    with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
+        with Session(table) as s:
+            s.save(audited(oid="1"))
+            s.save(ledger(kind="K", ref="r", what="w", a="a", b="b", amount=5))
+        s = Session(table)
+        assert [(x.kind, x.amount) for x in s.scan(ledger)] == [("K", 5)]
+        assert list(s.query(ledger, kind="ORDER", ref="1")) == []
+        assert check_table(table).problems == []
