@@ -692,3 +692,31 @@ def test_a_cursor_passed_to_another_tool_is_refused_as_a_cursor(
                    ("history_memo", {"tenant_id": "t1", "memo_id": "m0", "cursor": cursor}))
     for r in results:  # (a cursor is bound to its query)
         assert failed(r).startswith("InvalidCursorError"), text(r)
+
+
+@pytest.mark.parametrize("tool", ["update_kit", "delete_kit"])
+def test_an_unversioned_write_retried_after_a_second_writer_never_undoes_theirs(
+        kdb: TestBackend, tool: str) -> None:
+    """No If-Match to stop it: the retry of an update or delete whose answer was lost,
+    after another writer changed (or re-created) the item in the window, replays and
+    leaves their item alone."""
+    with Session(kits) as s:
+        s.save(Kit(kit_id="k1", count=1))
+    srv = dynaorm.mcp.server(kits, writes=["Kit"])
+    args: dict[str, Any] = {"kit_id": "k1", "idempotency_key": f"{tool}-{RUN}"}
+    if tool == "update_kit":
+        args["set"] = {"count": 2}
+
+    def theirs() -> None:
+        with Session(kits) as other:
+            found = other.get(Kit, kit_id="k1", consistent=True) or Kit(kit_id="k1")
+            found.count, found.label = 9, "theirs"
+            other.save(found)
+
+    with inject_faults(kits) as faults:
+        faults.lose_answer("TransactWriteItems", after=theirs)
+        call(srv, (tool, args))
+    [again] = call(srv, (tool, args))
+    assert ok(again)["replayed"] is True, text(again)
+    stored = Session(kits).get(Kit, kit_id="k1", consistent=True)
+    assert stored is not None and (stored.count, stored.label) == (9, "theirs")
