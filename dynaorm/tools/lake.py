@@ -384,33 +384,53 @@ def _evolve(tx: Any, name: str, held: Any, model: Any) -> None:
 
 
 def _gone(held: Any, model: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
-    """The required columns of Iceberg fields ``held`` (at any depth) the model's fields
-    (``model``: their ``pyarrow`` types by name) have no more."""
-    import pyarrow as pa
-
+    """The required columns of Iceberg fields ``held`` (at any depth: in structs, list
+    elements and map values) the model's fields (``model``: their ``pyarrow`` types by
+    name) have no more."""
     out = []
     for f in held:
         kind = model.get(f.name)
         if kind is None and f.required:
             out.append(".".join((*path, f.name)))
-        elif kind is not None and pa.types.is_struct(kind) and f.field_type.is_struct:
-            out += _gone(f.field_type.fields, {g.name: g.type for g in kind},
-                         (*path, f.name))
+        elif kind is not None:
+            out += _gone_within(f.field_type, kind, (*path, f.name))
     return out
 
 
+def _gone_within(held: Any, kind: Any, path: tuple[str, ...]) -> list[str]:
+    """:func:`_gone` inside one column: Iceberg type ``held``, the model's ``kind``."""
+    import pyarrow as pa
+    from pyiceberg.types import ListType, MapType
+
+    if pa.types.is_struct(kind) and held.is_struct:
+        return _gone(held.fields, {g.name: g.type for g in kind}, path)
+    if _is_list(kind) and isinstance(held, ListType):
+        return _gone_within(held.element_type, kind.value_type, (*path, "element"))
+    if pa.types.is_map(kind) and isinstance(held, MapType):
+        return _gone_within(held.value_type, kind.item_type, (*path, "value"))
+    return []
+
+
 def _loosen(model: Any, lake: Any) -> Any:
-    """``model`` with each field the table has not (at any depth) optional: Iceberg adds
-    no required column to a table with rows."""
+    """``model`` with each field the table has not (at any depth: in structs, list
+    elements and map values) optional: Iceberg adds no required column to a table with
+    rows."""
     import pyarrow as pa
 
     def field(f: Any, old: Any) -> Any:
         if old is None:
             return f.with_nullable(True)
-        if pa.types.is_struct(f.type) and pa.types.is_struct(old.type):
-            inner = {g.name: g for g in old.type}
-            return f.with_type(pa.struct([field(g, inner.get(g.name)) for g in f.type]))
-        return f
+        return f.with_type(inside(f.type, old.type))
+
+    def inside(kind: Any, old: Any) -> Any:
+        if pa.types.is_struct(kind) and pa.types.is_struct(old):
+            held = {g.name: g for g in old}
+            return pa.struct([field(g, held.get(g.name)) for g in kind])
+        if _is_list(kind) and _is_list(old):
+            return pa.list_(field(kind.value_field, old.value_field))
+        if pa.types.is_map(kind) and pa.types.is_map(old):
+            return pa.map_(kind.key_field, field(kind.item_field, old.item_field))
+        return kind
     held = {f.name: f for f in lake}
     return pa.schema([field(f, held.get(f.name)) for f in model])
 
