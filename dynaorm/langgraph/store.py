@@ -53,8 +53,10 @@ from pydantic import Field
 
 from dynaorm import (
     Compressed,
+    ConditionFailedError,
     DynaormError,
     Entity,
+    F,
     ItemNotFoundError,
     Session,
     Table,
@@ -98,8 +100,10 @@ def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
 
 
 def _vector(table: Table, scope: tuple[str, ...]) -> VectorIndex | None:
-    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE"
-                 and v.partition in (None, *scope)), None)
+    """The table's first COSINE index a store of ``scope`` can search: partitioned by
+    none or a scope field, every scope field its partition or one of its filters."""
+    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE" and v.
+                 partition in (None, *scope) and set(scope) <= {v.partition, *v.filters}), None)
 
 
 class Store(Runner, BaseStore):
@@ -120,7 +124,8 @@ class Store(Runner, BaseStore):
             if self.vector is None or self.vector.dimensions != index["dims"]:
                 raise DynaormError(
                     f"table {table.name!r} has no COSINE vector index of {index['dims']} "
-                    "dimensions whose partition is none or a field of the store's scope")
+                    "dimensions partitioned by none or a scope field, every scope field "
+                    "its partition or one of its filters")
         self.entity: Any = memory_entity(table, self.scope)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -161,9 +166,11 @@ class Store(Runner, BaseStore):
                 read.update((obj.path, obj) for obj, _, _ in found if obj.ttl_minutes)
         yield from self._write(s, writes)
         for obj in (obj for path, obj in read.items() if path not in writes):
-            s.update(E, path=obj.path, **keys).set(expires=_expiry(obj.ttl_minutes))
-        with suppress(ItemNotFoundError):  # (an item deleted since it was read: the
-            yield s.commit  # refresh is best-effort)
+            s.update(E, path=obj.path, **keys).set(
+                expires=_expiry(obj.ttl_minutes), updated_at=obj.updated_at).where(
+                F("updated_at") == obj.updated_at)  # (the item as read, else no refresh)
+            with suppress(ItemNotFoundError, ConditionFailedError):  # (one commit an item:
+                yield s.commit  # deleted or put again since the read, it is left alone)
         return results
 
     def _write(self, s: Any, writes: dict[str, PutOp]) -> Steps:
