@@ -168,10 +168,11 @@ def test_a_search_by_meaning_keeps_to_its_tenant(tb: TestBackend,
     assert [h.key for h in hits] == ["mine"]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a search by meaning reads the index's 100 "
-                   "nearest only, then keeps those of the namespace prefix and filter: an item "
-                   "of the prefix past the 100 nearest of the tenant is never found, and a "
-                   "limit past 100 is cut to 100 without a word (InMemoryStore ranks them all)")
+@pytest.mark.xfail(strict=True, reason="defect (documented in the guide as a difference from "
+                   "InMemoryStore, DynamoDB's TopK bound): a search by meaning reads the index's "
+                   "100 nearest only, then keeps those of the namespace prefix and filter: an "
+                   "item of the prefix past the tenant's 100 nearest is never found, and a "
+                   "limit past 100 is cut to 100 without a word")
 def test_a_search_by_meaning_finds_what_the_100_nearest_leave_out(
         tb: TestBackend, request: pytest.FixtureRequest) -> None:
     _vectors(request)
