@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -162,9 +163,9 @@ def test_a_search_by_meaning_keeps_to_its_tenant(tb: TestBackend,
     any of t1's, are never t1's answers, nor do they crowd t1's own out of its answer."""
     _vectors(request)
     t1, t2 = (Store(shared, scope={"tenant_id": t}, index=INDEX) for t in ("t1", "t2"))
-    run(tb, t2, [PutOp(("docs",), f"k{i}", {"text": f"near {i}"}) for i in range(30)])
+    run(tb, t2, [PutOp(("docs",), f"k{i}", {"text": f"near {i}"}) for i in range(110)])
     run(tb, t1, [PutOp(("docs",), "mine", {"text": "far"})])
-    (hits,) = run(tb, t1, [SearchOp(("docs",), query="anything", limit=5)])
+    (hits,) = run(tb, t1, [SearchOp(("docs",), query="near", limit=5)])
     assert [h.key for h in hits] == ["mine"]
 
 
@@ -179,8 +180,8 @@ def test_a_search_by_meaning_finds_what_the_100_nearest_leave_out(
     store = Store(shared, scope={"tenant_id": "t1"}, index=INDEX)
     run(tb, store, [PutOp(("other",), f"k{i}", {"text": f"near {i}"}) for i in range(110)]
         + [PutOp(("mine",), "far", {"text": "far"})])
-    (mine, many) = run(tb, store, [SearchOp(("mine",), query="q", limit=5),
-                                   SearchOp(("other",), query="q", limit=110)])
+    (mine, many) = run(tb, store, [SearchOp(("mine",), query="near q", limit=5),
+                                   SearchOp(("other",), query="near q", limit=110)])
     assert [h.key for h in mine] == ["far"] and len(many) == 110
 
 
@@ -297,6 +298,20 @@ def test_a_value_json_cannot_hold_is_a_clear_error_and_writes_nothing(
     assert tb.scan_raw(memory) == []
 
 
+@pytest.mark.xfail(strict=True, reason="defect: a value with keys JSON cannot keep (an int "
+                   "key, or 1 and '1' both) is stored as JSON turns it: the put succeeds, the "
+                   "get answers another value ('1', or one of the two dropped), no error")
+def test_a_value_whose_keys_json_would_change_is_refused(tb: TestBackend) -> None:
+    store = Store(memory, scope={"tenant_id": "t"})
+    value = {"m": {1: "int", "1": "str"}}
+    try:
+        run(tb, store, [PutOp(("a",), "k", value)])
+    except (DynaormError, TypeError, ValueError):
+        assert tb.scan_raw(memory) == []
+        return
+    assert run(tb, store, [GetOp(("a",), "k")])[0].value == value
+
+
 # -- event loops, processes ------------------------------------------------------------------
 @pytest.mark.sync_only
 def test_sync_and_async_on_two_event_loops_and_after_a_fork(backend: str | None) -> None:
@@ -306,6 +321,21 @@ def test_sync_and_async_on_two_event_loops_and_after_a_fork(backend: str | None)
         for n in (1, 2):  # (two loops, one after the other: the store keeps none)
             asyncio.run(store.aput(("a",), f"loop{n}", {"v": n}))
         assert asyncio.run(store.aget(("a",), "loop1")).value == {"v": 1}  # type: ignore[union-attr]
+        errors: list[BaseException] = []
+
+        def work(who: str) -> None:  # (two threads, each with its own loop, at once)
+            try:
+                for n in range(5):
+                    asyncio.run(store.aput((who,), f"k{n}", {"n": n}))
+                    assert asyncio.run(store.asearch((who,), limit=10))[-1].value == {"n": n}
+            except BaseException as exc:  # (reported below)
+                errors.append(exc)
+        threads = [threading.Thread(target=work, args=(w,)) for w in ("one", "two")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
         if backend is None:
             return  # (moto lives in this process: a child's writes would stay in the child)
         pid = os.fork()
