@@ -83,27 +83,28 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
             "value": Compressed[bytes]}))
 
 
-class Saver(BaseCheckpointSaver[int]):
-    """A LangGraph checkpointer keeping its rows in ``table`` (see the module). ``scope``:
-    a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
-    never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
-    writes expire that long after (the table must declare ``Table(ttl=...)``)."""
+class Runner:
+    """Runs an op (a generator of calls, given a session of ``self.table`` in
+    ``self.scope``) on a ``Session`` (``_run``) or an ``AsyncSession`` (``_arun``): one
+    implementation for both. A :class:`DynaormError` a call raises is thrown into the op,
+    for it to handle or let through."""
 
-    def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
-                 ttl: timedelta | None = None, serde: SerializerProtocol | None = None):
-        super().__init__(serde=serde)
+    table: Table
+    scope: dict[str, str]
+
+    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object) -> None:
+        """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
+        with (a scope no key can hold: refused now, not at every call)."""
         if table.sk is None or not table.string_keys:
-            raise DynaormError(f"table {table.name!r}: a Saver needs string keys, a sort key "
-                               "among them")
+            raise DynaormError(f"table {table.name!r}: LangGraph's rows need string keys, "
+                               "a sort key among them")
         if ttl is not None and not table.ttl:
             raise DynaormError(f"table {table.name!r} has no TTL attribute (Table(ttl=...)):"
-                               " Saver(ttl=) cannot expire its rows")
-        self.table, self.scope, self.ttl = table, dict(scope or {}), ttl
-        if self.scope:  # (a scope no key can hold: refused now, not at every call)
+                               " ttl= cannot expire its rows")
+        self.table, self.scope = table, dict(scope or {})
+        if self.scope:
             Session(table, scope=self.scope)
-        self.cp, self.w = rows(table, sorted(self.scope))
 
-    # -- one implementation, driven by a Session or an AsyncSession ----------------------
     def _run(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
         failed: DynaormError | None = None
@@ -114,7 +115,7 @@ class Saver(BaseCheckpointSaver[int]):
                 return done.value
             try:
                 sent, failed = step(), None
-            except (ConflictError, OutcomeUnknownError) as exc:  # (thrown into the op)
+            except DynaormError as exc:
                 sent, failed = None, exc
 
     async def _arun(self, op: Callable[..., Op], *args: Any) -> Any:
@@ -127,8 +128,22 @@ class Saver(BaseCheckpointSaver[int]):
                 return done.value
             try:
                 sent, failed = await step(), None
-            except (ConflictError, OutcomeUnknownError) as exc:  # (thrown into the op)
+            except DynaormError as exc:
                 sent, failed = None, exc
+
+
+class Saver(Runner, BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer keeping its rows in ``table`` (see the module). ``scope``:
+    a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
+    never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
+    writes expire that long after (the table must declare ``Table(ttl=...)``)."""
+
+    def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
+                 ttl: timedelta | None = None, serde: SerializerProtocol | None = None):
+        super().__init__(serde=serde)
+        self._bind(table, scope, ttl)
+        self.ttl = ttl
+        self.cp, self.w = rows(table, sorted(self.scope))
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
         return {**self.scope, "thread_id": str(thread_id), **more}

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import takewhile
 from typing import Annotated, Any, cast
 
@@ -51,21 +53,21 @@ from pydantic import Field
 
 from dynaorm import (
     Compressed,
+    ConditionFailedError,
     DynaormError,
     Entity,
+    F,
     ItemNotFoundError,
     Session,
     Table,
     Vector,
     VectorIndex,
 )
+from dynaorm.langgraph.saver import Op as Steps
+from dynaorm.langgraph.saver import Runner
 
 __all__ = ["Store", "memory_entity"]
 
-#: one call on a session (a ``Session`` or an ``AsyncSession``): its answer, or an awaitable
-Step = Callable[[Any], Any]
-Steps = Generator[Step, Any, Any]
-_CLASSES: dict[tuple[Any, ...], type[Entity]] = {}
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
@@ -76,49 +78,45 @@ def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
     declare your stores where the table is declared, for ``table.model()``, ``dynaorm
     iam``, exports and ``check`` to see it."""
     fields = tuple(scope)
-    found = _CLASSES.get(key := (table, fields))
-    if found is None:
-        if any(t is table for t, _ in _CLASSES):
+    pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
+    if (found := table.entities.get("LangGraphMemory")) is not None:
+        if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
                                "scope's fields only")
-        pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
-        meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
-                "timestamps": ("created_at", "updated_at")}
-        hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                                 "value": Compressed[str], "ttl_minutes": float | None,
-                                 "expires": datetime | None}
-        body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
-                                "__annotations__": hints, "Meta": type("Meta", (), meta),
-                                "ttl_minutes": None,
-                                "expires": Field(None, serialization_alias=table.ttl)}
-        if vector := _vector(table, fields):
-            hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
-            body["embedding"] = Field(None, serialization_alias=vector.attribute)
-        found = _CLASSES[key] = type("LangGraphMemory", (Entity,), body)
-    return found
+        return found
+    meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
+            "timestamps": ("created_at", "updated_at")}
+    hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
+                             "value": Compressed[str], "ttl_minutes": float | None,
+                             "expires": datetime | None}
+    body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
+                            "__annotations__": hints, "Meta": type("Meta", (), meta),
+                            "ttl_minutes": None,
+                            "expires": Field(None, serialization_alias=table.ttl)}
+    if vector := _vector(table, fields):
+        hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
+        body["embedding"] = Field(None, serialization_alias=vector.attribute)
+    return type("LangGraphMemory", (Entity,), body)
 
 
 def _vector(table: Table, scope: tuple[str, ...]) -> VectorIndex | None:
-    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE"
-                 and v.partition in (None, *scope)), None)
+    """The table's first COSINE index a store of ``scope`` can search: partitioned by
+    none or a scope field, every scope field its partition or one of its filters."""
+    return next((v for v in table.vector_indexes.values() if v.distance == "COSINE" and v.
+                 partition in (None, *scope) and set(scope) <= {v.partition, *v.filters}), None)
 
 
-class Store(BaseStore):
+class Store(Runner, BaseStore):
     """LangGraph's long-term memory in ``table`` (see the module). ``index=`` (``dims``,
     ``embed``, ``fields``) searches by meaning through the table's COSINE vector index of
     ``dims`` dimensions; ``scope=`` (``{"tenant_id": "t1"}``) keeps the store inside one
     tenant; ``ttl=`` a LangGraph ``TTLConfig`` (``default_ttl`` minutes,
     ``refresh_on_read``), kept in the table's TTL attribute."""
 
-    supports_ttl = True
-
     def __init__(self, table: Table, *, index: IndexConfig | None = None,
                  scope: Mapping[str, str] | None = None, ttl: TTLConfig | None = None) -> None:
-        self.table, self.scope, self.ttl_config = table, dict(scope or {}), ttl
-        self.supports_ttl = bool(table.ttl)
-        if table.sk is None or not table.string_keys or (ttl and not table.ttl):
-            raise DynaormError(f"table {table.name!r}: a LangGraph store needs string keys, "
-                               "a sort key and, for ttl=, the table's TTL attribute")
+        self._bind(table, scope, ttl)
+        self.ttl_config, self.supports_ttl = ttl, bool(table.ttl)
         self.index_config, self.embeddings = index, None
         self.vector = _vector(table, tuple(self.scope))
         if index:
@@ -126,41 +124,20 @@ class Store(BaseStore):
             if self.vector is None or self.vector.dimensions != index["dims"]:
                 raise DynaormError(
                     f"table {table.name!r} has no COSINE vector index of {index['dims']} "
-                    "dimensions whose partition is none or a field of the store's scope")
+                    "dimensions partitioned by none or a scope field, every scope field "
+                    "its partition or one of its filters")
         self.entity: Any = memory_entity(table, self.scope)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` (reads first, then the writes in one commit) on a ``Session``."""
-        session, run = Session(self.table, scope=self.scope or None), self._run(ops)
-        answer = None
-        while True:
-            try:
-                step = run.send(answer)
-            except StopIteration as done:
-                return cast(list[Result], done.value)
-            try:
-                answer = step(session)
-            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
-                answer = None  # since it was read: the refresh is best-effort)
+        """Run ``ops`` (reads first, then the writes) on a ``Session``."""
+        return cast(list[Result], self._run(self._batch, ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` on an ``AsyncSession``."""
-        from dynaorm import AsyncSession
-
-        session, run = AsyncSession(self.table, scope=self.scope or None), self._run(ops)
-        answer = None
-        while True:
-            try:
-                step = run.send(answer)
-            except StopIteration as done:
-                return cast(list[Result], done.value)
-            try:
-                answer = await step(session)
-            except ItemNotFoundError:  # (only a TTL refresh meets it, of an item deleted
-                answer = None  # since it was read: the refresh is best-effort)
+        return cast(list[Result], await self._arun(self._batch, ops))
 
     # -- the steps, for either kind of session ---------------------------------------
-    def _run(self, ops: Iterable[Op]) -> Steps:
+    def _batch(self, s: Any, ops: Iterable[Op]) -> Steps:
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
@@ -171,29 +148,32 @@ class Store(BaseStore):
         for op in ops:
             found: list[Any] = []
             if isinstance(op, GetOp):
-                path = _path(op.namespace) + ".." + op.key
-                obj = yield lambda s: s.get(E, consistent=True, path=path, **keys)  # noqa: B023 (run at once)
+                path = _path(op.namespace, "..") + op.key
+                obj = yield lambda: s.get(E, consistent=True, path=path, **keys)  # noqa: B023 (run at once)
                 found = [] if obj is None else [(obj, json.loads(obj.value), None)]
                 results.append(_item(*found[0]) if found else None)
             elif isinstance(op, SearchOp):
-                found = yield from self._search(op)
+                found = yield from self._search(s, op)
                 results.append([_item(*hit, kind=SearchItem) for hit in found])
             elif isinstance(op, ListNamespacesOp):
-                results.append((yield from self._namespaces(op)))
+                results.append((yield from self._namespaces(s, op)))
             elif isinstance(op, PutOp):
-                writes[_path(op.namespace) + ".." + op.key] = op
+                writes[_path(op.namespace, "..") + op.key] = op
                 results.append(None)
             else:
                 raise ValueError(f"Unknown operation type: {type(op)}")
             if getattr(op, "refresh_ttl", False):
                 read.update((obj.path, obj) for obj, _, _ in found if obj.ttl_minutes)
-        yield from self._write(writes)
-        if stale := [obj for path, obj in read.items() if path not in writes]:
-            yield lambda s: _commit(s, [s.update(E, path=o.path, **keys).set(
-                expires=_expiry(o.ttl_minutes)) for o in stale])
+        yield from self._write(s, writes)
+        for obj in (obj for path, obj in read.items() if path not in writes):
+            s.update(E, path=obj.path, **keys).set(
+                expires=_expiry(obj.ttl_minutes), updated_at=obj.updated_at).where(
+                F("updated_at") == obj.updated_at)  # (the item as read, else no refresh)
+            with suppress(ItemNotFoundError, ConditionFailedError):  # (one commit an item:
+                yield s.commit  # deleted or put again since the read, it is left alone)
         return results
 
-    def _write(self, writes: dict[str, PutOp]) -> Steps:
+    def _write(self, s: Any, writes: dict[str, PutOp]) -> Steps:
         E, texts = self.entity, {}
         if self.embeddings:
             for path, op in writes.items():
@@ -202,7 +182,7 @@ class Store(BaseStore):
                     t for f in fields for t in get_text_at_path(op.value, f)]
                 if got:
                     texts[path] = "\n".join(got)
-        vectors = dict(zip(texts, (yield self._embed("embed_documents", list(texts.values())))
+        vectors = dict(zip(texts, (yield self._embed(s, "embed_documents", list(texts.values())))
                            if texts else (), strict=True))
         objs = [E(path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
                   expires=_expiry(op.ttl), **({"embedding": vectors[path]} if path in vectors
@@ -210,27 +190,27 @@ class Store(BaseStore):
                 for path, op in writes.items() if op.value is not None]
         gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
         if objs:
-            yield lambda s: s.save_many(objs)
+            yield lambda: s.save_many(objs)
         if gone:
-            yield lambda s: s.delete_many(E, gone)
+            yield lambda: s.delete_many(E, gone)
 
-    def _search(self, op: SearchOp) -> Steps:
+    def _search(self, s: Any, op: SearchOp) -> Steps:
         want, prefix = op.offset + op.limit, _path(op.namespace_prefix, ".")
         if want <= 0:
             return []
         if op.query and self.embeddings:
             index, vector = cast(VectorIndex, self.vector), (
-                yield self._embed("embed_query", op.query))
+                yield self._embed(s, "embed_query", op.query))
             part = {k: v for k, v in self.scope.items() if k == index.partition}
             top = 100 if prefix or op.filter else min(want, 100)
-            hits = yield lambda s: s.search(self.entity, index.name, vector=vector, top=top,
+            hits = yield lambda: s.search(self.entity, index.name, vector=vector, top=top,
                                             **part).all()
             return [(h.item, value, 1 - h.score) for h in hits if h.item.path.startswith(
                 prefix) and _kept(value := json.loads(h.item.value), op.filter)][op.offset:want]
         found: list[Any] = []
         cursor = None
         while len(found) < want:
-            page = yield lambda s: self._query(s, prefix).page_size(
+            page = yield lambda: self._query(s, prefix).page_size(
                 min(want if not op.filter else max(want, 100), 1000)).page(cursor)
             found += [(obj, value, None) for obj in page.items
                       if _kept(value := json.loads(obj.value), op.filter)]
@@ -238,11 +218,11 @@ class Store(BaseStore):
                 break
         return found[op.offset:want]
 
-    def _namespaces(self, op: ListNamespacesOp) -> Steps:
+    def _namespaces(self, s: Any, op: ListNamespacesOp) -> Steps:
         conditions = op.match_conditions or ()
         head = next((c.path for c in conditions if c.match_type == "prefix"), ())
         lead = _path(tuple(takewhile(lambda label: label != "*", head)), ".")
-        rows = yield lambda s: self._query(s, lead).values("path")
+        rows = yield lambda: self._query(s, lead).values("path")
         spaces = {tuple(r["path"].split("..", 1)[0].split(".")) for r in rows}
         spaces = {ns[:op.max_depth] if op.max_depth is not None else ns for ns in spaces
                   if all(_fits(ns, c) for c in conditions)}
@@ -252,9 +232,9 @@ class Store(BaseStore):
         query = session.query(self.entity, **self.scope).consistent()
         return query.begins_with(path=prefix) if prefix else query
 
-    def _embed(self, method: str, texts: Any) -> Step:
-        return lambda s: getattr(self.embeddings, method if isinstance(s, Session)
-                                 else "a" + method)(texts)
+    def _embed(self, s: Any, method: str, texts: Any) -> Callable[[], Any]:
+        return partial(getattr(self.embeddings, method if isinstance(s, Session)
+                               else "a" + method), texts)
 
 
 def _path(namespace: tuple[str, ...], end: str = "") -> str:
@@ -267,11 +247,6 @@ def _item(obj: Any, value: Any, score: float | None, *, kind: type[Item] = Item)
     return kind(namespace=tuple(namespace.split(".")), key=key, value=value,
                 created_at=obj.created_at, updated_at=obj.updated_at,
                 **({} if kind is Item else {"score": score}))
-
-
-def _commit(session: Any, staged: list[Any]) -> Any:
-    """``session``'s commit, once ``staged`` (the calls that staged its writes) ran."""
-    return session.commit()
 
 
 def _expiry(minutes: float | None) -> datetime | None:

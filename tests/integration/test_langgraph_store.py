@@ -286,10 +286,10 @@ def test_an_expired_item_is_not_read_listed_nor_searched(tb: TestBackend) -> Non
 class _Racing(Store):
     """A store whose batch meets another writer deleting ``a..k`` after its reads."""
 
-    def _write(self, writes: Any) -> Any:
+    def _write(self, s: Any, writes: Any) -> Any:
         Session(plain, scope=self.scope).delete_many(self.entity, [
             {"path": "a..k", **self.scope}])
-        return super()._write(writes)
+        return super()._write(s, writes)
 
 
 def test_a_refresh_of_an_item_deleted_meanwhile_is_dropped(tb: TestBackend) -> None:
