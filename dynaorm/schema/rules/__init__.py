@@ -284,6 +284,8 @@ class Before:
     __slots__ = ()
     #: the type name the old rows were stored under (the stand-in's: none, ``""``)
     type_name: str
+    #: the partition key templates the old rows were stored under (the stand-in's: none)
+    pks: tuple[KeyTemplate, ...] = ()
 
     def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
             ) -> PlainKey | None:
