@@ -32,10 +32,8 @@ __all__ = ["from_previous", "old_history_p", "owner_p", "previous_get_p", "store
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
     """An object of ``spec.cls`` read from an item in the previous layout, marked so that
     any write of it moves it (:class:`~dynaorm.values.state.MovedState`)."""
-    layout = spec.previous
-    assert layout is not None
-    obj = layout.validate(spec, item)
-    version = obj.__dict__.get("version") if layout.versioned else None
+    assert spec.previous is not None
+    obj, version = spec.previous.load(spec, item)
     _set_state(obj, MovedState(spec.stored_key(item), item, version, history))
     return obj
 

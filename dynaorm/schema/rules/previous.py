@@ -117,6 +117,12 @@ class Layout(Before):
             return False
         return self.parse_key(item) is not None
 
+    def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
+        """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
+        state set: :meth:`validate`), and its version (``None``: not versioned)."""
+        obj = self.validate(spec, item)
+        return obj, obj.__dict__.get("version") if self.versioned else None
+
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
         """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
         (none: not versioned)."""
