@@ -126,7 +126,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         state = obj._dynaorm_state
         if spec.rules.preparers:  # (key material: a data key, the loaded item's)
             yield from prepare_rows((spec,), () if state is None else (state.item,), True)
-        if state is not None or spec.previous is not None:
+        if state is not None or spec.rules.before.key(obj.__dict__, spec.name) is not None:
             # loaded: the conditioned single write of save + commit; new, of an entity in
             # its migration window: the insert save + commit sends (refused where either
             # layout holds the entity: a blind put would store it twice)
@@ -183,9 +183,9 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         spec = stage.spec(objs)
         _refuse_rules(spec, "delete_many", "delete")
         targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
-        if spec.previous is not None:
-            by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k in keys or ()]
-            targets = []
+        by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k, _, _ in targets
+                  if spec.rules.before.key(k, spec.name) is not None]
+        targets = [] if by_key else targets
     elif keys is not None:
         raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:

@@ -57,10 +57,11 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
         return item
     if item is not None and spec.rules.preparers:  # (key material: Encrypted fields)
         yield from prepare_rows((spec,), (item,))
-    if spec.previous is not None and version is None and not spec.owns(item):
+    if version is None and not spec.owns(item) and (
+            old := spec.rules.before.key(fields, spec.name)) is not None:
         from dynaorm.read.previous import previous_get_p  # (a migration window)
 
-        found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key, item)
+        found: T | None = yield from previous_get_p(spec, old, key, item)
         return found
     return _owned(entity, spec, item)
 
@@ -97,14 +98,13 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
             out.append(copy.deepcopy(item) if any(o is item for o in out) else item)
         else:
             out.append(_owned(entity, spec, item))
-    if spec.previous is not None and not snapshot:
-        from dynaorm.read.previous import previous_get_p
+    # a migration window: a miss is looked up under either layout, as get does
+    for at, obj in enumerate(out):
+        if obj is None and not snapshot and (
+                old := spec.rules.before.key(keys[at], spec.name)) is not None:
+            from dynaorm.read.previous import previous_get_p
 
-        # a migration window: a miss is looked up under either layout, as get does
-        for at, obj in enumerate(out):
-            if obj is None:
-                out[at] = yield from previous_get_p(spec.table.name, spec, keys[at],
-                                                    wanted[at], items[at])
+            out[at] = yield from previous_get_p(spec, old, wanted[at], items[at])
     return out
 
 
@@ -142,13 +142,13 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
-    from dynaorm.read.previous import owner_p, previous_owner_key  # (deferred)
+    from dynaorm.read.previous import owner_p  # (deferred)
 
     table = spec.table
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
-        owner = rule.owner_key(table, guard, spec.type_name) or previous_owner_key(
-            spec, rule, guard)  # (in a migration window: a guard of the old type name)
+        owner = rule.owner_key(table, guard, spec.type_name) or rule.owner_key(
+            table, guard, spec.rules.before.type_name)  # (a guard of the old type name)
         if owner is None:
             return None
         if stage.scope is not None and not stage.scope.admits_key(spec, owner.get(table.pk)):

@@ -47,9 +47,7 @@ _PKS: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = {}
 
 
 def _templates(spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
-    previous = getattr(spec.previous, "pk", None)
-    found = _PKS[spec.cls] = (spec.table.pk, (spec.pk,) if previous is None
-                              else (spec.pk, previous))
+    found = _PKS[spec.cls] = (spec.table.pk, (spec.pk, *spec.rules.before.pks))
     return found
 
 S = TypeVar("S", bound=Any)
@@ -202,8 +200,7 @@ class Scope:
                                  "that entity can render it")
         # (exactly: a key that folds a tenant's value, '!l', is another tenant's too; a
         # previous layout's key is read when the current one holds nothing)
-        previous = getattr(spec.previous, "pk", None)
-        for pk in (spec.pk, *(() if previous is None else (previous,))):
+        for pk in (spec.pk, *spec.rules.before.pks):
             missing = [f for f in self.values if f not in pk.exact_fields]
             if missing:
                 raise ScopeError(f"{spec.name}: its partition key {pk.source!r} does not "

@@ -14,7 +14,6 @@ old type name), so a query over the current key does not return it. Use ``get`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -27,8 +26,7 @@ from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
-__all__ = ["from_previous", "old_history_p", "owner_p", "previous_get_p",
-           "previous_owner_key", "stored_now_p"]
+__all__ = ["from_previous", "old_history_p", "owner_p", "previous_get_p", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
@@ -50,28 +48,18 @@ def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item,
     return tuple(found[key_id(k)] for k in keys if key_id(k) in found)
 
 
-def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
-                   new_key: PlainKey, found: Item | None) -> Proto[Any]:
+def previous_get_p(spec: EntitySpec, old_key: PlainKey, new_key: PlainKey,
+                   found: Item | None) -> Proto[Any]:
     """After ``get`` missed ``new_key`` (``found``: what it read there, not the entity's):
-    the entity under either layout, read together (see the module), or ``None``."""
-    layout = spec.previous
-    assert layout is not None
-    old_key = layout.key(fields, spec.name)
+    the entity under either layout (``old_key``: its key in the previous one), read
+    together (see the module), or ``None``."""
     if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
         item = found
     else:
-        current, item = yield from _both_p(table, spec, new_key, old_key)
+        current, item = yield from _both_p(spec.table.name, spec, new_key, old_key)
         if spec.owns(current):  # (and its TTL not passed)
             item = current
     return (yield from owner_p(spec, item))
-
-
-def previous_owner_key(spec: EntitySpec, rule: Any, guard: Item | None) -> PlainKey | None:
-    """The owner key the unique guard ``guard`` of ``rule`` names under ``spec``'s
-    previous type name (``find`` in a migration window; ``None``: no previous layout, or
-    not its guard)."""
-    layout = spec.previous
-    return None if layout is None else rule.owner_key(spec.table, guard, layout.type_name)
 
 
 def owner_p(spec: EntitySpec, item: Item | None) -> Proto[Any]:

@@ -51,10 +51,10 @@ class DeleteEntry(ObjectWrite):
         obj = self.obj
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        if state is None and spec.previous is not None:
+        if state is None and (old := spec.rules.before.key(obj.__dict__, spec.name)):
             # by key in a migration window: the entity under either layout (its old row
             # too, with its guards and version rows), read together, consistently
-            state = yield from either_layout(spec, obj.__dict__, reads)
+            state = yield from either_layout(spec, old, obj.__dict__, reads)
             if state is None:
                 key = spec.primary_key(obj.__dict__)
                 raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "

@@ -121,12 +121,11 @@ def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
         b.ops.append(Put(new_key, row, not_exists(pk), b.origin(Role.VERSION, Fail.EXISTS)))
 
 
-def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
+def either_layout(spec: Any, old_key: PlainKey, fields: Mapping[str, Any], reads: Reads
                   ) -> Reading[InstanceState | None]:
-    """The stored state of the entity with key ``fields`` of an entity declaring
-    ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
-    (neither; an expired item counts as gone)."""
-    old_key = _layout(spec).key(fields, spec.name)
+    """The stored state of the entity with key ``fields`` (``old_key`` under its previous
+    layout): its old row (a :class:`MovedState`), its current row, or ``None`` (neither;
+    an expired item counts as gone)."""
     state: InstanceState | None = yield from reads.stored_now(
         spec, MovedState(old_key, {}, None), spec.primary_key(fields))
     return state

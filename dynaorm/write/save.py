@@ -99,8 +99,7 @@ class SaveEntry(ObjectWrite):
         elif (state is not None and not isinstance(state, MovedState)
               and spec.primary_key(obj.__dict__) != state.key):
             state = yield from _with_unknown(spec, state, reads)
-        if state is None and self.after_version is None and (
-                again or spec.previous is not None):
+        if state is None and self.after_version is None and (again or spec.rules.reads_insert):
             last = yield from reads.for_insert(spec, obj.__dict__)  # (a kept history)
             return dataclasses.replace(self, after_version=last), state
         return self, state

@@ -326,8 +326,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         for no read when the update touches no rule, and its entity is not in a migration
         window (``Meta.previous``: an entity still stored in its old layout is refused,
         an update cannot move it)."""
-        if self._spec.previous is not None and self._loaded is None:
-            yield from self._refuse_old_layout(reads)
+        old = self._spec.rules.before.key(self._key_fields, self._spec.name)
+        if old is not None and self._loaded is None:
+            yield from self._refuse_old_layout(old, reads)
         if not self._needs_read:
             return self, None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
@@ -343,11 +344,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                     entity=self.entity, key=self.key)
         return self, self.entity._from_item(item, self._spec)._dynaorm_state
 
-    def _refuse_old_layout(self, reads: Reads) -> Reading[None]:
+    def _refuse_old_layout(self, old: PlainKey, reads: Reads) -> Reading[None]:
         """By key in a migration window: the entity read under either layout; one still
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
-        state = yield from either_layout(self._spec, self._key_fields, reads)
+        state = yield from either_layout(self._spec, old, self._key_fields, reads)
         if isinstance(state, MovedState):
             raise DynaormError(
                 f"{self._spec.name} {self.key} is still stored in its previous layout "

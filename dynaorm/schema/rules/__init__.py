@@ -284,6 +284,8 @@ class Before:
     __slots__ = ()
     #: the type name the old rows were stored under (the stand-in's: none, ``""``)
     type_name: str
+    #: the partition key templates the old rows were stored under (the stand-in's: none)
+    pks: tuple[KeyTemplate, ...] = ()
 
     def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
             ) -> PlainKey | None:
@@ -474,7 +476,8 @@ class Rules:
 
     __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "pin", "prepare_write",
-                 "preparers", "readers", "rebinders", "redactors", "refusers", "sort_keys",
+                 "preparers", "readers", "reads_insert", "rebinders", "redactors", "refusers",
+                 "sort_keys",
                  "stampers", "store", "transforms")
 
     #: the receipts of a keyed commit (a table-level rule, the same for every entity:
@@ -510,6 +513,10 @@ class Rules:
         #: the :meth:`Rule.prepare_write` of the rule that reads before a write is planned
         #: (the rule that numbers the rows: the versioned rule; none: it reads nothing)
         self.prepare_write = next(iter(self._hooked("prepare_write")), Rule().prepare_write)
+        #: whether an insert asks :attr:`prepare_write` before it is planned, not only once
+        #: its first row was refused: a rule reads, and rows it continues may be kept where
+        #: no condition of the insert looks (under the previous layout's key)
+        self.reads_insert = bool(self._hooked("prepare_write")) and self.before is not NO_BEFORE
         self.adders = self._hooked("rows")
         #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
         self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)

@@ -72,6 +72,10 @@ class Layout(Before):
     #: row's key)
     decoders: tuple[Callable[[Item], Item], ...] = field(default=(), compare=False)
 
+    @property
+    def pks(self) -> tuple[KeyTemplate, ...]:  # type: ignore[override]
+        return (self.pk,)
+
     def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
             ) -> PlainKey:
         """The old table key of the entity with ``values`` (latest copy or version)."""
