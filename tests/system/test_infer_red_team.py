@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import Table
+from dynaorm import DynaormError, Table
 from dynaorm.schema.infer import InferenceError
 from dynaorm.testing import worker_suffix
 from dynaorm.tools.check import check_table
@@ -429,6 +429,11 @@ _item = st.fixed_dictionaries({"pk": st.builds(S, _key), "sk": st.builds(S, _key
                                   max_size=4).map(lambda rest: {**rest, **k}))
 
 
+@pytest.mark.xfail(strict=True, raises=DynaormError, reason=(
+    "defect (issue 72): on some random raw tables the inferred model is refused when its "
+    "code is defined: two key-shape entities dynaorm's overlap check says could match the "
+    "same item ('{pk}','USER#{user_id}' beside 'USER#{user_id}','USER#{user_id}'), or a "
+    "field '_type' said to collide with a key attribute"))
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow, HealthCheck.data_too_large])
