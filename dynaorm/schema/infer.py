@@ -20,11 +20,14 @@ table is :mod:`dynaorm.tools.infer`.
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import pydantic
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules.versioned import VERSION_TTL
@@ -54,6 +57,8 @@ _DATETIME = re.compile(
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _INTEGER = re.compile(r"-?\d+\Z")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: names a field of a pydantic model cannot take (or takes with a warning): its members
+_MEMBERS: Final = frozenset(n for n in dir(pydantic.BaseModel) if not n.startswith("_"))
 #: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
 _KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
 #: at most this many distinct tag-like tokens at one key position tell entities apart
@@ -479,6 +484,8 @@ class _Namer:
         self.attrs: dict[str, str] = {}
 
     def __call__(self, wanted: str) -> str:
+        while keyword.iskeyword(wanted) or wanted in _MEMBERS:  # (``class``, ``json``)
+            wanted += "_"
         name = wanted
         n = 2
         while name in self.taken:
@@ -496,7 +503,8 @@ def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]
         return kind
     values: list[Mapping[str, Any]] = kind["_values"]
     keys = {k for v in values for k in v}
-    if keys and all(_IDENT.match(k) and not k.startswith("_") for k in keys):
+    if keys and all(_IDENT.match(k) and not k.startswith(("_", "model_")) and k != "Meta"
+                    and not keyword.iskeyword(k) and k not in _MEMBERS for k in keys):
         fields = _fields_of(values, keys, models, name)
         return {"type": "object", "model": models(_class_name(name)), "fields": fields}
     inner = _merge([_kind(av) for v in values for av in v.values()])
@@ -616,7 +624,9 @@ def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping
     its attribute. Returns each slot field's stored attribute (``None``: in keys only)."""
     out: dict[str, str | None] = {}
     named: list[_Slot] = []
-    for attr in attrs:  # (the attributes' names first: a key-only field takes another)
+    # (the attributes' names first: a key-only field takes another; those named as
+    # themselves before the rest, so no field is named as another's attribute)
+    for attr in sorted(attrs, key=lambda a: _snake(a) != a):
         _attr_field_name(attr, names)
     for slot in slots:
         same = _same_attribute(slot, attrs)
@@ -706,7 +716,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
     entities = [_entity(g, table, keyed, skip, models) for g in groups]
-    _name_entities(entities)
+    _name_entities(entities, models.taken)
     _guards(entities, guards, unplaced, table)
     for e in entities:
         unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
@@ -741,8 +751,9 @@ def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: st
     return entries, guards, unplaced
 
 
-def _name_entities(entities: Sequence[_Entity]) -> None:
-    names = _Namer()
+def _name_entities(entities: Sequence[_Entity], models: Iterable[str]) -> None:
+    """Name each entity's class, none as a nested model's (``models``)."""
+    names = _Namer(models)
     for e in sorted(entities, key=lambda e: -len(e.group.items)):
         e.group.name = names(e.group.name)
 
