@@ -273,7 +273,8 @@ def test_guards_versions_and_ttl(backend: str | None) -> None:
             order = module.Order(customer_id=f"c{n}1", order_id=f"o{n}9", total=n + 0.5,
                                  placed_at=now, tags={"a", f"t{n}"})
             s.save(order)
-            s.save(module.Session(token=f"tk{n}7", expires=now + timedelta(days=36500)))  # (not yet expired)
+            later = now + timedelta(days=36500)  # (not expired: an expired item is not read)
+            s.save(module.Session(token=f"tk{n}7", expires=later))
         s.commit()
         order.total = 9.5
         s.save(order)
