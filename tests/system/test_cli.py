@@ -606,7 +606,7 @@ def test_a_normal_run_prints_no_warning(warned: Project, dynoxide: str,
     command = [sys.executable, "-W", "error", "-m", "dynaorm.tools.cli", *argv]
     if argv[0] == "mcp":  # (a client: each answer awaited, then stdin closed)
         result = _mcp_session(command, warned.path, env)
-        assert '"id":2' in result.stdout and "Ada@Example.com" in result.stdout
+        assert '"id":2' in result.stdout and "ada@example.com" in result.stdout.lower()
     else:
         result = subprocess.run(command, cwd=warned.path, env=env, capture_output=True,
                                 text=True, timeout=180, check=False)
