@@ -497,15 +497,16 @@ def _with_dynoxide(*command: str, **env: str) -> subprocess.CompletedProcess[str
 
 def test_make_test_takes_the_endpoint_path_on_dynoxide() -> None:
     """(issue 73) no CI run took ``--dynaorm-endpoint``, so its index-lag tests broke unseen:
-    ``make test`` runs ``test-endpoint``, the lag and vector tests and the async variants
-    on a dynoxide of its own, and ``.ci/run`` is ``make test``."""
+    ``make test`` runs ``test-endpoint``, the lag, vector, search and explain tests (sync
+    and async variants) on a dynoxide of its own, and ``.ci/run`` is ``make test``."""
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("make test")
     plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60, check=True).stdout
     (run,) = [line for line in plan.splitlines() if "with-dynoxide.py" in line]
     assert "DYNAORM_REQUIRE_LOCAL=1" in run
     selected = plan[plan.index("with-dynoxide.py"):]
-    for part in ("tests/integration", "endpoint-async", "test_index_lag", "test_vectors"):
+    for part in ("tests/integration", "test_index_lag", "test_vectors", "test_search",
+                 "test_explain"):
         assert part in selected, part
 
 
