@@ -18,7 +18,6 @@ from dynaorm.read.scan import check_segments
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition
-from dynaorm.values.state import MovedState
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
@@ -124,12 +123,6 @@ class BaseSession:
                 raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
                                    "does")
             spec = self._stage.spec(target)
-            if isinstance(target._dynaorm_state, MovedState):  # (it would update the old
-                # row under the current names: a row of neither layout)
-                raise DynaormError(
-                    f"{spec.name} {target._dynaorm_state.key} was read from its previous "
-                    "layout (Meta.previous): update() cannot move it; change the object "
-                    "and save it (the save moves it), or run dynaorm migrate first")
             key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
         self._stage.add(staged)

@@ -23,7 +23,7 @@ from dynaorm.write.conditions import (
     unchanged,
     with_condition,
 )
-from dynaorm.write.moves import either_layout, plan_move_delete
+from dynaorm.write.moves import plan_move_delete
 from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
@@ -44,6 +44,8 @@ class DeleteEntry(ObjectWrite):
     obj: Any
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
+    #: (planned on a row of the previous layout: its old row deleted)
+    _plan_move = plan_move_delete
 
     def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own; an entity with rules deleted by key (never
@@ -54,7 +56,8 @@ class DeleteEntry(ObjectWrite):
         if state is None and (old := spec.rules.before.key(obj.__dict__, spec.name)):
             # by key in a migration window: the entity under either layout (its old row
             # too, with its guards and version rows), read together, consistently
-            state = yield from either_layout(spec, old, obj.__dict__, reads)
+            state = yield from reads.stored_now(spec, MovedState(old, {}, None),
+                                                spec.primary_key(obj.__dict__))
             if state is None:
                 key = spec.primary_key(obj.__dict__)
                 raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
@@ -73,8 +76,6 @@ class DeleteEntry(ObjectWrite):
         """The actions of a delete planned on ``state`` (``None``: by key, never read), the
         caller's condition included; the object becomes deleted."""
         obj, spec = self.obj, spec_of(type(self.obj))
-        if isinstance(state, MovedState):  # read from Meta.previous's layout (the caller's
-            return plan_move_delete(self, state, index)  # condition in its old names)
         if state is None:  # a plain entity never loaded: delete by key, it must exist
             key = spec.primary_key(obj.__dict__)
             b = ActionBuilder(spec, key, index)

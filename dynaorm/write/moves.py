@@ -13,7 +13,6 @@ plan moves here: there is one move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -24,12 +23,12 @@ from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, free, not_exists, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
-from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.state import MovedState
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import pinned, stored_as, undeclared
-from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Reads, Written
+from dynaorm.write.records import ActionBuilder, Outcome, Planned, Written
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept",
            "kept_row_move", "move_actions", "needs_history_batches",
            "plan_move_delete", "plan_move_save"]
 
@@ -119,16 +118,6 @@ def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
             continue
         b.ops.append(Delete(old_key, exists(pk), b.origin(Role.VERSION, Fail.GONE)))
         b.ops.append(Put(new_key, row, not_exists(pk), b.origin(Role.VERSION, Fail.EXISTS)))
-
-
-def either_layout(spec: Any, old_key: PlainKey, fields: Mapping[str, Any], reads: Reads
-                  ) -> Reading[InstanceState | None]:
-    """The stored state of the entity with key ``fields`` (``old_key`` under its previous
-    layout): its old row (a :class:`MovedState`), its current row, or ``None`` (neither;
-    an expired item counts as gone)."""
-    state: InstanceState | None = yield from reads.stored_now(
-        spec, MovedState(old_key, {}, None), spec.primary_key(fields))
-    return state
 
 
 def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,

@@ -129,6 +129,11 @@ class StagedWrite:
         its object becomes on success (pure)."""
         raise NotImplementedError
 
+    def _plan_move(self, state: Any, index: int) -> Planned[Outcome | None]:
+        """:meth:`_plan_ops` on a row still in the entity's previous layout (a
+        :class:`~dynaorm.values.state.MovedState`): a move (:mod:`~dynaorm.write.moves`)."""
+        raise NotImplementedError
+
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         """Whether a conflict at ``key`` of ``table`` (``None``: not known) is planned again

@@ -77,6 +77,8 @@ class SaveEntry(ObjectWrite):
     after_version: int | None = None
     #: attributes written with the row (or latest copy) when it changes: a job's marker
     mark: Item | None = None
+    #: (planned on a row of the previous layout: moved)
+    _plan_move = plan_move_save
 
     def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
@@ -87,17 +89,15 @@ class SaveEntry(ObjectWrite):
         obj = self.obj
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        if self.overwrite and spec.has_rules:
-            if isinstance(state, MovedState):
-                # read from Meta.previous's layout: planned on what is stored now, under
+        if isinstance(state, MovedState):  # read from Meta.previous's layout: a move
+            if self.overwrite and spec.has_rules:  # planned on what is stored now, under
                 # either layout (the old row again, or the row another writer moved)
                 state = yield from reads.stored_now(spec, state, spec.primary_key(obj.__dict__))
-            else:
-                key = spec.primary_key(obj.__dict__) if state is None else state.key
-                item = yield from reads.item(spec.table, key)
-                state = None if item is None else type(obj)._from_item(item)._dynaorm_state
-        elif (state is not None and not isinstance(state, MovedState)
-              and spec.primary_key(obj.__dict__) != state.key):
+        elif self.overwrite and spec.has_rules:
+            key = spec.primary_key(obj.__dict__) if state is None else state.key
+            item = yield from reads.item(spec.table, key)
+            state = None if item is None else type(obj)._from_item(item)._dynaorm_state
+        elif state is not None and spec.primary_key(obj.__dict__) != state.key:
             state = yield from _with_unknown(spec, state, reads)
         if state is None and self.after_version is None and (again or spec.rules.reads_insert):
             last = yield from reads.for_insert(spec, obj.__dict__)  # (a kept history)
@@ -149,8 +149,6 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
               ) -> Planned[Outcome]:
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes."""
-    if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
-        return plan_move_save(entry, state, index)  # caller's condition in its old names)
     ops, outcome = _plan_save(entry, state, index)
     if entry.mark:
         ops = [_marked(op, entry.mark) for op in ops]

@@ -50,7 +50,6 @@ from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, U
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.times import now
 from dynaorm.write.conditions import expect_loaded_version
-from dynaorm.write.moves import either_layout
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save
 
@@ -113,6 +112,17 @@ def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
+def _refuse_moved(spec: EntitySpec, state: InstanceState | None) -> None:
+    """Raise if ``state`` is a row still in the entity's previous layout (``Meta.previous``):
+    an update by key would miss it (or an upsert store it twice), one of an object read
+    from it would write the old row under the current names (a row of neither layout)."""
+    if isinstance(state, MovedState):
+        raise DynaormError(
+            f"{spec.name} {state.key} is still stored in its previous layout (Meta.previous): "
+            "update() cannot move it; read it, change it and save it (the save moves it), "
+            "or run `dynaorm migrate` first")
+
+
 class StagedUpdate(StagedWrite, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""
@@ -138,6 +148,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._after_version: int | None = 0
         if loaded is not None and loaded._dynaorm_state is not None:
             key = loaded._dynaorm_state.key
+            _refuse_moved(self._spec, loaded._dynaorm_state)
         elif key is None or not _same(self._key_fields, key_fields):
             key = self._spec.primary_key(self._key_fields)
         self.key: PlainKey = key
@@ -348,12 +359,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """By key in a migration window: the entity read under either layout; one still
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
-        state = yield from either_layout(self._spec, old, self._key_fields, reads)
-        if isinstance(state, MovedState):
-            raise DynaormError(
-                f"{self._spec.name} {self.key} is still stored in its previous layout "
-                f"({state.key}): an update cannot move it; read it and save it, or run "
-                "`dynaorm migrate` first")
+        spec = self._spec
+        _refuse_moved(spec, (yield from reads.stored_now(
+            spec, MovedState(old, {}, None), spec.primary_key(self._key_fields))))
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = field_adapter(self.entity, name).dump_python(value, mode="python")
