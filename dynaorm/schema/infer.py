@@ -150,8 +150,21 @@ def _text(av: Mapping[str, Any] | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(text.split("#"))
+def _tokens(text: str, sep: str) -> tuple[str, ...]:
+    return tuple(text.split(sep))
+
+
+#: the characters a table's keys may join their parts with, ``#`` first (a table whose
+#: keys hold none of them is read with ``#``)
+SEPARATORS: Final = ("#", "|")
+
+
+def _separator(items: Sequence[Item], table: Mapping[str, Any]) -> str:
+    """The separator of the table's keys: of :data:`SEPARATORS`, the one the most table
+    key texts of the sample hold (``USER|123|ORDER|9``), ``#`` on a tie."""
+    texts = [t for i in items for a in (table["pk"], table["sk"]) if a
+             for t in [_text(i.get(a))] if t]
+    return max(SEPARATORS, key=lambda c: sum(c in t for t in texts))
 
 
 # -- the items of one entity ---------------------------------------------------------------
@@ -165,6 +178,8 @@ class _Group:
     items: list[Item] = field(default_factory=list)
     keys: list[dict[str, str]] = field(default_factory=list)
     versioned: bool = False
+    #: the separator of the table's keys (:func:`_separator`)
+    sep: str = "#"
 
 
 def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], bool] | None:
@@ -197,7 +212,7 @@ def _key_attrs(table: Mapping[str, Any]) -> list[str]:
 
 
 def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
-    return tuple(_tokens(key[a]) for a in (table["pk"], table["sk"]) if a)
+    return tuple(_tokens(key[a], table["_sep"]) for a in (table["pk"], table["sk"]) if a)
 
 
 def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
@@ -271,7 +286,7 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
         for (item, key, versioned), sig in zip(same, _signatures(shapes, held), strict=True):
             group = groups.get(sig)
             if group is None:
-                group = groups[sig] = _Group(_shape_name(sig), None)
+                group = groups[sig] = _Group(_shape_name(sig), None, sep=table["_sep"])
             _add(group, item, key, versioned)
     return list(groups.values())
 
@@ -355,7 +370,7 @@ def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
             continue
         group = groups.get(value)
         if group is None:
-            group = groups[value] = _Group(_class_name(value), value)
+            group = groups[value] = _Group(_class_name(value), value, sep=table["_sep"])
         _add(group, *entry)
     return list(groups.values()), rest
 
@@ -378,7 +393,8 @@ class _Slot:
 def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | None:
     """The segments of ``attr``'s template for ``group`` (literal tokens and slots, the
     ``#`` between them implied), and the items it holds; ``None`` when no item has it."""
-    present = [(n, _tokens(k[attr])) for n, k in enumerate(group.keys) if attr in k]
+    present = [(n, _tokens(k[attr], group.sep)) for n, k in enumerate(group.keys)
+               if attr in k]
     if not present:
         return None
     lengths = Counter(len(t) for _, t in present)
@@ -423,8 +439,8 @@ def _led(slot: _Slot) -> _Slot:
                                                   slot.values.items()}, lead=lead)
 
 
-def _render(parts: Sequence[str | _Slot]) -> str:
-    return "#".join(_escaped(p) if isinstance(p, str)
+def _render(parts: Sequence[str | _Slot], sep: str) -> str:
+    return sep.join(_escaped(p) if isinstance(p, str)
                     else _escaped(p.lead) + "{" + p.field + "}" for p in parts)
 
 
@@ -563,7 +579,7 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
     fields = _attribute_fields(group, attrs, names, models, table)
     key_only = _slot_fields(stored_of, slots, templates, fields, table)
     _as_text({s.field for s in slots}, fields)
-    rendered = {a: _render(parts) for a, (parts, _) in templates.items()}
+    rendered = {a: _render(parts, group.sep) for a, (parts, _) in templates.items()}
     members = [all(n in templates[a][1] for a in table_keys if a) for n in
                range(len(group.items))]
     return _Entity(group, rendered, fields, key_only, members)
@@ -704,6 +720,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     if not items:
         raise InferenceError(f"table {table['name']!r} has no items: a model is inferred "
                              "from a sample of its items")
+    table["_sep"] = _separator(items, table)
     type_attr = _type_attribute(items, table)
     entries, guards, unplaced = _sorted_items(items, table, type_attr)
     if type_attr is not None:
@@ -722,6 +739,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
     table["type_attribute"] = type_attr
     types = table.pop("_types")
+    del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}

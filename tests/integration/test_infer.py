@@ -307,6 +307,7 @@ _TAGS = st.sampled_from(["USER", "ORDER", "ITEM", "ORG", "TEAM", "DOC", "NOTE", 
 def _models(draw: st.DrawFn) -> list[tuple[str, ...]]:
     """Entities as (pk, sk[, gsi1 pk, gsi1 sk]) templates of distinct literal shapes."""
     out: list[tuple[str, ...]] = []
+    sep = draw(st.sampled_from(["#", "|"]))  # (a table's keys join their parts one way)
     count = draw(st.integers(1, 4))
     tags = draw(st.lists(_TAGS, min_size=count + 1, max_size=count + 1, unique=True))
     for n in range(count):
@@ -315,7 +316,7 @@ def _models(draw: st.DrawFn) -> list[tuple[str, ...]]:
         sk = draw(st.sampled_from([tag, f"{tag}#{{c}}", "META", f"{{c}}#{tag}"]))
         index = draw(st.sampled_from([(), (f"{tag}#{{b}}", "{c}"), ("ALL", f"{tag}#{{a}}"),
                                       (f"{{b}}#{tag}", f"{tag}#{{c}}#{{a}}")]))
-        out.append((pk, sk, *index))
+        out.append(tuple(t.replace("#", sep) for t in (pk, sk, *index)))
     return out
 
 
@@ -335,7 +336,8 @@ def _entity_source(n: int, templates: tuple[str, ...], table: str) -> str:
 def test_random_model_round_trip(backend: str | None, model: list[tuple[str, ...]],
                                  data: st.DataObject) -> None:
     """A table dynaorm wrote from a random model is inferred back to the same templates
-    (field names may differ)."""
+    (field names may differ), whichever of ``#`` and ``|`` its keys join their parts
+    with."""
     source = ("from dynaorm import GSI, Entity, Table\n"
               f"t = Table({_name('rt')!r}, indexes=[GSI('gsi1', pk='gsi1pk', sk='gsi1sk')])\n")
     source += "".join(_entity_source(n, templates, "t") for n, templates in enumerate(model))
