@@ -1,7 +1,9 @@
 """The MCP server of a table (the official ``mcp`` SDK's low-level ``Server``): the tools
-of :mod:`dynaorm.mcp.tools`, the model as a resource, each call run by a
-:class:`~dynaorm.Session` of its own (scoped to the caller's tenant when the server is)
-in a worker thread, so concurrent calls do not wait on each other. The SDK is imported
+of :mod:`dynaorm.mcp.tools`, the model as a resource, each call run by a session of its
+own (scoped to the caller's tenant when the server is) without blocking the event loop:
+a get or find by an :class:`~dynaorm.AsyncSession` on the loop, another call by a
+:class:`~dynaorm.Session` in a worker thread, so concurrent calls do not wait on each
+other. The SDK is imported
 when a server is made, not with this module (``dynaorm mcp`` answers ``initialize`` over
 stdio before it loads the SDK: :mod:`dynaorm.mcp.cli`)."""
 
@@ -105,9 +107,11 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     authentication in front of the server). Entities a tenant scope cannot cover get no
     tools.
 
-    ``threads=True`` runs each call in a worker thread, so concurrent calls overlap;
-    ``False`` runs it on the event loop (less CPU a call, one call at a time: a host
-    that sends one call after another over stdio).
+    ``threads=True`` runs no call on the event loop's thread: a get or find awaits an
+    :class:`~dynaorm.AsyncSession` on the loop (on asyncio and dynaorm's own wire), any
+    other call runs in a worker thread, so concurrent calls overlap; ``False`` runs each
+    call by a blocking :class:`~dynaorm.Session` on the event loop (one call at a time:
+    a host that sends one call after another over stdio).
     """
     import anyio.to_thread
     import mcp_types as types
