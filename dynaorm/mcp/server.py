@@ -9,6 +9,7 @@ stdio before it loads the SDK: :mod:`dynaorm.mcp.cli`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -61,15 +62,22 @@ def _tenant_of(ctx: Any, header: str) -> str:
 
 def _on_asyncio(table: Table) -> bool:
     """Whether a call can read through an :class:`~dynaorm.AsyncSession` here: on an
-    asyncio loop (not trio), the table's client on dynaorm's own wire (botocore's would
-    need aiobotocore)."""
+    asyncio loop (not trio), the table's client on dynaorm's own wire or botocore's with
+    aiobotocore installed (``dynaorm[async]``)."""
     import asyncio
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # (another async library's loop)
         return False
-    return getattr(table.db, "wire", None) != "botocore"
+    return getattr(table.db, "wire", None) != "botocore" or _has_aiobotocore()
+
+
+@functools.cache
+def _has_aiobotocore() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("aiobotocore") is not None
 
 
 def prepare(table: Table, writes: Sequence[str | type[Entity]] = (),
