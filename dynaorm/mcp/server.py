@@ -116,10 +116,10 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     tools.
 
     ``threads=True`` runs no call on the event loop's thread: a get or find awaits an
-    :class:`~dynaorm.AsyncSession` on the loop (on asyncio and dynaorm's own wire), any
-    other call runs in a worker thread, so concurrent calls overlap; ``False`` runs each
-    call by a blocking :class:`~dynaorm.Session` on the event loop (one call at a time:
-    a host that sends one call after another over stdio).
+    :class:`~dynaorm.AsyncSession` on the loop (on asyncio; on botocore's wire with
+    aiobotocore), any other call runs in a worker thread, so concurrent calls overlap;
+    ``False`` runs each call by a blocking :class:`~dynaorm.Session` on the event loop
+    (one call at a time: a host that sends one call after another over stdio).
     """
     import anyio.to_thread
     import mcp_types as types
