@@ -1,15 +1,16 @@
 #!/usr/bin/env python
-"""The MCP server's costs (issue 61's budgets):
+"""The MCP server's costs (issues 61 and 70's budgets):
 
 1. **A get tool call**, against the same ``Session.get`` plus the JSON encoding of its
-   result done directly (client CPU a call). The DynamoDB endpoint is the canned one of
+   result done directly (CPU a call). The DynamoDB endpoint is the canned one of
    ``benchmarks/canned_http.py`` (a child process: its CPU is not counted), so the figures
-   are dynaorm's and the SDK's own. The server's own CPU a call is measured on
-   ``dynaorm mcp`` over stdio (the server process's CPU over ``--calls`` calls sent one
-   after another, read from ``/proc``; the CLI's default worker thread): that is the
-   ratio the budget holds, at most 2x. Over the SDK's in-memory transport
-   (``mcp.Client(server)``) the process CPU a call counts the client's half of the SDK
-   too (both in this process): shown beside it, with ``threads=False`` and ``True``.
+   are dynaorm's and the SDK's own. Issue 70's budget: over the SDK's in-memory transport
+   (``mcp.Client(server)``), the call's CPU beyond the SDK's floor (a tool that does
+   nothing, same transport, measured in the same run) is at most 1.25x ``session.get`` +
+   JSON, with ``threads=False`` and with the default worker thread; beside it, the same
+   figure of an ideal adapter (the get + JSON as the tool, nothing else). The server
+   process's CPU a call over stdio (``dynaorm mcp``, read from ``/proc``) is shown too
+   (issue 61's figure).
 2. **Start-up over stdio**: the wall time from starting ``dynaorm mcp MODULE:table`` to its
    answer to ``initialize`` (median of ``--starts``; budget: 1 s), and to its answer to
    the ``tools/list`` a client sends next (the server answers ``initialize`` before it
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -46,8 +48,14 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
-def tool_call_cpu(calls: int) -> dict[str, float]:
-    """CPU microseconds per call: the session's get + JSON, and the tool call."""
+def tool_call_cpu(calls: int, rounds: int = 5) -> dict[str, float]:
+    """CPU microseconds per call, each the least of ``rounds`` rounds taken in turn (the
+    machine's load moves them all alike): the session's get + JSON; the get tool call of
+    ``dynaorm.mcp.server`` with ``threads=False`` and ``True``; the SDK's floor (a tool
+    that does nothing, same transport); and an ideal adapter (a hand-written SDK server
+    whose tool is the session's get + JSON and nothing else, on the event loop): what the
+    budget's figure would be for a server of no cost of its own on this machine (the get
+    costs more between SDK calls than in a tight loop of gets)."""
     import importlib.util
 
     from mcp import Client
@@ -66,32 +74,65 @@ def tool_call_cpu(calls: int) -> dict[str, float]:
     with canned_endpoint() as endpoint:
         app, user, _, _ = dynaorm_models(endpoint, "dynaorm")
 
-        def direct() -> None:
+        def direct() -> str:
             found = Session(app).get(user, user_id="u1")
             assert found is not None
-            json.dumps({"item": dump(found)}, separators=(",", ":"))
+            return json.dumps({"item": dump(found)}, separators=(",", ":"))
 
-        for _ in range(20):
-            direct()
-        start = time.process_time()
-        for _ in range(calls):
-            direct()
-        session_us = (time.process_time() - start) / calls * 1e6
+        servers = {"tool_call_us": dynaorm.mcp.server(app, threads=False),
+                   "threaded_us": dynaorm.mcp.server(app),
+                   "sdk_floor_us": _noop_server(None),
+                   "ideal_us": _noop_server(direct)}
 
-        async def through_mcp(server: Any) -> float:
-            async with Client(server) as client:
+        async def go() -> dict[str, float]:
+            best: dict[str, float] = {}
+            async with contextlib.AsyncExitStack() as stack:
+                clients = {name: await stack.enter_async_context(Client(server))
+                           for name, server in servers.items()}
                 for _ in range(20):
-                    await client.call_tool("get_user", {"user_id": "u1"})
-                begin = time.process_time()
-                for _ in range(calls):
-                    result = await client.call_tool("get_user", {"user_id": "u1"})
-                    assert not result.is_error, result.content
-                return (time.process_time() - begin) / calls * 1e6
-        tool_us = asyncio.run(through_mcp(dynaorm.mcp.server(app, threads=False)))
-        threaded_us = asyncio.run(through_mcp(dynaorm.mcp.server(app)))
-    return {"session_get_json_us": session_us, "tool_call_us": tool_us,
-            "ratio": tool_us / session_us, "threaded_us": threaded_us,
-            "sdk_floor_us": sdk_floor(calls)}
+                    direct()
+                    for client in clients.values():
+                        await client.call_tool("get_user", {"user_id": "u1"})
+                for _ in range(rounds):
+                    begin = time.process_time()
+                    for _ in range(calls):
+                        direct()
+                    took = (time.process_time() - begin) / calls * 1e6
+                    best["session_get_json_us"] = min(best.get("session_get_json_us", took),
+                                                      took)
+                    for name, client in clients.items():
+                        begin = time.process_time()
+                        for _ in range(calls):
+                            result = await client.call_tool("get_user", {"user_id": "u1"})
+                            assert not result.is_error, result.content
+                        took = (time.process_time() - begin) / calls * 1e6
+                        best[name] = min(best.get(name, took), took)
+            return best
+        figures = asyncio.run(go())
+    base, floor = figures["session_get_json_us"], figures["sdk_floor_us"]
+    figures["ratio"] = figures["tool_call_us"] / base
+    for name, key in (("budget_ratio", "tool_call_us"), ("budget_ratio_threaded", "threaded_us"),
+                      ("budget_ratio_ideal", "ideal_us")):
+        figures[name] = (figures[key] - floor) / base
+    return figures
+
+
+def _noop_server(tool: Any) -> Any:
+    """An SDK server of one tool ``get_user`` answering ``tool()``'s JSON text (``None``:
+    a fixed small item; the SDK's own floor), as a plain result dict."""
+    from mcp.server import Server
+    from mcp_types import ListToolsResult, Tool
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="get_user", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
+        text = '{"item":{"user_id":"u1"}}' if tool is None else tool()
+        return {"content": [{"type": "text", "text": text}],
+                "structuredContent": json.loads(text), "isError": False,
+                "resultType": "complete"}
+
+    return Server("floor", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def _cpu_of(pid: int) -> float:
@@ -156,35 +197,6 @@ def stdio_server_cpu(calls: int) -> float:
     return used / calls * 1e6
 
 
-def sdk_floor(calls: int) -> float:
-    """CPU microseconds a call of a tool that does nothing costs through the same SDK
-    server and in-memory client: the transport's and dispatch's own share."""
-    import mcp_types as types
-    from mcp import Client
-    from mcp.server import Server
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[types.Tool(
-            name="noop", input_schema={"type": "object"})])
-
-    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
-        result = {"item": {"user_id": "u1"}}
-        return types.CallToolResult(content=[types.TextContent(text=json.dumps(result))],
-                                    structured_content=result)
-
-    server: Server[Any] = Server("floor", on_list_tools=list_tools, on_call_tool=call_tool)
-
-    async def go() -> float:
-        async with Client(server) as client:
-            for _ in range(20):
-                await client.call_tool("noop", {})
-            begin = time.process_time()
-            for _ in range(calls):
-                await client.call_tool("noop", {})
-            return (time.process_time() - begin) / calls * 1e6
-    return asyncio.run(go())
-
-
 def stdio_start(starts: int) -> dict[str, float]:
     """Wall seconds from starting ``dynaorm mcp`` to its ``initialize`` answer, and to
     its answer to the ``tools/list`` sent right after."""
@@ -224,26 +236,31 @@ def main() -> int:
     figures["stdio_server_us"] = stdio_server_cpu(args.calls)
     figures["server_ratio"] = figures["stdio_server_us"] / figures["session_get_json_us"]
     load = os.getloadavg()[0]
-    print(f"session.get + JSON: {figures['session_get_json_us']:.0f} us CPU a call")
+    f = figures
+    print(f"session.get + JSON: {f['session_get_json_us']:.0f} us CPU a call; the SDK's "
+          f"floor (a tool that does nothing, in memory): {f['sdk_floor_us']:.0f} us")
+    for label, key, ratio in (("threads=False", "tool_call_us", "budget_ratio"),
+                              ("threads=True, the default", "threaded_us",
+                               "budget_ratio_threaded"),
+                              ("ideal adapter: the get + JSON alone", "ideal_us",
+                               "budget_ratio_ideal")):
+        print(f"get tool call ({label}): {f[key]:.0f} us CPU a call; beyond the floor "
+              f"{f[key] - f['sdk_floor_us']:.0f} us = {f[ratio]:.2f}x session.get+JSON "
+              f"(budget 1.25x)")
     print(f"get tool call, the server's CPU (dynaorm mcp over stdio): "
-          f"{figures['stdio_server_us']:.0f} us a call ({figures['server_ratio']:.2f}x; "
-          f"budget 2x)")
-    print(f"get tool call (in memory, client and server, threads=False): "
-          f"{figures['tool_call_us']:.0f} us CPU a call ({figures['ratio']:.2f}x)")
-    print(f"get tool call (in memory, threads=True, the default): "
-          f"{figures['threaded_us']:.0f} us CPU a call")
-    print(f"  of which the SDK's floor (a tool that does nothing, same transport): "
-          f"{figures['sdk_floor_us']:.0f} us")
-    print(f"stdio initialize: {figures['initialize_s_median']:.3f} s median, "
-          f"{figures['initialize_s_max']:.3f} s max (budget 1 s); the tools/list after it: "
-          f"{figures['tools_list_s_median']:.3f} s median")
-    figures["load_1min"] = load
-    print(f"side by side (load {load:.1f}): initialize {figures['initialize_s_median']:.3f} s "
-          f"(budget 1 s) | get tool call, server {figures['server_ratio']:.2f}x "
-          f"session.get+JSON (budget 2x)")
+          f"{f['stdio_server_us']:.0f} us a call ({f['server_ratio']:.2f}x session.get+JSON)")
+    print(f"stdio initialize: {f['initialize_s_median']:.3f} s median, "
+          f"{f['initialize_s_max']:.3f} s max (budget 1 s); the tools/list after it: "
+          f"{f['tools_list_s_median']:.3f} s median")
+    f["load_1min"] = load
+    print(f"side by side (load {load:.1f}): get tool call beyond the SDK floor "
+          f"{f['budget_ratio']:.2f}x / {f['budget_ratio_threaded']:.2f}x threaded "
+          f"(budget 1.25x; ideal adapter {f['budget_ratio_ideal']:.2f}x) | initialize "
+          f"{f['initialize_s_median']:.3f} s (budget 1 s)")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
-    return 0 if figures["server_ratio"] <= 2 and figures["initialize_s_median"] <= 1 else 1
+    met = max(f["budget_ratio"], f["budget_ratio_threaded"]) <= 1.25
+    return 0 if met and f["initialize_s_median"] <= 1 else 1
 
 
 if __name__ == "__main__":

@@ -1,20 +1,25 @@
 """The MCP server of a table (the official ``mcp`` SDK's low-level ``Server``): the tools
-of :mod:`dynaorm.mcp.tools`, the model as a resource, each call run by a
-:class:`~dynaorm.Session` of its own (scoped to the caller's tenant when the server is)
-in a worker thread, so concurrent calls do not wait on each other. The SDK is imported
+of :mod:`dynaorm.mcp.tools`, the model as a resource, each call run by a session of its
+own (scoped to the caller's tenant when the server is) without blocking the event loop:
+a get or find by an :class:`~dynaorm.AsyncSession` on the loop, another call by a
+:class:`~dynaorm.Session` in a worker thread, so concurrent calls do not wait on each
+other. The SDK is imported
 when a server is made, not with this module (``dynaorm mcp`` answers ``initialize`` over
 stdio before it loads the SDK: :mod:`dynaorm.mcp.cli`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dynaorm._version import __version__
+from dynaorm.aio.session import AsyncSession
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.mcp.tools import (
+    KEYED_READS,
     Cursors,
     Embed,
     Tool,
@@ -22,6 +27,7 @@ from dynaorm.mcp.tools import (
     check_arguments,
     message_of,
     run,
+    run_read,
     tools_of,
 )
 from dynaorm.schema.entity import Entity
@@ -52,6 +58,26 @@ def _tenant_of(ctx: Any, header: str) -> str:
         raise ScopeError(f"this server is scoped per request: the request carries no "
                          f"{header!r} header")
     return value
+
+
+def _on_asyncio(table: Table) -> bool:
+    """Whether a call can read through an :class:`~dynaorm.AsyncSession` here: on an
+    asyncio loop (not trio), the table's client on dynaorm's own wire or botocore's with
+    aiobotocore installed (``dynaorm[async]``)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # (another async library's loop)
+        return False
+    return getattr(table.db, "wire", None) != "botocore" or _has_aiobotocore()
+
+
+@functools.cache
+def _has_aiobotocore() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("aiobotocore") is not None
 
 
 def prepare(table: Table, writes: Sequence[str | type[Entity]] = (),
@@ -89,9 +115,11 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     authentication in front of the server). Entities a tenant scope cannot cover get no
     tools.
 
-    ``threads=True`` runs each call in a worker thread, so concurrent calls overlap;
-    ``False`` runs it on the event loop (less CPU a call, one call at a time: a host
-    that sends one call after another over stdio).
+    ``threads=True`` runs no call on the event loop's thread: a get or find awaits an
+    :class:`~dynaorm.AsyncSession` on the loop (on asyncio; on botocore's wire with
+    aiobotocore), any other call runs in a worker thread, so concurrent calls overlap;
+    ``False`` runs each call by a blocking :class:`~dynaorm.Session` on the event loop
+    (one call at a time: a host that sends one call after another over stdio).
     """
     import anyio.to_thread
     import mcp_types as types
@@ -113,24 +141,33 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
         session = Session(table, scope=tenant or None)
         return run(tool, args, session, tenant, embed, tools, cursors)
 
+    async def answer(tool: Tool, args: dict[str, Any], tenant: dict[str, Any]) -> Any:
+        if not threads:
+            return call(tool, args, tenant)
+        if tool.kind in KEYED_READS and _on_asyncio(table):  # (no thread: not blocking)
+            return await run_read(tool, args, AsyncSession(table, scope=tenant or None),
+                                  tenant)
+        return await anyio.to_thread.run_sync(call, tool, args, tenant)
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
+        # (the result in its wire form: the SDK validates and shapes it once, as it does
+        # any result; a CallToolResult made here would be validated and dumped first)
         try:
             tool = tools.get(params.name)
             if tool is None:
                 raise ToolError(f"no tool {params.name[:100]!r} (tools: {sorted(tools)})")
             args = dict(params.arguments or {})
             check_arguments(tool, args)
-            result = (await anyio.to_thread.run_sync(call, tool, args, scope_of(ctx))
-                      if threads else call(tool, args, scope_of(ctx)))
+            result = await answer(tool, args, scope_of(ctx))
         except Exception as exc:  # (a tool error with the message, never a traceback)
-            return types.CallToolResult(content=[types.TextContent(text=message_of(exc))],
-                                        is_error=True)
-        text = json.dumps(result, separators=(",", ":"), default=str)
-        return types.CallToolResult(content=[types.TextContent(text=text)],
-                                    structured_content=result)
+            return {"content": [{"type": "text", "text": message_of(exc)}], "isError": True,
+                    "resultType": "complete"}
+        return {"content": [{"type": "text", "text": json.dumps(
+                    result, separators=(",", ":"), default=str)}],
+                "structuredContent": result, "isError": False, "resultType": "complete"}
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[types.Resource(
@@ -148,7 +185,8 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
 
     return Server(f"dynaorm-{table.name}", version=__version__,
                   instructions=instructions(table, fields),
-                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  # (a handler may answer a dict: the runner's HandlerResult)
+                  on_list_tools=list_tools, on_call_tool=cast(Any, call_tool),
                   on_list_resources=list_resources, on_read_resource=read_resource)
 
 

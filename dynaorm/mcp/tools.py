@@ -6,7 +6,8 @@ made from the entity's fields, and the write tools of the entities an operator a
 A tool runs through a :class:`~dynaorm.Session` made for its call (scoped when the server
 is), so every rule, guard, version and outcome holds as for any caller; its result is
 plain JSON: entities by their fields (encrypted fields left out), pages with their opaque
-cursors, hits with their scores. :func:`run` is the one place a call is executed.
+cursors, hits with their scores. :func:`run` is the one place a call is executed
+(:func:`run_read`: a get or find by an ``AsyncSession``, the same protocol).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import ValidationError
 from pydantic_core.core_schema import ErrorType
@@ -36,8 +37,11 @@ from dynaorm.schema.model import AccessPattern, patterns_of
 from dynaorm.sync.session import Session
 from dynaorm.values.expressions import F
 
-__all__ = ["MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool", "ToolError",
-           "check_arguments", "dump", "message_of", "run", "tools_of"]
+if TYPE_CHECKING:
+    from dynaorm.aio.session import AsyncSession
+
+__all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
+           "ToolError", "check_arguments", "dump", "message_of", "run", "run_read", "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
 MAX_ARGUMENT_BYTES = 512 * 1024
@@ -314,6 +318,24 @@ def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, 
     return result
 
 
+#: the tools :func:`run_read` runs (on the event loop, through an ``AsyncSession``)
+KEYED_READS = frozenset({"get", "find"})
+
+
+def _found(found: Entity | None) -> dict[str, Any]:
+    return {"item": None if found is None else dump(found)}
+
+
+async def run_read(tool: Tool, args: dict[str, Any], session: AsyncSession,
+                   scope: Mapping[str, Any]) -> dict[str, Any]:
+    """A get or find tool (:data:`KEYED_READS`) with ``args`` (checked against its schema)
+    run by ``session``: what :func:`run` answers, without a blocking call (the session's
+    own protocol, the one a :class:`~dynaorm.Session` runs)."""
+    keys = _scoped_args(args, scope, tool.keys)
+    call = session.get if tool.kind == "get" else session.find
+    return _found(await call(tool.entity, **{n: keys[n] for n in tool.keys if n in keys}))
+
+
 def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
           embed: Embed | None) -> Callable[[bool], Any]:
     """A function that runs ``tool`` (``explained=False``) or explains it (``True``)."""
@@ -327,8 +349,7 @@ def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str
                     held.fields(spec_of(entity), keys, "explain")
                 return explain(entity, **keys)
             call = session.get if tool.kind == "get" else session.find
-            found = call(entity, **keys)
-            return {"item": None if found is None else dump(found)}
+            return _found(call(entity, **keys))
         return read
     if tool.kind in ("query", "history"):
         index = tool.pattern.index if tool.pattern else None

@@ -3,7 +3,7 @@ client: in memory (``mcp.Client(server)``) on moto (the embedded default) and Dy
 Local, and over stdio (``dynaorm mcp`` as a subprocess) against the embedded default as a
 server and DynamoDB Local. A hostile client: wrong types, unknown tools, huge arguments,
 another tenant's or another pattern's cursor, a call naming another tenant, concurrent
-calls. The server picks its own (sync) sessions, so the async variant is not run."""
+calls. The server picks its own sessions, so the async variant is not run."""
 
 from __future__ import annotations
 
@@ -301,6 +301,50 @@ def test_concurrent_calls(tdb: TestBackend) -> None:
     stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m0")
     assert stored is not None and stored.version == 2
     assert stored.text == won[0].structured_content["item"]["text"]
+
+
+class _Gate(Hook):
+    """Holds the ``GetItem`` attempt of customer ``c1`` until ``opened`` is set, by
+    returning an awaitable from its end (awaited by an async session on the event loop;
+    a blocking session refuses one)."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if (isinstance(phase, Attempt) and phase.operation == "GetItem"
+                and "c1" in json.dumps(phase.request)):
+            return self.opened.wait()
+        return None
+
+
+def test_a_get_tool_call_waits_on_the_event_loop_not_blocking_it(tdb: TestBackend) -> None:
+    """The default server's get awaits DynamoDB on the event loop (no worker thread, no
+    blocked loop): while one get is held, another call is answered, then the held one
+    answers with its item, as a session's get reads it."""
+    srv, gate = dynaorm.mcp.server(tenants), _Gate()
+    tenants.db.add_hook(gate)
+    done: list[str] = []
+
+    async def go() -> list[Any]:
+        async with Client(srv) as client:
+            async def one(customer: str) -> Any:
+                result = await client.call_tool(
+                    "get_customer", {"tenant_id": "t1", "customer_id": customer})
+                done.append(customer)
+                return result
+            held = asyncio.ensure_future(one("c1"))
+            other = await asyncio.wait_for(one("c2"), 30)  # (answered while c1 is held)
+            gate.opened.set()
+            return [await asyncio.wait_for(held, 30), other]
+    try:
+        held, other = asyncio.run(go())
+    finally:
+        tenants.db.remove_hook(gate)
+    assert done == ["c2", "c1"]
+    stored = Session(tenants).get(Customer, tenant_id="t1", customer_id="c1")
+    assert stored is not None
+    assert ok(held)["item"]["name"] == stored.name and ok(other)["item"]["customer_id"] == "c2"
 
 
 def test_explain_and_search_tools(tdb: TestBackend, request: pytest.FixtureRequest) -> None:
