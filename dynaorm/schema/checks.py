@@ -45,16 +45,12 @@ class IndexTemplates(Protocol):
 __all__ = [
     "JOB_MARK",
     "OVERLAP_POLICIES",
-    "REFUSED",
-    "UNRANKED",
     "IndexTemplates",
     "check_mapping",
     "check_reserved",
     "check_rules",
     "could_overlap",
     "literal_outranks",
-    "narrower_keys",
-    "overlap_error",
     "overlap_policy",
     "stored_names",
     "unstored_fields",
@@ -251,40 +247,6 @@ def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTempl
     return wins and not loses
 
 
-#: why two overlapping key shapes are refused (:func:`overlap_error`)
-REFUSED = "Meta.overlaps = 'refuse' keeps such pairs out"
-UNRANKED = ("neither key is a literal where the other is a template, so no precedence can "
-            "tell them apart")
-
-
-def narrower_keys(a_pk: KeyTemplate | None, a_sk: KeyTemplate | None, b_pk: KeyTemplate,
-                  b_sk: KeyTemplate | None) -> bool:
-    """Whether an item whose key fits both ``a``'s and ``b``'s templates is ``a``'s by
-    specificity (a rule's row kind against an entity's keys): on each key attribute both
-    give a template for, every key ``a``'s renders parses under ``b``'s, and on one ``b``'s
-    parses a key ``a``'s does not (:meth:`~dynaorm.schema.templates.KeyTemplate.covers`).
-    ``a_sk`` ``None``: ``a`` has no one sort key shape, ranked on its partition key."""
-    pairs = [(a_pk, b_pk)]
-    if a_sk is not None and b_sk is not None:
-        pairs.append((a_sk, b_sk))
-    return all(a is not None and b.covers(a) for a, b in pairs) and any(
-        a is not None and a.narrower(b) for a, b in pairs)
-
-
-def overlap_error(owner: str, pk: KeyTemplate | None, sk: KeyTemplate | None, other: str,
-                  theirs: tuple[KeyTemplate | None, KeyTemplate | None], table: str,
-                  why: str) -> DynaormError:
-    """The error of two key shapes (an entity's, a rule's row kind) that could match the
-    same item of a table without a type attribute, where no precedence tells them apart
-    (``why``: what the precedence found)."""
-    def shown(t: KeyTemplate | None) -> str | None:
-        return None if t is None else t.source
-    return DynaormError(
-        f"{owner}: its keys ({shown(pk)!r}, {shown(sk)!r}) could match the same item as "
-        f"{other} ({shown(theirs[0])!r}, {shown(theirs[1])!r}); table {table!r} "
-        f"has no type attribute, so items are told apart by key shape only ({why})")
-
-
 def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                     policy: str = "literal") -> None:
     for other in list(table.entities.values()):
@@ -298,8 +260,15 @@ def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: Key
             refused = "refuse" in (policy, theirs.overlaps)
             if ranked and not refused:
                 continue  # the literal key wins where they meet (Meta.overlaps = "literal")
-            raise overlap_error(cls.__name__, pk, sk, f"{theirs.name}'s", (theirs.pk, theirs.sk),
-                                table.name, REFUSED if ranked else UNRANKED)
+            why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
+                   "neither key is a literal where the other is a template, so no "
+                   "precedence can tell them apart")
+            raise DynaormError(
+                f"{cls.__name__}: its keys ({pk.source!r}, "
+                f"{sk.source if sk else None!r}) could match the same item as "
+                f"{theirs.name}'s ({theirs.pk.source!r}, "
+                f"{theirs.sk.source if theirs.sk else None!r}); table {table.name!r} "
+                f"has no type attribute, so items are told apart by key shape only ({why})")
 
 
 def _key_only_names(owner: str, raw: Any) -> Collection[str]:

@@ -63,6 +63,11 @@ class _Field:
     #: may hold none of them), less ``#`` and ``sep``
     also: str = ""
 
+    @property
+    def refuses(self) -> frozenset[str]:
+        """Every character a value of the field may not hold (its separators, ``#``)."""
+        return frozenset(("#", self.sep, *self.also)) - {""}
+
     def refused(self, text: str) -> str | None:
         """The first character of ``text`` the grammar refuses in this field (``#``, the
         field's separator, or one of its separators in the entity's other templates),
@@ -379,40 +384,26 @@ class KeyTemplate:
         wide or wider: ``"AUDIT#{kind}#{ref}"`` covers ``"AUDIT#ORDER#{oid}"``, not the
         reverse). Decided by :meth:`parse_key` itself: ``other`` rendered with each field's
         value a marker character no template holds, parsed; it is covered when it parses
-        and each of this template's fields took literal text of ``other`` or markers of
-        fields that refuse at least the characters this field refuses (any value of them
-        then parses the same way)."""
-        if self.key_type != other.key_type:
+        and each field of this template took literal text of ``other`` or markers of
+        fields that refuse at least what it refuses (any value of theirs then parses the
+        same way). A one-field template covers every key of its type."""
+        if self.key_type != "S" or self.single is not None or other.single is not None:
+            return self.key_type == other.key_type and (self.single is not None
+                                                        or self.key_type != "S")
+        fields = [s for s in other.segments if isinstance(s, _Field)]
+        marked = self.parse_key("".join(chr(_MARKS + fields.index(s)) if isinstance(
+            s, _Field) else s for s in other.segments))
+        if marked is None:
             return False
-        if self.key_type != "S" or self.single is not None:
-            return True  # (one field: any key of its type)
-        if other.single is not None:
-            return False  # (its keys hold anything: '#' too)
-        marks = {name: chr(_MARKS + i) for i, name in enumerate(dict.fromkeys(other.fields))}
-        refuses = {marks[s.name]: frozenset(("#", s.sep, *s.also)) - {""}
-                   for s in other.segments if isinstance(s, _Field)}
-        parsed = self.parse_key("".join(s if isinstance(s, str) else marks[s.name]
-                                        for s in other.segments))
-        if parsed is None:
-            return False
-        for seg in self.segments:
-            if isinstance(seg, _Field):
-                own = frozenset(("#", seg.sep, *seg.also)) - {""}
-                if any(not own <= refuses[c] for c in parsed[seg.name] if c in refuses):
-                    return False
-        return True
-
-    def narrower(self, other: KeyTemplate) -> bool:
-        """Whether this template is strictly more specific than ``other``: ``other``
-        covers it and it does not cover ``other`` (:meth:`covers`)."""
-        return other.covers(self) and not self.covers(other)
+        return all(seg.refuses <= fields[ord(c) - _MARKS].refuses for seg in self.segments
+                   if isinstance(seg, _Field) for c in marked[seg.name] if ord(c) >= _MARKS)
 
     def __str__(self) -> str:
         return self.source
 
 
-#: the first of the marker characters :meth:`KeyTemplate.covers` renders fields as (the
-#: Unicode private use area: no template's literal holds one)
+#: the first of the marker characters :meth:`KeyTemplate.covers` renders fields as (in
+#: Unicode's private use area: no template's literal holds one)
 _MARKS = 0xF0000
 
 

@@ -13,8 +13,8 @@ described write, as ``table.model()`` lists them (:func:`rule_row`).
 
 Where a rule's row kind and an entity's key templates could fit one key, the more specific
 shape wins, as a literal key wins over a template between entities: the row is the rule's
-when its kind's templates are narrower than the entity's (:func:`rule_outranks`, asked
-by :meth:`~dynaorm.schema.spec.EntitySpec.outranked` and the stream reader alike), the
+when its kind's templates are narrower than the entity's (:func:`ruled_over`, asked by
+:meth:`~dynaorm.schema.spec.EntitySpec.outranked` and the stream reader alike), the
 entity's when the entity's are; on a table without a type attribute a pair neither ranks
 is refused when the class is defined (:func:`check_rule_rows`).
 
@@ -31,15 +31,14 @@ from typing import Any, NamedTuple
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import logger
-from dynaorm.schema.checks import REFUSED, could_overlap, narrower_keys, overlap_error
+from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Put, Role
 
 __all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
-           "rule_outranks", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
-           "unclaimed_shape"]
+           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -145,63 +144,56 @@ def _row_fits(table: Any, row: RuleRow, item: Item) -> bool:
         row.sk is None or _fits(row.sk, item.get(table.sk or "")))
 
 
-def rule_outranks(row: RuleRow, spec: Any) -> bool:
-    """Whether a row of kind ``row`` whose key also fits the key templates of ``spec``'s
-    entity is the rule's: its key shape is narrower than the entity's
-    (:func:`~dynaorm.schema.checks.narrower_keys`: ``AUDIT#ORDER#{oid}`` within
-    ``AUDIT#{kind}#{ref}``)."""
-    return narrower_keys(row.pk, row.sk, spec.pk, spec.sk)
+def _pairs(row: RuleRow, spec: Any) -> list[tuple[KeyTemplate, KeyTemplate]]:
+    """A rule row kind's templates and an entity's, on each key attribute both give one
+    for (a kind without one sort key shape is ranked on its partition key)."""
+    assert row.pk is not None
+    return [(row.pk, spec.pk), *([(row.sk, spec.sk)] if row.sk and spec.sk else [])]
 
 
-#: each entity class's outranking rule row kinds, with the table's entities they were
-#: found for (the table's entities may change)
-_OUTRANKING: weakref.WeakKeyDictionary[type[Any], tuple[tuple[Any, ...], tuple[RuleRow, ...]]] = (
-    weakref.WeakKeyDictionary())
-
-
-def _outranking(spec: Any) -> tuple[RuleRow, ...]:
-    """The row kinds the rules of ``spec``'s table add that outrank its templates."""
-    specs = tuple(c.__dynaorm_spec__ for c in spec.table.entities.values())
-    found = _OUTRANKING.get(spec.cls)
-    if found is not None and found[0] == (spec, *specs):
-        return found[1]
-    rows = tuple(r for s in specs for r in rule_rows(s) if rule_outranks(r, spec))
-    _OUTRANKING[spec.cls] = ((spec, *specs), rows)
-    return rows
+def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
+    """Whether each pair's first template is within its second, and one strictly
+    (:meth:`~dynaorm.schema.templates.KeyTemplate.covers`)."""
+    return all(b.covers(a) for a, b in pairs) and not all(a.covers(b) for a, b in pairs)
 
 
 def ruled_over(spec: Any, item: Item) -> bool:
-    """Whether ``item``, whose key may fit ``spec``'s templates, is a rule's row instead:
-    its key fits a rule row kind narrower than them (:func:`rule_outranks`)."""
-    return any(_row_fits(spec.table, r, item) for r in _outranking(spec))
+    """Whether ``item``, whose key may fit the key templates of ``spec``'s entity, is a
+    rule's row instead: its key fits a rule row kind narrower than them (an audit row
+    ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``)."""
+    table = spec.table
+    return any(_row_fits(table, r, item) and _narrower(_pairs(r, spec))
+               for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__))
 
 
 def check_rule_rows(spec: Any) -> None:
     """Refuse, on a table without a type attribute, an entity whose key templates and a
-    rule's row kind (of its own rules or another entity's) could fit the same key where
-    neither is narrower than the other (:func:`rule_outranks`, either way), as two
-    entities' unranked templates are refused; ``Meta.overlaps = 'refuse'`` on either
-    entity refuses any such pair."""
+    rule's row kind (its own rules' or another entity's) could fit one key where neither
+    is narrower than the other, as two entities' unranked templates are refused;
+    ``Meta.overlaps = 'refuse'`` on either entity refuses any such pair."""
     table = spec.table
     if table.type_attribute is not None:
         return
-    others = [c.__dynaorm_spec__ for c in table.entities.values()
-              if c.__qualname__ != spec.cls.__qualname__]
-    pairs = [(r, e, o) for o in (spec, *others) for r in rule_rows(o) for e in (spec, *others)
-             if spec in (o, e)]
-    for row, entity, owner in pairs:
-        if row.pk is None or not could_overlap(row.pk, entity.pk) or not (
-                row.sk is None or entity.sk is None or could_overlap(row.sk, entity.sk)):
-            continue
-        ranked = rule_outranks(row, entity) or narrower_keys(entity.pk, entity.sk, row.pk,
-                                                             row.sk)
-        if ranked and "refuse" not in (entity.overlaps, owner.overlaps):
-            continue
-        raise overlap_error(
-            entity.name, entity.pk, entity.sk, f"the row rule {row.rule!r} adds to "
-            f"{owner.name}'s writes", (row.pk, row.sk), table.name, REFUSED if ranked else
-            "neither key shape is narrower than the other, so no precedence can tell "
-            "them apart")
+    specs = [spec, *(c.__dynaorm_spec__ for c in table.entities.values()
+                     if c.__qualname__ != spec.cls.__qualname__)]
+    for owner in specs:
+        for row, entity in ((r, e) for r in rule_rows(owner)
+                            for e in (specs if owner is spec else (spec,))):
+            if row.pk is None or not could_overlap(row.pk, entity.pk) or (
+                    row.sk and entity.sk and not could_overlap(row.sk, entity.sk)):
+                continue
+            pairs = _pairs(row, entity)
+            ranked = _narrower(pairs) or _narrower([(b, a) for a, b in pairs])
+            if not ranked or "refuse" in (entity.overlaps, owner.overlaps):
+                raise DynaormError(
+                    f"{entity.name}: its keys ({entity.pk.source!r}, "
+                    f"{entity.sk and entity.sk.source!r}) could match the same item as the "
+                    f"row rule {row.rule!r} adds to {owner.name}'s writes ({row.pk.source!r}, "
+                    f"{row.sk and row.sk.source!r}); table {table.name!r} has no type "
+                    "attribute, so items are told apart by key shape only (" + (
+                        "Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
+                        "neither key shape is narrower than the other, so no precedence "
+                        "can tell them apart") + ")")
 
 
 def claimed_names(table: Any) -> frozenset[str]:
