@@ -179,21 +179,28 @@ def check_rule_rows(spec: Any) -> None:
     for owner in specs:
         for row, entity in ((r, e) for r in rule_rows(owner)
                             for e in (specs if owner is spec else (spec,))):
-            if row.pk is None or not could_overlap(row.pk, entity.pk) or (
-                    row.sk and entity.sk and not could_overlap(row.sk, entity.sk)):
+            pairs = [] if row.pk is None else _pairs(row, entity)
+            if not pairs or not all(could_overlap(a, b) for a, b in pairs):
                 continue
-            pairs = _pairs(row, entity)
             ranked = _narrower(pairs) or _narrower([(b, a) for a, b in pairs])
             if not ranked or "refuse" in (entity.overlaps, owner.overlaps):
-                raise DynaormError(
-                    f"{entity.name}: its keys ({entity.pk.source!r}, "
-                    f"{entity.sk and entity.sk.source!r}) could match the same item as the "
-                    f"row rule {row.rule!r} adds to {owner.name}'s writes ({row.pk.source!r}, "
-                    f"{row.sk and row.sk.source!r}); table {table.name!r} has no type "
-                    "attribute, so items are told apart by key shape only (" + (
-                        "Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
-                        "neither key shape is narrower than the other, so no precedence "
-                        "can tell them apart") + ")")
+                raise _unranked(entity, row, owner, ranked)
+
+
+def _unranked(entity: Any, row: RuleRow, owner: Any, ranked: bool) -> DynaormError:
+    """The error of an entity whose key templates and a rule's row kind could fit one
+    key, where no precedence tells them apart (``ranked``: one would, but ``Meta.overlaps
+    = 'refuse'`` keeps such pairs out), in the words two entities' overlap gets."""
+    def shown(t: KeyTemplate | None) -> str | None:
+        return None if t is None else t.source
+    why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
+           "neither key shape is narrower than the other, so no precedence can tell them "
+           "apart")
+    return DynaormError(
+        f"{entity.name}: its keys ({shown(entity.pk)!r}, {shown(entity.sk)!r}) could match "
+        f"the same item as the row rule {row.rule!r} adds to {owner.name}'s writes "
+        f"({shown(row.pk)!r}, {shown(row.sk)!r}); table {entity.table.name!r} has no type "
+        f"attribute, so items are told apart by key shape only ({why})")
 
 
 def claimed_names(table: Any) -> frozenset[str]:
