@@ -44,6 +44,7 @@ from dynaorm.schema.rules.versioned import (
 )
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
+from dynaorm.schema.unclaimed import check_rule_rows, ruled_over
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -401,10 +402,13 @@ class EntitySpec:
     def outranked(self, item: Item) -> bool:
         """Whether another claim on ``item``'s key wins over this entity's templates: an
         entity whose literal key fits it (``Meta.overlaps``: the literal wins where a
-        literal key and a template meet), or dynaorm itself (a receipt, a Powertools
-        record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an entity's)."""
-        return own_row(self.table, item) or any(w.fits_shape(item)
-                                                for w in self.outranked_by())
+        literal key and a template meet), a rule's row kind narrower than them (an audit
+        row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``:
+        :func:`~dynaorm.schema.unclaimed.ruled_over`), or dynaorm itself (a receipt, a
+        Powertools record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an
+        entity's)."""
+        return own_row(self.table, item) or any(
+            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item)
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates
@@ -595,6 +599,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     check_rules(cls, table, pk, sk, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
+    check_rule_rows(spec)
     cls.__dynaorm_spec__ = spec  # (before the table holds it: each class it holds has its own)
     table.register(cls, spec.type_name, rules.before.type_name or None)
     return spec

@@ -31,7 +31,7 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
-from dynaorm.schema.unclaimed import rule_row
+from dynaorm.schema.unclaimed import rule_row, ruled_over
 from dynaorm.values.codec import decode_value
 from dynaorm.values.keys import key_value
 
@@ -231,8 +231,11 @@ def _match_guard(table: StreamTable, pk: str) -> tuple[type[Any], str] | None:
     return found[0] if len(found) == 1 else None
 
 
-def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
-    """The one entity whose key templates fit a key (for records without a discriminator)."""
+def _match_row(table: StreamTable, image: Item, pk: str, sk: str | None) -> Any:
+    """The one entity whose key templates fit a key (for records without a discriminator),
+    as reads decide it: a row of a rule's kind narrower than an entity's templates is the
+    rule's (:func:`~dynaorm.schema.unclaimed.ruled_over`), a literal key outranks a
+    template (``Meta.overlaps``)."""
     found = []
     for spec in _specs(table):
         if spec.pk.parse_key(pk) is None:
@@ -246,7 +249,8 @@ def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
                 base = parsed[1]
             if spec.sk.parse_key(base) is None:
                 continue
-        found.append(spec)
+        if not ruled_over(spec, image):
+            found.append(spec)
     if len(found) > 1:  # a literal key outranks a template where both fit (Meta.overlaps)
         found = [s for s in found if not any(w in found for w in s.outranked_by())]
     return found[0] if len(found) == 1 else None
@@ -298,13 +302,13 @@ def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | 
     return _match_guard(table, pk)
 
 
-def _row_spec(table: StreamTable, type_name: str | None, pk: str | None,
+def _row_spec(table: StreamTable, image: Item, type_name: str | None, pk: str | None,
               sk: str | None) -> Any:
     """The spec of the entity an item (not a guard) belongs to: by its type name, or, for
     an item without one, the one entity whose key templates fit its key; ``None``: no
     entity owns it."""
     if type_name is None:
-        return None if pk is None else _match_row(table, pk, sk)
+        return None if pk is None else _match_row(table, image, pk, sk)
     # (a type name a class's Meta.previous retired: a row of its previous layout)
     cls = table.entities.get(type_name) or table.retired.get(type_name)
     return getattr(cls, "__dynaorm_spec__", None)
@@ -366,7 +370,7 @@ def classify(table: StreamTable, image: Item
     # (an item without a type name is told by its key's shape: never an own row's)
     if type_name is None and own_row(table, image):
         return None, "row", None, None
-    spec = _row_spec(table, type_name, pk, sk)
+    spec = _row_spec(table, image, type_name, pk, sk)
     if spec is None:
         ruled = rule_row(table, image)
         return (None, "row", None, None) if ruled is None else (

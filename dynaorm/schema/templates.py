@@ -63,6 +63,11 @@ class _Field:
     #: may hold none of them), less ``#`` and ``sep``
     also: str = ""
 
+    @property
+    def refuses(self) -> frozenset[str]:
+        """Every character a value of the field may not hold (its separators, ``#``)."""
+        return frozenset(("#", self.sep, *self.also)) - {""}
+
     def refused(self, text: str) -> str | None:
         """The first character of ``text`` the grammar refuses in this field (``#``, the
         field's separator, or one of its separators in the entity's other templates),
@@ -373,8 +378,33 @@ class KeyTemplate:
                 parts.append(f"(?:{text})")
         return re.compile("".join(parts))
 
+    # -- specificity -----------------------------------------------------------------
+    def covers(self, other: KeyTemplate) -> bool:
+        """Whether every key ``other`` renders parses under this template (this one is as
+        wide or wider: ``"AUDIT#{kind}#{ref}"`` covers ``"AUDIT#ORDER#{oid}"``, not the
+        reverse). Decided by :meth:`parse_key` itself: ``other`` rendered with each field's
+        value a marker character no template holds, parsed; it is covered when it parses
+        and each field of this template took literal text of ``other`` or markers of
+        fields that refuse at least what it refuses (any value of theirs then parses the
+        same way). A one-field template covers every key of its type."""
+        if self.key_type != "S" or self.single is not None or other.single is not None:
+            return self.key_type == other.key_type and (self.single is not None
+                                                        or self.key_type != "S")
+        fields = [s for s in other.segments if isinstance(s, _Field)]
+        marked = self.parse_key("".join(chr(_MARKS + fields.index(s)) if isinstance(
+            s, _Field) else s for s in other.segments))
+        if marked is None:
+            return False
+        return all(seg.refuses <= fields[ord(c) - _MARKS].refuses for seg in self.segments
+                   if isinstance(seg, _Field) for c in marked[seg.name] if ord(c) >= _MARKS)
+
     def __str__(self) -> str:
         return self.source
+
+
+#: the first of the marker characters :meth:`KeyTemplate.covers` renders fields as (in
+#: Unicode's private use area: no template's literal holds one)
+_MARKS = 0xF0000
 
 
 def _separated(segments: list[str | _Field]) -> tuple[str | _Field, ...]:

@@ -11,6 +11,13 @@ attribute or not; so are the rows a rule adds to its entity's writes (a rule a u
 registers included: an audit row), told by what the rule's ``rows`` hook writes on a
 described write, as ``table.model()`` lists them (:func:`rule_row`).
 
+Where a rule's row kind and an entity's key templates could fit one key, the more specific
+shape wins, as a literal key wins over a template between entities: the row is the rule's
+when its kind's templates are narrower than the entity's (:func:`ruled_over`, asked by
+:meth:`~dynaorm.schema.spec.EntitySpec.outranked` and the stream reader alike), the
+entity's when the entity's are; on a table without a type attribute a pair neither ranks
+is refused when the class is defined (:func:`check_rule_rows`).
+
 Pure apart from the once-per-name warning (the logging module, imported by the first
 warning).
 """
@@ -24,13 +31,14 @@ from typing import Any, NamedTuple
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import logger
+from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Put, Role
 
-__all__ = ["RuleRow", "claimed_names", "fix_hint", "note_unclaimed", "rule_row", "rule_rows",
-           "unclaimed_name", "unclaimed_shape"]
+__all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
+           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -125,10 +133,74 @@ def rule_row(table: Any, item: Item | None) -> RuleRow | None:
             if name is not None:
                 if row.type_name == name:
                     return row
-            elif _fits(row.pk, item.get(table.pk)) and (
-                    row.sk is None or _fits(row.sk, item.get(table.sk or ""))):
+            elif _row_fits(table, row, item):
                 return row
     return None
+
+
+def _row_fits(table: Any, row: RuleRow, item: Item) -> bool:
+    """Whether the table key of ``item`` fits the key shape of rule row kind ``row``."""
+    return _fits(row.pk, item.get(table.pk)) and (
+        row.sk is None or _fits(row.sk, item.get(table.sk or "")))
+
+
+def _pairs(row: RuleRow, spec: Any) -> list[tuple[KeyTemplate, KeyTemplate]]:
+    """A rule row kind's templates and an entity's, on each key attribute both give one
+    for (a kind without one sort key shape is ranked on its partition key)."""
+    assert row.pk is not None
+    return [(row.pk, spec.pk), *([(row.sk, spec.sk)] if row.sk and spec.sk else [])]
+
+
+def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
+    """Whether each pair's first template is within its second, and one strictly
+    (:meth:`~dynaorm.schema.templates.KeyTemplate.covers`)."""
+    return all(b.covers(a) for a, b in pairs) and not all(a.covers(b) for a, b in pairs)
+
+
+def ruled_over(spec: Any, item: Item) -> bool:
+    """Whether ``item``, whose key may fit the key templates of ``spec``'s entity, is a
+    rule's row instead: its key fits a rule row kind narrower than them (an audit row
+    ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``)."""
+    table = spec.table
+    return any(_row_fits(table, r, item) and _narrower(_pairs(r, spec))
+               for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__))
+
+
+def check_rule_rows(spec: Any) -> None:
+    """Refuse, on a table without a type attribute, an entity whose key templates and a
+    rule's row kind (its own rules' or another entity's) could fit one key where neither
+    is narrower than the other, as two entities' unranked templates are refused;
+    ``Meta.overlaps = 'refuse'`` on either entity refuses any such pair."""
+    table = spec.table
+    if table.type_attribute is not None:
+        return
+    specs = [spec, *(c.__dynaorm_spec__ for c in table.entities.values()
+                     if c.__qualname__ != spec.cls.__qualname__)]
+    for owner in specs:
+        for row, entity in ((r, e) for r in rule_rows(owner)
+                            for e in (specs if owner is spec else (spec,))):
+            pairs = [] if row.pk is None else _pairs(row, entity)
+            if not pairs or not all(could_overlap(a, b) for a, b in pairs):
+                continue
+            ranked = _narrower(pairs) or _narrower([(b, a) for a, b in pairs])
+            if not ranked or "refuse" in (entity.overlaps, owner.overlaps):
+                raise _unranked(entity, row, owner, ranked)
+
+
+def _unranked(entity: Any, row: RuleRow, owner: Any, ranked: bool) -> DynaormError:
+    """The error of an entity whose key templates and a rule's row kind could fit one
+    key, where no precedence tells them apart (``ranked``: one would, but ``Meta.overlaps
+    = 'refuse'`` keeps such pairs out), in the words two entities' overlap gets."""
+    def shown(t: KeyTemplate | None) -> str | None:
+        return None if t is None else t.source
+    why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
+           "neither key shape is narrower than the other, so no precedence can tell them "
+           "apart")
+    return DynaormError(
+        f"{entity.name}: its keys ({shown(entity.pk)!r}, {shown(entity.sk)!r}) could match "
+        f"the same item as the row rule {row.rule!r} adds to {owner.name}'s writes "
+        f"({shown(row.pk)!r}, {shown(row.sk)!r}); table {entity.table.name!r} has no type "
+        f"attribute, so items are told apart by key shape only ({why})")
 
 
 def claimed_names(table: Any) -> frozenset[str]:

@@ -436,14 +436,6 @@ def _audited_models(home: Any) -> tuple[type[Any], type[Any]]:
     return Red73AuditedOrder, Red73Ledger
 
 
-RULE_ROW_CLAIMED = (
-    "defect (issue 73 red team): a user rule's row that carries no type name is classified "
-    "by key shape entity-first (streams._match_row and EntitySpec.outranked ask no rule "
-    "row kind), so an entity whose templates also fit it claims it: powertools.changes "
-    "gives the Ledger's row where the audit rule's is; the model does not refuse the "
-    "overlap either, as it refuses two entities' unranked templates")
-
-
 def _record(name: str, item: dict[str, Any], keys_only: bool = False) -> dict[str, Any]:
     keys = {k: item[k] for k in ("pk", "sk")}
     data: dict[str, Any] = {"Keys": keys, "SequenceNumber": "1",
@@ -453,7 +445,6 @@ def _record(name: str, item: dict[str, Any], keys_only: bool = False) -> dict[st
     return {"eventID": "e1", "eventName": name, "dynamodb": data}
 
 
-@pytest.mark.xfail(strict=True, reason=RULE_ROW_CLAIMED)
 @pytest.mark.parametrize("label", ["typed", "untyped"])
 @pytest.mark.parametrize("keys_only", [False, True])
 def test_a_rule_row_whose_key_fits_an_entity_template_is_the_rules(
@@ -474,10 +465,7 @@ def test_a_rule_row_whose_key_fits_an_entity_template_is_the_rules(
         assert (change.role, change.rule, change.entity) == ("rule", "red73-audit", audited)
 
 
-@pytest.mark.parametrize("label", ["typed", pytest.param("untyped", marks=pytest.mark.xfail(
-    strict=True, reason="defect (issue 73 red team): on a table without a type attribute "
-    "EntitySpec.outranked asks no user rule's row kinds, so a scan of an entity whose "
-    "templates fit an audit row returns the audit row as that entity"))])
+@pytest.mark.parametrize("label", ["typed", "untyped"])
 def test_reads_of_the_entity_never_return_a_rule_row_and_check_is_clean(
         db: TestBackend, ruled: dict[str, Any], label: str) -> None:
     from dynaorm.tools.check import check_table
@@ -491,6 +479,58 @@ def test_reads_of_the_entity_never_return_a_rule_row_and_check_is_clean(
         assert [(x.kind, x.amount) for x in s.scan(ledger)] == [("K", 5)]
         assert list(s.query(ledger, kind="ORDER", ref="1")) == []
         assert check_table(table).problems == []
+
+
+def _keyed(home: Any, name: str, pk: str, sk: str, **meta: Any) -> type[Any]:
+    """An entity of ``home`` keyed ``pk``/``sk`` (each field a ``str``)."""
+    from dynaorm.schema.templates import KeyTemplate
+    fields = dict.fromkeys((*KeyTemplate.parse(pk).fields, *KeyTemplate.parse(sk).fields), str)
+    body = {"table": home, "pk": pk, "sk": sk, "__qualname__": f"{name}.Meta",
+            "__module__": __name__, **meta}
+    return type(name, (dynaorm.Entity,), {"__annotations__": fields, "__module__": __name__,
+                                          "__qualname__": name,
+                                          "Meta": type("Meta", (), body)})
+
+
+#: (label, the other entity's pk, sk, its Meta options): each could fit an audit row
+#: ``AUDIT#ORDER#{oid}`` where neither shape is narrower (or ``Meta.overlaps`` refuses)
+UNRANKED = [
+    ("equal", "AUDIT#ORDER#{ref}", "{what}#{a}#{b}", {}),
+    ("crossing", "AUDIT#{kind}#1", "{what}#{a}#{b}", {}),
+    ("refuse", "AUDIT#{kind}#{ref}", "{what}#{a}#{b}", {"overlaps": "refuse"}),
+]
+
+
+@pytest.mark.parametrize("audited_first", [True, False])
+@pytest.mark.parametrize(("label", "pk", "sk", "meta"), UNRANKED, ids=[u[0] for u in UNRANKED])
+def test_a_rule_row_kind_no_precedence_tells_from_an_entity_is_refused(
+        ruled: dict[str, Any], audited_first: bool, label: str, pk: str, sk: str,
+        meta: dict[str, Any]) -> None:
+    """On a table without a type attribute, an entity whose templates could fit a rule's
+    row where neither shape is narrower than the other is refused when the second class
+    is defined, with the error two entities' unranked templates get; with a type
+    attribute, or a narrower rule row (the ``ruled`` fixture), both are defined."""
+    for attr in (None, "_type"):
+        home = dynaorm.Table(f"dynaorm-red73-unranked-{label}-{audited_first}-{attr}",
+                             type_attribute=attr)
+        make = [("Red73AuditedThing", "ORDER#{oid}", "ORDER", {}), ("Red73Other", pk, sk, meta)]
+        if not audited_first:
+            make.reverse()
+        _keyed(home, *make[0][:3], **make[0][3])
+        if attr is not None:
+            _keyed(home, *make[1][:3], **make[1][3])
+            continue
+        with pytest.raises(DynaormError, match=r"could match the same item as the row rule "
+                           r"'red73-audit' adds to Red73AuditedThing's writes \('AUDIT#ORDER"
+                           r"#\{oid\}', None\); table .* has no type attribute") as ruled_err:
+            _keyed(home, *make[1][:3], **make[1][3])
+        assert len(home.entities) == 1  # (the refused class is not the table's)
+    two = dynaorm.Table(f"dynaorm-red73-unranked-{label}-{audited_first}-entities",
+                        type_attribute=None)
+    _keyed(two, "Red73One", "AUDIT#ORDER#{ref}", "{what}#{a}#{b}")
+    with pytest.raises(DynaormError, match="could match the same item as Red73One's") as err:
+        _keyed(two, "Red73Two", "AUDIT#ORDER#{x}", "{y}#{z}#{w}")
+    assert type(ruled_err.value) is type(err.value)  # (the same error, the same words)
 
 
 def _typed_version(table: Any, name: str, **fields: Any) -> type[Any]:

@@ -1,0 +1,76 @@
+"""Key templates' specificity (``KeyTemplate.covers``), which ranks a rule's row kinds
+against an entity's templates: whatever it says covered must parse, every key of the
+narrower template, under the wider one. Hypothesis draws both templates and the values.
+No I/O."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from dynaorm.schema.templates import KeyTemplate
+
+#: literal pieces and separators the drawn templates are built from
+_PIECES = st.sampled_from(["A", "AUDIT", "ORDER", "x", "#", "-", "#A#", "A-", "#ORDER#"])
+
+
+@st.composite
+def templates(draw: st.DrawFn) -> KeyTemplate:
+    """A template of literals and fields (never two fields side by side)."""
+    parts: list[str] = []
+    for i in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()) and not (parts and parts[-1].startswith("{")):
+            parts.append(f"{{f{i}}}")
+        else:
+            parts.append(draw(_PIECES))
+    return KeyTemplate.parse("".join(parts))
+
+
+def _values(draw: st.DrawFn, t: KeyTemplate) -> dict[str, str]:
+    """Values for ``t``'s fields that it renders (none holding a character refused)."""
+    alphabet = st.sampled_from("AORDx-#zUIT")
+    out = {}
+    for name in t.fields:
+        text = draw(st.text(alphabet, min_size=1, max_size=4))
+        out[name] = text
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(templates(), templates(), st.data())
+def test_a_key_of_a_covered_template_always_parses_under_the_wider_one(
+        wide: KeyTemplate, narrow: KeyTemplate, data: st.DataObject) -> None:
+    values = _values(data.draw, narrow)
+    try:
+        key = narrow.render(values)
+    except ValueError:
+        assume(False)
+        return
+    if wide.covers(narrow):
+        assert wide.parse_key(key) is not None, (wide.source, narrow.source, key)
+    assert narrow.parse_key(key) is not None  # (the grammar gives its own keys back)
+
+
+@settings(max_examples=200, deadline=None)
+@given(templates(), templates())
+def test_covers_is_reflexive_and_narrower_is_one_way(a: KeyTemplate, b: KeyTemplate) -> None:
+    assert a.covers(a)
+    narrower = b.covers(a) and not a.covers(b)
+    assert not (narrower and (a.covers(b) and not b.covers(a)))
+
+
+@pytest.mark.parametrize(("wide", "narrow", "covered"), [
+    ("AUDIT#{kind}#{ref}", "AUDIT#ORDER#{oid}", True),
+    ("AUDIT#ORDER#{oid}", "AUDIT#{kind}#{ref}", False),
+    ("AUDIT#ORDER#{ref}", "AUDIT#ORDER#{oid}", True),   # (equal: each covers the other)
+    ("AUDIT#{kind}#1", "AUDIT#ORDER#{oid}", False),      # (they cross: neither covers)
+    ("{id}", "ORDER#{oid}", True),                       # (one field: any key)
+    ("ORDER#{oid}", "{id}", False),
+    ("A-{x}", "A-{y}#B", False),     # (x, the last field, refuses the '#' of '#B')
+    ("P#{x}-Q", "P#{y}-Q", True),
+    ("P#{x}-Q", "P#{y}_-Q", False),  # (y may hold '-', which x refuses: 'P#a-b_-Q')
+    ("K#{x}", "K#{y}-Z", True),
+])
+def test_covers_examples(wide: str, narrow: str, covered: bool) -> None:
+    assert KeyTemplate.parse(wide).covers(KeyTemplate.parse(narrow)) is covered
