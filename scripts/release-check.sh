@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The release a user installs, checked as a user gets it: `python -m build` makes the sdist
 # and the wheel (build/dist/), `twine check --strict` passes both, their version is
-# dynaorm.__version__ and the CHANGELOG names it, and the wheel installed alone (with the
+# dynaorm.__version__ and the CHANGELOG names it, the wheel installed alone (with the
 # `testing` extra) in a fresh venv, run from outside the checkout, runs `dynaorm demo`.
+# RELEASE_CHECK_EXTRAS=1 (before a release: `RELEASE_CHECK_EXTRAS=1 make release-check`)
+# then installs the wheel with every extra it publishes there and imports each extra's
+# modules (an extra missing from EXTRA_MODULES below fails the check: a new one is added
+# there). That is ~1 GB (pyspark, pyarrow, pyiceberg, langgraph, ...) and minutes of pip,
+# so `make test` (CI) leaves it out.
 # PYTHON: the interpreter with `build` and `twine` (default: .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +25,40 @@ ls "$OUT"/dynaorm-"$version".tar.gz "$OUT"/dynaorm-"$version"-py3-none-any.whl >
 cd /tmp  # (not the checkout: the installed wheel, nothing else, is imported)
 test "$("$OLDPWD/$VENV/bin/dynaorm" --version)" = "dynaorm $version"
 "$OLDPWD/$VENV/bin/dynaorm" demo >/dev/null
-echo "release check: dynaorm $version (sdist, wheel) built, twine-checked, demo ran from the wheel"
+cd "$OLDPWD"
+if [ "${RELEASE_CHECK_EXTRAS:-0}" != 1 ]; then
+  echo "release check: dynaorm $version (sdist, wheel) built, twine-checked, demo ran from the wheel" \
+    "(RELEASE_CHECK_EXTRAS=1 also imports every extra's modules)"
+  exit 0
+fi
+# Every extra: its dependencies' top-level module and the dynaorm modules that need it.
+declare -A EXTRA_MODULES=(
+  [testing]="moto flask pytest dynaorm.testing dynaorm.testing.emulator"
+  [async]="aiobotocore dynaorm.client.botocore"
+  [otel]="opentelemetry.trace dynaorm.protocol.tracing"
+  [pynamodb]="pynamodb.models dynaorm.pynamodb"
+  [encryption]="cryptography dynaorm.schema.rules.encrypted"
+  [spark]="pyspark dynaorm.spark"
+  [export]="pyarrow.parquet dynaorm.jobs dynaorm.tools.export"
+  [mcp]="mcp.server dynaorm.mcp dynaorm.mcp.server"
+  [lake]="pyiceberg.catalog.sql dynaorm.lake"
+  [powertools]="aws_lambda_powertools.utilities.idempotency dynaorm.powertools"
+  [langgraph]="langgraph.checkpoint.base dynaorm.langgraph"
+)
+extras=$("$PY" -c "import sys, zipfile
+meta = zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode()
+print(','.join(sorted(l.split(': ', 1)[1] for l in meta.splitlines() if l.startswith('Provides-Extra: '))))" \
+  "$OUT/dynaorm-$version-py3-none-any.whl" "dynaorm-$version.dist-info/METADATA")
+modules=""
+for extra in ${extras//,/ }; do
+  [ -n "${EXTRA_MODULES[$extra]:-}" ] || { echo "release-check.sh: no modules listed for extra '$extra'"; exit 1; }
+  modules+=" ${EXTRA_MODULES[$extra]}"
+done
+"$VENV/bin/python" -m pip install --quiet "$OUT/dynaorm-$version-py3-none-any.whl[$extras]" 2>&1 \
+  | { grep -v "^WARNING: Location 'file:" || true; }
+cd /tmp
+"$OLDPWD/$VENV/bin/python" -c "import importlib, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)" $modules
+echo "release check: dynaorm $version (sdist, wheel) built, twine-checked, demo ran from the wheel," \
+  "every extra's modules imported ($extras)"
