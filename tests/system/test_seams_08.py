@@ -399,3 +399,23 @@ def test_mcp_reads_of_a_tenants_langgraph_rows_answer(moto: None) -> None:
             found = run(tool, {"thread_id": "th"}, Session(hashed, scope=scope), scope, None,
                         tools)
             assert [i["checkpoint_id"] for i in found["items"]] == ["c1"]
+
+
+# -- C x A: a scope of two fields, given in either order -------------------------------------
+def test_stores_and_savers_of_one_two_field_scope_share_it_whatever_its_order(
+        moto: None) -> None:
+    """A store scoped ``{"tenant_id": .., "user_id": ..}`` and one scoped with the same
+    fields in the other order are the same scope: both declared on one table, each reads
+    what the other wrote, and neither reads another user's (the saver already took both
+    orders; the store refused the second, "one scope's fields only")."""
+    two = Table(f"seams08_two_{uuid.uuid4().hex[:6]}")
+    first = Store(two, scope={SCOPE: "a", "user_id": "u"})
+    second = Store(two, scope={"user_id": "u", SCOPE: "a"})
+    other = Store(two, scope={"user_id": "v", SCOPE: "a"})
+    Saver(two, scope={SCOPE: "a", "user_id": "u"})
+    Saver(two, scope={"user_id": "u", SCOPE: "a"})
+    with use_tables(two, name_suffix=worker_suffix()):
+        first.put(("n",), "k", {"by": "first"})
+        got = second.get(("n",), "k")
+        assert got is not None and got.value == {"by": "first"}
+        assert other.get(("n",), "k") is None and other.list_namespaces() == []
