@@ -119,6 +119,7 @@ class Doc(Entity):
 
     tenant_id: str
     doc_id: str
+    title: str = ""
 
 
 class Memo(Entity):
@@ -419,3 +420,53 @@ def test_stores_and_savers_of_one_two_field_scope_share_it_whatever_its_order(
         got = second.get(("n",), "k")
         assert got is not None and got.value == {"by": "first"}
         assert other.get(("n",), "k") is None and other.list_namespaces() == []
+
+
+# -- E x A x B: any call of one tenant's MCP tools, the other tenant's items untouched --------
+_doc_id = st.text(st.sampled_from("ac-_|"), min_size=1, max_size=4)
+_calls = st.lists(st.tuples(
+    st.sampled_from(["get_doc", "save_doc", "update_doc", "delete_doc"]),
+    _doc_id, st.booleans(), st.sampled_from([None, "K", "L"])), min_size=1, max_size=8)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=st.text(st.sampled_from("ac_.:|"), min_size=1, max_size=4),
+       b=st.text(st.sampled_from("ac_.:|"), min_size=1, max_size=4),
+       docs=st.lists(_doc_id, min_size=1, max_size=3), calls=_calls)
+def test_a_tenants_mcp_calls_never_touch_nor_show_another_tenants_items(
+        moto: None, a: str, b: str, docs: list[str], calls: list[Any]) -> None:
+    """Tenant ``b``'s tools (get, save, update, delete, keyed or not, naming a
+    document id with the key's separator, or naming tenant ``a`` outright): ``a``'s items
+    are stored as they were, and no answer holds one of ``a``'s items."""
+    from dynaorm.mcp.server import prepare
+    from dynaorm.mcp.tools import check_arguments, run
+
+    if a == b:
+        return
+    tools, _ = prepare(dashed, writes=[Doc], scope={SCOPE: b})
+    assert {"get_doc", "save_doc", "update_doc", "delete_doc"} <= set(tools)
+    with use_tables(dashed, name_suffix=worker_suffix()) as tb:
+        with Session(dashed) as s:
+            for doc in docs:
+                s.save(Doc(tenant_id=a, doc_id=doc, title="of-a"))
+        before = sorted(repr(sorted(i.items())) for i in tb.scan_raw())
+        for name, doc, name_a, key in calls:
+            target = {SCOPE: a} if name_a else {}
+            args: dict[str, Any] = (
+                {"item": {"doc_id": doc, "title": "by-b", **target}} if name == "save_doc"
+                else {"doc_id": doc, "set": {"title": "by-b"}, **target}
+                if name == "update_doc" else {"doc_id": doc, **target})
+            if key is not None and name.split("_")[0] in ("save", "update", "delete"):
+                args["idempotency_key"] = key
+            scope = {SCOPE: b}
+            try:
+                check_arguments(tools[name], args)
+                found = run(tools[name], args, Session(dashed, scope=scope), scope, None,
+                            tools)
+            except Exception as exc:  # (a refusal: what it must never do is below)
+                assert "of-a" not in str(exc)
+                continue
+            assert "of-a" not in repr(found), (name, args, found)
+        mine = sorted(repr(sorted(i.items())) for i in tb.scan_raw()
+                      if i.get(SCOPE, {}).get("S") == a)
+        assert mine == before
