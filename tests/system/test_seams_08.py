@@ -368,7 +368,7 @@ def test_mcp_tools_of_two_tenants_never_cross_under_one_idempotency_key(moto: No
             assert not done["replayed"]
         assert call("acme", "save_doc", item={"doc_id": "corp-1"},
                     idempotency_key="K")["replayed"]
-        with pytest.raises(Exception, match="scope|tenant"):
+        with pytest.raises(ScopeError, match="is outside this session"):
             call("acme", "save_doc", item={"doc_id": "x", SCOPE: "acme_corp"})
         got = call("acme", "get_doc", doc_id="corp-1")["item"]
         assert got is not None and got[SCOPE] == "acme"
