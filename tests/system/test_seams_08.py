@@ -470,3 +470,39 @@ def test_a_tenants_mcp_calls_never_touch_nor_show_another_tenants_items(
         mine = sorted(repr(sorted(i.items())) for i in tb.scan_raw()
                       if i.get(SCOPE, {}).get("S") == a)
         assert mine == before
+
+
+# -- D x A: infer a table a scoped model wrote, then scope the inferred model -----------------
+_id = st.text(st.sampled_from("ac-_.|:"), min_size=1, max_size=4)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.tuples(_id, _id), min_size=2, max_size=6, unique=True))
+def test_an_inferred_model_renders_the_keys_it_read_and_holds_a_scope_by_them(
+        moto: None, rows: list[tuple[str, str]]) -> None:
+    """Notes of several tenants (ids with ``-``, ``|``, ``.``, prefixes of one another),
+    inferred: every item read through the inferred model renders back its own key, and a
+    session of the inferred model scoped to one tenant reads that tenant's notes only."""
+    from dynaorm.tools.infer import infer_code
+
+    copied = Table(f"seams08_copied_{uuid.uuid4().hex[:8]}")  # (each example's model)
+    with use_tables(hashed, copied, name_suffix=worker_suffix()) as tb:
+        with Session(hashed) as s:
+            for tenant, note in rows:
+                s.save(Note(tenant_id=tenant, note_id=note))
+        for item in tb.scan_raw():
+            copied.db.driver.run(call("PutItem", {"TableName": copied.name, "Item": item}))
+        code, model = infer_code(copied.name, report=None)
+        assert model["inferred"]["placed"] == len(rows), model["inferred"]
+        inferred = _defined(code)
+        inferred.connect(None)
+        (cls,) = inferred.entities.values()
+        spec = cls.__dynaorm_spec__
+        with Session(inferred) as s:
+            objs = s.scan(cls).all()
+        raw = {(i["pk"]["S"], i["sk"]["S"]) for i in tb.scan_raw(copied)}
+        assert {(spec.pk.render(dict(o)), spec.sk.render(dict(o))) for o in objs} == raw
+        for tenant in {t for t, _ in rows}:
+            with Session(inferred, scope={SCOPE: tenant}) as s:
+                mine = sorted(o.note_id for o in s.scan(cls).all())
+            assert mine == sorted(n for t, n in rows if t == tenant)
