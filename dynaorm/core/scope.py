@@ -192,12 +192,7 @@ class Scope:
         if known in _COVERED:  # (another session of the same scope covered it)
             self._covered.add(spec.cls)
             return
-        for name, text in self.values.items():  # (the grammar: no separator of the field)
-            bad = sorted(c for c in spec.separators(name) if c in text)
-            if bad:
-                raise ScopeError(f"{spec.name}: scope {name}={text!r} holds {bad[0]!r}, a "
-                                 f"separator of {name!r} in its key templates: no key of "
-                                 "that entity can render it")
+        self._separated(spec)
         # (exactly: a key that folds a tenant's value, '!l', is another tenant's too; a
         # previous layout's key is read when the current one holds nothing)
         for pk in (spec.pk, *spec.rules.before.pks):
@@ -217,6 +212,20 @@ class Scope:
         self._covered.add(spec.cls)
         if len(_COVERED) < 4096:
             _COVERED.add(known)
+
+    def _separated(self, spec: EntitySpec) -> None:
+        """Refuse a scope value holding a separator of its field in ``spec`` or in any
+        other entity of its table (the grammar: a tenant one entity refuses is no tenant
+        of the table, and ``dynaorm iam --scope``'s patterns rely on it)."""
+        for other in (spec, *(c.__dynaorm_spec__ for c in spec.table.entities.values()
+                              if c is not spec.cls)):
+            for name, text in self.values.items():
+                bad = sorted(c for c in other.separators(name) if c in text)
+                if bad:
+                    raise ScopeError(f"{other.name}: scope {name}={text!r} holds {bad[0]!r}, "
+                                     f"a separator of {name!r} in its key templates: no key "
+                                     "of that entity can render it, so it is no tenant of "
+                                     f"table {spec.table.name!r}")
 
     def index(self, spec: EntitySpec, index: str | None) -> None:
         """Refuse a query of a secondary index whose partition does not carry the scope."""

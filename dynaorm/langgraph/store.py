@@ -5,7 +5,8 @@ only: its rows are one entity (``LangGraphMemory``) declared on the table, read 
 written through a (scoped) :class:`~dynaorm.Session` or :class:`~dynaorm.AsyncSession`.
 
 The layout: every item of a store lives in one partition, ``LANGGRAPH#STORE`` (with a
-scope: ``LANGGRAPH#STORE#<value>#...#``, the scope's values in its field order), under the
+scope: ``LANGGRAPH#STORE#<value>#...#``, the scope's values in the order of their
+fields' names, as the saver's), under the
 sort key ``<namespace labels joined by '.'>..<key>`` (``users.u1..prefs``). A namespace
 label never holds ``.`` (LangGraph refuses it) nor is empty, so the first ``..`` ends the
 namespace; a search of a namespace prefix is one ``begins_with`` query. The value is kept
@@ -126,7 +127,7 @@ class Store(Runner, BaseStore):
                     f"table {table.name!r} has no COSINE vector index of {index['dims']} "
                     "dimensions partitioned by none or a scope field, every scope field "
                     "its partition or one of its filters")
-        self.entity: Any = memory_entity(table, self.scope)
+        self.entity: Any = memory_entity(table, sorted(self.scope))  # (as the saver's)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` (reads first, then the writes) on a ``Session``."""
