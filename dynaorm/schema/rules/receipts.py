@@ -165,6 +165,8 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
     if not hasattr(type(value), "model_fields") or isinstance(value, type):
         return []
     names = made(value)
+    if not names and all(type(v) in _LEAVES for v in value.__dict__.values()):
+        return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     found: list[tuple[str | int, ...]] = []
     for name in type(value).model_fields:
         field = getattr(value, name, None)
@@ -223,7 +225,8 @@ def _mapping(value: Any) -> str:
 def _named(pairs: Iterable[tuple[str, Any]]) -> str:
     """Values by name, in the order given: :func:`_mapping`'s text of a mapping of names
     (sorted by the caller)."""
-    return f"{{{','.join([f'{k!r}:{_canon(v)}' for k, v in pairs])}}}"
+    texts = [f"{k!r}:{v!r}" if type(v) is str else f"{k!r}:{_canon(v)}" for k, v in pairs]
+    return f"{{{','.join(texts)}}}"
 
 
 def _set(value: Any) -> str:
