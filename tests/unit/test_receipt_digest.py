@@ -133,6 +133,17 @@ class _Order(Entity):
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
+class _Flat(Entity):  # (text and numbers only: made_paths' shortcut)
+    class Meta:
+        table = _pinned
+        pk = "FLAT#{flat_id}"
+        sk = "FLAT"
+
+    flat_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    name: str = ""
+    n: int = 0
+
+
 def _plain_paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
     """made_paths as 0.8 first walked it: every field of every model, nothing skipped."""
     if isinstance(value, list | tuple):
@@ -173,6 +184,11 @@ def test_made_paths_are_the_plain_walks(given: dict[str, Any], loaded: bool) -> 
     if loaded:
         order._dynaorm_state = InstanceState({"pk": "ORDER#x", "sk": "ORDER"}, {}, 1)
     assert made_paths(order) == _plain_paths(order, ())
+    flat = _Flat(**{{"note": "name", "order_id": "flat_id"}[k]: v for k, v in given.items()
+                    if k in ("note", "order_id")})
+    if loaded:
+        flat._dynaorm_state = InstanceState({"pk": "FLAT#x", "sk": "FLAT"}, {}, 1)
+    assert made_paths(flat) == _plain_paths(flat, ())
     again = _Order(**given)
     if not loaded:
         assert digest([SaveEntry(order)]) == digest([SaveEntry(again)])
