@@ -146,20 +146,13 @@ def raw_state(obj: Entity) -> InstanceState | Deleted | None:
     """What ``obj``'s state slot holds: its state, :data:`~dynaorm.values.state.DELETED`
     after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
     as ``None``."""
-    state: InstanceState | Deleted | tuple[LoadedPage, int] | None
-    try:  # (the slot itself: an unset one raises here, not through pydantic's __getattr__)
-        state = _SLOT.__get__(obj)
-    except AttributeError:
-        return None
+    state: InstanceState | Deleted | tuple[LoadedPage, int] | None = getattr(
+        obj, "_dynaorm_slot", None)
     if type(state) is tuple:  # read from an answer's bytes: (its page, its place there)
         state = InstanceState.on_page(*state)
         object.__setattr__(obj, "_dynaorm_slot", state)
     assert not isinstance(state, tuple)
     return state
-
-
-#: the state slot of every entity object (read by :func:`raw_state`)
-_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
 
 
 def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:

@@ -45,12 +45,6 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
-        if not self._renames and "." not in attr and "[" not in attr:  # (one plain name)
-            ph = self._by_name.get(attr)
-            if ph is None:
-                ph = self._by_name[attr] = f"#n{len(self._by_name)}"
-                self.names[ph] = attr
-            return ph
         parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")

@@ -77,11 +77,6 @@ def number_size(text: str) -> int:
     """DynamoDB's size of a number: one byte per pair of digits (pairs aligned on the
     decimal point, leading and trailing zero pairs dropped), one more, one for a sign; a
     zero (``0``, ``-0``, ``0.0``, ``0E+5``) is 1 byte (measured on DynamoDB Local)."""
-    if type(text) is str and text.isdigit() and text.isascii() and text[0] != "0":
-        # a whole number written plainly (a count, a time: most numbers stored), sized
-        # from its digits: its trailing zeros are the exponent normalizing takes out
-        zeros = len(text) - len(text.rstrip("0"))
-        return (len(text) - 1) // 2 - zeros // 2 + 2
     number = _parse_number(text)
     if number is None or number.is_zero():
         return 1 if number is not None else len(text)
@@ -119,21 +114,8 @@ _SIZES: dict[str, Callable[[Any], int]] = {"S": text_size, "N": number_size, "B"
 
 
 def item_size(item: Item) -> int:
-    """DynamoDB's size of an item: attribute names plus values (an ASCII string under an
-    ASCII name, nearly every attribute, its characters: not walked)."""
-    size = 0
-    for name, av in item.items():
-        if type(av) is dict and len(av) == 1 and type(name) is str and name.isascii():
-            text = av.get("S")
-            if type(text) is str and text.isascii():
-                size += len(name) + len(text)
-                continue
-            text = av.get("N")
-            if type(text) is str:  # (a number: sized without a walk)
-                size += len(name) + number_size(text)
-                continue
-        size += text_size(name) + value_size(av)
-    return size
+    """DynamoDB's size of an item: attribute names plus values."""
+    return sum(text_size(name) + value_size(av) for name, av in item.items())
 
 
 def _add(old: AttributeValue | None, av: AttributeValue) -> AttributeValue:

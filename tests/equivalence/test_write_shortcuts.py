@@ -12,8 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from dynaorm import F, InvalidValueError
 from dynaorm.schema.entity import Entity
@@ -360,15 +358,3 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
     ((a,), (b,)) = ([op.origin for op in direct], [op.origin for op in long_way])
     assert a._replace(caller=None) == b._replace(caller=None) and a.caller is not None
     assert a.caller is b.caller or renamed  # (renaming builds a new, equal, tree)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ab.[]0:#_", min_size=1, max_size=6), max_size=8))
-def test_a_plain_name_takes_the_placeholder_a_path_walk_gives(attrs: list[str]) -> None:
-    """Placeholders.name's shortcut for a name without a path (no ``.``, no ``[``, no
-    renames) allocates what splitting it as a path does, in the same order (issue 70)."""
-    from dynaorm.values.expressions import Placeholders
-
-    fast, walked = Placeholders(), Placeholders({"\0": "\0"})  # (a rename: the walk)
-    assert [fast.name(a) for a in attrs] == [walked.name(a) for a in attrs]
-    assert fast.names == walked.names

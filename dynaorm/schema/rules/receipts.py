@@ -154,6 +154,8 @@ def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
     models' (in lists, tuples and mappings of names) included: each a path of field
     names, indexes and keys, ending at a field's name (what a replay puts back); an empty
     container made is left out (a replay's is empty too)."""
+    if not made(obj) and all(type(v) in _LEAVES for v in obj.__dict__.values()):
+        return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     return _paths(obj, ())
 
 
@@ -165,8 +167,6 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
     if not hasattr(type(value), "model_fields") or isinstance(value, type):
         return []
     names = made(value)
-    if not names and all(type(v) in _LEAVES for v in value.__dict__.values()):
-        return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     found: list[tuple[str | int, ...]] = []
     for name in type(value).model_fields:
         field = getattr(value, name, None)
