@@ -198,6 +198,17 @@ def test_number_size_is_the_decimal_rule(text: str) -> None:
     assert number_size(text) == _number_size_by_decimal(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(_NAMES, st.text(alphabet="abc_:#", min_size=1)),
+                       st.one_of(_VALUES, st.text(max_size=30).map(lambda s: {"S": s}),
+                                 st.integers(0, 10 ** 12).map(lambda n: {"N": str(n)})),
+                       max_size=8))
+def test_item_size_is_the_documented_rule(item: dict[str, Any]) -> None:
+    """An item's size is the sum of its names and values by the documented rule."""
+    assert item_size(item) == sum(len(k.encode("utf-8", "surrogatepass")) + _size_by_json(v)
+                                  for k, v in item.items())
+
+
 def _gate(op: Any) -> Any:
     try:
         return check_write(op)

@@ -5,16 +5,17 @@ writes -- and so the digest -- never changes for the same writes, however it is 
 from __future__ import annotations
 
 import enum
+import uuid
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from dynaorm import Entity, F, Table
-from dynaorm.schema.rules.receipts import _canon, digest
+from dynaorm.schema.rules.receipts import _canon, digest, made, made_paths
 from dynaorm.values.state import InstanceState
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
@@ -109,3 +110,85 @@ def test_values_default_factories_made_never_count_and_given_ones_always_do(
                                                                 email=email))])
     assert digest([SaveEntry(first)]) != digest([SaveEntry(User(
         user_id=first.user_id, username=name, email=email))])
+
+
+# -- made_paths' shortcuts hold to the plain walk (issue 70) ---------------------------------
+class _Part(BaseModel):
+    part_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    qty: int = 0
+    tags: list[str] = Field(default_factory=list)
+
+
+class _Order(Entity):
+    class Meta:
+        table = _pinned
+        pk = "ORDER#{order_id}"
+        sk = "ORDER"
+
+    order_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    note: str = ""
+    amount: Decimal = Decimal("0")
+    parts: list[_Part] = Field(default_factory=list)
+    by_name: dict[str, _Part] = Field(default_factory=dict)
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class _Flat(Entity):  # (text and numbers only: made_paths' shortcut)
+    class Meta:
+        table = _pinned
+        pk = "FLAT#{flat_id}"
+        sk = "FLAT"
+
+    flat_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    name: str = ""
+    n: int = 0
+
+
+def _plain_paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+    """made_paths as 0.8 first walked it: every field of every model, nothing skipped."""
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _plain_paths(v, (*path, i))]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() if type(k) is str
+                for p in _plain_paths(v, (*path, k))]
+    if not hasattr(type(value), "model_fields") or isinstance(value, type):
+        return []
+    names = made(value)
+    found: list[tuple[str | int, ...]] = []
+    for name in type(value).model_fields:
+        field = getattr(value, name, None)
+        if name in names:
+            if not isinstance(field, list | tuple | dict | set | bytearray):
+                found.append((*path, name))
+        elif isinstance(field, list | tuple | dict) or hasattr(type(field), "model_fields"):
+            found.extend(_plain_paths(field, (*path, name)))
+    return found
+
+
+_PARTS = st.builds(lambda given, qty, tags: _Part(**given, qty=qty, tags=tags),
+                   st.one_of(st.just({}), st.text(max_size=4).map(lambda t: {"part_id": t})),
+                   st.integers(0, 3), st.lists(st.text(max_size=3), max_size=2))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries({}, optional={
+    "order_id": st.text(min_size=1, max_size=4), "note": st.text(max_size=4),
+    "parts": st.lists(_PARTS, max_size=3),
+    "by_name": st.dictionaries(st.text(max_size=3), _PARTS, max_size=2),
+    "at": st.just(datetime(2026, 1, 2, tzinfo=UTC))}), st.booleans())
+def test_made_paths_are_the_plain_walks(given: dict[str, Any], loaded: bool) -> None:
+    """Whatever was given or made (ids, times, nested models' ids, empty lists), new or
+    loaded, made_paths finds what walking every field finds, and the digest does not
+    depend on made values."""
+    order = _Order(**given)
+    if loaded:
+        order._dynaorm_state = InstanceState({"pk": "ORDER#x", "sk": "ORDER"}, {}, 1)
+    assert made_paths(order) == _plain_paths(order, ())
+    flat = _Flat(**{{"note": "name", "order_id": "flat_id"}[k]: v for k, v in given.items()
+                    if k in ("note", "order_id")})
+    if loaded:
+        flat._dynaorm_state = InstanceState({"pk": "FLAT#x", "sk": "FLAT"}, {}, 1)
+    assert made_paths(flat) == _plain_paths(flat, ())
+    again = _Order(**given)
+    if not loaded:
+        assert digest([SaveEntry(order)]) == digest([SaveEntry(again)])

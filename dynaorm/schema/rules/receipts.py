@@ -98,7 +98,8 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-_JSON = json.JSONEncoder(separators=(",", ":"), default=_text)
+#: (what it encodes is built here, never cyclic: no check for cycles)
+_JSON = json.JSONEncoder(separators=(",", ":"), default=_text, check_circular=False)
 
 
 # -- the digest of what was staged ---------------------------------------------------------
@@ -153,6 +154,8 @@ def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
     models' (in lists, tuples and mappings of names) included: each a path of field
     names, indexes and keys, ending at a field's name (what a replay puts back); an empty
     container made is left out (a replay's is empty too)."""
+    if not made(obj) and all(type(v) in _LEAVES for v in obj.__dict__.values()):
+        return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     return _paths(obj, ())
 
 
@@ -170,10 +173,15 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
         if name in names:
             if not isinstance(field, list | tuple | dict | set | bytearray):
                 found.append((*path, name))
-        elif isinstance(field, list | tuple | dict) or hasattr(type(field), "model_fields"):
+        elif type(field) not in _LEAVES and (  # (text, a number: nothing inside)
+                isinstance(field, list | tuple | dict) or hasattr(type(field), "model_fields")):
             found.extend(_paths(field, (*path, name)))
     return found
 
+
+#: the types of values that hold no values of their own (nothing inside for
+#: :func:`_paths` to look into)
+_LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes, Decimal})
 
 #: the fields of each entity class a default factory fills
 _FACTORIES: dict[type, frozenset[str]] = {}
@@ -217,7 +225,8 @@ def _mapping(value: Any) -> str:
 def _named(pairs: Iterable[tuple[str, Any]]) -> str:
     """Values by name, in the order given: :func:`_mapping`'s text of a mapping of names
     (sorted by the caller)."""
-    return f"{{{','.join([f'{k!r}:{_canon(v)}' for k, v in pairs])}}}"
+    texts = [f"{k!r}:{v!r}" if type(v) is str else f"{k!r}:{_canon(v)}" for k, v in pairs]
+    return f"{{{','.join(texts)}}}"
 
 
 def _set(value: Any) -> str:
@@ -426,10 +435,11 @@ class Receipting:
         value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
 
-    def item(self, rev: str, result: list[tuple[str, list[Any]]], table: Any) -> Item:
+    def item(self, rev: str, result: list[tuple[str, list[Any]]] | str, table: Any) -> Item:
         """The receipt row's item in ``table``: ``rev`` the revision the commit's rows are
         stamped with, ``result`` the requests of the commit, each operation with the keys
-        it wrote or read, which a replay returns."""
+        it wrote or read, which a replay returns (or that as JSON, encoded once for every
+        table's receipt)."""
         ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
         item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
                       DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
@@ -437,7 +447,7 @@ class Receipting:
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
                       table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      RESULT: {"S": _JSON.encode(result)}}
+                      RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
@@ -449,8 +459,9 @@ class Receipting:
         """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes,
         each conditioned on no live receipt at its key (a plan counts them with the other
         rows toward DynamoDB's limits)."""
-        result = [*((op, [body["Key"]] if "Key" in body else []) for op, body in self.sent),
-                  ("TransactWriteItems", [op.key for op in ops])]
+        result = _JSON.encode([*((op, [body["Key"]] if "Key" in body else [])
+                                 for op, body in self.sent),
+                                ("TransactWriteItems", [op.key for op in ops])])
         rev, now = self.token[:16], int(time.time())
         rows: list[Op] = []
         for entity in self.entities:
