@@ -77,7 +77,7 @@ def rule_rows(spec: Any) -> tuple[RuleRow, ...]:
     found = _RULE_ROWS.get(spec.cls)
     if found is not None and found[0] is spec:
         return found[1]
-    from dynaorm.schema.model import described, own_key  # (the model sits above this)
+    from dynaorm.schema.described import described, own_key
 
     own, table = own_key(spec), spec.table
     sort_keys: dict[tuple[str, str | None, str], set[str]] = {}

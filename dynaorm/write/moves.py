@@ -18,7 +18,7 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.model import described
+from dynaorm.schema.described import described
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, free, not_exists, rename_paths
 from dynaorm.values.keys import key_value
