@@ -133,18 +133,18 @@ def render(request: dict[str, Any]) -> bytes:
 def decode(body: bytes) -> dict[str, Any]:
     """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
     numbers as strings); a body that is not a JSON object raises ``ValueError``."""
-    if not body:
-        return {}
-    try:
-        data = json.loads(body.decode("utf-8"))  # (as botocore reads it: UTF-8, no sniffing)
-        if b'"B"' in body or b'"BS"' in body:
+    try:  # (as botocore reads it: UTF-8, no sniffing; an empty body, no members)
+        data = json.loads(body.decode() or "{}")
+        # (a one-byte search first, in C at memory speed: a longer one costs about 3 ns a
+        # byte, 4 ms for each over the 1.6 MB of a search's 100 hits with their vectors)
+        if b"B" in body and (b'"B"' in body or b'"BS"' in body):
             data = binary_from_json(data)
-        if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
-            data = {k: v for k, v in data.items() if v is not None}
     except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
         raise ValueError(f"not a DynamoDB answer: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"not a DynamoDB answer: a JSON {type(data).__name__}")
+    if None in data.values():  # (botocore drops null members)
+        data = {k: v for k, v in data.items() if v is not None}
     return data
 
 
