@@ -254,6 +254,10 @@ def _other(value: Any) -> str:
         return f"D{value.total_seconds()!r}"
     if isinstance(value, enum.Enum):
         return f"e{type(value).__qualname__}.{_canon(value.value)}"
+    if isinstance(value, str):  # (a subclass of str, int or float: stored as its value)
+        return repr(str(value))
+    if isinstance(value, int | float):
+        return _canon(int(value) if isinstance(value, int) else float(value))
     if isinstance(value, type):
         return f"c{value.__qualname__}"
     if isinstance(value, Mapping):
