@@ -373,3 +373,61 @@ def test_an_inferred_model_of_mixed_separators_reads_what_it_placed(moto: None) 
     placed, read = _placed_and_read([_key("USER|1", "A", 1), _key("USER#1", "A", 1),
                                      _key("USER#1|2", "B|x", 1)])
     assert read == placed
+
+
+_audit_pk = st.lists(st.one_of(st.sampled_from(["AUDIT", "ORDER", "AUDIT#", "#", "|", "-",
+                                                "ORD", "AUDIT#ORDER#", "R"]),
+                               st.tuples(st.sampled_from(["kind", "ref", "oid"]),
+                                         st.sampled_from(["", "!u", "!l"]))),
+                     min_size=1, max_size=5).map(
+    lambda parts: "".join(p if isinstance(p, str) else "{" + p[0] + p[1] + "}"
+                          for p in parts))
+
+
+@settings(_QUICK, max_examples=25)
+@given(pk=_audit_pk, oid=st.sampled_from(["1", "a-b", "x|y"]))
+@example(pk="AUDIT#{kind}#{ref}", oid="1")
+@example(pk="AUDIT#ORDER#{ref}", oid="1")
+@example(pk="AUDIT#{kind}#1", oid="1")
+@example(pk="{kind}", oid="1")
+@example(pk="AUDIT#ORDER#1", oid="1")
+@example(pk="AUDIT#ORDER#{ref!u}", oid="a-b")
+def test_an_entity_beside_a_rule_row_kind_is_ranked_or_refused(moto: None, pk: str,
+                                                                oid: str) -> None:
+    """An entity keyed ``pk`` beside an audited entity whose rule writes rows keyed
+    ``AUDIT#ORDER#{oid}`` on a table without a type attribute: defining it is refused
+    exactly when the shapes could fit one key and neither covers the other; once
+    defined, the audit row an audited save writes is claimed once (the entity's reads
+    return it only when its templates are narrower) and ``dynaorm check`` finds nothing."""
+    from dynaorm import DynaormError
+    from dynaorm.schema.checks import could_overlap
+    from dynaorm.schema.rules import RULES, register_rule
+    from dynaorm.tools.check import check_table
+    from tests.system.test_red_team_073 import Red73Audit, _keyed
+
+    try:
+        mine = KeyTemplate.parse(pk)
+    except KeyTemplateError:
+        return
+    row = KeyTemplate.parse("AUDIT#ORDER#{oid}")
+    ranked = mine.covers(row) != row.covers(mine)
+    register_rule(Red73Audit)
+    try:
+        home = Table(f"red08b-ranked-{uuid.uuid4().hex[:8]}", type_attribute=None)
+        audited = _keyed(home, "Red73AuditedThing", "ORDER#{oid}", "ORDER")
+        try:
+            other = _keyed(home, "Red08bOther", pk, "{what}#{a}#{b}")
+        except DynaormError as exc:
+            assert could_overlap(row, mine) and not ranked, (pk, exc)
+            return
+        assert not could_overlap(row, mine) or ranked, pk
+        with use_tables(home, name_suffix=worker_suffix()):
+            with Session(home) as s:
+                s.save(audited(oid=oid))
+            seen = Session(home).scan(other).all()
+            wins = ranked and row.covers(mine)  # (the entity's shape is the narrower)
+            key = row.render({"oid": oid})
+            assert len(seen) == (1 if wins and mine.parse_key(key) is not None else 0), pk
+            assert check_table(home).problems == []
+    finally:
+        RULES.pop(Red73Audit.name, None)
