@@ -31,6 +31,7 @@ import pydantic
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules.versioned import VERSION_TTL
+from dynaorm.schema.templates import KeyTemplate
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
 
@@ -580,8 +581,11 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
     key_only = _slot_fields(stored_of, slots, templates, fields, table)
     _as_text({s.field for s in slots}, fields)
     rendered = {a: _render(parts, group.sep) for a, (parts, _) in templates.items()}
-    members = [all(n in templates[a][1] for a in table_keys if a) for n in
-               range(len(group.items))]
+    # (an item whose key the template does not parse back, a value holding '#' in a
+    # table of '|' keys: not placed, its entity's reads would never find it)
+    parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys if a}
+    members = [all(n in templates[a][1] and parsed[a].parse_key(group.keys[n][a]) is not None
+                   for a in table_keys if a) for n in range(len(group.items))]
     return _Entity(group, rendered, fields, key_only, members)
 
 

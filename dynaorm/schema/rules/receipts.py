@@ -254,6 +254,8 @@ def _other(value: Any) -> str:
         return f"D{value.total_seconds()!r}"
     if isinstance(value, enum.Enum):
         return f"e{type(value).__qualname__}.{_canon(value.value)}"
+    if isinstance(value, str | int | float):  # (a subclass: stored as its plain value)
+        return _canon(_plain(value))
     if isinstance(value, type):
         return f"c{value.__qualname__}"
     if isinstance(value, Mapping):
@@ -275,6 +277,12 @@ def _other(value: Any) -> str:
             del fields[name]
         return f"p{type(value).__qualname__}{_mapping(fields)}"
     return f"?{type(value).__qualname__}"  # (a spec, a client: not what was staged)
+
+
+def _plain(value: str | int | float) -> str | int | float:
+    """A value of a subclass of ``str``, ``int`` or ``float`` as the plain value it is."""
+    return str.__str__(value) if isinstance(value, str) else (
+        int(value) if isinstance(value, int) else float(value))
 
 
 def _entity(obj: Any) -> str:
