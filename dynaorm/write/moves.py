@@ -17,8 +17,8 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
-from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.described import described
+from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, free, not_exists, rename_paths
 from dynaorm.values.keys import key_value
