@@ -19,11 +19,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from botocore.config import Config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dynaorm.wire
-from dynaorm import Entity, Session, Table, inspect
+from dynaorm import Client, Entity, Session, Table, inspect
 from dynaorm import errors as dynaorm_errors
 from dynaorm.values.codec import binary_from_json
 from dynaorm.wire import decode
@@ -31,7 +32,13 @@ from tests.support.hostile import Reply, answer, serving
 from tests.support.vector_models import docs
 from tests.unit.test_vectors import hostile as hostile_search
 from tests.unit.test_vectors import searched
-from tests.unit.test_wire_hostile import client
+
+
+def client(url: str, wire: str) -> Client:
+    """A client of the hostile endpoint, one attempt (timeouts long: a loaded machine
+    must not make the old and the new decoding's runs differ)."""
+    return Client(url, "us-east-1", wire=wire, max_attempts=1,
+                  config=Config(read_timeout=20, connect_timeout=20))
 
 
 def old_decode(body: bytes) -> dict[str, Any]:
@@ -169,7 +176,7 @@ def _escaped(text: str, which: list[bool]) -> str:
     return "".join(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(value=st.dictionaries(_KEYS, _JSON, max_size=4) | _JSON,
        which=st.lists(st.booleans(), max_size=4),
        space=st.sampled_from(["", " ", "\n", "\r\n\t"]), cut=st.integers(0, 3))
@@ -251,12 +258,12 @@ def _query_body(body: bytes) -> bytes:
     return body
 
 
-_REAL = [k for k in BODIES if not k.startswith("a large") and "recursion" not in k]
+_REAL = [k for k in BODIES if not k.startswith("a large") and "recursion" not in k
+         and k not in ("a space", "a JSON number", "truncated to one byte", "a JSON string B",
+                       "a NUL byte", "a lone surrogate")]  # (those: decode alone)
 #: the botocore wire only checks an answer with ``decode`` (botocore's parser reads it):
 #: the cases where that check may refuse, or where the wires might part
-_BOTO = ["plain B", "escaped B", "B not base64 at depth", "null in an item", "a UTF-8 BOM",
-         "a key named B holding B", "whitespace and newlines", "truncated in a tag",
-         "non-JSON HTML", "Count 1e999", "invalid UTF-8"]
+_BOTO = ["plain B", "escaped B", "B not base64 at depth", "a UTF-8 BOM", "truncated in a tag"]
 
 
 @pytest.mark.parametrize(("name", "wire"), [(k, "dynaorm") for k in _REAL]
@@ -305,9 +312,9 @@ def _searched(body: bytes, wire: str, kind: str = "sync") -> tuple[Any, ...]:
     return outcome(go)
 
 
-@pytest.mark.parametrize(("wire", "kind"), [("dynaorm", "sync"), ("dynaorm", "async"),
-                                            ("botocore", "sync")])
-@pytest.mark.parametrize("name", list(SEARCHES))
+@pytest.mark.parametrize(("name", "wire", "kind"), [
+    *((k, "dynaorm", kind) for k in SEARCHES for kind in ("sync", "async")),
+    *((k, "botocore", "sync") for k in ("plain", "an escaped B", "a B not base64"))])
 def test_a_search_reads_what_the_old_code_read(name: str, wire: str, kind: str) -> None:
     body = ('{"SearchResults":[' + SEARCHES[name] + "]}").encode()
     assert docs.name  # (the shared vector table of tests/support/vector_models.py)
