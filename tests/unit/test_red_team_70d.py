@@ -370,3 +370,43 @@ def test_a_null_item_member_is_a_dynaorm_error(how: str, wire: str, fast: bool) 
         got = _read(body if how == "get" else _query_body(body), wire, how, fast)
     assert got[0] == "value" or issubclass(getattr(dynaorm_errors, got[1], TypeError),
                                            dynaorm_errors.DynaormError), got
+
+
+# -- error answers: decoded the same way (a refused write's Item, a cancelled transaction's) --
+_CCF = '{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",'
+_TCE = '{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",'
+ERRORS = {
+    "a refused write's Item, B and null": _CCF + '"message":"no","Item":{"pk":{"S":"a"},'
+                                          '"b":{"B":"AAE="},"n":null}}',
+    "its Item, an escaped B alone": _CCF + '"message":"no","Item":{"c":{"\\u0042":"AAE="}}}',
+    "its Item, a B not base64": _CCF + '"message":"no","Item":{"b":{"B":"A"}}}',
+    "a null message": _CCF + '"message":null,"Message":"M"}',
+    "cancellation reasons, null and B deep": _TCE + '"Message":"x","CancellationReasons":['
+                                             '{"Code":"None","Message":null},{"Code":'
+                                             '"ConditionalCheckFailed","Item":{"m":'
+                                             + _deep(20, '{"BS":["AAE="]}') + '}}]}',
+    "spaced, with a BOM": "\ufeff" + _CCF.replace(",", " ,\n") + '"message":"x"}',
+    "a JSON list": '[{"B":"AAE="}]',
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_an_error_answer_reads_as_the_old_code_read_it(name: str) -> None:
+    body = ERRORS[name].encode()
+
+    def refused() -> tuple[Any, ...]:
+        with serving(lambda n, request: Reply(answer(body, status="400 Bad Request"))) as server:
+            db = client(server.url, "dynaorm")
+            try:
+                db.send("PutItem", {"TableName": "t", "Item": {"pk": {"S": "a"}}})
+            except Exception as exc:  # (any: compared whole)
+                seen = {k: v for k, v in vars(exc).items() if k != "response"}
+                return type(exc).__name__, str(exc), seen
+            finally:
+                db.close()
+        return ("answered",)
+    with _decoding(old=False):
+        new = refused()
+    with _decoding(old=True):
+        old = refused()
+    assert new[0] != "answered" and new == old
