@@ -28,17 +28,19 @@ import threading
 import weakref
 from typing import Any, NamedTuple
 
-from dynaorm._types import Item
-from dynaorm.errors import DynaormError
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.keys import key_av
 from dynaorm.values.records import Put, Role
 
 __all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
-           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
+           "refuse_ruled", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
+           "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -161,9 +163,32 @@ def ruled_over(spec: Any, item: Item) -> bool:
     """Whether ``item``, whose key may fit the key templates of ``spec``'s entity, is a
     rule's row instead: its key fits a rule row kind narrower than them (an audit row
     ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``)."""
+    return _ruling(spec, item) is not None
+
+
+def _ruling(spec: Any, item: Item) -> RuleRow | None:
+    """The rule row kind that claims ``item`` over ``spec``'s entity (:func:`ruled_over`)."""
     table = spec.table
-    return any(_row_fits(table, r, item) and _narrower(_pairs(r, spec))
-               for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__))
+    return next((r for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__)
+                 if _row_fits(table, r, item) and _narrower(_pairs(r, spec))), None)
+
+
+def refuse_ruled(spec: Any, key: PlainKey) -> None:
+    """Refuse ``key``, a key ``spec``'s entity renders for an object, where a rule's row
+    kind claims it (:func:`ruled_over`): reads would tell the item stored there as the
+    rule's (a ``Ledger`` keyed ``AUDIT#{kind}#{ref}`` with ``kind="ORDER"``, where an
+    audit rule writes ``AUDIT#ORDER#{oid}`` rows), so a save would be told it stored a
+    ``Ledger`` that no read returns. Asked on a table without a type attribute (with
+    one, the stored type name tells them apart)."""
+    row = _ruling(spec, {attr: key_av(text) for attr, text in key.items()})
+    if row is not None:
+        shown = (row.pk.source if row.pk else None, row.sk.source if row.sk else None)
+        raise KeyTemplateError(
+            f"{spec.name}: the key {dict(key)!r} fits the rows rule {row.rule!r} adds to "
+            f"{row.entity.__name__}'s writes {shown!r}, narrower than {spec.name}'s key "
+            f"templates; table {spec.table.name!r} has no type attribute, so an item so "
+            f"keyed is read as the rule's, never as a {spec.name} (choose other key values, "
+            "or give the table a type attribute)")
 
 
 def check_rule_rows(spec: Any) -> None:
