@@ -410,7 +410,7 @@ class EntitySpec:
         Powertools record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an
         entity's)."""
         return own_row(self.table, item) or any(
-            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item)
+            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item) is not None
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates

@@ -159,15 +159,10 @@ def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
     return all(b.covers(a) for a, b in pairs) and not all(a.covers(b) for a, b in pairs)
 
 
-def ruled_over(spec: Any, item: Item) -> bool:
-    """Whether ``item``, whose key may fit the key templates of ``spec``'s entity, is a
-    rule's row instead: its key fits a rule row kind narrower than them (an audit row
-    ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``)."""
-    return _ruling(spec, item) is not None
-
-
-def _ruling(spec: Any, item: Item) -> RuleRow | None:
-    """The rule row kind that claims ``item`` over ``spec``'s entity (:func:`ruled_over`)."""
+def ruled_over(spec: Any, item: Item) -> RuleRow | None:
+    """The rule row kind ``item``, whose key may fit the key templates of ``spec``'s
+    entity, is a row of instead: its key fits a rule row kind narrower than them (an
+    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none."""
     table = spec.table
     return next((r for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__)
                  if _row_fits(table, r, item) and _narrower(_pairs(r, spec))), None)
@@ -175,20 +170,18 @@ def _ruling(spec: Any, item: Item) -> RuleRow | None:
 
 def refuse_ruled(spec: Any, key: PlainKey) -> None:
     """Refuse ``key``, a key ``spec``'s entity renders for an object, where a rule's row
-    kind claims it (:func:`ruled_over`): reads would tell the item stored there as the
+    kind claims it (:func:`ruled_over`): reads would take the item stored there for the
     rule's (a ``Ledger`` keyed ``AUDIT#{kind}#{ref}`` with ``kind="ORDER"``, where an
     audit rule writes ``AUDIT#ORDER#{oid}`` rows), so a save would be told it stored a
     ``Ledger`` that no read returns. Asked on a table without a type attribute (with
     one, the stored type name tells them apart)."""
-    row = _ruling(spec, {attr: key_av(text) for attr, text in key.items()})
+    row = ruled_over(spec, {attr: key_av(text) for attr, text in key.items()})
     if row is not None:
-        shown = (row.pk.source if row.pk else None, row.sk.source if row.sk else None)
         raise KeyTemplateError(
-            f"{spec.name}: the key {dict(key)!r} fits the rows rule {row.rule!r} adds to "
-            f"{row.entity.__name__}'s writes {shown!r}, narrower than {spec.name}'s key "
-            f"templates; table {spec.table.name!r} has no type attribute, so an item so "
-            f"keyed is read as the rule's, never as a {spec.name} (choose other key values, "
-            "or give the table a type attribute)")
+            f"{spec.name}: the key {key!r} fits the rows rule {row.rule!r} adds to "
+            f"{row.entity.__name__}'s writes ({row.pk}, {row.sk}); table {spec.table.name!r} "
+            "has no type attribute, so reads would take it for the rule's (choose other key "
+            "values, or give the table a type attribute)")
 
 
 def check_rule_rows(spec: Any) -> None:

@@ -488,9 +488,10 @@ def test_a_write_at_a_key_a_rule_row_claims_is_refused_before_sending(
     """A ledger keyed where the audit rule writes its rows (``AUDIT#ORDER#1``), on a
     table without a type attribute: its save (sync, async, ``save_many``), an update by
     its key and a delete by the key of an audit row are refused before anything is sent,
-    naming the rule and the key, and the table holds what it held (the save was stored,
-    told it was, and never read back; the delete removed the audit row). With a type
-    attribute the stored type name tells them apart: the save is read back."""
+    naming the rule and the key (a get by it too: no ledger can be there), and the table
+    holds what it held (the save was stored, told it was, and never read back; the delete
+    removed the audit row). With a type attribute the stored type name tells them apart:
+    the save is read back."""
     from dynaorm.aio.session import AsyncSession
     from dynaorm.errors import KeyTemplateError
 
@@ -512,11 +513,12 @@ def test_a_write_at_a_key_a_rule_row_claims_is_refused_before_sending(
         s = Session(table)
         writes = [lambda: s.save(obj), lambda: AsyncSession(table).save(obj),
                   lambda: s.save_many([obj]), lambda: s.update(ledger, **at).set(amount=2),
-                  lambda: s.delete(ledger(**at))]
+                  lambda: s.delete(ledger(**at)), lambda: s.get(ledger, **at)]
         for write in writes:
             with pytest.raises(KeyTemplateError, match=r"Red73Ledger: the key \{'pk': "
                                r"'AUDIT#ORDER#1', 'sk': .* fits the rows rule 'red73-audit' "
-                               r"adds to Red73AuditedOrder's writes \('AUDIT#ORDER#\{oid\}'"):
+                               r"adds to Red73AuditedOrder's writes \(AUDIT#ORDER#\{oid\}, "
+                               r"None\); table .* has no type attribute"):
                 write()
         s.commit()
         assert sorted(json.dumps(i, sort_keys=True) for i in table.db.send(
