@@ -86,6 +86,10 @@ LANDED = 160_974
 #: and its refusal at definition): +713, no module it could go in apart. Raised by exactly
 #: that; it falls from here.
 LANDED = 161_687
+#: issue 73's red team of the ranking (rank2): a write whose rendered key a rule's row kind
+#: claims (ranked on its partition key alone) is refused where keys render
+#: (``EntitySpec.primary_key``, ``unclaimed.refuse_ruled``): +95. Raised by exactly that.
+LANDED = 161_782
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -44,7 +44,7 @@ from dynaorm.schema.rules.versioned import (
 )
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
-from dynaorm.schema.unclaimed import check_rule_rows, ruled_over
+from dynaorm.schema.unclaimed import check_rule_rows, refuse_ruled, ruled_over
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -318,6 +318,8 @@ class EntitySpec:
             if self.versioned:
                 sk = version_sk(sk, version)
             key[self.table.sk] = sk
+        if self.table.type_attribute is None:
+            refuse_ruled(self, key)  # (a key a rule's rows claim: never read back as ours)
         return key
 
     def key_values(self, key: Mapping[str, Any]) -> dict[str, Any]:
@@ -408,7 +410,7 @@ class EntitySpec:
         Powertools record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an
         entity's)."""
         return own_row(self.table, item) or any(
-            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item)
+            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item) is not None
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates

@@ -28,17 +28,19 @@ import threading
 import weakref
 from typing import Any, NamedTuple
 
-from dynaorm._types import Item
-from dynaorm.errors import DynaormError
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.keys import key_av
 from dynaorm.values.records import Put, Role
 
 __all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
-           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
+           "refuse_ruled", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
+           "unclaimed_shape"]
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -157,13 +159,29 @@ def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
     return all(b.covers(a) for a, b in pairs) and not all(a.covers(b) for a, b in pairs)
 
 
-def ruled_over(spec: Any, item: Item) -> bool:
-    """Whether ``item``, whose key may fit the key templates of ``spec``'s entity, is a
-    rule's row instead: its key fits a rule row kind narrower than them (an audit row
-    ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``)."""
+def ruled_over(spec: Any, item: Item) -> RuleRow | None:
+    """The rule row kind ``item``, whose key may fit the key templates of ``spec``'s
+    entity, is a row of instead: its key fits a rule row kind narrower than them (an
+    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none."""
     table = spec.table
-    return any(_row_fits(table, r, item) and _narrower(_pairs(r, spec))
-               for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__))
+    return next((r for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__)
+                 if _row_fits(table, r, item) and _narrower(_pairs(r, spec))), None)
+
+
+def refuse_ruled(spec: Any, key: PlainKey) -> None:
+    """Refuse ``key``, a key ``spec``'s entity renders for an object, where a rule's row
+    kind claims it (:func:`ruled_over`): reads would take the item stored there for the
+    rule's (a ``Ledger`` keyed ``AUDIT#{kind}#{ref}`` with ``kind="ORDER"``, where an
+    audit rule writes ``AUDIT#ORDER#{oid}`` rows), so a save would be told it stored a
+    ``Ledger`` that no read returns. Asked on a table without a type attribute (with
+    one, the stored type name tells them apart)."""
+    row = ruled_over(spec, {attr: key_av(text) for attr, text in key.items()})
+    if row is not None:
+        raise KeyTemplateError(
+            f"{spec.name}: the key {key!r} fits the rows rule {row.rule!r} adds to "
+            f"{row.entity.__name__}'s writes ({row.pk}, {row.sk}); table {spec.table.name!r} "
+            "has no type attribute, so reads would take it for the rule's (choose other key "
+            "values, or give the table a type attribute)")
 
 
 def check_rule_rows(spec: Any) -> None:

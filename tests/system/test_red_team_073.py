@@ -7,6 +7,7 @@ Local. What does not hold is a strict xfail naming the defect."""
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Iterator
@@ -479,6 +480,49 @@ def test_reads_of_the_entity_never_return_a_rule_row_and_check_is_clean(
         assert [(x.kind, x.amount) for x in s.scan(ledger)] == [("K", 5)]
         assert list(s.query(ledger, kind="ORDER", ref="1")) == []
         assert check_table(table).problems == []
+
+
+@pytest.mark.parametrize("label", ["typed", "untyped"])
+def test_a_write_at_a_key_a_rule_row_claims_is_refused_before_sending(
+        db: TestBackend, ruled: dict[str, Any], label: str) -> None:
+    """A ledger keyed where the audit rule writes its rows (``AUDIT#ORDER#1``), on a
+    table without a type attribute: its save (sync, async, ``save_many``), an update by
+    its key and a delete by the key of an audit row are refused before anything is sent,
+    naming the rule and the key (a get by it too: no ledger can be there), and the table
+    holds what it held (the save was stored, told it was, and never read back; the delete
+    removed the audit row). With a type attribute the stored type name tells them apart:
+    the save is read back."""
+    from dynaorm.aio.session import AsyncSession
+    from dynaorm.errors import KeyTemplateError
+
+    table, audited, ledger = ruled[label]
+    with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
+        with Session(table) as s:
+            s.save(audited(oid="1"))
+        held = sorted(json.dumps(i, sort_keys=True) for i in table.db.send(
+            "Scan", {"TableName": table.name})["Items"])
+        [audit] = [i for i in held if "AUDIT#" in i]
+        at = {"kind": "ORDER", "ref": "1", "what": "insert", "a": "ORDER",
+              "b": json.loads(audit)["sk"]["S"].split("#")[2]}
+        obj = ledger(**{**at, "what": "w"}, amount=1)
+        if label == "typed":
+            with Session(table) as s:
+                s.save(obj)
+            assert Session(table).get(ledger, **{**at, "what": "w"}) == obj
+            return
+        s = Session(table)
+        writes = [lambda: s.save(obj), lambda: AsyncSession(table).save(obj),
+                  lambda: s.save_many([obj]), lambda: s.update(ledger, **at).set(amount=2),
+                  lambda: s.delete(ledger(**at)), lambda: s.get(ledger, **at)]
+        for write in writes:
+            with pytest.raises(KeyTemplateError, match=r"Red73Ledger: the key \{'pk': "
+                               r"'AUDIT#ORDER#1', 'sk': .* fits the rows rule 'red73-audit' "
+                               r"adds to Red73AuditedOrder's writes \(AUDIT#ORDER#\{oid\}, "
+                               r"None\); table .* has no type attribute"):
+                write()
+        s.commit()
+        assert sorted(json.dumps(i, sort_keys=True) for i in table.db.send(
+            "Scan", {"TableName": table.name})["Items"]) == held
 
 
 def _keyed(home: Any, name: str, pk: str, sk: str, **meta: Any) -> type[Any]:

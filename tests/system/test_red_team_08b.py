@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import dynaorm.mcp
-from dynaorm import Entity, IdempotencyMismatchError, Session, Table
+from dynaorm import DynaormError, Entity, IdempotencyMismatchError, Session, Table
 from dynaorm.aio.session import AsyncSession
 from dynaorm.errors import KeyTemplateError
 from dynaorm.mcp.server import prepare
@@ -431,3 +431,68 @@ def test_an_entity_beside_a_rule_row_kind_is_ranked_or_refused(moto: None, pk: s
             assert check_table(home).problems == []
     finally:
         RULES.pop(Red73Audit.name, None)
+
+
+# -- 5. a save that succeeds is read back: never claimed by a rule's row kind ---------------
+_part = st.one_of(st.sampled_from(["ORDER", "AUDIT", "insert", "update", "delete", "1",
+                                   "000000", "K", "w"]),
+                  st.text(st.sampled_from("ORDE1a-|#"), min_size=1, max_size=5))
+
+
+@pytest.fixture(scope="module")
+def ledgers(moto: None) -> Iterator[dict[str, tuple[Table, Any, Any]]]:
+    """The ``ruled`` shapes of the red team of r73 (moto): on a table with and one without a
+    type attribute, an audited order whose rule writes ``AUDIT#ORDER#{oid}`` /
+    ``<what>#ORDER#<n>`` rows (no sort key shape of its own), and a ledger keyed
+    ``AUDIT#{kind}#{ref}`` / ``{what}#{a}#{b}``, wider than those rows."""
+    from dynaorm.schema.rules import RULES, register_rule
+    from tests.system.test_red_team_073 import Red73Audit, _keyed
+
+    register_rule(Red73Audit)
+    try:
+        made = {}
+        for label, attr in (("typed", "_type"), ("untyped", None)):
+            home = Table(f"red08b-ledger-{label}", type_attribute=attr)
+            made[label] = (home, _keyed(home, "Red73AuditedOrder", "ORDER#{oid}", "ORDER"),
+                           _keyed(home, "Red08bLedger", "AUDIT#{kind}#{ref}",
+                                  "{what}#{a}#{b}"))
+        with use_tables(*(m[0] for m in made.values()), name_suffix=worker_suffix()):
+            yield made
+    finally:
+        RULES.pop(Red73Audit.name, None)
+
+
+@settings(_QUICK, max_examples=60)
+@given(label=st.sampled_from(["typed", "untyped"]), oid=_part,
+       values=st.fixed_dictionaries({k: _part for k in ("kind", "ref", "what", "a", "b")}))
+@example(label="untyped", oid="1", values={"kind": "ORDER", "ref": "1", "what": "w",
+                                           "a": "a", "b": "b"})
+@example(label="untyped", oid="1", values={"kind": "ORDER", "ref": "1", "what": "insert",
+                                           "a": "ORDER", "b": "000000"})
+def test_a_save_that_succeeds_is_read_back_by_get_and_by_a_scan(
+        ledgers: dict[str, tuple[Table, Any, Any]], label: str, oid: str,
+        values: dict[str, str]) -> None:
+    """For any key values (the rule's own kind ``ORDER``, its ``insert``/``delete`` sort
+    keys, separators): a ledger save that succeeds is read back by a get and returned by
+    a scan of the ledger, and the audit rows the rule writes beside it stay the rule's
+    (``Red73Ledger`` keyed ``AUDIT#ORDER#1``/``w#a#b`` on a table without a type
+    attribute was stored, told it was, and never read back: the rule's row kind, ranked
+    on its partition key alone, claimed it)."""
+    from dynaorm.tools.check import check_table
+
+    home, audited, ledger = ledgers[label]
+    try:
+        with Session(home) as s:
+            s.save(audited(oid=oid))
+    except DynaormError:
+        pass  # (an order id no key holds)
+    try:
+        obj = ledger(**values)
+        with Session(home) as s:
+            s.save(obj)
+    except DynaormError:  # (refused: a key the rule claims, or one stored already)
+        return
+    s = Session(home)
+    assert s.get(ledger, **values) == obj
+    assert obj in s.scan(ledger).all()
+    assert check_table(home).problems == []
