@@ -5,8 +5,10 @@ made from the entity's fields, and the write tools of the entities an operator a
 
 A tool runs through a :class:`~dynaorm.Session` made for its call (scoped when the server
 is), so every rule, guard, version and outcome holds as for any caller; its result is
-plain JSON: entities by their fields (encrypted fields left out), pages with their opaque
-cursors, hits with their scores. :func:`run` is the one place a call is executed
+plain JSON: entities by their fields (encrypted fields left out, ``bytes`` as base64
+text: :func:`dump`; arguments' base64 decoded: :func:`decoded`), pages with their opaque
+cursors, hits with their scores. An adapter's own rows (``__dynaorm_internal__``) get no
+tools. :func:`run` is the one place a call is executed
 (:func:`run_read`: a get or find by an ``AsyncSession``, the same protocol).
 """
 
