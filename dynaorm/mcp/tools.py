@@ -493,8 +493,8 @@ def _decode(schema: Any, value: Any, defs: Mapping[str, Any], at: tuple[str, ...
         return _bytes_of(value, at)
     choices = schema.get("anyOf") or schema.get("oneOf")
     if choices:
-        fitting = [c for c in choices if _fits(_resolved(c, defs), value)]
-        return _decode(fitting[0], value, defs, at) if len(fitting) == 1 else value
+        picked = _choice(schema, choices, value, defs)
+        return value if picked is None else _decode(picked, value, defs, at)
     if isinstance(value, dict):
         props, more = schema.get("properties", {}), schema.get("additionalProperties")
         return {k: _decode(props.get(k, more), v, defs, (*at, k)) for k, v in value.items()}
@@ -505,18 +505,37 @@ def _decode(schema: Any, value: Any, defs: Mapping[str, Any], at: tuple[str, ...
     return value
 
 
+def _choice(schema: Mapping[str, Any], choices: Sequence[Any], value: Any,
+            defs: Mapping[str, Any]) -> Any:
+    """The choice of a union that takes ``value``: the one its discriminator names, else
+    the one choice of ``value``'s JSON type (``None``: none, or more than one)."""
+    tag = schema.get("discriminator")
+    if isinstance(tag, Mapping) and isinstance(value, dict):
+        named = tag.get("mapping", {}).get(str(value.get(tag.get("propertyName", ""))))
+        if named is not None:
+            return {"$ref": named}
+    fitting = [c for c in choices if _fits(_resolved(c, defs), value)]
+    return fitting[0] if len(fitting) == 1 else None
+
+
 _JSON_KINDS: dict[str, tuple[type, ...]] = {
     "string": (str,), "object": (dict,), "array": (list,), "null": (type(None),),
     "boolean": (bool,), "integer": (int,), "number": (int, float)}
 
 
 def _fits(schema: Any, value: Any) -> bool:
-    """Whether a choice of a union may take ``value`` by its JSON type (one without a
-    type: it may)."""
-    kind = schema.get("type") if isinstance(schema, Mapping) else None
+    """Whether a choice of a union may take ``value``: by its JSON type (one without a
+    type: it may), an object's constant fields (a ``Literal`` tag) by their values."""
+    if not isinstance(schema, Mapping):
+        return True
+    kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
-    return kind is None or any(isinstance(value, _JSON_KINDS.get(str(k), (object,)))
-                               for k in kinds)
+    if kind is not None and not any(isinstance(value, _JSON_KINDS.get(str(k), (object,)))
+                                    for k in kinds):
+        return False
+    props = schema.get("properties", {}) if isinstance(value, dict) else {}
+    return all(n not in value or value[n] == p["const"] for n, p in props.items()
+               if isinstance(p, Mapping) and "const" in p)
 
 
 #: base64 text to bytes as pydantic reads it (``val_json_bytes="base64"``): either
