@@ -71,6 +71,7 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
                                  "__qualname__": f"{name}.Meta"})
         return type(name, (Entity,), {
             "__module__": __name__, "__qualname__": name, "Meta": meta,
+            "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
             **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
                 **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),

@@ -92,7 +92,7 @@ def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
                              "expires": datetime | None}
     body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
                             "__annotations__": hints, "Meta": type("Meta", (), meta),
-                            "ttl_minutes": None,
+                            "ttl_minutes": None, "__dynaorm_internal__": True,
                             "expires": Field(None, serialization_alias=table.ttl)}
     if vector := _vector(table, fields):
         hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]

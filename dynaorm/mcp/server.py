@@ -106,7 +106,8 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     ``embed`` turns text into a vector), and ``explain``; writes (``save_<entity>``,
     ``update_<entity>`` with the version as If-Match, ``delete_<entity>``) only for the
     entities named in ``writes``, each taking an ``idempotency_key``. Results are JSON
-    (encrypted fields left out; pages with opaque cursors); a dynaorm error is a tool
+    (encrypted fields left out; ``bytes`` as base64 text, as arguments take them; pages
+    with opaque cursors); a dynaorm error is a tool
     error with its message. The model is the resource ``dynaorm://model``.
 
     ``scope``: ``{"tenant_id": "t1"}`` holds every call to that tenant (a scoped

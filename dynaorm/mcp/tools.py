@@ -5,20 +5,25 @@ made from the entity's fields, and the write tools of the entities an operator a
 
 A tool runs through a :class:`~dynaorm.Session` made for its call (scoped when the server
 is), so every rule, guard, version and outcome holds as for any caller; its result is
-plain JSON: entities by their fields (encrypted fields left out), pages with their opaque
-cursors, hits with their scores. :func:`run` is the one place a call is executed
+plain JSON: entities by their fields (encrypted fields left out, ``bytes`` as base64
+text: :func:`dump`; arguments' base64 decoded: :func:`decoded`), pages with their opaque
+cursors, hits with their scores. An adapter's own rows (``__dynaorm_internal__``) get no
+tools. :func:`run` is the one place a call is executed
 (:func:`run_read`: a get or find by an ``AsyncSession``, the same protocol).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema, to_jsonable_python
 from pydantic_core.core_schema import ErrorType
 
 from dynaorm.client.table import Table
@@ -41,7 +46,8 @@ if TYPE_CHECKING:
     from dynaorm.aio.session import AsyncSession
 
 __all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
-           "ToolError", "check_arguments", "dump", "message_of", "run", "run_read", "tools_of"]
+           "ToolError", "check_arguments", "decoded", "dump", "message_of", "run", "run_read",
+           "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
 MAX_ARGUMENT_BYTES = 512 * 1024
@@ -78,13 +84,34 @@ def _hidden(entity: type[Entity]) -> frozenset[str]:
 
 
 def dump(obj: Entity) -> dict[str, Any]:
-    """``obj`` as JSON-ready data, its encrypted fields left out."""
-    return obj.model_dump(mode="json", exclude=set(_hidden(type(obj))))
+    """``obj`` as JSON-ready data, its encrypted fields left out, each ``bytes`` value
+    (nested, in a set, anywhere) as base64 text (RFC 4648, padded), never as UTF-8."""
+    data = obj.model_dump(mode="python", exclude=set(_hidden(type(obj))))
+    return dict(to_jsonable_python(_base64(data)))
+
+
+def _base64(value: Any) -> Any:
+    """``value`` (a model's Python dump) with every ``bytes`` in it as base64 text."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {_base64(k): _base64(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_base64(v) for v in value]
+    return value
+
+
+class _Base64Bytes(GenerateJsonSchema):
+    """The JSON Schema of a model whose ``bytes`` travel as base64 text (its bounds are
+    of the bytes: the entity checks them once the text is decoded)."""
+
+    def bytes_schema(self, schema: core_schema.BytesSchema) -> JsonSchemaValue:
+        return {"type": "string", "contentEncoding": "base64"}
 
 
 def _field_schemas(entity: type[Entity]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Each field's JSON Schema (from the model) and the schema's shared ``$defs``."""
-    schema = entity.model_json_schema()
+    schema = entity.model_json_schema(schema_generator=_Base64Bytes)
     props: dict[str, Any] = schema.get("properties", {})
     by_name = {}
     for name, info in entity.model_fields.items():
@@ -197,11 +224,17 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
     if unknown:
         raise DynaormError(f"writes= names no entity of table {table.name!r}: "
                            f"{sorted(unknown)} (its entities: {sorted(table.entities)})")
+    internal = sorted(n for n in allowed if not _offered(table.entities[n]))
+    if internal:
+        raise DynaormError(f"writes= names {internal}: rows an adapter keeps for itself "
+                           "(__dynaorm_internal__), which get no tools")
     scoped = frozenset(scope)
     out: dict[str, Tool] = {}
     for name in sorted(table.entities):
         entity = table.entities[name]
         spec = spec_of(entity)
+        if not _offered(entity):
+            continue
         if scoped and not _coverable(spec, scoped):
             continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
@@ -217,6 +250,13 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
                                    "arguments": {"type": "object"}}, ["tool"], {}),
                           Entity, "explain")
     return out
+
+
+def _offered(entity: type[Entity]) -> bool:
+    """Whether ``entity`` gets tools: not rows an adapter keeps for itself, whose class
+    declares ``__dynaorm_internal__ = True`` (dynaorm.langgraph's checkpoints, pending
+    writes and memories: the adapter's storage, not the application's model)."""
+    return not getattr(entity, "__dynaorm_internal__", False)
 
 
 def _coverable(spec: Any, scoped: frozenset[str]) -> bool:
@@ -331,7 +371,7 @@ async def run_read(tool: Tool, args: dict[str, Any], session: AsyncSession,
     """A get or find tool (:data:`KEYED_READS`) with ``args`` (checked against its schema)
     run by ``session``: what :func:`run` answers, without a blocking call (the session's
     own protocol, the one a :class:`~dynaorm.Session` runs)."""
-    keys = _scoped_args(args, scope, tool.keys)
+    keys = _scoped_args(decoded(tool, args), scope, tool.keys)
     call = session.get if tool.kind == "get" else session.find
     return _found(await call(tool.entity, **{n: keys[n] for n in tool.keys if n in keys}))
 
@@ -340,7 +380,7 @@ def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str
           embed: Embed | None) -> Callable[[bool], Any]:
     """A function that runs ``tool`` (``explained=False``) or explains it (``True``)."""
     entity = tool.entity
-    args = _scoped_args(args, scope, [*tool.keys, *entity.model_fields])
+    args = _scoped_args(decoded(tool, args), scope, [*tool.keys, *entity.model_fields])
     keys = {n: args[n] for n in tool.keys if n in args}
     if tool.kind in ("get", "find"):
         def read(explained: bool) -> Any:
@@ -426,6 +466,92 @@ def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[st
     return write
 
 
+def decoded(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with each value ``tool``'s schema says is base64 (``contentEncoding``: a
+    ``bytes`` value, nested or not) decoded to ``bytes``, for the entity to validate as
+    any caller's; else :class:`ToolError` naming the argument. A string a union takes as
+    text too (``bytes | str``) is left as it is."""
+    schema = tool.input_schema
+    try:
+        return dict(_decode(schema, args, schema.get("$defs", {}), ()))
+    except ToolError as exc:
+        raise ToolError(f"{tool.name}: {exc}") from None
+
+
+def _resolved(schema: Any, defs: Mapping[str, Any]) -> Any:
+    while isinstance(schema, Mapping) and "$ref" in schema:
+        schema = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
+    return schema
+
+
+def _decode(schema: Any, value: Any, defs: Mapping[str, Any], at: tuple[str, ...]) -> Any:
+    """:func:`decoded` of ``value`` (at path ``at``) by ``schema``."""
+    schema = _resolved(schema, defs)
+    if not isinstance(schema, Mapping):
+        return value
+    if schema.get("contentEncoding") == "base64" and isinstance(value, str):
+        return _bytes_of(value, at)
+    choices = schema.get("anyOf") or schema.get("oneOf")
+    if choices:
+        picked = _choice(schema, choices, value, defs)
+        return value if picked is None else _decode(picked, value, defs, at)
+    if isinstance(value, dict):
+        props, more = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: _decode(props.get(k, more), v, defs, (*at, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        first = schema.get("prefixItems", [])
+        return [_decode(first[i] if i < len(first) else schema.get("items"), v, defs,
+                        (*at, str(i))) for i, v in enumerate(value)]
+    return value
+
+
+def _choice(schema: Mapping[str, Any], choices: Sequence[Any], value: Any,
+            defs: Mapping[str, Any]) -> Any:
+    """The choice of a union that takes ``value``: the one its discriminator names, else
+    the one choice of ``value``'s JSON type (``None``: none, or more than one)."""
+    tag = schema.get("discriminator")
+    if isinstance(tag, Mapping) and isinstance(value, dict):
+        named = tag.get("mapping", {}).get(str(value.get(tag.get("propertyName", ""))))
+        if named is not None:
+            return {"$ref": named}
+    fitting = [c for c in choices if _fits(_resolved(c, defs), value)]
+    return fitting[0] if len(fitting) == 1 else None
+
+
+_JSON_KINDS: dict[str, tuple[type, ...]] = {
+    "string": (str,), "object": (dict,), "array": (list,), "null": (type(None),),
+    "boolean": (bool,), "integer": (int,), "number": (int, float)}
+
+
+def _fits(schema: Any, value: Any) -> bool:
+    """Whether a choice of a union may take ``value``: by its JSON type (one without a
+    type: it may), an object's constant fields (a ``Literal`` tag) by their values."""
+    if not isinstance(schema, Mapping):
+        return True
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if kind is not None and not any(isinstance(value, _JSON_KINDS.get(str(k), (object,)))
+                                    for k in kinds):
+        return False
+    props = schema.get("properties", {}) if isinstance(value, dict) else {}
+    return all(n not in value or value[n] == p["const"] for n, p in props.items()
+               if isinstance(p, Mapping) and "const" in p)
+
+
+#: base64 text to bytes as pydantic reads it (``val_json_bytes="base64"``): either
+#: alphabet (standard, URL-safe), padding optional, nothing else
+_BASE64: TypeAdapter[bytes] = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
+
+
+def _bytes_of(text: str, at: tuple[str, ...]) -> bytes:
+    """The bytes base64 ``text`` holds, else :class:`ToolError` naming the argument."""
+    try:
+        return _BASE64.validate_json(json.dumps(text))
+    except ValidationError:
+        raise ToolError(f"argument {'/'.join(at)!r} must be base64 text (RFC 4648): it "
+                        "is not") from None
+
+
 def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Session,
              scope: Mapping[str, Any]) -> Any:
     target = tools.get(args["tool"])
@@ -460,7 +586,7 @@ _BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
     "minimum": lambda v, b: v >= b, "maximum": lambda v, b: v <= b,
     "minLength": lambda v, b: len(v) >= b, "maxLength": lambda v, b: len(v) <= b,
     "minItems": lambda v, b: len(v) >= b, "maxItems": lambda v, b: len(v) <= b}
-_PLAIN = frozenset({"type", "description", "title", *_BOUNDS})
+_PLAIN = frozenset({"type", "description", "title", "contentEncoding", *_BOUNDS})
 #: what a schema bounds a value by: (the check of :data:`_BOUNDS`, the bound)
 _Bounds = list[tuple[Callable[[Any, Any], bool], Any]]
 

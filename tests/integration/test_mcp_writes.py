@@ -10,6 +10,7 @@ name the argument, and cursors are opaque without a secret. Reads and the hostil
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -22,7 +23,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import Field, ValidationError, field_validator
+from mcp import Client
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 import dynaorm.mcp
 from dynaorm import (
@@ -99,6 +101,32 @@ class Badge(Entity):
     code: Encrypted[str]
 
 
+class Part(BaseModel):
+    """A value nested in an entity, holding bytes."""
+
+    name: str
+    raw: bytes
+
+
+class Parcel(Entity):
+    """``bytes`` wherever a model holds them: a field, a set, a list of models, a dict,
+    an optional, and a field taking text or bytes."""
+
+    class Meta:
+        table = kits
+        pk = "BOX#{box}"
+        sk = "PARCEL#{parcel_id}"
+
+    box: str
+    parcel_id: str
+    blob: bytes = b""
+    chunks: set[bytes] = Field(default_factory=set)
+    parts: list[Part] = Field(default_factory=list)
+    by_name: dict[str, bytes] = Field(default_factory=dict)
+    maybe: bytes | None = None
+    either: str | bytes = ""
+
+
 @pytest.fixture
 def kdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The kits and tenants tables, fresh."""
@@ -141,7 +169,7 @@ def _by_value(av: dict[str, Any]) -> Any:
         return {tag: Decimal(value)}
     if tag == "NS":
         return {tag: sorted(map(Decimal, value))}
-    if tag == "SS":
+    if tag in ("SS", "BS"):
         return {tag: sorted(value)}
     if tag == "L":
         return {tag: [_by_value(v) for v in value]}
@@ -154,10 +182,14 @@ def kit_raw(kit_id: str) -> dict[str, Any] | None:
     return raw(kits, pk=f"KIT#{kit_id}", sk="KIT")
 
 
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 # -- 1. an update goes through the entity ------------------------------------------------
 def test_an_update_converts_json_values_by_the_entitys_own_types(kdb: TestBackend) -> None:
     srv = dynaorm.mcp.server(kits, writes=["Kit"])
-    values = {"price": 12.5, "tags": ["b", "a"], "blob": "hi", "sizes": [3, 1],
+    values = {"price": 12.5, "tags": ["b", "a"], "blob": b64(b"\xffhi"), "sizes": [3, 1],
               "expires": "2031-02-03T04:05:06Z", "count": 7, "version": 4}
     saved, updated, read = call(srv, ("save_kit", {"item": {"kit_id": "k1"}}),
                                 ("update_kit", {"kit_id": "k1", "set": values}),
@@ -171,8 +203,9 @@ def test_an_update_converts_json_values_by_the_entitys_own_types(kdb: TestBacken
                                                      tzinfo=UTC).timestamp()))}
     assert item["version"] == {"N": "4"}  # (a field like another)
     assert ok(updated)["item"] == ok(read)["item"]
+    assert ok(read)["item"]["blob"] == values["blob"]  # (base64 both ways)
     with Session(kits) as s:  # the same values saved by a caller: the same item
-        s.save(Kit(kit_id="k2", **values))
+        s.save(Kit(kit_id="k2", **{**values, "blob": b"\xffhi"}))
     assert values_of(kit_raw("k2")) == values_of(item)
 
 
@@ -202,7 +235,9 @@ FIELD_VALUES = {
     "price": st.one_of(st.integers(-999, 999), st.decimals(-999, 999, places=2).map(str),
                        st.floats(-999, 999, width=32), JSON),
     "tags": st.one_of(st.lists(st.text(min_size=1, max_size=4), max_size=3), JSON),
-    "blob": st.one_of(st.text(max_size=6), JSON),
+    "blob": st.one_of(st.binary(max_size=8).map(b64), st.binary(max_size=8).map(
+        lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")), st.text(max_size=6),
+        JSON),
     "expires": st.one_of(st.none(), st.datetimes(
         min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1),
         timezones=st.just(UTC)).map(datetime.isoformat), JSON),
@@ -213,9 +248,16 @@ FIELD_VALUES = {
 }
 
 
+#: base64 text read as pydantic reads it (the rule the MCP tools document)
+BASE64 = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
+
+
 def _saved_by_a_caller(kit_id: str, values: dict[str, Any]) -> tuple[bool, Any]:
-    """A caller's save of ``values`` (as JSON gives them): stored, or refused."""
+    """A caller's save of ``values`` (as JSON gives them, ``blob`` as base64 text):
+    stored, or refused."""
     try:
+        if isinstance(values.get("blob"), str):
+            values = {**values, "blob": BASE64.validate_json(json.dumps(values["blob"]))}
         with Session(kits) as s:
             s.save(Kit(kit_id=kit_id, **values))
     except (ValidationError, DynaormError):
@@ -251,6 +293,97 @@ def test_the_write_tools_store_what_a_save_stores_and_refuse_what_it_refuses(
         assert values_of(kit_raw(f"upd-{n}")) == expected, values
     else:
         assert values_of(kit_raw(f"upd-{n}")) == base
+
+
+# -- 1b. bytes travel as base64 ---------------------------------------------------------
+NOT_UTF8 = b"\x93\xa1m\xc4\x02\xff\x00"
+
+
+def _parcel(parcel_id: str) -> Parcel:
+    return Parcel(box="b", parcel_id=parcel_id, blob=NOT_UTF8, chunks={b"\x80", b"\xfe\xff"},
+                  parts=[Part(name="p", raw=b"\xc3\x28")], by_name={"k": b"\xa0\xa1"},
+                  maybe=b"\xf0\x28\x8c\x28", either="text")
+
+
+def parcel_raw(parcel_id: str) -> dict[str, Any] | None:
+    return raw(kits, pk="BOX#b", sk=f"PARCEL#{parcel_id}")
+
+
+def _canonical(item: Any) -> Any:
+    """A raw item's values, comparable whatever the engine (sets in any order; nested
+    maps' attributes in any order)."""
+    values = {k: v for k, v in (values_of(item) or {}).items() if k != "parcel_id"}
+    return json.dumps(values, sort_keys=True, default=repr)
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_bytes_travel_as_base64_in_results_arguments_and_schemas(
+        kdb: TestBackend, threads: bool) -> None:
+    """Bytes that are no UTF-8 (a field, a set, nested in a list of models and a dict, an
+    optional) read back as base64 text through a get (on the event loop by an
+    AsyncSession, or by a Session) and a query; what a get answers, saved by the save
+    tool, is stored exactly as a caller's save of the entity stores it; the schemas say
+    base64."""
+    with Session(kits) as s:
+        s.save(_parcel("p1"))
+    srv = dynaorm.mcp.server(kits, writes=["Parcel"], threads=threads)
+    got, page = call(srv, ("get_parcel", {"box": "b", "parcel_id": "p1"}),
+                     ("query_parcel", {"box": "b"}))
+    item = ok(got)["item"]
+    assert item["blob"] == b64(NOT_UTF8) and item["maybe"] == b64(b"\xf0\x28\x8c\x28")
+    assert sorted(item["chunks"]) == sorted([b64(b"\x80"), b64(b"\xfe\xff")])
+    assert item["parts"] == [{"name": "p", "raw": b64(b"\xc3\x28")}]
+    assert item["by_name"] == {"k": b64(b"\xa0\xa1")} and item["either"] == "text"
+    assert ok(page)["items"] == [item]
+    [saved] = call(srv, ("save_parcel", {"item": {**item, "parcel_id": "p2"}}))
+    assert ok(saved)["item"] == {**item, "parcel_id": "p2"}
+    with Session(kits) as s:
+        s.save(_parcel("p3"))
+    assert _canonical(parcel_raw("p2")) == _canonical(parcel_raw("p3"))
+    assert _canonical(parcel_raw("p2")) == _canonical(parcel_raw("p1"))
+
+    async def listed() -> Any:
+        async with Client(srv) as client:
+            return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+    schemas = asyncio.run(listed())
+    props = schemas["save_parcel"]["properties"]["item"]["properties"]
+    base64_text = {"type": "string", "contentEncoding": "base64"}
+    assert props["blob"] == base64_text and props["chunks"]["items"] == base64_text
+    assert props["by_name"]["additionalProperties"] == base64_text
+    part = schemas["save_parcel"]["$defs"]["Part"]["properties"]["raw"]
+    assert part.items() >= base64_text.items() and base64_text in props["maybe"]["anyOf"]
+    assert schemas["update_parcel"]["properties"]["set"]["properties"]["blob"] == base64_text
+
+
+def test_bytes_that_are_not_base64_are_refused_naming_the_argument(kdb: TestBackend) -> None:
+    """Text that is no base64 where bytes go: a tool error naming the argument (never its
+    value), nothing written; a URL-safe, unpadded text (pydantic's) is taken."""
+    with Session(kits) as s:
+        s.save(_parcel("p1"))
+    before = _canonical(parcel_raw("p1"))
+    srv = dynaorm.mcp.server(kits, writes=["Parcel"])
+    bad = "%zz!"
+    results = call(
+        srv, ("save_parcel", {"item": {"box": "b", "parcel_id": "p2", "blob": bad}}),
+        ("save_parcel", {"item": {"box": "b", "parcel_id": "p2",
+                                  "parts": [{"name": "a", "raw": bad}]}}),
+        ("update_parcel", {"box": "b", "parcel_id": "p1", "set": {"chunks": ["AA==", bad]}}),
+        ("update_parcel", {"box": "b", "parcel_id": "p1", "set": {"by_name": {"k": bad}}}),
+        ("update_parcel", {"box": "b", "parcel_id": "p1", "set": {"maybe": bad}}),
+        ("explain", {"tool": "save_parcel", "arguments": {"item": {
+            "box": "b", "parcel_id": "p2", "blob": bad}}}))
+    said = [failed(r) for r in results]
+    for message, where in zip(said, ["item/blob", "item/parts/0/raw", "set/chunks/1",
+                                     "set/by_name/k", "set/maybe", "item/blob"], strict=True):
+        assert f"argument {where!r} must be base64 text" in message, message
+        assert bad not in message
+    assert parcel_raw("p2") is None
+    assert _canonical(parcel_raw("p1")) == before
+    updated, either = call(srv, ("update_parcel", {"box": "b", "parcel_id": "p1", "set": {
+        "blob": base64.urlsafe_b64encode(b"\xfb\xff").decode().rstrip("=")}}),
+        ("update_parcel", {"box": "b", "parcel_id": "p1", "set": {"either": "AA=="}}))
+    assert ok(updated)["item"]["blob"] == b64(b"\xfb\xff")
+    assert ok(either)["item"]["either"] == "AA=="  # (a union taking text: text)
 
 
 # -- 2. replays --------------------------------------------------------------------------

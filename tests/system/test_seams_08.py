@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import Entity, ScopeError, Session, Table
+from dynaorm import DynaormError, Entity, ScopeError, Session, Table
 from dynaorm.formats import iam
 from dynaorm.protocol.steps import call
 from dynaorm.testing import moto_backend, use_tables, worker_suffix
@@ -377,29 +377,33 @@ def test_mcp_tools_of_two_tenants_never_cross_under_one_idempotency_key(moto: No
 
 
 # -- E x C: the MCP server of a table holding LangGraph's rows ------------------------------
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason=(
-    "defect: the MCP server offers read tools of LangGraph's rows (get_/query_lang_graph_"
-    "checkpoint, _write: entities of the table like any other), and every call of one "
-    "fails with UnicodeDecodeError: dynaorm.mcp.tools.dump is model_dump(mode='json'), "
-    "which renders a bytes field as UTF-8 text, and a checkpoint's meta/data are msgpack "
-    "(any entity's non-UTF-8 bytes field fails alike). Either leave dynaorm.langgraph's "
-    "rows out of the tools or dump bytes as base64 (the save tools take them as text)"))
-def test_mcp_reads_of_a_tenants_langgraph_rows_answer(moto: None) -> None:
-    """A scoped server's tools over the rows a scoped saver wrote: a query of the thread
-    answers the tenant's checkpoint (or the tool is not offered)."""
+def test_mcp_tools_of_a_table_holding_langgraph_rows_leave_the_adapters_rows_out(
+        moto: None) -> None:
+    """A scoped server's tools over a table whose scoped saver and store wrote their rows:
+    the application's entities have tools, the adapter's rows (checkpoints, pending
+    writes, memories: ``__dynaorm_internal__``) none, not even when ``writes=`` names
+    them; the tenant's note reads back through them beside the checkpoint."""
     from dynaorm.mcp.server import prepare
     from dynaorm.mcp.tools import run
 
     with use_tables(hashed, name_suffix=worker_suffix()):
         Saver(hashed, scope={SCOPE: "acme"}).put(_conf("th"), _checkpoint("c1", "v"),
                                                   {"step": 0}, {})
+        Store(hashed, scope={SCOPE: "acme"}).put(("n",), "k", {"v": 1})
+        with Session(hashed, scope={SCOPE: "acme"}) as s:
+            s.save(Note(tenant_id="acme", note_id="th"))
         tools, _ = prepare(hashed, scope={SCOPE: "acme"})
-        tool = tools.get("query_lang_graph_checkpoint")
-        if tool is not None:
-            scope = {SCOPE: "acme"}
-            found = run(tool, {"thread_id": "th"}, Session(hashed, scope=scope), scope, None,
-                        tools)
-            assert [i["checkpoint_id"] for i in found["items"]] == ["c1"]
+        adapters = {n for n, e in hashed.entities.items() if n.startswith("LangGraph")}
+        assert adapters == {"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"}
+        assert not {t.entity.__name__ for t in tools.values()} & adapters
+        assert "get_note" in tools and "explain" in tools
+        for name in sorted(adapters):
+            with pytest.raises(DynaormError, match="rows an adapter keeps for itself"):
+                prepare(hashed, writes=[name], scope={SCOPE: "acme"})
+        scope = {SCOPE: "acme"}
+        got = run(tools["get_note"], {"note_id": "th"}, Session(hashed, scope=scope), scope,
+                  None, tools)
+        assert got["item"] == {SCOPE: "acme", "note_id": "th"}
 
 
 # -- C x A: a scope of two fields, given in either order -------------------------------------

@@ -5,14 +5,16 @@ calls without the full validator, and leaves the rest to it (which says why)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from pydantic import BaseModel, Field
 
-from dynaorm.mcp.tools import ToolError, _quick, check_arguments, tools_of
+from dynaorm import Entity, Table
+from dynaorm.mcp.tools import ToolError, _quick, check_arguments, decoded, tools_of
 from tests.support.tenant_models import shelf, tenants
 
 TOOLS = {**tools_of(tenants, ["Memo", "Customer"]),
@@ -95,3 +97,45 @@ def test_the_quick_check_leaves_other_schema_shapes_to_the_full_validator() -> N
     assert _quick({"type": ["string", "null"]}) is None
     assert _quick({"type": "object", "properties": {"a": True}}) is None
     assert _quick({"type": "array", "items": False}) is None
+
+
+# -- base64 arguments ----------------------------------------------------------------------
+class _Cat(BaseModel):
+    kind: Literal["cat"]
+    purr: bytes
+
+
+class _Dog(BaseModel):
+    kind: Literal["dog"]
+    bark: bytes
+
+
+class _Kennel(Entity):
+    class Meta:
+        table = Table("mcp-args-kennel")
+        pk = "KENNEL#{kennel_id}"
+        sk = "KENNEL"
+
+    kennel_id: str
+    pet: _Cat | _Dog = Field(discriminator="kind")
+    pets: list[_Cat | _Dog] = Field(default_factory=list)
+    pair: tuple[str, bytes] = ("", b"")
+    text_or_bytes: str | bytes = ""
+
+
+def test_base64_arguments_are_decoded_where_the_schema_says_bytes_go() -> None:
+    """Bytes inside a discriminated union, a list of one, a tuple: decoded by the schema;
+    a string a union takes as text too stays text; bad base64 names the argument."""
+    save = tools_of(_Kennel.Meta.table, ["_Kennel"])["save__kennel"]
+    item = {"kennel_id": "k", "pet": {"kind": "dog", "bark": "/w=="},
+            "pets": [{"kind": "cat", "purr": "gA"}, {"kind": "dog", "bark": "AA=="}],
+            "pair": ["AA==", "_-8="], "text_or_bytes": "AA=="}
+    check_arguments(save, {"item": item})
+    got = decoded(save, {"item": item})["item"]
+    assert got == {"kennel_id": "k", "pet": {"kind": "dog", "bark": b"\xff"},
+                   "pets": [{"kind": "cat", "purr": b"\x80"}, {"kind": "dog", "bark": b"\0"}],
+                   "pair": ["AA==", b"\xff\xef"], "text_or_bytes": "AA=="}
+    with pytest.raises(ToolError, match=r"save__kennel: argument 'item/pets/1/bark' must "
+                                        "be base64 text"):
+        decoded(save, {"item": {**item, "pets": [{"kind": "cat", "purr": "gA"},
+                                                 {"kind": "dog", "bark": "no!"}]}})
