@@ -402,9 +402,7 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
                if attr in k]
     if not present:
         return None
-    lengths = Counter(len(t) for _, t in present)
-    width = group.widths.get(attr, 0) if lengths[group.widths.get(attr, 0)] else (
-        lengths.most_common(1)[0][0])
+    width = _width(group, attr, [t for _, t in present])
     fits = [(n, t) for n, t in present if len(t) == width]
     parts: list[str | _Slot] = []
     roles = [_roles(t) for _, t in fits]
@@ -417,6 +415,14 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
     return parts, {n for n, _ in fits}
+
+
+def _width(group: _Group, attr: str, present: Sequence[tuple[str, ...]]) -> int:
+    """The token count of ``attr``'s template: the group's fixed one when an item has
+    it, else the most common."""
+    lengths = Counter(len(t) for t in present)
+    fixed = group.widths.get(attr, 0)
+    return fixed if lengths[fixed] else lengths.most_common(1)[0][0]
 
 
 def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
