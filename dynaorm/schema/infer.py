@@ -23,13 +23,14 @@ from __future__ import annotations
 import keyword
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pydantic
 
 from dynaorm.errors import DynaormError
+from dynaorm.schema.checks import could_overlap, literal_outranks
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
 
@@ -181,6 +182,9 @@ class _Group:
     versioned: bool = False
     #: the separator of the table's keys (:func:`_separator`)
     sep: str = "#"
+    #: the token count of each key attribute's template, when fixed (a merged group keeps
+    #: the covering entity's: :func:`_untangled`); else the most common of its items
+    widths: dict[str, int] = field(default_factory=dict)
 
 
 def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], bool] | None:
@@ -398,8 +402,7 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
                if attr in k]
     if not present:
         return None
-    lengths = Counter(len(t) for _, t in present)
-    width = lengths.most_common(1)[0][0]
+    width = _width(group, attr, [t for _, t in present])
     fits = [(n, t) for n, t in present if len(t) == width]
     parts: list[str | _Slot] = []
     roles = [_roles(t) for _, t in fits]
@@ -412,6 +415,14 @@ def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | 
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
     return parts, {n for n, _ in fits}
+
+
+def _width(group: _Group, attr: str, present: Sequence[tuple[str, ...]]) -> int:
+    """The token count of ``attr``'s template: the group's fixed one when an item has
+    it, else the most common."""
+    lengths = Counter(len(t) for t in present)
+    fixed = group.widths.get(attr, 0)
+    return fixed if lengths[fixed] else lengths.most_common(1)[0][0]
 
 
 def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
@@ -558,7 +569,35 @@ class _Entity:
     fields: list[dict[str, Any]]
     key_only: list[str]
     members: list[bool]
+    #: the table key templates, parsed (the key grammar reads the items with them)
+    parsed: dict[str, KeyTemplate]
     unique: list[dict[str, Any]] = field(default_factory=list)
+
+    def support(self) -> int:
+        return sum(self.members)
+
+    def reads(self, key: Mapping[str, str]) -> bool:
+        """Whether this entity's table key templates parse the key texts ``key``."""
+        return all(a in key and t.parse_key(key[a]) is not None for a, t in self.parsed.items())
+
+    def meets(self, other: _Entity) -> bool:
+        """Whether some key could fit both entities' templates and neither outranks the
+        other (:func:`~dynaorm.schema.checks.literal_outranks`): dynaorm refuses such a
+        pair on a table without a type attribute."""
+        (pk, sk), (theirs, their_sk) = self.pk_sk(), other.pk_sk()
+        if not could_overlap(pk, theirs) or (sk is not None and their_sk is not None
+                                             and not could_overlap(sk, their_sk)):
+            return False
+        return not (literal_outranks(pk, sk, theirs, their_sk)
+                    or literal_outranks(theirs, their_sk, pk, sk))
+
+    def pk_sk(self) -> tuple[KeyTemplate, KeyTemplate | None]:
+        pk, *sk = self.parsed.values()
+        return pk, sk[0] if sk else None
+
+    def covers(self, other: _Entity) -> bool:
+        """Whether every key of ``other``'s templates parses under this entity's."""
+        return all(t.covers(other.parsed[a]) for a, t in self.parsed.items())
 
 
 def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
@@ -586,7 +625,8 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
     parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys if a}
     members = [all(n in templates[a][1] and parsed[a].parse_key(group.keys[n][a]) is not None
                    for a in table_keys if a) for n in range(len(group.items))]
-    return _Entity(group, rendered, fields, key_only, members)
+    group.widths = {a: len(parts) for a, (parts, _) in templates.items()}
+    return _Entity(group, rendered, fields, key_only, members, parsed)
 
 
 def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
@@ -737,6 +777,9 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
     entities = [_entity(g, table, keyed, skip, models) for g in groups]
+    if type_attr is None:  # (told apart by key shape only)
+        entities = _untangled(entities, lambda g: _entity(g, table, keyed, skip, models),
+                              unplaced)
     _name_entities(entities, models.taken)
     _guards(entities, guards, unplaced, table)
     for e in entities:
@@ -749,6 +792,55 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
     return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+
+
+def _untangled(entities: list[_Entity], build: Callable[[_Group], _Entity],
+               unplaced: list[Item]) -> list[_Entity]:
+    """Entities of a table without a type attribute that dynaorm tells apart by key shape
+    (two whose keys could fit one item must be ranked: a literal key where the other has
+    a template), each placing the items the model reads as its own. Of two that overlap
+    unranked, one whose templates cover the other's takes the other's items (built again
+    from both groups), else the one that places fewer is left out, its items unplaced.
+    Then an item is its entity's only when that entity reads it (its keys parse, no
+    literal key outranks it) and no other entity does; an entity that reads another's
+    items is left out too (its fields were not inferred from them)."""
+    out = list(entities)
+    while (pair := next(((a, b) for n, a in enumerate(out) for b in out[n + 1:]
+                         if a.meets(b)), None)) is not None:
+        a, b = pair if not pair[1].covers(pair[0]) else pair[::-1]
+        if a.covers(b):
+            group = a.group
+            merged = _Group(group.name, None, group.items + b.group.items,
+                            group.keys + b.group.keys, group.versioned or b.group.versioned,
+                            group.sep, dict(group.widths))
+            out[out.index(a)] = build(merged)
+            out.remove(b)
+        else:
+            out.remove(min(pair, key=_Entity.support))
+    keys = [(item, key) for e in entities for item, key in zip(e.group.items, e.group.keys,
+                                                                 strict=True)]
+    while not _settle(out, keys):
+        pass
+    held = {id(i) for e in out for i in e.group.items}
+    unplaced += [i for i, _ in keys if id(i) not in held]
+    return out
+
+
+def _settle(entities: list[_Entity], items: Sequence[tuple[Item, dict[str, str]]]) -> bool:
+    """Each entity's members set to the items of its group the model reads as its own;
+    ``False`` (one entity left out) when an entity reads an item of no group of its."""
+    winners = {id(e): [w for w in entities if w is not e
+                       and literal_outranks(*w.pk_sk(), *e.pk_sk())] for e in entities}
+    for e in entities:
+        own = {id(i) for i in e.group.items}
+        for item, key in items:
+            if id(item) not in own and e.reads(key) and not any(
+                    w.reads(key) for w in winners[id(e)]):
+                entities.remove(e)
+                return False
+        e.members = [e.reads(k) and not any(w.reads(k) for w in winners[id(e)])
+                     for k in e.group.keys]
+    return True
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import DynaormError, Table
+from dynaorm import DynaormError, Session, Table
 from dynaorm.schema.infer import InferenceError
 from dynaorm.testing import worker_suffix
 from dynaorm.tools.check import check_table
@@ -115,8 +115,9 @@ def _where(backend: str | None) -> list[str]:
 
 def _claims(client: Any, backend: str | None, name: str, count: int) -> dict[str, Any]:
     """Infer ``name`` (no warning), define the printed code, and ``dynaorm check`` it:
-    every item scanned, every item the inference placed claimed by an entity (those it
-    could not place are the only ones no class claims). The model."""
+    every item scanned, every item the inference placed read by the printed model's
+    entities and no other (on a table with a type attribute, those it could not place are
+    the only ones no class claims). The model."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         code, model = infer_code(name, client=client, report=None)
@@ -127,8 +128,12 @@ def _claims(client: Any, backend: str | None, name: str, count: int) -> dict[str
     table.connect(backend, "us-east-1")
     result = check_table(table)
     assert result.scanned == count
-    assert sum(result.unclaimed.values()) == info["unplaced"]["count"], (
-        result.unclaimed, info, code)
+    with Session(table) as s:  # (what the printed model reads: what the report placed)
+        read = sum(len(s.scan(cls).all()) for cls in table.entities.values())
+    assert read == info["placed"], (read, info, code)
+    if table.type_attribute is not None:  # (without one, check names no unclaimed type)
+        assert sum(result.unclaimed.values()) == info["unplaced"]["count"], (
+            result.unclaimed, info, code)
     return model
 
 
@@ -430,10 +435,10 @@ _item = st.fixed_dictionaries({"pk": st.builds(S, _key), "sk": st.builds(S, _key
 
 
 @pytest.mark.xfail(strict=False, raises=DynaormError, reason=(
-    "defect (issue 72): on some random raw tables the inferred model is refused when its "
-    "code is defined: two key-shape entities dynaorm's overlap check says could match the "
-    "same item ('{pk}','USER#{user_id}' beside 'USER#{user_id}','USER#{user_id}'), or a "
-    "field '_type' said to collide with a key attribute"))
+    "defect (issue 72): the overlapping key-shape entities are fixed (inference merges or "
+    "leaves out one of a pair dynaorm would refuse), and these 12 derandomized examples "
+    "pass; with other seeds an attribute holding a list of a NULL and a string "
+    "([NULL, '']) is typed list[str], and reading the item is an ItemDecodeError"))
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow, HealthCheck.data_too_large])
