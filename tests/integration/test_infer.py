@@ -42,7 +42,10 @@ from tests.support.published import (
     value_of,
 )
 
-pytestmark = pytest.mark.sync_only  # (botocore events on a plain boto3 client)
+# (sync only: botocore events on a plain boto3 client)
+# (moto and DynamoDB Local: what these attack does not depend on the engine beyond
+# them, and CI has 30 minutes)
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
 
 READS = {"DescribeTable", "DescribeTimeToLive", "Scan"}
 

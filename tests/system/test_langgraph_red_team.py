@@ -39,7 +39,10 @@ from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 
 agents = Table("langgraph_red", ttl="expires_at")
-pytestmark = pytest.mark.sync_only  # (the saver's own a... methods are its async variant)
+# (sync only: the saver's own a... methods are its async variant)
+# (moto and DynamoDB Local: what these attack does not depend on the engine beyond
+# them, and CI has 30 minutes)
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
 
 
 def _canon(item: Any) -> str:

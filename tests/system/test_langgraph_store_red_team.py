@@ -39,6 +39,10 @@ from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 
+# (moto and DynamoDB Local: what these attack does not depend on the engine beyond them,
+# and CI has 30 minutes)
+pytestmark = pytest.mark.engines("moto", "local")
+
 DIMS = 4
 memory = Table("lg_red_store", ttl="expires")
 #: a vector index with no partition, filtered by tenant: a scoped store's search must
