@@ -1,0 +1,231 @@
+"""``dynaorm.explain``'s units against the capacity DynamoDB Local reports
+(``ReturnConsumedCapacity="INDEXES"``: the table and each index), operation by operation:
+gets (eventually and strongly consistent), puts under and over 1 KB, an update, a delete,
+a save with GSI keys, a unique versioned save (a transaction: twice the units), a keyed
+commit (its receipt), a query page, and a property over item sizes around the 1 KB write
+and 4 KB read boundaries. Each read is run twice: through the session, and as the request
+explain shows, sent verbatim on the low-level client.
+
+On DynamoDB Local only: the figures are the reference engine's (moto and dynoxide report
+no capacity, or other figures). DynamoDB Local counts the actions of a transaction whose
+capacities are equal once (``tests.support.engines.local_transaction_units``; shown in
+``integration/test_explain.py``); the other explain tests are there and in
+``integration/test_fix59_red_team_explain.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dynaorm import Explanation, RequestEvent, Session, explain
+from dynaorm.testing import TestBackend
+from tests.support.engines import local_transaction_units
+from tests.support.models import Audit, Note, TplSparse, User, app
+from tests.support.recording import send
+
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local"),
+              pytest.mark.dynaorm_index_lag(0, reason="compares with what DynamoDB Local "
+                                                      "reports")]
+
+
+@pytest.fixture
+def local(db: TestBackend) -> Iterator[TestBackend]:
+    """The suite's table on DynamoDB Local, every request asking for capacity by index,
+    each answer's event kept (``SEEN``)."""
+    app.return_consumed_capacity = "INDEXES"
+    db.table.on_request(SEEN.append)
+    try:
+        yield db
+    finally:
+        app.return_consumed_capacity = None
+        del SEEN[:]
+
+
+#: the events of the requests the current test sent (its ``local`` fixture listens)
+SEEN: list[RequestEvent] = []
+
+
+def _sum(into: dict[str, float], capacity: dict[str, float]) -> dict[str, float]:
+    for name, units in capacity.items():
+        if units:  # (an index read reports its table's 0 too)
+            into[name] = into.get(name, 0.0) + units
+    return into
+
+
+def reported(run: Callable[[], Any]) -> dict[str, float]:
+    """What DynamoDB Local reported as consumed by the requests ``run`` sends, by table
+    and ``table/index``."""
+    del SEEN[:]
+    run()
+    out: dict[str, float] = {}
+    for event in SEEN:
+        _sum(out, event.consumed_capacity)
+    return out
+
+
+def raw(db: TestBackend, found: Explanation) -> dict[str, float]:
+    """What DynamoDB Local reports for explain's own read requests, sent verbatim on the
+    low-level client with ``ReturnConsumedCapacity="INDEXES"`` (parsed here, not by
+    dynaorm)."""
+    out: dict[str, float] = {}
+    for r in found.requests:
+        answer = send(db.table, r.operation, {**r.request,
+                                              "ReturnConsumedCapacity": "INDEXES"})
+        for capacity in answer.get("ConsumedCapacity", []) if isinstance(
+                answer.get("ConsumedCapacity"), list) else [answer["ConsumedCapacity"]]:
+            name = capacity["TableName"]
+            table = capacity.get("Table", {}).get("CapacityUnits", capacity.get(
+                "CapacityUnits", 0.0) if "Table" not in capacity else 0.0)
+            parts = {name: table}
+            for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+                for index, units in capacity.get(kind, {}).items():
+                    parts[f"{name}/{index}"] = units["CapacityUnits"]
+            _sum(out, parts)
+    return out
+
+
+def committed(s: Session, db: TestBackend) -> tuple[Explanation, dict[str, float]]:
+    """``s``'s next commit explained, then sent: what DynamoDB Local reported for it."""
+    found = explain(s)
+    return found, reported(s.commit)
+
+
+def priced(found: Explanation) -> dict[str, float]:
+    """explain's units as DynamoDB Local reports them (a transaction's equal actions
+    once: see the module)."""
+    if found.requests and found.requests[-1].operation == "TransactWriteItems":
+        return local_transaction_units(found.rows)
+    return found.by_table()
+
+
+def test_gets_eventually_and_strongly_consistent(local: TestBackend) -> None:
+    s = local.session()
+    notes = [Note(note_id=f"g{n}", body="b" * n) for n in (10, 4000, 4100, 9000)]
+    for note in notes:
+        s.save(note)
+    s.commit()
+    for note in notes:
+        for consistent in (False, True):
+            found = explain(Note, items=[note], consistent=consistent, note_id=note.note_id)
+            assert found.exact
+            got = reported(lambda n=note, c=consistent: s.get(
+                Note, consistent=c, note_id=n.note_id))
+            assert found.by_table() == got == raw(local, found), (len(note.body), consistent)
+
+
+def test_puts_under_and_over_1kb_an_update_and_a_delete(local: TestBackend) -> None:
+    s = local.session()
+    for size in (1, 900, 1000, 1100, 2100, 5000):
+        note = Note(note_id=f"p{size}", body="x" * size)
+        s.save(note)
+        found, got = committed(s, local)
+        assert found.exact and found.requests[0].operation == "PutItem"
+        assert found.by_table() == got, size
+    loaded = s.get(Note, note_id="p2100")
+    assert loaded is not None
+    loaded.body = "short"  # priced on the larger of before and after: 3 units
+    s.save(loaded)
+    found, got = committed(s, local)
+    assert found.by_table() == got == {app.name: 3.0}
+    s.update(Note, note_id="p5000").set(body="y" * 10)  # blind: the stored item unread
+    found, got = committed(s, local)
+    assert not found.exact and "priced on its new item only" in str(found)
+    assert found.by_table() == {app.name: 1.0} and got == {app.name: 5.0}  # (at least)
+    s.delete(loaded)
+    found, got = committed(s, local)
+    assert found.by_table() == got == {app.name: 1.0}
+
+
+def test_a_save_with_gsi_keys_writes_each_index_entry(local: TestBackend) -> None:
+    s = local.session()
+    sparse = TplSparse(sid="s1", status="open", body="y" * 1500)
+    s.save(sparse)
+    found, got = committed(s, local)
+    assert found.by_table() == got == {app.name: 2.0, f"{app.name}/gsi2": 2.0}
+    sparse.status = "closed"  # the entry's key moves: deleted and put again
+    s.save(sparse)
+    found, got = committed(s, local)
+    assert found.by_table() == got
+    sparse.status = None  # leaves the index
+    s.save(sparse)
+    found, got = committed(s, local)
+    assert found.by_table() == got
+
+
+def test_a_unique_versioned_save_is_a_transaction_at_twice_the_units(
+        local: TestBackend) -> None:
+    s = local.session()
+    s.save(User(user_id="u1", username="ann", email="a@x.io", full_name="f" * 1500))
+    found, got = committed(s, local)
+    assert found.requests[0].operation == "TransactWriteItems"
+    assert priced(found) == got, found
+    s.save(Audit(equipment_id="e1", part="p", notes="n" * 2000))
+    found, got = committed(s, local)
+    assert priced(found) == got, found
+    audit = s.get(Audit, equipment_id="e1", part="p")
+    assert audit is not None
+    audit.notes = "m" * 3000
+    s.save(audit)
+    found, got = committed(s, local)
+    assert priced(found) == got, found
+    user = s.get(User, user_id="u1")
+    assert user is not None
+    user.username = "anne"  # one guard released, one claimed, the gsi1 entry moves
+    s.save(user)
+    found, got = committed(s, local)
+    assert priced(found) == got, found
+
+
+def test_a_keyed_commit_writes_its_receipt(local: TestBackend) -> None:
+    s = Session(local.table, idempotency_key="order-17")
+    s.save(Note(note_id="k1", body="k" * 1500))
+    found, got = committed(s, local)
+    assert "receipt" in {r.role for r in found.rows}
+    assert priced(found) == got, found
+    s = Session(local.table, idempotency_key="order-18")
+    s.save(Note(note_id="k2", body="k" * 100))
+    s.save(User(user_id="u7", username="kim", email="k@x.io"))
+    found, got = committed(s, local)
+    assert priced(found) == got, found
+
+
+def test_a_query_page(local: TestBackend) -> None:
+    s = local.session()
+    users = [User(user_id=f"q{i}", username=f"n{i}", email=f"{i}@x.io",
+                  full_name="f" * 1400) for i in range(7)]
+    for user in users:
+        s.save(user)
+    s.commit()
+    ordered = sorted(users, key=lambda u: u.username)
+    on_index = s.query(User, index="gsi1", org_id="acme")
+    for query, items in ((on_index, ordered), (on_index.page_size(3), ordered),
+                         (on_index.limit(2), ordered[:2]),
+                         (s.query(User, user_id="q3"), [users[3]]),
+                         (s.query(User, user_id="q3").consistent(), [users[3]])):
+        found = explain(query, items=items)
+        assert found.exact
+        got = reported(query.all)
+        assert found.by_table() == got, (found, got)
+    single = explain(on_index.limit(2), items=ordered[:2])
+    assert single.by_table() == raw(local, single)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.one_of(st.integers(900, 1100), st.integers(1950, 2100),
+                      st.integers(3950, 4150), st.integers(8050, 8250)),
+       consistent=st.booleans())
+def test_put_and_get_price_what_dynamodb_local_reports_around_the_boundaries(
+        local: TestBackend, size: int, consistent: bool) -> None:
+    s = local.session()
+    note = Note(note_id=f"h{size}", body="z" * size)
+    s.save(note)
+    found, got = committed(s, local)
+    assert found.by_table() == got, size
+    read = explain(Note, items=[note], consistent=consistent, note_id=note.note_id)
+    assert read.by_table() == reported(lambda: s.get(
+        Note, consistent=consistent, note_id=note.note_id)), (size, consistent)
