@@ -16,14 +16,28 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import Explanation, F, RequestEvent, Session, explain
-from dynaorm.testing import TestBackend
+from dynaorm import (
+    GSI,
+    LSI,
+    Compressed,
+    Encrypted,
+    Entity,
+    Explanation,
+    F,
+    RequestEvent,
+    Session,
+    StaticKeyring,
+    Table,
+    explain,
+)
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.engines import local_transaction_units
 from tests.support.models import Audit, Note, TplSparse, User, app
 from tests.support.recording import send
@@ -310,7 +324,6 @@ def moving(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Test
     """The migration tests' table in its current design, with its previous design (its
     own client, as the previous release's process had) writing the items to move."""
     from dynaorm import Client
-    from dynaorm.testing import use_tables, worker_suffix
     from tests.support.migration_models import mig, old
 
     with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
@@ -377,3 +390,240 @@ def test_text_of_any_width_and_index_entries_price_what_dynamodb_local_reports(
     query = s.query(TplSparse, index="gsi2", status=sparse.status)
     found = explain(query, items=[sparse])
     assert found.by_table() == reported(query.all), found
+
+
+#: a table whose indexes project less than every attribute, and a local one
+proj = Table("dynaorm-explain-proj", indexes=[
+    GSI("keys", pk="kpk", sk="ksk", projection="KEYS_ONLY"),
+    GSI("some", pk="spk", sk="ssk", projection=["title"]),
+    LSI("local", sk="lsk"), LSI("hist", sk="hsk", projection="KEYS_ONLY")])
+
+
+class Doc(Entity):
+    class Meta:
+        table = proj
+        pk = "DOC#{owner}"
+        sk = "DOC#{doc_id}"
+        indexes = {"keys": ("K#{kind}", "D#{doc_id}"), "some": ("S#{kind}", "D#{doc_id}"),
+                   "local": ("DOC#{owner}", "T#{label}")}
+
+    owner: str
+    doc_id: str
+    kind: str
+    title: str = ""
+    label: str = "a"
+    body: str = ""
+
+
+class Page(Entity):
+    class Meta:
+        table = proj
+        pk = "PAGE#{book}"
+        sk = "{page}"
+        versioned = True
+        history_index = "hist"
+
+    book: str
+    page: str
+    text: str = ""
+
+
+@pytest.fixture
+def projected(backend: str | None) -> Iterator[TestBackend]:
+    """``proj`` on DynamoDB Local, every request asking for capacity by index."""
+    with use_tables(proj, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        proj.return_consumed_capacity = "INDEXES"
+        tb.table.on_request(SEEN.append)
+        try:
+            yield tb
+        finally:
+            proj.return_consumed_capacity = None
+            del SEEN[:]
+
+
+def test_index_entries_of_projections_and_local_indexes(projected: TestBackend) -> None:
+    s = projected.session()
+    docs = [Doc(owner="o1", doc_id=f"d{i}", kind="memo", title="t" * (300 * i),
+                body="b" * 1500) for i in range(1, 5)]
+    for doc in docs:
+        s.save(doc)
+        found, got = committed(s, projected)
+        assert found.exact and found.by_table() == got, found
+    docs[0].title = "x" * 1100  # the INCLUDE entry grows
+    docs[0].label = "b"  # the local entry moves
+    s.save(docs[0])
+    found, got = committed(s, projected)
+    assert found.by_table() == got, found
+    docs[1].body = "y" * 3000  # in the table and the local index only
+    s.save(docs[1])
+    found, got = committed(s, projected)
+    assert found.by_table() == got, found
+    for index in ("keys", "some", "local"):
+        query = (s.query(Doc, index=index, kind="memo") if index != "local" else
+                 s.query(Doc, index=index, owner="o1").consistent())
+        found = explain(query, items=docs)
+        got = reported(query.all)
+        assert found.by_table() == got, (index, found, got)
+    s.delete(docs[2])
+    found, got = committed(s, projected)
+    assert found.by_table() == got, found
+    page = Page(book="b1", page="p1", text="p" * 1800)
+    s.save(page)
+    found, got = committed(s, projected)
+    assert priced(found) == got, found
+    page.text = "q" * 2500
+    s.save(page)
+    found, got = committed(s, projected)
+    assert priced(found) == got, found
+
+
+#: a table with a TTL attribute and a keyring: entities whose stored items carry what a
+#: save adds (timestamps, a TTL, compressed and sealed values)
+stamped = Table("dynaorm-explain-stamped", ttl="expires", keyring=StaticKeyring(b"e" * 32))
+
+
+class Stamped(Entity):
+    class Meta:
+        table = stamped
+        pk = "ST#{sid}"
+        sk = "ST"
+        timestamps = ("created", "updated")
+
+    sid: str
+    body: str = ""
+    expires: datetime | None = None
+
+
+class Packed(Entity):
+    class Meta:
+        table = stamped
+        pk = "PK#{pid}"
+        sk = "PK"
+
+    pid: str
+    zipped: Annotated[str, Compressed(min_size=8)] = ""
+    sealed: Encrypted[str] = ""
+
+
+@pytest.fixture
+def stamping(backend: str | None) -> Iterator[TestBackend]:
+    """``stamped`` on DynamoDB Local, every request asking for capacity by index."""
+    with use_tables(stamped, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        stamped.return_consumed_capacity = "INDEXES"
+        tb.table.on_request(SEEN.append)
+        try:
+            yield tb
+        finally:
+            stamped.return_consumed_capacity = None
+            del SEEN[:]
+
+
+def test_what_a_save_adds_is_priced(stamping: TestBackend) -> None:
+    s = stamping.session()
+    for size in range(880, 1000, 8):
+        obj = Stamped(sid=f"s{size}", body="x" * size, expires=datetime(2100, 1, 1, tzinfo=UTC))
+        s.save(obj)
+        found, got = committed(s, stamping)
+        assert found.by_table() == got, (size, found)
+        obj.body += "y"
+        s.save(obj)
+        found, got = committed(s, stamping)
+        assert found.by_table() == got, (size, found)
+        assert explain(Stamped, items=[obj], sid=obj.sid).by_table() == reported(
+            lambda o=obj: s.get(Stamped, sid=o.sid))
+    for size in (500, 900, 1000, 1100, 3000, 4050):
+        import random
+        text = "".join(random.Random(size).choice("abcdefghijklmnop") for _ in range(size))
+        obj2 = Packed(pid=f"p{size}", zipped=text, sealed=text)
+        s.save(obj2)
+        found, got = committed(s, stamping)
+        assert found.by_table() == got, (size, found)
+        assert explain(Packed, items=[obj2], pid=obj2.pid).by_table() == reported(
+            lambda o=obj2: s.get(Packed, pid=o.pid))
+
+
+def test_deletes_of_rows_with_rules(local: TestBackend) -> None:
+    s = local.session()
+    audit = Audit(equipment_id="x1", part="p", notes="n" * 1200)
+    s.save(audit)
+    s.commit()
+    for text in ("a" * 3000, "b" * 10):
+        audit.notes = text
+        s.save(audit)
+        s.commit()
+    user = User(user_id="x2", username="xan", email="x@x.io", full_name="f" * 2000)
+    s.save(user)
+    s.commit()
+    loaded = s.get(Audit, equipment_id="x1", part="p")
+    assert loaded is not None
+    s.delete(loaded, history=True)
+    found, got = committed(s, local)
+    assert priced(found) == got or not found.exact, (found, got)
+    s.delete(User, user_id="x2")
+    found, got = committed(s, local)
+    assert priced(found) == got or not found.exact, (found, got)
+
+
+def test_reads_of_entities_with_rules(local: TestBackend) -> None:
+    s = local.session()
+    wrong = []
+    for size in (3900, 3950, 4000, 4050, 8000, 8100):
+        audit = Audit(equipment_id=f"r{size}", part="p", notes="n" * size)
+        user = User(user_id=f"r{size}", username=f"r{size}", email=f"r{size}@x.io",
+                    full_name="f" * size)
+        sparse = TplSparse(sid=f"r{size}", status="on", body="b" * size)
+        for obj in (audit, user, sparse):
+            s.save(obj)
+        s.commit()
+        audit.notes += "x"
+        s.save(audit)
+        s.commit()
+        for cls, obj, key in ((Audit, audit, {"equipment_id": audit.equipment_id,
+                                             "part": "p"}),
+                              (User, user, {"user_id": user.user_id}),
+                              (TplSparse, sparse, {"sid": sparse.sid})):
+            found = explain(cls, items=[obj], **key)
+            got = reported(lambda c=cls, k=key: s.get(c, **k))
+            if found.by_table() != got:
+                wrong.append(("get", cls.__name__, size, found.by_table(), got))
+            query = s.query(cls, **{k: v for k, v in key.items() if k != "part"})
+            found = explain(query, items=[obj])
+            got = reported(query.all)
+            if found.exact and found.by_table() != got:
+                wrong.append(("query", cls.__name__, size, found.by_table(), got))
+        found = explain(User, items=[user], email=user.email)
+        got = reported(lambda u=user: s.find(User, email=u.email))
+        if found.by_table() != got:
+            wrong.append(("find", size, found.by_table(), got))
+    assert wrong == []
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=SIZES, grow=st.integers(0, 1100), tags=st.lists(st.text(max_size=20),
+                                                            max_size=4))
+def test_transactions_and_updates_of_known_items_around_the_boundaries(
+        local: TestBackend, size: int, grow: int, tags: list[str]) -> None:
+    """A unique save with a GSI entry (a transaction), then updates of the loaded objects
+    (set, append, remove: priced on the larger of the item before and after)."""
+    n = next(_KEYS)
+    s = local.session()
+    s.save(User(user_id=f"t{n}", username=f"t{n}", email=f"t{n}@x.io", full_name="f" * size))
+    found, got = committed(s, local)
+    assert priced(found) == got, found
+    s.save(Note(note_id=f"t{n}", body="b" * size, tags=tags))
+    s.commit()
+    user = s.get(User, user_id=f"t{n}")
+    note = s.get(Note, note_id=f"t{n}")
+    assert user is not None and note is not None
+    s.update(user).set(full_name="g" * grow)  # the gsi1 entry (ALL) changes with it
+    found, got = committed(s, local)
+    assert found.exact and priced(found) == got, found
+    s.update(note).append(tags=["x" * grow])
+    found, got = committed(s, local)
+    assert found.exact and priced(found) == got, found
+    note = s.get(Note, note_id=f"t{n}")
+    assert note is not None
+    s.update(note).remove("body")
+    found, got = committed(s, local)
+    assert found.exact and priced(found) == got, found
