@@ -39,7 +39,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.engines import local_transaction_units
-from tests.support.models import Audit, Note, TplSparse, User, app
+from tests.support.models import SHARDS, Audit, Note, SOrder, TplSparse, User, app
 from tests.support.recording import send
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local"),
@@ -627,3 +627,39 @@ def test_transactions_and_updates_of_known_items_around_the_boundaries(
     s.update(note).remove("body")
     found, got = committed(s, local)
     assert found.exact and priced(found) == got, found
+
+
+def test_reads_that_find_nothing(local: TestBackend) -> None:
+    s = local.session()
+    wrong = []
+    for label, query in (("query", s.query(Note, note_id="nobody")),
+                         ("consistent query", s.query(Note, note_id="nobody").consistent()),
+                         ("index query", s.query(User, index="gsi1", org_id="nobody")),
+                         ("limited", s.query(User, index="gsi1", org_id="nobody").limit(3))):
+        found = explain(query, items=[])
+        got = reported(query.all)
+        if found.by_table() != got:
+            wrong.append((label, found.exact, found.by_table(), got))
+    for consistent in (False, True):
+        found = explain(Note, items=[], consistent=consistent, note_id="nobody")
+        got = reported(lambda c=consistent: s.get(Note, consistent=c, note_id="nobody"))
+        if found.by_table() != got:
+            wrong.append(("get", found.exact, found.by_table(), got))
+    assert wrong == []
+
+
+def test_a_sharded_query_and_a_scan(local: TestBackend) -> None:
+    s = local.session()
+    orders = [SOrder(order_id=f"o{i}", status="open", created=f"2026-01-{i + 1:02d}",
+                     total=i) for i in range(9)]
+    for order in orders:
+        s.save(order)
+    s.commit()
+    query = s.query(SOrder, index="gsi1", status="open")
+    found = explain(query, items=orders)
+    assert len(found.requests) == SHARDS and found.exact
+    assert found.by_table() == reported(query.all), found
+    scan = s.scan(SOrder)  # the table holds these orders only
+    found = explain(scan, items=orders)
+    assert not found.exact  # (at least: a scan reads every item of the table)
+    assert found.by_table() == reported(scan.all), found
