@@ -663,3 +663,15 @@ def test_a_sharded_query_and_a_scan(local: TestBackend) -> None:
     found = explain(scan, items=orders)
     assert not found.exact  # (at least: a scan reads every item of the table)
     assert found.by_table() == reported(scan.all), found
+
+
+def test_a_keyed_commit_of_many_writes(local: TestBackend) -> None:
+    """The receipt names the writes of its commit: over 1 KB with many."""
+    for count in (12, 40):
+        s = Session(local.table, idempotency_key=f"batch-{count}-" + "k" * 100)
+        for i in range(count):
+            s.save(Note(note_id=f"m{count}-{i}", body="m" * (i * 37)))
+        found, got = committed(s, local)
+        (receipt,) = [r for r in found.rows if r.role == "receipt"]
+        assert receipt.units == (2 if count == 12 else 4), found  # (over 1 KB with 40)
+        assert priced(found) == got, found
