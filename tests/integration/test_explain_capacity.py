@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 import pytest
@@ -131,8 +132,8 @@ def test_gets_eventually_and_strongly_consistent(local: TestBackend) -> None:
         for consistent in (False, True):
             found = explain(Note, items=[note], consistent=consistent, note_id=note.note_id)
             assert found.exact
-            got = reported(lambda n=note, c=consistent: s.get(
-                Note, consistent=c, note_id=n.note_id))
+            got = reported(partial(s.get, Note, consistent=consistent,
+                                   note_id=note.note_id))
             assert found.by_table() == got == raw(local, found), (len(note.body), consistent)
 
 
@@ -264,7 +265,7 @@ def test_a_find_reads_the_guard_then_its_owner(local: TestBackend) -> None:
     s.commit()
     for consistent in (False, True):
         found = explain(User, items=[user], consistent=consistent, email="f@x.io")
-        got = reported(lambda c=consistent: s.find(User, consistent=c, email="f@x.io"))
+        got = reported(partial(s.find, User, consistent=consistent, email="f@x.io"))
         assert found.by_table() == got, (consistent, found)
 
 
@@ -530,7 +531,7 @@ def test_what_a_save_adds_is_priced(stamping: TestBackend) -> None:
         found, got = committed(s, stamping)
         assert found.by_table() == got, (size, found)
         assert explain(Stamped, items=[obj], sid=obj.sid).by_table() == reported(
-            lambda o=obj: s.get(Stamped, sid=o.sid))
+            partial(s.get, Stamped, sid=obj.sid))
     for size in (500, 900, 1000, 1100, 3000, 4050):
         import random
         text = "".join(random.Random(size).choice("abcdefghijklmnop") for _ in range(size))
@@ -539,7 +540,7 @@ def test_what_a_save_adds_is_priced(stamping: TestBackend) -> None:
         found, got = committed(s, stamping)
         assert found.by_table() == got, (size, found)
         assert explain(Packed, items=[obj2], pid=obj2.pid).by_table() == reported(
-            lambda o=obj2: s.get(Packed, pid=o.pid))
+            partial(s.get, Packed, pid=obj2.pid))
 
 
 def test_deletes_of_rows_with_rules(local: TestBackend) -> None:
@@ -566,33 +567,34 @@ def test_deletes_of_rows_with_rules(local: TestBackend) -> None:
 
 def test_reads_of_entities_with_rules(local: TestBackend) -> None:
     s = local.session()
-    wrong = []
+    wrong: list[tuple[Any, ...]] = []
     for size in (3900, 3950, 4000, 4050, 8000, 8100):
         audit = Audit(equipment_id=f"r{size}", part="p", notes="n" * size)
         user = User(user_id=f"r{size}", username=f"r{size}", email=f"r{size}@x.io",
                     full_name="f" * size)
         sparse = TplSparse(sid=f"r{size}", status="on", body="b" * size)
-        for obj in (audit, user, sparse):
-            s.save(obj)
+        s.save(audit)
+        s.save(user)
+        s.save(sparse)
         s.commit()
         audit.notes += "x"
         s.save(audit)
         s.commit()
-        for cls, obj, key in ((Audit, audit, {"equipment_id": audit.equipment_id,
-                                             "part": "p"}),
-                              (User, user, {"user_id": user.user_id}),
-                              (TplSparse, sparse, {"sid": sparse.sid})):
-            found = explain(cls, items=[obj], **key)
-            got = reported(lambda c=cls, k=key: s.get(c, **k))
+        keys: list[tuple[type[Entity], Entity, dict[str, Any]]] = [
+            (Audit, audit, {"equipment_id": audit.equipment_id, "part": "p"}),
+            (User, user, {"user_id": user.user_id}), (TplSparse, sparse, {"sid": sparse.sid})]
+        for cls, read, key in keys:
+            found = explain(cls, items=[read], **key)
+            got = reported(partial(s.get, cls, **key))
             if found.by_table() != got:
                 wrong.append(("get", cls.__name__, size, found.by_table(), got))
             query = s.query(cls, **{k: v for k, v in key.items() if k != "part"})
-            found = explain(query, items=[obj])
+            found = explain(query, items=[read])
             got = reported(query.all)
             if found.exact and found.by_table() != got:
                 wrong.append(("query", cls.__name__, size, found.by_table(), got))
         found = explain(User, items=[user], email=user.email)
-        got = reported(lambda u=user: s.find(User, email=u.email))
+        got = reported(partial(s.find, User, email=user.email))
         if found.by_table() != got:
             wrong.append(("find", size, found.by_table(), got))
     assert wrong == []
@@ -631,7 +633,7 @@ def test_transactions_and_updates_of_known_items_around_the_boundaries(
 
 def test_reads_that_find_nothing(local: TestBackend) -> None:
     s = local.session()
-    wrong = []
+    wrong: list[tuple[Any, ...]] = []
     for label, query in (("query", s.query(Note, note_id="nobody")),
                          ("consistent query", s.query(Note, note_id="nobody").consistent()),
                          ("index query", s.query(User, index="gsi1", org_id="nobody")),
@@ -642,7 +644,7 @@ def test_reads_that_find_nothing(local: TestBackend) -> None:
             wrong.append((label, found.exact, found.by_table(), got))
     for consistent in (False, True):
         found = explain(Note, items=[], consistent=consistent, note_id="nobody")
-        got = reported(lambda c=consistent: s.get(Note, consistent=c, note_id="nobody"))
+        got = reported(partial(s.get, Note, consistent=consistent, note_id="nobody"))
         if found.by_table() != got:
             wrong.append(("get", found.exact, found.by_table(), got))
     assert wrong == []
