@@ -383,7 +383,7 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
         notes.append("a filter is applied after reading: DynamoDB charges for every item "
                      "the key condition reads, kept or not, which cannot be known before "
                      "reading: units for the items given only (at least)")
-    if sel.fetch:
+    if sel.fetch and stored != []:  # (no hit: no hit to read by key, no request)
         requests.append(_fetch(table, index, stored, spec._consistent))
     what = f"{spec._describe()}" + (f" on index {index}" if index else "")
     exact = stored is not None and operation != "Scan" and not filtered

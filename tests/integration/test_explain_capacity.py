@@ -677,3 +677,16 @@ def test_a_keyed_commit_of_many_writes(local: TestBackend) -> None:
         (receipt,) = [r for r in found.rows if r.role == "receipt"]
         assert receipt.units == (2 if count == 12 else 4), found  # (over 1 KB with 40)
         assert priced(found) == got, found
+
+
+def test_a_query_of_a_keys_only_index_that_finds_nothing(projected: TestBackend) -> None:
+    """No hit, no ``BatchGetItem`` of the hits: nothing read but the empty page."""
+    s = projected.session()
+    s.save(Doc(owner="o1", doc_id="d1", kind="memo", body="b" * 5000))
+    s.commit()
+    for kind, items in (("none", []), ("memo", None)):
+        query = s.query(Doc, index="keys", kind=kind)
+        found = explain(query, items=items if items is not None else [
+            s.get(Doc, owner="o1", doc_id="d1")])
+        got = reported(query.all)
+        assert found.exact and found.by_table() == got, (kind, found, got)
