@@ -7,9 +7,21 @@ and 4 KB read boundaries. Each read is run twice: through the session, and as th
 explain shows, sent verbatim on the low-level client.
 
 On DynamoDB Local only: the figures are the reference engine's (moto and dynoxide report
-no capacity, or other figures). DynamoDB Local counts the actions of a transaction whose
-capacities are equal once (``tests.support.engines.local_transaction_units``; shown in
-``integration/test_explain.py``); the other explain tests are there and in
+no capacity, or other figures). Where DynamoDB Local is known to differ from DynamoDB:
+
+- a transaction: AWS's pricing says "transactional write requests require two WCUs to
+  perform one write per second for items up to 1 KB", for each item; DynamoDB Local
+  counts the actions whose capacities are equal once (:func:`priced` compares through
+  ``tests.support.engines.local_transaction_units``; ``integration/test_explain.py``
+  shows it and fails the day a build counts each). explain prices each, as DynamoDB.
+- a read that finds nothing: DynamoDB Local reports 0 for an empty Query or Scan page
+  (0.5 for a GetItem of a missing item); the developer guide ("item sizes for reads are
+  rounded up to the next 4 KB multiple") names no minimum for a query: explain follows
+  DynamoDB Local.
+
+A blind update, a condition check or a delete by key prices items it has not read:
+``exact`` is then ``False`` and its units a lower bound (asserted as such here). The other
+explain tests are in ``integration/test_explain.py`` and
 ``integration/test_fix59_red_team_explain.py``."""
 
 from __future__ import annotations
