@@ -501,23 +501,27 @@ _label = st.text(st.sampled_from("shadowx1-|"), min_size=1, max_size=7)
 
 
 @settings(_QUICK, max_examples=40)
-@given(puts=st.lists(st.tuples(st.lists(_label, min_size=1, max_size=2), _label),
+@given(puts=st.lists(st.tuples(st.lists(_label, min_size=1, max_size=2), _label, st.booleans()),
                      min_size=1, max_size=30))
-@example(puts=[(["x"], "1")] * 26 + [(["shadow"], "1")])
-@example(puts=[(["shadow"], "1")])
+@example(puts=[(["x"], "1", False)] * 26 + [(["shadow"], "1", False)])
+@example(puts=[(["shadow"], "1", False)])
+@example(puts=[(["x"], "1", False), (["shadow"], "2", True)])
 def test_the_store_never_puts_at_a_key_a_rule_row_kind_claims(
-        tables: dict[str, tuple[Table, Any, Any]], puts: list[tuple[list[str], str]]) -> None:
-    """A batch of puts (any namespaces and keys, some in ``shadow``, where a rule row kind
-    ``LANGGRAPH#STORE`` / ``shadow..{nid}`` claims the keys; past ``save_many``'s 25 an
-    item): either refused whole, the table as it was, or every item stored, read back by
-    ``get``, and none at a claimed key. The store's own get and delete of a claimed key
-    never remove the rule's row."""
+        tables: dict[str, tuple[Table, Any, Any]],
+        puts: list[tuple[list[str], str, bool]]) -> None:
+    """A batch of puts and deletes (any namespaces and keys, some in ``shadow``, where a
+    rule row kind ``LANGGRAPH#STORE`` / ``shadow..{nid}`` claims the keys; past
+    ``save_many``'s 25 an item): either refused whole, the table as it was, or every put
+    stored and read back by ``get``, every delete done, none at a claimed key. (A batch
+    of a put and a delete at a claimed key raised ``KeyTemplateError`` after storing the
+    put.) The store's own delete of a claimed key never removes the rule's row."""
     home, shadowed, _ = tables["store"]
     with Session(home) as s:
         s.save(shadowed(nid="1"), overwrite=True)  # (its shadow row: LANGGRAPH#STORE / shadow..1)
     store = Store(home)
     held = _items(home)
-    ops = [PutOp(tuple(ns), key, {"v": i}) for i, (ns, key) in enumerate(puts)]
+    ops = [PutOp(tuple(ns), key, None if gone else {"v": i})
+           for i, (ns, key, gone) in enumerate(puts)]
     try:
         store.batch(ops)
     except DynaormError as exc:
@@ -528,7 +532,8 @@ def test_the_store_never_puts_at_a_key_a_rule_row_kind_claims(
         assert not [i for i in set(now) - set(held) if _claimed(home, i)]
         last = {(tuple(op.namespace), op.key): op.value for op in ops}
         for (ns, key), value in last.items():
-            assert store.get(ns, key).value == value  # type: ignore[union-attr]
+            found = store.get(ns, key)
+            assert (found and found.value) == value
     with contextlib.suppress(KeyTemplateError):
         store.delete(("shadow",), "1")
     assert [i for i in _items(home) if "shadow..1" in i]
