@@ -397,10 +397,11 @@ def _writes(home: Table, ledger: Any, values: dict[str, str]) -> dict[str, Calla
         with Session(home) as s:
             s.delete(obj)
 
-    def mcp() -> None:
+    def mcp(verb: str, args: dict[str, Any]) -> Callable[[], Any]:
         tools, _ = prepare(home, writes=[ledger])
-        tool = tools[f"save_{ledger.__name__.lower()}"]
-        run(tool, {"item": {**values, "note": "n"}}, Session(home), {}, None, tools)
+        tool = tools[f"{verb}_{ledger.__name__.lower()}"]
+        return lambda: run(tool, {**args, "idempotency_key": uuid.uuid4().hex}, Session(home),
+                           {}, None, tools)
 
     def job() -> None:
         with Session(home) as s:
@@ -408,8 +409,10 @@ def _writes(home: Table, ledger: Any, values: dict[str, str]) -> dict[str, Calla
         run_local(backfill(ledger, lambda o: obj if o == seed else None))
 
     return {"session": session, "idempotent": idempotent, "async": in_async,
-            "save_many": save_many, "update": update, "delete": delete, "mcp": mcp,
-            "backfill": job}
+            "save_many": save_many, "update": update, "delete": delete,
+            "mcp": mcp("save", {"item": {**values, "note": "n"}}),
+            "mcp_update": mcp("update", {**values, "set": {"note": "u"}}),
+            "mcp_delete": mcp("delete", values), "backfill": job}
 
 
 _part = st.one_of(st.sampled_from(["ORDER", "AUDIT", "insert", "update", "delete", "1",
@@ -417,7 +420,7 @@ _part = st.one_of(st.sampled_from(["ORDER", "AUDIT", "insert", "update", "delete
                   st.text(st.sampled_from("ORDE1a-|"), min_size=1, max_size=4))
 AT = ("ORDER", "1", "w", "a", "b")  # (AUDIT#ORDER#1: the audit row of order 1)
 SURFACES = ("session", "idempotent", "async", "save_many", "update", "delete", "mcp",
-            "backfill")
+            "mcp_update", "mcp_delete", "backfill")
 
 
 @settings(_QUICK, max_examples=60)
@@ -426,13 +429,17 @@ SURFACES = ("session", "idempotent", "async", "save_many", "update", "delete", "
 @example(label="plain", surface="delete", values={"kind": "ORDER", "ref": "1",
                                                   "what": "insert", "a": "ORDER",
                                                   "b": "000000"})
+@example(label="previous", surface="mcp_delete", values={"kind": "ORDER", "ref": "1",
+                                                         "what": "insert", "a": "ORDER",
+                                                         "b": "000000"})
 @example(label="encrypted", surface="mcp", values=dict(zip(LEDGER_KEYS, AT, strict=True)))
 @example(label="compressed", surface="backfill", values=dict(zip(LEDGER_KEYS, AT, strict=True)))
 def test_no_surface_stores_at_a_key_a_rule_row_kind_claims(
         tables: dict[str, tuple[Table, Any, Any]], label: str, surface: str,
         values: dict[str, str]) -> None:
     """For any key values and any surface (Session, an idempotent commit, AsyncSession,
-    save_many beside an unclaimed object, update, delete, the MCP save tool, a backfill
+    save_many beside an unclaimed object, update, delete, the MCP save, update and
+    delete tools (with an idempotency key), a backfill
     whose function returns the object), whatever else the entity is (Compressed,
     Encrypted through KMS, a previous layout): nothing accepted is stored at a key a
     rule's row kind claims (``AUDIT#ORDER#...``), what is accepted is read back, and a
@@ -449,7 +456,7 @@ def test_no_surface_stores_at_a_key_a_rule_row_kind_claims(
     now = _items(home)
     assert not [i for i in set(now) - set(held) if _claimed(home, i)]
     assert [i for i in held if _claimed(home, i)] == [i for i in now if _claimed(home, i)]
-    if surface not in ("delete", "update"):
+    if surface in ("session", "idempotent", "async", "save_many", "mcp", "backfill"):
         found = Session(home).get(ledger, **values)
         assert found is not None and found.note == "n"
 
