@@ -258,6 +258,27 @@ class RedlgShadow(Rule):
                              change.origin(Role.ROW, Fail.CALLER, owner=at)),))
 
 
+class RedlgThread(Rule):
+    """A row per write of a ``Redlg08cThreaded*`` entity in the saver's partition of
+    thread ``audit``, ``LG#audit`` / ``C#_#<its pk's value>#``: a row kind narrower than
+    the saver's checkpoints (``LG#{thread_id}`` / ``C#{ns}#{checkpoint_id}#``)."""
+
+    __slots__ = ()
+    name = "red08c-thread"
+    order = 92
+    transforms = False
+
+    @classmethod
+    def build(cls, decl: Any) -> RedlgThread | None:
+        return cls() if decl.type_name.startswith("Redlg08cThreaded") else None
+
+    def rows(self, change: Any) -> Rows:
+        key = change.new_key or change.old_key
+        at = {"pk": "LG#audit", "sk": f"C#_#{key['pk'].split('#', 1)[1]}#"}
+        return Rows((), (Put(at, {k: {"S": v} for k, v in at.items()}, None,
+                             change.origin(Role.ROW, Fail.CALLER, owner=at)),))
+
+
 VARIANTS = ("plain", "compressed", "encrypted", "previous")
 LEDGER_KEYS = ("kind", "ref", "what", "a", "b")
 
@@ -291,6 +312,7 @@ def _declare(label: str, **meta: Any) -> tuple[Table, Any, Any]:
 def ruled() -> Iterator[dict[str, tuple[Table, Any, Any]]]:
     register_rule(RedlgAudit)
     register_rule(RedlgShadow)
+    register_rule(RedlgThread)
     try:
         made = {label: _declare(label, **({"previous": Previous(pk="WAS#{kind}#{ref}")}
                                           if label == "previous" else {}))
@@ -307,10 +329,23 @@ def ruled() -> Iterator[dict[str, tuple[Table, Any, Any]]]:
 
         Store(shadow)  # (declares LangGraphMemory: LANGGRAPH#STORE / {path})
         made["store"] = (shadow, Redlg08cShadowedNote, shadow.entities["LangGraphMemory"])
+        threads = Table("red08c-threads", type_attribute=None)
+
+        class Redlg08cThreadedNote(dynaorm.Entity):
+            class Meta:
+                table = threads
+                pk = "TNOTE#{nid}"
+                sk = "TNOTE"
+
+            nid: str
+
+        Saver(threads)  # (declares LangGraphCheckpoint: LG#{thread_id} / C#{ns}#{cid}#)
+        made["saver"] = (threads, Redlg08cThreadedNote, threads.entities["LangGraphCheckpoint"])
         yield made
     finally:
         RULES.pop(RedlgAudit.name, None)
         RULES.pop(RedlgShadow.name, None)
+        RULES.pop(RedlgThread.name, None)
 
 
 @pytest.mark.parametrize("meta", [{"versioned": True}, {"unique": [Unique("email")]}],
@@ -347,7 +382,7 @@ def tables(ruled: dict[str, tuple[Table, Any, Any]], backend: str | None,
     with use_tables(*homes, endpoint_url=backend, name_suffix=worker_suffix()):
         ruled["encrypted"][0].keyring = _kms(endpoint, backend)
         try:
-            for home, audited, _ in ruled.values():
+            for home, audited, _ in ruled.values():  # (the store's, saver's: theirs below)
                 with Session(home) as s:
                     s.save(audited(**{next(iter(audited.model_fields)): "1"}))
             yield ruled
@@ -461,12 +496,12 @@ def test_no_surface_stores_at_a_key_a_rule_row_kind_claims(
         assert found is not None and found.note == "n"
 
 
-def test_migrate_moves_what_it_can_and_reports_an_item_whose_new_key_is_claimed(
+def test_migrate_never_moves_an_item_to_a_key_a_rule_row_kind_claims(
         tables: dict[str, tuple[Table, Any, Any]]) -> None:
     """Two items of the previous layout (``WAS#...``): one whose current key is free,
     one whose current key an audit row kind claims (``AUDIT#ORDER#1``). ``dynaorm
     migrate`` never stores the second at the claimed key and leaves it where it was;
-    it moves the first."""
+    the first stays readable (moved or not: the xfail below is about the rest)."""
     from dynaorm.jobs import migrate, run_local
 
     home, _, ledger = tables["previous"]
@@ -544,3 +579,42 @@ def test_the_store_never_puts_at_a_key_a_rule_row_kind_claims(
     with contextlib.suppress(KeyTemplateError):
         store.delete(("shadow",), "1")
     assert [i for i in _items(home) if "shadow..1" in i]
+
+
+@settings(_QUICK, max_examples=30)
+@given(thread=st.sampled_from(["audit", "other", "audit-"]), cid=st.sampled_from(["1", "2", "x"]),
+       call=st.sampled_from(["put", "aput", "copy_thread", "put_writes", "delete_thread",
+                             "prune"]))
+@example(thread="audit", cid="1", call="copy_thread")
+@example(thread="audit", cid="1", call="put")
+def test_the_saver_never_writes_at_a_key_a_rule_row_kind_claims(
+        tables: dict[str, tuple[Table, Any, Any]], thread: str, cid: str, call: str) -> None:
+    """A checkpoint put (sync, async), a thread copied into, a task's writes, a thread
+    deleted or pruned, where a rule row kind claims ``LG#audit`` / ``C#_#{nid}#`` (the
+    root checkpoints of thread ``audit``): refused with the table as it was, or done
+    with nothing at a claimed key; the rule's own rows are never deleted."""
+    home, threaded, _ = tables["saver"]
+    with Session(home) as s:
+        s.save(threaded(nid="1"), overwrite=True)  # (its row: LG#audit / C#_#1#)
+    saver = Saver(home)
+    source = uuid.uuid4().hex
+    saver.put(_conf(source), {**empty_checkpoint(), "id": cid}, {"step": 0}, {})
+    held = _items(home)
+    conf = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": cid}}
+    calls: dict[str, Callable[[], Any]] = {
+        "put": lambda: saver.put(_conf(thread), {**empty_checkpoint(), "id": cid}, {}, {}),
+        "aput": lambda: asyncio.run(saver.aput(_conf(thread), {**empty_checkpoint(), "id": cid},
+                                               {}, {})),
+        "copy_thread": lambda: saver.copy_thread(source, thread),
+        "put_writes": lambda: saver.put_writes(conf, [("c", 1)], "task"),
+        "delete_thread": lambda: saver.delete_thread(thread),
+        "prune": lambda: saver.prune([thread], strategy="delete")}
+    try:
+        calls[call]()
+    except DynaormError as exc:
+        assert isinstance(exc, KeyTemplateError)
+        assert _items(home) == held
+        return
+    now = _items(home)
+    assert not [i for i in set(now) - set(held) if _claimed(home, i)]
+    assert [i for i in held if _claimed(home, i)] == [i for i in now if _claimed(home, i)]
