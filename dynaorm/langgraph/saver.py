@@ -76,12 +76,12 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
             "__annotations__": {
                 **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
                 **fields, **ttl}})
-    return (entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
+    # (the writes first: a checkpoint entity is only ever declared beside its writes')
+    write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes]})
+    return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None, "meta": bytes,
-        "data": Compressed[bytes]}, parent=None, run_id=None),
-        entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-            "task_id": str, "idx": int, "channel": str, "path": str,
-            "value": Compressed[bytes]}))
+        "data": Compressed[bytes]}, parent=None, run_id=None), write
 
 
 class Runner:

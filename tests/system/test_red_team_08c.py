@@ -164,6 +164,29 @@ def test_the_tasks_of_a_job_on_a_table_of_langgraph_rows_pickle(lg: None) -> Non
     assert pickle.loads(pickle.dumps(tasks)) == tasks
 
 
+@pytest.mark.parametrize(("label", "sk"), [("writes", "C#{a}#{b}#W#{c}#{d}"),
+                                           ("checkpoints", "C#{a}#{b}#")])
+def test_a_saver_refused_by_the_model_is_refused_again_and_leaves_no_checkpoint_entity(
+        label: str, sk: str) -> None:
+    """On a table without a type attribute, an entity of the app whose keys could be a
+    saver's writes' (or checkpoints') refuses the saver (``DynaormError`` naming both).
+    The next ``Saver`` of the table is refused alike, never a bare ``KeyError``, and no
+    ``LangGraphCheckpoint`` is left declared without its ``LangGraphWrite`` (a saver
+    refused by its writes left the checkpoint entity in the model, and the next one
+    raised ``KeyError: 'LangGraphWrite'``)."""
+    home = Table(f"red08c-trap-{label}", type_attribute=None)
+    fields = ("t", "a", "b", "c", "d")
+    type("Trap", (dynaorm.Entity,), {
+        "__annotations__": dict.fromkeys(fields[:3 if label == "checkpoints" else 5], str),
+        "__module__": __name__, "__qualname__": f"Trap_{label}",
+        "Meta": type("Meta", (), {"table": home, "pk": "LG#{t}", "sk": sk,
+                                  "__qualname__": f"Trap_{label}.Meta"})})
+    for _ in range(2):
+        with pytest.raises(DynaormError, match="could match the same item as Trap"):
+            Saver(home)
+        assert "LangGraphCheckpoint" not in home.entities
+
+
 @pytest.fixture
 def reloaded() -> Iterator[None]:
     """Puts the adapter's modules back as they were after a test that reloads them."""
