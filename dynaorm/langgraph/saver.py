@@ -76,12 +76,12 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
             "__annotations__": {
                 **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
                 **fields, **ttl}})
-    return (entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
+    # (the writes first: a checkpoint entity is only ever declared beside its writes')
+    write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes]})
+    return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None, "meta": bytes,
-        "data": Compressed[bytes]}, parent=None, run_id=None),
-        entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-            "task_id": str, "idx": int, "channel": str, "path": str,
-            "value": Compressed[bytes]}))
+        "data": Compressed[bytes]}, parent=None, run_id=None), write
 
 
 class Runner:
@@ -105,6 +105,12 @@ class Runner:
         self.table, self.scope = table, dict(scope or {})
         if self.scope:
             Session(table, scope=self.scope)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        """The saver or store itself: its state is its table's, so a deep copy of a
+        compiled graph (or of a config holding it) keeps to the same rows (copying the
+        table's client raised ``TypeError``). Pickling stays refused."""
+        return self
 
     def _run(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
@@ -153,8 +159,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return self._pk(conf["thread_id"], ns="_" + conf.get("checkpoint_ns", ""))
 
     def _stamp(self) -> dict[str, Any]:
-        return {self.table.ttl: int(time.time() + self.ttl.total_seconds())} if (
-            self.ttl and self.table.ttl) else {}
+        return {self.table.ttl: int(time.time() + self.ttl.total_seconds())
+                } if self.ttl and self.table.ttl else {}
 
     def _dump(self, value: Any) -> bytes:
         kind, data = self.serde.dumps_typed(value)
@@ -242,17 +248,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             ws = sorted(writes.get((r.thread_id, r.ns, r.checkpoint_id), []),
                         key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
             out.append(CheckpointTuple(
-                self._config(r, r.checkpoint_id), self._load(r.data), md,
-                r.parent and self._config(r, r.parent),
+                _config(r, r.checkpoint_id), self._load(r.data), md,
+                r.parent and _config(r, r.parent),
                 [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
             if len(out) == limit:
                 break
         return out
-
-    @staticmethod
-    def _config(r: Any, checkpoint_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": r.thread_id, "checkpoint_ns": r.ns[1:],
-                                 "checkpoint_id": checkpoint_id}}
 
     def _thread(self, s: Any, thread_id: str) -> Op:
         return (yield s.query(self.cp, self.w, **self._pk(thread_id)).all)
@@ -295,14 +296,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
-    @staticmethod
-    def _one(config: RunnableConfig) -> RunnableConfig:
-        """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
-        LangGraph saver; ``list`` alone reads every namespace)."""
-        return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
-
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(self._run(self._list, self._one(config), None, None, 1)), None)
+        return next(iter(self._run(self._list, _one(config), None, None, 1)), None)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
@@ -330,7 +325,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         self._run(self._prune, thread_ids, strategy)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(await self._arun(self._list, self._one(config), None, None, 1)),
+        return next(iter(await self._arun(self._list, _one(config), None, None, 1)),
                     None)
 
     async def alist(self, config: RunnableConfig | None, *,
@@ -358,3 +353,14 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._arun(self._prune, thread_ids, strategy)
+
+
+def _config(r: Any, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": r.thread_id, "checkpoint_ns": r.ns[1:],
+                             "checkpoint_id": checkpoint_id}}
+
+
+def _one(config: RunnableConfig) -> RunnableConfig:
+    """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
+    LangGraph saver; ``list`` alone reads every namespace)."""
+    return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
