@@ -7,6 +7,7 @@ Definition-time refusals (two templates, ``Meta.overlaps = "refuse"``) are in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -183,3 +184,58 @@ def test_stream_records_classify_by_the_precedence() -> None:
 
     changes = list(shop.changes([record("METADATA"), record("2024-01-01")]))
     assert [c.entity for c in changes] == [Store, Order]
+
+
+class Profile(Entity):  # a template whose keys may render the admin's literal key
+    class Meta:
+        table = shop
+        pk = "USER#{user_id}"
+        sk = "PROFILE"
+
+    user_id: str
+    bio: str = ""
+
+
+class AdminProfile(Entity):
+    class Meta:
+        table = shop
+        pk = "USER#admin"
+        sk = "PROFILE"
+
+    bio: str = ""
+
+
+def test_a_write_at_a_key_another_entitys_literal_claims_is_refused_before_sending(
+        db: TestBackend) -> None:
+    """``Profile(user_id="admin")`` renders ``USER#admin``/``PROFILE``, the literal key of
+    ``AdminProfile``, which reads take the item for: its save (sync, async, ``save_many``),
+    an update and a delete by that key, and a get by it are refused before anything is
+    sent, naming the entity whose literal key wins (the save was stored, told it was, and
+    never read back as a ``Profile``; the delete removed the admin's profile). Other
+    users' profiles and the admin's own are stored and read back as their own."""
+    from dynaorm import Session
+    from dynaorm.aio.session import AsyncSession
+    from dynaorm.errors import KeyTemplateError
+
+    s = db.session(shop)
+    s.save(AdminProfile(bio="root"))
+    s.save(Profile(user_id="ada", bio="hi"))
+    s.commit()
+    held = sorted(json.dumps(i, sort_keys=True) for i in shop.db.send(
+        "Scan", {"TableName": shop.name})["Items"])
+    obj = Profile(user_id="admin", bio="evil")
+    sync = Session(shop)
+    writes = [lambda: sync.save(obj), lambda: AsyncSession(shop).save(obj),
+              lambda: sync.save_many([obj]),
+              lambda: sync.update(Profile, user_id="admin").set(bio="x"),
+              lambda: sync.delete(Profile(user_id="admin")),
+              lambda: sync.get(Profile, user_id="admin")]
+    for write in writes:
+        with pytest.raises(KeyTemplateError, match=r"Profile: the key \{'PK': 'USER#admin', "
+                           r"'SK': 'PROFILE'\} is AdminProfile's literal key"):
+            write()
+    sync.commit()
+    assert sorted(json.dumps(i, sort_keys=True) for i in shop.db.send(
+        "Scan", {"TableName": shop.name})["Items"]) == held
+    assert s.get(AdminProfile) == AdminProfile(bio="root")
+    assert s.get(Profile, user_id="ada") == Profile(user_id="ada", bio="hi")
