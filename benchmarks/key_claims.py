@@ -78,6 +78,8 @@ cases = [
     ("read: classify a Customer item", Customer.__dynaorm_spec__.owns,
      item("CUSTOMER#c1", "PROFILE")),
     ("read: classify a Ledger item", Ledger.__dynaorm_spec__.owns, item("AUDIT#K#1", "w#a#b")),
+    ("read: classify an audit row (Ledger asks)", Ledger.__dynaorm_spec__.owns,
+     item("AUDIT#ORDER#1", "insert#ORDER#000001")),
 ]
 out = {}
 for label, fn, arg in cases:

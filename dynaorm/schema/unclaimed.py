@@ -24,7 +24,6 @@ warning).
 
 from __future__ import annotations
 
-import operator
 import threading
 import weakref
 from typing import Any, NamedTuple
@@ -163,10 +162,11 @@ def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
 class _Claims(NamedTuple):
     """What may claim a key ``spec``'s entity renders, before it does (:func:`_claims`)."""
 
-    specs: tuple[Any, ...]
-    """The specs of the table's entities it was found for (it holds while they are)."""
+    classes: tuple[type[Any], ...]
+    """The table's entity classes it was found for (it holds while they are: a class's
+    spec, and so its rules and rule rows, is made with it)."""
     literals: tuple[Any, ...]
-    """Entities whose literal keys win over ``spec``'s templates
+    """Entities whose literal keys win over ``spec``'s templates where both may fit a key
     (:meth:`~dynaorm.schema.spec.EntitySpec.outranked_by`)."""
     rows: tuple[RuleRow, ...]
     """Rule row kinds narrower than ``spec``'s templates."""
@@ -174,32 +174,34 @@ class _Claims(NamedTuple):
 
 #: each entity class's claims, with the spec they were found for
 _CLAIMS: weakref.WeakKeyDictionary[type[Any], tuple[Any, _Claims]] = weakref.WeakKeyDictionary()
-_spec_of = operator.attrgetter("__dynaorm_spec__")
 
 
 def _claims(spec: Any) -> _Claims:
     """The entities and rule row kinds whose key shapes win over ``spec``'s templates,
-    found once per spec and the table's entities' specs (a class defined or redefined,
-    or given other rules, gets a new spec: found again); each item then costs one parse
-    per candidate, never a ranking of templates."""
-    specs = tuple(map(_spec_of, spec.table.entities.values()))
+    found once per spec and the table's entity classes (one defined or redefined: found
+    again); each key or item then costs one parse per candidate, never a ranking."""
+    classes = tuple(spec.table.entities.values())
     found = _CLAIMS.get(spec.cls)
-    if found is not None and found[0] is spec and len(found[1].specs) == len(specs) and all(
-            map(operator.is_, found[1].specs, specs)):
+    if found is not None and found[0] is spec and found[1].classes == classes:
         return found[1]
-    rows = tuple(r for s in specs for r in rule_rows(s)
+    rows = tuple(r for c in classes for r in rule_rows(c.__dynaorm_spec__)
                  if r.pk is not None and _narrower(_pairs(r, spec)))
-    claims = _Claims(specs, spec.outranked_by(), rows)
+    literals = tuple(w for w in spec.outranked_by() if could_overlap(w.pk, spec.pk) and (
+        w.sk is None or spec.sk is None or could_overlap(w.sk, spec.sk)))
+    claims = _Claims(classes, literals, rows)
     _CLAIMS[spec.cls] = (spec, claims)
     return claims
 
 
-def ruled_over(spec: Any, item: Item) -> RuleRow | None:
+def ruled_over(spec: Any, item: Item, rows: tuple[RuleRow, ...] | None = None
+               ) -> RuleRow | None:
     """The rule row kind ``item``, whose key may fit the key templates of ``spec``'s
     entity, is a row of instead: its key fits a rule row kind narrower than them (an
-    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none."""
+    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none.
+    ``rows``: those kinds, found already."""
     table = spec.table
-    return next((r for r in _claims(spec).rows if _row_fits(table, r, item)), None)
+    return next((r for r in (_claims(spec).rows if rows is None else rows)
+                 if _row_fits(table, r, item)), None)
 
 
 def refuse_claimed(spec: Any, key: PlainKey) -> None:
@@ -217,7 +219,7 @@ def refuse_claimed(spec: Any, key: PlainKey) -> None:
     item = {attr: key_av(text) for attr, text in key.items()}
     why = next((f"is {w.name}'s literal key" for w in claims.literals if w.fits_shape(item)),
                None)
-    row = None if why else ruled_over(spec, item)
+    row = None if why else ruled_over(spec, item, claims.rows)
     if row is not None:
         why = (f"fits the rows rule {row.rule!r} adds to {row.entity.__name__}'s writes "
                f"({row.pk}, {row.sk})")
