@@ -96,3 +96,19 @@ def test_a_save_is_refused_or_read_back_as_the_same_entity(
             except KeyTemplateError:
                 continue  # (refused before sending: a key its templates cannot hold)
             _read_back(home, cls, obj)
+
+
+def test_a_literal_defined_after_the_template_was_used_claims_its_key() -> None:
+    """What may claim an entity's keys is found once per spec and the table's classes: a
+    literal entity defined after the template's keys were rendered is seen by the next
+    render (the claims found before it no longer hold), and one redefined without the
+    literal releases the key."""
+    home = Table("lit-claims-late", pk="PK", sk="SK", type_attribute=None)
+    user = _keyed(home, "LitLateUser", "USER#{a}", "PROFILE").__dynaorm_spec__
+    assert user.primary_key({"a": "admin"}) == {"PK": "USER#admin", "SK": "PROFILE"}
+    _keyed(home, "LitLateAdmin", "USER#admin", "PROFILE")
+    with pytest.raises(KeyTemplateError, match="is LitLateAdmin's literal key"):
+        user.primary_key({"a": "admin"})
+    assert user.primary_key({"a": "ada"}) == {"PK": "USER#ada", "SK": "PROFILE"}
+    _keyed(home, "LitLateAdmin", "ADMIN#root", "PROFILE")  # (redefined: the same class name)
+    assert user.primary_key({"a": "admin"}) == {"PK": "USER#admin", "SK": "PROFILE"}
