@@ -90,6 +90,11 @@ LANDED = 161_687
 #: claims (ranked on its partition key alone) is refused where keys render
 #: (``EntitySpec.primary_key``, ``unclaimed.refuse_ruled``): +95. Raised by exactly that.
 LANDED = 161_782
+#: lit: a write at a key another entity's literal key claims is refused where keys render
+#: (``unclaimed.refuse_claimed``, was ``refuse_ruled``), and what may claim an entity's
+#: keys (literal winners, narrower rule row kinds) found once per spec (``_claims``):
+#: +295. Raised by exactly that.
+LANDED = 162_077
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -44,7 +44,7 @@ from dynaorm.schema.rules.versioned import (
 )
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
-from dynaorm.schema.unclaimed import check_rule_rows, refuse_ruled, ruled_over
+from dynaorm.schema.unclaimed import check_rule_rows, refuse_claimed, ruled_over
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -319,7 +319,7 @@ class EntitySpec:
                 sk = version_sk(sk, version)
             key[self.table.sk] = sk
         if self.table.type_attribute is None:
-            refuse_ruled(self, key)  # (a key a rule's rows claim: never read back as ours)
+            refuse_claimed(self, key)  # (a key reads take for another's: never ours)
         return key
 
     def key_values(self, key: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from dynaorm.values.keys import key_av
 from dynaorm.values.records import Put, Role
 
 __all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
-           "refuse_ruled", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
+           "refuse_claimed", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
            "unclaimed_shape"]
 
 _lock = threading.Lock()
@@ -159,29 +159,75 @@ def _narrower(pairs: list[tuple[KeyTemplate, KeyTemplate]]) -> bool:
     return all(b.covers(a) for a, b in pairs) and not all(a.covers(b) for a, b in pairs)
 
 
-def ruled_over(spec: Any, item: Item) -> RuleRow | None:
+class _Claims(NamedTuple):
+    """What may claim a key ``spec``'s entity renders, before it does (:func:`_claims`)."""
+
+    classes: tuple[type[Any], ...]
+    """The table's entity classes it was found for (it holds while they are: a class's
+    spec, and so its rules and rule rows, is made with it)."""
+    literals: tuple[Any, ...]
+    """Entities whose literal keys win over ``spec``'s templates where both may fit a key
+    (:meth:`~dynaorm.schema.spec.EntitySpec.outranked_by`)."""
+    rows: tuple[RuleRow, ...]
+    """Rule row kinds narrower than ``spec``'s templates."""
+
+
+#: each entity class's claims, with the spec they were found for
+_CLAIMS: weakref.WeakKeyDictionary[type[Any], tuple[Any, _Claims]] = weakref.WeakKeyDictionary()
+
+
+def _claims(spec: Any) -> _Claims:
+    """The entities and rule row kinds whose key shapes win over ``spec``'s templates,
+    found once per spec and the table's entity classes (one defined or redefined: found
+    again); each key or item then costs one parse per candidate, never a ranking."""
+    classes = tuple(spec.table.entities.values())
+    found = _CLAIMS.get(spec.cls)
+    if found is not None and found[0] is spec and found[1].classes == classes:
+        return found[1]
+    rows = tuple(r for c in classes for r in rule_rows(c.__dynaorm_spec__)
+                 if r.pk is not None and _narrower(_pairs(r, spec)))
+    literals = tuple(w for w in spec.outranked_by() if could_overlap(w.pk, spec.pk) and (
+        w.sk is None or spec.sk is None or could_overlap(w.sk, spec.sk)))
+    claims = _Claims(classes, literals, rows)
+    _CLAIMS[spec.cls] = (spec, claims)
+    return claims
+
+
+def ruled_over(spec: Any, item: Item, rows: tuple[RuleRow, ...] | None = None
+               ) -> RuleRow | None:
     """The rule row kind ``item``, whose key may fit the key templates of ``spec``'s
     entity, is a row of instead: its key fits a rule row kind narrower than them (an
-    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none."""
+    audit row ``AUDIT#ORDER#{oid}`` within ``AUDIT#{kind}#{ref}``); ``None``: none.
+    ``rows``: those kinds, found already."""
     table = spec.table
-    return next((r for c in table.entities.values() for r in rule_rows(c.__dynaorm_spec__)
-                 if _row_fits(table, r, item) and _narrower(_pairs(r, spec))), None)
+    return next((r for r in (_claims(spec).rows if rows is None else rows)
+                 if _row_fits(table, r, item)), None)
 
 
-def refuse_ruled(spec: Any, key: PlainKey) -> None:
-    """Refuse ``key``, a key ``spec``'s entity renders for an object, where a rule's row
-    kind claims it (:func:`ruled_over`): reads would take the item stored there for the
-    rule's (a ``Ledger`` keyed ``AUDIT#{kind}#{ref}`` with ``kind="ORDER"``, where an
-    audit rule writes ``AUDIT#ORDER#{oid}`` rows), so a save would be told it stored a
-    ``Ledger`` that no read returns. Asked on a table without a type attribute (with
-    one, the stored type name tells them apart)."""
-    row = ruled_over(spec, {attr: key_av(text) for attr, text in key.items()})
+def refuse_claimed(spec: Any, key: PlainKey) -> None:
+    """Refuse ``key``, a key ``spec``'s entity renders for an object, where reads would
+    take the item stored there for something else, so a save would be told it stored an
+    object no read returns: another entity whose literal key it is (``USER#admin`` /
+    ``PROFILE`` of an ``AdminProfile``, rendered by a ``Profile`` keyed ``USER#{id}`` with
+    ``id="admin"``: :meth:`~dynaorm.schema.spec.EntitySpec.outranked`), or a rule's row
+    kind (a ``Ledger`` keyed ``AUDIT#{kind}#{ref}`` with ``kind="ORDER"``, where an audit
+    rule writes ``AUDIT#ORDER#{oid}`` rows: :func:`ruled_over`). Asked on a table without
+    a type attribute (with one, the stored type name tells them apart)."""
+    claims = _claims(spec)
+    if not claims.literals and not claims.rows:
+        return  # (most entities: nothing can claim their keys, nothing to build)
+    item = {attr: key_av(text) for attr, text in key.items()}
+    why = next((f"is {w.name}'s literal key" for w in claims.literals if w.fits_shape(item)),
+               None)
+    row = None if why else ruled_over(spec, item, claims.rows)
     if row is not None:
+        why = (f"fits the rows rule {row.rule!r} adds to {row.entity.__name__}'s writes "
+               f"({row.pk}, {row.sk})")
+    if why is not None:
         raise KeyTemplateError(
-            f"{spec.name}: the key {key!r} fits the rows rule {row.rule!r} adds to "
-            f"{row.entity.__name__}'s writes ({row.pk}, {row.sk}); table {spec.table.name!r} "
-            "has no type attribute, so reads would take it for the rule's (choose other key "
-            "values, or give the table a type attribute)")
+            f"{spec.name}: the key {key!r} {why}; table {spec.table.name!r} has no type "
+            "attribute, so reads would take it for theirs (choose other key values, or give "
+            "the table a type attribute)")
 
 
 def check_rule_rows(spec: Any) -> None:

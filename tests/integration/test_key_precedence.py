@@ -7,6 +7,7 @@ Definition-time refusals (two templates, ``Meta.overlaps = "refuse"``) are in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -110,12 +111,20 @@ def test_the_literal_type_reads_its_row(db: TestBackend) -> None:
 
 
 def test_get_by_key_honours_the_precedence(db: TestBackend) -> None:
+    """A get of the template's type by the literal's key is refused (no Order can be
+    stored there: reads take the item for the Store's), as a save there is."""
+    from dynaorm.errors import KeyTemplateError
+
     s = db.session(shop)
-    assert s.get(Order, store_id="s1", timestamp="METADATA") is None
+    with pytest.raises(KeyTemplateError, match="is Store's literal key"):
+        s.get(Order, store_id="s1", timestamp="METADATA")
     assert s.get(Store, store_id="s1") == Store(store_id="s1", name="Main street")
-    got = s.get_many(Order, [{"store_id": "s1", "timestamp": "METADATA"},
+    with pytest.raises(KeyTemplateError, match="is Store's literal key"):
+        s.get_many(Order, [{"store_id": "s1", "timestamp": "METADATA"},
+                           {"store_id": "s1", "timestamp": "Z-2099"}])
+    got = s.get_many(Order, [{"store_id": "s1", "timestamp": "2024-01-01T10:00:00"},
                              {"store_id": "s1", "timestamp": "Z-2099"}])
-    assert got[0] is None and got[1] is not None and got[1].total == 9
+    assert [o.total for o in got if o is not None] == [5, 9]
 
 
 def test_scans_tell_the_types_apart(db: TestBackend) -> None:
@@ -183,3 +192,58 @@ def test_stream_records_classify_by_the_precedence() -> None:
 
     changes = list(shop.changes([record("METADATA"), record("2024-01-01")]))
     assert [c.entity for c in changes] == [Store, Order]
+
+
+class Profile(Entity):  # a template whose keys may render the admin's literal key
+    class Meta:
+        table = shop
+        pk = "USER#{user_id}"
+        sk = "PROFILE"
+
+    user_id: str
+    bio: str = ""
+
+
+class AdminProfile(Entity):
+    class Meta:
+        table = shop
+        pk = "USER#admin"
+        sk = "PROFILE"
+
+    bio: str = ""
+
+
+def test_a_write_at_a_key_another_entitys_literal_claims_is_refused_before_sending(
+        db: TestBackend) -> None:
+    """``Profile(user_id="admin")`` renders ``USER#admin``/``PROFILE``, the literal key of
+    ``AdminProfile``, which reads take the item for: its save (sync, async, ``save_many``),
+    an update and a delete by that key, and a get by it are refused before anything is
+    sent, naming the entity whose literal key wins (the save was stored, told it was, and
+    never read back as a ``Profile``; the delete removed the admin's profile). Other
+    users' profiles and the admin's own are stored and read back as their own."""
+    from dynaorm import Session
+    from dynaorm.aio.session import AsyncSession
+    from dynaorm.errors import KeyTemplateError
+
+    s = db.session(shop)
+    s.save(AdminProfile(bio="root"))
+    s.save(Profile(user_id="ada", bio="hi"))
+    s.commit()
+    held = sorted(json.dumps(i, sort_keys=True) for i in shop.db.send(
+        "Scan", {"TableName": shop.name})["Items"])
+    obj = Profile(user_id="admin", bio="evil")
+    sync = Session(shop)
+    writes = [lambda: sync.save(obj), lambda: AsyncSession(shop).save(obj),
+              lambda: sync.save_many([obj]),
+              lambda: sync.update(Profile, user_id="admin").set(bio="x"),
+              lambda: sync.delete(Profile(user_id="admin")),
+              lambda: sync.get(Profile, user_id="admin")]
+    for write in writes:
+        with pytest.raises(KeyTemplateError, match=r"Profile: the key \{'PK': 'USER#admin', "
+                           r"'SK': 'PROFILE'\} is AdminProfile's literal key"):
+            write()
+    sync.commit()
+    assert sorted(json.dumps(i, sort_keys=True) for i in shop.db.send(
+        "Scan", {"TableName": shop.name})["Items"]) == held
+    assert s.get(AdminProfile) == AdminProfile(bio="root")
+    assert s.get(Profile, user_id="ada") == Profile(user_id="ada", bio="hi")
