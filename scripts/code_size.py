@@ -95,6 +95,12 @@ LANDED = 161_782
 #: keys (literal winners, narrower rule row kinds) found once per spec (``_claims``):
 #: +295. Raised by exactly that.
 LANDED = 162_077
+#: issue 69 step 1 (mv69b): a previous layout plans its own moves (``Layout.save``,
+#: ``Layout.delete``, ``Layout.refuse``, migrate's history batches; write/moves.py gone,
+#: the phase hands it its encoder, ``Writing``), a read of the old layout with its history
+#: one protocol (``moved_p``), the two-key read ``get_many(snapshot=True)``'s
+#: (``snapshot_p``): -5.
+LANDED = 162_072
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

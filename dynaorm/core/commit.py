@@ -101,7 +101,7 @@ class _Reads:
         """What an object read from its previous layout stands for now."""
         from dynaorm.read.previous import stored_now_p
 
-        return stored_now_p(spec.table.name, spec, state, new_key)
+        return stored_now_p(spec, state, new_key)
 
 
 #: the reads of every commit

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
-from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.steps import Proto, call
-from dynaorm.read.batches import batch_get_p
+from dynaorm.read.batches import batch_get_p, snapshot_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -21,11 +21,9 @@ from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-__all__ = ["FIND_ROUNDS", "MAX_SNAPSHOT", "find_p", "get_item_p", "get_many_p", "get_p"]
+__all__ = ["FIND_ROUNDS", "find_p", "get_item_p", "get_many_p", "get_p"]
 
 T = TypeVar("T", bound=Entity)
-#: Items one TransactGetItems reads, at most.
-MAX_SNAPSHOT = 100
 #: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
 FIND_ROUNDS = 3
 
@@ -83,7 +81,7 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     check_concurrency(concurrency)
     wanted = [stage.key(spec, k) for k in keys]
     if snapshot:
-        found = yield from _snapshot_p(spec, wanted)
+        found = yield from snapshot_p(spec, wanted)
     else:
         found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                        consistent=consistent, concurrency=concurrency,
@@ -106,21 +104,6 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
 
             out[at] = yield from previous_get_p(spec, old, wanted[at], items[at])
     return out
-
-
-def _snapshot_p(spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Item]]:
-    unique = list({key_id(k): k for k in wanted}.values())
-    if len(unique) > MAX_SNAPSHOT:
-        raise TransactionTooLargeError(
-            f"{spec.name}: get_many(snapshot=True) reads at most {MAX_SNAPSHOT} distinct "
-            f"items in one TransactGetItems, got {len(unique)}")
-    if not unique:
-        return {}
-    request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
-                                          "Key": wire_key(k)}} for k in unique]}
-    out = yield from call("TransactGetItems", request, (spec.cls,))
-    responses = zip(unique, out.get("Responses", []), strict=False)
-    return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
 
 
 def find_p(stage: Stage, entity: type[T], consistent: bool,

@@ -8,13 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dynaorm._types import Item, Reader
-from dynaorm.errors import DynaormError
+from dynaorm._types import Item, PlainKey, Reader
+from dynaorm.errors import DynaormError, TransactionTooLargeError
 from dynaorm.protocol.steps import Backoff, Proto, call, gather
 from dynaorm.read.selection import BATCH_GET
-from dynaorm.values.keys import key_id
+from dynaorm.values.keys import key_id, wire_key
 
-__all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
+__all__ = ["MAX_BATCH_ROUNDS", "MAX_SNAPSHOT", "batch_get_p", "batch_rounds", "snapshot_p"]
+
+#: Items one TransactGetItems reads, at most.
+MAX_SNAPSHOT = 100
 
 #: Rounds of a batch request before unprocessed keys are an error.
 MAX_BATCH_ROUNDS = 12
@@ -75,3 +78,20 @@ def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
     key_attrs = list(unique[0]) if unique else []
     return {key_id({a: key[a] for a in key_attrs}): item for got in results
             for key, item in got}
+
+
+def snapshot_p(spec: Any, wanted: Sequence[PlainKey]) -> Proto[dict[Any, Item]]:
+    """The items of ``spec``'s entity at the keys ``wanted``, read at one instant (one
+    ``TransactGetItems``), by their key's identity."""
+    unique = list({key_id(k): k for k in wanted}.values())
+    if len(unique) > MAX_SNAPSHOT:
+        raise TransactionTooLargeError(
+            f"{spec.name}: get_many(snapshot=True) reads at most {MAX_SNAPSHOT} distinct "
+            f"items in one TransactGetItems, got {len(unique)}")
+    if not unique:
+        return {}
+    request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
+                                          "Key": wire_key(k)}} for k in unique]}
+    out = yield from call("TransactGetItems", request, (spec.cls,))
+    responses = zip(unique, out.get("Responses", []), strict=False)
+    return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}

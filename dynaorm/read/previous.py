@@ -19,33 +19,29 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.steps import Proto, call
-from dynaorm.read.batches import batch_get_p
+from dynaorm.read.batches import batch_get_p, snapshot_p
 from dynaorm.schema.entity import _set_state, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
-__all__ = ["from_previous", "old_history_p", "owner_p", "previous_get_p", "stored_now_p"]
+__all__ = ["moved_p", "owner_p", "previous_get_p", "stored_now_p"]
 
 
-def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
-    """An object of ``spec.cls`` read from an item in the previous layout, marked so that
-    any write of it moves it (:class:`~dynaorm.values.state.MovedState`)."""
-    assert spec.previous is not None
-    obj, version = spec.previous.load(spec, item)
+def moved_p(spec: EntitySpec, item: Item) -> Proto[Any]:
+    """An object of ``spec.cls`` read from ``item``, a row of the previous layout, with
+    its old version rows (1..n, versioned only: read), marked so that any write of it
+    moves it (:class:`~dynaorm.values.state.MovedState`)."""
+    layout = spec.previous
+    assert layout is not None
+    keys = [wire_key(k) for k in layout.version_keys(item, spec.name)]
+    found = (yield from batch_get_p(spec.table.name, keys, consistent=True)) if keys else {}
+    history = tuple(found[key_id(k)] for k in keys if key_id(k) in found)
+    yield from prepare_rows((spec,), (item, *history))
+    obj, version = layout.load(spec, item)
     _set_state(obj, MovedState(spec.stored_key(item), item, version, history))
     return obj
-
-
-def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item, ...]]:
-    """The old version rows (1..n) of the old latest copy ``item`` (versioned only)."""
-    assert spec.previous is not None
-    keys = [wire_key(k) for k in spec.previous.version_keys(item, spec.name)]
-    if not keys:
-        return ()
-    found = yield from batch_get_p(table, keys, consistent=True)
-    return tuple(found[key_id(k)] for k in keys if key_id(k) in found)
 
 
 def previous_get_p(spec: EntitySpec, old_key: PlainKey, new_key: PlainKey,
@@ -56,7 +52,8 @@ def previous_get_p(spec: EntitySpec, old_key: PlainKey, new_key: PlainKey,
     if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
         item = found
     else:
-        current, item = yield from _both_p(spec.table.name, spec, new_key, old_key)
+        both = yield from snapshot_p(spec, (new_key, old_key))
+        current, item = both.get(key_id(new_key)), both.get(key_id(old_key))
         if spec.owns(current):  # (and its TTL not passed)
             item = current
     return (yield from owner_p(spec, item))
@@ -74,9 +71,7 @@ def owner_p(spec: EntitySpec, item: Item | None) -> Proto[Any]:
     item = _live(spec, item)
     if layout is None or item is None or not layout.owns(item):
         return None
-    history = yield from old_history_p(spec.table.name, spec, item)
-    yield from prepare_rows((spec,), (item, *history))
-    return from_previous(spec, item, history)
+    return (yield from moved_p(spec, item))
 
 
 def _live(spec: EntitySpec, item: Item | None) -> Item | None:
@@ -85,18 +80,7 @@ def _live(spec: EntitySpec, item: Item | None) -> Item | None:
     return None if item is None or expired(item, spec.table.ttl) else item
 
 
-def _both_p(table: str, spec: EntitySpec, first: PlainKey, second: PlainKey
-            ) -> Proto[tuple[Item | None, Item | None]]:
-    """The items at two keys, read together (one ``TransactGetItems``: consistent)."""
-    out = yield from call("TransactGetItems", {"TransactItems": [
-        {"Get": {"TableName": table, "Key": wire_key(first)}},
-        {"Get": {"TableName": table, "Key": wire_key(second)}}]}, (spec.cls,))
-    responses = out.get("Responses") or [{}, {}]
-    return (responses[0].get("Item"),
-            responses[1].get("Item") if len(responses) > 1 else None)
-
-
-def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: PlainKey
+def stored_now_p(spec: EntitySpec, state: MovedState, new_key: PlainKey
                  ) -> Proto[InstanceState | None]:
     """What an object read from the previous layout (``state``) stands for now, for an
     overwrite planned on what is stored (an entity with rules, whose guards and history
@@ -108,11 +92,12 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
     layout = spec.rules.before  # (its previous layout)
     old_key = state.key
     if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
-        out = yield from call("GetItem", {"TableName": table, "Key": wire_key(old_key),
+        out = yield from call("GetItem", {"TableName": spec.table.name, "Key": wire_key(old_key),
                                           "ConsistentRead": True}, (spec.cls,))
         old = current = out.get("Item")
     else:
-        old, current = yield from _both_p(table, spec, old_key, new_key)
+        both = yield from snapshot_p(spec, (old_key, new_key))
+        old, current = both.get(key_id(old_key)), both.get(key_id(new_key))
     old, current = _live(spec, old), _live(spec, current)
     if old is not None and layout.owns(old):
         if current is not old and current is not None and spec.owns(current):
@@ -121,9 +106,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
                 f"row {new_key} (a new object was saved at the current key during the "
                 "migration window); overwrite cannot tell which one it replaces: delete "
                 "one of them first")
-        history = yield from old_history_p(table, spec, old)
-        yield from prepare_rows((spec,), (old, *history))
-        moved: InstanceState = from_previous(spec, old, history)._dynaorm_state
+        moved: InstanceState = (yield from moved_p(spec, old))._dynaorm_state
         return moved
     if current is not None and spec.owns(current):
         yield from prepare_rows((spec,), (current,))

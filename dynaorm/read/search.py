@@ -259,10 +259,9 @@ class SearchSpec(Generic[T]):
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
             elif old.owns(row):  # (read as current, as a scan reads it)
-                from dynaorm.read.previous import from_previous, old_history_p
+                from dynaorm.read.previous import moved_p
 
-                history = yield from old_history_p(spec.table.name, spec, row)
-                hits.append(Hit(from_previous(spec, row, history), score))
+                hits.append(Hit((yield from moved_p(spec, row)), score))
             else:
                 sel.foreign(row)
                 hits.skipped += 1

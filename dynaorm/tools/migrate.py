@@ -3,9 +3,9 @@
 
 The table is scanned (consistently) one page at a time. Each item stored in the previous
 layout of one of the table's entities is read into its current class, with its old version
-rows, and saved: the save plans the one move the session uses
-(:mod:`dynaorm.write.moves`): old row deleted on the condition that it is exactly as
-read, new row put on the condition that nothing is there, guards re-pointed, version rows
+rows, and saved: the save plans the one move the session uses (the previous layout's,
+:mod:`dynaorm.schema.rules.previous`): old row deleted on the condition that it is exactly
+as read, new row put on the condition that nothing is there, guards re-pointed, version rows
 moved, all in one transaction. A move whose condition fails (a live writer got there
 first) is judged again on a fresh read: the entity already moved (or deleted) by the
 writer is skipped, one changed in its old layout is moved again from the fresh read.
@@ -34,9 +34,14 @@ from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, Reque
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
-from dynaorm.read.previous import from_previous, old_history_p
+from dynaorm.read.previous import moved_p
 from dynaorm.schema.entity import Entity, spec_of
-from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.previous import (
+    MovedState,
+    history_batches,
+    kept_row_move,
+    needs_history_batches,
+)
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
@@ -45,11 +50,7 @@ from dynaorm.tools.check import check_table
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
-from dynaorm.write.moves import (
-    history_batches,
-    kept_row_move,
-    needs_history_batches,
-)
+from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan
 
 __all__ = ["MigrationReport", "migrate", "old_row"]
@@ -197,7 +198,7 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     layout; ``"skipped"`` when its entity is stored again in the old layout (its move
     takes the row) or a writer moved or deleted the row first."""
     try:
-        ops = kept_row_move(spec, row)
+        ops = kept_row_move(spec, row, WRITING)
         request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
         table.db.driver.run(call("TransactWriteItems", request),
                             Operation("migrate.history", (spec.table.name,)))
@@ -212,7 +213,7 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
 
 def _move_history(client: Client, spec: EntitySpec, state: MovedState) -> None:
     """Move a long history ahead of its entity, one conditioned transaction per batch."""
-    for ops in history_batches(spec, state):
+    for ops in history_batches(spec, state, WRITING):
         request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
         client.driver.run(call("TransactWriteItems", request),
                           Operation("migrate.history", (spec.table.name,)))
@@ -282,9 +283,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if session is None:
             session = local.session = Session(table)
         try:
-            history = table.db.driver.run(old_history_p(table.name, spec, item),
-                                          Operation("migrate.read", (table.name,)))
-            obj = from_previous(spec, item, history)
+            obj = table.db.driver.run(moved_p(spec, item),
+                                      Operation("migrate.read", (table.name,)))
         except DynaormError as exc:
             return str(exc)
         if pace is not None:

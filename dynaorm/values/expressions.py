@@ -324,6 +324,13 @@ def not_exists(attr: str) -> Condition:
     return _Test("attribute_not_exists", attr)
 
 
+def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
+    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
+    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
+    return [not_exists(name) if (av := stored.get(name)) is None else raw_eq(name, av)
+            for name in sorted(attrs)]
+
+
 def free(pk: str, ttl: str | None) -> Condition:
     """The condition of a write that claims a key: no item exists there, or (a table with
     the TTL attribute ``ttl``) the one stored has a TTL that has passed now, its owner

@@ -313,8 +313,8 @@ class MovedState(InstanceState):
     """The state of an object read from its entity's previous layout (``Meta.previous``,
     :mod:`~dynaorm.schema.rules.previous`): ``key`` / ``item`` are the old row as stored,
     ``history`` its old version rows (versioned entities), read with it. Any write of the
-    object moves it (:mod:`dynaorm.write.moves`). Plain state, as :class:`InstanceState`:
-    a phase tells it by its class, naming no rule."""
+    object moves it (the previous-layout rule plans it, the phases ask
+    ``spec.rules.before``). Plain state, as :class:`InstanceState`."""
 
     __slots__ = ("history",)
 

@@ -15,15 +15,34 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
+from dynaorm.schema.entity import encode_entity
+from dynaorm.schema.rules import Writing
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.codec import encode_value
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.values.expressions import (
+    Condition,
+    all_of,
+    exists,
+    not_exists,
+    raw_eq,
+    rename_paths,
+    stored_as,
+)
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
 
-__all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
-           "expect_stored_version", "pinned",
-           "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
+__all__ = [
+    "WRITING",
+    "as_loaded",
+    "conditioned",
+    "declared",
+    "expect_loaded_version",
+    "expect_stored_version",
+    "unchanged",
+    "undeclared",
+    "update_condition",
+    "with_condition",
+]
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozenset[str],
@@ -43,15 +62,6 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
             conds.append(raw_eq(attr, encode_value(value)))
     return conds
 
-
-def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
-    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
-    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
-    conds: list[Condition] = []
-    for name in sorted(attrs):
-        av = stored.get(name)
-        conds.append(not_exists(name) if av is None else raw_eq(name, av))
-    return conds
 
 
 def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] = frozenset()
@@ -90,12 +100,6 @@ def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping
                        if depends else touched)
     return all_of(conds)
 
-
-def pinned(spec: EntitySpec, version: int) -> list[Condition]:
-    """The conditions that the entity's own row is still as loaded at ``version``, as its
-    rules pin it (:meth:`~dynaorm.schema.rules.Rule.pin`: a versioned entity's version;
-    none for a plain one)."""
-    return [raw_eq(name, encode_value(value)) for name, value in spec.rules.pin(version)]
 
 
 def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:
@@ -198,5 +202,7 @@ def declared(spec: EntitySpec) -> frozenset[str]:
     return found
 
 
+#: what a rule that plans a whole write is handed (a previous layout's move)
+WRITING = Writing(encode_entity, undeclared)
 #: the attributes each entity class writes, by class
 _DECLARED: dict[type[Any], frozenset[str]] = cache("records.declared")

@@ -3,7 +3,7 @@ planning where its rules need it (an entity with rules deleted by key is read fi
 that its guards and history go too), and how it plans (pure, :meth:`DeleteEntry._plan_ops`): the
 row (or latest copy) conditioned on what was read, its guards released, a versioned
 entity's version rows with ``history=True``; an object read from its previous layout is
-deleted there (:mod:`dynaorm.write.moves`).
+deleted there (planned by that layout, ``spec.rules.before``).
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ from typing import Any
 
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
-from dynaorm.values.expressions import Condition, all_of, exists
+from dynaorm.values.expressions import Condition, all_of, exists, stored_as
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.write.conditions import (
+    WRITING,
     expect_loaded_version,
-    pinned,
-    stored_as,
     unchanged,
     with_condition,
 )
-from dynaorm.write.moves import plan_move_delete
 from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
@@ -44,8 +42,6 @@ class DeleteEntry(ObjectWrite):
     obj: Any
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
-    #: (planned on a row of the previous layout: its old row deleted)
-    _plan_move = plan_move_delete
 
     def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own; an entity with rules deleted by key (never
@@ -76,6 +72,9 @@ class DeleteEntry(ObjectWrite):
         """The actions of a delete planned on ``state`` (``None``: by key, never read), the
         caller's condition included; the object becomes deleted."""
         obj, spec = self.obj, spec_of(type(self.obj))
+        moved = spec.rules.before.delete(spec, self, state, index, WRITING)
+        if moved is not None:  # (a row of its previous layout: the layout plans it)
+            return moved, Outcome(obj, None)
         if state is None:  # a plain entity never loaded: delete by key, it must exist
             key = spec.primary_key(obj.__dict__)
             b = ActionBuilder(spec, key, index)
@@ -89,7 +88,7 @@ class DeleteEntry(ObjectWrite):
         conds = [exists(spec.table.pk), *stored_as(state.item, revision),
                  *unchanged(spec, old_values, spec.unique_fields, state.item)]
         expect_loaded_version(spec, obj, state)
-        conds += pinned(spec, state.version or 0)  # (a versioned entity's: still at its version)
+        conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
         history = (state.version or 0) if self.history else 0  # (its version rows go too)
         b.around(b.rows(old_values, None, state.key, None, history=history),
                  Delete(state.key, all_of(conds),

@@ -12,10 +12,10 @@ A commit (:mod:`dynaorm.core.commit`) knows no kind of write: for each staged wr
 for ``_prepare`` (the stored state it is planned on, reading where its rules need),
 ``_plan_ops`` (its actions and outcome, pure) and, after success, ``_finish``. Saves
 (:mod:`dynaorm.write.save`), deletes (:mod:`dynaorm.write.delete`), ``s.update()`` and
-``s.check()`` (:mod:`dynaorm.write.updates`) implement it, moves between layouts
-(:mod:`dynaorm.write.moves`) are planned for the first two; a new kind of write implements
-it too, and nothing else changes. The methods are underscored so that the objects users
-hold (``StagedUpdate``) show only their own API.
+``s.check()`` (:mod:`dynaorm.write.updates`) implement it (a save or delete of an object
+read from a previous layout is planned by that layout: ``spec.rules.before``); a new kind
+of write implements it too, and nothing else changes. The methods are underscored so that
+the objects users hold (``StagedUpdate``) show only their own API.
 """
 
 from __future__ import annotations
@@ -127,11 +127,6 @@ class StagedWrite:
                   ) -> Planned[Outcome | None]:
         """Its actions (origins tagged with ``index``, its place in the commit) and what
         its object becomes on success (pure)."""
-        raise NotImplementedError
-
-    def _plan_move(self, state: Any, index: int) -> Planned[Outcome | None]:
-        """:meth:`_plan_ops` on a row still in the entity's previous layout (a
-        :class:`~dynaorm.values.state.MovedState`): a move (:mod:`~dynaorm.write.moves`)."""
         raise NotImplementedError
 
     def _rereads(self, table: str | None, key: PlainKey | None,

@@ -41,7 +41,6 @@ from dynaorm.values.records import (
     Update,
 )
 from dynaorm.values.revision import stamp_of
-from dynaorm.values.state import MovedState
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
@@ -293,8 +292,7 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
     for index, (entry, state) in enumerate(entries):
-        entry_ops, outcome = (entry._plan_move if isinstance(state, MovedState)  # (a row
-                              else entry._plan_ops)(state, index)  # of the previous layout)
+        entry_ops, outcome = entry._plan_ops(state, index)
         if outcome is not None:
             outcomes.append(outcome)
         for op in entry_ops:

@@ -3,7 +3,7 @@ where its rules need it, and how it plans (pure, :func:`plan_save`): an insert (
 versioned entity's first version row and latest copy, its unique guards), an update of a
 loaded row in place (only what changed, conditioned on what it read), a move of a loaded
 row to its new key, a versioned entity's next version, or a move from the previous
-layout (:mod:`dynaorm.write.moves`).
+layout (planned by that layout, ``spec.rules.before``).
 
 A new versioned entity is planned optimistically as version 1 (its version row and latest
 copy conditioned on absence): only when that version row's condition is refused (a
@@ -33,23 +33,22 @@ from dynaorm.values.expressions import (
     exists,
     free,
     rename_paths,
+    stored_as,
 )
 from dynaorm.values.limits import short_repr
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState, MovedState, changed_attributes
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
+    WRITING,
     as_loaded,
     expect_loaded_version,
     expect_stored_version,
-    pinned,
-    stored_as,
     unchanged,
     undeclared,
     update_condition,
     with_condition,
 )
-from dynaorm.write.moves import plan_move_save
 from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
@@ -65,6 +64,35 @@ from dynaorm.write.records import (
 __all__ = ["SaveEntry", "plan_save"]
 
 
+def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
+              ) -> Planned[Outcome]:
+    """The actions of a save planned on ``state`` (``None``: an insert), the caller's
+    condition included, and what the object becomes (planned on a row of its entity's
+    previous layout, a move: the layout plans it)."""
+    spec = spec_of(type(entry.obj))
+    moved = spec.rules.before.save(spec, entry, state, index, WRITING)
+    if moved is not None:
+        return moved.ops, Outcome(entry.obj, Written(spec, moved.key, moved.item, moved.values,
+                                                     moved.version),
+                                  version=moved.version, stamps=moved.stamps)
+    ops, outcome = _plan_save(entry, state, index, spec)
+    if entry.mark:
+        ops = [_marked(op, entry.mark) for op in ops]
+    if entry.condition is None or (ops and ops[0].origin.caller is not None):
+        return ops, outcome  # (an update of the row itself carries it already)
+    return with_condition(ops, entry, spec, index), outcome
+
+
+def _marked(op: Op, mark: Item) -> Op:
+    """``op`` writing ``mark`` too, if it writes the entity's row, latest copy or version
+    row (a copy of the latest copy as written: later ones carry the mark too)."""
+    if op.origin.role not in (Role.ROW, Role.LATEST, Role.VERSION):
+        return op
+    if isinstance(op, Put):
+        return dataclasses.replace(op, item={**op.item, **mark})
+    return dataclasses.replace(op, set={**op.set, **mark}) if isinstance(op, Update) else op
+
+
 @dataclass(frozen=True, slots=True)
 class SaveEntry(ObjectWrite):
     """``s.save(obj)``: an insert (new object) or an update (persisted object)."""
@@ -77,8 +105,6 @@ class SaveEntry(ObjectWrite):
     after_version: int | None = None
     #: attributes written with the row (or latest copy) when it changes: a job's marker
     mark: Item | None = None
-    #: (planned on a row of the previous layout: moved)
-    _plan_move = plan_move_save
 
     def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
@@ -104,9 +130,7 @@ class SaveEntry(ObjectWrite):
             return dataclasses.replace(self, after_version=last), state
         return self, state
 
-    def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> Planned[Outcome | None]:
-        return plan_save(self, state, index)
+    _plan_ops = plan_save
 
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
@@ -145,34 +169,12 @@ def _with(item: Item, extra: Item) -> Item:
     return {**extra, **item} if extra else item
 
 
-def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
-              ) -> Planned[Outcome]:
-    """The actions of a save planned on ``state`` (``None``: an insert), the caller's
-    condition included, and what the object becomes."""
-    ops, outcome = _plan_save(entry, state, index)
-    if entry.mark:
-        ops = [_marked(op, entry.mark) for op in ops]
-    if entry.condition is None or (ops and ops[0].origin.caller is not None):
-        return ops, outcome  # (an update of the row itself carries it already)
-    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
-
-
-def _marked(op: Op, mark: Item) -> Op:
-    """``op`` writing ``mark`` too, if it writes the entity's row, latest copy or version
-    row (a copy of the latest copy as written: later ones carry the mark too)."""
-    if op.origin.role not in (Role.ROW, Role.LATEST, Role.VERSION):
-        return op
-    if isinstance(op, Put):
-        return dataclasses.replace(op, item={**op.item, **mark})
-    return dataclasses.replace(op, set={**op.set, **mark}) if isinstance(op, Update) else op
-
-
-def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
+def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: EntitySpec
                ) -> Planned[Outcome]:
     """The ops of a save: an insert (no stored state), a versioned entity's next version,
     or a loaded row moved to its new key or written in place; stamped with
     ``Meta.timestamps`` when it writes, and followed by its guards."""
-    obj, spec = entry.obj, spec_of(type(entry.obj))
+    obj = entry.obj
     if entry.overwrite:  # (planned on what is stored now: a versioned entity's If-Match)
         expect_stored_version(spec, obj, state)
     if state is None:
@@ -310,7 +312,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     item = _with(encode_entity(written, spec, n + 1), extra)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
-    cond = all_of([*pinned(spec, n), *stored_as(state.item, revision),
+    cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.around(b.rows(old_values, values, key, key, item, n + 1),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))

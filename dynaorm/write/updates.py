@@ -112,16 +112,6 @@ def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
-def _refuse_moved(spec: EntitySpec, state: InstanceState | None) -> None:
-    """Raise if ``state`` is a row still in the entity's previous layout (``Meta.previous``):
-    an update by key would miss it (or an upsert store it twice), one of an object read
-    from it would write the old row under the current names (a row of neither layout)."""
-    if isinstance(state, MovedState):
-        raise DynaormError(
-            f"{spec.name} {state.key} is still stored in its previous layout (Meta.previous): "
-            "update() cannot move it; read it, change it and save it (the save moves it), "
-            "or run `dynaorm migrate` first")
-
 
 class StagedUpdate(StagedWrite, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
@@ -148,7 +138,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._after_version: int | None = 0
         if loaded is not None and loaded._dynaorm_state is not None:
             key = loaded._dynaorm_state.key
-            _refuse_moved(self._spec, loaded._dynaorm_state)
+            self._spec.rules.before.refuse(self._spec, loaded._dynaorm_state)
         elif key is None or not _same(self._key_fields, key_fields):
             key = self._spec.primary_key(self._key_fields)
         self.key: PlainKey = key
@@ -360,7 +350,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
         spec = self._spec
-        _refuse_moved(spec, (yield from reads.stored_now(
+        spec.rules.before.refuse(spec, (yield from reads.stored_now(
             spec, MovedState(old, {}, None), spec.primary_key(self._key_fields))))
 
     def _dump(self, name: str, value: Any) -> AttributeValue:

@@ -350,7 +350,7 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
     entry = SaveEntry(obj, overwrite=overwrite, condition=cond)
     state = obj._dynaorm_state
     direct, _ = plan_save(entry, state, 0)
-    plain, _ = _plan_save(SaveEntry(obj, overwrite=overwrite), state, 0)
+    plain, _ = _plan_save(SaveEntry(obj, overwrite=overwrite), state, 0, spec_of(type(obj)))
     long_way = with_condition(plain, entry, spec_of(type(obj)), 0)
     assert [WritePlan((op,)).single_request() for op in direct] == [
         WritePlan((op,)).single_request() for op in long_way]

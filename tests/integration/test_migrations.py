@@ -31,12 +31,12 @@ from dynaorm import (
 from dynaorm.jobs import ReencryptReport, reencrypt, run_local
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.previous import MovedState, history_batches
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
-from dynaorm.write.moves import history_batches, plan_move_save
+from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan
-from dynaorm.write.save import SaveEntry
+from dynaorm.write.save import SaveEntry, plan_save
 from tests.conftest import session_kind, wire_of
 from tests.support.migration_models import (
     Account,
@@ -241,7 +241,7 @@ def test_too_much_history_to_move_atomically() -> None:
                     for n in range(1, 50))
     state = MovedState({"pk": "BOOK#l9", "sk": "v0_LEDGER"}, row, 49, history)
     with pytest.raises(TransactionTooLargeError, match="49 version rows takes 102 actions"):
-        plan_move_save(SaveEntry(obj), state, 0)
+        plan_save(SaveEntry(obj), state, 0)
 
 
 def _old_history(versions: int) -> None:
@@ -281,7 +281,7 @@ def test_delete_with_history_between_two_history_batches_leaves_nothing(
     s = db.session()
     got = s.get(Ledger, id="long")
     assert got is not None and isinstance(got._dynaorm_state, MovedState)
-    first, *_ = history_batches(spec_of(Ledger), got._dynaorm_state)
+    first, *_ = history_batches(spec_of(Ledger), got._dynaorm_state, WRITING)
     request = WritePlan(tuple(first)).transaction_request("batch-one-of-two-0000000000")
     db.table.db.driver.run(call("TransactWriteItems", request))
     assert len([k for k in _keys(db) if k[0] == "LEDGER#long"]) == 24

@@ -13,9 +13,9 @@ import dynaorm.rules
 from dynaorm import DynaormError, Entity, Previous
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import NO_BEFORE, PLAIN_KEYS, Change, Rows
+from dynaorm.schema.rules.previous import move_actions
 from dynaorm.testing import TestBackend
 from dynaorm.values.records import Fail, Origin, Put, Role
-from dynaorm.write.moves import move_actions
 from tests.support.models import Audit, Note, User, app
 from tests.support.recording import Requests
 

@@ -145,7 +145,7 @@ DEFERRED = frozenset({
     "dynaorm.core.bulk", "dynaorm.core.commit",
     "dynaorm.schema.inspection", "dynaorm.schema.rules.previous",
     "dynaorm.schema.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
-    "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
+    "dynaorm.write.conditions", "dynaorm.write.delete",
     "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
     "dynaorm.write.save", "dynaorm.write.updates", "logging"})
 #: of those, what a first request loads all the same: :mod:`logging`, imported by

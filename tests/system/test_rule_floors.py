@@ -36,8 +36,11 @@ BUDGET = 10
 #: the branches testing a rule's flag or state when issue 69's first step landed (0.6: 48;
 #: 0.7: 8 flags and 6 tests of MovedState, 14; issue 69's later steps: 7, then 4: the two
 #: update refusals one, a save's two reads one, and a save's and a delete's plans one, the
-#: commit's choice of ``_plan_move``): a ratchet. Issue 69's budget is 0.
-LANDED = 4
+#: commit's choice of ``_plan_move``; then 2: the previous layout plans a save's and a
+#: delete's move and refuses an update itself, ``spec.rules.before.save``/``delete``/
+#: ``refuse``, left: a save's two reads and a versioned save's plan): a ratchet. Issue 69's
+#: budget is 0.
+LANDED = 2
 CONTRACT = "Phases name no rule"
 
 

@@ -81,6 +81,8 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.codec import encode_value
+from dynaorm.values.expressions import Condition, raw_eq
 from dynaorm.values.records import Fail, Op, Origin, Role
 
 __all__ = [
@@ -96,11 +98,13 @@ __all__ = [
     "Declaration",
     "Explained",
     "KeyLayout",
+    "Moved",
     "Rows",
     "Rule",
     "Rules",
     "Shape",
     "Values",
+    "Writing",
     "build_rules",
     "no_values",
     "register",
@@ -315,6 +319,48 @@ class Before:
         current key (``origin``: the origin of a row of the write, by role and
         failure)."""
         return ()
+
+
+    def refuse(self, spec: Any, state: Any) -> None:
+        """Raise if ``state`` is a row of this layout: an update by key would miss it (or
+        an upsert store it twice), one of an object read from it would write the old row
+        under the current names (a row of neither layout)."""
+
+    def save(self, spec: Any, entry: Any, state: Any, index: int, kit: Writing
+             ) -> Moved | None:
+        """The plan of ``entry``, a save (``obj``, ``overwrite``, ``condition``) staged at
+        ``index``, when ``state`` is a row of this layout: a move (``None``: not one of
+        its rows, the save is planned as any)."""
+        return None
+
+    def delete(self, spec: Any, entry: Any, state: Any, index: int, kit: Writing
+               ) -> list[Op] | None:
+        """The actions of ``entry``, a delete (``obj``, ``history``, ``condition``), when
+        ``state`` is a row of this layout (``None``: not one of its rows)."""
+        return None
+
+
+class Writing(NamedTuple):
+    """What a rule that plans a whole write (a previous layout's move) is handed by the
+    phase that asks it, and cannot import: the entity's encoder and the attributes its
+    class does not declare."""
+
+    #: ``(obj, spec, version, key)``: the stored item of ``obj``
+    encode: Callable[..., Item]
+    #: ``(spec, item)``: the attributes of the stored ``item`` no class here writes
+    undeclared: Callable[[Any, Item], Item]
+
+
+class Moved(NamedTuple):
+    """A save a rule planned whole: its actions, the row it leaves (its key, item, field
+    values and version) and the times it set on its object."""
+
+    ops: list[Op]
+    key: PlainKey
+    item: Item
+    values: Mapping[str, Any]
+    version: int | None
+    stamps: tuple[tuple[str, Any], ...]
 
 
 class _NoBefore(Before):
@@ -570,6 +616,12 @@ class Rules:
     def stamp(self, obj: Any, insert: bool) -> tuple[tuple[str, Any], ...]:
         """Every rule's :meth:`Rule.stamp` of ``obj``, in order."""
         return tuple(pair for stamp in self.stampers for pair in stamp(obj, insert))
+
+    def pinned(self, version: int) -> list[Condition]:
+        """The conditions that the entity's own row is still as loaded at ``version``, as
+        its rules pin it (:meth:`Rule.pin`: a versioned entity's version; none for a plain
+        one)."""
+        return [raw_eq(name, encode_value(value)) for name, value in self.pin(version)]
 
     def prepare(self, items: tuple[Item, ...] = (), writing: bool = False,
                 values: Values = no_values) -> Generator[Any, Any, None]:

@@ -5,8 +5,20 @@ that way onto the entity as it is now.
 ``Meta.previous = Previous(pk="USER#{id}", type_name="user", stored_names={"email": "mail"})``
 declares it; :func:`previous_layout` checks it once, when the class is defined, into a
 frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: reads
-(:mod:`dynaorm.read.previous`), moves (:mod:`dynaorm.write.moves`) and ``dynaorm migrate``
-(:mod:`dynaorm.tools.migrate`) build on it.
+(:mod:`dynaorm.read.previous`) and ``dynaorm migrate`` (:mod:`dynaorm.tools.migrate`) build
+on it.
+
+A write of an object read from the old layout (its state a
+:class:`~dynaorm.values.state.MovedState`: the old row as stored, and a versioned entity's
+old version rows) is planned here (:meth:`Layout.save`, :meth:`Layout.delete`, asked by
+every save and delete; the phase hands them its encoder, :class:`~dynaorm.schema.rules.
+Writing`). Saving it plans a *move*, in one transaction: the old row is deleted on the
+condition that it is still exactly as read, the current row is put on the condition that
+nothing is there yet, each unique guard is re-pointed at the new key (on the condition that
+it still names the old one), and a versioned entity's version rows are deleted under the old
+key and put under the new one. Deleting it deletes the old row (and its guards, and its
+history when asked). The session's writes and ``dynaorm migrate`` plan moves here: there
+is one move.
 """
 
 from __future__ import annotations
@@ -19,17 +31,35 @@ from typing import Any
 from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
-from dynaorm.schema.rules import Before, Declaration, Rule, register
+from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError, TransactionTooLargeError
+from dynaorm.schema.described import described
+from dynaorm.schema.rules import Before, Change, Declaration, Moved, Rule, Writing, register
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
-from dynaorm.values.expressions import F, free
+from dynaorm.values.expressions import (
+    Condition,
+    F,
+    all_of,
+    exists,
+    free,
+    not_exists,
+    rename_paths,
+    stored_as,
+)
 from dynaorm.values.keys import key_value
-from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.state import MovedState
+from dynaorm.values.times import stamped
 
-__all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "previous_layout"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "Layout", "MovedState", "Previous",
+           "PreviousLayout", "history_batches", "kept_row_move", "move_actions",
+           "needs_history_batches", "previous_layout"]
+
+#: DynamoDB's limit of actions in one transaction: a move must fit in it
+MAX_MOVE_ACTIONS = 100
+#: version rows one history batch moves (two actions each, and one check)
+HISTORY_BATCH = 24
 
 
 @dataclass(frozen=True)
@@ -172,6 +202,192 @@ class Layout(Before):
             raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
                                   f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                                   key=key) from exc
+
+
+    def refuse(self, spec: Any, state: Any) -> None:
+        if type(state) is MovedState:
+            raise DynaormError(
+                f"{spec.name} {state.key} is still stored in its previous layout "
+                "(Meta.previous): update() cannot move it; read it, change it and save it "
+                "(the save moves it), or run `dynaorm migrate` first")
+
+    def save(self, spec: Any, entry: Any, state: Any, index: int, kit: Writing
+             ) -> Moved | None:
+        """(a move: see the module)"""
+        if type(state) is not MovedState:
+            return None
+        obj = entry.obj
+        needed = move_actions(spec, len(state.history))
+        if needed > MAX_MOVE_ACTIONS:
+            raise TransactionTooLargeError(
+                f"{spec.name} {state.key}: moving it to its current layout with its "
+                f"{len(state.history)} version rows takes {needed} actions, more than the "
+                f"{MAX_MOVE_ACTIONS} one transaction holds: run `dynaorm migrate`, which "
+                "moves a long history in conditioned batches first and then the entity")
+        loaded = spec.cls.model_validate(self.values(spec, state.item)).__dict__
+        changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
+                      if f != "version")
+        pairs = spec.rules.stamp(obj, False) if changed else ()
+        written = stamped(obj, pairs)
+        values = written.__dict__
+        version = spec.rules.sort_keys.next(state.version or 0, changed)
+        ops = _row_moves(spec, _origin(spec, state.key, index),  # (its old version rows)
+                         _history_rows(spec, state.history, kit), in_place=False)
+        key = spec.primary_key(values)
+        item = {**_kept(spec, state.item, kit), **kit.encode(written, spec, version, key)}
+        # an overwrite of an entity without rules is last writer wins: the old row goes and
+        # the new one is put whatever either holds now (with rules, the commit has just
+        # read what is stored, under either layout, and the move is planned on that)
+        loose = entry.overwrite and not spec.has_rules
+        ops.append(_row_delete(spec, state, entry.condition, loose, index))
+        own = Put(key, item, None if loose else free(spec.table.pk, spec.table.ttl),
+                  _origin(spec, key, index)(spec.rules.own, Fail.EXISTS))
+        rows = spec.rules.rows(Change(spec.cls, state.key, loaded, values, state.key, key, item,
+                                      version if changed else None,
+                                      retyped=self.type_name != spec.type_name,
+                                      rules=spec.rules, staged=index))
+        return Moved([*ops, *rows.before, own, *rows.after], key, item, values, version, pairs)
+
+    def delete(self, spec: Any, entry: Any, state: Any, index: int, kit: Writing
+               ) -> list[Op] | None:
+        """(its old row, as read, its guards and, with ``history=True``, its old version
+        rows)"""
+        if type(state) is not MovedState:
+            return None
+        old = spec.cls.model_validate(self.values(spec, state.item)).__dict__
+        rows = spec.rules.rows(Change(spec.cls, state.key, old, None, state.key, None,
+                                      retyped=self.type_name != spec.type_name,
+                                      rules=spec.rules, staged=index))
+        ops = [*rows.before, _row_delete(spec, state, entry.condition, False, index),
+               *rows.after]
+        if entry.history and state.version:  # (the version rows it was loaded with)
+            base = self.sk.render(old, spec.name) if self.sk else ""  # (unversioned)
+            # a version row not read under the old key was moved ahead of its entity (a
+            # history batch of `dynaorm migrate`): it is deleted under the current key
+            keys, sk = spec.rules.sort_keys, spec.table.sk
+            read = {keys.parse(key_value(row[sk])) for row in state.history}
+            origin = _origin(spec, state.key, index)(Role.VERSION, Fail.GONE)
+            ops += [Delete({**state.key, sk: keys.key(base, n)} if (n, base) in read
+                           else spec.primary_key({**old, "version": n}, n), None, origin)
+                    for n in range(1, state.version + 1)]
+        return ops
+
+
+def _origin(spec: Any, owner: PlainKey, index: int) -> Callable[[Role, Fail], Origin]:
+    """The origin of a row of a move staged at ``index``, naming ``owner``, by role and
+    failure."""
+    return lambda role, fail: Origin(spec.cls, owner, role, fail, None, None, index)
+
+
+def _kept(spec: Any, item: Item, kit: Writing) -> Item:
+    """The attributes of an old-layout row that neither layout declares (written by a
+    newer model, or by another tool): a move carries them to the new row, as every write
+    of an item keeps them (``kit.undeclared``). Not the old fields by their old names
+    either, nor any index key of the table (rendered anew)."""
+    table = spec.table
+    old = spec.rules.before.fields_by_attr
+    index_keys = {a for name in table.indexes if table.native(name) is None
+                  for a in table.key_attributes(name)}
+    return {k: v for k, v in kit.undeclared(spec, item).items()
+            if k not in old and k not in index_keys}
+
+
+def move_actions(spec: Any, versions: int) -> int:
+    """The actions a move of an entity with ``versions`` version rows takes, at most
+    (row delete and put, two per version row, and the rows its rules add to a move: a
+    re-pointed guard per unique rule, a new version row)."""
+    rows = spec.rules.rows(described(spec, "move"))
+    return 2 + 2 * versions + len(rows.before) + len(rows.after)
+
+
+def needs_history_batches(spec: Any, state: MovedState) -> bool:
+    """Whether moving the object of ``state`` in one transaction exceeds the limit."""
+    return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
+
+
+def history_batches(spec: Any, state: MovedState, kit: Writing) -> list[list[Op]]:
+    """The old version rows of ``state`` moved ahead of the entity, :data:`HISTORY_BATCH`
+    rows per transaction: each put under the new key if absent and deleted under the old
+    one if present, with a check that the old latest copy is still at the version read (a
+    writer that moved or changed the entity meanwhile fails the batch). Version rows never
+    change once written, so a history moved in several transactions is the history read."""
+    check = all_of([exists(spec.table.pk), *spec.rules.pinned(state.version or 0)])
+    assert check is not None
+    rows = _history_rows(spec, state.history, kit)
+    origin = _origin(spec, state.key, 0)
+    return [[ConditionCheck(state.key, check, origin(Role.LATEST, Fail.GONE)),
+             *_row_moves(spec, origin, rows[at:at + HISTORY_BATCH])]
+            for at in range(0, len(rows), HISTORY_BATCH)]
+
+
+def kept_row_move(spec: Any, row: Item, kit: Writing) -> list[Op]:
+    """Move one old version row whose entity is gone (history kept by a delete without
+    ``history=True``) to the current layout, in one transaction: put under its current
+    key if absent, deleted under its old one if present, on the condition that its old
+    latest copy is still absent (an entity stored there again moves its history itself).
+    """
+    keys = spec.rules.sort_keys
+    parsed = keys.parse(key_value(row[spec.table.sk]))
+    assert parsed is not None
+    latest = {**spec.stored_key(row), spec.table.sk: keys.key(parsed[1], 0)}
+    origin = _origin(spec, latest, 0)
+    return [ConditionCheck(latest, not_exists(spec.table.pk), origin(Role.LATEST, Fail.EXISTS)),
+            *_row_moves(spec, origin, _history_rows(spec, (row,), kit))]
+
+
+def _row_moves(spec: Any, origin: Callable[[Role, Fail], Origin],
+               rows: list[tuple[int, PlainKey, Item]], in_place: bool = True) -> list[Op]:
+    """Each version row put under its current key if absent and deleted under its old
+    one if present (``in_place``: a row whose key did not change, only its type or stored
+    names, is put where it is)."""
+    ops: list[Op]
+    pk, ops = spec.table.pk, []
+    for _, old_key, row in rows:
+        new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
+        if in_place and new_key == old_key:
+            ops.append(Put(new_key, row, exists(pk), origin(Role.VERSION, Fail.GONE)))
+            continue
+        ops.append(Delete(old_key, exists(pk), origin(Role.VERSION, Fail.GONE)))
+        ops.append(Put(new_key, row, not_exists(pk), origin(Role.VERSION, Fail.EXISTS)))
+    return ops
+
+
+def _row_delete(spec: Any, state: MovedState, caller: Condition | None, loose: bool,
+                index: int) -> Delete:
+    """The delete of the old row: conditioned on it being exactly as read (``loose``: not
+    at all, an overwrite), and on the caller's own ``condition=``. The caller writes that
+    condition in field names, which mean the same on either layout: on the old row it is
+    judged through the old stored names (``Previous.stored_names``), so it guards the row
+    the move replaces, and a failure is a ``ConditionFailedError`` as on any row."""
+    own = None
+    if not loose:  # every attribute but its key as read
+        own = all_of([exists(spec.table.pk), *stored_as(
+            state.item, set(state.item) - set(spec.table_key_attrs)),
+            *spec.rules.pinned(state.version or 0)])
+    origin = _origin(spec, state.key, index)(spec.rules.own, Fail.GONE)
+    if caller is not None:
+        caller = rename_paths(caller, spec.rules.before.renames)  # (its old stored names)
+        origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
+                                 caller=caller)
+        own = caller if own is None else all_of([own, caller])
+    return Delete(state.key, own, origin)
+
+
+def _history_rows(spec: Any, history: tuple[Item, ...], kit: Writing
+                  ) -> list[tuple[int, PlainKey, Item]]:
+    """Each old version row: (version, old key, the row under the current layout)."""
+    out, keys, layout = [], spec.rules.sort_keys, spec.rules.before
+    for row in history:
+        parsed = keys.parse(key_value(row[spec.table.sk]))
+        if parsed is None or parsed[0] == 0:
+            continue
+        n = parsed[0]
+        obj = layout.validate(spec, row)
+        key = spec.primary_key({**obj.__dict__, "version": n}, n)
+        new = kit.encode(obj, spec, n)
+        out.append((n, spec.stored_key(row),
+                    {**_kept(spec, row, kit), **keys.row(spec, new, key[spec.table.sk])}))
+    return sorted(out, key=lambda t: t[0])
 
 
 def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],
