@@ -13,6 +13,12 @@ loaded by others still measures fairly: a pair shares its moment's load) and the
 of the least batches -- and the requests each commit sent.
 
     python benchmarks/idempotency.py [--iterations 300] [--repeats 5] [--rounds 2]
+                                     [--against CHECKOUT [--runs 3]]
+
+``--against`` measures another checkout (``main``'s, a release's) side by side in the
+same run: this benchmark of each checkout, in turn, ``--runs`` times (each in its own
+process, importing its own checkout's dynaorm), printing each run's ratio and the median
+of each checkout's ratios -- a before and after the machine's load hits alike.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -67,12 +75,37 @@ def _cpu(fn: Callable[[], object], iterations: int) -> float:
         gc.enable()
 
 
+def _side_by_side(args: argparse.Namespace, rest: list[str]) -> None:
+    """This benchmark of this checkout and of ``args.against``, in turn, ``args.runs``
+    times each: each run's ratio, and the median of each checkout's."""
+    here = Path(__file__).resolve().parent.parent
+    checkouts = {"this": here, "against": Path(args.against).resolve()}
+    ratios: dict[str, list[float]] = {name: [] for name in checkouts}
+    for run in range(args.runs):
+        for name, root in checkouts.items():
+            out = subprocess.run([sys.executable, "benchmarks/idempotency.py", *rest], cwd=root,
+                                 capture_output=True, text=True, check=True).stdout
+            found = re.search(r"^ratio ([0-9.]+)", out, re.MULTILINE)
+            assert found is not None, out
+            ratios[name].append(float(found.group(1)))
+            print(f"run {run + 1} {name:<8} {root}: ratio {found.group(1)}")
+    for name, root in checkouts.items():
+        print(f"{name:<8} median ratio {statistics.median(ratios[name]):.3f} of "
+              f"{args.runs} runs ({root}; budget {BUDGET})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--against", help="another checkout, measured side by side")
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    if args.against:
+        _side_by_side(args, ["--iterations", str(args.iterations), "--repeats",
+                             str(args.repeats), "--rounds", str(args.rounds)])
+        return
     with canned_endpoint() as endpoint:
         cases = _cases(endpoint)
         for fn in cases.values():  # (warm: imports, connections)

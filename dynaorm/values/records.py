@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.values.expressions import Condition
 
-__all__ = ["Clause", "ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role", "Update"]
+__all__ = ["Built", "Clause", "ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role",
+           "Update"]
 
 #: one action of an update expression: ``(clause, attribute, value)`` (``SET``,
 #: ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``, ``DELETE``; ``REMOVE`` without a value)
@@ -63,6 +64,15 @@ class Origin(NamedTuple):
         return self.entity.__dynaorm_spec__.table
 
 
+class Built(NamedTuple):
+    """A row's action as its rule built it (a receipt: dynaorm's own row, its values known
+    good and checked by the rule): its request body, as rendering its :class:`Put` makes
+    it, and the bytes it adds to a request, as the gate counts them."""
+
+    body: dict[str, Any]
+    size: int
+
+
 @dataclass(frozen=True, slots=True)
 class Put:
     """Write a whole item (PutItem)."""
@@ -71,6 +81,9 @@ class Put:
     item: Item
     condition: Condition | None
     origin: Origin
+    #: its body and size built by its rule (``None``: rendered and checked from the fields
+    #: above); a built Put is never replaced (``dataclasses.replace`` would keep it)
+    built: Built | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,6 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
-    MAX_ITEM_BYTES,
     check_item,
     check_size,
     check_values,
@@ -59,7 +58,10 @@ def stamps(op: Op) -> bool:
 
 def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action; ``rev``: the
-    revision it stamps, if it :func:`stamps` one (:mod:`~dynaorm.schema.rules.revision`)."""
+    revision it stamps, if it :func:`stamps` one (:mod:`~dynaorm.schema.rules.revision`);
+    a Put its rule built (a receipt: :attr:`~dynaorm.values.records.Put.built`), as built."""
+    if isinstance(op, Put) and op.built:
+        return "PutItem", op.built.body
     ph = Placeholders()
     table = op.origin.table
     body: dict[str, Any] = {"TableName": table.name}
@@ -197,23 +199,6 @@ def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     return check_write(Delete(key, None, origin))
 
 
-def _receipt_size(op: Op) -> int:
-    """The bytes a receipt row (dynaorm's own: its values are known good) adds to a
-    request, as DynamoDB counts them. A receipt keeps every key its commit writes, so a
-    commit of many long keys can make one over 400 KB: refused before sending
-    (:class:`TransactionTooLargeError`: the commit is too large to keep a receipt of)."""
-    size = item_size(op.item if isinstance(op, Put) else wire_key(op.key))
-    if size > MAX_ITEM_BYTES:
-        raise TransactionTooLargeError(
-            f"the receipt of this keyed commit (idempotency_key=) in table "
-            f"{op.origin.table.name!r} would be {size} bytes, over DynamoDB's "
-            f"{MAX_ITEM_BYTES} byte item limit (it keeps the keys of the commit's writes): "
-            "commit fewer writes or shorter keys under one key")
-    if op.condition is not None:
-        size += sum(map(value_size, condition_values(op.condition)))
-    return size
-
-
 @dataclass(frozen=True)
 class WritePlan:
     """An ordered, limit-checked tuple of write actions, each on its entity's table (one
@@ -233,8 +218,8 @@ class WritePlan:
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
                 f"DynamoDB allows {MAX_ACTIONS} per transaction")
-        sizes = [check_write(op, stamped) if op.origin.role is not Role.RECEIPT else
-                 _receipt_size(op) for op, stamped in zip(self.ops, self.stamped, strict=True)]
+        sizes = [op.built.size if isinstance(op, Put) and op.built else check_write(
+            op, stamped) for op, stamped in zip(self.ops, self.stamped, strict=True)]
         object.__setattr__(self, "sizes", tuple(sizes))
         total = sum(sizes)
         if total > MAX_REQUEST_BYTES:

@@ -361,7 +361,8 @@ def test_another_tenant_commits_the_same_key_in_a_lost_answer_s_window(
         with pytest.raises(IdempotencyMismatchError) as err:
             t2.commit(idempotency_key=key)
         t2.rollback()
-    assert "t1" not in str(err.value) and "d1" not in str(err.value)
+    told_t2 = str(err.value).replace(key, "<key>")  # (a random key may hold "d1")
+    assert "t1" not in told_t2 and "d1" not in told_t2
     assert sorted(i["body"] for i in _rows(rdb, "Doc")) == ["t1's", "t2's", "unscoped"]
 
 

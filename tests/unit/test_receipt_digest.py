@@ -10,13 +10,15 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from dynaorm import Entity, F, Table
+from dynaorm.schema.rules import receipts
 from dynaorm.schema.rules.receipts import _canon, digest, made, made_paths
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.support.models import Audit, Note, User
@@ -192,3 +194,24 @@ def test_made_paths_are_the_plain_walks(given: dict[str, Any], loaded: bool) -> 
     again = _Order(**given)
     if not loaded:
         assert digest([SaveEntry(order)]) == digest([SaveEntry(again)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(given=st.fixed_dictionaries({}, optional={
+    "order_id": st.text(min_size=1, max_size=4), "note": st.text(max_size=4),
+    "parts": st.lists(_PARTS, max_size=3)}), state=st.sampled_from(["new", "loaded", "deleted"]))
+def test_the_state_read_is_the_plain_one(given: dict[str, Any], state: str) -> None:
+    """The digest reads a new object's unset state slot past pydantic's ``__getattr__``
+    (issue 70): what it reads is ``_dynaorm_state`` (an entity new, loaded or deleted, a
+    nested model), and the digest and made values are what the plain read makes."""
+    order = _Order(**given)
+    if state == "loaded":
+        order._dynaorm_state = InstanceState({"pk": "ORDER#x", "sk": "ORDER"}, {}, 1)
+    elif state == "deleted":
+        object.__setattr__(order, "_dynaorm_slot", DELETED)
+    for obj in (order, *order.parts):
+        assert receipts._state(obj) is getattr(obj, "_dynaorm_state", None)
+    fast = digest([SaveEntry(order)]), made_paths(order), made(order)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(receipts, "_state", lambda obj: getattr(obj, "_dynaorm_state", None))
+        assert (digest([SaveEntry(order)]), made_paths(order), made(order)) == fast
