@@ -16,6 +16,7 @@ generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session`
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import os
 import threading
@@ -523,8 +524,9 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
                                         tool.keys))
     pinned, expected = tool.extra.get("version"), args.get("version")
     match = None if pinned is None or expected is None else F(pinned) == expected
+    staged: Any = None
     if tool.kind == "save":
-        staged: Any = json_of(entity).validator.validate_json(
+        staged = json_of(entity).validator.validate_json(
             json.dumps(_scoped_args(args["item"], scope, fields)))
         session.save(staged)
     elif tool.kind == "update":
@@ -576,9 +578,8 @@ def _validator(tool: Tool) -> Any:
     """``tool``'s input schema compiled once (a JSON Schema 2020-12 validator)."""
     found = _VALIDATORS.get(id(tool))
     if found is None or found[0] is not tool:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
-        found = _VALIDATORS[id(tool)] = (tool, Draft202012Validator(tool.input_schema))
+        schemas = importlib.import_module("jsonschema")  # (untyped: stubs or not)
+        found = _VALIDATORS[id(tool)] = (tool, schemas.Draft202012Validator(tool.input_schema))
     return found[1]
 
 
@@ -599,7 +600,7 @@ _PLAIN = frozenset({"type", "description", "title", "contentEncoding", *_BOUNDS}
 _Bounds = list[tuple[Callable[[Any, Any], bool], Any]]
 
 
-def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+def _quick(schema: Any) -> Callable[[Any], bool] | None:
     """A check accepting only values ``schema`` accepts, for the shapes tools' schemas
     take (objects of scalars, arrays of numbers; ``None``: another shape). What it does
     not accept is left to the full validator, which says why."""
