@@ -326,6 +326,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
         if scoped and not _coverable(spec, scoped):
             continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
+        json_of(entity)  # (built now: never while calls are served)
         for p in patterns_of(spec):
             tool = _read_tool(p, fields, defs, scoped, embed)
             if tool is not None and _covered(tool, scoped):
