@@ -16,9 +16,14 @@
    the ``tools/list`` a client sends next (the server answers ``initialize`` before it
    loads the ``mcp`` SDK, so this one waits for the SDK's import).
 
+``--before DIR`` measures figure 1 of another checkout too (``DIR``'s dynaorm, this
+file's measurement: a child process per round, rounds taken in turn with this one's) and
+prints the two side by side.
+
 Usage::
 
     .venv/bin/python benchmarks/mcp_server.py [--calls 300] [--starts 5] [--json PATH]
+                                              [--before DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+#: the checkout whose dynaorm is measured (``--before`` runs this file on another one)
+ROOT = Path(os.environ.get("DYNAORM_BENCH_ROOT") or HERE.parent).resolve()
 # (its directory off the path: the benchmarks must not shadow an installed package)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
@@ -69,7 +75,6 @@ def tool_call_cpu(calls: int, rounds: int = 5) -> dict[str, float]:
 
     import dynaorm.mcp
     from dynaorm import Session
-    from dynaorm.mcp.tools import dump
 
     with canned_endpoint() as endpoint:
         app, user, _, _ = dynaorm_models(endpoint, "dynaorm")
@@ -77,7 +82,7 @@ def tool_call_cpu(calls: int, rounds: int = 5) -> dict[str, float]:
         def direct() -> str:
             found = Session(app).get(user, user_id="u1")
             assert found is not None
-            return json.dumps({"item": dump(found)}, separators=(",", ":"))
+            return json.dumps({"item": found.model_dump(mode="json")}, separators=(",", ":"))
 
         servers = {"tool_call_us": dynaorm.mcp.server(app, threads=False),
                    "threaded_us": dynaorm.mcp.server(app),
@@ -226,13 +231,55 @@ def stdio_start(starts: int) -> dict[str, float]:
             "tools_list_s_median": statistics.median(listed)}
 
 
+def _child(calls: int, rounds: int, root: Path) -> dict[str, float]:
+    """Figure 1 of the checkout ``root`` (this file run there: its dynaorm imported)."""
+    found = subprocess.run(
+        [sys.executable, __file__, "--calls", str(calls), "--rounds", str(rounds),
+         "--calls-only"], env={**os.environ, "DYNAORM_BENCH_ROOT": str(root)},
+        cwd=root, check=True, capture_output=True, text=True)
+    figures: dict[str, float] = json.loads(found.stdout.splitlines()[-1])
+    return figures
+
+
+def before_and_after(calls: int, before: Path, turns: int = 3) -> dict[str, Any]:
+    """Figure 1 of ``before`` and of this checkout, taken in turn ``turns`` times (each
+    figure the least seen), printed side by side."""
+    best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
+    for _ in range(turns):
+        for name, root in (("before", before), ("after", ROOT)):
+            for key, value in _child(calls, 2, root).items():
+                best[name][key] = min(best[name].get(key, value), value)
+    for f in best.values():  # (ratios of the least figures)
+        base, floor = f["session_get_json_us"], f["sdk_floor_us"]
+        for name, key in (("budget_ratio", "tool_call_us"),
+                          ("budget_ratio_threaded", "threaded_us"),
+                          ("budget_ratio_ideal", "ideal_us")):
+            f[name] = (f[key] - floor) / base
+    print(f"{'':38}{'before':>10}{'after':>10}  (us CPU a call; {before} vs {ROOT})")
+    for key in ("session_get_json_us", "sdk_floor_us", "tool_call_us", "threaded_us",
+                "ideal_us", "budget_ratio", "budget_ratio_threaded", "budget_ratio_ideal"):
+        print(f"{key:38}{best['before'][key]:10.2f}{best['after'][key]:10.2f}")
+    return best
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--before", type=Path, help="another checkout to measure too")
+    parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    figures = {**tool_call_cpu(args.calls), **stdio_start(args.starts)}
+    if args.calls_only:  # (a child of --before: figure 1 as JSON)
+        print(json.dumps(tool_call_cpu(args.calls, args.rounds)))
+        return 0
+    if args.before:
+        compared = before_and_after(args.calls, args.before.resolve())
+        if args.json:
+            args.json.write_text(json.dumps(compared, indent=1))
+        return 0
+    figures = {**tool_call_cpu(args.calls, args.rounds), **stdio_start(args.starts)}
     figures["stdio_server_us"] = stdio_server_cpu(args.calls)
     figures["server_ratio"] = figures["stdio_server_us"] / figures["session_get_json_us"]
     load = os.getloadavg()[0]

@@ -3,27 +3,31 @@ pattern of each entity (:func:`dynaorm.schema.model.patterns_of`: declared with
 ``table.pattern()``, else derived from its keys), each with a JSON Schema of its input
 made from the entity's fields, and the write tools of the entities an operator allows.
 
-A tool runs through a :class:`~dynaorm.Session` made for its call (scoped when the server
-is), so every rule, guard, version and outcome holds as for any caller; its result is
-plain JSON: entities by their fields (encrypted fields left out, ``bytes`` as base64
-text: :func:`dump`; arguments' base64 decoded: :func:`decoded`), pages with their opaque
-cursors, hits with their scores. An adapter's own rows (``__dynaorm_internal__``) get no
-tools. :func:`run` is the one place a call is executed
-(:func:`run_read`: a get or find by an ``AsyncSession``, the same protocol).
+A tool runs through a session made for its call (scoped when the server is), so every
+rule, guard, version and outcome holds as for any caller; its result is the entity's own
+JSON (``model_dump(mode="json")``: its serializers; encrypted fields left out, ``bytes`` as
+base64 text: :func:`dump`), pages with their opaque cursors, hits with their scores; its
+arguments are validated as the entity validates JSON (``bytes`` from base64 text). An
+adapter's own rows (``__dynaorm_internal__``) get no tools. Each tool's operation is one
+generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session`
+(:func:`run`) or an :class:`~dynaorm.AsyncSession` (:func:`arun`).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema, to_jsonable_python
+from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
 from pydantic_core.core_schema import ErrorType
 
 from dynaorm.client.table import Table
@@ -39,14 +43,14 @@ from dynaorm.errors import (
 )
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
-from dynaorm.sync.session import Session
 from dynaorm.values.expressions import F
 
 if TYPE_CHECKING:
     from dynaorm.aio.session import AsyncSession
+    from dynaorm.sync.session import Session
 
 __all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
-           "ToolError", "check_arguments", "decoded", "dump", "message_of", "run", "run_read",
+           "ToolError", "arun", "check_arguments", "dump", "json_of", "message_of", "run",
            "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
@@ -83,22 +87,106 @@ def _hidden(entity: type[Entity]) -> frozenset[str]:
     return frozenset(spec_of(entity).encrypted)
 
 
+#: pydantic's configuration of bytes in JSON as the tools take and give them
+_BASE64_CONFIG: Any = {"ser_json_bytes": "base64", "val_json_bytes": "base64"}
+
+
+@dataclass(frozen=True)
+class _Json:
+    """An entity's own JSON (its core schema: its validators, serializers, nested
+    models), each ``bytes`` value in it as base64 text: the tools' wire form."""
+
+    serializer: SchemaSerializer
+    validator: SchemaValidator
+    fields: SchemaValidator  # (of some of its fields, by name: keys, an update's values)
+    hidden: set[str]  # (its encrypted fields: never in a result)
+
+
+_JSON: dict[type[Entity], _Json] = {}
+#: bytes in JSON as standard base64 text (RFC 4648, padded; either alphabet is taken)
+_STANDARD = core_schema.plain_serializer_function_ser_schema(
+    lambda b: base64.b64encode(b).decode("ascii"), when_used="json")
+_BUILDING = threading.Lock()
+
+
+def json_of(entity: type[Entity]) -> _Json:
+    """:class:`_Json` of ``entity``. pydantic reuses a complete model's own (prebuilt)
+    serializer and validator inside any schema that names it, whose bytes are UTF-8
+    text; so its models are marked incomplete while this one is built (once, under a
+    lock), and their core schemas say base64."""
+    found = _JSON.get(entity)
+    if found is not None:
+        return found
+    classes: list[type[Any]] = []
+    schema = _base64_schema(entity.__pydantic_core_schema__, classes)
+    defs = schema.get("definitions", []) if schema["type"] == "definitions" else []
+    fields = next(_nodes(schema, "model-fields", entity.__name__))["fields"]
+    with _BUILDING:
+        held = [c for c in dict.fromkeys(classes) if c.__dict__.get("__pydantic_complete__")]
+        try:
+            for c in held:
+                type.__setattr__(c, "__pydantic_complete__", False)
+            found = _JSON[entity] = _Json(
+                SchemaSerializer(schema, _BASE64_CONFIG),
+                SchemaValidator(schema, _BASE64_CONFIG),
+                SchemaValidator({"type": "definitions", "definitions": defs, "schema": {
+                    "type": "typed-dict", "config": _BASE64_CONFIG, "extra_behavior": "forbid",
+                    "fields": {n: {"type": "typed-dict-field", "schema": _given(f["schema"]),
+                                   "required": False} for n, f in fields.items()}}},
+                    _BASE64_CONFIG), set(_hidden(entity)))
+        finally:
+            for c in held:
+                type.__setattr__(c, "__pydantic_complete__", True)
+    return found
+
+
+def _base64_schema(node: Any, classes: list[type[Any]]) -> Any:
+    """A copy of core schema ``node`` whose configurations say base64 for bytes
+    (``classes``: the models and dataclasses it holds)."""
+    if isinstance(node, list):
+        return [_base64_schema(v, classes) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _base64_schema(v, classes) for k, v in node.items()}
+    if node.get("type") == "bytes" and "serialization" not in node:  # (pydantic's is URL-safe)
+        out["serialization"] = _STANDARD
+    if node.get("type") in ("model", "dataclass"):
+        classes.append(node["cls"])
+        out["config"] = {**node.get("config", {}), **_BASE64_CONFIG}
+    return out
+
+
+def _given(schema: Any) -> Any:
+    """A field's core schema of a value given (its default left out)."""
+    return schema["schema"] if schema.get("type") == "default" else schema
+
+
+def _nodes(node: Any, kind: str, name: str) -> Iterator[Any]:
+    """The nodes of core schema ``node`` of type ``kind`` for the model ``name``."""
+    if isinstance(node, dict):
+        if node.get("type") == kind and node.get("model_name") == name:
+            yield node
+        node = list(node.values())
+    if isinstance(node, list):
+        for v in node:
+            yield from _nodes(v, kind, name)
+
+
 def dump(obj: Entity) -> dict[str, Any]:
-    """``obj`` as JSON-ready data, its encrypted fields left out, each ``bytes`` value
-    (nested, in a set, anywhere) as base64 text (RFC 4648, padded), never as UTF-8."""
-    data = obj.model_dump(mode="python", exclude=set(_hidden(type(obj))))
-    return dict(to_jsonable_python(_base64(data)))
+    """``obj`` as its JSON (``model_dump(mode="json")``: its own serializers), its
+    encrypted fields left out, each ``bytes`` value as base64 text (RFC 4648)."""
+    found = json_of(type(obj))
+    data: dict[str, Any] = found.serializer.to_python(obj, mode="json", exclude=found.hidden)
+    return data
 
 
-def _base64(value: Any) -> Any:
-    """``value`` (a model's Python dump) with every ``bytes`` in it as base64 text."""
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {_base64(k): _base64(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_base64(v) for v in value]
-    return value
+def _values(entity: type[Entity], args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` (fields of ``entity`` by name, as JSON) each validated as the entity
+    validates its JSON (a ``bytes`` value from base64 text)."""
+    if not args:
+        return {}
+    found: dict[str, Any] = json_of(entity).fields.validate_json(json.dumps(args))
+    return found
 
 
 class _Base64Bytes(GenerateJsonSchema):
@@ -238,6 +326,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
         if scoped and not _coverable(spec, scoped):
             continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
+        json_of(entity)  # (built now: never while calls are served)
         for p in patterns_of(spec):
             tool = _read_tool(p, fields, defs, scoped, embed)
             if tool is not None and _covered(tool, scoped):
@@ -286,22 +375,16 @@ def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
 
 
 # -- running a call ----------------------------------------------------------------------
-def _commit(session: Session, key: str | None) -> dict[str, Any]:
-    """Commit ``session``'s staged write (idempotent under ``key`` when one is given)."""
-    result = session.commit(idempotency_key=key)
-    return {"replayed": result.replayed}
+#: a tool's operation: a generator of steps, each a call of its session (a coroutine
+#: function's for an ``AsyncSession``), sent back what the call returned
+Op = Generator[Callable[[], Any], Any, Any]
 
 
-def _scoped_args(args: dict[str, Any], scope: Mapping[str, Any], names: Sequence[str]
+def _scoped_args(args: Mapping[str, Any], scope: Mapping[str, Any], names: Iterable[str]
                  ) -> dict[str, Any]:
     """The call's arguments with the scope's fields filled in where the call omits them
     (one it names is kept: the session refuses another tenant's)."""
     return {**{k: v for k, v in scope.items() if k in names}, **args}
-
-
-def _page(read: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    page = read.page_size(args.get("limit", 25)).page(args.get("cursor"))
-    return {"items": [dump(o) for o in page.items], "cursor": page.cursor}
 
 
 class Cursors:
@@ -347,62 +430,74 @@ def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, 
         ) -> Any:
     """Execute ``tool`` with ``args`` (checked against its schema) in ``session``: its
     JSON result (pages' cursors given and taken by ``cursors``, the server's)."""
-    if tool.kind == "explain":
-        return _explain(tools, args, session, scope)
-    if cursors is None or tool.kind not in ("query", "history"):
-        return _plan(tool, args, session, scope, embed)(False)
-    if args.get("cursor") is not None:
-        args = {**args, "cursor": cursors.take(args["cursor"])}
-    result = _plan(tool, args, session, scope, embed)(False)
-    result["cursor"] = cursors.give(result["cursor"])
-    return result
+    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
+    while True:
+        try:
+            step = steps.send(sent) if failed is None else steps.throw(failed)
+        except StopIteration as done:
+            return done.value
+        try:
+            sent, failed = step(), None
+        except Exception as exc:  # (thrown into the op: it handles it or lets it through)
+            sent, failed = None, exc
 
 
-#: the tools :func:`run_read` runs (on the event loop, through an ``AsyncSession``)
+async def arun(tool: Tool, args: dict[str, Any], session: AsyncSession,
+               scope: Mapping[str, Any], embed: Embed | None, tools: Mapping[str, Tool],
+               cursors: Cursors | None = None) -> Any:
+    """:func:`run` by an ``AsyncSession``: the same operation, its steps awaited."""
+    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
+    while True:
+        try:
+            step = steps.send(sent) if failed is None else steps.throw(failed)
+        except StopIteration as done:
+            return done.value
+        try:
+            sent, failed = await step(), None
+        except Exception as exc:
+            sent, failed = None, exc
+
+
+#: the tools a server runs on its event loop (by an ``AsyncSession``: :func:`arun`)
 KEYED_READS = frozenset({"get", "find"})
 
 
-def _found(found: Entity | None) -> dict[str, Any]:
-    return {"item": None if found is None else dump(found)}
-
-
-async def run_read(tool: Tool, args: dict[str, Any], session: AsyncSession,
-                   scope: Mapping[str, Any]) -> dict[str, Any]:
-    """A get or find tool (:data:`KEYED_READS`) with ``args`` (checked against its schema)
-    run by ``session``: what :func:`run` answers, without a blocking call (the session's
-    own protocol, the one a :class:`~dynaorm.Session` runs)."""
-    keys = _scoped_args(decoded(tool, args), scope, tool.keys)
-    call = session.get if tool.kind == "get" else session.find
-    return _found(await call(tool.entity, **{n: keys[n] for n in tool.keys if n in keys}))
-
-
-def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
-          embed: Embed | None) -> Callable[[bool], Any]:
-    """A function that runs ``tool`` (``explained=False``) or explains it (``True``)."""
+def _op(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, Any],
+        embed: Embed | None, tools: Mapping[str, Tool], cursors: Cursors | None,
+        explained: bool = False) -> Op:
+    """``tool`` run (or explained) with ``args`` in ``session``, either kind."""
+    if tool.kind == "explain":
+        return (yield from _explain(tools, args, session, scope))
     entity = tool.entity
-    args = _scoped_args(decoded(tool, args), scope, [*tool.keys, *entity.model_fields])
-    keys = {n: args[n] for n in tool.keys if n in args}
-    if tool.kind in ("get", "find"):
-        def read(explained: bool) -> Any:
-            if explained:
-                if (held := session._stage.scope) is not None:  # (refused as a call is)
-                    held.fields(spec_of(entity), keys, "explain")
-                return explain(entity, **keys)
-            call = session.get if tool.kind == "get" else session.find
-            return _found(call(entity, **keys))
-        return read
-    if tool.kind in ("query", "history"):
-        index = tool.pattern.index if tool.pattern else None
-        q = (session.history(entity, **keys) if tool.kind == "history"
-             else session.query(entity, index=index, **keys))
-        return lambda explained: explain(q) if explained else _page(q, args)
+    if tool.kind in ("save", "update", "delete"):
+        return (yield from _write(tool, args, session, scope, explained))
+    given = {n: v for n, v in args.items() if n in tool.keys}
+    keys = _values(entity, _scoped_args(given, scope, tool.keys))
+    if tool.kind in KEYED_READS:
+        if explained:
+            if (held := session._stage.scope) is not None:  # (refused as a call is)
+                held.fields(spec_of(entity), keys, "explain")
+            return explain(entity, **keys)
+        call = session.get if tool.kind == "get" else session.find
+        found = yield partial(call, entity, **keys)
+        return {"item": None if found is None else dump(found)}
     if tool.kind == "search":
-        return _search(tool, args, keys, session, embed)
-    return _write(tool, args, session, scope)
+        return (yield from _search(tool, args, keys, session, embed, explained))
+    index = tool.pattern.index if tool.pattern else None
+    q = (session.history(entity, **keys) if tool.kind == "history"
+         else session.query(entity, index=index, **keys))
+    if explained:
+        return explain(q)
+    cursor = args.get("cursor")
+    if cursors is not None and cursor is not None:
+        cursor = cursors.take(cursor)
+    page = yield partial(q.page_size(args.get("limit", 25)).page, cursor)
+    return {"items": [dump(o) for o in page.items],
+            "cursor": page.cursor if cursors is None else cursors.give(page.cursor)}
 
 
-def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], session: Session,
-            embed: Embed | None) -> Callable[[bool], Any]:
+def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], session: Any,
+            embed: Embed | None, explained: bool) -> Op:
     if ("text" in args) == ("vector" in args):
         raise ToolError(f"{tool.name} takes one of vector" + (" or text" if embed else ""))
     vector = embed(args["text"]) if "text" in args and embed else args["vector"]
@@ -410,157 +505,73 @@ def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], sessio
                             top=args.get("top", 10), **keys)
     for name, value in (args.get("filters") or {}).items():
         search = search.where(F(name) == value)
-    return lambda explained: explain(search) if explained else {
-        "hits": [{"item": dump(h.item), "score": h.score} for h in search.all()]}
+    if explained:
+        return explain(search)
+    hits = yield search.all
+    return {"hits": [{"item": dump(h.item), "score": h.score} for h in hits]}
 
 
-def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any]
-           ) -> Callable[[bool], Any]:
-    """A save, update or delete staged as any caller stages it (``session.save(Entity(
-    **item))``, ``session.update(Entity, **key).set(**values)``, ``session.delete(Entity,
-    **key)``): the entity validates, converts and refuses the values, its rules plan the
-    rows, the commit reads what they need and keeps the idempotency key's receipt (a
-    retry is a replay). ``version`` is an If-Match, a condition on the stored version."""
+def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, Any],
+           explained: bool) -> Op:
+    """A save, update or delete staged as any caller stages it (``session.save(obj)``
+    of the item validated as the entity validates JSON, ``session.update(Entity,
+    **key).set(**values)``, ``session.delete(Entity, **key)``): the entity validates,
+    converts and refuses the values, its rules plan the rows, the commit reads what they
+    need and keeps the idempotency key's receipt (a retry is a replay). ``version`` is an
+    If-Match, a condition on the stored version."""
     entity, key = tool.entity, args.get("idempotency_key")
-    keys = {n: args[n] for n in tool.keys if n in args}
+    fields = entity.model_fields
+    keys = _values(entity, _scoped_args({n: args[n] for n in tool.keys if n in args}, scope,
+                                        tool.keys))
     pinned, expected = tool.extra.get("version"), args.get("version")
     match = None if pinned is None or expected is None else F(pinned) == expected
-    staged: list[Any] = []
+    staged: Any = None
     if tool.kind == "save":
-        obj = entity(**_scoped_args(dict(args["item"]), scope, list(entity.model_fields)))
-        staged.append(obj)
-        stage: Callable[[], None] = lambda: session.save(obj)  # noqa: E731
+        staged = json_of(entity).validator.validate_json(
+            json.dumps(_scoped_args(args["item"], scope, fields)))
+        session.save(staged)
     elif tool.kind == "update":
-        def stage() -> None:
-            update = session.update(entity, **keys).set(**args["set"]).returning()
-            staged.append(update if match is None else update.where(match))
+        staged = session.update(entity, **keys).set(**_values(entity, args["set"]))
+        staged = staged.returning() if match is None else staged.returning().where(match)
     else:
-        stage = lambda: session.delete(entity, condition=match, **keys)  # noqa: E731
-
-    def write(explained: bool) -> Any:
-        stage()
-        if explained:  # (as the commit it would be: keyed, with its receipt)
-            session._stage.idempotency_key = key
-            try:
-                return explain(session)
-            finally:
-                session.rollback()
+        session.delete(entity, condition=match, **keys)
+    if explained:  # (as the commit it would be: keyed, with its receipt)
+        session._stage.idempotency_key = key
         try:
-            result = _commit(session, key)
-        except ConditionFailedError as exc:  # (the one condition given: the If-Match)
-            if match is None:
-                raise
-            stored = "no item at that version is stored" if exc.item is None else (
-                f"version {getattr(exc.item, str(pinned), '?')} is stored")
-            raise ConcurrentModificationError(
-                f"{entity.__name__} {keys}: expected version {expected} (an If-Match), but "
-                f"{stored}: nothing was written; read it again", entity=entity,
-                key=exc.key, item=exc.item) from exc
-        if tool.kind == "save":
-            result["item"] = dump(staged[0])
-        elif tool.kind == "update":  # (a replay: the item as stored now)
-            now = (session.get(entity, consistent=True, **keys) if result["replayed"]
-                   else staged[0].result)
-            result["item"] = None if now is None else dump(now)
-        return result
-    return write
-
-
-def decoded(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-    """``args`` with each value ``tool``'s schema says is base64 (``contentEncoding``: a
-    ``bytes`` value, nested or not) decoded to ``bytes``, for the entity to validate as
-    any caller's; else :class:`ToolError` naming the argument. A string a union takes as
-    text too (``bytes | str``) is left as it is."""
-    schema = tool.input_schema
+            return explain(session)
+        finally:
+            session.rollback()
     try:
-        return dict(_decode(schema, args, schema.get("$defs", {}), ()))
-    except ToolError as exc:
-        raise ToolError(f"{tool.name}: {exc}") from None
+        done = yield partial(session.commit, idempotency_key=key)
+    except ConditionFailedError as exc:  # (the one condition given: the If-Match)
+        if match is None:
+            raise
+        stored = "no item at that version is stored" if exc.item is None else (
+            f"version {getattr(exc.item, str(pinned), '?')} is stored")
+        raise ConcurrentModificationError(
+            f"{entity.__name__} {keys}: expected version {expected} (an If-Match), but "
+            f"{stored}: nothing was written; read it again", entity=entity,
+            key=exc.key, item=exc.item) from exc
+    result: dict[str, Any] = {"replayed": done.replayed}
+    if tool.kind == "update" and done.replayed:  # (a replay: the item as stored now)
+        staged = yield partial(session.get, entity, consistent=True, **keys)
+    elif tool.kind == "update":
+        staged = staged.result
+    if tool.kind != "delete":
+        result["item"] = None if staged is None else dump(staged)
+    return result
 
 
-def _resolved(schema: Any, defs: Mapping[str, Any]) -> Any:
-    while isinstance(schema, Mapping) and "$ref" in schema:
-        schema = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
-    return schema
-
-
-def _decode(schema: Any, value: Any, defs: Mapping[str, Any], at: tuple[str, ...]) -> Any:
-    """:func:`decoded` of ``value`` (at path ``at``) by ``schema``."""
-    schema = _resolved(schema, defs)
-    if not isinstance(schema, Mapping):
-        return value
-    if schema.get("contentEncoding") == "base64" and isinstance(value, str):
-        return _bytes_of(value, at)
-    choices = schema.get("anyOf") or schema.get("oneOf")
-    if choices:
-        picked = _choice(schema, choices, value, defs)
-        return value if picked is None else _decode(picked, value, defs, at)
-    if isinstance(value, dict):
-        props, more = schema.get("properties", {}), schema.get("additionalProperties")
-        return {k: _decode(props.get(k, more), v, defs, (*at, k)) for k, v in value.items()}
-    if isinstance(value, list):
-        first = schema.get("prefixItems", [])
-        return [_decode(first[i] if i < len(first) else schema.get("items"), v, defs,
-                        (*at, str(i))) for i, v in enumerate(value)]
-    return value
-
-
-def _choice(schema: Mapping[str, Any], choices: Sequence[Any], value: Any,
-            defs: Mapping[str, Any]) -> Any:
-    """The choice of a union that takes ``value``: the one its discriminator names, else
-    the one choice of ``value``'s JSON type (``None``: none, or more than one)."""
-    tag = schema.get("discriminator")
-    if isinstance(tag, Mapping) and isinstance(value, dict):
-        named = tag.get("mapping", {}).get(str(value.get(tag.get("propertyName", ""))))
-        if named is not None:
-            return {"$ref": named}
-    fitting = [c for c in choices if _fits(_resolved(c, defs), value)]
-    return fitting[0] if len(fitting) == 1 else None
-
-
-_JSON_KINDS: dict[str, tuple[type, ...]] = {
-    "string": (str,), "object": (dict,), "array": (list,), "null": (type(None),),
-    "boolean": (bool,), "integer": (int,), "number": (int, float)}
-
-
-def _fits(schema: Any, value: Any) -> bool:
-    """Whether a choice of a union may take ``value``: by its JSON type (one without a
-    type: it may), an object's constant fields (a ``Literal`` tag) by their values."""
-    if not isinstance(schema, Mapping):
-        return True
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if kind is not None and not any(isinstance(value, _JSON_KINDS.get(str(k), (object,)))
-                                    for k in kinds):
-        return False
-    props = schema.get("properties", {}) if isinstance(value, dict) else {}
-    return all(n not in value or value[n] == p["const"] for n, p in props.items()
-               if isinstance(p, Mapping) and "const" in p)
-
-
-#: base64 text to bytes as pydantic reads it (``val_json_bytes="base64"``): either
-#: alphabet (standard, URL-safe), padding optional, nothing else
-_BASE64: TypeAdapter[bytes] = TypeAdapter(bytes, config=ConfigDict(val_json_bytes="base64"))
-
-
-def _bytes_of(text: str, at: tuple[str, ...]) -> bytes:
-    """The bytes base64 ``text`` holds, else :class:`ToolError` naming the argument."""
-    try:
-        return _BASE64.validate_json(json.dumps(text))
-    except ValidationError:
-        raise ToolError(f"argument {'/'.join(at)!r} must be base64 text (RFC 4648): it "
-                        "is not") from None
-
-
-def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Session,
-             scope: Mapping[str, Any]) -> Any:
+def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Any,
+             scope: Mapping[str, Any]) -> Op:
     target = tools.get(args["tool"])
     if target is None or target.kind == "explain":
         raise ToolError(f"explain: no tool {args['tool']!r}")
     inner = dict(args.get("arguments") or {})
     check_arguments(target, inner)
     dims = int(target.input_schema["properties"].get("vector", {}).get("minItems", 1))
-    found = _plan(target, inner, session, scope, lambda text: [1.0] * dims)(True)
+    found = yield from _op(target, inner, session, scope, lambda text: [1.0] * dims, tools,
+                           None, True)
     return {"explanation": str(found), "tool": target.name}
 
 
@@ -568,9 +579,8 @@ def _validator(tool: Tool) -> Any:
     """``tool``'s input schema compiled once (a JSON Schema 2020-12 validator)."""
     found = _VALIDATORS.get(id(tool))
     if found is None or found[0] is not tool:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
-        found = _VALIDATORS[id(tool)] = (tool, Draft202012Validator(tool.input_schema))
+        schemas = importlib.import_module("jsonschema")  # (untyped: stubs or not)
+        found = _VALIDATORS[id(tool)] = (tool, schemas.Draft202012Validator(tool.input_schema))
     return found[1]
 
 
@@ -591,7 +601,7 @@ _PLAIN = frozenset({"type", "description", "title", "contentEncoding", *_BOUNDS}
 _Bounds = list[tuple[Callable[[Any, Any], bool], Any]]
 
 
-def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+def _quick(schema: Any) -> Callable[[Any], bool] | None:
     """A check accepting only values ``schema`` accepts, for the shapes tools' schemas
     take (objects of scalars, arrays of numbers; ``None``: another shape). What it does
     not accept is left to the full validator, which says why."""

@@ -316,6 +316,11 @@ def _canonical(item: Any) -> Any:
     return json.dumps(values, sort_keys=True, default=repr)
 
 
+def _unordered(item: dict[str, Any]) -> dict[str, Any]:
+    """A result's item, its set (``chunks``: a JSON array in the set's order) sorted."""
+    return {**item, "chunks": sorted(item["chunks"])}
+
+
 @pytest.mark.parametrize("threads", [True, False])
 def test_bytes_travel_as_base64_in_results_arguments_and_schemas(
         kdb: TestBackend, threads: bool) -> None:
@@ -336,7 +341,7 @@ def test_bytes_travel_as_base64_in_results_arguments_and_schemas(
     assert item["by_name"] == {"k": b64(b"\xa0\xa1")} and item["either"] == "text"
     assert ok(page)["items"] == [item]
     [saved] = call(srv, ("save_parcel", {"item": {**item, "parcel_id": "p2"}}))
-    assert ok(saved)["item"] == {**item, "parcel_id": "p2"}
+    assert _unordered(ok(saved)["item"]) == _unordered({**item, "parcel_id": "p2"})
     with Session(kits) as s:
         s.save(_parcel("p3"))
     assert _canonical(parcel_raw("p2")) == _canonical(parcel_raw("p3"))
@@ -373,9 +378,9 @@ def test_bytes_that_are_not_base64_are_refused_naming_the_argument(kdb: TestBack
         ("explain", {"tool": "save_parcel", "arguments": {"item": {
             "box": "b", "parcel_id": "p2", "blob": bad}}}))
     said = [failed(r) for r in results]
-    for message, where in zip(said, ["item/blob", "item/parts/0/raw", "set/chunks/1",
-                                     "set/by_name/k", "set/maybe", "item/blob"], strict=True):
-        assert f"argument {where!r} must be base64 text" in message, message
+    for message, where in zip(said, ["blob", "parts.0.raw", "chunks.1", "by_name.k",
+                                     "maybe", "blob"], strict=True):
+        assert f"{where}: " in message and "should be valid base64" in message, message
         assert bad not in message
     assert parcel_raw("p2") is None
     assert _canonical(parcel_raw("p1")) == before

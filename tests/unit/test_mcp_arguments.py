@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
 from dynaorm import Entity, Table
-from dynaorm.mcp.tools import ToolError, _quick, check_arguments, decoded, tools_of
+from dynaorm.mcp.tools import ToolError, _quick, check_arguments, json_of, tools_of
 from tests.support.tenant_models import shelf, tenants
 
 TOOLS = {**tools_of(tenants, ["Memo", "Customer"]),
@@ -123,19 +123,23 @@ class _Kennel(Entity):
     text_or_bytes: str | bytes = ""
 
 
-def test_base64_arguments_are_decoded_where_the_schema_says_bytes_go() -> None:
-    """Bytes inside a discriminated union, a list of one, a tuple: decoded by the schema;
-    a string a union takes as text too stays text; bad base64 names the argument."""
+def test_base64_arguments_are_read_as_the_entity_reads_its_json() -> None:
+    """Bytes inside a discriminated union, a list of one, a tuple: decoded as the entity
+    reads its JSON (``val_json_bytes="base64"``); a string a union takes as text too stays
+    text; bad base64 is refused naming the field."""
+    import json
+
+    from pydantic import ValidationError
+
     save = tools_of(_Kennel.Meta.table, ["_Kennel"])["save__kennel"]
     item = {"kennel_id": "k", "pet": {"kind": "dog", "bark": "/w=="},
             "pets": [{"kind": "cat", "purr": "gA"}, {"kind": "dog", "bark": "AA=="}],
             "pair": ["AA==", "_-8="], "text_or_bytes": "AA=="}
     check_arguments(save, {"item": item})
-    got = decoded(save, {"item": item})["item"]
-    assert got == {"kennel_id": "k", "pet": {"kind": "dog", "bark": b"\xff"},
-                   "pets": [{"kind": "cat", "purr": b"\x80"}, {"kind": "dog", "bark": b"\0"}],
-                   "pair": ["AA==", b"\xff\xef"], "text_or_bytes": "AA=="}
-    with pytest.raises(ToolError, match=r"save__kennel: argument 'item/pets/1/bark' must "
-                                        "be base64 text"):
-        decoded(save, {"item": {**item, "pets": [{"kind": "cat", "purr": "gA"},
-                                                 {"kind": "dog", "bark": "no!"}]}})
+    got = json_of(_Kennel).validator.validate_json(json.dumps(item))
+    assert got == _Kennel(kennel_id="k", pet=_Dog(kind="dog", bark=b"\xff"),
+                          pets=[_Cat(kind="cat", purr=b"\x80"), _Dog(kind="dog", bark=b"\0")],
+                          pair=("AA==", b"\xff\xef"), text_or_bytes="AA==")
+    with pytest.raises(ValidationError, match=r"pets\.1\._Dog\.bark\n.*base64"):
+        json_of(_Kennel).validator.validate_json(json.dumps(
+            {**item, "pets": [{"kind": "cat", "purr": "gA"}, {"kind": "dog", "bark": "no!"}]}))
