@@ -364,3 +364,148 @@ def test_migrate_never_moves_anothers_literal_row(moto: None) -> None:
         migrate(home)
         assert Session(home).get(admin) == admin()
         assert Session(home).get(moved, a="admin") is None
+
+
+# == 8. the surfaces: MCP tools, a backfill, AsyncSession.save_many, a pk-only table ======
+mcp_home = Table("red-lit-mcp", pk="PK", sk="SK", type_attribute=None)
+
+
+class RedLitMcpProfile(dynaorm.Entity):
+    class Meta:
+        table = mcp_home
+        pk = "USER#{a}"
+        sk = "PROFILE"
+
+    a: str
+    bio: str = ""
+
+
+class RedLitMcpAdmin(dynaorm.Entity):
+    class Meta:
+        table = mcp_home
+        pk = "USER#admin"
+        sk = "PROFILE"
+
+    bio: str = ""
+
+
+def test_mcp_tools_refuse_a_claimed_key_as_a_tool_error(moto: None) -> None:
+    """The MCP save, update, delete and get tools of ``Profile`` at the admin's literal
+    key answer a tool error naming the refusal, and write nothing; another user's
+    profile is saved and read back through them."""
+    import dynaorm.mcp
+    from tests.support.mcp_client import call, text
+
+    with use_tables(mcp_home, name_suffix=worker_suffix()):
+        with Session(mcp_home) as s:
+            s.save(RedLitMcpAdmin(bio="root"))
+        held = _scan(mcp_home)
+        srv = dynaorm.mcp.server(mcp_home, writes=["RedLitMcpProfile"])
+        names = asyncio_tools(srv)
+        save, get, upd, delete = (next(n for n in names if n.startswith(verb) and
+                                       "admin" not in n) for verb in
+                                  ("save_", "get_", "update_", "delete_"))
+        results = call(srv, (save, {"item": {"a": "admin", "bio": "evil"}}),
+                       (get, {"a": "admin"}), (upd, {"a": "admin", "set": {"bio": "x"}}),
+                       (delete, {"a": "admin"}),
+                       (save, {"item": {"a": "ada", "bio": "hi"}}), (get, {"a": "ada"}))
+        for result in results[:4]:
+            assert result.is_error and "literal key" in text(result), text(result)
+        assert not results[4].is_error and not results[5].is_error, text(results[5])
+        assert results[5].structured_content["item"]["bio"] == "hi"
+        assert [i for i in _scan(mcp_home) if "USER#admin" in i] == [
+            i for i in held if "USER#admin" in i]
+
+
+def asyncio_tools(srv: Any) -> list[str]:
+    """The tool names an MCP server lists."""
+    import asyncio
+
+    from mcp import Client
+
+    async def go() -> list[str]:
+        async with Client(srv) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+    return asyncio.run(go())
+
+
+def _rename_to_admin(obj: Any) -> Any:
+    """A backfill step that moves every profile onto the admin's literal key."""
+    return obj.model_copy(update={"a": "admin"})
+
+
+def test_a_backfill_onto_a_claimed_key_changes_nothing(moto: None) -> None:
+    """A backfill whose step renames profiles onto the literal's key: refused before
+    sending (the job stops with the error, or counts it failed), the admin's row and the
+    profiles stay as they were."""
+    from dynaorm.tools.jobs import backfill, run_local
+
+    with use_tables(mcp_home, name_suffix=worker_suffix()):
+        with Session(mcp_home) as s:
+            s.save(RedLitMcpAdmin(bio="root"))
+            s.save(RedLitMcpProfile(a="ada"))
+            s.save(RedLitMcpProfile(a="bob"))
+        held = _scan(mcp_home)
+        job = backfill(RedLitMcpProfile, _rename_to_admin, name="red-lit")
+        try:
+            report = run_local(job, workers=1)
+        except KeyTemplateError as exc:  # (the step's object refused before sending)
+            assert "literal key" in str(exc)
+        else:
+            assert report.changed == 0 and report.failed, report
+        unmarked = [{k: v for k, v in json.loads(i).items() if k != "_dynaorm_job"}
+                    for i in _scan(mcp_home)]
+        assert sorted(json.dumps(i, sort_keys=True) for i in unmarked) == held
+        assert Session(mcp_home).get(RedLitMcpAdmin) == RedLitMcpAdmin(bio="root")
+        assert Session(mcp_home).get(RedLitMcpProfile, a="ada") == RedLitMcpProfile(a="ada")
+
+
+def test_async_save_many_refuses_the_whole_batch_before_sending(moto: None) -> None:
+    """``AsyncSession.save_many`` with one claimed key among others: refused before
+    anything is sent; the table is unchanged."""
+    import asyncio
+
+    from dynaorm.aio.session import AsyncSession
+
+    with use_tables(mcp_home, name_suffix=worker_suffix()):
+        with Session(mcp_home) as s:
+            s.save(RedLitMcpAdmin(bio="root"))
+        held = _scan(mcp_home)
+
+        async def go() -> None:
+            await AsyncSession(mcp_home).save_many(
+                [RedLitMcpProfile(a="ada"), RedLitMcpProfile(a="admin"),
+                 RedLitMcpProfile(a="bob")])
+        with pytest.raises(KeyTemplateError, match="literal key"):
+            asyncio.run(go())
+        assert _scan(mcp_home) == held
+
+
+def test_a_table_without_a_sort_key_refuses_the_literal_partition_only(moto: None) -> None:
+    """A table keyed by a partition key only: ``Account`` keyed ``ACCT#{a}`` beside
+    ``Root`` keyed ``ACCT#root``: ``a="root"`` refused, ``a="rooted"`` stored and read
+    back."""
+    home = Table("red-lit-pk-only", pk="PK", sk=None, type_attribute=None)
+
+    class RedLitAccount(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "ACCT#{a}"
+
+        a: str
+
+    class RedLitRoot(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "ACCT#root"
+
+    account, root = RedLitAccount, RedLitRoot
+    with use_tables(home, name_suffix=worker_suffix()):
+        with Session(home) as s:
+            s.save(root())
+        with pytest.raises(KeyTemplateError, match="RedLitRoot's literal key"):
+            Session(home).save(account(a="root"))
+        with Session(home) as s:
+            s.save(account(a="rooted"))
+        assert Session(home).get(account, a="rooted") == account(a="rooted")
+        assert Session(home).get(root) == root()
