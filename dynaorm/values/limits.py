@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from struct import error as StructError
+from struct import pack as _pack
+from struct import unpack as _unpack
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
@@ -375,7 +378,26 @@ def short_repr(value: Any, limit: int = 60) -> str:
 
 def float32(values: Sequence[Any]) -> list[float]:
     """``values`` rounded to the nearest 32-bit floats, as a vector index holds them; a
-    ``ValueError`` names the first that is not a finite number within float32's range."""
+    ``ValueError`` names the first that is not a finite number within float32's range.
+
+    In bulk (a vector holds thousands): packed as 32-bit floats and read back, one call
+    each way, and checked finite by their sum (a sum of finite float32 values cannot
+    overflow a double; one infinity or NaN makes it not finite). Whatever that refuses
+    (a value beyond float32's range, not a number) goes the plain way
+    (:func:`_float32_plain`), which says what is wrong."""
+    try:
+        layout = f"{len(values)}f"
+        out = list(_unpack(layout, _pack(layout, *values)))
+    except (TypeError, OverflowError, StructError):
+        return _float32_plain(values)
+    if not math.isfinite(sum(out)):
+        return _float32_plain(values)
+    return out
+
+
+def _float32_plain(values: Sequence[Any]) -> list[float]:
+    """:func:`float32` one number at a time: the reference its bulk way is tested
+    against (``tests/equivalence/test_vector_reads.py``)."""
     try:
         out = array("f", values).tolist()
     except TypeError as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import sys
 import threading
 from collections.abc import Container, Mapping
@@ -34,6 +35,7 @@ __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "a
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
 _MISSING: Any = object()
+_N = operator.itemgetter("N")
 _S = itertools.repeat("S")  # endless: map(dict.get, avs, _S, avs) is av.get("S", av)
 _SHAPES_MAX = 4096
 
@@ -90,9 +92,9 @@ class _Numbers(str):
     def of(cls, av: AttributeValue) -> _Numbers | None:
         """``av`` kept so, when it is a non-empty list of numbers only (else ``None``)."""
         raw = av.get("L")
-        try:  # (each a dict of one key, "N": checked in C, then joined)
+        try:  # (each a dict of one key, "N": checked in C, then joined, in C too)
             if raw and sum(map(len, raw)) == len(raw):
-                return cls(",".join([n["N"] for n in raw]))
+                return cls(",".join(map(_N, raw)))
         except (KeyError, TypeError):
             pass
         return None
