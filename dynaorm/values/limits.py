@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from decimal import Context, Decimal, InvalidOperation
 from struct import error as StructError
 from struct import pack as _pack
 from struct import unpack as _unpack
-from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
-from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
