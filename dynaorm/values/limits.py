@@ -29,9 +29,6 @@ import math
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from decimal import Context, Decimal, InvalidOperation
-from struct import error as StructError
-from struct import pack as _pack
-from struct import unpack as _unpack
 from typing import Any, Final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -378,26 +375,7 @@ def short_repr(value: Any, limit: int = 60) -> str:
 
 def float32(values: Sequence[Any]) -> list[float]:
     """``values`` rounded to the nearest 32-bit floats, as a vector index holds them; a
-    ``ValueError`` names the first that is not a finite number within float32's range.
-
-    In bulk (a vector holds thousands): packed as 32-bit floats and read back, one call
-    each way, and checked finite by their sum (a sum of finite float32 values cannot
-    overflow a double; one infinity or NaN makes it not finite). Whatever that refuses
-    (a value beyond float32's range, not a number) goes the plain way
-    (:func:`_float32_plain`), which says what is wrong."""
-    try:
-        layout = f"{len(values)}f"
-        out = list(_unpack(layout, _pack(layout, *values)))
-    except (TypeError, OverflowError, StructError):
-        return _float32_plain(values)
-    if not math.isfinite(sum(out)):
-        return _float32_plain(values)
-    return out
-
-
-def _float32_plain(values: Sequence[Any]) -> list[float]:
-    """:func:`float32` one number at a time: the reference its bulk way is tested
-    against (``tests/equivalence/test_vector_reads.py``)."""
+    ``ValueError`` names the first that is not a finite number within float32's range."""
     try:
         out = array("f", values).tolist()
     except TypeError as exc:

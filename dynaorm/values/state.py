@@ -35,7 +35,6 @@ __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "a
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
 _MISSING: Any = object()
-_N = operator.itemgetter("N")
 _S = itertools.repeat("S")  # endless: map(dict.get, avs, _S, avs) is av.get("S", av)
 _SHAPES_MAX = 4096
 
@@ -94,7 +93,7 @@ class _Numbers(str):
         raw = av.get("L")
         try:  # (each a dict of one key, "N": checked in C, then joined, in C too)
             if raw and sum(map(len, raw)) == len(raw):
-                return cls(",".join(map(_N, raw)))
+                return cls(",".join(map(operator.itemgetter("N"), raw)))
         except (KeyError, TypeError):
             pass
         return None

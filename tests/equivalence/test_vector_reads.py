@@ -1,7 +1,7 @@
 """The fast way a stored vector is read against the plain way (issue 70): its numbers'
 texts parsed in pydantic-core (:func:`~dynaorm.schema.rules.vectors.vector_values`)
 against ``float()`` of each, the rounding to 32-bit floats in bulk
-(:func:`~dynaorm.values.limits.float32`) against ``array("f")`` and a finiteness check a
+(:func:`~dynaorm.schema.rules.vectors.float32`) against ``array("f")`` and a finiteness check a
 number, the loaded state's copy of the vector joined in C against a comprehension. On
 generated vectors, stored as dynaorm writes them and as other tools may (the shortest
 text of a double, decimal texts with exponents, ``-0``), and on texts that are no numbers:
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from dynaorm import Entity, Table, Vector, VectorIndex
 from dynaorm.schema.entity import encode_entity, raw_state, spec_of
-from dynaorm.schema.rules.vectors import _vector_values_plain, vector_values
-from dynaorm.values.limits import _float32_plain, float32
+from dynaorm.schema.rules.vectors import float32, vector_values
+from dynaorm.values.limits import float32 as float32_plain
 from dynaorm.values.state import _Numbers, changed_attributes
 
 DIMS = 6
@@ -49,6 +49,11 @@ def outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
     return ("value", None if out is None else [struct.pack("<d", x) for x in out])
 
 
+def _vector_values_plain(av: dict[str, Any]) -> list[float] | None:
+    """A stored vector's numbers read the plain way: ``float()`` of each text."""
+    return None if "NULL" in av else [float(n["N"]) for n in av["L"]]
+
+
 numbers = st.one_of(
     st.floats(), st.floats(width=32), st.integers(-2**64, 2**64), st.booleans(),
     st.sampled_from([3.4028234663852886e38, 3.4028235677973366e38, 3.5e38, -0.0, 1e-46]))
@@ -57,7 +62,7 @@ numbers = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(numbers, max_size=12))
 def test_float32_in_bulk_is_the_plain_rounding(values: list[Any]) -> None:
-    assert outcome(float32, values) == outcome(_float32_plain, values)
+    assert outcome(float32, values) == outcome(float32_plain, values)
 
 
 texts = st.one_of(
@@ -85,7 +90,7 @@ def _plain_load(item: dict[str, Any]) -> Doc:
     values = _vector_values_plain(item["embedding"])
     assert values is not None
     return Doc.model_construct(doc_id=item["doc_id"]["S"], title=item["title"]["S"],
-                               embedding=_float32_plain(values))
+                               embedding=float32_plain(values))
 
 
 def _plain_numbers(av: dict[str, Any]) -> str | None:
