@@ -1,8 +1,8 @@
 """The fast way a stored vector is read against the plain way (issue 70): its numbers'
 texts parsed in pydantic-core (:func:`~dynaorm.schema.rules.vectors.vector_values`)
 against ``float()`` of each, the rounding to 32-bit floats in bulk
-(:func:`~dynaorm.schema.rules.vectors.float32`) against ``array("f")`` and a finiteness check a
-number, the loaded state's copy of the vector joined in C against a comprehension. On
+(:func:`~dynaorm.schema.rules.vectors.float32`) against ``array("f")`` and a finiteness
+check a number, the loaded state's copy of the vector joined in C against a comprehension. On
 generated vectors, stored as dynaorm writes them and as other tools may (the shortest
 text of a double, decimal texts with exponents, ``-0``), and on texts that are no numbers:
 the same floats bit for bit, or the same error; the same object loaded; the stored item
@@ -56,7 +56,8 @@ def _vector_values_plain(av: dict[str, Any]) -> list[float] | None:
 
 numbers = st.one_of(
     st.floats(), st.floats(width=32), st.integers(-2**64, 2**64), st.booleans(),
-    st.sampled_from([3.4028234663852886e38, 3.4028235677973366e38, 3.5e38, -0.0, 1e-46]))
+    st.sampled_from([3.4028234663852886e38, 3.4028235677973366e38, 3.5e38, -0.0, 1e-46,
+                     10**400, "1", None]))  # (no float: the plain way says so)
 
 
 @settings(max_examples=400, deadline=None)
