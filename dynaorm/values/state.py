@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import sys
 import threading
 from collections.abc import Container, Mapping
@@ -90,9 +91,9 @@ class _Numbers(str):
     def of(cls, av: AttributeValue) -> _Numbers | None:
         """``av`` kept so, when it is a non-empty list of numbers only (else ``None``)."""
         raw = av.get("L")
-        try:  # (each a dict of one key, "N": checked in C, then joined)
+        try:  # (each a dict of one key, "N": checked in C, then joined, in C too)
             if raw and sum(map(len, raw)) == len(raw):
-                return cls(",".join([n["N"] for n in raw]))
+                return cls(",".join(map(operator.itemgetter("N"), raw)))
         except (KeyError, TypeError):
             pass
         return None
