@@ -14,7 +14,7 @@
    tools, a backfill job, ``dynaorm migrate``, the LangGraph ``Store`` and ``Saver``.
 
 Each test states what must never happen; what does not hold is a strict xfail naming the
-defect. moto and DynamoDB Local (``pytest.mark.engines``)."""
+defect. moto only (``pytest.mark.engines``): the refusals happen before sending."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ from dynaorm.schema.unclaimed import rule_row
 from dynaorm.testing import use_tables, worker_suffix
 from dynaorm.values.records import Fail, Put, Role
 
-pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
 _QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
