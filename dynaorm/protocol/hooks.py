@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import logging
 
 __all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "end", "logger", "start"]
+           "Operation", "Phase", "Quiet", "end", "logger", "observing", "start"]
 
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
@@ -211,6 +211,26 @@ class Hook:
     def on_end(self, phase: Phase, token: Any) -> object:
         """A phase ended; ``token`` is what :meth:`on_start` returned."""
         return None
+
+
+class Quiet:
+    """A token an operation's ``on_start`` may return (an instance of a subclass) to see
+    none of that operation's own attempts: neither their ``on_start`` nor their ``on_end``
+    is called on the hook (the attempts of what the operation gathers concurrently may
+    still be); its ``on_end`` of the operation is, with this token. Tracing returns one
+    for an operation its sampler dropped, where its attempts have nothing to do."""
+
+    __slots__ = ()
+
+
+def observing(hooks: Sequence[HookLike], tokens: Sequence[object]) -> Sequence[HookLike]:
+    """The hooks an operation's attempts are reported to: those whose ``on_start`` of it
+    returned no :class:`Quiet` token (``hooks`` itself when none did)."""
+    for token in tokens:
+        if isinstance(token, Quiet):
+            return tuple(h for h, t in zip(hooks, tokens, strict=True)
+                         if not isinstance(t, Quiet))
+    return hooks
 
 
 def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:

@@ -54,7 +54,7 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
+from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase, Quiet
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
@@ -106,16 +106,27 @@ class _Open:
     recording: bool
     attempts: int = 0
     capacity: float = 0.0
-    by_role: dict[str, float] = field(default_factory=dict)
-    methods: dict[str, None] = field(default_factory=dict)
+    by_role: dict[str, float] | None = None  # (made by its first attempt's tally)
+    methods: dict[str, None] | None = None
     current: Any = None  # a context with the span current (made for its first attempt)
 
     def context(self) -> Any:
         """A context holding the operation's span as the current one (the parent of its
         attempts), made once."""
         if self.current is None:
-            self.current = _otel()[1].set_span_in_context(self.span)
+            self.current = _otel().trace.set_span_in_context(self.span)
         return self.current
+
+
+class _Dropped(Quiet):
+    """An operation its sampler dropped whose attempts have nothing to do (no metrics, no
+    botocore client or instrumentation to hand its context to): the pump reports none of
+    them to the hook (:class:`~dynaorm.protocol.hooks.Quiet`)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
 
 
 @dataclass(slots=True, eq=False)
@@ -133,13 +144,25 @@ class _Sent:
     clock: float = field(default_factory=time.perf_counter)
 
 
+@dataclass(frozen=True, slots=True)
+class _API:
+    """What tracing uses of OpenTelemetry's API, looked up once."""
+
+    context: Any
+    trace: Any
+    internal: Any  # SpanKind.INTERNAL
+    client: Any  # SpanKind.CLIENT
+    suppress: Any  # the context key suppress_instrumentation() sets (None: an older API)
+
+
 @functools.cache
-def _otel() -> Any:
+def _otel() -> _API:
     """OpenTelemetry's ``context`` and ``trace`` modules, imported once (when the first
     provider is seen: ``import dynaorm`` imports neither)."""
     from opentelemetry import context, trace
 
-    return context, trace
+    return _API(context, trace, trace.SpanKind.INTERNAL, trace.SpanKind.CLIENT,
+                getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
 
 
 #: ``server.address`` ... of an endpoint not known yet (never written to)
@@ -291,9 +314,10 @@ class Tracing(Hook):
         the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
-            if tracer is None or _suppressed():
+            if tracer is None:
                 return None
-            return self._start_operation(tracer, phase)
+            current = _unsuppressed()
+            return None if current is None else self._start_operation(tracer, phase, current)
         if tracer is not None and phase.within is not None:
             opened = self._open.get(id(phase.within))
             if opened is None:
@@ -301,7 +325,7 @@ class Tracing(Hook):
             if not opened.recording:
                 return self._unrecorded(opened, phase)
             return self._start_attempt(tracer, phase, opened)
-        if _suppressed():
+        if _unsuppressed() is None:
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -311,15 +335,26 @@ class Tracing(Hook):
             self._end_attempt(phase, token)  # type: ignore[arg-type]
         elif isinstance(token, _Open):
             self._end_operation(phase, token)  # type: ignore[arg-type]
+        elif isinstance(token, _Dropped):
+            token.span.end()
         return None
 
     # -- operations --------------------------------------------------------------------
-    def _start_operation(self, tracer: Any, op: Operation) -> _Open:
-        """Start an operation's span: its sampler is asked with the attributes it has from
-        its start, made once per kind of operation (nothing is built per call)."""
-        found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
-        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
-        opened = self._open[id(op)] = _Open(span, span.is_recording())
+    def _start_operation(self, tracer: Any, op: Operation, current: Any) -> _Open | _Dropped:
+        """Start an operation's span under the caller's ``current`` context: its sampler
+        is asked with the attributes it has from its start, made once per kind of
+        operation (nothing is built per call). Dropped, with no metrics to record and no
+        botocore client or instrumentation to hand its context to, its attempts are not
+        even reported to the hook."""
+        name, attributes = _operation_start(op.name, op.session, op.tables, op.entities,
+                                            _DUP)
+        span = tracer.start_span(name, context=current, kind=_otel().internal,
+                                 attributes=attributes)
+        recording = span.is_recording()
+        if not recording and self._meters is None and _INSTRUMENTATION not in sys.modules \
+                and not (self._routes is not None and self._routes(op.session)):
+            return _Dropped(span)
+        opened = self._open[id(op)] = _Open(span, recording)
         return opened
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
@@ -332,12 +367,16 @@ class Tracing(Hook):
                     "dynaorm.outcome": _operation_outcome(op.error)}
                 if opened.capacity:
                     attributes["dynaorm.consumed_capacity"] = opened.capacity
-                attributes.update(opened.by_role)
-                if len(opened.methods) == 1:
-                    attributes["rpc.method"] = next(iter(opened.methods))
-                elif opened.methods:
-                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                span.set_attributes({**attributes, **_throttling(op.error)})
+                if opened.by_role:
+                    attributes.update(opened.by_role)
+                methods = opened.methods
+                if methods and len(methods) == 1:
+                    attributes["rpc.method"] = next(iter(methods))
+                elif methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(methods)
+                if op.error is not None:
+                    attributes.update(_throttling(op.error))
+                span.set_attributes(attributes)
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -363,7 +402,8 @@ class Tracing(Hook):
         botocore's client its operation's (unsampled) span is current while it is sent, so
         botocore's or an HTTP client's instrumentation below drops its span too; its
         metrics are recorded all the same."""
-        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] else None
+        token = _otel().context.attach(opened.context()) if self._delegated(attempt)[0] \
+            else None
         if token is None and self._meters is None:
             return None
         return _Sent(False, token)
@@ -378,17 +418,17 @@ class Tracing(Hook):
         via, instrumented = self._delegated(attempt)
         if not via:
             return _Sent(None, None, time.time_ns())
-        context, trace = _otel()
+        api = _otel()
         parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else context.attach(parent)
+            token = None if parent is None else api.context.attach(parent)
             return _Sent(None, token, time.time_ns(), botocore=True)
         span = self._attempt_span(tracer, attempt, parent)
-        return _Sent(span, context.attach(trace.set_span_in_context(span)))
+        return _Sent(span, api.context.attach(api.trace.set_span_in_context(span)))
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            _otel()[0].detach(sent.token)
+            _otel().context.detach(sent.token)
         found = roles(attempt)
         if self._meters is not None:
             self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
@@ -429,9 +469,13 @@ class Tracing(Hook):
         with self._lock:
             opened.attempts += 1
             opened.capacity += units
+            if opened.methods is None:
+                opened.methods = {}
             opened.methods[attempt.operation] = None
-            for name, part in by_role.items():
-                opened.by_role[name] = opened.by_role.get(name, 0.0) + part
+            if by_role:
+                tally = opened.by_role = {} if opened.by_role is None else opened.by_role
+                for name, part in by_role.items():
+                    tally[name] = tally.get(name, 0.0) + part
 
     def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
                       started: int | None = None, answer: dict[str, Any] | None = None
@@ -441,7 +485,7 @@ class Tracing(Hook):
         name, attributes = self._attempt_start(attempt)
         if answer:
             attributes.update(answer)
-        return tracer.start_span(name, context=parent, kind=_otel()[1].SpanKind.CLIENT,
+        return tracer.start_span(name, context=parent, kind=_otel().client,
                                  attributes=attributes, start_time=started)
 
     def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
@@ -467,14 +511,17 @@ class Tracing(Hook):
         return name, attributes
 
 
-def _suppressed() -> bool:
-    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
-    instrumentations honour it (``opentelemetry.instrumentation.utils.
-    suppress_instrumentation``)."""
-    context = _otel()[0]
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    return bool((key is not None and context.get_value(key))
-                or context.get_value("suppress_instrumentation"))
+def _unsuppressed() -> Any:
+    """The caller's current context, unless the caller suppressed instrumentation there
+    (``None``), as OpenTelemetry's instrumentations honour it (``opentelemetry.
+    instrumentation.utils.suppress_instrumentation``): read once, an operation's span is
+    started in it."""
+    api = _otel()
+    current = api.context.get_current()
+    if (api.suppress is not None and current.get(api.suppress)) or current.get(
+            "suppress_instrumentation"):
+        return None
+    return current
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
@@ -569,7 +616,7 @@ def _throttling(error: BaseException | None) -> dict[str, Any]:
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
     """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
     any), an error status saying ``message``."""
-    trace = _otel()[1]
+    trace = _otel().trace
     span.set_attribute("error.type", kind)
     if error is not None:
         span.record_exception(error)
