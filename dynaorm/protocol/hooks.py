@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import logging
 
 __all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "Quiet", "end", "logger", "observing", "start"]
+           "Operation", "Phase", "end", "logger", "start"]
 
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
@@ -75,6 +75,11 @@ class Operation:
     """How it failed (set before ``on_end``; ``None``: it succeeded)."""
     session: str = "sync"
     """The kind of session running it: ``"sync"`` or ``"async"`` (set by the driver)."""
+    quiet: tuple[HookLike, ...] = ()
+    """The hooks its attempts are not reported to: a hook's ``on_start`` of it may add
+    itself (neither ``on_start`` nor ``on_end`` of any of its attempts is then called on
+    it; its ``on_end`` of the operation still is). Tracing does, for an operation its
+    sampler dropped, where its attempts have nothing to do."""
 
 
 @dataclass(slots=True, eq=False)
@@ -211,26 +216,6 @@ class Hook:
     def on_end(self, phase: Phase, token: Any) -> object:
         """A phase ended; ``token`` is what :meth:`on_start` returned."""
         return None
-
-
-class Quiet:
-    """A token an operation's ``on_start`` may return (an instance of a subclass) to see
-    none of that operation's own attempts: neither their ``on_start`` nor their ``on_end``
-    is called on the hook (the attempts of what the operation gathers concurrently may
-    still be); its ``on_end`` of the operation is, with this token. Tracing returns one
-    for an operation its sampler dropped, where its attempts have nothing to do."""
-
-    __slots__ = ()
-
-
-def observing(hooks: Sequence[HookLike], tokens: Sequence[object]) -> Sequence[HookLike]:
-    """The hooks an operation's attempts are reported to: those whose ``on_start`` of it
-    returned no :class:`Quiet` token (``hooks`` itself when none did)."""
-    for token in tokens:
-        if isinstance(token, Quiet):
-            return tuple(h for h, t in zip(hooks, tokens, strict=True)
-                         if not isinstance(t, Quiet))
-    return hooks
 
 
 def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:

@@ -49,7 +49,6 @@ from dynaorm.protocol.hooks import (
     Operation,
     end,
     logger,
-    observing,
     start,
 )
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
@@ -193,11 +192,9 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     hooks = policy.hooks if operation is not None else ()
     current: Operation | None = None  # the operation open now (a page, or the whole)
     tokens: list[object] = []
-    seen: Sequence[HookLike] | None = None  # the hooks its attempts go to (None: all)
     emitted = False  # the open page's items are with its consumer (who may fail on them)
     if hooks and not paged:
         current, tokens = operation, start(hooks, operation)  # type: ignore[arg-type]
-        seen = observing(hooks, tokens)
     value: Any = None
     error: BaseException | None = None
     try:
@@ -213,11 +210,10 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
                 assert operation is not None
                 current, tokens, emitted = _page(hooks, operation, current, tokens, kind,
                                                  emitted)
-                seen = observing(hooks, tokens) if current is not None else None
             part_of = current if current is not None else within
             try:
                 if kind is Call:
-                    value = yield from attempts(policy, step, part_of, seen)
+                    value = yield from attempts(policy, step, part_of)
                 elif kind is Backoff:
                     value = yield from _backoff(policy, step)
                 elif kind is Gather and part_of is not None:
@@ -350,8 +346,7 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
 
 
 def _judged(policy: Policy, step: Call, error: RequestError, number: int,
-            maybe_applied: bool, within: Operation | None,
-            seen: Sequence[HookLike] | None) -> Generator[Primitive, Any, bool]:
+            maybe_applied: bool, within: Operation | None) -> Generator[Primitive, Any, bool]:
     """Whether ``step``'s request may have been applied after ``error`` failed attempt
     ``number``: an earlier attempt may have been, or this one, unless it was a server error
     (5xx) its probe proves unapplied (then it is retried; a probe that fails proves
@@ -360,7 +355,7 @@ def _judged(policy: Policy, step: Call, error: RequestError, number: int,
             and error.code in SERVER_ERRORS and step.probe is not None):
         assert step.unapplied is not None
         try:
-            out = yield from attempts(policy, step.probe, within, seen)
+            out = yield from attempts(policy, step.probe, within)
         except RequestError:
             pass
         else:
@@ -381,8 +376,7 @@ def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError
     return error
 
 
-def attempts(policy: Policy, step: Call, within: Operation | None = None,
-             seen: Sequence[HookLike] | None = None
+def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
     (each between its hooks' ``on_start`` and ``on_end``, the DEBUG log first when the
@@ -396,15 +390,14 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None,
     any does, while it is spent. Returns the response, or raises the
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
-    :class:`~dynaorm.protocol.hooks.Attempt` names it); ``seen``: the hooks its attempts
-    are reported to (``None``: the policy's; see :func:`~dynaorm.protocol.hooks.observing`)."""
+    :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
     budget, request = _held(policy, step)
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
-    if seen is None:
-        seen = policy.hooks
-    hooks: Sequence[HookLike] = (_LOG, *seen) if debug_logged() else seen
+    hooks: Sequence[HookLike] = tuple(h for h in policy.hooks if h not in within.quiet) if (
+        within and within.quiet) else policy.hooks  # (but those that asked to see none)
+    hooks = (_LOG, *hooks) if debug_logged() else hooks
     number = 0
     waited = 0.0
     maybe_applied = False
@@ -432,8 +425,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None,
             return out
         if budget is not None:
             budget.judge(step.operation, error)
-        maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within,
-                                           seen)
+        maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         delay = min(policy.backoff(number), policy.max_wait - waited)
         if delay > 0:
             yield Wait(delay)

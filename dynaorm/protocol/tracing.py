@@ -54,7 +54,7 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase, Quiet
+from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
@@ -106,27 +106,16 @@ class _Open:
     recording: bool
     attempts: int = 0
     capacity: float = 0.0
-    by_role: dict[str, float] | None = None  # (made by its first attempt's tally)
-    methods: dict[str, None] | None = None
+    by_role: dict[str, float] = field(default_factory=dict)
+    methods: dict[str, None] = field(default_factory=dict)
     current: Any = None  # a context with the span current (made for its first attempt)
 
     def context(self) -> Any:
         """A context holding the operation's span as the current one (the parent of its
         attempts), made once."""
         if self.current is None:
-            self.current = _otel().trace.set_span_in_context(self.span)
+            self.current = _otel()[1].set_span_in_context(self.span)
         return self.current
-
-
-class _Dropped(Quiet):
-    """An operation its sampler dropped whose attempts have nothing to do (no metrics, no
-    botocore client or instrumentation to hand its context to): the pump reports none of
-    them to the hook (:class:`~dynaorm.protocol.hooks.Quiet`)."""
-
-    __slots__ = ("span",)
-
-    def __init__(self, span: Any) -> None:
-        self.span = span
 
 
 @dataclass(slots=True, eq=False)
@@ -144,25 +133,13 @@ class _Sent:
     clock: float = field(default_factory=time.perf_counter)
 
 
-@dataclass(frozen=True, slots=True)
-class _API:
-    """What tracing uses of OpenTelemetry's API, looked up once."""
-
-    context: Any
-    trace: Any
-    internal: Any  # SpanKind.INTERNAL
-    client: Any  # SpanKind.CLIENT
-    suppress: Any  # the context key suppress_instrumentation() sets (None: an older API)
-
-
 @functools.cache
-def _otel() -> _API:
+def _otel() -> Any:
     """OpenTelemetry's ``context`` and ``trace`` modules, imported once (when the first
     provider is seen: ``import dynaorm`` imports neither)."""
     from opentelemetry import context, trace
 
-    return _API(context, trace, trace.SpanKind.INTERNAL, trace.SpanKind.CLIENT,
-                getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
+    return context, trace
 
 
 #: ``server.address`` ... of an endpoint not known yet (never written to)
@@ -187,13 +164,6 @@ def _operation_outcome(error: BaseException | None) -> str:
     if not isinstance(error, Exception):
         return "cancelled"
     return "unknown" if type(error).__name__ == "OutcomeUnknownError" else "failed"
-
-
-def _capacity_json(response: dict[str, Any] | None) -> list[str]:
-    raw = (response or {}).get("ConsumedCapacity")
-    if not raw:
-        return []
-    return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
 
 
 def _table_units(attempt: Attempt) -> float:
@@ -246,10 +216,8 @@ class Tracing(Hook):
               where: Callable[[], tuple[str, str] | None]) -> None:
         """Tell the hook how its client routes attempts and where to (see the class),
         unless it was made knowing it (a client does this when it is given the hook)."""
-        if self._routes is None:
-            self._routes = routes
-        if self._where is None:
-            self._where = where
+        self._routes = self._routes or routes
+        self._where = self._where or where
 
     def _server(self) -> dict[str, Any]:
         """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
@@ -314,10 +282,9 @@ class Tracing(Hook):
         the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
-            if tracer is None:
+            if tracer is None or _suppressed():
                 return None
-            current = _unsuppressed()
-            return None if current is None else self._start_operation(tracer, phase, current)
+            return self._start_operation(tracer, phase)
         if tracer is not None and phase.within is not None:
             opened = self._open.get(id(phase.within))
             if opened is None:
@@ -325,7 +292,7 @@ class Tracing(Hook):
             if not opened.recording:
                 return self._unrecorded(opened, phase)
             return self._start_attempt(tracer, phase, opened)
-        if _unsuppressed() is None:
+        if _suppressed():
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -335,26 +302,23 @@ class Tracing(Hook):
             self._end_attempt(phase, token)  # type: ignore[arg-type]
         elif isinstance(token, _Open):
             self._end_operation(phase, token)  # type: ignore[arg-type]
-        elif isinstance(token, _Dropped):
-            token.span.end()
         return None
 
     # -- operations --------------------------------------------------------------------
-    def _start_operation(self, tracer: Any, op: Operation, current: Any) -> _Open | _Dropped:
-        """Start an operation's span under the caller's ``current`` context: its sampler
-        is asked with the attributes it has from its start, made once per kind of
-        operation (nothing is built per call). Dropped, with no metrics to record and no
-        botocore client or instrumentation to hand its context to, its attempts are not
-        even reported to the hook."""
-        name, attributes = _operation_start(op.name, op.session, op.tables, op.entities,
-                                            _DUP)
-        span = tracer.start_span(name, context=current, kind=_otel().internal,
-                                 attributes=attributes)
-        recording = span.is_recording()
-        if not recording and self._meters is None and _INSTRUMENTATION not in sys.modules \
-                and not (self._routes is not None and self._routes(op.session)):
-            return _Dropped(span)
-        opened = self._open[id(op)] = _Open(span, recording)
+    def _start_operation(self, tracer: Any, op: Operation) -> _Open:
+        """Start an operation's span: its sampler is asked with the attributes it has from
+        its start, made once per kind of operation (nothing is built per call). Dropped,
+        with no metrics to record and no botocore client or instrumentation to hand its
+        context to, its attempts are not even reported to the hook (``Operation.quiet``)."""
+        found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
+        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
+        opened = _Open(span, span.is_recording())
+        if opened.recording or self._meters is not None or (  # (or any instrumentation)
+                "opentelemetry.instrumentation" in sys.modules) or (
+                self._routes is not None and self._routes(op.session)):
+            self._open[id(op)] = opened
+        else:  # (its end still ends its span)
+            op.quiet += (self,)
         return opened
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
@@ -367,16 +331,12 @@ class Tracing(Hook):
                     "dynaorm.outcome": _operation_outcome(op.error)}
                 if opened.capacity:
                     attributes["dynaorm.consumed_capacity"] = opened.capacity
-                if opened.by_role:
-                    attributes.update(opened.by_role)
-                methods = opened.methods
-                if methods and len(methods) == 1:
-                    attributes["rpc.method"] = next(iter(methods))
-                elif methods:
-                    attributes["dynaorm.rpc_methods"] = tuple(methods)
-                if op.error is not None:
-                    attributes.update(_throttling(op.error))
-                span.set_attributes(attributes)
+                attributes.update(opened.by_role)
+                if len(opened.methods) == 1:
+                    attributes["rpc.method"] = next(iter(opened.methods))
+                elif opened.methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
+                span.set_attributes({**attributes, **_throttling(op.error)})
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -402,7 +362,7 @@ class Tracing(Hook):
         botocore's client its operation's (unsampled) span is current while it is sent, so
         botocore's or an HTTP client's instrumentation below drops its span too; its
         metrics are recorded all the same."""
-        token = _otel().context.attach(opened.context()) if self._delegated(attempt)[0] \
+        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] \
             else None
         if token is None and self._meters is None:
             return None
@@ -418,17 +378,17 @@ class Tracing(Hook):
         via, instrumented = self._delegated(attempt)
         if not via:
             return _Sent(None, None, time.time_ns())
-        api = _otel()
+        context, trace = _otel()
         parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else api.context.attach(parent)
+            token = None if parent is None else context.attach(parent)
             return _Sent(None, token, time.time_ns(), botocore=True)
         span = self._attempt_span(tracer, attempt, parent)
-        return _Sent(span, api.context.attach(api.trace.set_span_in_context(span)))
+        return _Sent(span, context.attach(trace.set_span_in_context(span)))
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            _otel().context.detach(sent.token)
+            _otel()[0].detach(sent.token)
         found = roles(attempt)
         if self._meters is not None:
             self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
@@ -469,13 +429,9 @@ class Tracing(Hook):
         with self._lock:
             opened.attempts += 1
             opened.capacity += units
-            if opened.methods is None:
-                opened.methods = {}
             opened.methods[attempt.operation] = None
-            if by_role:
-                tally = opened.by_role = {} if opened.by_role is None else opened.by_role
-                for name, part in by_role.items():
-                    tally[name] = tally.get(name, 0.0) + part
+            for name, part in by_role.items():
+                opened.by_role[name] = opened.by_role.get(name, 0.0) + part
 
     def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
                       started: int | None = None, answer: dict[str, Any] | None = None
@@ -485,7 +441,7 @@ class Tracing(Hook):
         name, attributes = self._attempt_start(attempt)
         if answer:
             attributes.update(answer)
-        return tracer.start_span(name, context=parent, kind=_otel().client,
+        return tracer.start_span(name, context=parent, kind=_otel()[1].SpanKind.CLIENT,
                                  attributes=attributes, start_time=started)
 
     def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
@@ -511,17 +467,15 @@ class Tracing(Hook):
         return name, attributes
 
 
-def _unsuppressed() -> Any:
-    """The caller's current context, unless the caller suppressed instrumentation there
-    (``None``), as OpenTelemetry's instrumentations honour it (``opentelemetry.
-    instrumentation.utils.suppress_instrumentation``): read once, an operation's span is
-    started in it."""
-    api = _otel()
-    current = api.context.get_current()
-    if (api.suppress is not None and current.get(api.suppress)) or current.get(
-            "suppress_instrumentation"):
-        return None
-    return current
+def _suppressed() -> bool:
+    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
+    instrumentations honour it (``opentelemetry.instrumentation.utils.
+    suppress_instrumentation``; the current context read once)."""
+    context = _otel()[0]
+    current = context.get_current()
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    return bool(current.get(key) or current.get("suppress_instrumentation"))  # (key: None
+    # in an older API, which no context holds)
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
@@ -569,12 +523,6 @@ def _attempt_fixed(operation: str, tables: tuple[str, ...], origins: tuple[Any, 
     return name, _span_attributes(own, tables, names, dup)
 
 
-def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
-    their attribute names."""
-    return {name: source[key] for key, name in names if source.get(key) is not None}
-
-
 def _answer_attributes(attempt: Attempt, server: dict[str, Any],
                        by_role: dict[str, float]) -> dict[str, Any]:
     """What an attempt span says of its end (the answer or the failure; ``server``: where
@@ -592,10 +540,12 @@ def _answer_attributes(attempt: Attempt, server: dict[str, Any],
         attributes["http.status_code"] = attributes["http.response.status_code"] = status
     response = attempt.response
     if response:
-        capacity = _capacity_json(response)
-        if capacity:
-            attributes["aws.dynamodb.consumed_capacity"] = capacity
-        attributes.update(_present(response, _RESPONSE_ATTRIBUTES))
+        raw = response.get("ConsumedCapacity")
+        if raw:
+            attributes["aws.dynamodb.consumed_capacity"] = [
+                json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
+        attributes.update({name: response[key] for key, name in _RESPONSE_ATTRIBUTES
+                           if response.get(key) is not None})
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
@@ -616,7 +566,7 @@ def _throttling(error: BaseException | None) -> dict[str, Any]:
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
     """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
     any), an error status saying ``message``."""
-    trace = _otel().trace
+    trace = _otel()[1]
     span.set_attribute("error.type", kind)
     if error is not None:
         span.record_exception(error)
