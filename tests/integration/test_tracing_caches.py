@@ -6,7 +6,7 @@ made anew before each step), *warm* (made once, reused), and under a sampler tha
 everything. Warm and cold emit exactly the same spans (names, kinds, parents, attributes,
 status, exception events) and metric points; the sampled-out run exports no span, builds
 no attempt attribute and records the same metric points. On moto alone: none of this
-depends on the engine."""
+depends on the engine (the last test on DynamoDB Local: dynaorm's own wire)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None
 
 
 @pytest.fixture
-def moto_shop(backend: str | None) -> Any:
+def fresh_shop(backend: str | None) -> Any:
     name, wait = shop.name, shop.max_wait
     shop.name = name + "_caches"
     shop.max_wait = 0  # (faults retried without waiting)
@@ -146,7 +146,7 @@ def moto_shop(backend: str | None) -> Any:
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=6))
 def test_cached_templates_emit_exactly_what_cold_ones_do(
-        moto_shop: Any, program: list[tuple[Any, ...]]) -> None:
+        fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:
     cold = _run(program, cold=True)
     warm = _run(program, cold=False)
     assert warm == cold
@@ -156,3 +156,28 @@ def test_cached_templates_emit_exactly_what_cold_ones_do(
     assert dropped[1:] == cold[1:]  # the same metric points, the same outcomes
     assert tracing._attempt_fixed.cache_info().currsize == 0  # no attempt attribute built
     assert not shop.db.tracing._open
+
+
+@pytest.mark.engines("local")  # (dynaorm's own wire: moto's in-process mock is botocore's)
+def test_a_dropped_operations_attempts_are_not_reported_to_tracing(
+        fresh_shop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing for them to do (no meter provider, no botocore client, no
+    instrumentation imported), a dropped operation's attempts never reach the hook: it
+    puts itself in ``Operation.quiet`` and the pump runs them as with no hook at all.
+    With a meter provider they do (their metrics are recorded all the same)."""
+    import sys
+
+    if "opentelemetry.instrumentation" in sys.modules or shop.db.transport.botocore:
+        pytest.skip("an instrumentation or botocore's client needs the attempts")
+    shop.create()
+    hook = shop.db.tracing
+    seen: list[str] = []
+    started = hook.on_start
+    monkeypatch.setattr(hook, "on_start", lambda phase: (
+        seen.append(type(phase).__name__), started(phase))[1])
+    hook.tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    assert Session(shop).get(Member, member_id="m1") is None
+    assert seen == ["Operation"]
+    hook.metrics.meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    assert Session(shop).get(Member, member_id="m1") is None
+    assert seen == ["Operation", "Operation", "Attempt"]
