@@ -473,9 +473,9 @@ def _suppressed() -> bool:
     suppress_instrumentation``; the current context read once)."""
     context = _otel()[0]
     current = context.get_current()
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    return bool(current.get(key) or current.get("suppress_instrumentation"))  # (key: None
-    # in an older API, which no context holds)
+    return bool(current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
+                or current.get("suppress_instrumentation"))  # (the key: None in an older
+    # API, which no context holds)
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
