@@ -75,6 +75,11 @@ class Operation:
     """How it failed (set before ``on_end``; ``None``: it succeeded)."""
     session: str = "sync"
     """The kind of session running it: ``"sync"`` or ``"async"`` (set by the driver)."""
+    quiet: tuple[HookLike, ...] = ()
+    """The hooks its attempts are not reported to: a hook's ``on_start`` of it may add
+    itself (neither ``on_start`` nor ``on_end`` of any of its attempts is then called on
+    it; its ``on_end`` of the operation still is). Tracing does, for an operation its
+    sampler dropped, where its attempts have nothing to do."""
 
 
 @dataclass(slots=True, eq=False)

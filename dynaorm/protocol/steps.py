@@ -395,7 +395,10 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
-    hooks: Sequence[HookLike] = (_LOG, *policy.hooks) if debug_logged() else policy.hooks
+    quiet = getattr(within, "quiet", ())  # (the hooks that asked to see none of them)
+    hooks: Sequence[HookLike] = tuple(filter(
+        lambda h: h not in quiet, policy.hooks)) if quiet else policy.hooks
+    hooks = (_LOG, *hooks) if debug_logged() else hooks
     number = 0
     waited = 0.0
     maybe_applied = False

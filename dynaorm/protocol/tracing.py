@@ -166,13 +166,6 @@ def _operation_outcome(error: BaseException | None) -> str:
     return "unknown" if type(error).__name__ == "OutcomeUnknownError" else "failed"
 
 
-def _capacity_json(response: dict[str, Any] | None) -> list[str]:
-    raw = (response or {}).get("ConsumedCapacity")
-    if not raw:
-        return []
-    return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
-
-
 def _table_units(attempt: Attempt) -> float:
     """The capacity units an attempt's answer reports for its tables (0 for an answer
     whose ``ConsumedCapacity`` is not DynamoDB's shape)."""
@@ -223,10 +216,8 @@ class Tracing(Hook):
               where: Callable[[], tuple[str, str] | None]) -> None:
         """Tell the hook how its client routes attempts and where to (see the class),
         unless it was made knowing it (a client does this when it is given the hook)."""
-        if self._routes is None:
-            self._routes = routes
-        if self._where is None:
-            self._where = where
+        self._routes = self._routes or routes
+        self._where = self._where or where
 
     def _server(self) -> dict[str, Any]:
         """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
@@ -316,10 +307,18 @@ class Tracing(Hook):
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
         """Start an operation's span: its sampler is asked with the attributes it has from
-        its start, made once per kind of operation (nothing is built per call)."""
+        its start, made once per kind of operation (nothing is built per call). Dropped,
+        with no metrics to record and no botocore client or instrumentation to hand its
+        context to, its attempts are not even reported to the hook (``Operation.quiet``)."""
         found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
         span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
-        opened = self._open[id(op)] = _Open(span, span.is_recording())
+        opened = _Open(span, span.is_recording())
+        if opened.recording or self._meters is not None or (  # (or any instrumentation)
+                "opentelemetry.instrumentation" in sys.modules) or (
+                self._routes is not None and self._routes(op.session)):
+            self._open[id(op)] = opened
+        else:  # (its end still ends its span)
+            op.quiet += (self,)
         return opened
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
@@ -363,7 +362,8 @@ class Tracing(Hook):
         botocore's client its operation's (unsampled) span is current while it is sent, so
         botocore's or an HTTP client's instrumentation below drops its span too; its
         metrics are recorded all the same."""
-        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] else None
+        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] \
+            else None
         if token is None and self._meters is None:
             return None
         return _Sent(False, token)
@@ -470,11 +470,12 @@ class Tracing(Hook):
 def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
-    suppress_instrumentation``)."""
+    suppress_instrumentation``; the current context read once)."""
     context = _otel()[0]
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    return bool((key is not None and context.get_value(key))
-                or context.get_value("suppress_instrumentation"))
+    current = context.get_current()
+    return bool(current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
+                or current.get("suppress_instrumentation"))  # (the key: None in an older
+    # API, which no context holds)
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
@@ -522,12 +523,6 @@ def _attempt_fixed(operation: str, tables: tuple[str, ...], origins: tuple[Any, 
     return name, _span_attributes(own, tables, names, dup)
 
 
-def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
-    their attribute names."""
-    return {name: source[key] for key, name in names if source.get(key) is not None}
-
-
 def _answer_attributes(attempt: Attempt, server: dict[str, Any],
                        by_role: dict[str, float]) -> dict[str, Any]:
     """What an attempt span says of its end (the answer or the failure; ``server``: where
@@ -545,10 +540,12 @@ def _answer_attributes(attempt: Attempt, server: dict[str, Any],
         attributes["http.status_code"] = attributes["http.response.status_code"] = status
     response = attempt.response
     if response:
-        capacity = _capacity_json(response)
-        if capacity:
-            attributes["aws.dynamodb.consumed_capacity"] = capacity
-        attributes.update(_present(response, _RESPONSE_ATTRIBUTES))
+        raw = response.get("ConsumedCapacity")
+        if raw:
+            attributes["aws.dynamodb.consumed_capacity"] = [
+                json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
+        attributes.update({name: response[key] for key, name in _RESPONSE_ATTRIBUTES
+                           if response.get(key) is not None})
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
