@@ -201,7 +201,7 @@ _TAKEN = sorted(n for n in _VARIABLES if n in ALLOWED or n.startswith(("AWS_LAMB
 _OTHERS = sorted(set(_VARIABLES) - set(_TAKEN))
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=8),
        others=st.just({}) | st.dictionaries(st.sampled_from(_OTHERS), st.integers(0, 5),
@@ -216,7 +216,7 @@ def test_the_fast_path_resolves_what_botocore_resolves(
     _run(taken | others, plain, config, shared, named, endpoint_url, region)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=10),
        named=st.booleans(), endpoint_url=st.sampled_from(_ENDPOINTS[:6]),
        region=st.sampled_from(_REGIONS))
@@ -227,7 +227,7 @@ def test_the_fast_path_resolves_what_botocore_resolves_in_plain_environments(
     _run(taken, True, None, None, named, endpoint_url, region)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(config=st.sampled_from([None, *_CONFIG]), shared=st.sampled_from([None, *_CREDENTIALS]),
        regions=st.dictionaries(st.sampled_from(["AWS_REGION", "AWS_DEFAULT_REGION"]),
                                st.integers(0, 5), max_size=2),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Session, Table
@@ -441,7 +441,8 @@ _item = st.fixed_dictionaries({"pk": st.builds(S, _key), "sk": st.builds(S, _key
     "leaves out one of a pair dynaorm would refuse), and these 12 derandomized examples "
     "pass; with other seeds an attribute holding a list of a NULL and a string "
     "([NULL, '']) is typed list[str], and reading the item is an ItemDecodeError"))
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=12, deadline=None, derandomize=True,  # (no shrinking: an xfail
+          phases=(Phase.explicit, Phase.generate),  # that fails shrank for 5 min in CI)
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(items=st.lists(_item, min_size=1, max_size=8,

@@ -554,7 +554,7 @@ def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return [at, *(p for k, v in inner for p in _paths(v, (*at, k)))]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(data=st.data(), fmt=st.sampled_from(designs.FORMATS))
 def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObject,
                                                                fmt: str) -> None:
