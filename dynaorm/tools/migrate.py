@@ -354,6 +354,7 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         try:
             assert spec.previous is not None  # (old_row: one declaring it)
             obj = spec.previous.validate(spec, item)
+            new_key = spec.primary_key(obj.__dict__)  # (refused where another's reads take it)
         except DynaormError as exc:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
             continue
@@ -361,7 +362,7 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         samples = state.samples.setdefault(spec.name, [])
         if len(samples) < SAMPLES:
             samples.append([_key_text(old_key),
-                            _key_text(spec.primary_key(obj.__dict__))])
+                            _key_text(new_key)])
         found.append(_Found(spec, item, old_key, kept=False))
     return found
 
