@@ -362,8 +362,7 @@ class Tracing(Hook):
         botocore's client its operation's (unsampled) span is current while it is sent, so
         botocore's or an HTTP client's instrumentation below drops its span too; its
         metrics are recorded all the same."""
-        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] \
-            else None
+        token = _otel()[0].attach(opened.context()) if self._delegated(attempt)[0] else None
         if token is None and self._meters is None:
             return None
         return _Sent(False, token)

@@ -63,7 +63,6 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
     return conds
 
 
-
 def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] = frozenset()
               ) -> list[Condition]:
     """Conditions that the item is still exactly as loaded (``stored``, raw), for a write
@@ -99,7 +98,6 @@ def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping
     conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
                        if depends else touched)
     return all_of(conds)
-
 
 
 def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:

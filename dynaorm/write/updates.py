@@ -112,7 +112,6 @@ def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
-
 class StagedUpdate(StagedWrite, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""

@@ -320,7 +320,6 @@ class Before:
         failure)."""
         return ()
 
-
     def refuse(self, spec: Any, state: Any) -> None:
         """Raise if ``state`` is a row of this layout: an update by key would miss it (or
         an upsert store it twice), one of an object read from it would write the old row

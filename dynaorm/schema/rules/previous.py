@@ -203,7 +203,6 @@ class Layout(Before):
                                   f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                                   key=key) from exc
 
-
     def refuse(self, spec: Any, state: Any) -> None:
         if type(state) is MovedState:
             raise DynaormError(
