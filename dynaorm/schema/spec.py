@@ -44,7 +44,7 @@ from dynaorm.schema.rules.versioned import (
 )
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
-from dynaorm.schema.unclaimed import check_rule_rows, refuse_claimed, ruled_over
+from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -409,8 +409,7 @@ class EntitySpec:
         :func:`~dynaorm.schema.unclaimed.ruled_over`), or dynaorm itself (a receipt, a
         Powertools record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an
         entity's)."""
-        return own_row(self.table, item) or any(
-            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item) is not None
+        return own_row(self.table, item) or claimant(self, item) is not None
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates
