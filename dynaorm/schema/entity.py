@@ -128,14 +128,6 @@ class Entity(BaseModel):
         obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
 
-    @classmethod
-    def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
-                    ) -> Iterator[Self]:
-        """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
-        spec = spec_of(cls) if spec is None else spec
-        for item in items:
-            yield cls._from_item(item, spec)
-
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
     # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__

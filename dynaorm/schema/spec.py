@@ -23,6 +23,7 @@ from dynaorm.schema.checks import (
     check_mapping,
     check_reserved,
     check_rules,
+    key_attr_templates,
     literal_outranks,
     overlap_policy,
     stored_names,
@@ -208,14 +209,8 @@ class EntitySpec:
     def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
         """Key attributes whose templates give fields back (items written by other tools,
         with or without a type attribute, may hold a field only in the key)."""
-        pairs = [(self.table.pk, self.pk)]
-        if self.sk is not None and self.table.sk is not None:
-            pairs.append((self.table.sk, self.sk))
-        for idx in self.indexes:
-            pairs.append((idx.pk_attr, idx.pk))
-            if idx.sk is not None and idx.sk_attr is not None:
-                pairs.append((idx.sk_attr, idx.sk))
-        return tuple((attr, t) for attr, t in pairs if t.fields)  # literals give nothing
+        return tuple((attr, t) for attr, t in key_attr_templates(  # (literals give nothing)
+            self.table, self.pk, self.sk, self.indexes) if t.fields)
 
     @functools.cached_property
     def _plain_names(self) -> bool:
