@@ -115,8 +115,9 @@ LANDED = 162_068
 #: ``EntitySpec.outranked`` asking the per-spec claims ``refuse_claimed`` asks
 #: (``unclaimed.claimant``: one path, their literal winners filtered by the grammar's
 #: ``covers``, not ``could_overlap``: +39 of it). The ~2.5k asked of this area is MISSED:
-#: no duplicate or dead code of that size was found.
-LANDED = 161_878
+#: no duplicate or dead code of that size was found. (+2 at the merge: the claims' filter
+#: asks ``latest or latest`` where it added two strings to test either.)
+LANDED = 161_880
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

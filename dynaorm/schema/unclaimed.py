@@ -193,7 +193,7 @@ def _claims(spec: Any) -> _Claims:
     literals = tuple(w for w in spec.outranked_by() if all(  # (a sort key's prefix: kept)
         mine.covers(theirs) for mine, theirs in ((spec.pk, w.pk), (spec.sk, w.sk))
         if mine and theirs and theirs.is_literal and not (
-            mine is spec.sk and spec.rules.sort_keys.latest + w.rules.sort_keys.latest)))
+            mine is spec.sk and (spec.rules.sort_keys.latest or w.rules.sort_keys.latest))))
     claims = _Claims(classes, literals, rows)
     _CLAIMS[spec.cls] = (spec, claims)
     return claims
