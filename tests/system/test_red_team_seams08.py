@@ -395,3 +395,111 @@ def test_a_scoped_write_role_may_save_a_new_entity_of_a_migration_window(
     assert "ConditionCheckItem" in {c.action for c in checks}
     for check in checks:
         assert allowed(policy, check, {SCOPE: "t1"}), check
+
+
+# -- literal-key claims x receipts x the lake ------------------------------------------------
+def _meta(owner: str, **options: Any) -> type:
+    return type("Meta", (), {**options, "__qualname__": f"{owner}.Meta",
+                             "__module__": __name__})
+
+
+def _claims(label: str) -> tuple[Table, type[Any], type[Any]]:
+    """A table without a type attribute: ``Profile`` (``USER#{a}``/``PROFILE``) beside
+    ``Admin`` (``USER#admin``/``PROFILE``, whose literal key wins)."""
+    home = Table(f"seams08b-lit-{label}-{uuid.uuid4().hex[:6]}", pk="PK", sk="SK",
+                 type_attribute=None)
+    name = f"Seams08Profile{label}"
+    profile = type(name, (Entity,), {
+        "__annotations__": {"a": str, "bio": str}, "bio": "", "__module__": __name__,
+        "__qualname__": name,
+        "Meta": _meta(name, table=home, pk="USER#{a}", sk="PROFILE")})
+    name = f"Seams08Admin{label}"
+    admin = type(name, (Entity,), {
+        "__annotations__": {"bio": str}, "bio": "", "__module__": __name__,
+        "__qualname__": name,
+        "Meta": _meta(name, table=home, pk="USER#admin", sk="PROFILE")})
+    return home, profile, admin
+
+
+def _rows_of(table: Table) -> list[str]:
+    out = []
+    for i in table.db.driver.run(call("Scan", {"TableName": table.name})).get("Items", []):
+        out.append(repr(sorted((k, repr(v)) for k, v in i.items())))
+    return sorted(out)
+
+
+def test_a_keyed_commit_at_a_claimed_key_is_refused_and_keeps_the_key_free(
+        moto: None) -> None:
+    """A keyed commit saving ``Profile(a="admin")`` (the admin's literal key) beside
+    another profile: refused before sending, the table as it was, no receipt; the same
+    key then commits another call (it was never used: not a mismatch, not a replay), and
+    that call's retry replays."""
+    from dynaorm import KeyTemplateError
+
+    home, profile, admin = _claims("keyed")
+    with use_tables(home, name_suffix=worker_suffix()):
+        with Session(home) as s:
+            s.save(admin(bio="root"))
+        held = _rows_of(home)
+        s = Session(home)
+        s.save(profile(a="ada"))
+        with pytest.raises(KeyTemplateError, match="literal key"):
+            s.save(profile(a="admin", bio="takeover"))
+            s.commit(idempotency_key="claimed")
+        with pytest.raises(KeyTemplateError, match="literal key"):
+            s.update(profile, a="admin").set(bio="takeover")
+            s.commit(idempotency_key="claimed")
+        assert _rows_of(home) == held
+        for attempt in range(2):
+            s = Session(home)
+            s.save(profile(a="bob"))
+            assert s.commit(idempotency_key="claimed").replayed is bool(attempt)
+        assert Session(home).get(admin) == admin(bio="root")
+        assert Session(home).get(profile, a="ada") is None
+
+
+def test_the_lake_of_a_table_of_literal_claims_exports_each_row_as_its_entity(
+        moto: None, tmp_path: Path) -> None:
+    """A table without a type attribute: the admin's literal row beside profiles (one
+    whose key only differs from it by a suffix) and a keyed commit's receipt. Two Iceberg
+    runs (the profile gains a field between them): the admin's row is the admin's table's
+    only row, never a profile; the receipt is in neither; nothing unclaimed."""
+    pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from dynaorm.jobs import export, run_local
+
+    home, profile, admin = _claims("lake")
+    (tmp_path / "wh").mkdir()
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/c.db",
+                         warehouse=f"file://{tmp_path}/wh")
+    with use_tables(home, name_suffix=worker_suffix()):
+        with Session(home) as s:
+            s.save(admin(bio="root"))
+            s.save(profile(a="admins", bio="p1"))
+            s.save(profile(a="ada", bio="p2"))
+            s.commit(idempotency_key="lake-lit")
+
+        def rows() -> dict[str, list[Any]]:
+            return {n: sorted(tuple(sorted(r.items())) for r in catalog.load_table(
+                ("app", n)).scan().to_arrow().to_pylist()) for _, n in catalog.list_tables("app")}
+
+        first = run_local(export(home, tmp_path / "1", format="iceberg", catalog=catalog,
+                                 namespace="app"))
+        assert first.unclaimed == {} and first.failed == 0, first
+        got = rows()
+        assert got[admin.__name__] == [(("bio", "root"),)], got
+        assert sorted(r[0][1] for r in got[profile.__name__]) == ["ada", "admins"], got
+        assert set(got) == {admin.__name__, profile.__name__}, got
+        profile2 = type(profile.__name__, (Entity,), {
+            "__annotations__": {"a": str, "bio": str, "tier": str}, "bio": "",
+            "tier": "free", "__module__": __name__, "__qualname__": profile.__name__,
+            "Meta": _meta(profile.__name__, table=home, pk="USER#{a}", sk="PROFILE")})
+        with Session(home) as s:
+            s.save(profile2(a="bob", bio="p3"))
+        second = run_local(export(home, tmp_path / "2", format="iceberg", catalog=catalog,
+                                  namespace="app"))
+        assert second.unclaimed == {} and second.failed == 0, second
+        got = rows()
+        assert got[admin.__name__] == [(("bio", "root"),)], got
+        assert sorted(dict(r)["a"] for r in got[profile.__name__]) == ["ada", "admins", "bob"]
