@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import GSI, Entity, Previous, Session, Table, Unique
+from dynaorm import GSI, Entity, Previous, ScopeError, Session, Table, Unique
 from dynaorm.formats import iam
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
@@ -503,3 +503,51 @@ def test_the_lake_of_a_table_of_literal_claims_exports_each_row_as_its_entity(
         got = rows()
         assert got[admin.__name__] == [(("bio", "root"),)], got
         assert sorted(dict(r)["a"] for r in got[profile.__name__]) == ["ada", "admins", "bob"]
+
+
+# -- inference x the MCP tools of a tenant ----------------------------------------------------
+def test_the_mcp_tools_of_an_inferred_model_keep_to_their_tenant(moto: None) -> None:
+    """Badges of tenants ``t``, ``t-1`` and ``t_1`` (one a prefix of the others), inferred;
+    an MCP server of the inferred model scoped to ``t``: its get answers ``t``'s badge
+    and never another's (whatever id names it), its query lists ``t``'s only, a save
+    naming another tenant is refused, and nothing of another tenant changes."""
+    from dynaorm.mcp.server import prepare
+    from dynaorm.mcp.tools import check_arguments, run
+    from dynaorm.tools.infer import infer_code
+
+    copied = Table(f"seams08b_mcp_{uuid.uuid4().hex[:8]}",
+                   indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
+    with use_tables(guarded, copied, name_suffix=worker_suffix()) as tb:
+        with Session(guarded) as s:
+            for tenant in ("t", "t-1", "t_1"):
+                for uid in ("a", "1", "a-b"):
+                    s.save(Badge(tenant_id=tenant, uid=uid, email=f"{tenant}/{uid}"))
+        _copy(guarded, copied, tb.scan_raw(guarded))
+        code, model = infer_code(copied.name, report=None)
+        assert model["inferred"]["unplaced"]["count"] == 0, model["inferred"]
+        inferred = _defined(code)
+        inferred.connect(None)
+        (cls,) = inferred.entities.values()
+        before = _rows_of(copied)
+        scope = {SCOPE: "t"}
+        tools, _ = prepare(inferred, writes=[cls], scope=scope)
+        name = cls.__name__.lower()
+
+        def tool(kind: str, **args: Any) -> Any:
+            check_arguments(tools[f"{kind}_{name}"], args)
+            return run(tools[f"{kind}_{name}"], args, Session(inferred, scope=scope), scope,
+                       None, tools)
+
+        for uid in ("a", "1", "a-b", "1-a", "_1-a"):
+            got = tool("get", uid=uid)["item"]
+            assert got is None or (got[SCOPE], got["email"]) == ("t", f"t/{uid}"), got
+        listed = tool("query")["items"]
+        assert sorted(i["email"] for i in listed) == ["t/1", "t/a", "t/a-b"], listed
+        assert f"query_{name}_on_gsi1" in tools, sorted(tools)  # (the index inferred)
+        listed = run(tools[f"query_{name}_on_gsi1"], {}, Session(inferred, scope=scope),
+                     scope, None, tools)["items"]
+        assert sorted(i["email"] for i in listed) == ["t/1", "t/a", "t/a-b"], listed
+        for other in ("t-1", "t_1"):
+            with pytest.raises(ScopeError, match="outside"):
+                tool("save", item={"uid": "a", "email": "stolen", "level": 0, SCOPE: other})
+        assert _rows_of(copied) == before
