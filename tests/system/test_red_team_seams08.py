@@ -551,3 +551,17 @@ def test_the_mcp_tools_of_an_inferred_model_keep_to_their_tenant(moto: None) -> 
             with pytest.raises(ScopeError, match="outside"):
                 tool("save", item={"uid": "a", "email": "stolen", "level": 0, SCOPE: other})
         assert _rows_of(copied) == before
+
+
+def test_iam_names_a_per_tenant_unique_guard_whose_key_starts_with_the_tenant(
+        moto: None) -> None:
+    """``Seat``'s guard keys start with the tenant (``{tenant_id}#email#...``): the pattern
+    ``${tag}#*`` of a principal tagged ``S`` would match tenant ``t``'s seat row ``S#t``.
+    ``dynaorm iam --scope`` must name it (the command exits 2), never print it silently."""
+    from tests.support.iam_eval import string_like
+
+    policy, uncovered = iam.to_format(seats.model(), "write", scope=SCOPE)
+    patterns = policy["Statement"][0]["Condition"]["ForAllValues:StringLike"][
+        "dynamodb:LeadingKeys"]
+    assert any(string_like(p, "S#t", {SCOPE: "S"}) for p in patterns)  # (why it is named)
+    assert any("Seat unique guard" in u and "S#" in u for u in uncovered), uncovered
