@@ -392,7 +392,8 @@ def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
     fields), history (versioned), a query of each index it lands in, and a search of each
     vector index it can be searched in."""
     cls, name, lookup = spec.cls, _snake(spec.name), spec.lookup_fields
-    save = "TransactWriteItems" if spec.has_rules else "PutItem"
+    # (a save in a migration window checks the old layout's key free, or moves its row)
+    save = "TransactWriteItems" if spec.has_rules or spec.previous else "PutItem"
     out = [AccessPattern(f"get_{name}", cls, "GetItem", lookup),
            AccessPattern(f"save_{name}", cls, save, ((name, "entity", cls),)),
            AccessPattern(f"delete_{name}", cls, "TransactWriteItems" if spec.uniques

@@ -368,18 +368,11 @@ def test_every_request_a_tenants_tools_send_is_one_its_policy_allows(
         keys = {None: guarded.pk, "gsi1": "gsi1pk"}
         checks = [c for op, req in recorder.sent for c in checks_of(op, req, keys)]
     for check in checks:
-        if check.action != "ConditionCheckItem":  # (not granted: the strict xfail below)
-            assert allowed(policy, check, {SCOPE: a}), (check, a)
+        assert allowed(policy, check, {SCOPE: a}), (check, a)
         if check.leading is not None:
             assert not allowed(policy, check, {SCOPE: b}), (check, b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: a save of a new entity with a previous layout is a transaction whose "
-    "ConditionCheck asserts the old layout's key is free, but `dynaorm iam --role write` "
-    "grants ConditionCheckItem only to entities whose save pattern is TransactWriteItems "
-    "(unique, versioned): the scoped write role's first save of a Badge is denied "
-    "(dynaorm/formats/iam.py Grants.add; owned by cut69a this session)"))
 def test_a_scoped_write_role_may_save_a_new_entity_of_a_migration_window(
         moto: None) -> None:
     """A scoped session of ``t1`` saves a new badge (its old layout's key checked free in
