@@ -110,7 +110,21 @@ def botocore_error(operation: str, request: dict[str, Any], exc: Exception) -> E
         return RequestError(operation, type(exc).__name__, text)
     if isinstance(exc, OSError) or _is_foreign_http(exc):  # sent or not: no one can say
         return AnswerLostError(operation, CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
+    if _in_parser(exc):  # (an answer of another shape than the operation's: red team 08d)
+        return BadAnswerError(operation, CONNECTION_ERROR, "an answer that is not DynamoDB's"
+                              f" (botocore's parser: {type(exc).__name__}: {exc})")
     return exc
+
+
+def _in_parser(exc: Exception) -> bool:
+    """Whether ``exc`` was raised inside botocore's (or aiobotocore's) response parser."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") in _PARSERS
+
+
+_PARSERS = frozenset({"botocore.parsers", "aiobotocore.parsers"})
 
 
 def _raise(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:

@@ -128,7 +128,7 @@ def _guards_consistent(tb: TestBackend) -> None:
     """Every guard names a live owner holding its value; every owner has its guard; no
     entity is stored under both layouts."""
     rows = _rows(tb)
-    for (pk, sk), g in rows.items():
+    for (pk, _sk), g in rows.items():
         if g.get("_type") != "dynaorm:unique":
             continue
         owner = rows.get((g["owner_pk"], g["owner_sk"]))

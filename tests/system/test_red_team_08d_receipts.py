@@ -109,7 +109,8 @@ _values = st.fixed_dictionaries({
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(ids=st.lists(_keys.filter(lambda k: "#" not in k), min_size=1, max_size=3, unique=True), values=_values,
+@given(ids=st.lists(_keys.filter(lambda k: "#" not in k), min_size=1, max_size=3, unique=True),
+       values=_values,
        made=_texts | st.integers(-(10**40), 10**40), key=_keys)
 def test_the_built_receipt_is_the_generic_render_for_any_values(
         ids: list[str], values: dict[str, Any], made: Any, key: str) -> None:
