@@ -110,21 +110,17 @@ def botocore_error(operation: str, request: dict[str, Any], exc: Exception) -> E
         return RequestError(operation, type(exc).__name__, text)
     if isinstance(exc, OSError) or _is_foreign_http(exc):  # sent or not: no one can say
         return AnswerLostError(operation, CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
-    if _in_parser(exc):  # (an answer of another shape than the operation's: red team 08d)
-        return BadAnswerError(operation, CONNECTION_ERROR, "an answer that is not DynamoDB's"
-                              f" (botocore's parser: {type(exc).__name__}: {exc})")
+    if _parsing(exc):  # (an answer of another shape than the operation's: red team 08d)
+        return BadAnswerError(operation, CONNECTION_ERROR, f"botocore cannot parse it: {exc!r}")
     return exc
 
 
-def _in_parser(exc: Exception) -> bool:
-    """Whether ``exc`` was raised inside botocore's (or aiobotocore's) response parser."""
+def _parsing(exc: Exception) -> bool:
+    """Whether ``exc`` was raised in botocore's (or aiobotocore's) response parser."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    while tb and tb.tb_next:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_globals.get("__name__") in _PARSERS
-
-
-_PARSERS = frozenset({"botocore.parsers", "aiobotocore.parsers"})
+    return str(tb and tb.tb_frame.f_globals.get("__name__")).endswith("botocore.parsers")
 
 
 def _raise(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:

@@ -203,7 +203,7 @@ class Tracing(Hook):
         self._routes = routes
         self._where = where
         self._destination: dict[str, Any] | None = None  # server.address, ... once known
-        self._seen: Any = None  # (the provider, the tracer made with it), once one is seen
+        self._seen: Any = (None, None)  # (the provider, the tracer made with it)
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
@@ -257,7 +257,7 @@ class Tracing(Hook):
             elif trace is None:
                 provider = None
         seen = self._seen  # (provider, its tracer): one attribute, never paired wrongly
-        if seen is None or provider is not seen[0]:  # by a thread switching provider
+        if provider is not seen[0]:  # (by a thread switching provider)
             global _DUP  # (the conventions' opt-in, read when a provider is first seen)
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
             seen = self._seen = (provider, None if provider is None else self._tracer_of(
