@@ -106,6 +106,18 @@ LANDED = 162_072
 #: measured figure (with vec70's bulk float32 read and trace70's quiet operations: +3 each;
 #: migrate reporting an old-layout item whose current key another's reads claim: +3).
 LANDED = 162_068
+#: issue 69's token cut, cut69b (schema, values, core, client): -190, by removing code only
+#: (``Entity._from_items``, called by nothing in the package; ``EntitySpec._fill_back``'s
+#: copy of the key attributes' templates, now ``checks.key_attr_templates``; a template's
+#: separators read from its fields' ``refuses``; two one-caller helpers that only
+#: forwarded, ``_store_nulls`` and ``client._keyless``; the bulk calls' three copies of
+#: their opening checks one, ``_bulk_spec``, and ``Stage.within`` gone with it), with
+#: ``EntitySpec.outranked`` asking the per-spec claims ``refuse_claimed`` asks
+#: (``unclaimed.claimant``: one path, their literal winners filtered by the grammar's
+#: ``covers``, not ``could_overlap``: +39 of it). The ~2.5k asked of this area is MISSED:
+#: no duplicate or dead code of that size was found. (+2 at the merge: the claims' filter
+#: asks ``latest or latest`` where it added two strings to test either.)
+LANDED = 161_880
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
