@@ -110,7 +110,17 @@ def botocore_error(operation: str, request: dict[str, Any], exc: Exception) -> E
         return RequestError(operation, type(exc).__name__, text)
     if isinstance(exc, OSError) or _is_foreign_http(exc):  # sent or not: no one can say
         return AnswerLostError(operation, CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
+    if _parsing(exc):  # (an answer of another shape than the operation's: red team 08d)
+        return BadAnswerError(operation, CONNECTION_ERROR, f"botocore cannot parse it: {exc!r}")
     return exc
+
+
+def _parsing(exc: Exception) -> bool:
+    """Whether ``exc`` was raised in botocore's (or aiobotocore's) response parser."""
+    tb = exc.__traceback__
+    while tb and tb.tb_next:
+        tb = tb.tb_next
+    return str(tb and tb.tb_frame.f_globals.get("__name__")).endswith("botocore.parsers")
 
 
 def _raise(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:

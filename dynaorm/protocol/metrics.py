@@ -52,21 +52,22 @@ class Metrics:
     def __init__(self) -> None:
         self.meter_provider: Any = None
         """The provider to record with (``None``: OpenTelemetry's global one, once set)."""
-        self._seen: Any = None
-        self._instruments: Any = None
+        #: (provider, its instruments): one attribute, so a thread switching provider
+        #: never pairs one provider with another's instruments (red team 08d)
+        self._made: tuple[Any, Any] = (None, None)
 
     def instruments(self, provider: Any) -> Any:
         """(duration histogram, capacity counter) of ``provider``, made once each."""
-        if provider is not self._seen:
+        made = self._made
+        if provider is not made[0]:
             meter = provider.get_meter("dynaorm", __version__)
-            self._instruments = (
+            made = self._made = (provider, (
                 meter.create_histogram(DURATION, unit="s", description="Duration of "
                                        "database client operations.",
                                        explicit_bucket_boundaries_advisory=list(BUCKETS)),
                 meter.create_counter(CAPACITY, unit="{capacity_unit}", description=(
-                    "DynamoDB capacity units consumed, by table, entity and row role.")))
-            self._seen = provider
-        return self._instruments
+                    "DynamoDB capacity units consumed, by table, entity and row role."))))
+        return made[1]
 
     @staticmethod
     def record(instruments: tuple[Any, Any], attempt: Attempt, clock: float,

@@ -203,7 +203,7 @@ class Tracing(Hook):
         self._routes = routes
         self._where = where
         self._destination: dict[str, Any] | None = None  # server.address, ... once known
-        self._seen: Any = None  # the provider the tracer below was made with (or None)
+        self._seen: Any = (None, None)  # (the provider, the tracer made with it)
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
@@ -256,12 +256,13 @@ class Tracing(Hook):
                 provider = trace.get_tracer_provider()
             elif trace is None:
                 provider = None
-        if provider is not self._seen:
+        seen = self._seen  # (provider, its tracer): one attribute, never paired wrongly
+        if provider is not seen[0]:  # (by a thread switching provider)
             global _DUP  # (the conventions' opt-in, read when a provider is first seen)
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
-            self._tracer = None if provider is None else self._tracer_of(provider)
-            self._seen = provider
-        tracer = self._tracer
+            seen = self._seen = (provider, None if provider is None else self._tracer_of(
+                provider))
+        self._tracer = tracer = seen[1]
         meters = self.metrics.meter_provider or getattr(  # (else the global one, once set)
             getattr(sys.modules.get(_METRICS), "_internal", None), "_METER_PROVIDER", None)
         self._meters = meters = meters and self.metrics.instruments(meters)
