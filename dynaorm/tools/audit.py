@@ -581,14 +581,29 @@ class _Auditor:
             f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
 
 
-def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
-    """Audit the items of a full scan of ``table`` (wire form). Pure: no requests."""
-    auditor = _Auditor(table, list(items))
+def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = ()
+                ) -> list[Problem]:
+    """Audit ``items`` of ``table`` (wire form; a full scan's, or a page's judged with the
+    ``context`` items it needs: only the page's problems). Pure: no requests."""
+    page = list(items)
+    auditor = _Auditor(table, [*page, *context])
+    keys = {auditor.key_of(i) for i in page}
     auditor.check_guards()
     if table.sk is not None:
         auditor.check_versions()
-    auditor.check_keys()
-    return sorted(auditor.problems, key=problem_order)
+    auditor.check_keys(keys)
+    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+
+
+def _about(problem: Problem, page: set[Key]) -> bool:
+    """Whether a problem belongs to this page (context items are judged on their own page,
+    except a guard re-pointed to an owner of this page)."""
+    if problem.key in page:
+        return True
+    if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
+        check = problem.fix[1]["ConditionCheck"]["Key"]
+        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
+    return False
 
 
 _KINDS_ORDER = {kind: i for i, kind in enumerate(get_args(Kind))}

@@ -33,15 +33,14 @@ from dynaorm.tools.audit import (
     Problem,
     Repair,
     _Auditor,
+    audit_items,
     keyed,
-    problem_order,
     repair,
     scan_pages,
 )
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
-from dynaorm.values.keys import key_value
 
-__all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
+__all__ = ["CheckResult", "ProgressBar", "check_table", "item_count",
            "progress_line"]
 
 
@@ -211,28 +210,6 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     return found
 
 
-def _about(problem: Problem, page: set[Key]) -> bool:
-    """Whether a problem belongs to this page (context items are judged on their own page,
-    except a guard re-pointed to an owner of this page)."""
-    if problem.key in page:
-        return True
-    if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
-        check = problem.fix[1]["ConditionCheck"]["Key"]
-        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
-    return False
-
-
-def audit_page(table: Table, page: list[Item], context: list[Item]) -> list[Problem]:
-    """The problems of one page, judged with the context items it needs. Pure."""
-    auditor = _Auditor(table, [*page, *context])
-    keys = {auditor.key_of(i) for i in page}
-    auditor.check_guards()
-    if table.sk is not None:
-        auditor.check_versions()
-    auditor.check_keys(keys)
-    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
-
-
 # -- confirmation: a finding is re-read and re-judged before it is reported ----------------
 def _keys_of(auditor: _Auditor, problem: Problem) -> set[Key]:
     """The items a problem was judged on: its own and every item its fix names."""
@@ -260,7 +237,7 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
     context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
     context = [*context, *_context(table, fresh)]
-    found = keyed(table, [*subjects, *context], partial(audit_page, table, subjects, context))
+    found = keyed(table, [*subjects, *context], partial(audit_items, table, subjects, context))
     wanted = {(p.kind, p.key) for p in problems}
     return [p for p in found if (p.kind, p.key) in wanted]
 
@@ -351,7 +328,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
         context = _context(table, page) if page else []
-        judged = keyed(table, [*page, *context], partial(audit_page, table, page, context))
+        judged = keyed(table, [*page, *context], partial(audit_items, table, page, context))
         for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:

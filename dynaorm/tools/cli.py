@@ -279,9 +279,7 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
     module_name, sep, attr = args.module.partition(":")
     if sep:
         load_table(args.module)  # a clear error for a missing or wrong TABLE part
-        out.write(describe_module(_import(module_name), only=attr))
-    else:
-        out.write(describe_module(_import(module_name)))
+    out.write(describe_module(_import(module_name), only=attr if sep else None))
     return EXIT_OK
 
 
