@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +200,8 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = keyed(table, batch, partial(_wanted, table, batch)) - known
+        keyed(table, batch)
+        keys = _wanted(table, batch) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
@@ -237,7 +237,8 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
     context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
     context = [*context, *_context(table, fresh)]
-    found = keyed(table, [*subjects, *context], partial(audit_items, table, subjects, context))
+    keyed(table, [*subjects, *context])
+    found = audit_items(table, subjects, context)
     wanted = {(p.kind, p.key) for p in problems}
     return [p for p in found if (p.kind, p.key) in wanted]
 
@@ -328,7 +329,8 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
         context = _context(table, page) if page else []
-        judged = keyed(table, [*page, *context], partial(audit_items, table, page, context))
+        keyed(table, [*page, *context])
+        judged = audit_items(table, page, context)
         for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:
