@@ -396,8 +396,7 @@ def _models_of(model: type[Model]) -> list[type[Model]]:
     disc = _discriminator(model)
     if disc is None:
         return [model]
-    found = [model, *(c for c in disc.get_registered_subclasses(model) if c is not model)]
-    return found
+    return [model, *(c for c in disc.get_registered_subclasses(model) if c is not model)]
 
 
 def table_from_pynamodb(model: type[Model], *, name: str | None = None,

@@ -295,7 +295,7 @@ def _repair(table: Table, problems: list[Problem]) -> tuple[list[Repair], int]:
 def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
     fresh = _State(table.name, fix)
     text = None if path is None else existing(path, fresh, create=True)
-    if path is None or text is None:
+    if text is None:
         return fresh, False
     state = parse(_State, text, str(path), "check")
     if state.table != table.name:
