@@ -106,6 +106,12 @@ LANDED = 162_072
 #: measured figure (with vec70's bulk float32 read and trace70's quiet operations: +3 each;
 #: migrate reporting an old-layout item whose current key another's reads claim: +3).
 LANDED = 162_068
+#: issue 69's token cut, tools/sessions/errors share (cut69a): copies made one (check's
+#: ``audit_page`` and ``audit_items``; Session's and AsyncSession's commit, plan and bulk
+#: bodies, now BaseSession's with only the ``await`` left in each; the ``item`` three keyed
+#: errors set), a callable threaded through ``keyed`` gone, branches and a guard nothing
+#: reaches, a context manager used once: -377, no packing.
+LANDED = 161_691
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
