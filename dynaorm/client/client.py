@@ -203,8 +203,9 @@ class Client:
     def keyring(self, keyring: Any) -> None:
         check = getattr(keyring, "check", None)
         if check is not None:
-            check(e for entities, _ in list(self._registries.values())
-                  for e in list(entities.values()) if _keyless(e))
+            check(e for entities, _ in list(self._registries.values())  # (the entities of
+                  for e in list(entities.values())  # tables without a keyring of their own)
+                  if e.__dynaorm_spec__.table.keyring is None)
         self._keyring = keyring
 
     # -- settings --------------------------------------------------------------------
@@ -559,11 +560,6 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
-
-
-def _keyless(entity: type[Any]) -> bool:
-    """Whether ``entity``'s table has no keyring of its own (its client's serves it)."""
-    return entity.__dynaorm_spec__.table.keyring is None
 
 
 def _forked() -> None:

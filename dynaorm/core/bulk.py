@@ -99,11 +99,16 @@ def _single(entry: SaveEntry | DeleteEntry, state: InstanceState | None) -> Sing
     return entry, plan, outcomes
 
 
-def _refuse_rules(spec: EntitySpec, what: str, instead: str) -> None:
-    """Bulk operations cannot keep unique or versioned rules."""
+def _bulk_spec(stage: Stage, target: Any, what: str) -> EntitySpec:
+    """The spec of ``target`` (an object, in the scope; or an entity class) for the bulk
+    call ``what``, which cannot keep unique or versioned rules."""
+    spec = stage.spec(target)
+    if stage.scope is not None and isinstance(target, Entity):
+        stage.scope.obj(spec, target, what)
     if spec.has_rules:
         raise DynaormError(f"{spec.name} has unique or versioned rules; {what} cannot keep "
-                           f"them; use Session.{instead} and commit")
+                           f"them; use Session.{what.removesuffix('_many')} and commit")
+    return spec
 
 
 Row = tuple[list[tuple[Entity, Stamps]], Item, PlainKey]
@@ -120,9 +125,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
     rows: dict[Any, tuple[TableSchema, Row]] = {}
     loaded: dict[Any, Single] = {}
     for obj in objs:
-        spec = stage.spec(obj)
-        stage.within(spec, obj, "save_many")
-        _refuse_rules(spec, "save_many", "save")
+        spec = _bulk_spec(stage, obj, "save_many")
         state = obj._dynaorm_state
         if spec.rules.preparers:  # (key material: a data key, the loaded item's)
             yield from prepare_rows((spec,), () if state is None else (state.item,), True)
@@ -180,8 +183,7 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     loaded: list[Single] = []
     by_key: list[tuple[Any, DeleteEntry]] = []  # (a migration window: both layouts read)
     if isinstance(objs, type):
-        spec = stage.spec(objs)
-        _refuse_rules(spec, "delete_many", "delete")
+        spec = _bulk_spec(stage, objs, "delete_many")
         targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
         by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k, _, _ in targets
                   if spec.rules.before.key(k, spec.name) is not None]
@@ -216,9 +218,7 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
     loaded: list[Single] = []
     seen: set[Any] = set()
     for obj in objs:
-        spec = stage.spec(obj)
-        stage.within(spec, obj, "delete_many")
-        _refuse_rules(spec, "delete_many", "delete")
+        spec = _bulk_spec(stage, obj, "delete_many")
         state = obj._dynaorm_state
         if state is None:
             targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))

@@ -118,11 +118,6 @@ class Stage:
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
 
-    def within(self, spec: EntitySpec, obj: Entity, what: str) -> None:
-        """An object to write is in the scope (:meth:`~dynaorm.core.scope.Scope.obj`)."""
-        if self.scope is not None:
-            self.scope.obj(spec, obj, what)
-
     def coalesced(self) -> list[StagedWrite]:
         """The staged work, one write per stored item: when two objects stand for the same
         item, the one staged last wins."""

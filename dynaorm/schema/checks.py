@@ -50,6 +50,7 @@ __all__ = [
     "check_reserved",
     "check_rules",
     "could_overlap",
+    "key_attr_templates",
     "literal_outranks",
     "overlap_policy",
     "stored_names",
@@ -90,8 +91,9 @@ def _fits(annotation: Any, kind: str) -> bool:
     return all(isinstance(t, type) and issubclass(t, bytes) for t in allowed)
 
 
-def _key_templates(table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
+def key_attr_templates(table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                    indexes: Iterable[IndexTemplates]) -> list[tuple[str, KeyTemplate]]:
+    """(key attribute, its template) of the table key and of each secondary index."""
     pairs: list[tuple[str, KeyTemplate]] = [(table.pk, pk)]
     if sk is not None and table.sk is not None:
         pairs.append((table.sk, sk))
@@ -170,7 +172,7 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
                                f"{OWN_PREFIX!r}, reserved for dynaorm's own rows (receipts, "
                                "Powertools records)")
     stored = _stored_attributes(owner, field_names, renames)
-    templates = _key_templates(table, pk, sk, indexes)
+    templates = key_attr_templates(table, pk, sk, indexes)
     _check_key_clash(owner, table, stored, renames, templates)
     _check_typed_keys(owner, table, templates, fields)
     for attr, name in stored.items():  # a native index's attribute: the field stores its type

@@ -128,14 +128,6 @@ class Entity(BaseModel):
         obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
 
-    @classmethod
-    def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
-                    ) -> Iterator[Self]:
-        """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
-        spec = spec_of(cls) if spec is None else spec
-        for item in items:
-            yield cls._from_item(item, spec)
-
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
     # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__
@@ -406,15 +398,6 @@ def _field_data(obj: Entity, spec: EntitySpec, version: int | None) -> dict[str,
     return data
 
 
-def _store_nulls(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
-    """Store as NULL the ``None`` values of the fields whose ``None`` must be kept
-    (:attr:`EntitySpec.null_fields`; other ``None`` values are left out of the item)."""
-    for name in spec.null_fields:
-        attr = spec.attr(name)
-        if data.get(attr, 0) is None:
-            item[attr] = {"NULL": True}
-
-
 def _store_kinds(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
     """The fields of a field-level kind, stored its way (a value it refuses names its
     field)."""
@@ -449,8 +432,11 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     except DynaormError:
         encode_fields(data, spec.name)  # raises again, naming the field
         raise
-    if len(item) != len(data):  # some value is None (the item leaves it out): NULLs
-        _store_nulls(item, data, spec)
+    if len(item) != len(data):  # some value is None (the item leaves it out): stored as
+        for name in spec.null_fields:  # NULL where its None must be kept (null_fields)
+            attr = spec.attr(name)
+            if data.get(attr, 0) is None:
+                item[attr] = {"NULL": True}
     if spec.kinds:
         _store_kinds(item, data, spec)
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}

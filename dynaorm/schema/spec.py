@@ -23,6 +23,7 @@ from dynaorm.schema.checks import (
     check_mapping,
     check_reserved,
     check_rules,
+    key_attr_templates,
     literal_outranks,
     overlap_policy,
     stored_names,
@@ -44,7 +45,7 @@ from dynaorm.schema.rules.versioned import (
 )
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
-from dynaorm.schema.unclaimed import check_rule_rows, refuse_claimed, ruled_over
+from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -208,14 +209,8 @@ class EntitySpec:
     def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
         """Key attributes whose templates give fields back (items written by other tools,
         with or without a type attribute, may hold a field only in the key)."""
-        pairs = [(self.table.pk, self.pk)]
-        if self.sk is not None and self.table.sk is not None:
-            pairs.append((self.table.sk, self.sk))
-        for idx in self.indexes:
-            pairs.append((idx.pk_attr, idx.pk))
-            if idx.sk is not None and idx.sk_attr is not None:
-                pairs.append((idx.sk_attr, idx.sk))
-        return tuple((attr, t) for attr, t in pairs if t.fields)  # literals give nothing
+        return tuple((attr, t) for attr, t in key_attr_templates(  # (literals give nothing)
+            self.table, self.pk, self.sk, self.indexes) if t.fields)
 
     @functools.cached_property
     def _plain_names(self) -> bool:
@@ -409,8 +404,7 @@ class EntitySpec:
         :func:`~dynaorm.schema.unclaimed.ruled_over`), or dynaorm itself (a receipt, a
         Powertools record: :func:`~dynaorm.schema.rules.receipts.own_row`, never an
         entity's)."""
-        return own_row(self.table, item) or any(
-            w.fits_shape(item) for w in self.outranked_by()) or ruled_over(self, item) is not None
+        return own_row(self.table, item) or claimant(self, item) is not None
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates

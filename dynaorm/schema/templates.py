@@ -287,8 +287,8 @@ class KeyTemplate:
         and the field's separator (none in a template that is exactly one field)."""
         if self.single is not None or self.key_type != "S":
             return frozenset()
-        return frozenset(c for s in self.segments if isinstance(s, _Field) and s.name == name
-                         for c in ("#", s.sep, *s.also) if c)
+        return frozenset().union(*(s.refuses for s in self.segments
+                                   if isinstance(s, _Field) and s.name == name))
 
     def scope_prefix(self, names: Iterable[str]) -> tuple[tuple[str, ...], bool] | None:
         """The leading part of this template that proves a key belongs to a scope over the

@@ -38,7 +38,7 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Put, Role
 
-__all__ = ["RuleRow", "check_rule_rows", "claimed_names", "fix_hint", "note_unclaimed",
+__all__ = ["RuleRow", "check_rule_rows", "claimant", "claimed_names", "fix_hint", "note_unclaimed",
            "refuse_claimed", "rule_row", "rule_rows", "ruled_over", "unclaimed_name",
            "unclaimed_shape"]
 
@@ -179,15 +179,21 @@ _CLAIMS: weakref.WeakKeyDictionary[type[Any], tuple[Any, _Claims]] = weakref.Wea
 def _claims(spec: Any) -> _Claims:
     """The entities and rule row kinds whose key shapes win over ``spec``'s templates,
     found once per spec and the table's entity classes (one defined or redefined: found
-    again); each key or item then costs one parse per candidate, never a ranking."""
+    again); each key or item then costs one parse per candidate, never a ranking. An
+    entity whose literal keys cannot be keys of ``spec``'s is left out, by the grammar: a
+    literal of its that ``spec``'s template beside it does not cover
+    (:meth:`~dynaorm.schema.templates.KeyTemplate.covers`); a template on both sides, or a
+    sort key read under a layout's prefix, leaves it in (the item decides)."""
     classes = tuple(spec.table.entities.values())
     found = _CLAIMS.get(spec.cls)
     if found is not None and found[0] is spec and found[1].classes == classes:
         return found[1]
     rows = tuple(r for c in classes for r in rule_rows(c.__dynaorm_spec__)
                  if r.pk is not None and _narrower(_pairs(r, spec)))
-    literals = tuple(w for w in spec.outranked_by() if could_overlap(w.pk, spec.pk) and (
-        w.sk is None or spec.sk is None or could_overlap(w.sk, spec.sk)))
+    literals = tuple(w for w in spec.outranked_by() if all(  # (a sort key's prefix: kept)
+        mine.covers(theirs) for mine, theirs in ((spec.pk, w.pk), (spec.sk, w.sk))
+        if mine and theirs and theirs.is_literal and not (
+            mine is spec.sk and (spec.rules.sort_keys.latest or w.rules.sort_keys.latest))))
     claims = _Claims(classes, literals, rows)
     _CLAIMS[spec.cls] = (spec, claims)
     return claims
@@ -204,6 +210,15 @@ def ruled_over(spec: Any, item: Item, rows: tuple[RuleRow, ...] | None = None
                  if _row_fits(table, r, item)), None)
 
 
+def claimant(spec: Any, item: Item) -> Any:
+    """What claims ``item``'s key before the key templates of ``spec``'s entity, where both
+    fit it: an entity whose literal key it is (its spec), a rule's row kind narrower than
+    them (:func:`ruled_over`); ``None``: nothing."""
+    claims = _claims(spec)
+    return next((w for w in claims.literals if w.fits_shape(item)), None) or ruled_over(
+        spec, item, claims.rows)
+
+
 def refuse_claimed(spec: Any, key: PlainKey) -> None:
     """Refuse ``key``, a key ``spec``'s entity renders for an object, where reads would
     take the item stored there for something else, so a save would be told it stored an
@@ -216,14 +231,11 @@ def refuse_claimed(spec: Any, key: PlainKey) -> None:
     claims = _claims(spec)
     if not claims.literals and not claims.rows:
         return  # (most entities: nothing can claim their keys, nothing to build)
-    item = {attr: key_av(text) for attr, text in key.items()}
-    why = next((f"is {w.name}'s literal key" for w in claims.literals if w.fits_shape(item)),
-               None)
-    row = None if why else ruled_over(spec, item, claims.rows)
-    if row is not None:
-        why = (f"fits the rows rule {row.rule!r} adds to {row.entity.__name__}'s writes "
-               f"({row.pk}, {row.sk})")
-    if why is not None:
+    who = claimant(spec, {attr: key_av(text) for attr, text in key.items()})
+    if who is not None:
+        why = (f"fits the rows rule {who.rule!r} adds to {who.entity.__name__}'s writes "
+               f"({who.pk}, {who.sk})" if isinstance(who, RuleRow)
+               else f"is {who.name}'s literal key")
         raise KeyTemplateError(
             f"{spec.name}: the key {key!r} {why}; table {spec.table.name!r} has no type "
             "attribute, so reads would take it for theirs (choose other key values, or give "

@@ -194,7 +194,7 @@ def test_an_entitys_own_model_validate_still_sees_every_load() -> None:
     item = {"pk": {"S": "FOWN#a"}, "sk": {"S": "X"}, "_type": {"S": "FOwnValidate"},
             "own_id": {"S": "a"}}
     FOwnValidate.calls.clear()
-    list(FOwnValidate._from_items([item, item], spec_of(FOwnValidate)))
+    [FOwnValidate._from_item(i, spec_of(FOwnValidate)) for i in (item, item)]
     assert FOwnValidate.calls == ["a", "a"]
 
 
@@ -217,7 +217,7 @@ def test_a_copy_that_cannot_be_built_means_plain_loads(monkeypatch: pytest.Monke
     assert FUnbuilt.__pydantic_complete__ is True  # restored after the failed build
     item = {"pk": {"S": "FUNB#a"}, "sk": {"S": "X"}, "_type": {"S": "FUnbuilt"},
             "unb_id": {"S": "a"}}
-    (obj,) = FUnbuilt._from_items([item], spec_of(FUnbuilt))
+    obj = FUnbuilt._from_item(item, spec_of(FUnbuilt))
     assert obj == FUnbuilt(unb_id="a") and raw_state(obj) is not None
 
 
@@ -364,7 +364,7 @@ def test_a_page_loads_alike(data: st.DataObject) -> None:
     plain: list[Any] = []
     for item in page:
         plain.append(_outcome(cls, item, fast=False))
-    _same_page(cls._from_items(page, spec_of(cls)), plain)
+    _same_page((cls._from_item(i, spec_of(cls)) for i in page), plain)
 
 
 @settings(max_examples=200, deadline=None)
