@@ -143,6 +143,17 @@ class _KeyedError(DynaormError):
         return values
 
 
+class _HoldsItem(_KeyedError):
+    """A :class:`_KeyedError` with the stored entity DynamoDB returned, when it did."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, Any] | None = None, item: Any = None) -> None:
+        super().__init__(message, entity=entity, key=key)
+        self.item = item
+        """The stored entity at the key when the write failed (``None``: no item, not
+        returned, or not of this class)."""
+
+
 class ConflictError(DynaormError):
     """Another writer changed what this write was planned on: nothing of this write was
     stored; reload and retry. ``except ConflictError:`` is the one retry idiom: it catches
@@ -153,16 +164,10 @@ class ConflictError(DynaormError):
     never hold, however often the caller retries."""
 
 
-class ItemExistsError(_KeyedError, ConflictError):
+class ItemExistsError(_HoldsItem, ConflictError):
     """An insert (or a key move) found an item with the same primary key already stored:
     another writer stored it; nothing of this write was stored. ``item`` is the stored
     entity when DynamoDB returned it (``None``: not returned, or not of this class)."""
-
-    def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None, item: Any = None) -> None:
-        super().__init__(message, entity=entity, key=key)
-        self.item = item
-        """The stored entity found at the key (``None``: not known, or not of this class)."""
 
 
 class ItemNotFoundError(_KeyedError, LookupError):
@@ -177,18 +182,12 @@ class ItemGoneError(ItemNotFoundError, ConflictError):
     nothing of this write was stored. Also an :class:`ItemNotFoundError`."""
 
 
-class ConcurrentModificationError(_KeyedError, ConflictError):
+class ConcurrentModificationError(_HoldsItem, ConflictError):
     """Another writer changed the stored values that this write was conditioned on (the
     optimistic condition on the loaded values or version failed, or an expected
     ``version`` was not the loaded one); nothing was stored. ``item`` is the stored
     entity when DynamoDB returned it with the failure (its current version: a 412's ETag),
     else ``None``."""
-
-    def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None, item: Any = None) -> None:
-        super().__init__(message, entity=entity, key=key)
-        self.item = item
-        """The stored entity when the write failed (``None``: not returned, or not known)."""
 
 
 class UniqueConstraintError(DynaormError):
@@ -246,7 +245,7 @@ class InvalidValueError(DynaormError, ValueError):
     sent. The message names the entity, the field and the key."""
 
 
-class ConditionFailedError(_KeyedError):
+class ConditionFailedError(_HoldsItem):
     """A condition the caller gave (``condition=``, ``where``, ``check``) did not hold.
 
     ``entity``, ``key`` and ``item`` (the stored entity at that moment, or ``None`` when
@@ -258,9 +257,7 @@ class ConditionFailedError(_KeyedError):
                  key: dict[str, Any] | None = None, item: Any = None,
                  failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]]
                  | None = None) -> None:
-        super().__init__(message, entity=entity, key=key)
-        self.item = item
-        """The stored entity when the first failed condition was judged (``None``: no item)."""
+        super().__init__(message, entity=entity, key=key, item=item)
         self.failures = list(failures) if failures is not None else [(entity, key, item)]
         """Every failed action as ``(entity_class, key, item)``, in session order."""
 

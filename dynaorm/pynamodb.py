@@ -396,8 +396,7 @@ def _models_of(model: type[Model]) -> list[type[Model]]:
     disc = _discriminator(model)
     if disc is None:
         return [model]
-    found = [model, *(c for c in disc.get_registered_subclasses(model) if c is not model)]
-    return found
+    return [model, *(c for c in disc.get_registered_subclasses(model) if c is not model)]
 
 
 def table_from_pynamodb(model: type[Model], *, name: str | None = None,
@@ -593,16 +592,12 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
     disc = _discriminator(model)
     by_attr, annotations, infos, version = _entity_fields(
         model, owner, key_types, overrides, (hash_key, range_key), disc)
-    namespace: dict[str, Any] = {"__module__": model.__module__,
-                                 "__qualname__": owner, **infos}
-
     meta = _entity_meta(model, owner, table, by_attr, hash_key, range_key, disc)
-    # (a class whose qualified name is inside the entity's: pydantic leaves it alone)
-    Meta = type("Meta", (), meta)
-    namespace["Meta"] = Meta
-    namespace["__annotations__"] = annotations
-    namespace["__pynamodb_model__"] = model
-    namespace["__pynamodb_version__"] = version
+    namespace = {"__module__": model.__module__, "__qualname__": owner, **infos,
+                 # (a class whose qualified name is inside the entity's: pydantic leaves
+                 # it alone)
+                 "Meta": type("Meta", (), meta), "__annotations__": annotations,
+                 "__pynamodb_model__": model, "__pynamodb_version__": version}
     cls = type(owner, (PynamoDBEntity,), namespace)
     return cast(type[PynamoDBEntity], cls)
 

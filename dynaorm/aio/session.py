@@ -18,8 +18,8 @@ from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
-from dynaorm.protocol.policy import Rate, budget_of
-from dynaorm.protocol.steps import Proto, budgeted
+from dynaorm.protocol.policy import Rate
+from dynaorm.protocol.steps import Proto
 from dynaorm.schema.entity import Entity
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
@@ -44,24 +44,14 @@ class AsyncSession(BaseSession):
     def __init__(self, target: Table | Client, *,
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
-        super().__init__(*(found := session_target(target, type(self).__name__)), scope)
-        self._stage.idempotency_key = idempotency_key
+        super().__init__(*(found := session_target(target, type(self).__name__)), scope,
+                         idempotency_key)
         if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
-    @property
-    def client(self) -> Client:
-        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
-        table is bound now, or the one it was made with)."""
-        return cast(Client, self._stage.client)
-
     def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
-        """``proto`` run as the session operation ``name`` on ``entities`` (awaitable),
-        held to ``rate``."""
-        driver, policy, operation = self._bound(name, entities)
-        run = budgeted(proto, budget_of(rate)) if rate else proto
-        return cast(Awaitable[R], driver.run(run, operation, policy=policy))
+        return cast(Awaitable[R], self._send(proto, name, entities, rate))
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -76,10 +66,7 @@ class AsyncSession(BaseSession):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        from dynaorm.core.commit import plan_p
-
-        return await self._run(plan_p(self._stage.coalesced()), "plan",
-                              (e._entity for e in self._stage.writes.values()))
+        return await cast(Awaitable["WritePlan"], self._plan())
 
     async def commit(self, *, idempotency_key: str | None = None) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way. With
@@ -91,15 +78,7 @@ class AsyncSession(BaseSession):
         would have written first reads that object's key once; when the cancelled write
         landed, the object takes the state it wrote (saving it again updates it, never
         ``ItemExistsError``)."""
-        from dynaorm.core.commit import commit_p
-
-        staged = self._stage.take()
-        driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed,
-                                  self._stage.idempotency_key if idempotency_key is None
-                                  else idempotency_key, self._stage),
-                         operation, policy=policy)
-        return await cast(Awaitable[CommitResult], run)
+        return await cast(Awaitable[CommitResult], self._commit(idempotency_key))
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
@@ -185,12 +164,7 @@ class AsyncSession(BaseSession):
         """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
-        from dynaorm.core.bulk import save_many_p
-
-        found = list(objs)
-        await self._run(save_many_p(self._stage, found, concurrency,
-                                    self.client.policy.observed),
-                        "save_many", (type(o) for o in found), rate)
+        await self._save_many(objs, concurrency, rate)
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -198,9 +172,4 @@ class AsyncSession(BaseSession):
         """Bulk delete of objects, or of one entity's keys, as
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
-        from dynaorm.core.bulk import delete_many_p
-
-        found: Any = objs if isinstance(objs, type) else list(objs)
-        await self._run(delete_many_p(self._stage, found, keys, concurrency,
-                                      self.client.policy.observed), "delete_many",
-                        (found,) if isinstance(found, type) else (type(o) for o in found), rate)
+        await self._delete_many(objs, keys, concurrency, rate)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
+from dynaorm.protocol.steps import Proto, budgeted
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.table import TableSchema
@@ -21,6 +22,7 @@ from dynaorm.values.expressions import Condition
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
+    from dynaorm.client.client import Client
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
@@ -41,8 +43,10 @@ class BaseSession:
     _async: ClassVar[bool] = False
 
     def __init__(self, table: TableSchema | None, client: object,
-                 scope: Mapping[str, Any] | None = None) -> None:
+                 scope: Mapping[str, Any] | None = None,
+                 idempotency_key: str | None = None) -> None:
         self._stage = Stage(table, client if table is None else None, scope)
+        self._stage.idempotency_key = idempotency_key
 
     def __del__(self) -> None:
         """Dropped with staged work neither committed nor rolled back: a
@@ -60,6 +64,12 @@ class BaseSession:
     def table(self) -> TableSchema | None:
         """The table the session was made with (``None``: made with a client)."""
         return self._stage.table
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        return cast("Client", self._stage.client)
 
     @property
     def _driver(self) -> Any:
@@ -80,6 +90,51 @@ class BaseSession:
         policy = client.policy
         return (client.async_driver if self._async else client.driver, policy,
                 describe(name, entities) if policy.hooks else None)
+
+    # -- the I/O both kinds run alike (an async session awaits what these return) -------
+    def _send(self, proto: Proto[Any], name: str, entities: Iterable[type[Any]],
+              rate: Rate | None = None) -> Any:
+        """``proto`` run through the session's driver as the session operation ``name`` on
+        ``entities``, held to ``rate``."""
+        driver, policy, operation = self._bound(name, entities)
+        run = budgeted(proto, budget_of(rate)) if rate else proto
+        return driver.run(run, operation, policy=policy)
+
+    def _plan(self) -> Any:
+        from dynaorm.core.commit import plan_p
+
+        return self._send(plan_p(self._stage.coalesced()), "plan",
+                          (e._entity for e in self._stage.writes.values()))
+
+    def _commit(self, idempotency_key: str | None) -> Any:
+        """Everything staged sent as one atomic write (the stage cleared either way)."""
+        from dynaorm.core.commit import commit_p
+
+        staged = self._stage.take()
+        driver, policy, operation = self._bound("commit", (e._entity for e in staged))
+        return driver.run(commit_p(staged, policy.observed, self._stage.keyed,
+                                   self._stage.idempotency_key if idempotency_key is None
+                                   else idempotency_key, self._stage),
+                          operation, policy=policy)
+
+    def _save_many(self, objs: Iterable[Entity], concurrency: int, rate: Rate | None) -> Any:
+        from dynaorm.core.bulk import save_many_p
+
+        found = list(objs)
+        return self._send(save_many_p(self._stage, found, concurrency,
+                                      self.client.policy.observed),
+                          "save_many", (type(o) for o in found), rate)
+
+    def _delete_many(self, objs: Iterable[Entity] | type[Entity],
+                     keys: Iterable[Mapping[str, Any]] | None, concurrency: int,
+                     rate: Rate | None) -> Any:
+        from dynaorm.core.bulk import delete_many_p
+
+        found: Any = objs if isinstance(objs, type) else list(objs)
+        return self._send(delete_many_p(self._stage, found, keys, concurrency,
+                                        self.client.policy.observed), "delete_many",
+                          (found,) if isinstance(found, type) else (type(o) for o in found),
+                          rate)
 
     # -- staging (no I/O) --------------------------------------------------------------
     def save(self, obj: Entity, *, overwrite: bool = False,

@@ -13,8 +13,8 @@ from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
-from dynaorm.protocol.policy import Rate, budget_of
-from dynaorm.protocol.steps import Proto, budgeted
+from dynaorm.protocol.policy import Rate
+from dynaorm.protocol.steps import Proto
 from dynaorm.schema.entity import Entity
 from dynaorm.sync.reads import Query, Scan, Search
 
@@ -40,22 +40,12 @@ class Session(BaseSession):
     def __init__(self, target: Table | Client, *,
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
-        super().__init__(*session_target(target, type(self).__name__), scope)
-        self._stage.idempotency_key = idempotency_key
-
-    @property
-    def client(self) -> Client:
-        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
-        table is bound now, or the one it was made with)."""
-        return cast(Client, self._stage.client)
+        super().__init__(*session_target(target, type(self).__name__), scope,
+                         idempotency_key)
 
     def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
-        """``proto`` run as the session operation ``name`` on ``entities``, held to
-        ``rate``."""
-        driver, policy, operation = self._bound(name, entities)
-        run = budgeted(proto, budget_of(rate)) if rate else proto
-        return cast(R, driver.run(run, operation, policy=policy))
+        return cast(R, self._send(proto, name, entities, rate))
 
     def __enter__(self) -> Session:
         return self
@@ -70,10 +60,7 @@ class Session(BaseSession):
     # -- commit --------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        from dynaorm.core.commit import plan_p
-
-        return self._run(plan_p(self._stage.coalesced()), "plan",
-                              (e._entity for e in self._stage.writes.values()))
+        return cast("WritePlan", self._plan())
 
     def commit(self, *, idempotency_key: str | None = None) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -82,15 +69,7 @@ class Session(BaseSession):
         (a replay returns the first commit's result, ``replayed=True``; other writes under
         it raise :class:`~dynaorm.IdempotencyMismatchError`): see the guide's "Exactly
         once"."""
-        from dynaorm.core.commit import commit_p
-
-        staged = self._stage.take()
-        driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed,
-                                  self._stage.idempotency_key if idempotency_key is None
-                                  else idempotency_key, self._stage),
-                         operation, policy=policy)
-        return cast(CommitResult, run)
+        return cast(CommitResult, self._commit(idempotency_key))
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,
@@ -180,11 +159,7 @@ class Session(BaseSession):
         conditioned on their loaded values: another writer's newer state is never
         overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
         with what was written, what was not and what may have been."""
-        from dynaorm.core.bulk import save_many_p
-
-        found = list(objs)
-        self._run(save_many_p(self._stage, found, concurrency, self.client.policy.observed),
-                  "save_many", (type(o) for o in found), rate)
+        self._save_many(objs, concurrency, rate)
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
                     keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -195,9 +170,4 @@ class Session(BaseSession):
         ``save_many``). A loaded object goes as one DeleteItem conditioned on the item
         being as loaded (a newer state is never deleted silently; one already gone counts
         as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
-        from dynaorm.core.bulk import delete_many_p
-
-        found: Any = objs if isinstance(objs, type) else list(objs)
-        self._run(delete_many_p(self._stage, found, keys, concurrency,
-                                self.client.policy.observed), "delete_many",
-                  (found,) if isinstance(found, type) else (type(o) for o in found), rate)
+        self._delete_many(objs, keys, concurrency, rate)

@@ -263,13 +263,10 @@ def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any
 
     @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
     def _fixture(dynaorm_endpoint: str | None) -> Iterator[TestBackend]:
-        if dynaorm_endpoint:
-            with use_tables(*tables, endpoint_url=dynaorm_endpoint,
-                            name_suffix=worker_suffix()) as backend:
-                yield backend
-        else:
-            with moto_backend(), use_tables(*tables, name_suffix=worker_suffix()) as backend:
-                yield backend
+        with nullcontext() if dynaorm_endpoint else moto_backend(), use_tables(
+                *tables, endpoint_url=dynaorm_endpoint or None,
+                name_suffix=worker_suffix()) as backend:
+            yield backend
 
     return _fixture  # type: ignore[no-any-return]
 

@@ -40,9 +40,9 @@ applies to the items as they were scanned. :func:`repair` sends them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, get_args
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
@@ -79,8 +79,6 @@ from dynaorm.values.ttl import expired
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
            "scan_pages"]
-
-R = TypeVar("R")
 
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
@@ -163,13 +161,13 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
 def audit_table(table: Table) -> tuple[int, list[Problem]]:
     """Scan ``table`` and audit it: ``(items scanned, problems)``."""
     items = [item for page, _ in scan_pages(table) for item in page]
-    return len(items), keyed(table, items, lambda: audit_items(table, items))
+    keyed(table, items)
+    return len(items), audit_items(table, items)
 
 
-def keyed(table: Table, items: Sequence[Item], make: Callable[[], R]) -> R:
-    """``make()`` (pure: an audit of ``items``, guard keys), with the MACs of the unique
-    encrypted values of ``items`` asked for first through ``table``'s client (what its
-    keyring lacks), so it runs once."""
+def keyed(table: Table, items: Sequence[Item]) -> None:
+    """The MACs of the unique encrypted values of ``items`` asked for through ``table``'s
+    client (what its keyring lacks), before an audit of ``items`` (pure) needs them."""
     macs = [(spec, rule) for spec in map(spec_of, table.entities.values())
             for rule in spec.uniques if rule.mac is not None]
     if macs:
@@ -181,7 +179,6 @@ def keyed(table: Table, items: Sequence[Item], make: Callable[[], R]) -> R:
                                        (spec.cls,))
 
         table.db.driver.run(macs_p(), Operation("check", (table.name,)))
-    return make()
 
 
 # -- the audit (pure) --------------------------------------------------------------------
@@ -428,11 +425,11 @@ class _Auditor:
             f"version row carries the TTL attribute {ttl!r} ({_shown(row[ttl])}): DynamoDB "
             "would delete it alone, leaving a gap in the history"), fix))
 
-    def check_keys(self, only: Iterable[Key] | None = None) -> None:
-        """Table keys and index key attributes against the templates."""
-        wanted = None if only is None else set(only)
+    def check_keys(self, only: set[Key]) -> None:
+        """The table keys and index key attributes of the items ``only`` names against
+        the templates."""
         for key, item in self.items.items():
-            if wanted is not None and key not in wanted:
+            if key not in only:
                 continue
             spec = self.specs.get(self.type_of(item) or "")
             if spec is None:
@@ -542,7 +539,6 @@ class _Auditor:
             self.check_history_ttl(key, item)
             if n > newest.get((key[0], base), (0, {}))[0]:
                 newest[(key[0], base)] = (n, item)
-        assert self.table.sk is not None or not latest
         for key, item, spec, base in latest:
             self.check_latest(key, item, spec, base, newest.get((key[0], base)))
 
@@ -581,14 +577,29 @@ class _Auditor:
             f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
 
 
-def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
-    """Audit the items of a full scan of ``table`` (wire form). Pure: no requests."""
-    auditor = _Auditor(table, list(items))
+def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = ()
+                ) -> list[Problem]:
+    """Audit ``items`` of ``table`` (wire form; a full scan's, or a page's judged with the
+    ``context`` items it needs: only the page's problems). Pure: no requests."""
+    page = list(items)
+    auditor = _Auditor(table, [*page, *context])
+    keys = {auditor.key_of(i) for i in page}
     auditor.check_guards()
     if table.sk is not None:
         auditor.check_versions()
-    auditor.check_keys()
-    return sorted(auditor.problems, key=problem_order)
+    auditor.check_keys(keys)
+    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+
+
+def _about(problem: Problem, page: set[Key]) -> bool:
+    """Whether a problem belongs to this page (context items are judged on their own page,
+    except a guard re-pointed to an owner of this page)."""
+    if problem.key in page:
+        return True
+    if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
+        check = problem.fix[1]["ConditionCheck"]["Key"]
+        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
+    return False
 
 
 _KINDS_ORDER = {kind: i for i, kind in enumerate(get_args(Kind))}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,14 @@ from dynaorm.tools.audit import (
     Problem,
     Repair,
     _Auditor,
+    audit_items,
     keyed,
-    problem_order,
     repair,
     scan_pages,
 )
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
-from dynaorm.values.keys import key_value
 
-__all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
+__all__ = ["CheckResult", "ProgressBar", "check_table", "item_count",
            "progress_line"]
 
 
@@ -202,35 +200,14 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = keyed(table, batch, partial(_wanted, table, batch)) - known
+        keyed(table, batch)
+        keys = _wanted(table, batch) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
         known |= keys
         found += batch
     return found
-
-
-def _about(problem: Problem, page: set[Key]) -> bool:
-    """Whether a problem belongs to this page (context items are judged on their own page,
-    except a guard re-pointed to an owner of this page)."""
-    if problem.key in page:
-        return True
-    if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
-        check = problem.fix[1]["ConditionCheck"]["Key"]
-        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
-    return False
-
-
-def audit_page(table: Table, page: list[Item], context: list[Item]) -> list[Problem]:
-    """The problems of one page, judged with the context items it needs. Pure."""
-    auditor = _Auditor(table, [*page, *context])
-    keys = {auditor.key_of(i) for i in page}
-    auditor.check_guards()
-    if table.sk is not None:
-        auditor.check_versions()
-    auditor.check_keys(keys)
-    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
 
 
 # -- confirmation: a finding is re-read and re-judged before it is reported ----------------
@@ -260,7 +237,8 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
     context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
     context = [*context, *_context(table, fresh)]
-    found = keyed(table, [*subjects, *context], partial(audit_page, table, subjects, context))
+    keyed(table, [*subjects, *context])
+    found = audit_items(table, subjects, context)
     wanted = {(p.kind, p.key) for p in problems}
     return [p for p in found if (p.kind, p.key) in wanted]
 
@@ -317,7 +295,7 @@ def _repair(table: Table, problems: list[Problem]) -> tuple[list[Repair], int]:
 def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
     fresh = _State(table.name, fix)
     text = None if path is None else existing(path, fresh, create=True)
-    if path is None or text is None:
+    if text is None:
         return fresh, False
     state = parse(_State, text, str(path), "check")
     if state.table != table.name:
@@ -351,7 +329,8 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
         context = _context(table, page) if page else []
-        judged = keyed(table, [*page, *context], partial(audit_page, table, page, context))
+        keyed(table, [*page, *context])
+        judged = audit_items(table, page, context)
         for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:

@@ -230,12 +230,9 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
     """Every entity registered on every table the module defines, as plain text
     (``only``: just the table bound to that attribute name)."""
     tables = find_tables(module)
-    if only is not None:
-        tables = {attr: t for attr, t in tables.items() if attr == only}
-        if not tables:  # an alias of a table found under another name
-            value = getattr(module, only, None)
-            if isinstance(value, Table):
-                tables = {only: value}
+    if only is not None:  # (an alias of a table found under another name too)
+        value = getattr(module, only, None)
+        tables = {only: value} if isinstance(value, Table) else {}
     if not tables:
         return f"module {module.__name__!r} defines no dynaorm Table\n"
     lines: list[str] = []
@@ -279,9 +276,7 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
     module_name, sep, attr = args.module.partition(":")
     if sep:
         load_table(args.module)  # a clear error for a missing or wrong TABLE part
-        out.write(describe_module(_import(module_name), only=attr))
-    else:
-        out.write(describe_module(_import(module_name)))
+    out.write(describe_module(_import(module_name), only=attr if sep else None))
     return EXIT_OK
 
 

@@ -7,8 +7,7 @@ bottom: every step prints what it did and the items that are now stored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any, TextIO
 
 from pydantic import Field
@@ -62,7 +61,7 @@ class _Narrator:
         self.backend = backend
         self.step = 0
 
-    def say(self, text: str = "") -> None:
+    def say(self, text: str) -> None:
         print(text, file=self.out)
 
     def heading(self, text: str) -> None:
@@ -80,14 +79,6 @@ class _Narrator:
             self.say(f"     {pk:<{w_pk}}  {sk:<{w_sk}}  {kind}")
 
 
-@contextmanager
-def _backend(endpoint_url: str | None) -> Iterator[TestBackend]:
-    with ExitStack() as stack:
-        if endpoint_url is None:
-            stack.enter_context(moto_backend())
-        yield stack.enter_context(use_tables(demo_table, endpoint_url=endpoint_url))
-
-
 def run_demo(endpoint_url: str | None = None, *, region: str | None = None,
              out: TextIO | None = None) -> None:
     """Run the quickstart on moto (or on ``endpoint_url``), narrating to ``out``."""
@@ -95,8 +86,11 @@ def run_demo(endpoint_url: str | None = None, *, region: str | None = None,
     if region is not None:
         demo_table.region = region
     where = endpoint_url or "the in-process moto backend"
-    with _backend(endpoint_url) as backend:
-        n = _Narrator(stream, backend)
+    with ExitStack() as stack:
+        if endpoint_url is None:
+            stack.enter_context(moto_backend())
+        n = _Narrator(stream, stack.enter_context(use_tables(demo_table,
+                                                             endpoint_url=endpoint_url)))
         n.say(f"dynaorm demo on {where}")
         n.heading(f"Created table {demo_table.name!r} (pk, sk, GSI gsi1) for entities "
                   f"{', '.join(demo_table.entities)}")
