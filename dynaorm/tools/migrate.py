@@ -34,7 +34,7 @@ from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, Reque
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
-from dynaorm.read.previous import moved_p
+from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import (
     MovedState,
@@ -282,8 +282,10 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         session = getattr(local, "session", None)
         if session is None:
             session = local.session = Session(table)
+        layout = spec.previous
+        assert layout is not None  # (an old-layout item: its entity declares one)
         try:
-            obj = table.db.driver.run(moved_p(spec, item),
+            obj = table.db.driver.run(layout.moved(spec, item, FETCHING),
                                       Operation("migrate.read", (table.name,)))
         except DynaormError as exc:
             return str(exc)
