@@ -1,7 +1,8 @@
 """Reads by key, as protocols (pure: a driver performs them): ``get`` (GetItem), ``find``
 (through a unique guard to its owner), ``get_many`` (BatchGetItem, or one TransactGetItems
 for a snapshot), each on the entities of a session's :class:`~dynaorm.core.stage.Stage`;
-and the one GetItem every read by key and every read a write needs goes through."""
+and the one GetItem every read by key goes through (a write's consistent reads:
+:data:`dynaorm.read.batches.FETCHING`)."""
 
 from __future__ import annotations
 
