@@ -101,10 +101,6 @@ def snapshot_p(spec: Any, wanted: Sequence[PlainKey]) -> Proto[dict[Any, Item]]:
     return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
 
 
-def _consistent(table: str, keys: Sequence[Item]) -> Proto[dict[Any, Any]]:
-    return batch_get_p(table, keys, consistent=True)
-
-
 def _item(table: Any, key: PlainKey) -> Proto[Item | None]:
     """The item at ``key`` in ``table``, read consistently, prepared for the table's
     entities (whichever it is, it may be decoded; a key DynamoDB would refuse raises
@@ -120,4 +116,4 @@ def _item(table: Any, key: PlainKey) -> Proto[Item | None]:
 
 #: the reads a rule that reads an entity's rows whole is handed (the previous layout's:
 #: :meth:`~dynaorm.schema.rules.Before.owner` and the others)
-FETCHING = Fetching(_consistent, snapshot_p, prepare_rows, _set_state, _item)
+FETCHING = Fetching(batch_get_p, snapshot_p, prepare_rows, _set_state, _item)

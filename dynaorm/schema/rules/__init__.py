@@ -388,7 +388,7 @@ class Fetching(NamedTuple):
     version rows) is handed by the phase that asks it, and cannot import: the reads, as
     protocols, and what decodes and settles an object."""
 
-    #: ``(table_name, keys)``: the items at the wire ``keys`` by key id, read consistently
+    #: ``(table_name, keys, consistent=)``: the items at the wire ``keys`` by key id
     batch: Callable[..., Generator[Any, Any, Any]]
     #: ``(spec, keys)``: the items at ``keys`` by key id, read at one instant
     snapshot: Callable[..., Generator[Any, Any, Any]]

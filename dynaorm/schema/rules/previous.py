@@ -73,7 +73,7 @@ from dynaorm.values.ttl import expired
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "Layout", "MovedState", "Previous",
            "PreviousLayout", "history_batches", "kept_row_move", "move_actions",
-           "needs_history_batches", "previous_layout"]
+           "previous_layout"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -162,15 +162,19 @@ class Layout(Before):
         if item is None:
             return False
         type_attr = self.table.type_attribute
-        if type_attr is not None and item.get(type_attr, {}).get("S") != self.type_name:
-            return False
-        return self.parse_key(item) is not None
+        if type_attr is not None:
+            return item.get(type_attr, {}).get("S") == self.type_name and (
+                self.parse_key(item) is not None)
+        return self.parse_key(item) is not None and not self._claimed(item)
 
-    def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
-        """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
-        state set: :meth:`validate`), and its version (``None``: not versioned)."""
-        obj = self.validate(spec, item)
-        return obj, obj.__dict__.get("version") if self.versioned else None
+    def _claimed(self, item: Item) -> bool:
+        """Whether ``item``'s key is another entity's literal key (``OLD#admin`` of an
+        entity keyed so, which the old template ``OLD#{a}`` renders too): on a table
+        without a type attribute a literal key wins over a template, under the old layout
+        as under the current one, so that row is never read, moved or deleted as this
+        layout's."""
+        return any(not (s := e.__dynaorm_spec__).pk.fields and not (s.sk and s.sk.fields)
+                   and s.fits_shape(item) for e in self.table.entities.values())
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
         """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
@@ -298,11 +302,12 @@ class Layout(Before):
         old version rows (1..n, versioned only: read), marked so that any write of it
         moves it (:class:`~dynaorm.values.state.MovedState`)."""
         keys = [wire_key(k) for k in self.version_keys(item, spec.name)]
-        found = (yield from kit.batch(spec.table.name, keys)) if keys else {}
+        found = (yield from kit.batch(spec.table.name, keys, consistent=True)) if keys else {}
         history = tuple(found[key_id(k)] for k in keys if key_id(k) in found)
         yield from kit.prepare((spec,), (item, *history))
-        obj, version = self.load(spec, item)
-        kit.settle(obj, MovedState(spec.stored_key(item), item, version, history))
+        obj = self.validate(spec, item)
+        kit.settle(obj, MovedState(spec.stored_key(item), item, obj.__dict__.get("version")
+                                   if self.versioned else None, history))
         return obj
 
     def read(self, spec: Any, old_key: PlainKey, key: PlainKey, found: Item | None,
@@ -391,11 +396,6 @@ def move_actions(spec: Any, versions: int) -> int:
     re-pointed guard per unique rule, a new version row)."""
     rows = spec.rules.rows(described(spec, "move"))
     return 2 + 2 * versions + len(rows.before) + len(rows.after)
-
-
-def needs_history_batches(spec: Any, state: MovedState) -> bool:
-    """Whether moving the object of ``state`` in one transaction exceeds the limit."""
-    return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
 
 
 def history_batches(spec: Any, state: MovedState, kit: Writing) -> list[list[Op]]:
