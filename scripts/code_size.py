@@ -131,6 +131,22 @@ LANDED = 161_959
 LANDED = 161_503
 #: (with red team 08d's +79 merged: 161,582)
 LANDED = 161_582
+#: issue 69 step 1's last part (mv69c): the migration window's reads moved into the
+#: previous-layout rule (read/previous.py gone, -743; schema/rules/previous.py +674: the
+#: same reads as the layout's methods), asked by the phases at hooks of the rules'
+#: ``Before`` whose stand-in answers for an entity without one (``stored_now``, ``owner``:
+#: the current layout's read the phases held before, ``either``, ``read``: +210 in
+#: schema/rules/__init__.py) and handed the reads a rule may not import (``Fetching``, +90;
+#: ``read.batches.FETCHING`` with the commit's consistent GetItem, +132 there, -87 in
+#: core/commit.py); migrate's ``needs_history_batches`` and ``Layout.load`` inlined, a
+#: versioned save's choice asked of its key layout: +252, no packing: the hooks and
+#: the kit are the price of no phase testing the old layout's state; and +78 for
+#: ``Layout.owns`` asking the literal claims (another entity's literal key ``OLD#admin`` is
+#: never an old-layout row of ``OLD#{a}``: two red-team xfails of lit, now tests). +330
+#: net, raised by exactly that.
+LANDED = 162_398
+#: (merged with cut69a, cut69b and red team 08d: measured)
+LANDED = 161_912
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -37,7 +37,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.lookups import get_item_p
 from dynaorm.errors import (
     ConcurrentModificationError,
     IdempotencyMismatchError,
@@ -49,14 +48,15 @@ from dynaorm.errors import (
 from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
+from dynaorm.read.batches import FETCHING
+from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.rules import NO_RULES, Change
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.revision import revision_of, stamp_of
-from dynaorm.values.state import DELETED, InstanceState, MovedState
+from dynaorm.values.state import DELETED
 from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
@@ -80,13 +80,11 @@ class _Reads:
     """The reads staged writes ask for while they are prepared
     (:class:`dynaorm.write.records.Reads`): consistent, as protocols."""
 
-    def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
-        """One item by key, read consistently (and prepared for the table's entities
-        whose rules prepare: whichever it is, it may be decoded)."""
-        item = yield from get_item_p(table, key, True)
-        if item is not None:
-            yield from prepare_rows(preparing(table), (item,))
-        return item
+    #: what a rule that reads whole objects is handed (a previous layout's reads)
+    kit = FETCHING
+    #: one item by key, read consistently (and prepared for the table's entities whose
+    #: rules prepare: whichever it is, it may be decoded)
+    item = staticmethod(FETCHING.item)
 
     def for_insert(self, spec: EntitySpec, values: Mapping[str, Any]) -> Reading[Any]:
         """What the entity's rules read before an insert of ``values`` is planned
@@ -95,13 +93,6 @@ class _Reads:
         key = spec.primary_key(values)
         return spec.rules.prepare_write(Change(spec.cls, key, None, values, None, key,
                                                rules=spec.rules))
-
-    def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
-                   ) -> Reading[InstanceState | None]:
-        """What an object read from its previous layout stands for now."""
-        from dynaorm.read.previous import stored_now_p
-
-        return stored_now_p(spec, state, new_key)
 
 
 #: the reads of every commit
@@ -291,7 +282,8 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
         if probed:
             return probed.pop()
-        return (yield from READS.item(table, key))
+        item: Item | None = yield from READS.item(table, key)
+        return item
 
     try:
         try:

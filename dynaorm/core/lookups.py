@@ -1,7 +1,8 @@
 """Reads by key, as protocols (pure: a driver performs them): ``get`` (GetItem), ``find``
 (through a unique guard to its owner), ``get_many`` (BatchGetItem, or one TransactGetItems
 for a snapshot), each on the entities of a session's :class:`~dynaorm.core.stage.Stage`;
-and the one GetItem every read by key and every read a write needs goes through."""
+and the one GetItem every read by key goes through (a write's consistent reads:
+:data:`dynaorm.read.batches.FETCHING`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.steps import Proto, call
-from dynaorm.read.batches import batch_get_p, snapshot_p
+from dynaorm.read.batches import FETCHING, batch_get_p, snapshot_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -57,9 +58,7 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
         yield from prepare_rows((spec,), (item,))
     if version is None and not spec.owns(item) and (
             old := spec.rules.before.key(fields, spec.name)) is not None:
-        from dynaorm.read.previous import previous_get_p  # (a migration window)
-
-        found: T | None = yield from previous_get_p(spec, old, key, item)
+        found: T | None = yield from spec.rules.before.read(spec, old, key, item, FETCHING)
         return found
     return _owned(entity, spec, item)
 
@@ -100,9 +99,8 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     for at, obj in enumerate(out):
         if obj is None and not snapshot and (
                 old := spec.rules.before.key(keys[at], spec.name)) is not None:
-            from dynaorm.read.previous import previous_get_p
-
-            out[at] = yield from previous_get_p(spec, old, wanted[at], items[at])
+            out[at] = yield from spec.rules.before.read(spec, old, wanted[at], items[at],
+                                                        FETCHING)
     return out
 
 
@@ -125,8 +123,6 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
-    from dynaorm.read.previous import owner_p  # (deferred)
-
     table = spec.table
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
@@ -137,7 +133,8 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
         if stage.scope is not None and not stage.scope.admits_key(spec, owner.get(table.pk)):
             return None  # (a guard of the scope naming another scope's key: not read)
         item = yield from get_item_p(table, owner, consistent, (entity,))
-        obj: T | None = yield from owner_p(spec, item)  # (either layout, as get reads)
+        obj: T | None = yield from spec.rules.before.owner(spec, item, FETCHING)  # (either
+        # layout, as get reads)
         if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},
                                                spec.name, (entity,))

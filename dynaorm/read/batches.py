@@ -12,9 +12,13 @@ from dynaorm._types import Item, PlainKey, Reader
 from dynaorm.errors import DynaormError, TransactionTooLargeError
 from dynaorm.protocol.steps import Backoff, Proto, call, gather
 from dynaorm.read.selection import BATCH_GET
+from dynaorm.schema.entity import _set_state, prepare_rows, preparing
+from dynaorm.schema.rules import Fetching
 from dynaorm.values.keys import key_id, wire_key
+from dynaorm.values.limits import check_read_key
 
-__all__ = ["MAX_BATCH_ROUNDS", "MAX_SNAPSHOT", "batch_get_p", "batch_rounds", "snapshot_p"]
+__all__ = ["FETCHING", "MAX_BATCH_ROUNDS", "MAX_SNAPSHOT", "batch_get_p", "batch_rounds",
+           "snapshot_p"]
 
 #: Items one TransactGetItems reads, at most.
 MAX_SNAPSHOT = 100
@@ -95,3 +99,21 @@ def snapshot_p(spec: Any, wanted: Sequence[PlainKey]) -> Proto[dict[Any, Item]]:
     out = yield from call("TransactGetItems", request, (spec.cls,))
     responses = zip(unique, out.get("Responses", []), strict=False)
     return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
+
+
+def _item(table: Any, key: PlainKey) -> Proto[Item | None]:
+    """The item at ``key`` in ``table``, read consistently, prepared for the table's
+    entities (whichever it is, it may be decoded; a key DynamoDB would refuse raises
+    before anything is sent)."""
+    check_read_key(table, key, "item")
+    out = yield from call("GetItem", {"TableName": table.name, "Key": wire_key(key),
+                                      "ConsistentRead": True})
+    item: Item | None = out.get("Item")
+    if item is not None:
+        yield from prepare_rows(preparing(table), (item,))
+    return item
+
+
+#: the reads a rule that reads an entity's rows whole is handed (the previous layout's:
+#: :meth:`~dynaorm.schema.rules.Before.owner` and the others)
+FETCHING = Fetching(batch_get_p, snapshot_p, prepare_rows, _set_state, _item)

@@ -36,7 +36,7 @@ from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import BadAnswerError, DynaormError, InvalidValueError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
-from dynaorm.read.batches import batch_get_p
+from dynaorm.read.batches import FETCHING, batch_get_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, spec_of
@@ -259,9 +259,7 @@ class SearchSpec(Generic[T]):
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
             elif old.owns(row):  # (read as current, as a scan reads it)
-                from dynaorm.read.previous import moved_p
-
-                hits.append(Hit((yield from moved_p(spec, row)), score))
+                hits.append(Hit((yield from old.owner(spec, row, FETCHING)), score))
             else:
                 sel.foreign(row)
                 hits.skipped += 1

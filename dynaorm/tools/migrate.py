@@ -34,13 +34,14 @@ from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, Reque
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
-from dynaorm.read.previous import moved_p
+from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import (
+    MAX_MOVE_ACTIONS,
     MovedState,
     history_batches,
     kept_row_move,
-    needs_history_batches,
+    move_actions,
 )
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
@@ -178,7 +179,7 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
         state = None if current is None else current._dynaorm_state
         if current is None or not isinstance(state, MovedState):
             return "skipped"
-        if needs_history_batches(spec, state):  # too long for one transaction
+        if move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS:  # (past one transaction)
             with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
                 _move_history(session.client, spec, state)  # fresh read below judges)
             current = session.get(spec.cls, consistent=True, **fields)
@@ -282,8 +283,10 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         session = getattr(local, "session", None)
         if session is None:
             session = local.session = Session(table)
+        layout = spec.previous
+        assert layout is not None  # (an old-layout item: its entity declares one)
         try:
-            obj = table.db.driver.run(moved_p(spec, item),
+            obj = table.db.driver.run(layout.moved(spec, item, FETCHING),
                                       Operation("migrate.read", (table.name,)))
         except DynaormError as exc:
             return str(exc)

@@ -15,7 +15,7 @@ from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Condition, all_of, exists, stored_as
 from dynaorm.values.records import Delete, Fail, Role
-from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import (
     WRITING,
     expect_loaded_version,
@@ -52,8 +52,8 @@ class DeleteEntry(ObjectWrite):
         if state is None and (old := spec.rules.before.key(obj.__dict__, spec.name)):
             # by key in a migration window: the entity under either layout (its old row
             # too, with its guards and version rows), read together, consistently
-            state = yield from reads.stored_now(spec, MovedState(old, {}, None),
-                                                spec.primary_key(obj.__dict__))
+            state = yield from spec.rules.before.either(spec, old, spec.primary_key(
+                obj.__dict__), reads.kit)
             if state is None:
                 key = spec.primary_key(obj.__dict__)
                 raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "

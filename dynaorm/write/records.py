@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.rules import NO_ROWS, Change, Rows
+from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
 from dynaorm.values.expressions import Condition
 from dynaorm.values.keys import key_id
 from dynaorm.values.records import Fail, Op, Origin, Role
@@ -37,7 +37,6 @@ from dynaorm.values.state import InstanceState
 if TYPE_CHECKING:
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
-    from dynaorm.values.state import MovedState
 
 __all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
            "StagedWrite", "Written", "loaded_values", "stored_values"]
@@ -78,6 +77,10 @@ class Outcome(NamedTuple):
 class Reads(Protocol):
     """The reads a staged write may ask for (protocols: a driver performs them)."""
 
+    #: what a rule that reads whole objects is handed (a previous layout's reads:
+    #: :meth:`~dynaorm.schema.rules.Before.stored_now`, ``either``)
+    kit: Fetching
+
     def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
 
@@ -87,10 +90,6 @@ class Reads(Protocol):
         versioned rule's last version kept at its key, 0: none; ``None``: no rule reads,
         nothing is read)."""
 
-    def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
-                   ) -> Reading[InstanceState | None]:
-        """What an object read from its previous layout stands for now (see
-        :func:`dynaorm.read.previous.stored_now_p`)."""
 
 
 class StagedWrite:

@@ -37,7 +37,7 @@ from dynaorm.values.expressions import (
 )
 from dynaorm.values.limits import short_repr
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState, MovedState, changed_attributes
+from dynaorm.values.state import InstanceState, changed_attributes
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
     WRITING,
@@ -69,8 +69,9 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes (planned on a row of its entity's
     previous layout, a move: the layout plans it)."""
-    spec = spec_of(type(entry.obj))
-    moved = spec.rules.before.save(spec, entry, state, index, WRITING)
+    spec: EntitySpec = type(entry.obj).__dynaorm_spec__  # (staged: its class was checked)
+    moved = None if state is None else spec.rules.before.save(spec, entry, state, index,
+                                                              WRITING)  # (a move: loaded)
     if moved is not None:
         return moved.ops, Outcome(entry.obj, Written(spec, moved.key, moved.item, moved.values,
                                                      moved.version),
@@ -113,17 +114,14 @@ class SaveEntry(ObjectWrite):
         version row was refused (``again``), or one in its migration window, continues
         the history a deleted predecessor kept."""
         obj = self.obj
-        spec = spec_of(type(obj))
+        spec: EntitySpec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
         state = obj._dynaorm_state
-        if isinstance(state, MovedState):  # read from Meta.previous's layout: a move
-            if self.overwrite and spec.has_rules:  # planned on what is stored now, under
-                # either layout (the old row again, or the row another writer moved)
-                state = yield from reads.stored_now(spec, state, spec.primary_key(obj.__dict__))
-        elif self.overwrite and spec.has_rules:
-            key = spec.primary_key(obj.__dict__) if state is None else state.key
-            item = yield from reads.item(spec.table, key)
-            state = None if item is None else type(obj)._from_item(item)._dynaorm_state
-        elif state is not None and spec.primary_key(obj.__dict__) != state.key:
+        if self.overwrite and spec.has_rules:  # planned on what is stored now (an object
+            # read from the previous layout: under either layout, as that layout reads it)
+            state = yield from spec.rules.before.stored_now(
+                spec, state, spec.primary_key(obj.__dict__), reads.kit)
+        elif state is not None and spec.primary_key(obj.__dict__) != state.key and (
+                not spec.rules.before.stores(spec, state.item)):  # (a move: as it was read)
             state = yield from _with_unknown(spec, state, reads)
         if state is None and self.after_version is None and (again or spec.rules.reads_insert):
             last = yield from reads.for_insert(spec, obj.__dict__)  # (a kept history)
@@ -183,8 +181,10 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     old_values, old_item = stored_values(spec, state)
     check_fields(obj, old_values)
     extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
-    if spec.versioned:
-        return _plan_next_version(entry, spec, state, old_values, old_item, index, extra)
+    following = spec.rules.sort_keys.next(state.version or 0, True)
+    if following is not None:  # (its rules number its rows: a versioned entity's next)
+        return _plan_next_version(entry, spec, state, old_values, old_item, index, extra,
+                                  following)
     old_key = state.key
     old_item = _with(old_item, extra)
     values = obj.__dict__
@@ -292,10 +292,11 @@ def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        old_values: Mapping[str, Any], old_item: Item,
-                       index: int, extra: Item) -> Planned[Outcome]:
-    """A loaded versioned entity: the next version row (where nothing is) and the latest
-    copy replaced on the condition that it is still at the version and the revision read
-    (deleted with its history and re-inserted, it is at version 1 again: another row)."""
+                       index: int, extra: Item, following: int) -> Planned[Outcome]:
+    """A loaded versioned entity: the next version row (``following``, where nothing is)
+    and the latest copy replaced on the condition that it is still at the version and the
+    revision read (deleted with its history and re-inserted, it is at version 1 again:
+    another row)."""
     obj = entry.obj
     n = state.version or 0
     if not entry.overwrite:  # (an overwrite replaces whatever version is stored)
@@ -309,14 +310,14 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)
     values = written.__dict__
-    item = _with(encode_entity(written, spec, n + 1), extra)
+    item = _with(encode_entity(written, spec, following), extra)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
-    b.around(b.rows(old_values, values, key, key, item, n + 1),
+    b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
-    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
+    return b.ops, Outcome(obj, Written(spec, key, item, values, following), version=following,
                           stamps=pairs)
 
 

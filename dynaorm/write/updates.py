@@ -47,7 +47,7 @@ from dynaorm.values.expressions import (
 )
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
-from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.state import InstanceState
 from dynaorm.values.times import now
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
@@ -349,8 +349,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
         spec = self._spec
-        spec.rules.before.refuse(spec, (yield from reads.stored_now(
-            spec, MovedState(old, {}, None), spec.primary_key(self._key_fields))))
+        spec.rules.before.refuse(spec, (yield from spec.rules.before.either(
+            spec, old, spec.primary_key(self._key_fields), reads.kit)))
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = field_adapter(self.entity, name).dump_python(value, mode="python")

@@ -67,8 +67,9 @@ def test_no_function_is_rated_d_or_worse() -> None:
 
 
 
-#: the most functions radon may rate at the top of C, 19 or 20 (issue 58; 0.6: 17)
-MOST_AT_THE_TOP = 6
+#: the most functions radon may rate at the top of C, 19 or 20 (issue 58; 0.6: 17; issue
+#: 69's budget: 5, met when the previous layout's reads left read/previous.py)
+MOST_AT_THE_TOP = 5
 
 
 def test_few_functions_are_rated_at_the_top_of_c() -> None:

@@ -138,27 +138,26 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
 
 #: what ``import dynaorm``, an entity and ``Session``'s reads (get, query, scan) never load:
 #: the write path (staging a write, planning, rendering, sending and settling a commit, the
-#: bulk writes), the previous-layout reads, page cursors, inspection, streams and
+#: bulk writes), the previous-layout rule, page cursors, inspection, streams and
 #: :mod:`logging` (loaded when a record is emitted); each is imported by the
 #: first operation that needs it
 DEFERRED = frozenset({
     "dynaorm.core.bulk", "dynaorm.core.commit",
     "dynaorm.schema.inspection", "dynaorm.schema.rules.previous",
-    "dynaorm.schema.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
-    "dynaorm.write.conditions", "dynaorm.write.delete",
+    "dynaorm.schema.streams", "dynaorm.read.cursor", "dynaorm.write.conditions",
+    "dynaorm.write.delete",
     "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
     "dynaorm.write.save", "dynaorm.write.updates", "logging"})
 #: of those, what a first request loads all the same: :mod:`logging`, imported by
 #: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
 _READ_LOADS = {"logging"}
 #: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
-#: delete, inspection, streams, page cursors, the previous-layout reads, nor the
-#: previous-layout rule: since issue 58 the write path names no rule, so that rule loads
+#: delete, inspection, streams, page cursors, nor the previous-layout rule (its reads
+#: too): since issue 58 the write path names no rule, so that rule loads
 #: with the first entity that declares ``Meta.previous``)
 _COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.write.delete",
                       "dynaorm.schema.inspection", "dynaorm.schema.streams",
-                      "dynaorm.read.cursor", "dynaorm.read.previous",
-                      "dynaorm.schema.rules.previous"}
+                      "dynaorm.read.cursor", "dynaorm.schema.rules.previous"}
 
 _READ_THEN_WRITE = (
     "import json, sys\n"

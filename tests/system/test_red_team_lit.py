@@ -18,10 +18,9 @@ a write or get at a key another entity's literal key claims is refused before se
 6. a GSI key of one entity where another's index template would put it: not refused
    (reads by index classify by the table key), each query returns its own entity only;
 7. an entity's previous layout (``Meta.previous``, ``dynaorm migrate``) taking another
-   entity's literal row for its own, or an entity's previous literal key read and
-   overwritten by another's template: xfail, the defects are in the previous layout
-   (dynaorm/schema/rules/previous.py: ``Layout.owns`` by key shape only; the claims and
-   the definition check see current templates only), outside the fix;
+   entity's literal row for its own (``Layout.owns`` asks the literal claims: mv69c), or
+   an entity's previous literal key read and overwritten by another's template: xfail,
+   the claims and the definition check see current templates only;
 8. the surfaces (MCP tools, a backfill, ``AsyncSession.save_many``) and a table with a
    partition key only sending anything at a claimed key.
 
@@ -355,15 +354,6 @@ def _previous(label: str) -> tuple[Table, type[Any], type[Any]]:
     return home, Moved, admin
 
 
-_PREVIOUS = ("defect in the previous layout, not the fix: on a table without a type "
-             "attribute Layout.owns (dynaorm/schema/rules/previous.py) tells an old-layout "
-             "row by its key shape only, so another entity's literal row at a key the old "
-             "template renders (OLD#admin beside previous pk OLD#{a}) is read as the moved "
-             "entity, and a save of it or 'dynaorm migrate' moves it: the literal entity's "
-             "row is deleted")
-
-
-@pytest.mark.xfail(strict=True, reason=_PREVIOUS)
 def test_a_get_in_the_migration_window_never_takes_anothers_literal_row(moto: None) -> None:
     """``get(Moved, a="admin")`` misses ``USER#admin`` and reads the old key ``OLD#admin``:
     the literal entity's row, never a ``Moved``; saving what it returned must not delete
@@ -381,7 +371,6 @@ def test_a_get_in_the_migration_window_never_takes_anothers_literal_row(moto: No
         assert got is None
 
 
-@pytest.mark.xfail(strict=True, reason=_PREVIOUS)
 def test_migrate_never_moves_anothers_literal_row(moto: None) -> None:
     """``dynaorm migrate`` moves old-layout rows of ``Moved``; the literal entity's row at
     ``OLD#admin`` is not one: it stays, and no ``Moved`` appears."""

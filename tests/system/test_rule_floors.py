@@ -38,9 +38,11 @@ BUDGET = 10
 #: update refusals one, a save's two reads one, and a save's and a delete's plans one, the
 #: commit's choice of ``_plan_move``; then 2: the previous layout plans a save's and a
 #: delete's move and refuses an update itself, ``spec.rules.before.save``/``delete``/
-#: ``refuse``, left: a save's two reads and a versioned save's plan): a ratchet. Issue 69's
-#: budget is 0.
-LANDED = 2
+#: ``refuse``, left: a save's two reads and a versioned save's plan); then 0: the previous
+#: layout reads its own rows (``spec.rules.before.stored_now``/``either``/``read``/
+#: ``owner``, read/previous.py gone) and a versioned save's next version is its key
+#: layout's (``spec.rules.sort_keys.next``). Issue 69's budget, met: a ratchet.
+LANDED = 0
 CONTRACT = "Phases name no rule"
 
 

@@ -97,6 +97,7 @@ __all__ = [
     "Change",
     "Declaration",
     "Explained",
+    "Fetching",
     "KeyLayout",
     "Moved",
     "Rows",
@@ -338,6 +339,38 @@ class Before:
         ``state`` is a row of this layout (``None``: not one of its rows)."""
         return None
 
+    def stored_now(self, spec: Any, state: Any, key: PlainKey, kit: Fetching
+                   ) -> Generator[Any, Any, Any]:
+        """What an overwrite of an object in ``state`` (``None``: new, at ``key``) is
+        planned on: the row stored now, read consistently, as a state (``None``: none).
+        A previous layout reads an object read from it under either layout
+        (:meth:`either`)."""
+        item = yield from kit.item(spec.table, key if state is None else state.key)
+        return None if item is None else spec.cls._from_item(item)._dynaorm_state
+
+    def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
+               ) -> Generator[Any, Any, Any]:
+        """The state of the entity stored at ``old_key`` in this layout or at ``key`` in
+        the current one, read together (``None``: neither; the stand-in reads nothing)."""
+        return None
+        yield  # (reads nothing)
+
+    def read(self, spec: Any, old_key: PlainKey, key: PlainKey, found: Item | None,
+             kit: Fetching) -> Generator[Any, Any, Any]:
+        """After a ``get`` missed ``key`` (``found``: what it read there), the object
+        under either layout (``old_key``: its key in this one), or ``None``."""
+        return None
+        yield  # (reads nothing)
+
+    def owner(self, spec: Any, item: Item | None, kit: Fetching) -> Generator[Any, Any, Any]:
+        """An object read from ``item`` (a ``get``'s, or the owner row a unique guard
+        names), ``None`` when it is no live row of the entity (a previous layout: in
+        either layout)."""
+        if item is not None and spec.owns(item) and spec.fits(item):
+            yield from kit.prepare((spec,), (item,))
+            return spec.cls._from_item(item, spec)
+        return None
+
 
 class Writing(NamedTuple):
     """What a rule that plans a whole write (a previous layout's move) is handed by the
@@ -348,6 +381,23 @@ class Writing(NamedTuple):
     encode: Callable[..., Item]
     #: ``(spec, item)``: the attributes of the stored ``item`` no class here writes
     undeclared: Callable[[Any, Item], Item]
+
+
+class Fetching(NamedTuple):
+    """What a rule that reads an entity's rows whole (a previous layout's old row with its
+    version rows) is handed by the phase that asks it, and cannot import: the reads, as
+    protocols, and what decodes and settles an object."""
+
+    #: ``(table_name, keys, consistent=)``: the items at the wire ``keys`` by key id
+    batch: Callable[..., Generator[Any, Any, Any]]
+    #: ``(spec, keys)``: the items at ``keys`` by key id, read at one instant
+    snapshot: Callable[..., Generator[Any, Any, Any]]
+    #: ``(specs, items)``: what the entities' rules need before ``items`` are decoded
+    prepare: Callable[..., Generator[Any, Any, None]]
+    #: ``(obj, state)``: the object's state set
+    settle: Callable[[Any, Any], None]
+    #: ``(table, key)``: the item at ``key``, read consistently and prepared
+    item: Callable[..., Generator[Any, Any, Any]]
 
 
 class Moved(NamedTuple):

@@ -4,9 +4,17 @@ that way onto the entity as it is now.
 
 ``Meta.previous = Previous(pk="USER#{id}", type_name="user", stored_names={"email": "mail"})``
 declares it; :func:`previous_layout` checks it once, when the class is defined, into a
-frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: reads
-(:mod:`dynaorm.read.previous`) and ``dynaorm migrate`` (:mod:`dynaorm.tools.migrate`) build
-on it.
+frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: ``dynaorm migrate``
+(:mod:`dynaorm.tools.migrate`) builds on it.
+
+The migration window's reads are the layout's too, as protocols (the phase hands them its
+reads, :class:`~dynaorm.schema.rules.Fetching`): a ``get`` that misses the current key
+reads the current and the old key together (one ``TransactGetItems``: an item a mover moves
+between the two reads is still found, under one layout or the other; :meth:`Layout.read`),
+``find`` reads the owner a guard names in either layout (:meth:`Layout.owner`), and an
+object found the old way is read with its old version rows (:meth:`Layout.moved`), which
+a later write moves with it. Queries are not covered: an old-layout item lives under its
+old partition key (or its old type name); use ``get`` or run ``dynaorm migrate`` first.
 
 A write of an object read from the old layout (its state a
 :class:`~dynaorm.values.state.MovedState`: the old row as stored, and a versioned entity's
@@ -24,7 +32,7 @@ is one move.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +40,18 @@ from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError, TransactionTooLargeError
+from dynaorm.protocol.steps import call
 from dynaorm.schema.described import described
-from dynaorm.schema.rules import Before, Change, Declaration, Moved, Rule, Writing, register
+from dynaorm.schema.rules import (
+    Before,
+    Change,
+    Declaration,
+    Fetching,
+    Moved,
+    Rule,
+    Writing,
+    register,
+)
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
@@ -47,14 +65,15 @@ from dynaorm.values.expressions import (
     rename_paths,
     stored_as,
 )
-from dynaorm.values.keys import key_value
+from dynaorm.values.keys import key_id, key_value, wire_key
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.state import MovedState
 from dynaorm.values.times import stamped
+from dynaorm.values.ttl import expired
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "Layout", "MovedState", "Previous",
            "PreviousLayout", "history_batches", "kept_row_move", "move_actions",
-           "needs_history_batches", "previous_layout"]
+           "previous_layout"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -143,15 +162,19 @@ class Layout(Before):
         if item is None:
             return False
         type_attr = self.table.type_attribute
-        if type_attr is not None and item.get(type_attr, {}).get("S") != self.type_name:
-            return False
-        return self.parse_key(item) is not None
+        if type_attr is not None:
+            return item.get(type_attr, {}).get("S") == self.type_name and (
+                self.parse_key(item) is not None)
+        return self.parse_key(item) is not None and not self._claimed(item)
 
-    def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
-        """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
-        state set: :meth:`validate`), and its version (``None``: not versioned)."""
-        obj = self.validate(spec, item)
-        return obj, obj.__dict__.get("version") if self.versioned else None
+    def _claimed(self, item: Item) -> bool:
+        """Whether ``item``'s key is another entity's literal key (``OLD#admin`` of an
+        entity keyed so, which the old template ``OLD#{a}`` renders too): on a table
+        without a type attribute a literal key wins over a template, under the old layout
+        as under the current one, so that row is never read, moved or deleted as this
+        layout's."""
+        return any(not (s := e.__dynaorm_spec__).pk.fields and not (s.sk and s.sk.fields)
+                   and s.fits_shape(item) for e in self.table.entities.values())
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
         """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
@@ -272,6 +295,82 @@ class Layout(Before):
         return ops
 
 
+    # -- the migration window's reads (the phase hands them its reads, ``Fetching``)
+
+    def moved(self, spec: Any, item: Item, kit: Fetching) -> Generator[Any, Any, Any]:
+        """An object of ``spec.cls`` read from ``item``, a row of this layout, with its
+        old version rows (1..n, versioned only: read), marked so that any write of it
+        moves it (:class:`~dynaorm.values.state.MovedState`)."""
+        keys = [wire_key(k) for k in self.version_keys(item, spec.name)]
+        found = (yield from kit.batch(spec.table.name, keys, consistent=True)) if keys else {}
+        history = tuple(found[key_id(k)] for k in keys if key_id(k) in found)
+        yield from kit.prepare((spec,), (item, *history))
+        obj = self.validate(spec, item)
+        kit.settle(obj, MovedState(spec.stored_key(item), item, obj.__dict__.get("version")
+                                   if self.versioned else None, history))
+        return obj
+
+    def read(self, spec: Any, old_key: PlainKey, key: PlainKey, found: Item | None,
+             kit: Fetching) -> Generator[Any, Any, Any]:
+        """(the current and the old key read together, at one instant: an item a mover
+        moves between ``get``'s first read and this one is still found, under one layout
+        or the other)"""
+        item = found
+        if key_id(old_key) != key_id(key):  # (else only the type or stored names changed)
+            both = yield from kit.snapshot(spec, (key, old_key))
+            current, item = both.get(key_id(key)), both.get(key_id(old_key))
+            if spec.owns(current):  # (and its TTL not passed)
+                item = current
+        return (yield from self.owner(spec, item, kit))
+
+    def owner(self, spec: Any, item: Item | None, kit: Fetching) -> Generator[Any, Any, Any]:
+        """(a guard written before the change names its owner under the old key and type
+        name: ``find`` in a migration window)"""
+        obj = yield from Before.owner(self, spec, item, kit)
+        if obj is None and (item := _live(spec, item)) is not None and self.owns(item):
+            obj = yield from self.moved(spec, item, kit)
+        return obj
+
+    def stored_now(self, spec: Any, state: Any, key: PlainKey, kit: Fetching
+                   ) -> Generator[Any, Any, Any]:
+        if type(state) is not MovedState:
+            return (yield from Before.stored_now(self, spec, state, key, kit))
+        return (yield from self.either(spec, state.key, key, kit))
+
+    def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
+               ) -> Generator[Any, Any, Any]:
+        """The old row, still there: a fresh :class:`~dynaorm.values.state.MovedState`
+        (with its version rows), so the write moves it; else the current row (another
+        writer moved it): its plain state, so the write replaces it; else ``None``."""
+        if key_id(old_key) == key_id(key):  # only the type or stored names changed
+            out = yield from call("GetItem", {"TableName": spec.table.name,
+                                              "Key": wire_key(old_key), "ConsistentRead": True},
+                                  (spec.cls,))
+            old = current = out.get("Item")
+        else:
+            both = yield from kit.snapshot(spec, (old_key, key))
+            old, current = both.get(key_id(old_key)), both.get(key_id(key))
+        old, current = _live(spec, old), _live(spec, current)
+        if old is not None and self.owns(old):
+            if current is not old and current is not None and spec.owns(current):
+                raise DynaormError(
+                    f"{spec.name}: both layouts hold it, the old row {old_key} and the "
+                    f"current row {key} (a new object was saved at the current key during "
+                    "the migration window); overwrite cannot tell which one it replaces: "
+                    "delete one of them first")
+            return (yield from self.moved(spec, old, kit))._dynaorm_state
+        if current is not None and spec.owns(current):
+            yield from kit.prepare((spec,), (current,))
+            return spec.cls._from_item(current, spec)._dynaorm_state
+        return None
+
+
+def _live(spec: Any, item: Item | None) -> Item | None:
+    """``item``, or ``None`` when its TTL has passed (expired, not yet deleted by
+    DynamoDB: every read treats it as gone, under either layout)."""
+    return None if item is None or expired(item, spec.table.ttl) else item
+
+
 def _origin(spec: Any, owner: PlainKey, index: int) -> Callable[[Role, Fail], Origin]:
     """The origin of a row of a move staged at ``index``, naming ``owner``, by role and
     failure."""
@@ -297,11 +396,6 @@ def move_actions(spec: Any, versions: int) -> int:
     re-pointed guard per unique rule, a new version row)."""
     rows = spec.rules.rows(described(spec, "move"))
     return 2 + 2 * versions + len(rows.before) + len(rows.after)
-
-
-def needs_history_batches(spec: Any, state: MovedState) -> bool:
-    """Whether moving the object of ``state`` in one transaction exceeds the limit."""
-    return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
 
 
 def history_batches(spec: Any, state: MovedState, kit: Writing) -> list[list[Op]]:
