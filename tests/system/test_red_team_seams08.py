@@ -195,12 +195,6 @@ class Seat(Entity):
     email: str
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: inference reads a unique guard scoped by a field (Unique(..., scope="
-    "'{tenant_id}'), keys '<tenant>#email#<v>') as one Unique of a literal prefix per "
-    "tenant (prefix='acme#email', prefix='beta#email'): the inferred model's check reports "
-    "every seat missing the other tenants' guards, and its saves take an email in every "
-    "tenant at once (dynaorm/schema/infer.py _guards; owned by cut69b this session)"))
 def test_an_inferred_per_tenant_unique_rule_keeps_tenants_apart(moto: None) -> None:
     """Seats of two tenants, each unique per tenant, inferred: ``dynaorm check`` with the
     inferred model reports no problem, and with it tenant ``beta`` can take an email
