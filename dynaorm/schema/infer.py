@@ -776,7 +776,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     models = _Namer()
     plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
-    entities = [_entity(g, table, keyed, skip, models) for g in groups]
+    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models))
+                for g in groups]
     if type_attr is None:  # (told apart by key shape only)
         entities = _untangled(entities, lambda g: _entity(g, table, keyed, skip, models),
                               unplaced)
@@ -792,6 +793,26 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
     return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+
+
+def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
+    """The entity of ``group``; one named by a type attribute reads every item of its type
+    (a scan decodes each), so when its templates leave some unparsed (values holding the
+    table's separator: ``OLD.b_aa.||ba`` in a table read with ``|``) it is built again
+    with the other separators, and at last with its keys whole (a character none holds),
+    keeping the one that places the most."""
+    entity = build(group)
+    if group.type_name is None:
+        return entity
+    texts = [t for k in group.keys for t in k.values()]
+    for sep in (*SEPARATORS, "\x00"):
+        if all(entity.members):
+            break
+        if sep != group.sep and not (sep == "\x00" and any(sep in t for t in texts)):
+            other = build(_Group(group.name, group.type_name, group.items, group.keys,
+                                 group.versioned, sep))
+            entity = max(entity, other, key=_Entity.support)
+    return entity
 
 
 def _untangled(entities: list[_Entity], build: Callable[[_Group], _Entity],

@@ -149,12 +149,6 @@ def test_a_table_in_its_migration_window_is_inferred_and_claimed(
         assert sum(result.unclaimed.values()) == len(unplaced), (code, result.unclaimed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: keys of the old layout joined by '.' whose values hold '|' (one key of "
-    "three): inference takes '|' as the separator, places one item under '{pk_2}|{pk_3}' "
-    "and names the others unplaced, but its entity (named by their type attribute) still "
-    "reads them: a scan of the inferred model raises ItemDecodeError on an item the "
-    "report named unplaced (dynaorm/schema/infer.py; owned by cut69b this session)"))
 def test_an_item_inference_left_unplaced_never_breaks_a_scan_of_its_model(
         moto: None) -> None:
     """Old-layout members ``OLD._|._b``, ``OLD.b_aa.||ba``, ``OLD.a:.__`` (ids the
