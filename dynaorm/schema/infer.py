@@ -776,7 +776,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     models = _Namer()
     plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
-    entities = [_entity(g, table, keyed, skip, models) for g in groups]
+    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models))
+                for g in groups]
     if type_attr is None:  # (told apart by key shape only)
         entities = _untangled(entities, lambda g: _entity(g, table, keyed, skip, models),
                               unplaced)
@@ -792,6 +793,26 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
     return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+
+
+def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
+    """The entity of ``group``; one named by a type attribute reads every item of its type
+    (a scan decodes each), so when its templates leave some unparsed (values holding the
+    table's separator: ``OLD.b_aa.||ba`` in a table read with ``|``) it is built again
+    with the other separators, and at last with its keys whole (a character none holds),
+    keeping the one that places the most."""
+    entity = build(group)
+    if group.type_name is None:
+        return entity
+    texts = [t for k in group.keys for t in k.values()]
+    for sep in (*SEPARATORS, "\x00"):
+        if all(entity.members):
+            break
+        if sep != group.sep and not (sep == "\x00" and any(sep in t for t in texts)):
+            other = build(_Group(group.name, group.type_name, group.items, group.keys,
+                                 group.versioned, sep))
+            entity = max(entity, other, key=_Entity.support)
+    return entity
 
 
 def _untangled(entities: list[_Entity], build: Callable[[_Group], _Entity],
@@ -874,20 +895,107 @@ def _name_entities(entities: Sequence[_Entity], models: Iterable[str]) -> None:
 
 def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[Item],
             table: Mapping[str, Any]) -> None:
-    """dynaorm's unique guard items as ``unique`` rules of the entities they name."""
+    """dynaorm's unique guard items as ``unique`` rules of the entities they name (one
+    rule for the guards of one owner's field: :func:`_rule`)."""
     by_type = {e.group.type_name or e.group.name: e for e in entities}
+    found: dict[tuple[str, str], list[tuple[str, Item]]] = defaultdict(list)
     for guard in guards:
         owner = by_type.get(_text(guard.get("owner_type")) or "")
         name = _text(guard.get("unique_field"))
         key = _text(guard.get(table["pk"])) or ""
         field_of = {f["name"] for f in owner.fields} if owner is not None else set()
-        if owner is None or name not in field_of or "#" not in key:
+        if owner is None or name is None or name not in field_of or "#" not in key:
             unplaced.append(guard)
             continue
-        prefix = key.rsplit("#", 1)[0]
-        rule = {"field": name, "prefix": prefix, "scope": None, "normalize": None}
-        if rule not in owner.unique:
-            owner.unique.append(rule)
+        found[(owner.group.type_name or owner.group.name, name)].append((key, guard))
+    for (type_name, name), keyed in found.items():
+        owner = by_type[type_name]
+        for rule in _rules(owner, name, keyed, table):
+            if rule not in owner.unique:
+                owner.unique.append(rule)
+
+
+def _rules(owner: _Entity, name: str, keyed: Sequence[tuple[str, Item]],
+           table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``unique`` rules of ``owner``'s field ``name`` its guards (``keyed``: each
+    guard's key text) hold: one scoped by a template of the owner's fields when the
+    guards' keys render it (by the key grammar) before one prefix and it differs between
+    them (``acme#email#a@x``, ``beta#email#b@x``: ``scope="{tenant_id}"``), else one of a
+    literal prefix per prefix the keys hold."""
+    heads = {key: key.rsplit("#", 1)[0] for key, _ in keyed}
+    literal = [{"field": name, "prefix": p, "scope": None, "normalize": None}
+               for p in dict.fromkeys(heads.values())]
+    if len(literal) == 1:
+        return literal
+    values = {key: _owner_values(owner, guard, table) for key, guard in keyed}
+    for scope in _scopes(owner):
+        prefixes: set[str] = set()
+        leads: set[str] = set()
+        for key, head in heads.items():
+            if values[key] is None:  # (its owner not sampled: its key parsed below)
+                continue
+            lead = _rendered(scope, values[key])
+            if lead is None or not head.startswith(lead + "#"):
+                break
+            prefixes.add(head[len(lead) + 1:])
+            leads.add(lead)
+        else:
+            if len(prefixes) != 1 or len(leads) < 2 or "" in prefixes:
+                continue
+            prefix = prefixes.pop()
+            whole = KeyTemplate.parse(f"{scope.source}#{_escaped(prefix)}")
+            if all(whole.parse_key(head) is not None for head in heads.values()):
+                return [{"field": name, "prefix": prefix, "scope": scope.source,
+                         "normalize": None}]
+    return literal
+
+
+def _owner_values(owner: _Entity, guard: Item, table: Mapping[str, Any]
+                  ) -> dict[str, str] | None:
+    """The field texts of the sampled item of ``owner`` the guard names as its owner (its
+    stored attributes, and what its keys hold by the owner's templates); ``None`` when
+    the sample does not hold it."""
+    wanted = {a: _text(guard.get(o)) for a, o in ((table["pk"], "owner_pk"),
+                                                  (table["sk"], "owner_sk")) if a}
+    for item in owner.group.items:
+        if all(_text(item.get(a)) == text for a, text in wanted.items()):
+            out = {f["name"]: t for f in owner.fields if (t := _text(item.get(f["stored"])))}
+            for attr, template in owner.parsed.items():
+                text = _text(item.get(attr))
+                parsed = template.parse_key(text) if text is not None else None
+                out.update({k: v for k, v in (parsed or {}).items() if k not in out})
+            return out
+    return None
+
+
+def _scopes(owner: _Entity) -> list[KeyTemplate]:
+    """The scope templates a guard of ``owner`` may render before its prefix: each field
+    alone (``{tenant_id}``), and each leading run of the owner's key templates that ends
+    at a field (``ORG#{org_id}``)."""
+    out: dict[str, KeyTemplate] = {}
+    for f in owner.fields:
+        if _IDENT.match(f["name"]):
+            out.setdefault("{" + f["name"] + "}", KeyTemplate.parse("{" + f["name"] + "}"))
+    for template in owner.parsed.values():
+        source = ""
+        for seg in template.segments:
+            if isinstance(seg, str):
+                source += _escaped(seg)
+                continue
+            source += "{" + seg.name + "}"
+            out.setdefault(source, KeyTemplate.parse(source))
+    return sorted(out.values(), key=lambda t: -len(t.segments))
+
+
+def _rendered(scope: KeyTemplate, values: Mapping[str, str] | None) -> str | None:
+    """The text ``scope`` renders from ``values`` (``None``: a field it needs is missing,
+    or its value is refused there)."""
+    if values is None or not all(f in values for f in scope.fields):
+        return None
+    try:
+        return scope.render(values)
+    except DynaormError:
+        return None
 
 
 def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> set[str]:

@@ -149,12 +149,6 @@ def test_a_table_in_its_migration_window_is_inferred_and_claimed(
         assert sum(result.unclaimed.values()) == len(unplaced), (code, result.unclaimed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: keys of the old layout joined by '.' whose values hold '|' (one key of "
-    "three): inference takes '|' as the separator, places one item under '{pk_2}|{pk_3}' "
-    "and names the others unplaced, but its entity (named by their type attribute) still "
-    "reads them: a scan of the inferred model raises ItemDecodeError on an item the "
-    "report named unplaced (dynaorm/schema/infer.py; owned by cut69b this session)"))
 def test_an_item_inference_left_unplaced_never_breaks_a_scan_of_its_model(
         moto: None) -> None:
     """Old-layout members ``OLD._|._b``, ``OLD.b_aa.||ba``, ``OLD.a:.__`` (ids the
@@ -195,12 +189,6 @@ class Seat(Entity):
     email: str
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: inference reads a unique guard scoped by a field (Unique(..., scope="
-    "'{tenant_id}'), keys '<tenant>#email#<v>') as one Unique of a literal prefix per "
-    "tenant (prefix='acme#email', prefix='beta#email'): the inferred model's check reports "
-    "every seat missing the other tenants' guards, and its saves take an email in every "
-    "tenant at once (dynaorm/schema/infer.py _guards; owned by cut69b this session)"))
 def test_an_inferred_per_tenant_unique_rule_keeps_tenants_apart(moto: None) -> None:
     """Seats of two tenants, each unique per tenant, inferred: ``dynaorm check`` with the
     inferred model reports no problem, and with it tenant ``beta`` can take an email
