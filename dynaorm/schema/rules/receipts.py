@@ -106,6 +106,15 @@ def _text(value: Any) -> str:
 
 #: (what it encodes is built here, never cyclic: no check for cycles)
 _JSON = json.JSONEncoder(separators=(",", ":"), default=_text, check_circular=False)
+#: the C encoder ``_JSON.encode`` makes on every call, made once (:func:`_encoded`)
+_make: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_JSON: Callable[[Any, int], Sequence[str]] | None = None if _make is None else _make(
+    None, _text, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+
+
+def _encoded(value: Any) -> str:
+    """``_JSON.encode(value)``: the same text, by the C encoder when there is one."""
+    return _JSON.encode(value) if _C_JSON is None else "".join(_C_JSON(value, 0))
 
 
 # -- the digest of what was staged ---------------------------------------------------------
@@ -428,8 +437,14 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    size = sum(text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
-               for a, v in item.items())
+    names = tuple(item)  # (its attribute names: the same few per table, sized once)
+    size = _NAMES.get(names)
+    if size is None:
+        size = _NAMES[names] = sum(map(text_size, names))
+    for v in item.values():
+        text = v.get("S")
+        size += _whole_size(v["N"]) if text is None else len(text) if text.isascii() else (
+            text_size(text))
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
@@ -456,6 +471,8 @@ def _whole_size(text: str) -> int:
     return (len(text) - 1) // 2 - (len(text) - len(text.rstrip("0"))) // 2 + 2
 
 
+#: the size of a receipt's attribute names, by the names in order (:func:`_built`)
+_NAMES: dict[tuple[str, ...], int] = {}
 #: the condition of a receipt's Put (its text and names) by partition key and expiry
 #: attribute (:func:`_built`)
 _CONDITIONS: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
@@ -514,7 +531,7 @@ class Receipting:
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
                       table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
+                      RESULT: {"S": result if isinstance(result, str) else _encoded(result)}}
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
@@ -526,7 +543,7 @@ class Receipting:
         """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes,
         each conditioned on no live receipt at its key (a plan counts them with the other
         rows toward DynamoDB's limits)."""
-        result = _JSON.encode([*((op, [body["Key"]] if "Key" in body else [])
+        result = _encoded([*((op, [body["Key"]] if "Key" in body else [])
                                  for op, body in self.sent),
                                 ("TransactWriteItems", [op.key for op in ops])])
         rev, now = self.token[:16], int(time.time())
@@ -553,7 +570,7 @@ class Receipting:
                 name = str(path[-1])
                 values.append([path, owner.model_dump(mode="json", include={name})[name]])
             kept.setdefault(text, []).append(values)
-        return _JSON.encode(kept)
+        return _encoded(kept)
 
     def restore(self, stored: Item) -> bool:
         """Put the values the default factories made for the commit that wrote the
