@@ -29,7 +29,7 @@ import os
 import threading
 import weakref
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
@@ -122,26 +122,12 @@ def _blob(value: object) -> str:
 #: one encoder for every request (``json.dumps`` with options builds one per call); a
 #: request is a tree built by dynaorm, never cyclic: no check for cycles
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_blob, check_circular=False)
-#: the C encoder ``_ENCODER.encode`` makes on every call, made once and called directly
-#: (its two Python frames and the encoder's making were a tenth of a body's encoding)
-#: (its arguments: no cycle check, ``default``, ASCII strings, no indent, the separators,
-#: keys unsorted, none skipped, NaN allowed: ``_ENCODER``'s)
-_make: Any = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODER: Callable[[Any, int], Sequence[str]] | None = None if _make is None else _make(
-    None, _blob, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
-
-
-def _encoded(request: dict[str, Any]) -> str:
-    """``_ENCODER.encode(request)``: the same text, by the C encoder when there is one."""
-    if _C_ENCODER is None:
-        return _ENCODER.encode(request)
-    return "".join(_C_ENCODER(request, 0))
 
 
 def render(request: dict[str, Any]) -> bytes:
     """The JSON body of ``request`` (botocore-shaped parameters), binary values base64
     encoded as botocore encodes them."""
-    return _encoded(request).encode("utf-8")
+    return _ENCODER.encode(request).encode("utf-8")
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -367,7 +353,7 @@ class WireSettings:
         (a refreshable set refreshes here when due, as botocore's signer does; none, or a
         refresh that fails: a :class:`~dynaorm.RequestError` with botocore's code). In AWS
         Lambda the trace id (:func:`trace_header`) is added, not signed, as botocore does."""
-        body = _encoded(request).encode("utf-8")
+        body = _ENCODER.encode(request).encode("utf-8")
         credentials = self._credentials
         if credentials is None:
             raise RequestError(operation, "NoCredentialsError", "Unable to locate credentials")

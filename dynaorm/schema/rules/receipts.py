@@ -106,15 +106,6 @@ def _text(value: Any) -> str:
 
 #: (what it encodes is built here, never cyclic: no check for cycles)
 _JSON = json.JSONEncoder(separators=(",", ":"), default=_text, check_circular=False)
-#: the C encoder ``_JSON.encode`` makes on every call, made once (:func:`_encoded`)
-_make: Any = getattr(json.encoder, "c_make_encoder", None)
-_C_JSON: Callable[[Any, int], Sequence[str]] | None = None if _make is None else _make(
-    None, _text, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
-
-
-def _encoded(value: Any) -> str:
-    """``_JSON.encode(value)``: the same text, by the C encoder when there is one."""
-    return _JSON.encode(value) if _C_JSON is None else "".join(_C_JSON(value, 0))
 
 
 # -- the digest of what was staged ---------------------------------------------------------
@@ -376,7 +367,7 @@ class Receipts:
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
         for entity in written.values():
             table = entity.__dynaorm_spec__.table
-            why = _unkept(table)
+            why = _keyed(table)[1]
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
@@ -388,11 +379,6 @@ class Receipts:
             if obj is not None and (paths := made_paths(obj)):
                 receipting.made.append((_short(text), obj, paths))
         return receipting
-
-
-def _unkept(table: Any) -> str:
-    """Why ``table`` cannot keep receipts (``""``: it can)."""
-    return _keyed(table)[1]
 
 
 def _keyed(table: Any) -> tuple[Any, str, bool]:
@@ -437,14 +423,9 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    names = tuple(item)  # (its attribute names: the same few per table, sized once)
-    size = _NAMES.get(names)
-    if size is None:
-        size = _NAMES[names] = sum(map(text_size, names))
-    for v in item.values():
-        text = v.get("S")
-        size += _whole_size(v["N"]) if text is None else len(text) if text.isascii() else (
-            text_size(text))
+    # (UTF-8 sizes add up: its names and text values sized as one text, in one call)
+    size = text_size("".join([*item, *(v["S"] for v in item.values() if "S" in v)])) + sum(
+        _whole_size(v["N"]) for v in item.values() if "N" in v)
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
@@ -471,8 +452,6 @@ def _whole_size(text: str) -> int:
     return (len(text) - 1) // 2 - (len(text) - len(text.rstrip("0"))) // 2 + 2
 
 
-#: the size of a receipt's attribute names, by the names in order (:func:`_built`)
-_NAMES: dict[tuple[str, ...], int] = {}
 #: the condition of a receipt's Put (its text and names) by partition key and expiry
 #: attribute (:func:`_built`)
 _CONDITIONS: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
@@ -531,7 +510,7 @@ class Receipting:
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
                       table.ttl or EXPIRY: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      RESULT: {"S": result if isinstance(result, str) else _encoded(result)}}
+                      RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
@@ -543,7 +522,7 @@ class Receipting:
         """The rows the commit of ``ops`` adds: a receipt (a Put) in each table it writes,
         each conditioned on no live receipt at its key (a plan counts them with the other
         rows toward DynamoDB's limits)."""
-        result = _encoded([*((op, [body["Key"]] if "Key" in body else [])
+        result = _JSON.encode([*((op, [body["Key"]] if "Key" in body else [])
                                  for op, body in self.sent),
                                 ("TransactWriteItems", [op.key for op in ops])])
         rev, now = self.token[:16], int(time.time())
@@ -570,7 +549,7 @@ class Receipting:
                 name = str(path[-1])
                 values.append([path, owner.model_dump(mode="json", include={name})[name]])
             kept.setdefault(text, []).append(values)
-        return _encoded(kept)
+        return _JSON.encode(kept)
 
     def restore(self, stored: Item) -> bool:
         """Put the values the default factories made for the commit that wrote the
