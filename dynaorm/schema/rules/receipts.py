@@ -367,7 +367,7 @@ class Receipts:
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
         for entity in written.values():
             table = entity.__dynaorm_spec__.table
-            why = _unkept(table)
+            why = _keyed(table)[1]
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
@@ -379,11 +379,6 @@ class Receipts:
             if obj is not None and (paths := made_paths(obj)):
                 receipting.made.append((_short(text), obj, paths))
         return receipting
-
-
-def _unkept(table: Any) -> str:
-    """Why ``table`` cannot keep receipts (``""``: it can)."""
-    return _keyed(table)[1]
 
 
 def _keyed(table: Any) -> tuple[Any, str, bool]:
@@ -428,8 +423,9 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    size = sum(text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
-               for a, v in item.items())
+    # (UTF-8 sizes add up: its names and text values sized as one text, in one call)
+    size = text_size("".join([*item, *(v["S"] for v in item.values() if "S" in v)])) + sum(
+        _whole_size(v["N"]) for v in item.values() if "N" in v)
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
