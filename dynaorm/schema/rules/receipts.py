@@ -423,9 +423,8 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    # (UTF-8 sizes add up: its names and text values sized as one text, in one call)
-    size = text_size("".join([*item, *(v["S"] for v in item.values() if "S" in v)])) + sum(
-        _whole_size(v["N"]) for v in item.values() if "N" in v)
+    size = sum(text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
+               for a, v in item.items())
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
