@@ -24,7 +24,7 @@ import keyword
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import pydantic
@@ -809,8 +809,7 @@ def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
         if all(entity.members):
             break
         if sep != group.sep and not (sep == "\x00" and any(sep in t for t in texts)):
-            other = build(_Group(group.name, group.type_name, group.items, group.keys,
-                                 group.versioned, sep))
+            other = build(replace(group, sep=sep))
             entity = max(entity, other, key=_Entity.support)
     return entity
 
