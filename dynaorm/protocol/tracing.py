@@ -109,6 +109,7 @@ class _Open:
     by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
     current: Any = None  # a context with the span current (made for its first attempt)
+    tracer: Any = None  # the tracer its span was made with (its attempts' too)
 
     def context(self) -> Any:
         """A context holding the operation's span as the current one (the parent of its
@@ -131,6 +132,7 @@ class _Sent:
     started: int = 0
     botocore: bool = False
     clock: float = field(default_factory=time.perf_counter)
+    tracer: Any = None  # the tracer a span made at its end is made with
 
 
 @functools.cache
@@ -212,6 +214,12 @@ class Tracing(Hook):
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
         ``None``: OpenTelemetry's global one)."""
 
+    def renew(self) -> None:
+        """A lock of its own and no operation open (in a child of ``os.fork()``: the lock
+        may be held, and the operations run, by a thread the child has not)."""
+        self._lock = threading.Lock()
+        self._open = {}
+
     def route(self, routes: Callable[[str], bool],
               where: Callable[[], tuple[str, str] | None]) -> None:
         """Tell the hook how its client routes attempts and where to (see the class),
@@ -286,23 +294,25 @@ class Tracing(Hook):
             if tracer is None or _suppressed():
                 return None
             return self._start_operation(tracer, phase)
-        if tracer is not None and phase.within is not None:
-            opened = self._open.get(id(phase.within))
-            if opened is None:
-                return None  # its operation has no span: suppressed
+        opened = None if phase.within is None else self._open.get(id(phase.within))
+        if opened is not None:  # (with its operation's tracer, whatever is configured now)
             if not opened.recording:
                 return self._unrecorded(opened, phase)
-            return self._start_attempt(tracer, phase, opened)
+            return self._start_attempt(opened.tracer, phase, opened)
+        if tracer is not None and phase.within is not None:
+            return None  # its operation has no span: suppressed
         if _suppressed():
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """End the span ``on_start`` started, with the outcome on it."""
-        if isinstance(token, _Sent):
-            self._end_attempt(phase, token)  # type: ignore[arg-type]
-        elif isinstance(token, _Open):
-            self._end_operation(phase, token)  # type: ignore[arg-type]
+        if token is None:  # (by the phase, not the token's class: after a reload of this
+            return None  # module, a token made before it is of the class it replaced)
+        if isinstance(phase, Operation):
+            self._end_operation(phase, token)
+        else:
+            self._end_attempt(phase, token)
         return None
 
     # -- operations --------------------------------------------------------------------
@@ -313,7 +323,7 @@ class Tracing(Hook):
         context to, its attempts are not even reported to the hook (``Operation.quiet``)."""
         found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
         span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
-        opened = _Open(span, span.is_recording())
+        opened = _Open(span, span.is_recording(), tracer=tracer)
         if opened.recording or self._meters is not None or (  # (or any instrumentation)
                 "opentelemetry.instrumentation" in sys.modules) or (
                 self._routes is not None and self._routes(op.session)):
@@ -377,12 +387,12 @@ class Tracing(Hook):
         when the attempt ends, as it started then, with every attribute at once."""
         via, instrumented = self._delegated(attempt)
         if not via:
-            return _Sent(None, None, time.time_ns())
+            return _Sent(None, None, time.time_ns(), tracer=tracer)
         context, trace = _otel()
         parent = None if opened is None else opened.context()
         if instrumented:  # botocore's span is the attempt's: under the operation's
             token = None if parent is None else context.attach(parent)
-            return _Sent(None, token, time.time_ns(), botocore=True)
+            return _Sent(None, token, time.time_ns(), botocore=True, tracer=tracer)
         span = self._attempt_span(tracer, attempt, parent)
         return _Sent(span, context.attach(trace.set_span_in_context(span)))
 
@@ -411,7 +421,7 @@ class Tracing(Hook):
             if span is None:  # made now, every attribute at once (a span botocore never
                 # saw: a hook answered the attempt, an injected fault; dynaorm's own wire)
                 span = self._attempt_span(
-                    self._tracer, attempt, None if opened is None else opened.context(),
+                    sent.tracer, attempt, None if opened is None else opened.context(),
                     sent.started, _answer_attributes(attempt, *where))
             elif span.is_recording():
                 span.set_attributes(_answer_attributes(attempt, *where))
