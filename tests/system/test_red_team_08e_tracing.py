@@ -410,6 +410,7 @@ def test_objects_holding_tracing_state_pickle_and_work_or_refuse_clearly(
     provider, exporter = _provider()
     loop_table.db.tracing.tracer_provider = provider
     assert Session(loop_table).get(Box, box_id="x") is None
+    assert len(exporter.get_finished_spans()) == 2
     for thing in (loop_table.db.tracing, loop_table.db, Session(loop_table),
                   AsyncSession(loop_table)):
         try:
