@@ -572,9 +572,7 @@ def _forked() -> None:
         client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
         client._transport, client._boto = None, BotocoreWire(client)
         client._meter.renew()  # (the child's own consumption, from 0)
-        for tracer in client._tracers:  # (its lock, maybe held by a thread it has not)
-            if isinstance(tracer, Tracing):
-                tracer.renew()
+        client.tracing.renew()  # (its lock, maybe held by a thread the child has not)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)

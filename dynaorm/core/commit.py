@@ -279,10 +279,11 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
         step = Call("TransactWriteItems", request, origins, True,
                     shares=functools.partial(_shares, plan, prepared))
 
+    seen: list[Item | None] = []
+
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
-        if probed:
-            return probed.pop()
-        item: Item | None = yield from READS.item(table, key)
+        item: Item | None = probed.pop() if probed else (yield from READS.item(table, key))
+        seen[:] = [item]  # (the last item read back: what proves a lost answer applied)
         return item
 
     try:
@@ -295,8 +296,10 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
             if settled is not None:  # (an idempotent commit's receipt says what it means)
                 return settled
             error = yield from failure(plan, exc, read, rev)
-            if error is None:  # applied: the commit succeeded, its answer was lost
-                return {}
+            if error is None:  # applied: the commit succeeded, its answer was lost; a
+                # single update's ALL_NEW is the item read back holding its revision (a
+                # later read could show another writer's change instead)
+                return {"Attributes": seen[0]} if seen and "ReturnValues" in request else {}
             if error is exc:
                 raise
             raise error from exc

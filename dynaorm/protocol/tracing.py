@@ -215,10 +215,9 @@ class Tracing(Hook):
         ``None``: OpenTelemetry's global one)."""
 
     def renew(self) -> None:
-        """A lock of its own and no operation open (in a child of ``os.fork()``: the lock
-        may be held, and the operations run, by a thread the child has not)."""
+        """A lock of its own (in a child of ``os.fork()``: the parent's may be held by a
+        thread the child has not)."""
         self._lock = threading.Lock()
-        self._open = {}
 
     def route(self, routes: Callable[[str], bool],
               where: Callable[[], tuple[str, str] | None]) -> None:
@@ -294,7 +293,7 @@ class Tracing(Hook):
             if tracer is None or _suppressed():
                 return None
             return self._start_operation(tracer, phase)
-        opened = None if phase.within is None else self._open.get(id(phase.within))
+        opened = self._open.get(id(phase.within))  # (None's id: never an operation's)
         if opened is not None:  # (with its operation's tracer, whatever is configured now)
             if not opened.recording:
                 return self._unrecorded(opened, phase)

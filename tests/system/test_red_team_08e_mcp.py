@@ -104,7 +104,7 @@ def _unknown(message: str) -> bool:
 # == concurrent calls on one loop, answers lost at the wire ===================================
 _ITEM = st.fixed_dictionaries({
     "n": st.integers(-(10**6), 10**6),
-    "words": st.lists(st.sampled_from(["a", "b", "é", "\u200d"]), max_size=3),
+    "words": st.lists(st.sampled_from(["a", "b", "é", "\u200d"]), max_size=3, unique=True),
     "blob": st.sampled_from(["", "/w==", "AAEC"]),
 })
 
@@ -180,7 +180,7 @@ def test_concurrent_tool_calls_with_lost_answers_are_told_the_truth(
     elif stored is not None:
         assert any(stored == _as_session_saves(i) for i in possible), (
             "stored by a create told it failed", creates)
-    for item, (how, said) in creates:
+    for _, (how, said) in creates:
         if how == "error" and said.startswith("ItemExistsError"):
             assert stored is not None, said
     # gets of the raced item: nothing or what one create sent
@@ -221,6 +221,59 @@ def test_concurrent_tool_calls_with_lost_answers_are_told_the_truth(
             assert how == "ok" or _unknown(said), said
             if how == "ok":
                 assert _raw(gone) is None
+
+
+class _WriteAfterReadBack(Hook):
+    """After the first consistent ``GetItem`` of ``crate_id`` (the read-back that proves
+    a lost answer applied), another writer sets ``n`` to ``later`` (once)."""
+
+    def __init__(self, crate_id: str, later: int) -> None:
+        self.crate_id, self.later, self.done = crate_id, later, False
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if (not self.done and isinstance(phase, Attempt) and phase.operation == "GetItem"
+                and self.crate_id in json.dumps(phase.request)):
+            self.done = True
+            with Session(crates) as s:
+                s.update(Crate, crate_id=self.crate_id).set(n=self.later)
+        return None
+
+
+@pytest.mark.parametrize("through", ["session", "mcp"])
+def test_an_update_whose_answer_was_lost_returns_its_own_item(cdb: TestBackend,
+                                                              through: str) -> None:
+    """Fixed: an update alone (``UpdateItem``, ``ALL_NEW``) whose answer was lost, proved
+    applied by the item read back holding its revision, had its ``result`` (and an MCP
+    update's returned item) read again afterwards: another writer's later change was
+    returned as this update's item (n=2 for an update that set n=1). Now its result is the
+    item read back, the one that proved it."""
+    tag = uuid.uuid4().hex[:8]
+    with Session(crates) as s:
+        s.save(Crate(crate_id=tag))
+    hook = _WriteAfterReadBack(tag, 2)
+    crates.db.add_hook(hook)
+    try:
+        with inject_faults(crates) as faults:
+            faults.lose_answer("UpdateItem")
+            if through == "session":
+                with Session(crates) as s:
+                    staged = s.update(Crate, crate_id=tag).set(n=1).returning()
+                got = staged.result.n
+            else:
+                srv = dynaorm.mcp.server(crates, writes=["Crate"], threads=False)
+
+                async def go() -> Any:
+                    async with Client(srv) as client:
+                        return await client.call_tool("update_crate", {
+                            "crate_id": tag, "set": {"n": 1}})
+                how, said = _told(asyncio.run(go()))
+                assert how == "ok", said
+                got = said["item"]["n"]
+    finally:
+        crates.db.remove_hook(hook)
+    assert hook.done
+    assert got == 1
+    assert Session(crates).get(Crate, crate_id=tag, consistent=True).n == 2  # type: ignore[union-attr]
 
 
 # == cancelled mid-commit =====================================================================
