@@ -576,7 +576,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             self._result, self._known = self._planned, True
             return
         item: Item | None = response.get("Attributes") if single else None
-        # (alone and answered: ALL_NEW; alone with its answer lost but applied: read back)
+        # (alone: ALL_NEW, or, its answer lost but proved applied, the item that proved it)
         if item is None and (self._returning or single):
             item = yield from reads.item(self._spec.table, self.key)
         if item is not None:
