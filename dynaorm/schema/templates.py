@@ -64,6 +64,12 @@ class _Field:
     also: str = ""
 
     @property
+    def written(self) -> str:
+        """The field as a template writes it (``{n!u:05d}``)."""
+        conversion = "" if self.conversion is None else "!" + self.conversion
+        return "{" + self.name + conversion + (self.spec and ":" + self.spec) + "}"
+
+    @property
     def refuses(self) -> frozenset[str]:
         """Every character a value of the field may not hold (its separators, ``#``)."""
         return frozenset(("#", self.sep, *self.also)) - {""}
@@ -318,6 +324,20 @@ class KeyTemplate:
             if not wanted and i == len(self.segments) - 1:
                 return tuple(parts), True
         return None
+
+    def prefix_through(self, name: str) -> str:
+        """The source of this template from its start through the first field ``name``,
+        as written (its conversion and format spec kept, literals escaped): a template of
+        the keys' leading part (``"ORG#{n:05d}"`` of ``"ORG#{n:05d}#U#{uid}"``)."""
+        out: list[str] = []
+        for seg in self.segments:
+            if isinstance(seg, str):
+                out.append(seg.replace("{", "{{").replace("}", "}}"))
+                continue
+            out.append(seg.written)
+            if seg.name == name:
+                return "".join(out)
+        raise KeyTemplateError(f"key template {self.source!r} has no field {name!r}")
 
     def refusing(self, refused: Mapping[str, frozenset[str]]) -> KeyTemplate:
         """This template with each field also refusing the characters ``refused`` names
