@@ -147,6 +147,15 @@ LANDED = 161_582
 LANDED = 162_398
 #: (merged with cut69a, cut69b and red team 08d: measured)
 LANDED = 161_912
+#: lit69: red team lit's third defect, a previous layout's literal key claimed by another
+#: entity's template (Root's unmigrated USER#root read, queried, streamed and overwritten as
+#: an Account's): the claims know every layout (``EntitySpec.layouts``, ``literal_claims``
+#: in place of ``outranked_by``, ``fits_layout``; +159 in schema/spec.py, unclaimed.py,
+#: rules/previous.py, streams.py, read/keycond.py), and the key grammar gives a template's
+#: source through a field as written (``KeyTemplate.prefix_through``, +117), which
+#: inference's guard scopes rebuilt by hand without format specs (-19 there, a new
+#: feature's module). +279 same-features, raised by exactly that.
+LANDED = 162_191
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -406,12 +406,6 @@ class EntitySpec:
         entity's)."""
         return own_row(self.table, item) or claimant(self, item) is not None
 
-    def outranked_by(self) -> tuple[EntitySpec, ...]:
-        """The table's other entities whose current literal keys win over this one's
-        templates (see :func:`~dynaorm.schema.checks.literal_outranks`), as the table is
-        now (a key condition's ends; :meth:`literal_claims` adds previous layouts')."""
-        return tuple(w for w, pk, sk in self.literal_claims() if (pk, sk) == (w.pk, w.sk))
-
     def literal_claims(self) -> tuple[tuple[EntitySpec, KeyTemplate, KeyTemplate | None], ...]:
         """Each layout ``(entity, pk, sk)`` of the table's other entities whose literal
         keys win over this one's templates, as the table is now: an entity's current key
@@ -427,10 +421,9 @@ class EntitySpec:
     @functools.cached_property
     def layouts(self) -> tuple[tuple[KeyTemplate, KeyTemplate | None], ...]:
         """The table key templates ``(pk, sk)`` the entity's rows are stored under: the
-        current ones, then ``Meta.previous``'s where its keys changed (until migrated)."""
-        before, now = self.previous, (self.pk, self.sk)
-        old = now if before is None else (before.pk, before.sk)
-        return (now,) if old == now else (now, old)
+        current ones, then ``Meta.previous``'s (until migrated)."""
+        before = self.previous
+        return ((self.pk, self.sk), *(() if before is None else ((before.pk, before.sk),)))
 
     @functools.cached_property
     def _may_render_own(self) -> bool:

@@ -253,7 +253,7 @@ def _match_row(table: StreamTable, image: Item, pk: str, sk: str | None) -> Any:
         if claimant(spec, image) is None:  # (a rule's row, another's literal key: theirs)
             found.append(spec)
     if len(found) > 1:  # a literal key outranks a template where both fit (Meta.overlaps)
-        found = [s for s in found if not any(w in found for w in s.outranked_by())]
+        found = [s for s in found if not any(w in found for w, *_ in s.literal_claims())]
     return found[0] if len(found) == 1 else None
 
 

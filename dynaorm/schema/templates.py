@@ -64,12 +64,6 @@ class _Field:
     also: str = ""
 
     @property
-    def written(self) -> str:
-        """The field as a template writes it (``{n!u:05d}``)."""
-        conversion = "" if self.conversion is None else "!" + self.conversion
-        return "{" + self.name + conversion + (self.spec and ":" + self.spec) + "}"
-
-    @property
     def refuses(self) -> frozenset[str]:
         """Every character a value of the field may not hold (its separators, ``#``)."""
         return frozenset(("#", self.sep, *self.also)) - {""}
@@ -334,7 +328,8 @@ class KeyTemplate:
             if isinstance(seg, str):
                 out.append(seg.replace("{", "{{").replace("}", "}}"))
                 continue
-            out.append(seg.written)
+            conversion = "" if seg.conversion is None else "!" + seg.conversion
+            out.append("{" + seg.name + conversion + (seg.spec and ":" + seg.spec) + "}")
             if seg.name == name:
                 return "".join(out)
         raise KeyTemplateError(f"key template {self.source!r} has no field {name!r}")

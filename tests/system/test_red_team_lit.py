@@ -565,9 +565,9 @@ def test_an_unmigrated_literal_row_is_never_anothers(moto: None) -> None:
         assert Session(home).scan(account).all() == []
         assert classify(home, old)[0] is not account
         held = _scan(home)
-        with pytest.raises(KeyTemplateError, match="RedLitPrevRoot's literal key"):
-            with Session(home) as s:
-                s.save(account(a="root"), overwrite=True)
+        with pytest.raises(KeyTemplateError, match="RedLitPrevRoot's literal key"), Session(
+                home) as s:
+            s.save(account(a="root"), overwrite=True)
         assert _scan(home) == held
         assert Session(home).get(RedLitPrevRoot) == RedLitPrevRoot(bio="root")
         with Session(home) as s:
