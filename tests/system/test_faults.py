@@ -340,6 +340,7 @@ def _read(db: TestBackend, operation: str) -> None:
         s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}], snapshot=True)
 
 
+@pytest.mark.engines("moto")  # (refused attempts never reach an engine: the retry layer's)
 @pytest.mark.parametrize(("fault", "status", "code"), PERSISTENT)
 @pytest.mark.parametrize("operation", WRITES + READS)
 def test_persistent_faults_send_exactly_max_attempts(
