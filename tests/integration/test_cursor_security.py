@@ -136,8 +136,8 @@ def refused(q: Read, s: Session, cursor: Any) -> None:
 # -- edits ---------------------------------------------------------------------------------
 ALPHABET = string.ascii_letters + string.digits + "-_.=+/ é\x00"
 #: an edited cursor is refused by its checksum or seal before anything is sent (each test
-#: asserts no request): the same on every engine. Thousands of edits a variant (~20 s each
-#: in CI): moto, and the AsyncSession on the moto server; forged cursors that do reach the
+#: asserts no request): the same on every engine. Thousands of edits a variant (16-27 s an
+#: engine in CI): moto, and the AsyncSession on the moto server; forged cursors that do reach the
 #: engine (``contained``) run on every engine.
 EDITS = pytest.mark.engines("moto")
 
