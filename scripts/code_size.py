@@ -147,13 +147,22 @@ LANDED = 161_582
 LANDED = 162_398
 #: (merged with cut69a, cut69b and red team 08d: measured)
 LANDED = 161_912
+#: lit69: red team lit's third defect, a previous layout's literal key claimed by another
+#: entity's template (Root's unmigrated USER#root read, queried, streamed and overwritten as
+#: an Account's): the claims know every layout (``EntitySpec.layouts``, ``literal_claims``
+#: in place of ``outranked_by``, ``fits_layout``; +159 in schema/spec.py, unclaimed.py,
+#: rules/previous.py, streams.py, read/keycond.py), and the key grammar gives a template's
+#: source through a field as written (``KeyTemplate.prefix_through``, +117), which
+#: inference's guard scopes rebuilt by hand without format specs (-19 there, a new
+#: feature's module). +279 same-features, raised by exactly that.
+LANDED = 162_191
 #: red team 08e: an attempt's span made with its operation's tracer (a provider switched
 #: mid-attempt lost it, logging an error), the tracing hook's lock renewed in a child of
 #: os.fork() (a parent's thread holding it hung the child's first traced operation), its
 #: on_end by phase (a module reload lost an open operation's spans), a single update's
 #: lost answer proved applied answering the item read back (a later read returned another
 #: writer's change as its result; one GetItem fewer): +85. Raised by exactly that.
-LANDED = 161_997
+LANDED = 162_276
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -112,7 +112,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     if gsi is not None and not history and shard is None:  # (else: refused, no templates)
         return _native_plan(spec, gsi, fields, cond)
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
-    if index is None and spec.table.type_attribute is None and spec.outranked_by():
+    if index is None and spec.table.type_attribute is None and spec.literal_claims():
         return skip_literals(spec, plan)
     return plan
 
@@ -182,9 +182,9 @@ def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
     """``plan`` without the rows of literal sort keys that outrank ``spec``'s template
     where the key condition can say so cheaply: ``= L`` reads nothing, ``>= L`` becomes
     ``> L`` and ``<= L`` becomes ``< L``."""
-    literals = {w.sk.render({}) for w in spec.outranked_by()
-                if w.sk is not None and w.sk.is_literal
-                and all(w.pk.parse_key(v) is not None for v in plan.pk_values)}
+    literals = {sk.render({}) for _, pk, sk in spec.literal_claims()
+                if sk is not None and sk.is_literal
+                and all(pk.parse_key(v) is not None for v in plan.pk_values)}
     if not literals or not plan.sk_values or plan.sk_values[0] not in literals:
         return plan
     if plan.sk_op == "=":

@@ -976,12 +976,8 @@ def _scopes(owner: _Entity) -> list[KeyTemplate]:
         if _IDENT.match(f["name"]):
             out.setdefault("{" + f["name"] + "}", KeyTemplate.parse("{" + f["name"] + "}"))
     for template in owner.parsed.values():
-        source = ""
-        for seg in template.segments:
-            if isinstance(seg, str):
-                source += _escaped(seg)
-                continue
-            source += "{" + seg.name + "}"
+        for name in template.fields:  # (the leading part as written: a format spec kept)
+            source = template.prefix_through(name)
             out.setdefault(source, KeyTemplate.parse(source))
     return sorted(out.values(), key=lambda t: -len(t.segments))
 

@@ -406,15 +406,24 @@ class EntitySpec:
         entity's)."""
         return own_row(self.table, item) or claimant(self, item) is not None
 
-    def outranked_by(self) -> tuple[EntitySpec, ...]:
-        """The table's other entities whose literal keys win over this one's templates
-        (see :func:`~dynaorm.schema.checks.literal_outranks`), as the table is now."""
+    def literal_claims(self) -> tuple[tuple[EntitySpec, KeyTemplate, KeyTemplate | None], ...]:
+        """Each layout ``(entity, pk, sk)`` of the table's other entities whose literal
+        keys win over this one's templates, as the table is now: an entity's current key
+        and, in its migration window, ``Meta.previous``'s (``USER#root`` before
+        ``ADMIN#root``: its row not yet moved is its own, never a ``USER#{a}``'s)."""
         if not self._templated:
             return ()  # literal keys only: nothing outranks them
         # (not memoised: the table's entities may change; asked only where keys decide)
-        return tuple(w for e in self.table.entities.values()
+        return tuple((w, pk, sk) for e in self.table.entities.values()
                      if (w := e.__dynaorm_spec__).cls is not self.cls
-                     and literal_outranks(w.pk, w.sk, self.pk, self.sk))
+                     for pk, sk in w.layouts if literal_outranks(pk, sk, self.pk, self.sk))
+
+    @functools.cached_property
+    def layouts(self) -> tuple[tuple[KeyTemplate, KeyTemplate | None], ...]:
+        """The table key templates ``(pk, sk)`` the entity's rows are stored under: the
+        current ones, then ``Meta.previous``'s (until migrated)."""
+        before = self.previous
+        return ((self.pk, self.sk), *(() if before is None else ((before.pk, before.sk),)))
 
     @functools.cached_property
     def _may_render_own(self) -> bool:
@@ -432,8 +441,13 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
+        return self.fits_layout(item, self.pk, self.sk)
+
+    def fits_layout(self, item: Item, pk: KeyTemplate, sk: KeyTemplate | None) -> bool:
+        """Whether the table key of ``item`` fits the templates ``pk``/``sk`` of one of
+        the entity's :attr:`layouts` (a latest copy's sort key read under its prefix)."""
         return parse_keys(item, [(a, t, self.rules.sort_keys.latest * (a == self.table.sk))
-                                 for a, t in ((self.table.pk, self.pk), (self.table.sk, self.sk))
+                                 for a, t in ((self.table.pk, pk), (self.table.sk, sk))
                                  if a and t]) is not None
 
 

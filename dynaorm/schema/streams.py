@@ -31,7 +31,7 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
-from dynaorm.schema.unclaimed import rule_row, ruled_over
+from dynaorm.schema.unclaimed import claimant, rule_row
 from dynaorm.values.codec import decode_value
 from dynaorm.values.keys import key_value
 
@@ -235,7 +235,8 @@ def _match_row(table: StreamTable, image: Item, pk: str, sk: str | None) -> Any:
     """The one entity whose key templates fit a key (for records without a discriminator),
     as reads decide it: a row of a rule's kind narrower than an entity's templates is the
     rule's (:func:`~dynaorm.schema.unclaimed.ruled_over`), a literal key outranks a
-    template (``Meta.overlaps``)."""
+    template (``Meta.overlaps``), a previous layout's literal key too (its unmigrated row
+    is no other entity's: :func:`~dynaorm.schema.unclaimed.claimant`)."""
     found = []
     for spec in _specs(table):
         if spec.pk.parse_key(pk) is None:
@@ -249,10 +250,10 @@ def _match_row(table: StreamTable, image: Item, pk: str, sk: str | None) -> Any:
                 base = parsed[1]
             if spec.sk.parse_key(base) is None:
                 continue
-        if not ruled_over(spec, image):
+        if claimant(spec, image) is None:  # (a rule's row, another's literal key: theirs)
             found.append(spec)
     if len(found) > 1:  # a literal key outranks a template where both fit (Meta.overlaps)
-        found = [s for s in found if not any(w in found for w in s.outranked_by())]
+        found = [s for s in found if not any(w in found for w, *_ in s.literal_claims())]
     return found[0] if len(found) == 1 else None
 
 

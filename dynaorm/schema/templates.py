@@ -319,6 +319,21 @@ class KeyTemplate:
                 return tuple(parts), True
         return None
 
+    def prefix_through(self, name: str) -> str:
+        """The source of this template from its start through the first field ``name``,
+        as written (its conversion and format spec kept, literals escaped): a template of
+        the keys' leading part (``"ORG#{n:05d}"`` of ``"ORG#{n:05d}#U#{uid}"``)."""
+        out: list[str] = []
+        for seg in self.segments:
+            if isinstance(seg, str):
+                out.append(seg.replace("{", "{{").replace("}", "}}"))
+                continue
+            conversion = "" if seg.conversion is None else "!" + seg.conversion
+            out.append("{" + seg.name + conversion + (seg.spec and ":" + seg.spec) + "}")
+            if seg.name == name:
+                return "".join(out)
+        raise KeyTemplateError(f"key template {self.source!r} has no field {name!r}")
+
     def refusing(self, refused: Mapping[str, frozenset[str]]) -> KeyTemplate:
         """This template with each field also refusing the characters ``refused`` names
         for it (its separators in the entity's other templates); itself when none adds."""

@@ -165,9 +165,10 @@ class _Claims(NamedTuple):
     classes: tuple[type[Any], ...]
     """The table's entity classes it was found for (it holds while they are: a class's
     spec, and so its rules and rule rows, is made with it)."""
-    literals: tuple[Any, ...]
-    """Entities whose literal keys win over ``spec``'s templates where both may fit a key
-    (:meth:`~dynaorm.schema.spec.EntitySpec.outranked_by`)."""
+    literals: tuple[tuple[Any, KeyTemplate, KeyTemplate | None], ...]
+    """The layouts ``(entity, pk, sk)`` whose literal keys win over ``spec``'s templates
+    where both may fit a key, previous ones included
+    (:meth:`~dynaorm.schema.spec.EntitySpec.literal_claims`)."""
     rows: tuple[RuleRow, ...]
     """Rule row kinds narrower than ``spec``'s templates."""
 
@@ -183,15 +184,16 @@ def _claims(spec: Any) -> _Claims:
     entity whose literal keys cannot be keys of ``spec``'s is left out, by the grammar: a
     literal of its that ``spec``'s template beside it does not cover
     (:meth:`~dynaorm.schema.templates.KeyTemplate.covers`); a template on both sides, or a
-    sort key read under a layout's prefix, leaves it in (the item decides)."""
+    sort key read under a layout's prefix, leaves it in (the item decides). An entity's
+    previous layout (``Meta.previous``) claims as its current one until migrated."""
     classes = tuple(spec.table.entities.values())
     found = _CLAIMS.get(spec.cls)
     if found is not None and found[0] is spec and found[1].classes == classes:
         return found[1]
     rows = tuple(r for c in classes for r in rule_rows(c.__dynaorm_spec__)
                  if r.pk is not None and _narrower(_pairs(r, spec)))
-    literals = tuple(w for w in spec.outranked_by() if all(  # (a sort key's prefix: kept)
-        mine.covers(theirs) for mine, theirs in ((spec.pk, w.pk), (spec.sk, w.sk))
+    literals = tuple((w, pk, sk) for w, pk, sk in spec.literal_claims() if all(
+        mine.covers(theirs) for mine, theirs in ((spec.pk, pk), (spec.sk, sk))
         if mine and theirs and theirs.is_literal and not (
             mine is spec.sk and (spec.rules.sort_keys.latest or w.rules.sort_keys.latest))))
     claims = _Claims(classes, literals, rows)
@@ -215,7 +217,8 @@ def claimant(spec: Any, item: Item) -> Any:
     fit it: an entity whose literal key it is (its spec), a rule's row kind narrower than
     them (:func:`ruled_over`); ``None``: nothing."""
     claims = _claims(spec)
-    return next((w for w in claims.literals if w.fits_shape(item)), None) or ruled_over(
+    return next((w for w, pk, sk in claims.literals if w.fits_layout(item, pk, sk)),
+                None) or ruled_over(
         spec, item, claims.rows)
 
 

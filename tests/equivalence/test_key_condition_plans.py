@@ -163,7 +163,7 @@ def _reference(entity: type[Entity], index: str | None, fields: dict[str, Any],
     """The plain planning of ``plan_keys`` (no shape kept)."""
     spec = spec_of(entity)
     plan = _plan_keys(spec, index, fields, None, latest=latest)
-    if index is None and spec.table.type_attribute is None and spec.outranked_by():
+    if index is None and spec.table.type_attribute is None and spec.literal_claims():
         return skip_literals(spec, plan)
     return plan
 

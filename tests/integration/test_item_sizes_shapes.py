@@ -91,6 +91,9 @@ def _write(db: TestBackend, how: str, item: Item) -> None:
     send(db.table, how, request)
 
 
+# (dynoxide's 24 variants were collected only to skip; the skip stays for an endpoint that
+# turns out to be a dynoxide)
+@pytest.mark.engines("moto", "local")
 @pytest.mark.parametrize("how", ["PutItem", "BatchWriteItem", "TransactWriteItems",
                                  "UpdateItem"])
 @pytest.mark.parametrize("shape", list(SHAPES))

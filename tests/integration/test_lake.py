@@ -46,6 +46,11 @@ from tests.support.export_setup import (
 from tests.support.exports import full_export, incremental_export, row_of
 
 pytestmark = pytest.mark.sync_only
+#: the lake's own behaviour (exports from S3 files the test makes from the items, the
+#: commits, merges and races in the catalog, its option checks) is the same whatever engine
+#: held the items: moto only (CI's 30 minutes). A live scan's export (segments, hooks, a
+#: killed task) reads the engine: every engine.
+LAKE_SIDE = pytest.mark.engines("moto")
 #: the export tests' fixtures: the table of every rule on the test's engine, moto's S3
 aws, tb = export_setup.aws, export_setup.tb
 
@@ -159,6 +164,7 @@ def _change(tb: TestBackend) -> None:
     s.commit()
 
 
+@LAKE_SIDE
 @pytest.mark.parametrize("view", ["NEW_AND_OLD_IMAGES", "NEW_IMAGE"])
 def test_full_then_incremental_exports_keep_the_tables_current(
         tb: TestBackend, tmp_path: Path, catalog: Any, view: str) -> None:
@@ -195,6 +201,7 @@ def test_full_then_incremental_exports_keep_the_tables_current(
         assert _rows(catalog, name) == rows, name
 
 
+@LAKE_SIDE
 def test_change_sets_out_of_order_are_refused(tb: TestBackend, tmp_path: Path,
                                               catalog: Any) -> None:
     """A change set that starts after the table's rows (one missed between) or ends
@@ -236,6 +243,7 @@ def test_change_sets_out_of_order_are_refused(tb: TestBackend, tmp_path: Path,
     assert [r["id"] for r in _rows(catalog, "app.profile")] == ["p1", "p4", "p5"]
 
 
+@LAKE_SIDE
 def test_two_merges_at_once_lose_no_change(tb: TestBackend, tmp_path: Path, catalog: Any,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Two change sets merged at once (the second commits while the first is building
@@ -325,6 +333,7 @@ def test_two_merges_at_once_lose_no_change(tb: TestBackend, tmp_path: Path, cata
         "arn:c") == 1
 
 
+@LAKE_SIDE
 def test_a_field_the_model_gained_is_a_new_column(backend: str | None, aws: None,
                                                   tmp_path: Path, catalog: Any) -> None:
     """The model gains an optional field: the next export adds its column (old rows read
@@ -392,6 +401,7 @@ def test_a_killed_task_commits_nothing(tb: TestBackend, tmp_path: Path, catalog:
     assert len(_snapshots(catalog, "app.profile")) == snapshots
 
 
+@LAKE_SIDE
 def test_options_of_the_lake_are_checked(tb: TestBackend, tmp_path: Path, catalog: Any
                                          ) -> None:
     with pytest.raises(ExportError, match="format= is 'parquet' or 'iceberg'"):
@@ -489,6 +499,7 @@ def test_a_history_suffixed_type_name_beside_a_versioned_entity_is_refused(
     assert len(job.tasks()) == 1  # (without version rows, no two datasets are one table)
 
 
+@LAKE_SIDE
 def test_the_command_exports_to_the_lake_full_then_incremental(
         tb: TestBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dynaorm export --format iceberg --catalog URI --warehouse URL --namespace NS``:

@@ -209,6 +209,7 @@ def test_ambiguous_update_of_a_deleted_item_is_unknown(
     assert db.scan() == []
 
 
+@pytest.mark.engines("moto")  # (every attempt refused before sending)
 def test_throttling_alone_is_a_definite_request_error(db: TestBackend, faults: Faults) -> None:
     """Throttled attempts were refused, never applied: a definite failure, not unknown."""
     faults.refuse("PutItem")
@@ -236,6 +237,7 @@ def test_bulk_write_applied_then_lost_is_unknown_and_never_resent(db: TestBacken
     assert len(db.scan()) == 3  # applied, as far as anyone could tell from the answers
 
 
+@pytest.mark.engines("moto")  # (every attempt refused before sending)
 def test_bulk_write_throttled_is_not_written(db: TestBackend, faults: Faults) -> None:
     sent = faults.count()
     faults.refuse("BatchWriteItem")
@@ -340,6 +342,7 @@ def _read(db: TestBackend, operation: str) -> None:
         s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}], snapshot=True)
 
 
+@pytest.mark.engines("moto")  # (refused attempts never reach an engine: the retry layer's)
 @pytest.mark.parametrize(("fault", "status", "code"), PERSISTENT)
 @pytest.mark.parametrize("operation", WRITES + READS)
 def test_persistent_faults_send_exactly_max_attempts(

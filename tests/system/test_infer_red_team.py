@@ -292,11 +292,16 @@ def test_throttled_scan_is_retried_and_stays_read_only(raw: tuple[Any, list[str]
 
 def test_throttled_for_good_is_one_line(raw: tuple[Any, list[str]], backend: str | None,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import botocore.endpoint
+
     client = raw[0]
     name = _many(raw, 5)
     _throttle(client, 10_000)
+    waits: list[float] = []  # (botocore's backoff, recorded: it slept ~25 s of CI's 30 min)
+    monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=waits.append))
     with pytest.raises(Exception, match=r"ProvisionedThroughputExceeded|throttled"):
         infer(name, client=client, report=None)
+    assert waits  # (retried, backing off, before giving up)
     # the command: a dynaorm client of its own, throttled the same way
     from dynaorm.tools import infer as driver
 

@@ -40,7 +40,9 @@ from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffi
 from tests.conftest import engine_of, wire_of
 from tests.support.raw import raw_get, raw_set
 
-pytestmark = pytest.mark.sync_only
+#: (every test takes ``local``, the reference engine: the other engines' variants were
+#: collected, their backends entered, only to be skipped)
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]
 
 KEY = b"c" * 32
 vault = Table("outcome_cross", keyring=StaticKeyring(KEY, mac_key=KEY))

@@ -19,8 +19,8 @@ a write or get at a key another entity's literal key claims is refused before se
    (reads by index classify by the table key), each query returns its own entity only;
 7. an entity's previous layout (``Meta.previous``, ``dynaorm migrate``) taking another
    entity's literal row for its own (``Layout.owns`` asks the literal claims: mv69c), or
-   an entity's previous literal key read and overwritten by another's template: xfail,
-   the claims and the definition check see current templates only;
+   an entity's previous literal key read, queried, streamed or overwritten as another's
+   template's (the claims know each entity's previous layout until it is migrated);
 8. the surfaces (MCP tools, a backfill, ``AsyncSession.save_many``) and a table with a
    partition key only sending anything at a claimed key.
 
@@ -530,18 +530,15 @@ def test_a_table_without_a_sort_key_refuses_the_literal_partition_only(moto: Non
         assert Session(home).get(root) == root()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect in the previous layout, not the fix: the claims (EntitySpec.outranked_by, "
-    "refuse_claimed) and the definition-time overlap check look at the current key "
-    "templates only, so an entity's previous literal key (ADMIN#root now, USER#root "
-    "before) is read by another entity's template (USER#{a}) as its own, and that "
-    "entity's save there overwrites the unmigrated row, which the first then reads back "
-    "as its own"))
 def test_an_unmigrated_literal_row_is_never_anothers(moto: None) -> None:
     """``Root`` keyed literally ``ADMIN#root`` (previously ``USER#root``) beside
     ``Account`` keyed ``USER#{a}``: the root's unmigrated row at ``USER#root`` is read by
-    ``get(Root)``; a ``get(Account, a="root")`` must not return it too, and an
-    ``Account(a="root")`` save must not overwrite it."""
+    ``get(Root)``; a ``get``, query or scan of ``Account`` never returns it, the stream
+    reader never takes it for an ``Account``, an ``Account(a="root")`` save never
+    overwrites it (refused, as at a current literal's key), ``a="rooted"`` is stored;
+    ``dynaorm migrate`` moves it to ``ADMIN#root``."""
+    from dynaorm.tools.migrate import migrate
+
     home = Table("red-lit-prevlit", pk="PK", sk="SK", type_attribute=None)
     account = _keyed(home, "RedLitPrevAccount", "USER#{a}", "PROFILE")
 
@@ -554,15 +551,72 @@ def test_an_unmigrated_literal_row_is_never_anothers(moto: None) -> None:
 
         bio: str = ""
 
+    old = {"PK": {"S": "USER#root"}, "SK": {"S": "PROFILE"}, "bio": {"S": "root"}}
     with use_tables(home, name_suffix=worker_suffix()):
-        home.db.send("PutItem", {"TableName": home.name, "Item": {
-            "PK": {"S": "USER#root"}, "SK": {"S": "PROFILE"}, "bio": {"S": "root"}}})
+        home.db.send("PutItem", {"TableName": home.name, "Item": old})
         assert Session(home).get(RedLitPrevRoot) == RedLitPrevRoot(bio="root")
-        taken = Session(home).get(account, a="root")
-        try:
-            with Session(home) as s:
-                s.save(account(a="root"), overwrite=True)
-        except KeyTemplateError:
-            pass
-        assert Session(home).get(RedLitPrevRoot) == RedLitPrevRoot(bio="root")
+        try:  # (refused as a get of a current literal's key is, or a miss)
+            taken = Session(home).get(account, a="root")
+        except KeyTemplateError as exc:
+            assert "RedLitPrevRoot's literal key" in str(exc)
+            taken = None
         assert taken is None
+        assert Session(home).query(account, a="root").all() == []
+        assert Session(home).scan(account).all() == []
+        assert classify(home, old)[0] is not account
+        held = _scan(home)
+        with pytest.raises(KeyTemplateError, match="RedLitPrevRoot's literal key"), Session(
+                home) as s:
+            s.save(account(a="root"), overwrite=True)
+        assert _scan(home) == held
+        assert Session(home).get(RedLitPrevRoot) == RedLitPrevRoot(bio="root")
+        with Session(home) as s:
+            s.save(account(a="rooted"))
+        assert Session(home).get(account, a="rooted") == account(a="rooted")
+        migrate(home)
+        assert Session(home).get(RedLitPrevRoot) == RedLitPrevRoot(bio="root")
+        assert [i["PK"] for i in home.db.send("Scan", {"TableName": home.name})["Items"]
+                if i["PK"] != {"S": "USER#rooted"}] == [{"S": "ADMIN#root"}]
+
+
+def test_a_previous_template_never_takes_anothers_previous_literal_row(moto: None) -> None:
+    """Both layouts moved: ``Moved`` keyed ``USER#{a}`` (previously ``OLD#{a}``) beside
+    ``Admin`` keyed ``ADMIN#root`` (previously literally ``OLD#admin``): the admin's
+    unmigrated row at ``OLD#admin`` is never a ``Moved`` to ``get(Moved, a="admin")``
+    (which reads the old key on a miss) nor to ``dynaorm migrate``, which moves it to
+    ``ADMIN#root``."""
+    from dynaorm.tools.migrate import migrate
+
+    home = Table("red-lit-prevprev", pk="PK", sk="SK", type_attribute=None)
+
+    class RedLitPrevMoved(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "USER#{a}"
+            sk = "PROFILE"
+            previous = Previous(pk="OLD#{a}")
+
+        a: str
+
+    class RedLitPrevAdmin(dynaorm.Entity):
+        class Meta:
+            table = home
+            pk = "ADMIN#root"
+            sk = "PROFILE"
+            previous = Previous(pk="OLD#admin")
+
+        bio: str = ""
+
+    old = {"PK": {"S": "OLD#admin"}, "SK": {"S": "PROFILE"}, "bio": {"S": "root"}}
+    with use_tables(home, name_suffix=worker_suffix()):
+        home.db.send("PutItem", {"TableName": home.name, "Item": old})
+        home.db.send("PutItem", {"TableName": home.name, "Item": {
+            "PK": {"S": "OLD#ada"}, "SK": {"S": "PROFILE"}}})
+        assert Session(home).get(RedLitPrevAdmin) == RedLitPrevAdmin(bio="root")
+        assert Session(home).get(RedLitPrevMoved, a="admin") is None
+        assert Session(home).get(RedLitPrevMoved, a="ada") == RedLitPrevMoved(a="ada")
+        migrate(home)
+        assert Session(home).get(RedLitPrevAdmin) == RedLitPrevAdmin(bio="root")
+        assert Session(home).get(RedLitPrevMoved, a="admin") is None
+        assert sorted(i["PK"]["S"] for i in home.db.send(
+            "Scan", {"TableName": home.name})["Items"]) == ["ADMIN#root", "USER#ada"]

@@ -42,7 +42,7 @@ from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffi
 from tests.conftest import engine_of, wire_of
 from tests.support.fault_kinds import KINDS
 
-pytestmark = pytest.mark.sync_only
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]  # (as ``local`` decides)
 
 KEY = b"k" * 32
 club = Table("red_club", keyring=StaticKeyring(KEY, mac_key=KEY))

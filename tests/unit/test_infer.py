@@ -115,3 +115,20 @@ def test_bad_input() -> None:
     with pytest.raises(InferenceError, match=r"binary key attributes \(PK\)"):
         infer_model({**_table(), "AttributeDefinitions": [
             {"AttributeName": "PK", "AttributeType": "B"}]}, None, [{"PK": {"B": b"1"}}])
+
+
+def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
+    """The scopes a unique guard's key may render before its prefix are the owner's key
+    templates' leading parts as written (``S#{n:05d}``, ``U#{uid!u}``): a field's format
+    spec or conversion dropped (``S#{n}``) would render another text than the keys hold."""
+    from types import SimpleNamespace
+
+    from dynaorm.schema.infer import _scopes
+    from dynaorm.schema.templates import KeyTemplate
+
+    owner = SimpleNamespace(fields=[{"name": "n"}, {"name": "uid"}], parsed={
+        "PK": KeyTemplate.parse("S#{n:05d}"), "SK": KeyTemplate.parse("U#{uid!u}#{{x}}#{n}")})
+    scopes = {t.source: t for t in _scopes(owner)}  # type: ignore[arg-type]
+    assert set(scopes) == {"{n}", "{uid}", "S#{n:05d}", "U#{uid!u}", "U#{uid!u}#{{x}}#{n}"}
+    assert scopes["S#{n:05d}"].render({"n": 7}) == "S#00007"
+    assert scopes["U#{uid!u}"].render({"uid": "ab"}) == "U#AB"

@@ -342,3 +342,46 @@ def test_a_scope_admits_only_keys_that_parse_to_it(mine: str, theirs: str, doc: 
     for raw in (f"T-{mine}", f"X-{mine}-{doc}", f"T-{mine}-", "", f"T-{mine}#-{doc}"):
         assert not scope.admits(spec, {pk: {"S": raw}})
     assert not scope.admits(spec, {}) and not scope.admits(spec, {pk: {"N": "1"}})
+
+
+#: a field as a template may write it: plain, converted, formatted (an int's, a str's)
+_WRITTEN = st.sampled_from([("{%s}", "str"), ("{%s!u}", "str"), ("{%s!l:>4}", "str"),
+                            ("{%s:05d}", "int"), ("{%s:+d}", "int"), ("{%s:x}", "int")])
+#: literal pieces, braces escaped among them
+_PIECES = st.lists(st.one_of(st.text(_LITERAL_CHARS, min_size=1, max_size=2),
+                             st.sampled_from(["{{", "}}"])), min_size=1, max_size=3).map("".join)
+
+
+@settings(max_examples=300)
+@given(data=st.data(), n=st.integers(min_value=1, max_value=3))
+def test_a_prefix_through_a_field_is_the_template_as_written(data: st.DataObject,
+                                                             n: int) -> None:
+    """``prefix_through(f)`` is the template's source up to and through field ``f`` as
+    written: it parses to the same segments (each field's conversion and format spec
+    kept, escaped braces too), and renders, for any values, the leading part of the key
+    the whole template renders."""
+    shapes = [data.draw(_WRITTEN, label=f"f{i}") for i in range(n)]
+    parts = [data.draw(st.one_of(st.just(""), _PIECES), label="lead")]
+    for i, (shape, _) in enumerate(shapes):
+        parts += [shape % f"f{i}", data.draw(_PIECES if i < n - 1 else st.one_of(
+            st.just(""), _PIECES), label=f"after f{i}")]
+    template = KeyTemplate.parse("".join(parts))
+    values = {f"f{i}": data.draw(st.text(st.sampled_from("abZ1"), min_size=1, max_size=4)
+                                 if kind == "str" else st.integers(0, 99999), label=f"v{i}")
+              for i, (_, kind) in enumerate(shapes)}
+    try:
+        key = template.render(values)
+    except KeyTemplateError:  # (a value holding its separator, a digit after {n:05d})
+        key = None
+
+    def written(t: KeyTemplate) -> list[Any]:
+        return [s if isinstance(s, str) else (s.name, s.spec, s.conversion)
+                for s in t.segments]
+    for name in template.fields:
+        source = template.prefix_through(name)
+        assert source == "".join(parts[:2 * int(name[1:]) + 2])
+        prefix = KeyTemplate.parse(source)
+        assert written(prefix) == written(template)[:len(prefix.segments)]
+        assert key is None or key.startswith(prefix.render(values))
+    with pytest.raises(KeyTemplateError, match="has no field 'nope'"):
+        template.prefix_through("nope")

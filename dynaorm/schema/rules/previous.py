@@ -172,9 +172,11 @@ class Layout(Before):
         entity keyed so, which the old template ``OLD#{a}`` renders too): on a table
         without a type attribute a literal key wins over a template, under the old layout
         as under the current one, so that row is never read, moved or deleted as this
-        layout's."""
-        return any(not (s := e.__dynaorm_spec__).pk.fields and not (s.sk and s.sk.fields)
-                   and s.fits_shape(item) for e in self.table.entities.values())
+        layout's; so is another entity's previous literal key, until migrated."""
+        return any(pk.is_literal and not (sk and sk.fields) and (pk, sk) != (self.pk, self.sk)
+                   and s.fits_layout(item, pk, sk) for s in (
+                       e.__dynaorm_spec__ for e in self.table.entities.values())
+                   for pk, sk in s.layouts)
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
         """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
