@@ -261,8 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, dict[str, float]] = {}
     with canned_endpoint() as endpoint, ThreadPoolExecutor(2) as pool:
         for root in roots.values():  # uncounted first runs: bytecode into PYCACHE
-            _run([sys.executable, __file__, "--cold-child", COLD[
-                "import + entity + first get + first save (a new item)"][0], endpoint], environment(root))
+            program = COLD["import + entity + first get + first save (a new item)"][0]
+            _run([sys.executable, __file__, "--cold-child", program, endpoint],
+                 environment(root))
         jobs: dict[str, dict[str, Future[Any]]] = {}
         if args.only != "cold":
             for side, root in roots.items():
