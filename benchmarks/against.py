@@ -13,8 +13,8 @@ Both checkouts run this checkout's harness (``wire.py``'s ``make_dynaorm`` and
 ``canned_http.py``'s canned endpoint and models): only ``dynaorm`` is imported from each
 root. Each child process gets the root on ``PYTHONPATH``, ``PYTHONHASHSEED=0``, the
 environment ``cold_start.py`` gives (credentials only) and bytecode under a cache prefix in
-``/tmp`` (nothing is written into either checkout; a first, uncounted run of each program
-compiles it).
+``/tmp`` (nothing is written into either checkout; a first, uncounted run of each cold
+start program on each root compiles what it imports).
 
 - **wire** (one child per root): ``get``, ``put``, ``tx3``, ``query25``, ``query1000`` on
   dynaorm's own wire against the canned endpoint (in a process of its own, not counted),
@@ -261,9 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, dict[str, float]] = {}
     with canned_endpoint() as endpoint, ThreadPoolExecutor(2) as pool:
         for root in roots.values():  # uncounted first runs: bytecode into PYCACHE
-            program = COLD["import + entity + first get + first save (a new item)"][0]
-            _run([sys.executable, __file__, "--cold-child", program, endpoint],
-                 environment(root))
+            for program, config, extra in COLD.values():
+                _run([sys.executable, __file__, "--cold-child", program, endpoint],
+                     environment(root, config, extra))
         jobs: dict[str, dict[str, Future[Any]]] = {}
         if args.only != "cold":
             for side, root in roots.items():
