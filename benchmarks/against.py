@@ -159,31 +159,31 @@ def wire_child(root: Path, endpoint: str, calls: int, warmup: int, counted: bool
     return 0
 
 
-def cold_child(program: str, endpoint: str) -> int:
-    """Run ``program`` inside ``operator.call`` (what callgrind counts)."""
-    code = compile(program, "<cold start>", "exec")
-    operator.call(exec, code, {"ENDPOINT": endpoint, "__name__": "__main__"})
-    return 0
+def cold_child(program: str, endpoint: str) -> list[str]:
+    """The arguments of a child that runs ``program`` inside ``operator.call`` (what
+    callgrind counts), with nothing imported before it but ``operator``."""
+    return ["-c", f"import operator\noperator.call(exec, compile({program!r}, 'cold', 'exec'),"
+            f" {{'ENDPOINT': {endpoint!r}, '__name__': '__main__'}})\n"]
 
 
 # -- counting ------------------------------------------------------------------------------
 
 def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=False,
-                         cwd=tempfile.gettempdir(), timeout=3600)
+                         cwd=env["PYTHONPATH"], timeout=3600)  # (root: ``-c`` puts it first)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(command[-6:])} failed:\n{out.stderr[-3000:]}")
     return out
 
 
 def callgrind(args: list[str], env: dict[str, str], keep: Path | None = None) -> list[int]:
-    """Instructions of each ``operator.call`` of the child ``args``, in order (callgrind's
+    """Instructions of each ``operator.call`` of the child ``python args``, in order (callgrind's
     dump after each; ``keep``: where to leave the dumps for ``callgrind_annotate``)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         _run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
               "--collect-atstart=no", "--toggle-collect=_operator_call",
-              "--dump-after=_operator_call", sys.executable, __file__, *args], env)
+              "--dump-after=_operator_call", sys.executable, *args], env)
         parts = sorted(Path(tmp).glob("callgrind.out.*"),
                        key=lambda p: int(p.name.rpartition(".")[2]))
         if keep is not None:
@@ -198,9 +198,8 @@ def callgrind(args: list[str], env: dict[str, str], keep: Path | None = None) ->
 
 
 def perf(args: list[str], env: dict[str, str]) -> int:
-    """Instructions (user space) of the whole child ``args``."""
-    out = _run(["perf", "stat", "-x,", "-e", "instructions:u", sys.executable, __file__,
-                *args], env)
+    """Instructions (user space) of the whole child ``python args``."""
+    out = _run(["perf", "stat", "-x,", "-e", "instructions:u", sys.executable, *args], env)
     for line in out.stderr.splitlines():
         fields = line.split(",")
         if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
@@ -212,7 +211,7 @@ def wire_figures(root: Path, endpoint: str, calls: int, warmup: int, counter: st
                  keep: Path | None) -> dict[str, float]:
     """Instructions per call of each op with ``root``'s dynaorm."""
     env = environment(root)
-    child = ["--wire-child", str(root), endpoint, str(calls), str(warmup)]
+    child = [__file__, "--wire-child", str(root), endpoint, str(calls), str(warmup)]
     n = {op: max(1, int(calls * SHARE[op])) for op in OPS}
     if counter == "perf":  # (the whole process: a child that calls minus one that does not)
         return {op: (perf([*child, "1", op], env) - perf([*child, "0", op], env)) / n[op]
@@ -224,7 +223,7 @@ def wire_figures(root: Path, endpoint: str, calls: int, warmup: int, counter: st
 def cold_figure(root: Path, name: str, endpoint: str, counter: str) -> int:
     program, config, extra = COLD[name]
     env = environment(root, config, extra)
-    child = ["--cold-child", program, endpoint]
+    child = cold_child(program, endpoint)
     if counter == "perf":
         return perf(child, env)
     return sum(callgrind(child, env))
@@ -244,14 +243,11 @@ def main(argv: list[str] | None = None) -> int:
                         "here (A/ and B/, one part per op) for callgrind_annotate")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--wire-child", nargs=6, help=argparse.SUPPRESS)
-    parser.add_argument("--cold-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.wire_child:
         root, endpoint, calls, warmup, counted, names = args.wire_child
         return wire_child(Path(root), endpoint, int(calls), int(warmup), counted == "1",
                           names.split(","))
-    if args.cold_child:
-        return cold_child(*args.cold_child)
     if args.a is None or args.b is None:
         parser.error("give two checkouts")
     roots = {"A": args.a.resolve(), "B": args.b.resolve()}
@@ -262,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     with canned_endpoint() as endpoint, ThreadPoolExecutor(2) as pool:
         for root in roots.values():  # uncounted first runs: bytecode into PYCACHE
             for program, config, extra in COLD.values():
-                _run([sys.executable, __file__, "--cold-child", program, endpoint],
+                _run([sys.executable, *cold_child(program, endpoint)],
                      environment(root, config, extra))
         jobs: dict[str, dict[str, Future[Any]]] = {}
         if args.only != "cold":
