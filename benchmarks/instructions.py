@@ -23,6 +23,8 @@ Usage::
     .venv/bin/python benchmarks/instructions.py --json build/bench/instructions.json
 
 Needs Linux ``perf`` with user-space counters allowed (``perf_event_paranoid`` <= 2).
+Two checkouts of dynaorm side by side (``wire.py``'s operations and cold starts, by callgrind
+where perf is not allowed): ``against.py``.
 """
 
 from __future__ import annotations
