@@ -50,6 +50,7 @@ from dynaorm.protocol.hooks import (
     end,
     logger,
     start,
+    wants_items,
 )
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
@@ -295,6 +296,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
     the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within,
                       shares=step.shares, service=step.service)
+    wanted = wants_items(hooks)  # (asked once: the reader's and the answer's items)
     tokens = start(hooks, attempt)
     answer = None  # the wire's (a hook's answer instead is checked: see below)
     if attempt.response is None and attempt.error is None:
@@ -302,18 +304,17 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         began = time.perf_counter()
         try:
             attempt.response = answer = yield Send(
-                step.operation, request, None if any(getattr(h, "wants_items", True)
-                                                     for h in hooks) else step.reader,
-                step.via, step.service)
+                step.operation, request, None if wanted else step.reader, step.via,
+                step.service)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
             attempt.elapsed = time.perf_counter() - began
             attempt.interrupted = True
-            _close_all(end(hooks, attempt, tokens))
+            _close_all(end(hooks, attempt, tokens, wanted))
             raise
         attempt.elapsed = time.perf_counter() - began
-    ending = end(hooks, attempt, tokens)
+    ending = end(hooks, attempt, tokens, wanted)
     for awaitable in ending:
         try:
             yield Await(awaitable)
