@@ -283,9 +283,9 @@ class Tracing(Hook):
         the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
-            if tracer is None or _suppressed():
+            if tracer is None or (caller := _caller()) is None:
                 return None
-            return self._start_operation(tracer, phase)
+            return self._start_operation(tracer, phase, caller)
         if tracer is not None and phase.within is not None:
             opened = self._open.get(id(phase.within))
             if opened is None:
@@ -293,7 +293,7 @@ class Tracing(Hook):
             if not opened.recording:
                 return self._unrecorded(opened, phase)
             return self._start_attempt(tracer, phase, opened)
-        if _suppressed():
+        if _caller() is None:
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -308,14 +308,16 @@ class Tracing(Hook):
         return None
 
     # -- operations --------------------------------------------------------------------
-    def _start_operation(self, tracer: Any, op: Operation) -> Any:
+    def _start_operation(self, tracer: Any, op: Operation, caller: Any) -> Any:
         """Start an operation's span: its sampler is asked with the attributes it has from
         its start, made once per kind of operation (nothing is built per call). Dropped,
         with no metrics to record and no botocore client or instrumentation to hand its
         context to, its attempts are not even reported to the hook (``Operation.quiet``)
-        and its token is the span alone (its end ends it, nothing more)."""
+        and its token is the span alone (its end ends it, nothing more). ``caller``: the
+        caller's context, read once (the parent is looked up in it)."""
         found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
-        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
+        span = tracer.start_span(found[0], context=caller,
+                                 kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
         recording = span.is_recording()
         if recording or self._meters is not None or (  # (or any instrumentation)
                 "opentelemetry.instrumentation" in sys.modules) or (
@@ -473,15 +475,16 @@ class Tracing(Hook):
         return name, attributes
 
 
-def _suppressed() -> bool:
-    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
-    instrumentations honour it (``opentelemetry.instrumentation.utils.
-    suppress_instrumentation``; the current context read once)."""
+def _caller() -> Any:
+    """The caller's current context, ``None`` where it suppressed instrumentation, as
+    OpenTelemetry's instrumentations honour it (``opentelemetry.instrumentation.utils.
+    suppress_instrumentation``; the context read once)."""
     context = _otel()[0]
     current = context.get_current()
-    return bool(current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
-                or current.get("suppress_instrumentation"))  # (the key: None in an older
-    # API, which no context holds)
+    if current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)) or current.get(
+            "suppress_instrumentation"):  # (the key: None in an older API, held by none)
+        return None
+    return current
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
