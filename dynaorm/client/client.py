@@ -290,8 +290,9 @@ class Client:
                     budget=self._budget, meter=self._meter)
                 self._traced = {}
         for tracer in self._tracers:  # the one check per operation while none is active
-            if tracer.active():
-                active = tuple(t for t in self._tracers if t.active())
+            if tracer.active():  # (each asked once: those before it said no)
+                rest = self._tracers[self._tracers.index(tracer) + 1:]
+                active = (tracer, *(t for t in rest if t.active()))
                 traced = self._traced.get(active)
                 if traced is None:
                     traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))

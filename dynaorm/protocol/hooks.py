@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import logging
 
 __all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "end", "logger", "start"]
+           "Operation", "Phase", "end", "logger", "start", "wants_items"]
 
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
@@ -236,13 +236,14 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
 ITEM_MEMBERS = ("Item", "Items", "Responses")
 
 
-def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object]
-        ) -> Iterator[Awaitable[Any]]:
+def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object],
+        wanted: bool | None = None) -> Iterator[Awaitable[Any]]:
     """Every hook's ``on_end``, in reverse order; yields what a hook returned that is to be
     awaited (the driver awaits it, or refuses it in a sync session, before going on).
-    While no hook wants an answer's items (:attr:`Hook.wants_items`), they see it without
-    them (:data:`ITEM_MEMBERS`), which are put back after the last ``on_end``."""
-    hidden = _hide_items(hooks, phase)
+    While no hook wants an answer's items (:attr:`Hook.wants_items`; ``wanted``: whether
+    one does, if the caller asked already), they see it without them
+    (:data:`ITEM_MEMBERS`), which are put back after the last ``on_end``."""
+    hidden = _hide_items(hooks, phase, wanted)
     try:
         for hook, token in zip(reversed(hooks), reversed(tokens), strict=True):
             try:
@@ -258,12 +259,17 @@ def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object]
                 phase.response.setdefault(name, value)
 
 
-def _hide_items(hooks: Sequence[HookLike], phase: Phase
+def wants_items(hooks: Sequence[HookLike]) -> bool:
+    """Whether one of ``hooks`` reads the items of an answer (:attr:`Hook.wants_items`)."""
+    return any(getattr(h, "wants_items", True) for h in hooks)
+
+
+def _hide_items(hooks: Sequence[HookLike], phase: Phase, wanted: bool | None
                 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Take the item members out of an attempt's answer while no hook wants them: the
     answer and what was taken (``None``: nothing taken)."""
     if not hooks or not isinstance(phase, Attempt) or not isinstance(
-            phase.response, dict) or any(getattr(h, "wants_items", True) for h in hooks):
+            phase.response, dict) or (wants_items(hooks) if wanted is None else wanted):
         return None
     answer = phase.response
     taken = {name: answer.pop(name) for name in ITEM_MEMBERS if name in answer}

@@ -71,14 +71,15 @@ class Metrics:
 
     @staticmethod
     def record(instruments: tuple[Any, Any], attempt: Attempt, clock: float,
-               server: dict[str, Any], by_role: dict[tuple[str, str], float]) -> None:
-        """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``)
-        with ``instruments``: its duration and the capacity it consumed by role."""
+               server: dict[str, Any], by_role: dict[tuple[str, str], float],
+               tables: tuple[str, ...]) -> None:
+        """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``;
+        ``tables``: the tables it names) with ``instruments``: its duration and the
+        capacity it consumed by role."""
         if attempt.service != DYNAMODB:
             return
         elapsed = time.perf_counter() - clock
         duration, capacity = instruments
-        tables = attempt.tables
         error = attempt.error
         duration.record(elapsed, _duration_attributes(
             attempt.operation, tables, None if error is None else error.code,

@@ -290,9 +290,9 @@ class Tracing(Hook):
         the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
         if isinstance(phase, Operation):
-            if tracer is None or _suppressed():
+            if tracer is None or (caller := _caller()) is None:
                 return None
-            return self._start_operation(tracer, phase)
+            return self._start_operation(tracer, phase, caller)
         opened = self._open.get(id(phase.within))  # (None's id: never an operation's)
         if opened is not None:  # (with its operation's tracer, whatever is configured now)
             if not opened.recording:
@@ -300,7 +300,7 @@ class Tracing(Hook):
             return self._start_attempt(opened.tracer, phase, opened)
         if tracer is not None and phase.within is not None:
             return None  # its operation has no span: suppressed
-        if _suppressed():
+        if _caller() is None:
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
@@ -309,27 +309,33 @@ class Tracing(Hook):
         if token is None:  # (by the phase, not the token's class: after a reload of this
             return None  # module, a token made before it is of the class it replaced)
         if isinstance(phase, Operation):
-            self._end_operation(phase, token)
+            if self in phase.quiet:  # a quiet operation's (dropped) span: nothing to add
+                token.end()
+            else:
+                self._end_operation(phase, token)
         else:
             self._end_attempt(phase, token)
         return None
 
     # -- operations --------------------------------------------------------------------
-    def _start_operation(self, tracer: Any, op: Operation) -> _Open:
+    def _start_operation(self, tracer: Any, op: Operation, caller: Any) -> Any:
         """Start an operation's span: its sampler is asked with the attributes it has from
         its start, made once per kind of operation (nothing is built per call). Dropped,
         with no metrics to record and no botocore client or instrumentation to hand its
-        context to, its attempts are not even reported to the hook (``Operation.quiet``)."""
+        context to, its attempts are not even reported to the hook (``Operation.quiet``)
+        and its token is the span alone (its end ends it, nothing more). ``caller``: the
+        caller's context, read once (the parent is looked up in it)."""
         found = _operation_start(op.name, op.session, op.tables, op.entities, _DUP)
-        span = tracer.start_span(found[0], kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
-        opened = _Open(span, span.is_recording(), tracer=tracer)
-        if opened.recording or self._meters is not None or (  # (or any instrumentation)
+        span = tracer.start_span(found[0], context=caller,
+                                 kind=_otel()[1].SpanKind.INTERNAL, attributes=found[1])
+        recording = span.is_recording()
+        if recording or self._meters is not None or (  # (or any instrumentation)
                 "opentelemetry.instrumentation" in sys.modules) or (
                 self._routes is not None and self._routes(op.session)):
-            self._open[id(op)] = opened
-        else:  # (its end still ends its span)
-            op.quiet += (self,)
-        return opened
+            opened = self._open[id(op)] = _Open(span, recording, tracer=tracer)
+            return opened
+        op.quiet += (self,)
+        return span
 
     def _end_operation(self, op: Operation, opened: _Open) -> None:
         self._open.pop(id(op), None)
@@ -346,7 +352,9 @@ class Tracing(Hook):
                     attributes["rpc.method"] = next(iter(opened.methods))
                 elif opened.methods:
                     attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                span.set_attributes({**attributes, **_throttling(op.error)})
+                if op.error is not None:
+                    attributes.update(_throttling(op.error))
+                span.set_attributes(attributes)
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -399,8 +407,9 @@ class Tracing(Hook):
         if sent.token is not None:
             _otel()[0].detach(sent.token)
         found = roles(attempt)
+        tables, server = attempt.tables, self._server()  # (read once: metrics', span's)
         if self._meters is not None:
-            self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
+            self.metrics.record(self._meters, attempt, sent.clock, server, found, tables)
         span = sent.span
         if span is False or (span is None and sent.botocore and attempt.sent):
             return  # metrics alone, an operation sampled out; botocore's span
@@ -409,21 +418,25 @@ class Tracing(Hook):
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
             self._tally(opened, attempt, _table_units(attempt) if found else 0.0, by_role)
-        where = (self._server(), by_role) if attempt.service == DYNAMODB else (
+        where = (server, by_role) if attempt.service == DYNAMODB else (
             _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
-        self._close_attempt(span, attempt, sent, opened, where)
+        self._close_attempt(span, attempt, sent, opened, where, tables)
 
     def _close_attempt(self, span: Any, attempt: Attempt, sent: _Sent, opened: _Open | None,
-                       where: tuple[dict[str, Any], dict[str, float]]) -> None:
+                       where: tuple[dict[str, Any], dict[str, float]],
+                       tables: tuple[str, ...]) -> None:
         """End an attempt's span with its answer's attributes (made now if it has none)."""
         try:
             if span is None:  # made now, every attribute at once (a span botocore never
-                # saw: a hook answered the attempt, an injected fault; dynaorm's own wire)
-                span = self._attempt_span(
-                    sent.tracer, attempt, None if opened is None else opened.context(),
-                    sent.started, _answer_attributes(attempt, *where))
+                # saw: a hook answered the attempt, an injected fault; dynaorm's own wire):
+                # the answer's written into the request's, one dict
+                name, attributes = self._attempt_start(attempt, tables)
+                span = sent.tracer.start_span(
+                    name, context=None if opened is None else opened.context(),
+                    kind=_otel()[1].SpanKind.CLIENT, start_time=sent.started,
+                    attributes=_answer_attributes(attempt, *where, attributes))
             elif span.is_recording():
-                span.set_attributes(_answer_attributes(attempt, *where))
+                span.set_attributes(_answer_attributes(attempt, *where, {}))
             if attempt.error is not None and span.is_recording():
                 _failed(span, attempt.error.code, str(attempt.error), attempt.error)
             elif attempt.interrupted and span.is_recording():
@@ -442,23 +455,19 @@ class Tracing(Hook):
             for name, part in by_role.items():
                 opened.by_role[name] = opened.by_role.get(name, 0.0) + part
 
-    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
-                      started: int | None = None, answer: dict[str, Any] | None = None
-                      ) -> Any:
-        """Start an attempt's span (``started``: at that time, in ns, rather than now;
-        ``answer``: its answer's attributes too, when it is made at its end)."""
-        name, attributes = self._attempt_start(attempt)
-        if answer:
-            attributes.update(answer)
+    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any) -> Any:
+        """Start an attempt's span now, with what it says from its start."""
+        name, attributes = self._attempt_start(attempt, attempt.tables)
         return tracer.start_span(name, context=parent, kind=_otel()[1].SpanKind.CLIENT,
-                                 attributes=attributes, start_time=started)
+                                 attributes=attributes)
 
-    def _attempt_start(self, attempt: Attempt) -> tuple[str, dict[str, Any]]:
+    def _attempt_start(self, attempt: Attempt, tables: tuple[str, ...]
+                       ) -> tuple[str, dict[str, Any]]:
         """An attempt span's name and what it says from its start (the request): what
         depends only on the API, tables and entity types made once, the rest per attempt;
         of a request to another service (KMS), its service and method, attempt and entity
         types only."""
-        at = (attempt.operation, attempt.tables, attempt.origins,
+        at = (attempt.operation, tables, attempt.origins,
               () if attempt.within is None else attempt.within.entities, _DUP)
         try:
             found = _attempt_fixed(*at)
@@ -476,15 +485,16 @@ class Tracing(Hook):
         return name, attributes
 
 
-def _suppressed() -> bool:
-    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
-    instrumentations honour it (``opentelemetry.instrumentation.utils.
-    suppress_instrumentation``; the current context read once)."""
+def _caller() -> Any:
+    """The caller's current context, ``None`` where it suppressed instrumentation, as
+    OpenTelemetry's instrumentations honour it (``opentelemetry.instrumentation.utils.
+    suppress_instrumentation``; the context read once)."""
     context = _otel()[0]
     current = context.get_current()
-    return bool(current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None))
-                or current.get("suppress_instrumentation"))  # (the key: None in an older
-    # API, which no context holds)
+    if current.get(getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)) or current.get(
+            "suppress_instrumentation"):  # (the key: None in an older API, held by none)
+        return None
+    return current
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...],
@@ -533,10 +543,13 @@ def _attempt_fixed(operation: str, tables: tuple[str, ...], origins: tuple[Any, 
 
 
 def _answer_attributes(attempt: Attempt, server: dict[str, Any],
-                       by_role: dict[str, float]) -> dict[str, Any]:
+                       by_role: dict[str, float], attributes: dict[str, Any]
+                       ) -> dict[str, Any]:
     """What an attempt span says of its end (the answer or the failure; ``server``: where
-    it went; ``by_role``: the capacity it consumed by entity and role)."""
-    attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt), **server}
+    it went; ``by_role``: the capacity it consumed by entity and role), added to
+    ``attributes`` (returned)."""
+    attributes["dynaorm.outcome"] = _attempt_outcome(attempt)
+    attributes.update(server)
     if by_role:
         attributes.update(by_role)
     if not attempt.sent:
@@ -553,8 +566,10 @@ def _answer_attributes(attempt: Attempt, server: dict[str, Any],
         if raw:
             attributes["aws.dynamodb.consumed_capacity"] = [
                 json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
-        attributes.update({name: response[key] for key, name in _RESPONSE_ATTRIBUTES
-                           if response.get(key) is not None})
+        for key, name in _RESPONSE_ATTRIBUTES:
+            value = response.get(key)
+            if value is not None:
+                attributes[name] = value
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -96,10 +97,10 @@ def _points(reader: InMemoryMetricReader) -> list[str]:
                   for m in sm.metrics for p in m.data.data_points)
 
 
-def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None
-         ) -> tuple[list[list[str]], list[str], list[str]]:
+def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None,
+         meters: bool = True) -> tuple[list[list[str]], list[str], list[str]]:
     """``program`` from an empty table: the spans of each step, the metric points, and
-    how each step ended."""
+    how each step ended (``meters``: with a meter provider)."""
     shop.delete()
     shop.create()  # (its requests, outside any operation, are spans of their own)
     _cold()
@@ -107,15 +108,16 @@ def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None
     provider = TracerProvider() if sampler is None else TracerProvider(sampler=sampler)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     shop.db.tracing.tracer_provider = provider
-    shop.db.tracing.metrics.meter_provider = MeterProvider(metric_readers=[reader])
+    shop.db.tracing.metrics.meter_provider = MeterProvider(
+        metric_readers=[reader]) if meters else None
     spans, ended = [], []
     for step in program:
         if cold:
             _cold()
         exporter.clear()
         operations, act = _act(step)
-        with inject_faults(shop) as faults:
-            arm(faults, operations, step[-1])
+        with inject_faults(shop) if step[-1] != "none" else nullcontext() as faults:  # (no
+            arm(faults, operations, step[-1])  # fault hook beside tracing for a plain step)
             try:
                 act()
                 ended.append("ok")
@@ -156,6 +158,91 @@ def test_cached_templates_emit_exactly_what_cold_ones_do(
     assert dropped[1:] == cold[1:]  # the same metric points, the same outcomes
     assert tracing._attempt_fixed.cache_info().currsize == 0  # no attempt attribute built
     assert not shop.db.tracing._open
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=st.lists(STEPS, min_size=1, max_size=5))
+def test_quiet_dropped_operations_emit_nothing_and_end_as_traced_ones(
+        fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:
+    """Sampled out with no meter provider and nothing for its attempts to do (the route
+    said to be dynaorm's own wire, no instrumentation imported), each operation is quiet:
+    its token is its dropped span alone, its attempts never reach the hook; the program
+    ends as a traced run does, no span is exported, nothing is left open, no attempt
+    attribute is built."""
+    import sys
+
+    traced = _run(program, cold=False)
+    hook = shop.db.tracing
+    routes, instrumentation = hook._routes, sys.modules.pop(
+        "opentelemetry.instrumentation", None)
+    seen: list[str] = []
+    started = hook.on_start
+    hook._routes = lambda session: False
+    hook.on_start = lambda phase: (seen.append(getattr(phase, "operation", "")),  # type: ignore
+                                   started(phase))[1]
+    try:
+        quiet = _run(program, cold=False, sampler=ALWAYS_OFF, meters=False)
+    finally:
+        hook._routes = routes
+        del hook.on_start
+        if instrumentation is not None:
+            sys.modules["opentelemetry.instrumentation"] = instrumentation
+    assert quiet == ([[] for _ in program], [], traced[2])
+    assert set(seen) <= {"", "CreateTable", "DeleteTable", "DescribeTable"}  # (only the
+    # table's administration, between runs: no attempt of the program reached the hook)
+    assert tracing._attempt_fixed.cache_info().currsize == 0
+    assert not hook._open
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=st.lists(STEPS, min_size=1, max_size=5))
+@example(program=[("save", "m1", "a@x.com", "none"), ("save", "m2", "a@x.com", "none"),
+                  ("get", "m2", "none")])  # (a refusal on the direct path: no fault hook)
+def test_the_tracer_called_directly_emits_what_the_generic_pump_does(
+        fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:
+    """With dynaorm's tracer the only hook, the pump calls it directly (never through
+    the generic ``start``/``end``); the program emits exactly the spans and metric points,
+    and ends exactly, as through the generic pump (its answers' items hidden from the
+    hook), traced and sampled out, with throttles, server errors, lost answers and
+    retries."""
+    from unittest import mock
+
+    from dynaorm.protocol import steps
+
+    ended: list[object] = []
+    end = steps.end
+    with mock.patch.object(steps, "end", lambda *a: (ended.append(a), end(*a))[1]):
+        direct = [_run(program, cold=False), _run(program, cold=False, sampler=ALWAYS_OFF)]
+    assert all(len(a[0]) > 1 for a in ended)  # (only beside another hook: a fault's)
+    with mock.patch.object(steps, "_direct", lambda hooks: False):
+        generic = [_run(program, cold=False), _run(program, cold=False, sampler=ALWAYS_OFF)]
+    assert direct == generic
+    assert any(direct[0][0]) and direct[1][0] == [[] for _ in program]
+    assert not shop.db.tracing._open
+
+
+def test_each_tracer_is_asked_once_per_operation(
+        fresh_shop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traced operation asks each tracer whether it is active once (the client's
+    policy, read once per operation): the one before an active one, and the active one,
+    not again when the active ones are gathered."""
+    from dynaorm import Hook
+
+    shop.create()
+    asked: list[str] = []
+
+    class Idle(Hook):
+        def active(self) -> bool:
+            asked.append("idle")
+            return False
+
+    client, hook = shop.db, shop.db.tracing
+    active = hook.active
+    monkeypatch.setattr(hook, "active", lambda: (asked.append("tracing"), active())[1])
+    monkeypatch.setattr(client, "_tracers", (Idle(), hook))
+    hook.tracer_provider = TracerProvider()
+    assert Session(shop).get(Member, member_id="m1") is None
+    assert asked == ["idle", "tracing"]
 
 
 @pytest.mark.engines("local")  # (dynaorm's own wire: moto's in-process mock is botocore's)
