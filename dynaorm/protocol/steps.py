@@ -53,7 +53,6 @@ from dynaorm.protocol.hooks import (
     wants_items,
 )
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
-from dynaorm.protocol.tracing import Tracing
 
 __all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
            "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
@@ -230,7 +229,7 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     finally:
         proto.close()
         if current is not None:
-            _end_all(hooks, current, tokens)
+            _close_all(end(hooks, current, tokens))
 
 
 def _failed(current: Operation | None, emitted: bool, exc: BaseException) -> None:
@@ -247,7 +246,7 @@ def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | 
     its consumer, given its items, asks for more (what it makes of them, a decoding that
     fails, is the page's outcome)."""
     if emitted and kind is not Emit:
-        _end_all(hooks, current, tokens)  # type: ignore[arg-type]
+        _close_all(end(hooks, current, tokens))  # type: ignore[arg-type]
         current, tokens = None, []
     if current is None and kind in (Call, Gather):
         current = dataclasses.replace(operation)
@@ -286,56 +285,6 @@ def _held(policy: Policy, step: Call) -> tuple[Budget | None, dict[str, Any]]:
             request.get("ReturnConsumedCapacity") == mode):
         return budget, request
     return budget, {**request, "ReturnConsumedCapacity": mode}
-
-
-def _direct(hooks: Sequence[HookLike]) -> bool:
-    """Whether ``hooks`` are dynaorm's own tracer alone (:class:`Tracing` itself, not a
-    subclass), which the pump calls directly: it answers no attempt, returns nothing to
-    await and reads no item of an answer, so its ``on_start`` and ``on_end`` need none of
-    :func:`start`'s and :func:`end`'s machinery (a failure is still logged and ignored)."""
-    return len(hooks) == 1 and type(hooks[0]) is Tracing
-
-
-def _end_all(hooks: Sequence[HookLike], phase: Operation, tokens: list[object]) -> None:
-    """Every hook's ``on_end`` of an operation, nothing awaited (see :func:`_close_all`)."""
-    if not _direct(hooks):
-        _close_all(end(hooks, phase, tokens))
-        return
-    try:
-        hooks[0].on_end(phase, tokens[0])
-    except Exception:
-        logger().exception("hook %r failed at the end of %s", hooks[0], phase.name)
-
-
-def _traced(tracing: HookLike, step: Call, request: dict[str, Any], number: int,
-            within: Operation | None
-            ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
-    """One attempt with dynaorm's own tracer alone (:func:`_direct`): what
-    :func:`_attempt` does with it, without the machinery it never needs."""
-    attempt = Attempt(step.operation, request, number, step.origins, within=within,
-                      shares=step.shares, service=step.service)
-    try:
-        token = tracing.on_start(attempt)
-    except Exception:
-        logger().exception("hook %r failed at the start of %s", tracing, step.operation)
-        token = None
-    attempt.sent = True
-    began = time.perf_counter()
-    try:
-        attempt.response = yield Send(step.operation, request, step.reader, step.via,
-                                      step.service)
-    except RequestError as exc:
-        attempt.error = exc
-    except BaseException:  # cancelled, or its read abandoned: it ends all the same
-        attempt.interrupted = True
-        raise
-    finally:
-        attempt.elapsed = time.perf_counter() - began
-        try:
-            tracing.on_end(attempt, token)
-        except Exception:
-            logger().exception("hook %r failed at the end of %s", tracing, step.operation)
-    return attempt.response, attempt.error
 
 
 def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
@@ -459,9 +408,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
         if budget is not None and (pause := budget.wait(step.operation, request)) > 0:
             yield Wait(pause)
         if hooks:
-            out, error = yield from (_traced(hooks[0], step, request, number, within)
-                                     if _direct(hooks) else
-                                     _attempt(hooks, step, request, number, within))
+            out, error = yield from _attempt(hooks, step, request, number, within)
         else:
             try:
                 out, error = (yield Send(step.operation, request, step.reader, step.via,

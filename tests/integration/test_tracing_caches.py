@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -116,8 +115,8 @@ def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None,
             _cold()
         exporter.clear()
         operations, act = _act(step)
-        with inject_faults(shop) if step[-1] != "none" else nullcontext() as faults:  # (no
-            arm(faults, operations, step[-1])  # fault hook beside tracing for a plain step)
+        with inject_faults(shop) as faults:
+            arm(faults, operations, step[-1])
             try:
                 act()
                 ended.append("ok")
@@ -192,33 +191,6 @@ def test_quiet_dropped_operations_emit_nothing_and_end_as_traced_ones(
     # table's administration, between runs: no attempt of the program reached the hook)
     assert tracing._attempt_fixed.cache_info().currsize == 0
     assert not hook._open
-
-
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
-@given(program=st.lists(STEPS, min_size=1, max_size=5))
-@example(program=[("save", "m1", "a@x.com", "none"), ("save", "m2", "a@x.com", "none"),
-                  ("get", "m2", "none")])  # (a refusal on the direct path: no fault hook)
-def test_the_tracer_called_directly_emits_what_the_generic_pump_does(
-        fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:
-    """With dynaorm's tracer the only hook, the pump calls it directly (never through
-    the generic ``start``/``end``); the program emits exactly the spans and metric points,
-    and ends exactly, as through the generic pump (its answers' items hidden from the
-    hook), traced and sampled out, with throttles, server errors, lost answers and
-    retries."""
-    from unittest import mock
-
-    from dynaorm.protocol import steps
-
-    ended: list[object] = []
-    end = steps.end
-    with mock.patch.object(steps, "end", lambda *a: (ended.append(a), end(*a))[1]):
-        direct = [_run(program, cold=False), _run(program, cold=False, sampler=ALWAYS_OFF)]
-    assert all(len(a[0]) > 1 for a in ended)  # (only beside another hook: a fault's)
-    with mock.patch.object(steps, "_direct", lambda hooks: False):
-        generic = [_run(program, cold=False), _run(program, cold=False, sampler=ALWAYS_OFF)]
-    assert direct == generic
-    assert any(direct[0][0]) and direct[1][0] == [[] for _ in program]
-    assert not shop.db.tracing._open
 
 
 def test_each_tracer_is_asked_once_per_operation(
