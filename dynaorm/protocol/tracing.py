@@ -54,7 +54,7 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
+from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase, logger
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
@@ -409,7 +409,10 @@ class Tracing(Hook):
         found = roles(attempt)
         tables, server = attempt.tables, self._server()  # (read once: metrics', span's)
         if self._meters is not None:
-            self.metrics.record(self._meters, attempt, sent.clock, server, found, tables)
+            try:  # (a meter that fails loses its points, never the attempt's span)
+                self.metrics.record(self._meters, attempt, sent.clock, server, found, tables)
+            except Exception:
+                logger().exception("recording the metrics of %s failed", attempt.operation)
         span = sent.span
         if span is False or (span is None and sent.botocore and attempt.sent):
             return  # metrics alone, an operation sampled out; botocore's span
