@@ -219,7 +219,10 @@ class Hook:
 
 
 def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
-    """Every hook's ``on_start``, in order; their tokens."""
+    """Every hook's ``on_start``, in order; their tokens. Interrupted by one (a
+    ``KeyboardInterrupt``, anything but an ``Exception``), those started end first, the
+    phase interrupted (an attempt) or failed by it (an operation): none is left open (a
+    tracer's span current in the caller's context, never ended)."""
     tokens: list[object] = []
     for hook in hooks:
         try:
@@ -227,6 +230,14 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
         except Exception:
             logger().exception("hook %r failed at the start of %s", hook, _name(phase))
             tokens.append(None)
+        except BaseException as exc:
+            if isinstance(phase, Attempt):
+                phase.interrupted = True
+            else:
+                phase.error = exc
+            for awaitable in end(hooks[:len(tokens)], phase, tokens):
+                getattr(awaitable, "close", lambda: None)()  # (no one will await it)
+            raise
     return tokens
 
 

@@ -515,3 +515,51 @@ def test_a_quiet_operation_hides_its_attempts_from_the_tracer_alone(
         # attempt of the program reached the tracer: the table's administration alone)
     finally:
         del EXTRAS["counting"]
+
+
+# == a hook interrupted at its start =======================================================
+class _Interrupt(Hook):
+    """Raises ``KeyboardInterrupt`` at the start of a phase of kind ``kind`` (a Ctrl-C
+    landing in a hook: not an ``Exception``, so not logged and ignored)."""
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+
+    def on_start(self, phase: Any) -> object:
+        if isinstance(phase, self.kind):
+            raise KeyboardInterrupt
+        return None
+
+
+@pytest.mark.parametrize("kind", [Attempt, Operation], ids=["attempt", "operation"])
+def test_a_hook_interrupted_at_its_start_leaves_no_span_open(fresh: None, kind: type
+                                                             ) -> None:
+    """Fixed: an inner hook's ``on_start`` interrupted (``KeyboardInterrupt``) after the
+    tracer's had started the phase's span: the pump never called the tracer's ``on_end``,
+    so the attempt's span stayed current in the caller's context (the caller's own spans
+    made after it were its children) and was never exported, or the operation stayed
+    open in the tracer. Now the hooks started end before the interruption goes on (the
+    attempt interrupted, the operation failed by it)."""
+    from opentelemetry import trace
+
+    shop.create()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    shop.db.tracing.tracer_provider = provider
+    hook = shop.db.add_hook(_Interrupt(kind))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Session(shop).get(Buyer, buyer_id="b1")
+    finally:
+        shop.db.remove_hook(hook)
+    assert not trace.get_current_span().get_span_context().is_valid
+    assert not shop.db.tracing._open
+    finished = {s.name: s for s in exporter.get_finished_spans()}
+    assert finished["dynaorm.get"].status.status_code.name == "ERROR"
+    if kind is Attempt:
+        assert finished["DynamoDB.GetItem"].status.status_code.name == "ERROR"
+    exporter.clear()
+    assert Session(shop).get(Buyer, buyer_id="b1") is None  # traced as usual after
+    assert sorted(s.name for s in exporter.get_finished_spans()) == [
+        "DynamoDB.GetItem", "dynaorm.get"]
