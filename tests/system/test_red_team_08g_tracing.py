@@ -115,6 +115,21 @@ class Churn(Hook):
         return None
 
 
+class Cancel(Hook):
+    """Cancels its task at the start of each operation's first attempt (the cancellation
+    lands while the attempt is in flight); nothing in a sync session."""
+
+    def on_start(self, phase: Any) -> object:
+        if isinstance(phase, Attempt) and phase.number == 1 and phase.within is not None:
+            try:
+                task = asyncio.current_task()
+            except RuntimeError:
+                return None
+            if task is not None:
+                task.cancel()
+        return None
+
+
 EXTRAS: dict[str, Callable[[], Hook]] = {
     "noop": NoOp, "no items": NoItems, "raising": Raising, "churn": Churn}
 
@@ -171,7 +186,8 @@ def _hooked(extra: str | None) -> Iterator[None]:
 
 
 def _run(program: list[tuple[Any, ...]], extra: str | None, sampler: Any = None,
-         meters: bool = True) -> tuple[list[list[str]], list[str], list[str]]:
+         meters: bool = True, aio: bool = False
+         ) -> tuple[list[list[str]], list[str], list[str]]:
     """``program`` from an empty table, with ``extra`` beside the tracer: the spans of
     each step, the metric points, how each step ended. A step with no fault runs with no
     fault injector (the tracer alone, when ``extra`` is ``None``)."""
@@ -186,7 +202,7 @@ def _run(program: list[tuple[Any, ...]], extra: str | None, sampler: Any = None,
     spans, ended = [], []
     for step in program:
         exporter.clear()
-        operations, act = _act(step)
+        operations, act = (_aact if aio else _act)(step)
         with _hooked(extra):
             if step[-1] == "none":
                 ended.append(_ended(act))
@@ -201,11 +217,31 @@ def _run(program: list[tuple[Any, ...]], extra: str | None, sampler: Any = None,
     return spans, _points(reader), ended
 
 
+def _aact(step: tuple[Any, ...]) -> tuple[tuple[str, ...], Callable[[], object]]:
+    """:func:`_act` in an async session (a fresh event loop per step)."""
+    kind, *args = step
+
+    async def run() -> object:
+        s = AsyncSession(shop)
+        if kind in ("save", "delete"):
+            buyer = Buyer(buyer_id=args[0], email=args[1] if kind == "save" else "a@x.com")
+            (s.save if kind == "save" else s.delete)(buyer)
+            return await s.commit()
+        if kind == "get":
+            return await s.get(Buyer, buyer_id=args[0])
+        if kind == "get_many":
+            return await s.get_many(Buyer, [{"buyer_id": i} for i in args[0]])
+        return await s.scan(Buyer).page_size(2).page()
+    return _act(step)[0], lambda: asyncio.run(run())
+
+
 def _ended(act: Callable[[], object]) -> str:
     try:
         out = act()
     except DynaormError as exc:
         return type(exc).__name__
+    except asyncio.CancelledError:
+        return "cancelled"
     return "ok" if out is None else f"ok {type(out).__name__}"
 
 
@@ -563,3 +599,44 @@ def test_a_hook_interrupted_at_its_start_leaves_no_span_open(fresh: None, kind: 
     assert Session(shop).get(Buyer, buyer_id="b1") is None  # traced as usual after
     assert sorted(s.name for s in exporter.get_finished_spans()) == [
         "DynamoDB.GetItem", "dynaorm.get"]
+
+
+# == async sessions, cancelled mid-attempt =================================================
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=st.lists(STEPS, min_size=1, max_size=4),
+       extra=st.sampled_from(sorted(EXTRAS)))
+def test_async_a_hook_beside_the_tracer_changes_nothing_it_exports(
+        fresh: None, program: list[tuple[Any, ...]], extra: str) -> None:
+    """The property above in async sessions, and with every operation cancelled in its
+    first attempt (a hook cancelling its task): the same spans, points and outcomes with a
+    hook beside the tracer as without; nothing left open."""
+    alone = _run(program, None, aio=True)
+    assert _run(program, extra, aio=True) == alone
+    EXTRAS["cancel"] = Cancel
+    try:
+        cancelled = _run(program, "cancel", aio=True)
+        assert set(cancelled[2]) == {"cancelled"}
+        if extra != "cancel":
+            EXTRAS["both"] = lambda: _Both(Cancel(), EXTRAS[extra]())
+            try:
+                assert _run(program, "both", aio=True) == cancelled
+            finally:
+                del EXTRAS["both"]
+        assert _run(program, "cancel", aio=True, sampler=ALWAYS_OFF) == (
+            [[] for _ in program], cancelled[1], cancelled[2])
+    finally:
+        del EXTRAS["cancel"]
+
+
+class _Both(Hook):
+    """Two hooks as one (the first's start first, its end last)."""
+
+    def __init__(self, first: Hook, second: Hook) -> None:
+        self.first, self.second = first, second
+
+    def on_start(self, phase: Any) -> object:
+        return (self.first.on_start(phase), self.second.on_start(phase))
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        self.second.on_end(phase, token[1])
+        return self.first.on_end(phase, token[0])
