@@ -309,7 +309,9 @@ class Tracing(Hook):
         if token is None:  # (by the phase, not the token's class: after a reload of this
             return None  # module, a token made before it is of the class it replaced)
         if isinstance(phase, Operation):
-            if self in phase.quiet:  # a quiet operation's (dropped) span: nothing to add
+            if self in phase.quiet:  # a quiet operation's (dropped) span: nothing to add;
+                # quiet no longer (a tool runs one Operation again: asked anew then)
+                phase.quiet = tuple(h for h in phase.quiet if h is not self)
                 token.end()
             else:
                 self._end_operation(phase, token)

@@ -420,9 +420,10 @@ def test_an_async_operation_cancelled_mid_attempt_ends_its_spans() -> None:
     the attempt's are exported, ended (the operation's as failed, the attempt's as
     interrupted), nothing left open; with the tracer alone and with a hook beside it;
     the hook's next operation traced as usual."""
-    gate = threading.Event()
+    gate, arrived = threading.Event(), threading.Event()
 
     def reply(n: int, request: Any) -> Reply:
+        arrived.set()
         gate.wait(5)
         return Reply(answer(json_body({})))
 
@@ -438,11 +439,12 @@ def test_an_async_operation_cancelled_mid_attempt_ends_its_spans() -> None:
                 provider.add_span_processor(SimpleSpanProcessor(exporter))
                 shop.db.tracing.tracer_provider = provider
                 gate.clear()
+                arrived.clear()
                 with _hooked(extra):
                     async def main() -> None:
                         task = asyncio.ensure_future(
                             AsyncSession(shop).get(Buyer, buyer_id="b1"))
-                        await asyncio.sleep(0.3)
+                        assert await asyncio.to_thread(arrived.wait, 10)  # (in flight)
                         task.cancel()
                         with pytest.raises(asyncio.CancelledError):
                             await task
@@ -640,3 +642,47 @@ class _Both(Hook):
     def on_end(self, phase: Any, token: Any) -> object:
         self.second.on_end(phase, token[1])
         return self.first.on_end(phase, token[0])
+
+
+# == one Operation run more than once (as dynaorm.tools.reencrypt runs its `during`) =========
+def test_an_operation_run_again_after_a_quiet_run_is_traced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixed: a tool runs several protocols under one ``Operation`` (``reencrypt``'s
+    ``during``: its guard rows, its update, its read-back). A run sampled out with
+    nothing for its attempts to do made it quiet for the tracer (``Operation.quiet``),
+    and it stayed so: a later run sampled in lost its attempts' spans (filtered from the
+    hook as the quiet run's), and its end, taken for a quiet one's, called ``end()`` on
+    the operation's record: its span never ended, the record left open in the hook for
+    good. Now a quiet operation's end takes the tracer out of ``quiet``."""
+    import sys
+
+    from dynaorm.protocol.steps import call
+
+    monkeypatch.delitem(sys.modules, "opentelemetry.instrumentation", raising=False)
+    with serving(lambda n, request: Reply(answer(json_body({})))) as server:
+        bound = shop._binding()
+        try:
+            shop.connect(server.url)
+            shop.wire = "dynaorm"
+            hook = shop.db.tracing
+            during = Operation("reencrypt", (shop.name,), (Buyer,))
+            request = {"TableName": shop.name, "Key": {"pk": {"S": "BUYER#b1"},
+                                                        "sk": {"S": "BUYER"}}}
+            hook.tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+            reached: list[str] = []
+            started = hook.on_start
+            monkeypatch.setattr(hook, "on_start", lambda phase: (
+                reached.append(type(phase).__name__), started(phase))[1])
+            shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
+            assert reached == ["Operation"]  # (quiet: its attempt never reached the hook)
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            hook.tracer_provider = provider
+            shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
+            assert not hook._open
+            assert sorted(s.name for s in exporter.get_finished_spans()) == [
+                "DynamoDB.GetItem", "dynaorm.reencrypt"]
+        finally:
+            shop.db.tracing = type(shop.db.tracing)()
+            shop._restore(bound)
