@@ -195,6 +195,7 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     tokens: list[object] = []
     emitted = False  # the open page's items are with its consumer (who may fail on them)
     if hooks and not paged:
+        operation.error = None  # type: ignore[union-attr]  # (run again: its own outcome)
         current, tokens = operation, start(hooks, operation)  # type: ignore[arg-type]
     value: Any = None
     error: BaseException | None = None

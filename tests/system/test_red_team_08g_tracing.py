@@ -686,3 +686,56 @@ def test_an_operation_run_again_after_a_quiet_run_is_traced(
         finally:
             shop.db.tracing = type(shop.db.tracing)()
             shop._restore(bound)
+
+
+def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> None:
+    """Fixed: ``reencrypt`` runs its read-back under the ``during`` whose update just
+    failed its condition (a concurrent writer): the read-back, answered, was ended with
+    the update's error still on the operation (``Operation.error`` never reset): its span
+    said ``ConditionalCheckFailed`` (status ERROR) and every hook was told the run
+    failed. Now each run of an operation starts with no error."""
+    from dynaorm.errors import RequestError
+    from dynaorm.protocol.steps import call
+
+    failure = json_body({"__type": "com.amazonaws.dynamodb.v20120810#"
+                                   "ConditionalCheckFailedException", "message": "no"})
+
+    def reply(n: int, request: Any) -> Reply:
+        if n == 1:
+            return Reply(answer(failure, status="400 Bad Request"))
+        return Reply(answer(json_body({})))
+
+    told: list[object] = []
+
+    class Told(Hook):
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Operation):
+                told.append(None if phase.error is None else type(phase.error).__name__)
+            return None
+
+    with serving(reply) as server:
+        bound = shop._binding()
+        try:
+            shop.connect(server.url)
+            shop.wire = "dynaorm"
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            shop.db.tracing.tracer_provider = provider
+            hook = shop.db.add_hook(Told())
+            during = Operation("reencrypt", (shop.name,), (Buyer,))
+            request = {"TableName": shop.name, "Key": {"pk": {"S": "BUYER#b1"},
+                                                        "sk": {"S": "BUYER"}}}
+            with pytest.raises(RequestError):
+                shop.db.driver.run(call("UpdateItem", request, (Buyer,),
+                                        idempotent=False), during)
+            exporter.clear()
+            assert "Item" not in shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
+            shop.db.remove_hook(hook)
+            assert told[-1] is None
+            op = next(s for s in exporter.get_finished_spans() if s.name == "dynaorm.reencrypt")
+            assert op.status.status_code.name == "UNSET"
+            assert op.attributes is not None and op.attributes["dynaorm.outcome"] == "ok"
+        finally:
+            shop.db.tracing = type(shop.db.tracing)()
+            shop._restore(bound)
