@@ -170,6 +170,10 @@ LANDED = 162_276
 #: 1.9% of a traced get) was reverted: a second path must pay 5% of the whole operation.
 LANDED = 162_411
 #: (merged with lit69 and red team 08e: measured)
+#: red team 08g: +100 for four fixes no new module could hold (hooks.start ends the hooks
+#: started when one is interrupted; a failing meter loses no span; an Operation run again
+#: is told its own outcome and is not left quiet for the tracer)
+LANDED = 162_511
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
