@@ -300,7 +300,7 @@ def test_a_second_writer_in_a_transactions_window_is_never_its_result(
             return  # told the truth: unknown
     try:
         got = staged.result.n
-    except Exception as exc:  # (no result: it could not say)  # noqa: BLE001
+    except Exception as exc:  # (no result: it could not say)
         assert "no result" in str(exc)
         return
     assert got == 1, json.dumps({"result n": got, "which": which})
