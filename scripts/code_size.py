@@ -163,6 +163,11 @@ LANDED = 162_191
 #: lost answer proved applied answering the item read back (a later read returned another
 #: writer's change as its result; one GetItem fewer): +85. Raised by exactly that.
 LANDED = 162_276
+#: red team 08f: a previous layout no literal ranks beside another entity's keys (its
+#: current or previous ones) was accepted on a table without a type attribute, and
+#: ``dynaorm migrate`` moved the other's row as its own: the definition's overlap check
+#: takes every layout (schema/checks.py, spec.py): +19. Raised by exactly that.
+LANDED = 162_295
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
