@@ -92,6 +92,8 @@ _op = st.one_of(
     st.tuples(st.just("delete"), st.integers(0, 2), _values),
     st.tuples(st.just("query"), st.integers(0, 2), _values),
     st.tuples(st.just("scan"), st.integers(0, 2)),
+    st.tuples(st.just("range"), st.integers(0, 2), _values,
+              st.sampled_from(["eq", "gte", "lte", "gt", "lt", "begins_with"])),
     st.tuples(st.just("migrate"),),
 )
 
@@ -187,8 +189,33 @@ def _run(home: Table, classes: list[type[Any]], op: tuple[Any, ...], tags: Itera
     elif kind == "query":
         found = Session(home).query(cls, **{f: values[f] for f in spec.pk.fields}).all()
         _check_reads(cls, found, "query")
+    elif kind == "range":  # (a key condition on the sort key: skips claimed literals)
+        if "c" not in (spec.sk.fields if spec.sk else ()):
+            return
+        q = Session(home).query(cls, **{f: values[f] for f in spec.pk.fields})
+        found = getattr(q, op[3])(c=values["c"]).all()
+        _check_reads(cls, found, f"query {op[3]}")
     elif kind == "scan":
         _check_reads(cls, Session(home).scan(cls).all(), "scan")
+
+
+def _partly_literal_beside_previous(classes: list[type[Any]]) -> bool:
+    """Whether an entity's previous layout meets another's partly literal key (a literal
+    pk with a templated sk, or the reverse): the known defect of
+    :func:`test_a_previous_template_never_takes_a_partly_literal_row`."""
+    from dynaorm.schema.checks import could_overlap
+
+    for cls in classes:
+        prev = cls.__dynaorm_spec__.previous
+        for other in classes:
+            if prev is None or other is cls:
+                continue
+            for pk, sk in other.__dynaorm_spec__.layouts:
+                partly = pk.is_literal != (sk is None or sk.is_literal)
+                if partly and could_overlap(pk, prev.pk) and (
+                        sk is None or prev.sk is None or could_overlap(sk, prev.sk)):
+                    return True
+    return False
 
 
 def _owners_changed(before: dict[str, Any], after: dict[str, Any], actor: str | None
@@ -210,6 +237,9 @@ def test_no_entity_ever_takes_anothers_row(moto: None, shapes: list[Any],
     except DynaormError as exc:
         event("refused at definition")
         note(f"refused at definition: {exc}")
+        return
+    if _partly_literal_beside_previous(classes):
+        event("the partly literal defect (strict xfail below)")
         return
     olds = sum(c.__dynaorm_spec__.previous is not None for c in classes)
     event(f"{len(classes)} entities, {olds} previous")
@@ -333,3 +363,33 @@ def test_a_get_never_returns_an_object_of_another_key_from_a_lossy_old_layout(
         assert Session(home).get(item, a="admin", c="root") is None
         got = Session(home).get(item, a="admin", c="admin")
         assert got is not None and (got.a, got.c, got.tag) == ("admin", "admin", "old")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "defect (dynaorm/schema/rules/previous.py Layout._claimed, lit69): a previous layout "
+    "yields only to another entity's fully literal key (pk literal, sk without fields); "
+    "Admin keyed OLD#admin/P#{c} (a literal pk, outranking the old template OLD#{a} by "
+    "literal_outranks, so the definition allows the pair) is not a claim there: get, "
+    "delete and dynaorm migrate of Moved take Admin's row for an unmigrated Moved. "
+    "_claimed should ask literal_outranks(pk, sk, self.pk, self.sk) as literal_claims does"))
+def test_a_previous_template_never_takes_a_partly_literal_row(moto: None) -> None:
+    """``Moved`` keyed ``USER#{a}``/``{c}``, previously ``OLD#{a}``/``P#{c}``, beside
+    ``Admin`` keyed ``OLD#admin``/``P#{c}`` (its literal pk outranks the old template).
+    Admin's row ``OLD#admin``/``P#x`` is never a Moved: not to ``get`` (which reads the
+    old key on a miss), not to ``delete``, not to ``dynaorm migrate``."""
+    from dynaorm.tools.migrate import migrate
+
+    home = Table("red08f-partlit", pk="PK", sk="SK", type_attribute=None)
+    moved = _entity(home, "Red08fPartMoved", "USER#{a}", "{c}", ("OLD#{a}", "P#{c}"))
+    admin = _entity(home, "Red08fPartAdmin", "OLD#admin", "P#{c}", None)
+    with use_tables(home, name_suffix=worker_suffix()):
+        with Session(home) as s:
+            s.save(admin(c="x", tag="admin"))
+        held = _rows(home)
+        assert Session(home).get(moved, a="admin", c="x") is None
+        with Session(home) as s:
+            s.delete(moved, a="admin", c="x")
+        assert _rows(home) == held
+        migrate(home)
+        assert _rows(home) == held
+        assert Session(home).get(admin, c="x") == admin(c="x", tag="admin")
