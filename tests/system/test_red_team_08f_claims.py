@@ -370,8 +370,9 @@ def test_a_get_never_returns_an_object_of_another_key_from_a_lossy_old_layout(
     "yields only to another entity's fully literal key (pk literal, sk without fields); "
     "Admin keyed OLD#admin/P#{c} (a literal pk, outranking the old template OLD#{a} by "
     "literal_outranks, so the definition allows the pair) is not a claim there: get, "
-    "delete and dynaorm migrate of Moved take Admin's row for an unmigrated Moved. "
-    "_claimed should ask literal_outranks(pk, sk, self.pk, self.sk) as literal_claims does"))
+    "delete and dynaorm migrate of Moved take Admin's row for an unmigrated Moved "
+    "(_claimed asking literal_outranks alone was tried: not enough; the old layout's "
+    "reads need the partly literal claim too)"))
 def test_a_previous_template_never_takes_a_partly_literal_row(moto: None) -> None:
     """``Moved`` keyed ``USER#{a}``/``{c}``, previously ``OLD#{a}``/``P#{c}``, beside
     ``Admin`` keyed ``OLD#admin``/``P#{c}`` (its literal pk outranks the old template).
