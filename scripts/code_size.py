@@ -174,6 +174,13 @@ LANDED = 162_411
 #: started when one is interrupted; a failing meter loses no span; an Operation run again
 #: is told its own outcome and is not left quiet for the tracer)
 LANDED = 162_511
+#: red team 08f: a previous layout no literal ranks beside another entity's keys (its
+#: current or previous ones) was accepted on a table without a type attribute, and
+#: ``dynaorm migrate`` moved the other's row as its own: the definition's overlap check
+#: takes every layout (schema/checks.py, spec.py): +19. Raised by exactly that.
+LANDED = 162_295
+#: (merged with red team 08g: measured)
+LANDED = 162_530
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

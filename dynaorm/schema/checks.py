@@ -188,12 +188,12 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
 
 
 
-def check_rules(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None, *,
+def check_rules(cls: type[Any], table: TableSchema, layouts: Layouts, *,
                 uniques: bool, versioned: bool, sharded: bool, ttl_field: str | None,
                 timestamps: tuple[str | None, str | None], overlaps: str = "literal") -> None:
     """Rules that need string keys or a type attribute, the TTL field's and the
     timestamps' types, and overlapping key shapes on a table without a type attribute
-    (checked on the entity's spec as it is built)."""
+    (checked on the entity's spec as it is built: its ``layouts``, ``Meta.previous``'s too)."""
     owner = cls.__name__
     fields = cls.model_fields
     if not table.string_keys:
@@ -208,7 +208,7 @@ def check_rules(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemp
                 raise DynaormError(f"{owner}: {what} need(s) the type attribute (guard and "
                                    f"version rows carry it); table {table.name!r} has "
                                    "type_attribute=None")
-        _check_overlaps(cls, table, pk, sk, overlaps)
+        _check_overlaps(cls, table, layouts, overlaps)
     if ttl_field is not None:
         info = fields[ttl_field]
         allowed = _plain(info.annotation)
@@ -236,6 +236,10 @@ def overlap_policy(owner: str, raw: Any) -> str:
     return str(raw)
 
 
+#: an entity's key templates ``(pk, sk)``, each layout (:attr:`EntitySpec.layouts`)
+Layouts = tuple[tuple[KeyTemplate, KeyTemplate | None], ...]
+
+
 def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTemplate,
                      b_sk: KeyTemplate | None) -> bool:
     """Whether an item whose key fits both ``a``'s and ``b``'s templates is ``a``'s: ``a``
@@ -249,16 +253,19 @@ def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTempl
     return wins and not loses
 
 
-def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
+def _check_overlaps(cls: type[Any], table: TableSchema, layouts: Layouts,
                     policy: str = "literal") -> None:
+    """Each layout of ``cls`` (its keys, ``Meta.previous``'s until migrated) against each
+    of every other entity's: a row both may fit is told apart by a literal key only."""
     for other in list(table.entities.values()):
         theirs: Any = other.__dynaorm_spec__  # the other's EntitySpec
         if other.__qualname__ == cls.__qualname__:
             continue
-        if could_overlap(pk, theirs.pk) and (
-                sk is None or theirs.sk is None or could_overlap(sk, theirs.sk)):
-            ranked = (literal_outranks(pk, sk, theirs.pk, theirs.sk)
-                      or literal_outranks(theirs.pk, theirs.sk, pk, sk))
+        for (pk, sk), (tpk, tsk) in ((m, t) for m in layouts for t in theirs.layouts):
+            if not could_overlap(pk, tpk) or not (
+                    sk is None or tsk is None or could_overlap(sk, tsk)):
+                continue
+            ranked = literal_outranks(pk, sk, tpk, tsk) or literal_outranks(tpk, tsk, pk, sk)
             refused = "refuse" in (policy, theirs.overlaps)
             if ranked and not refused:
                 continue  # the literal key wins where they meet (Meta.overlaps = "literal")
@@ -268,9 +275,9 @@ def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: Key
             raise DynaormError(
                 f"{cls.__name__}: its keys ({pk.source!r}, "
                 f"{sk.source if sk else None!r}) could match the same item as "
-                f"{theirs.name}'s ({theirs.pk.source!r}, "
-                f"{theirs.sk.source if theirs.sk else None!r}); table {table.name!r} "
-                f"has no type attribute, so items are told apart by key shape only ({why})")
+                f"{theirs.name}'s ({tpk.source!r}, {tsk.source if tsk else None!r}); "
+                f"table {table.name!r} has no type attribute, so items are told apart by "
+                f"key shape only ({why})")
 
 
 def _key_only_names(owner: str, raw: Any) -> Collection[str]:

@@ -606,7 +606,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         renames=renames, null_fields=_null_fields(cls), rules=rules,
         kinds={**getattr(rules.get(Membership), "kinds", {}), **_field_kinds(cls)},
     )
-    check_rules(cls, table, pk, sk, uniques=bool(uniques), versioned=spec.versioned,
+    check_rules(cls, table, spec.layouts, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
     check_rule_rows(spec)
