@@ -289,10 +289,9 @@ class Client:
                     capacity=self.return_consumed_capacity, hooks=hooks,
                     budget=self._budget, meter=self._meter)
                 self._traced = {}
-        for tracer in self._tracers:  # the one check per operation while none is active
-            if tracer.active():  # (each asked once: those before it said no)
-                rest = self._tracers[self._tracers.index(tracer) + 1:]
-                active = (tracer, *(t for t in rest if t.active()))
+        for i, tracer in enumerate(self._tracers):  # the one check per operation while
+            if tracer.active():  # none is active (each asked once: those before said no)
+                active = (tracer, *(t for t in self._tracers[i + 1:] if t.active()))
                 traced = self._traced.get(active)
                 if traced is None:
                     traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     import logging
 
 __all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "end", "logger", "start", "wants_items"]
+           "Operation", "Phase", "close_all", "end", "logger", "start",
+           "wants_items"]
 
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
@@ -235,8 +236,7 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
                 phase.interrupted = True
             else:
                 phase.error = exc
-            for awaitable in end(hooks[:len(tokens)], phase, tokens):
-                getattr(awaitable, "close", lambda: None)()  # (no one will await it)
+            close_all(end(hooks[:len(tokens)], phase, tokens))
             raise
     return tokens
 
@@ -245,6 +245,15 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
 #: straight from the answer's bytes): never seen by hooks that all say ``wants_items =
 #: False``
 ITEM_MEMBERS = ("Item", "Items", "Responses")
+
+
+def close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
+    """Run what is left of the hooks' ``on_end`` without awaiting: what they return is
+    closed (a coroutine no one will await), not left to warn."""
+    for awaitable in awaitables:
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()
 
 
 def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object],

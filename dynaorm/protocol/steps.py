@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -47,6 +47,7 @@ from dynaorm.protocol.hooks import (
     HookLike,
     LogHook,
     Operation,
+    close_all,
     end,
     logger,
     start,
@@ -230,7 +231,7 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     finally:
         proto.close()
         if current is not None:
-            _close_all(end(hooks, current, tokens))
+            close_all(end(hooks, current, tokens))
 
 
 def _failed(current: Operation | None, emitted: bool, exc: BaseException) -> None:
@@ -247,7 +248,7 @@ def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | 
     its consumer, given its items, asks for more (what it makes of them, a decoding that
     fails, is the page's outcome)."""
     if emitted and kind is not Emit:
-        _close_all(end(hooks, current, tokens))  # type: ignore[arg-type]
+        close_all(end(hooks, current, tokens))  # type: ignore[arg-type]
         current, tokens = None, []
     if current is None and kind in (Call, Gather):
         current = dataclasses.replace(operation)
@@ -312,7 +313,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
             attempt.elapsed = time.perf_counter() - began
             attempt.interrupted = True
-            _close_all(end(hooks, attempt, tokens, wanted))
+            close_all(end(hooks, attempt, tokens, wanted))
             raise
         attempt.elapsed = time.perf_counter() - began
     ending = end(hooks, attempt, tokens, wanted)
@@ -323,7 +324,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
             logger().exception("an awaitable a hook returned at the end of %s failed",
                                step.operation)
         except BaseException:
-            _close_all(ending)  # every other hook still ends
+            close_all(ending)  # every other hook still ends
             raise
     if attempt.response is None and attempt.error is None:
         return {}, None  # a hook took both away: an empty answer
@@ -336,15 +337,6 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         raise DynaormError(f"a hook set {step.operation}'s attempt.response to "
                            f"{problem}: it takes a DynamoDB answer (a dict) or None")
     return attempt.response, attempt.error
-
-
-def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
-    """Run what is left of the hooks' ``on_end`` without awaiting: what they return is
-    closed (a coroutine no one will await), not left to warn."""
-    for awaitable in awaitables:
-        close = getattr(awaitable, "close", None)
-        if close is not None:
-            close()
 
 
 def _judged(policy: Policy, step: Call, error: RequestError, number: int,
