@@ -235,6 +235,8 @@ NEW_FEATURES: tuple[str, ...] = (
 #: most this many tokens, counted apart from the rest
 LANGGRAPH = "dynaorm/langgraph"
 LANGGRAPH_BUDGET = 6_000
+#: fixlg: the store refuses a value's dict key that is no string (+124)
+LANGGRAPH_BUDGET = 6_111
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before
