@@ -235,8 +235,9 @@ NEW_FEATURES: tuple[str, ...] = (
 #: most this many tokens, counted apart from the rest
 LANGGRAPH = "dynaorm/langgraph"
 LANGGRAPH_BUDGET = 6_000
-#: fixlg: the store refuses a value's dict key that is no string (+124)
-LANGGRAPH_BUDGET = 6_111
+#: fixlg: the store refuses a value's dict key that is no string (+124); the saver writes a
+#: task's writes past 100 rows one transaction a 100, unread until all are in (+181)
+LANGGRAPH_BUDGET = 6_292
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before
