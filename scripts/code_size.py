@@ -238,6 +238,8 @@ LANGGRAPH_BUDGET = 6_000
 #: fixlg: the store refuses a value's dict key that is no string (+124); the saver writes a
 #: task's writes past 100 rows one transaction a 100, unread until all are in (+181)
 LANGGRAPH_BUDGET = 6_292
+#: fixlg: the saver's list of limit 0 (or below) answers nothing, as InMemorySaver (+14)
+LANGGRAPH_BUDGET = 6_306
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

@@ -231,7 +231,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
                                                                  else {})}
             q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
-            q = q.page_size(min(2 * limit + 1, 500) if limit else 500)
+            q = q.page_size(min(2 * limit + 1, 500) if limit and limit > 0 else 500)
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
@@ -249,9 +249,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         for r in found:
             if type(r) is self.w:
                 writes.setdefault((r.thread_id, r.ns, r.checkpoint_id), []).append(r)
-        out = []
+        out: list[CheckpointTuple] = []
         for r in sorted((r for r in found if near(r)), reverse=True,
                         key=lambda r: (r.thread_id, r.ns, r.checkpoint_id)):
+            if limit is not None and len(out) >= limit:  # (none for 0, as InMemorySaver)
+                break
             md = self._load(r.meta)
             if any(md.get(k) != v for k, v in filter.items()):
                 continue
@@ -261,8 +263,6 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 _config(r, r.checkpoint_id), self._load(r.data), md,
                 r.parent and _config(r, r.parent),
                 [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
-            if len(out) == limit:
-                break
         return out
 
     def _thread(self, s: Any, thread_id: str) -> Op:

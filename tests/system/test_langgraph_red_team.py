@@ -248,6 +248,17 @@ def test_get_tuple_without_a_namespace_reads_the_root_one(tb: TestBackend) -> No
         assert saver.get_tuple(_conf("th", None, "2")) is None
 
 
+def test_a_list_of_limit_0_or_below_answers_nothing(tb: TestBackend) -> None:
+    """(found by the differential) ``list(limit=0)`` (or below) answers no checkpoint, as
+    ``InMemorySaver``; it answered every one (the limit was checked after the first)."""
+    for saver in Saver(agents, scope=_tenant()), Model():
+        _put(saver, "th", "", "1")
+        _put(saver, "th", "", "2")
+        for limit, count in (0, 0), (-1, 0), (1, 1), (None, 2):
+            assert len(list(saver.list(_conf("th"), limit=limit))) == count, (saver, limit)
+            assert len(list(saver.list(None, limit=limit))) == count, (saver, limit)
+
+
 def test_a_tasks_second_regular_write_keeps_the_first(tb: TestBackend) -> None:
     """(found by the differential) A task's regular write is kept as first written, as
     every LangGraph saver keeps it (only a special write, ``__interrupt__``..., is
