@@ -11,6 +11,9 @@ unchanged, and tables that connect alike commit together.
 
 from __future__ import annotations
 
+import importlib
+import pickle
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -131,6 +134,18 @@ class Table(TableSchema):
     """The :class:`~dynaorm.Client` this table sends through (its ``client=``, else the
     shared client of its connection keywords, chosen on first use)."""
 
+
+    def __reduce__(self) -> tuple[Callable[[str, str], Table], tuple[str, str]]:
+        """Pickled by reference, as a class is: the module attribute that holds it (a
+        job's task names its table so; a worker process imports that module and gets its
+        own table, its client its own). A table no module attribute holds does not pickle
+        (a client never travels)."""
+        for module, held in list(sys.modules.items()):
+            for name, value in list(getattr(held, "__dict__", {}).items()):
+                if value is self:
+                    return _held, (module, name)
+        raise pickle.PicklingError(f"table {self.name!r} is held by no module attribute: "
+                                   "it pickles by reference (declare it in a module)")
 
     def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
                 ) -> Iterator[Change]:
@@ -288,3 +303,10 @@ class Table(TableSchema):
         """Delete the table; no error if it does not exist."""
         self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
 
+
+def _held(module: str, name: str) -> Table:
+    """The table a module attribute holds (a pickled :class:`Table`)."""
+    table = getattr(importlib.import_module(module), name)
+    if not isinstance(table, Table):
+        raise pickle.UnpicklingError(f"{module}.{name} is no Table")
+    return table

@@ -10,7 +10,8 @@ compressed (:class:`dynaorm.Compressed`), and its metadata; each pending write
 values are in it: no blob rows, so nothing to keep in step); a checkpoint whose compressed
 row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError` before
 anything is sent (no parts: a part would cost a read of several items on every
-``get_tuple``). ``put_writes`` is one commit; a task's retry writes the same keys again.
+``get_tuple``). ``put_writes`` is one commit (past 100 rows, one a 100, read by no one
+until all are in); a task's retry writes the same keys again.
 Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
 ``a...`` methods), scoped when ``scope=`` is given.
 """
@@ -18,6 +19,7 @@ Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -51,6 +53,7 @@ from dynaorm import (
 
 Op = Generator[Callable[[], Any], Any, Any]
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
+_ROWS = 100  # (rows a transaction holds: a write is one row)
 
 
 def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
@@ -78,7 +81,8 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
                 **fields, **ttl}})
     # (the writes first: a checkpoint entity is only ever declared beside its writes')
     write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes]})
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes],
+        "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None, "meta": bytes,
         "data": Compressed[bytes]}, parent=None, run_id=None), write
@@ -186,11 +190,16 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                     task_id: str, task_path: str) -> Op:
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
-        some are there already (a retry, or its answer lost), those are left out."""
+        some are there already (a retry, or its answer lost), those are left out. Past a
+        transaction (100 rows), one commit a 100, each row holding the task's count of
+        regular writes (``total``): a reader sees none of them until all are in (LangGraph
+        takes a task with an output write as finished: part of them would lose the rest)."""
         conf = config["configurable"]
+        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
+            writes) > _ROWS else None
         rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
                        idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), **self._stamp())
+                       value=self._dump(value), total=total, **self._stamp())
                 for i, (channel, value) in enumerate(writes)]
         kept: set[int] = set()
         for retry in (False, True):
@@ -198,11 +207,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 s = type(s)(self.table, scope=self.scope or None)
                 kept = {w.idx for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=
                         conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
-            for r in rows:
-                if r.idx not in kept:
-                    s.save(r, overwrite=r.idx < 0)
+            todo = [r for r in rows if r.idx not in kept]
             try:
-                yield s.commit
+                for at in range(0, len(todo), _ROWS):
+                    for r in todo[at:at + _ROWS]:
+                        s.save(r, overwrite=r.idx < 0)
+                    yield s.commit
                 return
             except (ConflictError, OutcomeUnknownError):
                 if retry:
@@ -221,7 +231,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
                                                                  else {})}
             q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
-            q = q.page_size(min(2 * limit + 1, 500) if limit else 500)
+            q = q.page_size(min(2 * limit + 1, 500) if limit and limit > 0 else 500)
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
@@ -239,20 +249,20 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         for r in found:
             if type(r) is self.w:
                 writes.setdefault((r.thread_id, r.ns, r.checkpoint_id), []).append(r)
-        out = []
+        out: list[CheckpointTuple] = []
         for r in sorted((r for r in found if near(r)), reverse=True,
                         key=lambda r: (r.thread_id, r.ns, r.checkpoint_id)):
+            if limit is not None and len(out) >= limit:  # (none for 0, as InMemorySaver)
+                break
             md = self._load(r.meta)
             if any(md.get(k) != v for k, v in filter.items()):
                 continue
-            ws = sorted(writes.get((r.thread_id, r.ns, r.checkpoint_id), []),
+            ws = sorted(_whole(writes.get((r.thread_id, r.ns, r.checkpoint_id), [])),
                         key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
             out.append(CheckpointTuple(
                 _config(r, r.checkpoint_id), self._load(r.data), md,
                 r.parent and _config(r, r.parent),
                 [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
-            if len(out) == limit:
-                break
         return out
 
     def _thread(self, s: Any, thread_id: str) -> Op:
@@ -353,6 +363,18 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._arun(self._prune, thread_ids, strategy)
+
+
+def _whole(writes: list[Any]) -> list[Any]:
+    """A checkpoint's writes, less a task's written past one transaction and not all in
+    yet (fewer regular rows than their ``total``: a ``put_writes`` stopped between its
+    commits, to be run again)."""
+    want: Counter[str] = Counter()
+    have: Counter[str] = Counter()
+    for w in writes:
+        want[w.task_id] = max(want[w.task_id], w.total or 0)
+        have[w.task_id] += w.idx >= 0
+    return [w for w in writes if have[w.task_id] >= want[w.task_id]]
 
 
 def _config(r: Any, checkpoint_id: str) -> RunnableConfig:

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import takewhile
 from typing import Annotated, Any, cast
 
+import orjson
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -185,7 +186,7 @@ class Store(Runner, BaseStore):
                     texts[path] = "\n".join(got)
         vectors = dict(zip(texts, (yield self._embed(s, "embed_documents", list(texts.values())))
                            if texts else (), strict=True))
-        objs = [E(path=path, value=json.dumps(op.value), ttl_minutes=op.ttl, **self.scope,
+        objs = [E(path=path, value=_json(op.value), ttl_minutes=op.ttl, **self.scope,
                   expires=_expiry(op.ttl), **({"embedding": vectors[path]} if path in vectors
                                               else {}))
                 for path, op in writes.items() if op.value is not None]
@@ -236,6 +237,34 @@ class Store(Runner, BaseStore):
     def _embed(self, s: Any, method: str, texts: Any) -> Callable[[], Any]:
         return partial(getattr(self.embeddings, method if isinstance(s, Session)
                                else "a" + method), texts)
+
+
+def _json(value: Any) -> str:
+    """``value`` as JSON text. A dict key that is no string is refused (``TypeError``,
+    before anything is written): JSON keeps it as a string (``1`` and ``"1"``: one lost),
+    so the get would answer another value. ``orjson`` refuses such keys at a few percent
+    of ``json.dumps``'s cost; only a value it refuses is walked (it also refuses what JSON
+    keeps: an int past 64 bits, a lone surrogate)."""
+    text = json.dumps(value)
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        for stray in _stray_keys(value):
+            raise TypeError(f"the store keeps values as JSON: the dict key {stray!r} "
+                            f"({type(stray).__name__}) is not a string (JSON would make it "
+                            "one: a get would answer another value)") from None
+    return text
+
+
+def _stray_keys(value: Any) -> Iterator[Any]:
+    """The dict keys in ``value`` that are not strings."""
+    if isinstance(value, dict):
+        yield from (k for k in value if not isinstance(k, str))
+        for v in value.values():
+            yield from _stray_keys(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _stray_keys(v)
 
 
 def _path(namespace: tuple[str, ...], end: str = "") -> str:

@@ -65,7 +65,7 @@ class Task:
     """One scan segment of a job: all a worker needs, picklable."""
 
     job: str  # "backfill", "migrate", "check", "reencrypt" or "export"
-    entity: type[Entity]
+    entity: type[Entity] | Table  # (a table's job: its table, when only an adapter's rows)
     segment: int
     segments: int
     where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
@@ -74,6 +74,12 @@ class Task:
     name: str = ""
     options: tuple[tuple[str, Any], ...] = ()
     files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
+
+    @property
+    def entity_class(self) -> type[Entity]:
+        """The entity of an entity's job (a backfill, a reencrypt)."""
+        assert isinstance(self.entity, type)
+        return self.entity
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,8 @@ class Job:
         """Run one task here: ``(segment, its result)``, every request it sends held to
         the task's share of the job's budget (the client's own rate is left alone: other
         threads on it keep theirs)."""
-        table = cast(Table, spec_of(task.entity).table)
+        table = task.entity if isinstance(task.entity, Table) else cast(
+            Table, spec_of(task.entity).table)
         if (table.name, table.endpoint_url, table.region) != task.where:
             table.name = task.where[0]
             table.connect(*task.where[1:])
@@ -129,16 +136,20 @@ class Job:
 def job_of(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
          **more: Any) -> Job:
     """A job of ``kind`` on an entity, or on a table (named in a task by one of its
-    entity classes); a kind of its own module (``reencrypt``, ``export``) gives its task runner as
-    ``fn``."""
+    entity classes, pickled by reference; an adapter's rows, made per table, by none: a
+    table of only those, by the table itself, also by reference); a kind of its own module
+    (``reencrypt``, ``export``) gives its task runner as ``fn``."""
     check_segments(0, segments)
     budget_of(rate)  # (refuses anything but a Rate)
-    entity = target if isinstance(target, type) else next(iter(target.entities.values()),
-                                                          None)
-    if entity is None:
-        raise DynaormError(f"{kind} job: table {cast(Table, target).name!r} has no entity "
-                           "classes")
-    table = cast(Table, spec_of(entity).table)
+    if isinstance(target, type):
+        entity: type[Entity] | Table = target
+        table = cast(Table, spec_of(target).table)
+    elif not target.entities:
+        raise DynaormError(f"{kind} job: table {target.name!r} has no entity classes")
+    else:  # (an adapter's rows, made per table, pickle by no reference: the table does)
+        entity = next((e for e in target.entities.values()
+                       if not getattr(e, "__dynaorm_internal__", False)), target)
+        table = target
     where = (table.name, table.endpoint_url, table.region)
     return Job(Task(kind, entity, 0, segments, where, **more), rate)
 
@@ -177,7 +188,7 @@ def _export_files(export: str) -> tuple[str, ...]:
 def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
     """The live state of each item of the task's entity in its export data file, read
     again consistently (the export is older than the table)."""
-    spec = spec_of(task.entity)
+    spec = spec_of(task.entity_class)
     bucket, _, key = task.files[0].removeprefix("s3://").partition("/")
     body = _s3(task.where[2]).get_object(Bucket=bucket, Key=key)["Body"].read()
     for line in gzip.decompress(body).splitlines():
@@ -186,9 +197,9 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
         if spec.owns(item) and not (row is not None and row[0]):  # (no version row)
             if spec.rules.preparers:  # (key material: Encrypted fields)
                 session.client.driver.run(prepare_rows((spec,), (item,)), Operation(
-                    "get", (spec.table.name,), (task.entity,)))
-            obj = task.entity._from_item(item)
-            yield session.get(task.entity, consistent=True,
+                    "get", (spec.table.name,), (task.entity_class,)))
+            obj = task.entity_class._from_item(item)
+            yield session.get(task.entity_class, consistent=True,
                               **{f: obj.__dict__[f] for f in spec.lookup_fields})
 
 
@@ -218,7 +229,7 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
     change writes the item's marker with every job name that changed it, this one's
     added, on the condition that the marker is still as read (and ``save``'s own): a job
     resumed after another job touched the item changes it once."""
-    spec = spec_of(task.entity)
+    spec = spec_of(task.entity_class)
     assert task.fn is not None
     for conflicts in range(ROUNDS):
         if obj is None:
@@ -247,7 +258,7 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
             pass  # another writer got to it first: made again from its fresh state
         except DynaormError as exc:
             return str(exc), conflicts
-        obj = session.get(task.entity, consistent=True, **key)
+        obj = session.get(task.entity_class, consistent=True, **key)
     return f"still changing after {ROUNDS} attempts", ROUNDS
 
 
@@ -255,15 +266,15 @@ def _backfill(task: Task, table: Table) -> BackfillReport:
     session = Session(table)
     changed = conflicts = scanned = 0
     failed: list[str] = []
-    scan = session.scan(task.entity, segment=task.segment, segments=task.segments)
+    scan = session.scan(task.entity_class, segment=task.segment, segments=task.segments)
     for obj in _exported(task, session) if task.files else scan.consistent():
         scanned += 1
         outcome, lost = _change(session, obj, task)
         conflicts += lost
         changed += outcome == "changed"
         if obj is not None and outcome not in ("changed", "unchanged", "gone"):
-            key = spec_of(task.entity).primary_key(obj.__dict__)
-            failed.append(f"{task.entity.__name__} {key}: {outcome}")
+            key = spec_of(task.entity_class).primary_key(obj.__dict__)
+            failed.append(f"{task.entity_class.__name__} {key}: {outcome}")
     return BackfillReport(changed, conflicts, failed, scanned)
 
 

@@ -77,7 +77,7 @@ def reencrypt(entity: type[Entity], *, segments: int = 1, rate: Rate | None = No
 
 def run_task(task: Task, table: Table) -> ReencryptReport:
     """One segment of a :func:`reencrypt` job, on ``table``."""
-    spec = spec_of(task.entity)
+    spec = spec_of(task.entity_class)
     rule = spec.rules.get(Encryption)
     assert rule is not None
     outcomes: Counter[str] = Counter()
@@ -88,11 +88,11 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
             if not (old or spec.owns(item)):
                 continue
             rows = rule.renamed(spec.previous.fields_by_attr) if old and spec.previous else rule
-            outcome = _reseal(table, task.entity, rows, item)
+            outcome = _reseal(table, task.entity_class, rows, item)
             outcomes[outcome] += 1
             if outcome not in ("resealed", "current", "gone"):
                 key = {a: key_value(item[a]) for a in spec.table_key_attrs}
-                failed.append(f"{task.entity.__name__} {key}: {outcome}")
+                failed.append(f"{task.entity_class.__name__} {key}: {outcome}")
     return ReencryptReport(outcomes["resealed"], outcomes["current"], failed,
                            sum(outcomes.values()))
 

@@ -28,12 +28,12 @@ from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from dynaorm import (
+    DynaormError,
     ItemTooLargeError,
     KeyTemplateError,
     ScopeError,
     Session,
     Table,
-    TransactionTooLargeError,
 )
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
@@ -248,6 +248,17 @@ def test_get_tuple_without_a_namespace_reads_the_root_one(tb: TestBackend) -> No
         assert saver.get_tuple(_conf("th", None, "2")) is None
 
 
+def test_a_list_of_limit_0_or_below_answers_nothing(tb: TestBackend) -> None:
+    """(found by the differential) ``list(limit=0)`` (or below) answers no checkpoint, as
+    ``InMemorySaver``; it answered every one (the limit was checked after the first)."""
+    for saver in Saver(agents, scope=_tenant()), Model():
+        _put(saver, "th", "", "1")
+        _put(saver, "th", "", "2")
+        for limit, count in (0, 0), (-1, 0), (1, 1), (None, 2):
+            assert len(list(saver.list(_conf("th"), limit=limit))) == count, (saver, limit)
+            assert len(list(saver.list(None, limit=limit))) == count, (saver, limit)
+
+
 def test_a_tasks_second_regular_write_keeps_the_first(tb: TestBackend) -> None:
     """(found by the differential) A task's regular write is kept as first written, as
     every LangGraph saver keeps it (only a special write, ``__interrupt__``..., is
@@ -262,16 +273,44 @@ def test_a_tasks_second_regular_write_keeps_the_first(tb: TestBackend) -> None:
     assert got[0] == got[1] == [("task", "__interrupt__", "second"), ("task", "m", "first")]
 
 
-@pytest.mark.xfail(strict=True, raises=TransactionTooLargeError, reason="defect: a task "
-                   "with more than 100 writes (a node fanning out 101 Sends) cannot be "
-                   "saved: put_writes is one transaction of one row a write")
 def test_a_task_with_more_writes_than_a_transaction_holds(tb: TestBackend) -> None:
-    saver = Saver(agents, scope=_tenant())
-    at = _put(saver, "th", "", "1")
+    """A task of 101 writes (a node fanning out 101 Sends) is saved (one transaction a
+    100) and read back whole, as the model reads it. (It was refused: one transaction.)"""
+    saver, model = Saver(agents, scope=_tenant()), Model()
     writes = [("__pregel_tasks", f"send {i}") for i in range(101)]
-    saver.put_writes(at, writes, "task")
-    found = saver.get_tuple(at)
-    assert found is not None and len(found.pending_writes) == 101
+    for s in saver, model:
+        s.put_writes(_put(s, "th", "", "1"), writes, "task")
+    assert _state(saver, "th") == _state(model, "th")
+    found = saver.get_tuple(_conf("th"))
+    assert found is not None and [w[2] for w in found.pending_writes] == [
+        v for _, v in writes]
+
+
+@pytest.mark.engines("moto")  # (the saver's own rows and commits: no engine's)
+def test_a_task_s_writes_stopped_between_transactions_are_never_read_in_part(
+        tb: TestBackend) -> None:
+    """LangGraph takes a task with an output write as finished (its writes go back to it;
+    it is not run again: ``langgraph.pregel._task_status``): a ``put_writes`` stopped
+    between its transactions must never show part of the task's writes, else the rest are
+    lost. None of them shows (the task runs again); run again, all of them, once."""
+    saver, model = Saver(agents, scope=_tenant()), Model()
+    writes = [("__pregel_tasks", f"send {i}") for i in range(250)]
+    for s in saver, model:
+        s.put_writes(_put(s, "th", "", "1"), [("m", "other")], "other task")
+    with inject_faults(agents) as faults:
+        faults.server_error("TransactWriteItems", skip=1, times=None)
+        with pytest.raises(DynaormError):
+            saver.put_writes(_conf("th", "", "1"), writes, "task")
+    assert faults.sent["TransactWriteItems"] > 2  # (the first 100 are in the table)
+    assert len(tb.scan_raw(agents)) >= 102
+    assert _state(saver, "th") == _state(model, "th")  # (the other task's write alone)
+    assert saver.get_tuple(_conf("th")).pending_writes == [  # type: ignore[union-attr]
+        ("other task", "m", "other")]
+    for s in saver, model:
+        s.put_writes(_conf("th", "", "1"), writes, "task")
+    assert _state(saver, "th") == _state(model, "th")
+    found = saver.get_tuple(_conf("th"))
+    assert found is not None and len(found.pending_writes) == 251
 
 
 HOSTILE = ["é☃", "ns|a:b", "_", "C", "W", "0", "-1", " ", "%23", "\u0000x", "a" * 900,

@@ -23,11 +23,13 @@ import contextlib
 import copy
 import importlib
 import json
+import multiprocessing
 import operator
 import pickle
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypedDict
 
@@ -145,24 +147,35 @@ def test_pickling_a_saver_store_or_graph_is_refused_and_writes_nothing(lg: None)
     assert _items(agents) == held
 
 
-@pytest.mark.xfail(strict=True, raises=(pickle.PicklingError, AttributeError), reason=(
-    "defect (dynaorm/tools/jobs.job_of, outside dynaorm/langgraph): a job names its table "
-    "by the table's first entity class, pickled by reference; on a table whose first "
-    "entity is a LangGraph row (an agents table, or a Saver declared before the app's "
-    "entities) that class is made per table and no module attribute holds it "
-    "(dynaorm.langgraph.saver.LangGraphCheckpoint), so the tasks of check/migrate/"
-    "reencrypt/export do not pickle: run_local(workers>1) and any engine fail. job_of "
-    "should name the table by something that pickles (an entity not __dynaorm_internal__, "
-    "else the table itself)"))
 def test_the_tasks_of_a_job_on_a_table_of_langgraph_rows_pickle(lg: None) -> None:
     """A check job of a table holding a saver's and a store's rows: its tasks pickle
-    (every worker process and engine gets them pickled) and come back equal."""
+    (every worker process and engine gets them pickled) and come back equal, naming the
+    table itself (a module attribute: its LangGraph rows are made per table, held by no
+    module attribute); worker processes run them. (They named the first entity class, a
+    ``LangGraphCheckpoint``: ``PicklingError``.)"""
     from dynaorm.jobs import check
 
     Saver(agents, scope=_tenant())
     Store(agents, scope=_tenant())
     tasks = check(agents, segments=2).tasks()
     assert pickle.loads(pickle.dumps(tasks)) == tasks
+    assert all(t.entity is agents for t in pickle.loads(pickle.dumps(tasks)))
+    spawn = multiprocessing.get_context("spawn")  # (as run_local's workers start)
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        assert pool.submit(_names_agents, tasks[1]).result() == (True, tasks[1].where)
+
+
+def test_a_table_pickles_by_reference_or_not_at_all() -> None:
+    """A table pickles as the module attribute that holds it (the same table back, its
+    client never carried); one no module attribute holds is refused, never copied."""
+    assert pickle.loads(pickle.dumps(agents)) is agents
+    with pytest.raises(pickle.PicklingError, match="held by no module attribute"):
+        pickle.dumps(Table("red08c-nowhere"))
+
+
+def _names_agents(task: Any) -> tuple[bool, Any]:
+    """In a worker process: whether ``task`` names this module's ``agents``."""
+    return task.entity is agents, task.where
 
 
 @pytest.mark.parametrize(("label", "sk"), [("writes", "C#{a}#{b}#W#{c}#{d}"),
