@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.protocol.steps import call
+from dynaorm.schema.checks import literal_outranks
 from dynaorm.schema.described import described
 from dynaorm.schema.rules import (
     Before,
@@ -168,14 +169,15 @@ class Layout(Before):
         return self.parse_key(item) is not None and not self._claimed(item)
 
     def _claimed(self, item: Item) -> bool:
-        """Whether ``item``'s key is another entity's literal key (``OLD#admin`` of an
-        entity keyed so, which the old template ``OLD#{a}`` renders too): on a table
-        without a type attribute a literal key wins over a template, under the old layout
-        as under the current one, so that row is never read, moved or deleted as this
-        layout's; so is another entity's previous literal key, until migrated."""
-        return any(pk.is_literal and not (sk and sk.fields) and (pk, sk) != (self.pk, self.sk)
-                   and s.fits_layout(item, pk, sk) for s in (
-                       e.__dynaorm_spec__ for e in self.table.entities.values())
+        """Whether ``item``'s key is claimed by a layout whose literal parts outrank this
+        layout's templates (:func:`~dynaorm.schema.checks.literal_outranks`): another
+        entity's key, fully literal (``OLD#admin``/``PROFILE``, which the old template
+        ``OLD#{a}`` renders too) or partly (``OLD#admin``/``P#{c}`` beside the old
+        ``OLD#{a}``/``P#{c}``), current or, until migrated, previous. On a table without a
+        type attribute the literal wins over a template, under the old layout as under
+        the current one, so that row is never read, moved or deleted as this layout's."""
+        return any(literal_outranks(pk, sk, self.pk, self.sk) and s.fits_layout(item, pk, sk)
+                   for s in (e.__dynaorm_spec__ for e in self.table.entities.values())
                    for pk, sk in s.layouts)
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
@@ -322,8 +324,12 @@ class Layout(Before):
             both = yield from kit.snapshot(spec, (key, old_key))
             current, item = both.get(key_id(key)), both.get(key_id(old_key))
             if spec.owns(current):  # (and its TTL not passed)
-                item = current
-        return (yield from self.owner(spec, item, kit))
+                return (yield from self.owner(spec, current, kit))
+        obj = yield from self.owner(spec, item, kit)
+        # an old row is the entity at ``key`` only if its current key is ``key``: an old
+        # layout with fewer fields holds one row for many current keys (or a row's
+        # attributes name another key): that object is not at ``key``, a miss
+        return obj if obj is None or _current_key(spec, obj) == key else None
 
     def owner(self, spec: Any, item: Item | None, kit: Fetching) -> Generator[Any, Any, Any]:
         """(a guard written before the change names its owner under the old key and type
@@ -365,6 +371,15 @@ class Layout(Before):
             yield from kit.prepare((spec,), (current,))
             return spec.cls._from_item(current, spec)._dynaorm_state
         return None
+
+
+def _current_key(spec: Any, obj: Any) -> PlainKey | None:
+    """The current table key of ``obj`` (``None``: its values render none)."""
+    try:
+        key: PlainKey = spec.primary_key(obj.__dict__)
+    except DynaormError:
+        return None
+    return key
 
 
 def _live(spec: Any, item: Item | None) -> Item | None:
