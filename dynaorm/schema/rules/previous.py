@@ -41,7 +41,6 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.protocol.steps import call
-from dynaorm.schema.checks import literal_outranks
 from dynaorm.schema.described import described
 from dynaorm.schema.rules import (
     Before,
@@ -55,7 +54,7 @@ from dynaorm.schema.rules import (
 )
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, literal_outranks, parse_keys
 from dynaorm.values.expressions import (
     Condition,
     F,
@@ -170,7 +169,7 @@ class Layout(Before):
 
     def _claimed(self, item: Item) -> bool:
         """Whether ``item``'s key is claimed by a layout whose literal parts outrank this
-        layout's templates (:func:`~dynaorm.schema.checks.literal_outranks`): another
+        layout's templates (:func:`~dynaorm.schema.templates.literal_outranks`): another
         entity's key, fully literal (``OLD#admin``/``PROFILE``, which the old template
         ``OLD#{a}`` renders too) or partly (``OLD#admin``/``P#{c}`` beside the old
         ``OLD#{a}``/``P#{c}``), current or, until migrated, previous. On a table without a
@@ -343,13 +342,21 @@ class Layout(Before):
                    ) -> Generator[Any, Any, Any]:
         if type(state) is not MovedState:
             return (yield from Before.stored_now(self, spec, state, key, kit))
-        return (yield from self.either(spec, state.key, key, kit))
+        return (yield from self._either(spec, state.key, key, kit, held=True))
 
     def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
                ) -> Generator[Any, Any, Any]:
+        """(by key: an old row whose object's current key is not ``key`` is not the
+        entity at ``key``, as :meth:`read` has it)"""
+        return (yield from self._either(spec, old_key, key, kit, held=False))
+
+    def _either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching,
+                held: bool) -> Generator[Any, Any, Any]:
         """The old row, still there: a fresh :class:`~dynaorm.values.state.MovedState`
         (with its version rows), so the write moves it; else the current row (another
-        writer moved it): its plain state, so the write replaces it; else ``None``."""
+        writer moved it): its plain state, so the write replaces it; else ``None``.
+        ``held``: the object read from that old row is held (a write of it, its key
+        fields maybe changed), else asked by ``key``."""
         if key_id(old_key) == key_id(key):  # only the type or stored names changed
             out = yield from call("GetItem", {"TableName": spec.table.name,
                                               "Key": wire_key(old_key), "ConsistentRead": True},
@@ -360,13 +367,15 @@ class Layout(Before):
             old, current = both.get(key_id(old_key)), both.get(key_id(key))
         old, current = _live(spec, old), _live(spec, current)
         if old is not None and self.owns(old):
-            if current is not old and current is not None and spec.owns(current):
-                raise DynaormError(
-                    f"{spec.name}: both layouts hold it, the old row {old_key} and the "
-                    f"current row {key} (a new object was saved at the current key during "
-                    "the migration window); overwrite cannot tell which one it replaces: "
-                    "delete one of them first")
-            return (yield from self.moved(spec, old, kit))._dynaorm_state
+            obj = yield from self.moved(spec, old, kit)
+            if held or _current_key(spec, obj) == key:
+                if current is not old and current is not None and spec.owns(current):
+                    raise DynaormError(
+                        f"{spec.name}: both layouts hold it, the old row {old_key} and the "
+                        f"current row {key} (a new object was saved at the current key "
+                        "during the migration window); overwrite cannot tell which one it "
+                        "replaces: delete one of them first")
+                return obj._dynaorm_state
         if current is not None and spec.owns(current):
             yield from kit.prepare((spec,), (current,))
             return spec.cls._from_item(current, spec)._dynaorm_state
