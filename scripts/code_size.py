@@ -184,6 +184,10 @@ LANDED = 162_530
 #: fixlg: a table's job names a table of only LangGraph rows by the Table, which pickles by
 #: reference to the module attribute holding it (client/table.py, tools/jobs.py): +205
 LANDED = 162_719
+#: fix08f: previous layouts check an old row's current key, yield to partly literal keys: +114
+LANDED = 162_644
+#: (merged with fixlg: measured)
+LANDED = 162_849
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.rules.receipts import OWN_PREFIX
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import KeyTemplate
+from dynaorm.schema.templates import KeyTemplate, literal_outranks
 from dynaorm.values.codec import kind_of
 
 
@@ -238,19 +238,6 @@ def overlap_policy(owner: str, raw: Any) -> str:
 
 #: an entity's key templates ``(pk, sk)``, each layout (:attr:`EntitySpec.layouts`)
 Layouts = tuple[tuple[KeyTemplate, KeyTemplate | None], ...]
-
-
-def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTemplate,
-                     b_sk: KeyTemplate | None) -> bool:
-    """Whether an item whose key fits both ``a``'s and ``b``'s templates is ``a``'s: ``a``
-    has a literal key (``"METADATA"``) where ``b`` has a template (``"{timestamp}"``),
-    and ``b`` has none where ``a`` has a template. Two templates never outrank each other."""
-    pairs = [(a_pk, b_pk)]
-    if a_sk is not None and b_sk is not None:
-        pairs.append((a_sk, b_sk))
-    wins = any(x.is_literal and not y.is_literal for x, y in pairs)
-    loses = any(y.is_literal and not x.is_literal for x, y in pairs)
-    return wins and not loses
 
 
 def _check_overlaps(cls: type[Any], table: TableSchema, layouts: Layouts,

@@ -21,7 +21,8 @@ from typing import Any
 from dynaorm.errors import KeyTemplateError
 from dynaorm.values.keys import BinaryKey, NumberKey, key_value, number_key
 
-__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "parse_keys", "render_value"]
+__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "literal_outranks", "parse_keys",
+           "render_value"]
 
 #: The pseudo-field that write sharding fills in (never an entity field).
 SHARD_FIELD = "shard"
@@ -428,6 +429,19 @@ def _separated(segments: list[str | _Field]) -> tuple[str | _Field, ...]:
     return tuple(dataclasses.replace(seg, sep=after[0])
                  if isinstance(seg, _Field) and isinstance(after, str) else seg
                  for seg, after in itertools.zip_longest(segments, segments[1:]))
+
+
+def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTemplate,
+                     b_sk: KeyTemplate | None) -> bool:
+    """Whether an item whose key fits both ``a``'s and ``b``'s templates is ``a``'s: ``a``
+    has a literal key (``"METADATA"``) where ``b`` has a template (``"{timestamp}"``),
+    and ``b`` has none where ``a`` has a template. Two templates never outrank each other."""
+    pairs = [(a_pk, b_pk)]
+    if a_sk is not None and b_sk is not None:
+        pairs.append((a_sk, b_sk))
+    wins = any(x.is_literal and not y.is_literal for x, y in pairs)
+    loses = any(y.is_literal and not x.is_literal for x, y in pairs)
+    return wins and not loses
 
 
 def field_template(source: Any, what: str, owner: str, fields: frozenset[str],

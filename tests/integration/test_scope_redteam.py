@@ -110,8 +110,11 @@ def test_a_previous_layout_without_the_tenant(rdb: TestBackend) -> None:
     s1 = scoped(rdb, tenant_id="t1")
     with pytest.raises(ScopeError, match="OLD#"):
         s1.get(OldLayout, tenant_id="t1", old_id="o1")
-    with rdb.session() as s:  # (unscoped, it is read from its old layout)
-        assert s.get(OldLayout, tenant_id="t1", old_id="o1") is not None
+    with rdb.session() as s:  # (unscoped, it is read from its old layout, at its own key:
+        # t2's; never for t1's key, which the old layout cannot tell from t2's)
+        got = s.get(OldLayout, tenant_id="t2", old_id="o1")
+        assert got is not None and got.secret == "of t2"
+        assert s.get(OldLayout, tenant_id="t1", old_id="o1") is None
 
 
 def test_a_user_filter_cannot_escape_the_scope_filter(rdb: TestBackend) -> None:

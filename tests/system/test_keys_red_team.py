@@ -407,19 +407,23 @@ def test_a_cursor_of_another_tenant_is_refused(rdb: TestBackend) -> None:
 def test_a_previous_layout_is_read_and_moved_only_in_the_scope(rdb: TestBackend) -> None:
     """Unmigrated rows of t1 and t2 (``OLD.<tenant>.<note>``) and one planted under t2's
     old key whose attributes say t1: t1's session reads and moves its own, never the
-    planted one (get, delete, delete_many), and cannot write a note whose tenant holds
-    the old layout's separator."""
-    for t, n in (("t1", "n1"), ("t2", "n1"), ("t2", "liar")):
-        _put({"pk": f"OLD.{t}.{n}", "sk": "N", "_type": "OldNote", "tenant_id": "t1",
+    planted one (get, delete_many); no get returns the planted row (its attributes name
+    a key no get asked for); an object re-keyed into t1 whose old row is t2's cannot be
+    moved by t1's session; and no note whose tenant holds the old layout's separator is
+    written."""
+    for t, n, says in (("t1", "n1", "t1"), ("t2", "n1", "t2"), ("t2", "liar", "t1")):
+        _put({"pk": f"OLD.{t}.{n}", "sk": "N", "_type": "OldNote", "tenant_id": says,
               "note_id": n, "body": f"old {t}"})
     s1 = _scoped(rdb.session_kind, tenant_id="t1")
     own = s1.get(Note, tenant_id="t1", note_id="n1")
     assert own is not None and own.body == "old t1"
     assert s1.get(Note, tenant_id="t1", note_id="liar") is None
-    planted = Session(red).get(Note, tenant_id="t2", note_id="liar")
-    assert planted is not None and planted.tenant_id == "t1"  # (its attributes lie)
-    with pytest.raises(ScopeError, match=r"OLD\.t2\.liar"):
-        s1.save(planted)
+    assert Session(red).get(Note, tenant_id="t2", note_id="liar") is None  # (it says t1)
+    other = Session(red).get(Note, tenant_id="t2", note_id="n1")
+    assert other is not None and other.tenant_id == "t2"
+    other.tenant_id = "t1"  # (re-keyed into t1: its move would delete t2's old row)
+    with pytest.raises(ScopeError, match=r"OLD\.t2\.n1"):
+        s1.save(other)
     s1.rollback()
     s1.delete_many(Note, [{"tenant_id": "t1", "note_id": "liar"}])
     own.body = "moved"

@@ -54,7 +54,7 @@ from dynaorm.schema.rules import (
 )
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, literal_outranks, parse_keys
 from dynaorm.values.expressions import (
     Condition,
     F,
@@ -168,14 +168,15 @@ class Layout(Before):
         return self.parse_key(item) is not None and not self._claimed(item)
 
     def _claimed(self, item: Item) -> bool:
-        """Whether ``item``'s key is another entity's literal key (``OLD#admin`` of an
-        entity keyed so, which the old template ``OLD#{a}`` renders too): on a table
-        without a type attribute a literal key wins over a template, under the old layout
-        as under the current one, so that row is never read, moved or deleted as this
-        layout's; so is another entity's previous literal key, until migrated."""
-        return any(pk.is_literal and not (sk and sk.fields) and (pk, sk) != (self.pk, self.sk)
-                   and s.fits_layout(item, pk, sk) for s in (
-                       e.__dynaorm_spec__ for e in self.table.entities.values())
+        """Whether ``item``'s key is claimed by a layout whose literal parts outrank this
+        layout's templates (:func:`~dynaorm.schema.templates.literal_outranks`): another
+        entity's key, fully literal (``OLD#admin``/``PROFILE``, which the old template
+        ``OLD#{a}`` renders too) or partly (``OLD#admin``/``P#{c}`` beside the old
+        ``OLD#{a}``/``P#{c}``), current or, until migrated, previous. On a table without a
+        type attribute the literal wins over a template, under the old layout as under
+        the current one, so that row is never read, moved or deleted as this layout's."""
+        return any(literal_outranks(pk, sk, self.pk, self.sk) and s.fits_layout(item, pk, sk)
+                   for s in (e.__dynaorm_spec__ for e in self.table.entities.values())
                    for pk, sk in s.layouts)
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
@@ -322,8 +323,12 @@ class Layout(Before):
             both = yield from kit.snapshot(spec, (key, old_key))
             current, item = both.get(key_id(key)), both.get(key_id(old_key))
             if spec.owns(current):  # (and its TTL not passed)
-                item = current
-        return (yield from self.owner(spec, item, kit))
+                return (yield from self.owner(spec, current, kit))
+        obj = yield from self.owner(spec, item, kit)
+        # an old row is the entity at ``key`` only if its current key is ``key``: an old
+        # layout with fewer fields holds one row for many current keys (or a row's
+        # attributes name another key): that object is not at ``key``, a miss
+        return obj if obj is None or _current_key(spec, obj) == key else None
 
     def owner(self, spec: Any, item: Item | None, kit: Fetching) -> Generator[Any, Any, Any]:
         """(a guard written before the change names its owner under the old key and type
@@ -337,13 +342,21 @@ class Layout(Before):
                    ) -> Generator[Any, Any, Any]:
         if type(state) is not MovedState:
             return (yield from Before.stored_now(self, spec, state, key, kit))
-        return (yield from self.either(spec, state.key, key, kit))
+        return (yield from self._either(spec, state.key, key, kit, held=True))
 
     def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
                ) -> Generator[Any, Any, Any]:
+        """(by key: an old row whose object's current key is not ``key`` is not the
+        entity at ``key``, as :meth:`read` has it)"""
+        return (yield from self._either(spec, old_key, key, kit, held=False))
+
+    def _either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching,
+                held: bool) -> Generator[Any, Any, Any]:
         """The old row, still there: a fresh :class:`~dynaorm.values.state.MovedState`
         (with its version rows), so the write moves it; else the current row (another
-        writer moved it): its plain state, so the write replaces it; else ``None``."""
+        writer moved it): its plain state, so the write replaces it; else ``None``.
+        ``held``: the object read from that old row is held (a write of it, its key
+        fields maybe changed), else asked by ``key``."""
         if key_id(old_key) == key_id(key):  # only the type or stored names changed
             out = yield from call("GetItem", {"TableName": spec.table.name,
                                               "Key": wire_key(old_key), "ConsistentRead": True},
@@ -354,17 +367,28 @@ class Layout(Before):
             old, current = both.get(key_id(old_key)), both.get(key_id(key))
         old, current = _live(spec, old), _live(spec, current)
         if old is not None and self.owns(old):
-            if current is not old and current is not None and spec.owns(current):
-                raise DynaormError(
-                    f"{spec.name}: both layouts hold it, the old row {old_key} and the "
-                    f"current row {key} (a new object was saved at the current key during "
-                    "the migration window); overwrite cannot tell which one it replaces: "
-                    "delete one of them first")
-            return (yield from self.moved(spec, old, kit))._dynaorm_state
+            obj = yield from self.moved(spec, old, kit)
+            if held or _current_key(spec, obj) == key:
+                if current is not old and current is not None and spec.owns(current):
+                    raise DynaormError(
+                        f"{spec.name}: both layouts hold it, the old row {old_key} and the "
+                        f"current row {key} (a new object was saved at the current key "
+                        "during the migration window); overwrite cannot tell which one it "
+                        "replaces: delete one of them first")
+                return obj._dynaorm_state
         if current is not None and spec.owns(current):
             yield from kit.prepare((spec,), (current,))
             return spec.cls._from_item(current, spec)._dynaorm_state
         return None
+
+
+def _current_key(spec: Any, obj: Any) -> PlainKey | None:
+    """The current table key of ``obj`` (``None``: its values render none)."""
+    try:
+        key: PlainKey = spec.primary_key(obj.__dict__)
+    except DynaormError:
+        return None
+    return key
 
 
 def _live(spec: Any, item: Item | None) -> Item | None:
