@@ -181,6 +181,8 @@ LANDED = 162_511
 LANDED = 162_295
 #: (merged with red team 08g: measured)
 LANDED = 162_530
+#: fix70d: escaped binary tags decoded (wire +6); a null item member an ItemDecodeError (state +162)
+LANDED = 162_682
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

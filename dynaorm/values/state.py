@@ -160,13 +160,12 @@ class LoadedPage:
 def _not_attribute_values(item: Item, key_attrs: tuple[str, ...],
                           type_name: str) -> ItemDecodeError:
     """The error for a stored item read with members that are not attribute values (JSON
-    ``null``, a bare string...: botocore's parser and the wire's decoding hand them on)."""
-    key = {a: av["S"] if type(av) is dict and type(av.get("S")) is str else repr(av)
-           for a, av in item.items() if a in key_attrs}
-    bad = ", ".join(f"{name} ({'null' if av is None else type(av).__name__})"
-                    for name, av in item.items() if type(av) is not dict)  # (no value quoted)
+    ``null``, a bare string...: botocore's parser and the wire's decoding hand them on);
+    no value is quoted."""
+    bad = [name for name, av in item.items() if type(av) is not dict]
+    key = {a: str(item[a].get("S", item[a])) for a in key_attrs if a in item and a not in bad}
     return ItemDecodeError(f"the stored item {key} ({type_name}) has members that are not "
-                           f"DynamoDB attribute values: {bad}")
+                           f"DynamoDB attribute values: {', '.join(bad)}", key=key)
 
 
 #: the last page decoded again, and its items (one: it does not keep pages alive)
