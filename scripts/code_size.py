@@ -188,6 +188,10 @@ LANDED = 162_719
 LANDED = 162_644
 #: (merged with fixlg: measured)
 LANDED = 162_849
+#: fix70d: escaped binary tags decoded (wire +6); a null item member an ItemDecodeError (state +162)
+LANDED = 162_682
+#: (merged with fixlg and fix08f: measured)
+LANDED = 163_017
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

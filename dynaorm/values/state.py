@@ -27,6 +27,7 @@ from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
+from dynaorm.errors import ItemDecodeError
 from dynaorm.values.codec import binary_from_json, decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
@@ -77,8 +78,12 @@ def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
     """The number attributes of ``item`` that store ``fields`` (stored names), decoded:
     the values a plain load's snapshot shares (:meth:`InstanceState.loaded`; every other
     attribute keeps its wire form), for an object validated from the wire form itself."""
-    return {name: decode_number(av["N"]) for name, av in item.items()
-            if "N" in av and name in fields}
+    try:
+        return {name: decode_number(av["N"]) for name, av in item.items()
+                if "N" in av and name in fields}
+    except TypeError:  # (a member that is not an attribute value: loaded() refuses the item)
+        return {name: decode_number(av["N"]) for name, av in item.items()
+                if type(av) is dict and "N" in av and name in fields}
 
 
 class _Numbers(str):
@@ -145,10 +150,22 @@ class LoadedPage:
         if last is not None and last[0] is self:
             return last[1]
         items: list[Item] = answer_items(json.loads(self.data))
-        if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
+        if b'"B' in self.data or b"\\" in self.data:  # (binary values: bytes, as the wire's
+            # answers carry them, a tag spelt with an escape too: see wire.decode)
             items = binary_from_json(items)
         _last_page = (self, items)
         return items
+
+
+def _not_attribute_values(item: Item, key_attrs: tuple[str, ...],
+                          type_name: str) -> ItemDecodeError:
+    """The error for a stored item read with members that are not attribute values (JSON
+    ``null``, a bare string...: botocore's parser and the wire's decoding hand them on);
+    no value is quoted."""
+    bad = [name for name, av in item.items() if type(av) is not dict]
+    key = {a: str(item[a].get("S", item[a])) for a in key_attrs if a in item and a not in bad}
+    return ItemDecodeError(f"the stored item {key} ({type_name}) has members that are not "
+                           f"DynamoDB attribute values: {', '.join(bad)}", key=key)
 
 
 #: the last page decoded again, and its items (one: it does not keep pages alive)
@@ -201,7 +218,10 @@ class InstanceState:
         discriminator, whose stored string is replaced by the entity's own one.
         """
         avs = item.values()
-        values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
+        try:
+            values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
+        except TypeError:  # a member that is not an attribute value (a JSON null): never raw
+            raise _not_attribute_values(item, key_attrs, type_name) from None
         shape = _shapes.get(tuple(item))
         if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
             if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
