@@ -242,3 +242,50 @@ def test_following_the_advice_of_item_exists_leaves_the_entity_once(
     s.commit()
     rows = lossy.db.driver.run(call("Scan", {"TableName": lossy.name}))["Items"]
     assert [r["sk"]["S"] for r in rows] == ["y"], rows  # (the entity once)
+
+
+scoped = Table("red08h_scoped")
+
+
+class TenantLine(Entity):
+    """Line's lossy old layout, scoped by ``tenant_id``."""
+
+    class Meta:
+        table = scoped
+        pk = "T#{tenant_id}"
+        sk = "{item}"
+        previous = Previous(sk="PROFILE", type_name="TenantLineV1")
+
+    tenant_id: str
+    item: str
+    body: str = ""
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+def test_a_scoped_session_reads_and_deletes_only_its_tenants_entity_at_the_key() -> None:
+    """A tenant's session: its old row is found at its own key only; another item of the
+    same old row is a miss (get, get_many) and not found (delete); another tenant's key
+    is refused before anything is sent; nothing is deleted."""
+    from dynaorm.testing import moto_backend
+
+    with moto_backend(), use_tables(scoped, name_suffix=worker_suffix()):
+        for tenant, item in (("a", "z"), ("b", "y")):
+            scoped.db.driver.run(call("PutItem", {"TableName": scoped.name, "Item": {
+                "pk": {"S": f"T#{tenant}"}, "sk": {"S": "PROFILE"},
+                "_type": {"S": "TenantLineV1"}, "tenant_id": {"S": tenant},
+                "item": {"S": item}, "body": {"S": "old"}}}))
+        s = Session(scoped, scope={"tenant_id": "a"})
+        assert s.get(TenantLine, tenant_id="a", item="z") is not None
+        assert s.get(TenantLine, tenant_id="a", item="y") is None
+        many = s.get_many(TenantLine, [{"tenant_id": "a", "item": "y"},
+                                       {"tenant_id": "a", "item": "z"}])
+        assert [o.item if o else None for o in many] == [None, "z"]
+        with pytest.raises(dynaorm.ScopeError):
+            s.delete(TenantLine, tenant_id="b", item="y")
+            s.commit()
+        s = Session(scoped, scope={"tenant_id": "a"})
+        with pytest.raises(dynaorm.ItemNotFoundError):
+            s.delete(TenantLine, tenant_id="a", item="y")
+            s.commit()
+        assert len(scoped.db.driver.run(call("Scan", {"TableName": scoped.name}))["Items"]) == 2
