@@ -192,6 +192,8 @@ LANDED = 162_849
 LANDED = 162_682
 #: (merged with fixlg and fix08f: measured)
 LANDED = 163_017
+#: red08h: a previous layout compares a number key by value (5.0 is 5): +40
+LANDED = 163_057
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -65,7 +65,7 @@ from dynaorm.values.expressions import (
     rename_paths,
     stored_as,
 )
-from dynaorm.values.keys import key_id, key_value, wire_key
+from dynaorm.values.keys import key_id, key_order, key_value, wire_key
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.state import MovedState
 from dynaorm.values.times import stamped
@@ -328,7 +328,7 @@ class Layout(Before):
         # an old row is the entity at ``key`` only if its current key is ``key``: an old
         # layout with fewer fields holds one row for many current keys (or a row's
         # attributes name another key): that object is not at ``key``, a miss
-        return obj if obj is None or _current_key(spec, obj) == key else None
+        return obj if obj is None or _at(spec, obj, key) else None
 
     def owner(self, spec: Any, item: Item | None, kit: Fetching) -> Generator[Any, Any, Any]:
         """(a guard written before the change names its owner under the old key and type
@@ -368,7 +368,7 @@ class Layout(Before):
         old, current = _live(spec, old), _live(spec, current)
         if old is not None and self.owns(old):
             obj = yield from self.moved(spec, old, kit)
-            if held or _current_key(spec, obj) == key:
+            if held or _at(spec, obj, key):
                 if current is not old and current is not None and spec.owns(current):
                     raise DynaormError(
                         f"{spec.name}: both layouts hold it, the old row {old_key} and the "
@@ -382,13 +382,16 @@ class Layout(Before):
         return None
 
 
-def _current_key(spec: Any, obj: Any) -> PlainKey | None:
-    """The current table key of ``obj`` (``None``: its values render none)."""
+def _at(spec: Any, obj: Any, key: PlainKey) -> bool:
+    """Whether ``key`` is the current table key of ``obj`` as DynamoDB compares keys: a
+    number key by its value (``5.0`` is ``5``: DynamoDB reads the row at ``5`` for
+    either), else by its text (``False``: its values render no key)."""
     try:
-        key: PlainKey = spec.primary_key(obj.__dict__)
+        own: PlainKey = spec.primary_key(obj.__dict__)
     except DynaormError:
-        return None
-    return key
+        return False
+    return {a: key_order(v) for a, v in own.items()} == {a: key_order(v)
+                                                         for a, v in key.items()}
 
 
 def _live(spec: Any, item: Item | None) -> Item | None:
