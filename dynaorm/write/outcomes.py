@@ -231,10 +231,15 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
 
 
 def _exists_hint(entity: type[Any], item: Item | None) -> str:
-    """How to go on after an insert found an item at its key: replace it, or, when the
-    stored item's type name no class claims (a renamed class), restore that name."""
-    table = spec_of(entity).table
-    name = None if item is None else unclaimed_name(table, item)
+    """How to go on after an insert found an item at its key: replace it; when the
+    stored item is the entity in its previous layout, move it first (an overwrite would
+    write the current row beside it: the entity stored twice); or, when the stored item's
+    type name no class claims (a renamed class), restore that name."""
+    spec = spec_of(entity)
+    if spec.rules.before.stores(spec, item):
+        return ("stored in Meta.previous's layout: get it and save it, which moves it, or "
+                "run `dynaorm migrate`; overwrite=True would leave that row beside the new one")
+    name = None if item is None else unclaimed_name(spec.table, item)
     if name is None:
         return "save with overwrite=True to replace it"
     return f"stored with type name {name!r}, which no class claims: {fix_hint(name)}"

@@ -208,8 +208,7 @@ def _plant_line(item: str) -> None:
     "red08h: a new Line(id='x', item='y') beside the old row of item 'z' is refused with "
     "ItemExistsError naming the old key (the insert's ConditionCheck on the old key looks "
     "only at the type name), though get(item='y') says no such entity and the old row is "
-    "not it; its advice 'save with overwrite=True to replace it' is untrue: overwrite "
-    "leaves the old row (migrate later moves it to 'z'). The check should also let pass "
+    "not it (its advice, to get and save the entity, finds none). The check should also let pass "
     "an old row whose fields the old key lacks (item) hold other values"))
 def test_a_new_object_beside_a_lossy_old_row_of_another_entity_saves(
         moto_lossy: None) -> None:
@@ -222,23 +221,19 @@ def test_a_new_object_beside_a_lossy_old_row_of_another_entity_saves(
 
 @pytest.mark.sync_only
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason=(
-    "red08h: saving a new Line at the key of an entity still in the old layout raises "
-    "ItemExistsError advising 'save with overwrite=True to replace it'; following it "
-    "leaves both rows (the entity stored twice): a delete or update by key then raises "
-    "DynaormError 'both layouts hold it ... delete one of them first' and migrate leaves "
-    "the old row (report not ok). The advice (or overwrite=True of a new object at a "
-    "held old key) should not lead there"))
 def test_following_the_advice_of_item_exists_leaves_the_entity_once(
         moto_lossy: None) -> None:
     _plant_line("y")
     s = Session(lossy)
     s.save(Line(id="x", item="y", body="new"))
-    with pytest.raises(dynaorm.ItemExistsError, match="overwrite=True") as caught:
+    with pytest.raises(dynaorm.ItemExistsError, match="previous") as caught:
         s.commit()
-    assert "PROFILE" in str(caught.value)
-    s = Session(lossy)
-    s.save(Line(id="x", item="y", body="new"), overwrite=True)  # (the advice)
+    assert "PROFILE" in str(caught.value) and "get it and save it" in str(caught.value)
+    s = Session(lossy)  # (the advice: the entity read in its old layout, changed, saved)
+    found = s.get(Line, id="x", item="y")
+    assert found is not None
+    found.body = "new"
+    s.save(found)
     s.commit()
     rows = lossy.db.driver.run(call("Scan", {"TableName": lossy.name}))["Items"]
     assert [r["sk"]["S"] for r in rows] == ["y"], rows  # (the entity once)
