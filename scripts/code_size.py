@@ -194,6 +194,8 @@ LANDED = 162_682
 LANDED = 163_017
 #: red08h: a previous layout compares a number key by value (5.0 is 5): +40
 LANDED = 163_057
+#: an insert refused by its entity's own old-layout row advises moving it, not overwrite: +19
+LANDED = 163_076
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
