@@ -126,6 +126,9 @@ class Table(TableSchema):
         self._client = client
         self._bind_lock = threading.Lock()
         self._listeners: list[Callable[[RequestEvent], object]] = []
+        # (the module that made it: pickled, a table names it first; another module's
+        # attribute may have been bound at run time, unbound in another process)
+        self._home: str | None = sys._getframe(1).f_globals.get("__name__")
         if client is not None:
             self._attach(client)
 
@@ -139,13 +142,23 @@ class Table(TableSchema):
         """Pickled by reference, as a class is: the module attribute that holds it (a
         job's task names its table so; a worker process imports that module and gets its
         own table, its client its own). A table no module attribute holds does not pickle
-        (a client never travels)."""
-        for module, held in list(sys.modules.items()):
+        (a client never travels). The module that made it is asked first: another's
+        attribute may be bound only at run time (a registry's ``current = table``)."""
+        for module in filter(None, [self._home, *sys.modules]):
+            held = sys.modules.get(module)
             for name, value in list(getattr(held, "__dict__", {}).items()):
                 if value is self:
                     return _held, (module, name)
         raise pickle.PicklingError(f"table {self.name!r} is held by no module attribute: "
                                    "it pickles by reference (declare it in a module)")
+
+    def __copy__(self) -> Table:
+        """``copy.copy``: a table of its own, sharing the original's attributes (its
+        client among them), as before tables pickled by reference; renaming or connecting
+        it leaves the original alone."""
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
 
     def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
                 ) -> Iterator[Change]:

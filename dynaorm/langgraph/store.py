@@ -251,15 +251,22 @@ def _json(value: Any) -> str:
     except TypeError:
         for stray in _stray_keys(value):
             raise TypeError(f"the store keeps values as JSON: the dict key {stray!r} "
-                            f"({type(stray).__name__}) is not a string (JSON would make it "
-                            "one: a get would answer another value)") from None
+                            f"({type(stray).__name__}) is not a string, or another key's text "
+                            "(JSON would make it one: a get would answer another value)") from None
     return text
 
 
 def _stray_keys(value: Any) -> Iterator[Any]:
-    """The dict keys in ``value`` that are not strings."""
+    """The dict keys in ``value`` that are not strings, or that JSON writes as another
+    key of the same dict does (a str subclass beside the plain string: one is lost)."""
     if isinstance(value, dict):
-        yield from (k for k in value if not isinstance(k, str))
+        texts: set[str] = set()
+        for k in value:
+            text = str.__str__(k) if isinstance(k, str) else None
+            if text is None or text in texts:
+                yield k
+            else:
+                texts.add(text)
         for v in value.values():
             yield from _stray_keys(v)
     elif isinstance(value, list | tuple):
