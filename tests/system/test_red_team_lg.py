@@ -47,18 +47,6 @@ def tb(backend: str | None) -> Iterator[TestBackend]:
         yield found
 
 
-def _items(table: Table) -> list[str]:
-    out: list[str] = []
-    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-    while True:
-        page = table.db.send("Scan", request)
-        out += [json.dumps(i, sort_keys=True, default=repr) for i in page["Items"]]
-        if "LastEvaluatedKey" not in page:
-            return sorted(out)
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-# == 1. A table, pickled and copied by reference ==========================================
 def _module(tmp_path: Path, name: str, source: str) -> Any:
     (tmp_path / f"{name}.py").write_text(source)
     if str(tmp_path) not in sys.path:
@@ -146,11 +134,11 @@ def test_a_store_value_is_read_back_equal_or_refused_with_nothing_written(
     """Never: a put accepted whose get answers another value (JSON made an int key a
     string, two keys one), nor a refusal that wrote anything."""
     store = Store(agents, scope={"tenant_id": uuid.uuid4().hex})
-    before = _items(agents)
+    before = tb.scan_raw(agents)
     try:
         store.put(("ns",), "k", value)
     except TypeError:
-        assert _items(agents) == before
+        assert tb.scan_raw(agents) == before
         assert json.loads(json.dumps(value)) != value  # (refused only what JSON changes)
         return
     got = store.get(("ns",), "k")
@@ -172,10 +160,10 @@ def test_two_keys_json_makes_one_are_refused(tb: TestBackend) -> None:
     read back as one: refused like a key that is no string, nothing written. A str
     subclass alone (``StrEnum``) reads back equal and is kept."""
     store = Store(agents, scope={"tenant_id": uuid.uuid4().hex})
-    before = _items(agents)
+    before = tb.scan_raw(agents)
     with pytest.raises(TypeError, match="'a'"):
         store.put(("ns",), "k", {"x": [{_Key("a"): 1, "a": 2}]})
-    assert _items(agents) == before
+    assert tb.scan_raw(agents) == before
     store.put(("ns",), "k", {_Key("a"): 1})
     got = store.get(("ns",), "k")
     assert got is not None and got.value == {"a": 1}
