@@ -19,6 +19,7 @@ from dynaorm.errors import (
     ConflictError,
     DecryptionError,
     DynaormError,
+    ForgottenError,
     IdempotencyMismatchError,
     InvalidCursorError,
     InvalidValueError,
@@ -31,6 +32,7 @@ from dynaorm.errors import (
     KeyTemplateError,
     LakeError,
     MultipleResultsError,
+    OffloadError,
     OutcomeUnknownError,
     RequestError,
     RequestNotSentError,
@@ -68,6 +70,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.schema.rules.offloaded import Offloaded
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
     from dynaorm.tools.infer import infer
@@ -95,6 +98,7 @@ __all__ = [
     "Entity",
     "Explanation",
     "F",
+    "ForgottenError",
     "Grouped",
     "Hit",
     "Hits",
@@ -114,6 +118,8 @@ __all__ = [
     "LakeError",
     "ModelFileError",
     "MultipleResultsError",
+    "OffloadError",
+    "Offloaded",
     "Operation",
     "OutcomeUnknownError",
     "Page",
@@ -163,6 +169,7 @@ _LAZY = {
     "Encrypted": "dynaorm.schema.rules.encrypted",
     "KmsKeyring": "dynaorm.schema.rules.keyrings",
     "StaticKeyring": "dynaorm.schema.rules.keyrings",
+    "Offloaded": "dynaorm.schema.rules.offloaded",
     "Inspection": "dynaorm.schema.inspection",
     "ModelFileError": "dynaorm.errors",
     "Explanation": "dynaorm.core.explain",

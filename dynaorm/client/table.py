@@ -28,7 +28,7 @@ from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.settings import Declared, TableSettings
-from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
+from dynaorm.schema.table import GSI, LSI, OFFLOAD_THRESHOLD, TableSchema, VectorIndex
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
@@ -104,13 +104,17 @@ class Table(TableSchema):
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None,
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7),
+                 receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
+                 offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
+                 key_table: str | None = None,
                  **settings: Unpack[Declared]) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
                          revision_attribute=revision_attribute, vector_indexes=vector_indexes,
-                         receipts_ttl=receipts_ttl, **settings)
+                         receipts_ttl=receipts_ttl, offload=offload,
+                         offload_threshold=offload_threshold, key_scope=key_scope,
+                         key_table=key_table, **settings)
         given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
             endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
             strict=True) if v is not None}

@@ -205,6 +205,8 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     key_attrs = spec.table_key_attrs
     if spec.rules.transforms:  # the snapshot keeps what they stored (ciphertexts...)
         decoded = {}
+    elif spec.rules.held and decoded:  # (and a rule's references, as stored)
+        decoded = {k: v for k, v in decoded.items() if k not in spec.rules.held}
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
         key = spec.primary_key(obj.__dict__)
@@ -241,7 +243,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     a TTL)."""
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
-    if type_attr is None or any(spec.rules.decoders or spec.rules.keepers or spec.renames
+    # (a placing rule's references are maps, which the fast way never reads: an answer
+    # holding one is declined, and read the plain way, its references fetched first)
+    if type_attr is None or any(spec.rules.opaque or spec.rules.keepers or spec.renames
                                 or spec.table.key_types or spec.table.ttl for spec in specs):
         return None
     key_attrs, table = specs[0].table_key_attrs, specs[0].table

@@ -15,7 +15,8 @@ from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 
-__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
+__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
+           "VectorIndex", "check_name", "offload_location"]
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
@@ -24,6 +25,9 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 #: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
 MAX_DIMENSIONS = 4096
+#: the size from which an ``Offloaded`` value is kept in S3 (``offload_threshold=``): 64 KiB
+OFFLOAD_THRESHOLD = 64 * 1024
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 
 
 def check_name(kind: str, name: object) -> None:
@@ -164,7 +168,9 @@ class TableSchema:
                  stream: str | None = None, keyring: Any = None,
                  revision_attribute: str | None = "_rev",
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7), **settings: Any) -> None:
+                 receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
+                 offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
+                 key_table: str | None = None, **settings: Any) -> None:
         check_name("table", name)
         if not isinstance(receipts_ttl, timedelta) or receipts_ttl <= timedelta(0):
             raise DynaormError(f"table {name!r}: receipts_ttl must be a positive timedelta, "
@@ -219,6 +225,13 @@ class TableSchema:
         """The operational settings declared (``warm_throughput=``, ``max_on_demand=``,
         ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``, ``tags=``):
         ``create()`` applies them, ``Table.settings()`` reads the live ones."""
+        self.offload, self.offload_threshold = _offload(name, offload, offload_threshold)
+        """Where values of ``Offloaded`` fields above ``offload_threshold`` bytes are kept
+        (``"s3://BUCKET/PREFIX"``; ``None``: nowhere, every value in its row)."""
+        self.key_scope, self.key_table = _key_scope(name, key_scope, key_table)
+        """The field whose value chooses the data key of each ``Encrypted`` value
+        (``key_scope=``: a key per tenant, kept in the table ``key_table``; ``None``: the
+        keyring's keys for every row)."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
         self.retired: dict[str, type[Any]] = {}
@@ -451,6 +464,46 @@ class TableSchema:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
+
+
+def _offload(table: str, uri: Any, threshold: Any) -> tuple[str | None, int]:
+    """``offload=`` and ``offload_threshold=`` checked: an ``s3://BUCKET/PREFIX`` URI (the
+    prefix may be empty) and a number of bytes from 1 on."""
+    if type(threshold) is not int or threshold < 1:
+        raise DynaormError(f"table {table!r}: offload_threshold takes a number of bytes "
+                           f">= 1, got {threshold!r}")
+    if uri is None:
+        return None, threshold
+    bucket = uri[5:].partition("/")[0] if isinstance(uri, str) and uri.startswith(
+        "s3://") else ""
+    if not _BUCKET.match(bucket):
+        raise DynaormError(f"table {table!r}: offload takes 's3://BUCKET/PREFIX' (a bucket "
+                           f"name of 3 to 63 characters a-z, 0-9, '.', '-'), got {uri!r}")
+    return uri, threshold
+
+
+def offload_location(uri: str) -> tuple[str, str]:
+    """``(bucket, prefix)`` of an ``offload=`` URI, the prefix ending in ``/`` unless
+    empty."""
+    bucket, _, prefix = uri[5:].partition("/")
+    return bucket, prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _key_scope(table: str, field: Any, key_table: Any) -> tuple[str | None, str | None]:
+    """``key_scope=`` (a field name) and ``key_table=`` (default ``<table>-keys``)
+    checked."""
+    if field is None:
+        if key_table is not None:
+            raise DynaormError(f"table {table!r}: key_table= needs key_scope=")
+        return None, None
+    if not isinstance(field, str) or not field.isidentifier():
+        raise DynaormError(f"table {table!r}: key_scope names a field, got {field!r}")
+    found = f"{table}-keys" if key_table is None else key_table
+    check_name("table", found)
+    if found == table:
+        raise DynaormError(f"table {table!r}: key_table must be another table than the "
+                           "one it keeps keys for (its backups would hold them)")
+    return field, found
 
 
 def _key_schema(hash_keys: Sequence[str], range_keys: Sequence[str | None]
