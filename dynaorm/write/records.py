@@ -233,7 +233,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
     # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
     # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
-    kept = (*spec.encrypted, *map(spec.attr, spec.kinds))
+    # (and a rule's references to values kept outside the table: as stored)
+    kept = (*spec.encrypted, *map(spec.attr, spec.kinds), *spec.rules.held)
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 

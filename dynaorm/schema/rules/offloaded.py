@@ -404,8 +404,11 @@ class Offloading(Rule):
         if stored is None:
             return
         for attr in self.fields.keys() & item.keys():
-            ref = reference(old := stored.get(attr))
-            if ref is None or "NULL" in (av := item[attr]) or type(av) is Held:
+            old = stored.get(attr)
+            if type(old) is not Held or "NULL" in (av := item[attr]) or type(av) is Held:
+                continue  # (a reference without its bytes at hand: the value is uploaded)
+            ref = reference(old)
+            if ref is None:
                 continue
             tag, body = _body(av)
             if ref.tag == tag and ref.size == len(body) and hashlib.sha256(
@@ -452,18 +455,17 @@ class Offloading(Rule):
         for attr in self.fields.keys() & item.keys():
             av = item[attr]
             ref = reference(av)
-            if ref is not None:
+            if ref is not None and (type(av) is Held or ref.uri in own):
                 if type(av) is Held and av.pending:
                     continue  # (placed for this plan)
                 if ref.uri in own and ref.uri not in held:
                     held.add(ref.uri)  # (the row's own, or its move's)
                     continue
-                if type(av) is not Held:
-                    raise Unplaced(f"{self.owner}.{self.fields[attr]}: the offloaded value "
-                                   f"{ref.uri} would be copied, but its bytes are not at "
-                                   "hand (a write prepares the rows it is planned on)")
-                changed[attr] = self._new(ref.tag, av.body, ref.sha256)
-                continue
+                if type(av) is Held:  # (another row's: a copy of its own)
+                    changed[attr] = self._new(ref.tag, av.body, ref.sha256)
+                    continue
+            # (a value: a plain reference no row of the write read is a value of that
+            # shape, which is offloaded whatever its size)
             if "NULL" in av or (value_size(av) <= threshold and not _looks_like(av)):
                 continue
             tag, body = _body(av)
