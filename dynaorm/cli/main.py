@@ -20,6 +20,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 from urllib.parse import urlparse
@@ -292,7 +293,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     else:
         result = _with_progress(args, table, lambda bar: check_table(
             table, fix=args.repair, checkpoint=args.checkpoint, page_size=args.page_size,
-            progress=bar))
+            progress=bar, orphan_age=timedelta(minutes=args.orphan_age)))
     if result.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
     from dynaorm.core.settings import drift_p
@@ -441,6 +442,17 @@ def _attr(reference: str) -> object:
     return getattr(found, attr)
 
 
+def _minutes(text: str) -> float:
+    """``--orphan-age``'s check: a number of minutes, at least 0."""
+    try:
+        found = float(text)
+    except ValueError:
+        found = -1.0
+    if not found >= 0:
+        raise argparse.ArgumentTypeError(f"a number of minutes >= 0, got {text!r}")
+    return found
+
+
 def _rate(args: argparse.Namespace) -> Rate | None:
     units = (args.read_units, args.write_units)
     return None if units == (None, None) else Rate(*units)
@@ -582,9 +594,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "items, owners whose guard is missing (also after a unique "
                                    "rule was added), latest copies of versioned entities that "
                                    "differ from their newest version, index key attributes "
-                                   "that no longer match their templates, and items whose "
-                                   "table key no longer matches (reported, never moved). "
-                                   "Exit 1 when problems remain.")
+                                   "that no longer match their templates, items whose "
+                                   "table key no longer matches (reported, never moved), "
+                                   "and on a table with offload=, references to missing "
+                                   "objects and objects no row references (--repair removes "
+                                   "these). Exit 1 when problems remain.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.add_argument("--repair", action="store_true",
                    help="fix what can be fixed as each page is checked, each fix one "
@@ -592,6 +606,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="FILE", default=None,
                    help="record progress in FILE after every page; an unfinished run "
                         "recorded there continues where it stopped")
+    p.add_argument("--orphan-age", metavar="MINUTES", type=_minutes, default=60,
+                   help="an offloaded object no row references is reported (and removed "
+                        "by --repair) only when written at least MINUTES before the check "
+                        "began (default 60: a commit uploads before it writes its row)")
     _scanning(p)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",

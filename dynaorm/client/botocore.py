@@ -296,7 +296,7 @@ class BotocoreWire:
         try:
             client = self.service(service, via) if via is None or isinstance(via, str) else via
             answer: dict[str, Any] = getattr(client, method_name(name))(**request)
-            body = answer.get("Body")
+            body: Any = answer.get("Body")
             if hasattr(body, "read"):
                 with body:  # (its connection goes back to the pool)
                     answer["Body"] = body.read()

@@ -282,7 +282,7 @@ def publish_p(plan: WritePlan, prepared: Sequence[Prepared] = ()) -> Proto[Publi
             known = known_at(spec, prepared)
             for publish in spec.rules.publishers:
                 token = yield from publish(mine, known)
-                done.append((publish.__self__.release, token))  # type: ignore[attr-defined]
+                done.append((publish.__self__.release, token))
     except Exception:
         yield from release_p(done, False)
         raise

@@ -321,11 +321,11 @@ def _with_placed(was: Sequence[Op], ops: Sequence[Op], outcomes: list[Outcome]
     out = []
     for outcome in outcomes:
         state = outcome.state
-        attrs = None if state is None else changed.get(
+        placed_attrs = None if state is None else changed.get(
             (type(outcome.obj), *_op_id(Delete(state.key, None, Origin(
                 type(outcome.obj), state.key, Role.ROW, Fail.GONE)))))
-        out.append(outcome if attrs is None or state is None else outcome._replace(
-            state=state.revised(attrs)))
+        out.append(outcome if placed_attrs is None or state is None else outcome._replace(
+            state=state.revised(placed_attrs)))
     return out
 
 

@@ -649,15 +649,15 @@ class Rules:
         #: the rules that keep values outside the table (:meth:`Rule.place`), and their
         #: decoders, which put them back first (the rows other rules see)
         self.placers = self._hooked("place")
-        placing = {id(p.__self__) for p in self.placers}
+        placing = {id(r) for r in rules if type(r).place is not Rule.place}
         #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
         #: as stored, its references)
-        self.encode_raw = tuple(id(e.__self__) in placing for e in self.encoders)
+        self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
         self.unplacers = tuple(d for d in self._hooked("decode")[::-1]
-                               if id(d.__self__) in placing)
+                               if _owner(d) in placing)
         #: the decoders of the rules that transform values in the row itself
         self.opaque = tuple(d for d in self._hooked("decode")[::-1]
-                            if id(d.__self__) not in placing)
+                            if _owner(d) not in placing)
         self.decoders = (*self.unplacers, *self.opaque)
         # (a placing rule's references are maps, which no fast read takes: rows holding
         # none read as if it had no decode)
@@ -675,8 +675,8 @@ class Rules:
         self.pin = next(iter(self._hooked("pin")), Rule().pin)
         # (a placing rule prepares first: the others see rows with its values put back)
         prepares = self._hooked("prepare")
-        first = tuple(p for p in prepares if id(p.__self__) in placing)
-        self.preparers = (*first, *(p for p in prepares if id(p.__self__) not in placing))
+        first = tuple(p for p in prepares if _owner(p) in placing)
+        self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
         #: how many of :attr:`preparers` are placing rules' (they come first)
         self.prepared_first = len(first)
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
@@ -803,6 +803,11 @@ class Rules:
             if found is not None:
                 return found
         return Explained(origin.fail)
+
+
+def _owner(hook: Callable[..., Any]) -> int:
+    """The id of the rule a resolved hook (a bound method) belongs to."""
+    return id(getattr(hook, "__self__", None))
 
 
 #: the plain layout: every sort key as its template renders it

@@ -80,8 +80,18 @@ from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
 
-__all__ = ["MARK", "OFFLOADED", "Held", "Offloaded", "Offloading", "Published", "S3",
-           "delete_objects", "reference", "references"]
+__all__ = [
+    "MARK",
+    "OFFLOADED",
+    "S3",
+    "Held",
+    "Offloaded",
+    "Offloading",
+    "Published",
+    "delete_objects",
+    "reference",
+    "references",
+]
 
 T = TypeVar("T")
 #: the metadata that marks a field offloaded (``Offloaded[T]`` is ``Annotated[T, OFFLOADED]``)
@@ -96,6 +106,8 @@ MARK = "dynaorm:offloaded"
 S3 = "s3"
 #: the keys one DeleteObjects request removes, at most
 _DELETE_BATCH = 1000
+#: the error codes S3 answers for an object (or bucket) that is not there
+_GONE = frozenset({"NoSuchKey", "404", "NoSuchBucket", "NotFound"})
 #: the roles of the rows that hold an entity's values
 _ROWS = (Role.ROW, Role.LATEST, Role.VERSION)
 
@@ -106,12 +118,16 @@ class Held(dict[str, Any]):
     it; else fetched by a read (or uploaded). It is the attribute value it stands for
     (a dict): requests, comparisons and sizes see only that; it pickles as a plain one."""
 
-    __slots__ = ("body", "pending")
+    __slots__ = ("body", "error", "pending")
 
-    def __init__(self, av: Mapping[str, Any], body: bytes, pending: bool = False) -> None:
+    def __init__(self, av: Mapping[str, Any], body: bytes, pending: bool = False,
+                 error: OffloadError | None = None) -> None:
         super().__init__(av)
         self.body = body
         self.pending = pending
+        #: what reading its object found instead of its bytes (a missing object, other
+        #: bytes): raised where the value is decoded
+        self.error = error
 
     def __reduce__(self) -> tuple[Any, ...]:
         return dict, (dict(self),)
@@ -353,23 +369,29 @@ class Offloading(Rule):
         bodies = yield from gather([self._get(ref, origins) for _, _, ref in wanted],
                                    MAX_CONCURRENCY)
         for (item, attr, _), body in zip(wanted, bodies, strict=True):
-            item[attr] = Held(item[attr], body)
+            item[attr] = Held(item[attr], b"", error=body) if isinstance(
+                body, OffloadError) else Held(item[attr], body)
 
-    def _get(self, ref: Reference, origins: tuple[Any, ...]) -> Generator[Any, Any, bytes]:
-        """The bytes of ``ref``'s object, checked against its SHA-256."""
+    def _get(self, ref: Reference, origins: tuple[Any, ...]
+             ) -> Generator[Any, Any, bytes | OffloadError]:
+        """The bytes of ``ref``'s object, checked against its SHA-256; what was found
+        instead (a missing object, other bytes: raised where the value is decoded, so
+        that a read of other fields, or ``dynaorm check``, goes on); a request that
+        failed after its retries raises."""
         try:
             out = yield Call("s3:GetObject", {"Bucket": ref.bucket, "Key": ref.key},
                              origins, service=S3)
         except RequestError as exc:
-            gone = exc.code in ("NoSuchKey", "404", "NoSuchBucket")
-            raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} "
-                               f"{'is missing (a dangling reference)' if gone else 'cannot be read'}"
-                               f": {exc}", uri=ref.uri) from exc
+            if exc.code not in _GONE:
+                raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
+                                   f"read: {exc}", uri=ref.uri) from exc
+            return OffloadError(f"{self.owner}: the offloaded value {ref.uri} is missing (a "
+                                f"dangling reference): {exc}", uri=ref.uri)
         body = out.get("Body")
         if not isinstance(body, bytes | bytearray) or hashlib.sha256(body).hexdigest() != (
                 ref.sha256):
-            raise OffloadError(f"{self.owner}: the object {ref.uri} does not hold the bytes "
-                               "its reference names (SHA-256 differs)", uri=ref.uri)
+            return OffloadError(f"{self.owner}: the object {ref.uri} does not hold the "
+                                "bytes its reference names (SHA-256 differs)", uri=ref.uri)
         return bytes(body)
 
     def decode(self, item: Item) -> Item:
@@ -388,6 +410,9 @@ class Offloading(Rule):
             if type(av) is not Held:
                 raise Unplaced(f"{self.owner}.{self.fields[attr]}: the offloaded value "
                                f"{ref.uri} was not fetched (a read prepares its rows first)")
+            if av.error is not None:
+                raise OffloadError(f"{self.owner}.{self.fields[attr]}: {av.error}",
+                                   uri=ref.uri)
             try:
                 out[attr] = _value(ref, av.body)
             except (ValueError, UnicodeDecodeError) as exc:
@@ -462,6 +487,8 @@ class Offloading(Rule):
                     held.add(ref.uri)  # (the row's own, or its move's)
                     continue
                 if type(av) is Held:  # (another row's: a copy of its own)
+                    if av.error is not None:
+                        raise av.error
                     changed[attr] = self._new(ref.tag, av.body, ref.sha256)
                     continue
             # (a value: a plain reference no row of the write read is a value of that
