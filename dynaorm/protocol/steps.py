@@ -74,7 +74,7 @@ CAPACITY_OPERATIONS: Final = frozenset({
 #: keyrings, the S3 requests of offloaded values), which wait on it, consuming none; not a
 #: table's administration, nor a vector search (metered apart, in bytes)
 HELD_OPERATIONS: Final = (CAPACITY_OPERATIONS - {"SearchVectors"}) | {
-    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac", "s3:PutObject",
+    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac", "kms:Encrypt", "s3:PutObject",
     "s3:GetObject", "s3:DeleteObjects", "s3:ListObjectsV2", "s3:HeadObject"}
 
 

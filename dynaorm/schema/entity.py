@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey, Reader
-from dynaorm.errors import DecryptionError, DynaormError, InvalidValueError, ItemDecodeError
+from dynaorm.errors import (
+    DecryptionError,
+    DynaormError,
+    InvalidValueError,
+    ItemDecodeError,
+    KeyringError,
+    OffloadError,
+)
 from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
@@ -185,8 +192,8 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
             plain_names is not None) else spec.decode_fields(item)
-    except (ItemDecodeError, DecryptionError):
-        raise
+    except (ItemDecodeError, DecryptionError, KeyringError, OffloadError):
+        raise  # (what a rule found: a key missing or forgotten, an object missing)
     except _MALFORMED as exc:  # an attribute value that is not DynamoDB's: never raw
         raise _decode_error(cls, spec, item, exc) from exc
     try:

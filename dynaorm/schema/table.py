@@ -228,10 +228,10 @@ class TableSchema:
         self.offload, self.offload_threshold = _offload(name, offload, offload_threshold)
         """Where values of ``Offloaded`` fields above ``offload_threshold`` bytes are kept
         (``"s3://BUCKET/PREFIX"``; ``None``: nowhere, every value in its row)."""
-        self.key_scope, self.key_table = _key_scope(name, key_scope, key_table)
+        self.key_scope, self._key_table = _key_scope(name, key_scope, key_table)
         """The field whose value chooses the data key of each ``Encrypted`` value
-        (``key_scope=``: a key per tenant, kept in the table ``key_table``; ``None``: the
-        keyring's keys for every row)."""
+        (``key_scope=``: a key per tenant, kept in the table :attr:`key_table`; ``None``:
+        the keyring's keys for every row)."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
         self.retired: dict[str, type[Any]] = {}
@@ -240,6 +240,14 @@ class TableSchema:
         #: unless a client shares one registry between its Table objects of this table
         self._own = (self.entities, self.retired)
         self._client: Any = None
+
+    @property
+    def key_table(self) -> str | None:
+        """The table that keeps the tenants' keys (``key_table=``, by default
+        ``<name>-keys``; ``None``: no ``key_scope``)."""
+        if self.key_scope is None:
+            return None
+        return self._key_table or f"{self.name}-keys"
 
     @property
     def keyring(self) -> Any:
@@ -498,12 +506,12 @@ def _key_scope(table: str, field: Any, key_table: Any) -> tuple[str | None, str 
         return None, None
     if not isinstance(field, str) or not field.isidentifier():
         raise DynaormError(f"table {table!r}: key_scope names a field, got {field!r}")
-    found = f"{table}-keys" if key_table is None else key_table
-    check_name("table", found)
-    if found == table:
-        raise DynaormError(f"table {table!r}: key_table must be another table than the "
-                           "one it keeps keys for (its backups would hold them)")
-    return field, found
+    if key_table is not None:
+        check_name("table", key_table)
+        if key_table == table:
+            raise DynaormError(f"table {table!r}: key_table must be another table than the "
+                               "one it keeps keys for (its backups would hold them)")
+    return field, key_table
 
 
 def _key_schema(hash_keys: Sequence[str], range_keys: Sequence[str | None]
