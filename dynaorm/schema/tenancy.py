@@ -22,11 +22,11 @@ from dynaorm.schema.rules.encrypted import (
     seal_value,
     token,
 )
-from dynaorm.schema.rules.tenants import Forgotten, forget_p as _forget_p
-from dynaorm.schema.rules.tenants import key_schema, tenant_keys
+from dynaorm.schema.rules.tenants import Forgotten, key_schema, tenant_keys
+from dynaorm.schema.rules.tenants import forget_p as _forget_p
 from dynaorm.schema.table import TableSchema
 
-__all__ = ["Forgotten", "forget_p", "key_schema", "open_p", "seal_p", "tenant_of"]
+__all__ = ["Forgotten", "forget_p", "key_schema", "open_p", "rewrap_p", "seal_p", "tenant_of"]
 
 #: the attribute name sealed bytes are bound to (with the table and the context)
 _SEALED = "sealed"
@@ -64,6 +64,12 @@ def forget_p(table: TableSchema, scope: Mapping[str, Any],
         raise DynaormError(f"table {table.name!r}: forget needs Table(key_scope=...): its "
                            "values are sealed under no tenant's key")
     return (yield from _forget_p(table, keyring_of(table), tenant, origins))
+
+
+def rewrap_p(table: TableSchema, tenant: str, origins: tuple[Any, ...] = ()) -> Proto[bool]:
+    """Wrap the key of ``tenant`` anew under ``table``'s keyring's current key where an
+    older one wraps it (``jobs.reencrypt``); whether it did."""
+    return (yield from tenant_keys(table, keyring_of(table)).rewrap(tenant, origins))
 
 
 def _bound(context: str) -> dict[str, Any]:

@@ -384,7 +384,8 @@ class Encryption(Rule):
         keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
         return {a: seal_value(keyring, self._open(opener, av, bound, a), self.table.name,
                               bound, a)
-                for a, av in item.items() if a in self.fields and not _current(keyring, av)}
+                for a, av in item.items() if a in self.fields and "B" in av  # (not one
+                and not _current(keyring, av)}  # kept in S3: a save of its object seals it)
 
     def refuse(self, use: str, name: str) -> None:
         if name not in self.names or use in ("set", "set_default", "remove", "projection"):

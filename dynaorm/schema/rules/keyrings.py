@@ -319,7 +319,7 @@ class StaticKeyring(Keyring):
 
     def _wrap(self, key: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
         nonce = os.urandom(12)
-        return nonce + aesgcm(self._by_id[self.key_id]).encrypt(nonce, key, b"dk")
+        return nonce + bytes(aesgcm(self._by_id[self.key_id]).encrypt(nonce, key, b"dk"))
         yield  # (asks for nothing)
 
 

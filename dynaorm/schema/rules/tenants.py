@@ -203,7 +203,7 @@ class TenantKeys:
     def _read(self, toks: list[str], origins: tuple[Any, ...]
               ) -> Generator[Any, Any, dict[str, dict[str, Any]]]:
         """The key table's items of ``toks`` (consistent BatchGetItem, 100 a request)."""
-        name = self.table.key_table
+        name = str(self.table.key_table)
         found: dict[str, dict[str, Any]] = {}
         for at in range(0, len(toks), 100):
             pending: dict[str, Any] = {name: {"Keys": [{TENANT: {"S": t}} for t in
@@ -256,6 +256,33 @@ class TenantKeys:
             rows = yield from self._read([tok], origins)  # (the first writer's, or ours)
             return (yield from self._held_from(rows.get(tok), tok, origins))
         return TenantRing(tok, kid, key)
+
+    def rewrap(self, value: str, origins: tuple[Any, ...] = ()) -> Proto[bool]:
+        """Wrap the key of the tenant ``value`` anew under the table keyring's current
+        key where a key of its ``previous`` wraps it (rotation): one conditioned update of
+        its key table item (a forget, or another rewrap, meanwhile wins). Whether this
+        call wrapped it."""
+        tok = token(value)
+        item = (yield from self._read([tok], origins)).get(tok)
+        if item is None or "forgotten" in item or item["key_id"]["S"] == str(self.base.key_id):
+            return False
+        was_id, was = str(item["key_id"]["S"]), bytes(item["wrapped"]["B"])
+        key = yield from self.base.unwrapped(was_id, was, origins)
+        wrapped = yield from self.base.wrap(key, origins)
+        try:
+            yield Call("UpdateItem", {
+                "TableName": self.table.key_table, "Key": {TENANT: {"S": tok}},
+                "UpdateExpression": "SET #k = :k, #w = :w",
+                "ConditionExpression": "#k = :was_k AND #w = :was_w",
+                "ExpressionAttributeNames": {"#k": "key_id", "#w": "wrapped"},
+                "ExpressionAttributeValues": {
+                    ":k": {"S": str(self.base.key_id)}, ":w": {"B": wrapped},
+                    ":was_k": {"S": was_id}, ":was_w": {"B": was}}}, origins)
+        except RequestError as exc:
+            if exc.code == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def drop(self, tok: str, found: Forgotten) -> None:
         """Hold tenant ``tok`` as forgotten (this process forgot it)."""
