@@ -30,7 +30,6 @@ from dynaorm import (
     KeyringError,
     KmsKeyring,
     Offloaded,
-    Session,
     StaticKeyring,
     Table,
     Versioned,
@@ -256,7 +255,6 @@ def test_two_writers_never_make_two_keys_for_one_tenant(
 def test_seal_and_open_bytes_for_a_tenant(kt: tuple[TestBackend, Bucket]) -> None:
     """What a surface that stores values of its own seals them with (LangGraph's
     ``sealed=True``): bound to the table and a context, under the tenant's key."""
-    tb, _ = kt
     blob = ks.seal(b"checkpoint bytes", scope={"tenant_id": "acme"}, context="thread-1")
     assert b"checkpoint" not in blob
     assert ks.open(blob, context="thread-1") == b"checkpoint bytes"
