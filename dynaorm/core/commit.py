@@ -245,15 +245,17 @@ def published_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     around it (:meth:`~dynaorm.schema.rules.Rule.publish` before it is sent: the uploads
     of offloaded values; :meth:`~dynaorm.schema.rules.Rule.release` once its outcome is
     known: applied, the objects no row references any more go; proved not applied, what
-    was published goes; unknown, nothing). A plain commit's rules publish nothing."""
+    was published goes; unknown (every attempt over: nothing of it applies later), each
+    rule judges on a fresh read of its rows; closed while sending, nothing). A plain
+    commit's rules publish nothing."""
     published = yield from publish_p(plan, prepared)
     if not published:
         return (yield from send_p(plan, outcomes, observed, prepared, receipt))
     try:
         response = yield from send_p(plan, outcomes, observed, prepared, receipt)
-    except Exception as exc:
-        if _definite(exc):
-            yield from release_p(published, False)
+    except Exception as exc:  # (proved not applied; else unknown: judged on a fresh read)
+        if isinstance(exc, DynaormError):
+            yield from release_p(published, False if _definite(exc) else None)
         raise
     # (a replay, not a response: an earlier commit's writes stand, none of this one's)
     yield from release_p(published, isinstance(response, dict))
@@ -289,9 +291,10 @@ def publish_p(plan: WritePlan, prepared: Sequence[Prepared] = ()) -> Proto[Publi
     return done
 
 
-def release_p(published: Published, applied: bool) -> Proto[None]:
-    """Every release of ``published`` (``applied``: the commit applied, else it proved
-    not to); a failure is logged, never raised: the commit's outcome stands."""
+def release_p(published: Published, applied: bool | None) -> Proto[None]:
+    """Every release of ``published`` (``applied``: the commit applied, ``False``: it
+    proved not to, ``None``: unknown); a failure is logged, never raised: the commit's
+    outcome stands."""
     for release, token in published:
         try:
             yield from release(token, applied)

@@ -37,6 +37,7 @@ from dynaorm.errors import BadAnswerError, DynaormError, InvalidValueError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import FETCHING, batch_get_p
+from dynaorm.schema.entity import prepare_rows
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, spec_of
@@ -250,6 +251,10 @@ class SearchSpec(Generic[T]):
                 hits.skipped += 1
         stored = {} if not wanted else (yield from batch_get_p(
             spec.table.name, [key for key, _ in wanted], origins=self._entities))
+        if sel.preparing:  # (what the hits' rules need before they decode: key material,
+            # offloaded values)
+            yield from prepare_rows(sel.preparing, [*stored.values(), *(
+                hit[0] for hit in found if hit is not None)])
         rows = iter(wanted)
         for hit in found:
             key, score = next(rows) if hit is None else hit

@@ -609,13 +609,15 @@ class Rule:
         return None
         yield  # (does nothing)
 
-    def release(self, published: Any, applied: bool) -> Generator[Any, Any, None]:
-        """What the rule does once the outcome of the commit it published for is known
+    def release(self, published: Any, applied: bool | None) -> Generator[Any, Any, None]:
+        """What the rule does once the outcome of the commit it published for is settled
         (``published``: what :meth:`publish` returned; ``applied``: the commit applied,
-        else it proved not to): remove what no row references any more, or what it
-        published for a commit that did not apply. Never asked when the outcome is
-        unknown (what it published stays: ``dynaorm check`` reports it). A failure here
-        is logged, never raised: the commit's outcome stands."""
+        ``False``: it proved not to, ``None``: its outcome stayed unknown, but nothing of
+        it applies any more): remove what no row references any more, or what it
+        published for a commit that did not apply (unknown: as a fresh read of its rows
+        shows). Not asked of a commit closed while it was sending (what it published
+        stays: ``dynaorm check`` reports it). A failure here is logged, never raised: the
+        commit's outcome stands."""
         return
         yield  # (does nothing)
 

@@ -212,12 +212,14 @@ def _value(ref: Reference, body: bytes) -> AttributeValue:
 
 
 class Published(NamedTuple):
-    """What a commit's :meth:`Offloading.publish` did: the objects it uploaded, and those
-    of the rows the commit replaces or deletes that none of its rows references after it
-    (removed once it applied)."""
+    """What a commit's :meth:`Offloading.publish` did: the objects it uploaded, those of
+    the rows the commit replaces or deletes that none of its rows references after it
+    (removed once it applied), and the keys of its rows (read again when its outcome
+    stays unknown)."""
 
     uploaded: tuple[Reference, ...]
     dropped: tuple[Reference, ...]
+    rows: tuple[PlainKey, ...] = ()
 
 
 def delete_objects(refs: Iterable[Reference], origins: tuple[Any, ...] = ()
@@ -549,7 +551,10 @@ class Offloading(Rule):
             if isinstance(exc, Exception):  # (closed or cancelled: nothing more is sent)
                 yield from self._removed(uploaded, origins, "a failed upload's")
             raise
-        return Published(tuple(uploaded), tuple(r for u, r in before.items() if u not in after))
+        rows = tuple({tuple(sorted(op.key.items())): op.key for op in ops
+                      if op.origin.role in _ROWS}.values())
+        return Published(tuple(uploaded), tuple(r for u, r in before.items() if u not in after),
+                         rows)
 
     def _put(self, ref: Reference, held: Held, origins: tuple[Any, ...],
              uploaded: list[Reference]) -> Generator[Any, Any, None]:
@@ -578,10 +583,23 @@ class Offloading(Rule):
                 pending = out.get("UnprocessedKeys") or {}
         return found
 
-    def release(self, published: Any, applied: bool) -> Generator[Any, Any, None]:
+    def release(self, published: Any, applied: bool | None) -> Generator[Any, Any, None]:
+        """Applied: the objects the commit's rows no longer reference go; not applied:
+        what it uploaded goes; unknown: every attempt of it is over, so what its rows,
+        read again now, do not reference of the objects it uploaded or would have
+        released goes (each object is one row's: no other row holds it)."""
         assert isinstance(published, Published)
         origins = () if self.entity is None else (self.entity,)
-        refs = published.dropped if applied else published.uploaded
+        if applied is None:
+            try:
+                rows = yield from self._rows(list(published.rows), origins)
+            except RequestError:
+                return  # (nothing known: left for dynaorm check)
+            held = {ref.uri for row in rows for ref in references(row).values()}
+            refs: tuple[Reference, ...] = tuple(
+                r for r in (*published.uploaded, *published.dropped) if r.uri not in held)
+        else:
+            refs = published.dropped if applied else published.uploaded
         if refs:
             yield from self._removed(refs, origins, "a replaced value's" if applied
                                      else "an unapplied commit's")
