@@ -201,6 +201,18 @@ LANDED = 163_076
 LANDED = 162_787
 #: (merged with red08h and the old-layout insert's advice: measured)
 LANDED = 163_144
+#: issue 84 (values of any size, keys per tenant): its modules are NEW_FEATURES; what they
+#: need in 0.5's modules is +2,309 (163,146 on main at the branch: +2 there already): the
+#: placing hooks and their resolution in the rules (+515: ``place``, ``holds``, ``publish``,
+#: ``release``, a placing rule decoding first, ``Unplaced``), the Encrypted rule sealing
+#: under a tenant's key and opening through the tenants' keys (+434), the keyrings' keys of
+#: their own (+331: ``new_key``, ``wrap``, ``unwrapped``, KMS ``Encrypt``), two errors
+#: (+115), the check comparing objects (+164), the table's options and its key table's
+#: creation (+244), the commit's and the plan's hand-over to the placing module (+150), the
+#: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
+#: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
+#: exactly that.
+LANDED = 165_455
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -247,6 +259,12 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/langgraph",
     # 0.8, issue 72: the model of a table you already have (inference and its driver)
     "dynaorm/formats/infer.py", "dynaorm/client/infer.py",
+    # 0.9, issue 84: values of any size (Offloaded, the objects check compares) and keys
+    # per tenant (key_scope, forget, sealed bytes, the forget command)
+    "dynaorm/schema/rules/offloaded.py", "dynaorm/write/placing.py",
+    "dynaorm/jobs/offloads.py", "dynaorm/schema/places.py",
+    "dynaorm/schema/rules/tenants.py", "dynaorm/schema/tenancy.py",
+    "dynaorm/client/tenancy.py", "dynaorm/cli/forget.py",
 )
 #: issue 71: the LangGraph adapter (checkpointer and store, written on the public API) is at
 #: most this many tokens, counted apart from the rest

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__
+from dynaorm.cli.forget import add_forget_command
 from dynaorm.cli.iam import add_iam_command
 from dynaorm.cli.lake import add_lake_options, lake_options
 from dynaorm.cli.mcp import add_mcp_command
@@ -270,27 +271,6 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
         if state != "ACTIVE":
             print(f"  index {name!r} is {state}: queries on it fail until it is ACTIVE",
                   file=out)
-    return EXIT_OK
-
-
-def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
-    """``dynaorm forget MODULE:TABLE --scope FIELD=VALUE``: the tenant's key destroyed
-    (``Table.forget``), idempotent; what the key table records is printed."""
-    table = _connect(load_table(args.table), args)
-    field, _, value = args.scope.partition("=")
-    if table.key_scope is None or field != table.key_scope or not value:
-        print(f"dynaorm forget: error: --scope takes {table.key_scope or 'FIELD'}=VALUE, "
-              f"the key_scope of table {table.name!r} ({table.key_scope or 'none declared'})",
-              file=sys.stderr)
-        return EXIT_USAGE
-    found = table.forget(scope={field: value})
-    if found.now:
-        print(f"forgot tenant {field}={value!r} of table {table.name!r} at "
-              f"{found.forgotten_at}: its key is destroyed (recorded in "
-              f"{table.key_table!r})", file=out)
-    else:
-        print(f"tenant {field}={value!r} of table {table.name!r} was forgotten at "
-              f"{found.forgotten_at}: nothing to do", file=out)
     return EXIT_OK
 
 
@@ -598,18 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     _common(p)
     p.set_defaults(run=cmd_create_table)
-    p = sub.add_parser("forget", help="destroy a tenant's key (Table(key_scope=...))",
-                       description="Destroy the key of one tenant of MODULE:TABLE (a table "
-                                   "declaring key_scope): every Encrypted value of that "
-                                   "tenant, wherever a copy lives, can no longer be read "
-                                   "(ForgottenError), and no write seals one for it; its "
-                                   "other fields and every other tenant read as before. "
-                                   "Idempotent: the key table keeps a tombstone of when.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
-    p.add_argument("--scope", metavar="FIELD=VALUE", required=True,
-                   help="the tenant: the table's key_scope field and its value")
-    _common(p)
-    p.set_defaults(run=cmd_forget)
+    add_forget_command(sub, sys.modules[__name__])
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                        description="Print every entity registered on every Table in MODULE "
                                    "(or only on TABLE): key templates, unique rules, "

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from dynaorm._types import Item
 from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
+from dynaorm.client.tenancy import KeysPerTenant
 from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
@@ -29,7 +30,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.settings import Declared, TableSettings
 from dynaorm.schema.table import GSI, LSI, OFFLOAD_THRESHOLD, TableSchema, VectorIndex
-from dynaorm.schema.tenancy import Forgotten, forget_p, key_schema, open_p, seal_p
+from dynaorm.schema.tenancy import key_schema
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
@@ -64,7 +65,7 @@ class _Setting:
         table._rebind({self.name: value})
 
 
-class Table(TableSchema):
+class Table(TableSchema, KeysPerTenant):
     """A DynamoDB table shared by any number of entity types (single-table design),
     bound to a :class:`~dynaorm.Client`.
 
@@ -326,62 +327,6 @@ class Table(TableSchema):
         if self.key_scope is not None:
             self.db.driver.run(delete_p(key_schema(self), wait), self._admin("delete_table"))
 
-    # -- keys per tenant ---------------------------------------------------------------
-    def forget(self, scope: Mapping[str, Any]) -> Forgotten:
-        """Destroy the key of the tenant ``scope`` names (``{key_scope field: value}``;
-        the table declares ``key_scope``): every ``Encrypted`` value of that tenant,
-        wherever a copy of it lives (rows, version rows, offloaded objects, exports and
-        backups holding ciphertext), reads as :class:`~dynaorm.ForgottenError` from now
-        on (in another process, once its cached key is older than five minutes), a write
-        sealing one for it is refused, and its other fields and every other tenant read
-        as before. Idempotent: its key table item becomes a tombstone saying when (the
-        audit row), kept by a second call. See docs/guide/tenants.md for what it cannot
-        reach."""
-        found: Forgotten = self.db.driver.run(forget_p(self, scope), self._admin("forget"))
-        return found
-
-    async def aforget(self, scope: Mapping[str, Any]) -> Forgotten:
-        """:meth:`forget`, awaited (on the running event loop)."""
-        found: Forgotten = await self.db.async_driver.run(forget_p(self, scope),
-                                                          self._admin("forget"))
-        return found
-
-    def seal(self, data: bytes, *, scope: Mapping[str, Any] | None = None,
-             context: str = "") -> bytes:
-        """``data`` sealed as an ``Encrypted`` value is (AES-GCM under a data key the
-        table's keyring wraps; with ``key_scope``, under the key of the tenant ``scope``
-        names, made on first use), bound to this table and ``context``: what a surface
-        that stores values of its own seals them with (``dynaorm.langgraph``'s
-        ``sealed=True``). :meth:`open` with the same ``context`` gives ``data`` back;
-        after :meth:`forget` of its tenant it is :class:`~dynaorm.ForgottenError`. Key
-        material is asked for through the table's client."""
-        sealed: bytes = self.db.driver.run(seal_p(self, data, scope, context),
-                                           self._admin("seal"))
-        return sealed
-
-    def open(self, blob: bytes, *, scope: Mapping[str, Any] | None = None,
-             context: str = "") -> bytes:
-        """The bytes :meth:`seal` sealed into ``blob`` for this table and ``context``
-        (``scope``, where given: the tenant it must have been sealed for); anything else
-        is :class:`~dynaorm.DecryptionError`, a forgotten tenant's
-        :class:`~dynaorm.ForgottenError`."""
-        opened: bytes = self.db.driver.run(open_p(self, blob, scope, context),
-                                           self._admin("open"))
-        return opened
-
-    async def aseal(self, data: bytes, *, scope: Mapping[str, Any] | None = None,
-                    context: str = "") -> bytes:
-        """:meth:`seal`, awaited (its key material asked for on the running loop)."""
-        sealed: bytes = await self.db.async_driver.run(seal_p(self, data, scope, context),
-                                                       self._admin("seal"))
-        return sealed
-
-    async def aopen(self, blob: bytes, *, scope: Mapping[str, Any] | None = None,
-                    context: str = "") -> bytes:
-        """:meth:`open`, awaited."""
-        opened: bytes = await self.db.async_driver.run(open_p(self, blob, scope, context),
-                                                       self._admin("open"))
-        return opened
 
 
 def _held(module: str, name: str) -> Table:

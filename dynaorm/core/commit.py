@@ -39,17 +39,14 @@ from typing import Any, cast
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
     ConcurrentModificationError,
-    DynaormError,
     IdempotencyMismatchError,
     ItemExistsError,
     ItemGoneError,
     ItemNotFoundError,
-    OutcomeUnknownError,
     RequestError,
 )
 from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
-from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
@@ -63,11 +60,11 @@ from dynaorm.values.state import DELETED
 from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
+from dynaorm.write.placing import settled_p
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
-from dynaorm.write.render import WritePlan, compile_commit, known_at, placing
+from dynaorm.write.render import WritePlan, compile_commit
 
-__all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "publish_p",
-           "published_p", "release_p", "send_p",
+__all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
            "settle", "write_origins"]
 
 #: rounds of a commit whose conflict a staged write plans again on a fresh read (an
@@ -164,7 +161,7 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
             if not plan.ops:
                 break
             try:
-                response = yield from published_p(plan, outcomes, observed, prepared, receipt)
+                response = yield from _sending(plan, outcomes, observed, prepared, receipt)
                 if isinstance(response, dict):
                     break
                 # a replay (the same writes applied under the key): the first commit's made
@@ -190,6 +187,15 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
     for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
         yield from entry._finish(response, len(plan.ops) == 1, READS)
     return result if plan.ops else CommitResult()
+
+
+def _sending(plan: WritePlan, outcomes: list[Outcome], observed: bool,
+             prepared: list[Prepared], receipt: Any) -> Proto[Any]:
+    """The protocol that sends ``plan`` (:func:`send_p`), with what its entities' rules do
+    outside the table around it where they do something (:func:`~dynaorm.write.placing.
+    settled_p`: an ``Offloaded`` value's upload, and what no row references any more)."""
+    sending = send_p(plan, outcomes, observed, prepared, receipt)
+    return settled_p(plan, prepared, sending) if plan.outside else sending
 
 
 def _replayed(receipt: Any) -> Proto[CommitResult | None]:
@@ -237,70 +243,6 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
             yield from _resolve_abandoned(obj)
         prepared.append((yield from entry._prepare(READS, at in again)))
     return prepared
-
-
-def published_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-                prepared: Sequence[Prepared] = (), receipt: Any = None) -> Proto[Any]:
-    """:func:`send_p` of ``plan``, with what its entities' rules do outside the table
-    around it (:meth:`~dynaorm.schema.rules.Rule.publish` before it is sent: the uploads
-    of offloaded values; :meth:`~dynaorm.schema.rules.Rule.release` once its outcome is
-    known: applied, the objects no row references any more go; proved not applied, what
-    was published goes; unknown (every attempt over: nothing of it applies later), each
-    rule judges on a fresh read of its rows; closed while sending, nothing). A plain
-    commit's rules publish nothing."""
-    published = yield from publish_p(plan, prepared)
-    if not published:
-        return (yield from send_p(plan, outcomes, observed, prepared, receipt))
-    try:
-        response = yield from send_p(plan, outcomes, observed, prepared, receipt)
-    except Exception as exc:  # (proved not applied; else unknown: judged on a fresh read)
-        if isinstance(exc, DynaormError):
-            yield from release_p(published, False if _definite(exc) else None)
-        raise
-    # (a replay, not a response: an earlier commit's writes stand, none of this one's)
-    yield from release_p(published, isinstance(response, dict))
-    return response
-
-
-def _definite(exc: Exception) -> bool:
-    """Whether ``exc``, raised by a commit's send, proves it applied nothing (a typed
-    error, a request that was never applied), not an outcome left unknown."""
-    return isinstance(exc, DynaormError) and not isinstance(exc, OutcomeUnknownError) and not (
-        isinstance(exc, RequestError) and exc.maybe_applied)
-
-
-#: what one rule did outside the table for a commit: its ``release`` and what it returned
-Published = list[tuple[Callable[..., Any], Any]]
-
-
-def publish_p(plan: WritePlan, prepared: Sequence[Prepared] = ()) -> Proto[Published]:
-    """Every :meth:`~dynaorm.schema.rules.Rule.publish` of the entities of ``plan`` (each
-    handed its entity's records, and what the plan read), in order; one that fails
-    releases what the others did, and raises."""
-    done: Published = []
-    try:
-        for spec in placing(plan.ops):
-            mine = [op for op in plan.ops if op.origin.entity is spec.cls]
-            known = known_at(spec, prepared)
-            for publish in spec.rules.publishers:
-                token = yield from publish(mine, known)
-                done.append((publish.__self__.release, token))
-    except Exception:
-        yield from release_p(done, False)
-        raise
-    return done
-
-
-def release_p(published: Published, applied: bool | None) -> Proto[None]:
-    """Every release of ``published`` (``applied``: the commit applied, ``False``: it
-    proved not to, ``None``: unknown); a failure is logged, never raised: the commit's
-    outcome stands."""
-    for release, token in published:
-        try:
-            yield from release(token, applied)
-        except Exception:
-            logger().exception("releasing what a rule published for a commit failed (dynaorm "
-                               "check reports what is left)")
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,

@@ -33,7 +33,7 @@ from dynaorm.jobs.audit import (
     scan_pages,
 )
 from dynaorm.jobs.checkpoint import CheckpointError, advance, existing, parse
-from dynaorm.jobs.offloads import ORPHAN_AGE, collect, compare, referenced, remove
+from dynaorm.jobs.offloads import ORPHAN_AGE, judged_objects, referenced
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
@@ -365,20 +365,15 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
             state.failed += sum(not r.ok for r in done)
             state.resolved += resolved
         advance(path, state, len(page), last, progress)
-    found = None
+    counted = None
     if objects:
-        found = collect(table)
-        judged = compare(table, refs, found, began, orphan_age)
-        state.problems += map(str, judged)
-        state.unrepairable += sum(p.kind == "dangling-ref" for p in judged)
-        orphans = [p for p in judged if p.kind == "orphan-object"]
-        if fix and orphans:
-            removed, kept = remove(table, orphans, page_size)
-            repairs += [Repair(p, True) for p in removed]
-            repairs += [Repair(p, False, "referenced again, or S3 refused to remove it")
-                        for p in kept]
-            state.repaired += len(removed)
-            state.resolved += len(kept)
+        found = judged_objects(table, refs, began, orphan_age, fix, page_size)
+        state.problems += map(str, found.problems)
+        state.unrepairable += found.unrepairable
+        repairs += found.repairs
+        state.repaired += found.repaired
+        state.resolved += found.resolved
+        counted = found.objects
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
                        state.repaired, state.failed, resumed, state.resolved,
-                       dict(state.unclaimed), None if found is None else len(found.objects))
+                       dict(state.unclaimed), counted)

@@ -23,13 +23,14 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import RequestError
-from dynaorm.jobs.audit import Key, Problem
+from dynaorm.jobs.audit import Key, Problem, Repair
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Call
 from dynaorm.schema.rules.offloaded import S3, Reference, delete_objects, reference
 from dynaorm.schema.table import offload_location
 
-__all__ = ["ORPHAN_AGE", "Found", "collect", "compare", "referenced", "remove"]
+__all__ = ["ORPHAN_AGE", "Found", "Judged", "collect", "compare", "judged_objects",
+           "referenced", "remove"]
 
 #: how old an object must be (before the check began) to be judged an orphan
 ORPHAN_AGE = timedelta(hours=1)
@@ -145,3 +146,35 @@ def _references(table: Table, page_size: int | None) -> Generator[Any, Any, set[
 def _ref(uri: str) -> Reference:
     bucket, _, key = uri[5:].partition("/")
     return Reference(bucket, key, "", 0, "")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What :func:`judged_objects` found and did: the problems (dangling references, which
+    no repair mends, and orphans), the repairs tried, and the objects listed."""
+
+    problems: list[Problem]
+    repairs: list[Repair]
+    objects: int
+    unrepairable: int
+    repaired: int
+    resolved: int
+
+
+def judged_objects(table: Table, refs: Mapping[str, tuple[Key, str]], began: datetime,
+                   orphan_age: timedelta, fix: bool, page_size: int | None) -> Judged:
+    """The objects of ``table``'s prefix compared with ``refs`` (every reference its rows
+    hold, collected by a whole scan that began at ``began``), and with ``fix`` the orphans
+    removed (:func:`remove`)."""
+    found = collect(table)
+    judged = compare(table, refs, found, began, orphan_age)
+    orphans = [p for p in judged if p.kind == "orphan-object"]
+    removed: list[Problem] = []
+    kept: list[Problem] = []
+    if fix and orphans:
+        removed, kept = remove(table, orphans, page_size)
+    repairs = [*(Repair(p, True) for p in removed),
+               *(Repair(p, False, "referenced again, or S3 refused to remove it")
+                 for p in kept)]
+    return Judged(judged, repairs, len(found.objects), len(judged) - len(orphans),
+                  len(removed), len(kept))

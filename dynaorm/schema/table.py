@@ -13,6 +13,12 @@ from typing import Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
+from dynaorm.schema.places import (
+    OFFLOAD_THRESHOLD,
+    checked_key_scope,
+    checked_offload,
+    offload_location,
+)
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 
 __all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
@@ -25,9 +31,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 #: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
 MAX_DIMENSIONS = 4096
-#: the size from which an ``Offloaded`` value is kept in S3 (``offload_threshold=``): 64 KiB
-OFFLOAD_THRESHOLD = 64 * 1024
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+
 
 
 def check_name(kind: str, name: object) -> None:
@@ -225,10 +229,10 @@ class TableSchema:
         """The operational settings declared (``warm_throughput=``, ``max_on_demand=``,
         ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``, ``tags=``):
         ``create()`` applies them, ``Table.settings()`` reads the live ones."""
-        self.offload, self.offload_threshold = _offload(name, offload, offload_threshold)
+        self.offload, self.offload_threshold = checked_offload(name, offload, offload_threshold)
         """Where values of ``Offloaded`` fields above ``offload_threshold`` bytes are kept
         (``"s3://BUCKET/PREFIX"``; ``None``: nowhere, every value in its row)."""
-        self.key_scope, self._key_table = _key_scope(name, key_scope, key_table)
+        self.key_scope, self._key_table = checked_key_scope(name, key_scope, key_table)
         """The field whose value chooses the data key of each ``Encrypted`` value
         (``key_scope=``: a key per tenant, kept in the table :attr:`key_table`; ``None``:
         the keyring's keys for every row)."""
@@ -472,46 +476,6 @@ class TableSchema:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
-
-
-def _offload(table: str, uri: Any, threshold: Any) -> tuple[str | None, int]:
-    """``offload=`` and ``offload_threshold=`` checked: an ``s3://BUCKET/PREFIX`` URI (the
-    prefix may be empty) and a number of bytes from 1 on."""
-    if type(threshold) is not int or threshold < 1:
-        raise DynaormError(f"table {table!r}: offload_threshold takes a number of bytes "
-                           f">= 1, got {threshold!r}")
-    if uri is None:
-        return None, threshold
-    bucket = uri[5:].partition("/")[0] if isinstance(uri, str) and uri.startswith(
-        "s3://") else ""
-    if not _BUCKET.match(bucket):
-        raise DynaormError(f"table {table!r}: offload takes 's3://BUCKET/PREFIX' (a bucket "
-                           f"name of 3 to 63 characters a-z, 0-9, '.', '-'), got {uri!r}")
-    return uri, threshold
-
-
-def offload_location(uri: str) -> tuple[str, str]:
-    """``(bucket, prefix)`` of an ``offload=`` URI, the prefix ending in ``/`` unless
-    empty."""
-    bucket, _, prefix = uri[5:].partition("/")
-    return bucket, prefix if not prefix or prefix.endswith("/") else prefix + "/"
-
-
-def _key_scope(table: str, field: Any, key_table: Any) -> tuple[str | None, str | None]:
-    """``key_scope=`` (a field name) and ``key_table=`` (default ``<table>-keys``)
-    checked."""
-    if field is None:
-        if key_table is not None:
-            raise DynaormError(f"table {table!r}: key_table= needs key_scope=")
-        return None, None
-    if not isinstance(field, str) or not field.isidentifier():
-        raise DynaormError(f"table {table!r}: key_scope names a field, got {field!r}")
-    if key_table is not None:
-        check_name("table", key_table)
-        if key_table == table:
-            raise DynaormError(f"table {table!r}: key_table must be another table than the "
-                               "one it keeps keys for (its backups would hold them)")
-    return field, key_table
 
 
 def _key_schema(hash_keys: Sequence[str], range_keys: Sequence[str | None]

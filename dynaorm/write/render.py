@@ -10,7 +10,7 @@ Pure: a plan is plain data, built and checked without I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +40,11 @@ from dynaorm.values.records import (
     Update,
 )
 from dynaorm.values.revision import stamp_of
-from dynaorm.write.costs import known_items
+from dynaorm.write.placing import placed, placing
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
-           "check_batch_put", "check_write", "compile_commit", "known_at", "placed", "placing",
-           "stamps"]
+           "check_batch_put", "check_write", "compile_commit", "stamps"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -211,6 +210,9 @@ class WritePlan:
     stamped: tuple[bool, ...] = field(init=False, repr=False, compare=False)
     #: the bytes each action adds to the request, in order
     sizes: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: the specs of its entities whose rules do something outside the table around it
+    #: (:mod:`dynaorm.write.placing`; none: a plain commit's)
+    outside: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stamped", tuple(map(stamps, self.ops)))
@@ -295,72 +297,15 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    if any(placing(ops)):
-        was = list(ops)
-        ops = placed(ops, entries)
-        outcomes = _with_placed(was, ops, outcomes)
+    outside = placing(ops)
+    if outside:  # (values a rule keeps outside the table: placed once every row is built)
+        ops, outcomes = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:
         ops += receipt.rows(ops)
-    return WritePlan(tuple(ops)), outcomes
-
-
-def _with_placed(was: Sequence[Op], ops: Sequence[Op], outcomes: list[Outcome]
-                 ) -> list[Outcome]:
-    """``outcomes`` whose states hold what a placing rule put in their rows in place of
-    a value (the reference the row will hold)."""
-    changed: dict[tuple[Any, ...], Item] = {}
-    for old, new in zip(was, ops, strict=True):
-        if new is not old and isinstance(new, Put | Update):
-            values, before = (new.item, getattr(old, "item", {})) if isinstance(new, Put) else (
-                new.set, getattr(old, "set", {}))
-            attrs = {a: av for a, av in values.items() if before.get(a) is not av}
-            if attrs:
-                changed[(new.origin.entity, *_op_id(new))] = attrs
-    if not changed:
-        return outcomes
-    out = []
-    for outcome in outcomes:
-        state = outcome.state
-        placed_attrs = None if state is None else changed.get(
-            (type(outcome.obj), *_op_id(Delete(state.key, None, Origin(
-                type(outcome.obj), state.key, Role.ROW, Fail.GONE)))))
-        out.append(outcome if placed_attrs is None or state is None else outcome._replace(
-            state=state.revised(placed_attrs)))
-    return out
-
-
-def placing(ops: Sequence[Op]) -> list[Any]:
-    """The specs of the entities of ``ops`` whose rules keep values outside the table
-    (:meth:`~dynaorm.schema.rules.Rule.place`), each once (none: a plain commit's)."""
-    found: dict[int, Any] = {}
-    for op in ops:
-        spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if spec is not None and spec.cls is op.origin.entity and (
-                spec.rules.placers or spec.rules.publishers):
-            found.setdefault(id(spec), spec)
-    return list(found.values())
-
-
-def known_at(spec: Any, entries: Sequence[Prepared]) -> Callable[[PlainKey], Item | None]:
-    """The item stored at a key of ``spec``'s table as the plan of ``entries`` read it
-    (``None``: not read)."""
-    items = known_items(entries)
-    name = spec.table.name
-    return lambda key: items.get((name, tuple(sorted(key.items()))))
-
-
-def placed(ops: list[Op], entries: Sequence[Prepared]) -> list[Op]:
-    """``ops`` with the values their entities' rules keep outside the table placed (each
-    placing rule handed its entity's records at once), before the limits are checked."""
-    for spec in placing(ops):
-        if not spec.rules.placers:
-            continue
-        mine = [at for at, op in enumerate(ops) if op.origin.entity is spec.cls]
-        known = known_at(spec, entries)
-        for place in spec.rules.placers:
-            for at, op in zip(mine, place([ops[at] for at in mine], known), strict=True):
-                ops[at] = op
-    return ops
+    plan = WritePlan(tuple(ops))
+    if outside:
+        object.__setattr__(plan, "outside", tuple(outside))
+    return plan, outcomes
 
 
 def _op_id(op: Op) -> tuple[Any, ...]:

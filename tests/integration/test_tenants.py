@@ -200,8 +200,7 @@ def test_another_process_sees_the_forget_once_its_cached_key_is_old(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A process that cached a tenant's key reads it until the key is older than
     ``TENANT_KEY_AGE``; then it reads the key table again and sees the tombstone."""
-    from dynaorm.schema.rules.encrypted import token
-    from dynaorm.schema.rules.tenants import tenant_keys
+    from dynaorm.schema.rules.tenants import tenant_keys, token
 
     tb, _ = kt
     seed(tb)
@@ -224,8 +223,7 @@ def test_two_writers_never_make_two_keys_for_one_tenant(
     """A second writer makes the tenant's key inside the first's window (after it found
     none, before its conditioned put): the first's put fails its condition, it reads the
     second's key and seals under it. One key; both values read."""
-    from dynaorm.schema.rules.encrypted import token
-    from dynaorm.schema.rules.tenants import TenantKeys, tenant_keys
+    from dynaorm.schema.rules.tenants import TenantKeys, tenant_keys, token
 
     tb, _ = kt
     raced = []

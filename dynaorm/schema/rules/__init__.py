@@ -633,7 +633,7 @@ class Rules:
                  "encoders", "explainers", "exporters", "held", "keepers", "opaque", "own", "pin",
                  "placers", "prepare_write", "prepared_first", "preparers", "publishers",
                  "readers",
-                 "reads_insert", "rebinders", "redactors", "refusers", "releasers",
+                 "reads_insert", "rebinders", "redactors", "refusers",
                  "sort_keys", "stampers", "store", "transforms", "unplacers")
 
     #: the receipts of a keyed commit (a table-level rule, the same for every entity:
@@ -648,39 +648,13 @@ class Rules:
         self.store = next(iter(self._hooked("store")), Rule().store)
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
-        #: the rules that keep values outside the table (:meth:`Rule.place`), and their
-        #: decoders, which put them back first (the rows other rules see)
-        self.placers = self._hooked("place")
-        placing = {id(r) for r in rules if type(r).place is not Rule.place}
-        #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
-        #: as stored, its references)
-        self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
-        self.unplacers = tuple(d for d in self._hooked("decode")[::-1]
-                               if _owner(d) in placing)
-        #: the decoders of the rules that transform values in the row itself
-        self.opaque = tuple(d for d in self._hooked("decode")[::-1]
-                            if _owner(d) not in placing)
-        self.decoders = (*self.unplacers, *self.opaque)
-        # (a placing rule's references are maps, which no fast read takes: rows holding
-        # none read as if it had no decode)
-        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
-                              and id(r) not in placing for r in rules)
-        #: the attributes a write replacing or deleting the row conditions on as read
-        self.held: frozenset[str] = frozenset().union(*(r.holds() for r in rules))
-        self.publishers = self._hooked("publish")
-        self.releasers = self._hooked("release")
+        self._placing(rules)
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.stampers = self._hooked("stamp")
         #: the :meth:`Rule.pin` of the rule that pins the entity's own row (none: nothing)
         self.pin = next(iter(self._hooked("pin")), Rule().pin)
-        # (a placing rule prepares first: the others see rows with its values put back)
-        prepares = self._hooked("prepare")
-        first = tuple(p for p in prepares if _owner(p) in placing)
-        self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
-        #: how many of :attr:`preparers` are placing rules' (they come first)
-        self.prepared_first = len(first)
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
         #: the layout of its rows' sort keys (:attr:`Rule.sort_keys`; plain by default)
@@ -701,6 +675,33 @@ class Rules:
         self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
         self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")
+
+    def _placing(self, rules: tuple[Rule, ...]) -> None:
+        """The hooks of the rules that keep values outside the table (:meth:`Rule.place`):
+        their decoders put the values back first and they prepare first (the rows the
+        other rules see), and an encoder of theirs sees a stored row as stored."""
+        placing = {id(r) for r in rules if type(r).place is not Rule.place}
+        self.placers = self._hooked("place")
+        #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
+        #: as stored, its references)
+        self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
+        decoders = self._hooked("decode")[::-1]
+        self.unplacers = tuple(d for d in decoders if _owner(d) in placing)
+        #: the decoders of the rules that transform values in the row itself
+        self.opaque = tuple(d for d in decoders if _owner(d) not in placing)
+        self.decoders = (*self.unplacers, *self.opaque)
+        # (a placing rule's references are maps, which no fast read takes: rows holding
+        # none read as if it had no decode)
+        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
+                              and id(r) not in placing for r in rules)
+        #: the attributes a write replacing or deleting the row conditions on as read
+        self.held: frozenset[str] = frozenset().union(*(r.holds() for r in rules))
+        self.publishers = self._hooked("publish")
+        prepares = self._hooked("prepare")
+        first = tuple(p for p in prepares if _owner(p) in placing)
+        self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
+        #: how many of :attr:`preparers` are placing rules' (they come first)
+        self.prepared_first = len(first)
 
     def _hooked(self, hook: str) -> tuple[Callable[..., Any], ...]:
         base = getattr(Rule, hook)

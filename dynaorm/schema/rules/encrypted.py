@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import json
 import os
 import typing
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
@@ -34,10 +33,10 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "TENANT_KEYS", "TENANT_PREFIX", "Encrypted", "Encryption",
-           "NotPrepared", "aesgcm",
+__all__ = ["ENCRYPTED", "ROW_BOUND", "TENANT_KEYS", "Encrypted", "Encryption", "NotPrepared",
+           "aesgcm",
            "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of", "markers",
-           "open_value", "seal_value", "token", "tokens_of"]
+           "open_value", "seal_value"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -50,24 +49,10 @@ Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
 
 
-#: the start of the key id of a value sealed under a tenant's key (``key_scope``)
-TENANT_PREFIX = "tenant/"
 #: what gives the tenants' keys of a ``key_scope`` table: ``(table, keyring)`` ->
 #: :class:`~dynaorm.schema.rules.tenants.TenantKeys` (set by that module when it loads,
 #: which the spec imports: this module does not import it back)
 TENANT_KEYS: list[Callable[[Any, Any], Any]] = []
-
-
-def token(value: str) -> str:
-    """A tenant ``value``'s name in key ids and in the key table (32 hex digits of its
-    SHA-256: the key table holds no tenant value as its key)."""
-    return hashlib.sha256(value.encode()).hexdigest()[:32]
-
-
-def tokens_of(key_ids: Iterable[str]) -> set[str]:
-    """The tenants the key ids of sealed values name (``tenant/<token>/<kid>``)."""
-    return {kid[len(TENANT_PREFIX):].partition("/")[0] for kid in key_ids
-            if kid.startswith(TENANT_PREFIX)}
 
 
 class NotPrepared(RuntimeError):
@@ -281,14 +266,7 @@ class Encryption(Rule):
         """The keyring a value of the row ``item`` is sealed with: its tenant's (a
         forgotten one raises :class:`~dynaorm.ForgottenError`), else the table's."""
         keys = self._keys()
-        if keys is None:
-            return keyring_of(self.table)
-        tenant = self.tenant(item)
-        if tenant is None:
-            raise DynaormError(f"{getattr(self.entity, '__name__', '?')}: an Encrypted value "
-                               f"of table {self.table.name!r} is sealed under its tenant's "
-                               f"key: the row needs its key_scope field {self.table.key_scope!r}")
-        return keys.ring(tenant)
+        return keyring_of(self.table) if keys is None else keys.sealer(self, item)
 
     def prepare(self, items: tuple[Item, ...], writing: bool,
                 values: Values = no_values) -> Generator[Any, Any, None]:
@@ -301,21 +279,11 @@ class Encryption(Rule):
                                 if "B" in av and (found := header_of(av)) is not None)
         origins = () if self.entity is None else (self.entity,)
         keys = self._keys()
-        if keys is None:
-            if wrapped or writing:
-                yield from keyring_of(self.table).prepare(wrapped, writing=writing,
-                                                          origins=origins)
-            return
-        plain = [w for w in wrapped if not w[0].startswith(TENANT_PREFIX)]
-        if plain:  # (values sealed before the table declared key_scope)
-            yield from keyring_of(self.table).prepare(plain, origins=origins)
-        yield from keys.prepare(tokens_of(kid for kid, _ in wrapped), origins=origins)
-        if writing:  # (the stored rows' tenants first: values() decodes them)
-            scope = self.table.key_scope
-            tenants = {t for item in items if (t := self.tenant(item)) is not None}
-            tenants |= {str(v[scope]) for v in values() if v.get(scope) is not None}
-            yield from keys.prepare((), {token(t): t for t in tenants}, writing=True,
-                                    origins=origins)
+        if keys is not None:
+            yield from keys.prepare_rows(self, items, wrapped, writing, values, origins)
+        elif wrapped or writing:
+            yield from keyring_of(self.table).prepare(wrapped, writing=writing,
+                                                      origins=origins)
 
     def renamed(self, attributes: Mapping[str, str]) -> Encryption:
         """This rule for rows whose fields are stored under other attribute names

@@ -515,34 +515,11 @@ class Offloading(Rule):
         rows it replaces or deletes hold that none of its rows references after it (the
         version rows a delete takes with it are read first: they never change)."""
         origins = () if self.entity is None else (self.entity,)
-        before: dict[str, Reference] = {}
-        after: dict[str, Reference] = {}
-        pending: dict[str, tuple[Reference, Held]] = {}
-        unread: list[PlainKey] = []
-        for op in ops:
-            if op.origin.role not in _ROWS:
-                continue
-            stored = known(op.key)
-            if stored is None and isinstance(op, Delete | Update):
-                stored = op.known
-            if stored is None and isinstance(op, Delete):
-                unread.append(op.key)
-            for ref in references(stored or {}, self.fields).values():
-                before[ref.uri] = ref
-            now = op.item if isinstance(op, Put) else {**(stored or {}), **op.set} if (
-                isinstance(op, Update)) else {}
-            if isinstance(op, Update):
-                for attr in op.remove:
-                    now.pop(attr, None)
-            for attr, ref in references(now, self.fields).items():
-                after[ref.uri] = ref
-                av = now[attr]
-                if type(av) is Held and av.pending:
-                    pending[ref.uri] = (ref, av)
+        before, after, unread = self._rows_of(ops, known)
         if unread:
             for row in (yield from self._rows(unread, origins)):
-                for ref in references(row, self.fields).values():
-                    before[ref.uri] = ref
+                before.update((r.uri, r) for r in references(row, self.fields).values())
+        pending = {ref.uri: (ref, held) for ref, held in after.values() if held is not None}
         uploaded: list[Reference] = []
         try:
             yield from gather([self._put(ref, held, origins, uploaded)
@@ -555,6 +532,30 @@ class Offloading(Rule):
                       if op.origin.role in _ROWS}.values())
         return Published(tuple(uploaded), tuple(r for u, r in before.items() if u not in after),
                          rows)
+
+    def _rows_of(self, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]
+                 ) -> tuple[dict[str, Reference], dict[str, tuple[Reference, Held | None]],
+                            list[PlainKey]]:
+        """The references the rows ``ops`` write held before (as the plan read them) and
+        hold after (each with its pending object, if any), and the keys of the rows they
+        delete that the plan did not read."""
+        before: dict[str, Reference] = {}
+        after: dict[str, tuple[Reference, Held | None]] = {}
+        unread: list[PlainKey] = []
+        for op in ops:
+            if op.origin.role not in _ROWS:
+                continue
+            stored = known(op.key)
+            if stored is None and isinstance(op, Delete | Update):
+                stored = op.known
+            if stored is None and isinstance(op, Delete):
+                unread.append(op.key)
+            before.update((r.uri, r) for r in references(stored or {}, self.fields).values())
+            for attr, ref in references(_after(op, stored), self.fields).items():
+                av = op.item[attr] if isinstance(op, Put) else None
+                av = op.set.get(attr, av) if isinstance(op, Update) else av
+                after[ref.uri] = (ref, av if type(av) is Held and av.pending else None)
+        return before, after, unread
 
     def _put(self, ref: Reference, held: Held, origins: tuple[Any, ...],
              uploaded: list[Reference]) -> Generator[Any, Any, None]:
@@ -615,3 +616,15 @@ class Offloading(Rule):
         if refused:
             logger().warning("%s: %s objects were not removed (dynaorm check --repair "
                              "removes them): %s", self.owner, what, refused[:5])
+
+
+def _after(op: Op, stored: Item | None) -> Item:
+    """The row ``op`` leaves (``stored``: the row before it, where known)."""
+    if isinstance(op, Put):
+        return op.item
+    if not isinstance(op, Update):
+        return {}
+    now = {**(stored or {}), **op.set}
+    for attr in op.remove:
+        now.pop(attr, None)
+    return now

@@ -32,6 +32,7 @@ anything is sent.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -41,16 +42,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from dynaorm.errors import ForgottenError, KeyringError, RequestError
+from dynaorm.errors import DynaormError, ForgottenError, KeyringError, RequestError
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.schema.rules.encrypted import (
-    TENANT_KEYS,
-    TENANT_PREFIX,
-    NotPrepared,
-    aesgcm,
-    token,
-    tokens_of,
-)
+from dynaorm.schema.rules.encrypted import TENANT_KEYS, NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.rules.keyrings import Keyring
 from dynaorm.schema.table import TableSchema
 
@@ -63,6 +57,22 @@ TENANT: Final = "tenant"
 TENANT_KEY_AGE: Final = 300.0
 _KEYS: weakref.WeakKeyDictionary[TableSchema, TenantKeys] = weakref.WeakKeyDictionary()
 _MADE: Final = threading.Lock()
+
+
+#: the start of the key id of a value sealed under a tenant's key
+TENANT_PREFIX: Final = "tenant/"
+
+
+def token(value: str) -> str:
+    """A tenant ``value``'s name in key ids and in the key table (32 hex digits of its
+    SHA-256: the key table holds no tenant value as its key)."""
+    return hashlib.sha256(value.encode()).hexdigest()[:32]
+
+
+def tokens_of(key_ids: Iterable[str]) -> set[str]:
+    """The tenants the key ids of sealed values name (``tenant/<token>/<kid>``)."""
+    return {kid[len(TENANT_PREFIX):].partition("/")[0] for kid in key_ids
+            if kid.startswith(TENANT_PREFIX)}
 
 
 def key_schema(table: TableSchema) -> TableSchema:
@@ -172,7 +182,37 @@ class TenantKeys:
         entry = self._held.get(tok)
         return entry[0] if entry is not None and isinstance(entry[0], Forgotten) else None
 
+    def sealer(self, rule: Any, item: Mapping[str, Any]) -> TenantRing:
+        """The ring a value of the row ``item`` of ``rule``'s entity is sealed with: its
+        tenant's (the row's ``key_scope`` field; a forgotten one raises
+        :class:`~dynaorm.ForgottenError`)."""
+        tenant = rule.tenant(item)
+        if tenant is None:
+            raise DynaormError(f"{getattr(rule.entity, '__name__', '?')}: an Encrypted value "
+                               f"of table {self.table.name!r} is sealed under its tenant's "
+                               f"key: the row needs its key_scope field {self.table.key_scope!r}")
+        return self.ring(tenant)
+
     # -- preparing (a protocol) ------------------------------------------------------
+    def prepare_rows(self, rule: Any, items: tuple[dict[str, Any], ...],
+                     wrapped: Mapping[tuple[str, bytes], Any], writing: bool,
+                     values: Any, origins: tuple[Any, ...]) -> Proto[None]:
+        """What ``rule`` (the ``Encrypted`` rule of an entity) needs before ``items`` are
+        decoded (the keys of the tenants the values of ``wrapped``, their headers, are
+        sealed under; the table keyring's data keys of values sealed before the table
+        declared ``key_scope``) and, ``writing``, before its rows are encoded: the keys of
+        the stored rows' tenants, then of those ``values()`` render (made where none is)."""
+        plain = [w for w in wrapped if not w[0].startswith(TENANT_PREFIX)]
+        if plain:
+            yield from keyring_of(self.table).prepare(plain, origins=origins)
+        yield from self.prepare(tokens_of(kid for kid, _ in wrapped), origins=origins)
+        if writing:  # (the stored rows' tenants first: values() decodes them)
+            scope = self.table.key_scope
+            tenants = {t for item in items if (t := rule.tenant(item)) is not None}
+            tenants |= {str(v[scope]) for v in values() if v.get(scope) is not None}
+            yield from self.prepare((), {token(t): t for t in tenants}, writing=True,
+                                    origins=origins)
+
     def prepare(self, toks: Iterable[str], values: Mapping[str, str] | None = None, *,
                 writing: bool = False, origins: tuple[Any, ...] = ()) -> Proto[None]:
         """The keys of the tenants ``toks`` (and of ``values``, each tenant's value by
