@@ -81,6 +81,11 @@ class Table(TableSchema, KeysPerTenant):
     and ``max_on_demand=`` (``(reads, writes)``; a ``GSI`` takes them too), ``pitr_days=``
     (1-35), ``deletion_protection=``, ``contributor_insights=`` (``"accessed"`` or
     ``"throttled"``) and ``tags=`` (a bad value: :class:`~dynaorm.SettingsError`).
+    ``offload=`` (``"s3://BUCKET/PREFIX"``) and ``offload_threshold=`` (bytes, 64 KiB by
+    default): where the values of ``Offloaded`` fields above the threshold are kept
+    (docs/guide/offloading.md). ``key_scope=`` (a field) and ``key_table=`` (default
+    ``<name>-keys``): every ``Encrypted`` value sealed under its row's tenant's key, kept
+    in that table of its own (:meth:`forget`, :meth:`seal`; docs/guide/tenants.md).
     """
 
     endpoint_url = _Setting()

@@ -57,21 +57,43 @@ def known_at(spec: Any, entries: Sequence[Prepared]) -> Callable[[PlainKey], Ite
 
 def placed(specs: Sequence[Any], ops: list[Op], entries: Sequence[Prepared],
            outcomes: list[Outcome], op_id: Callable[[Op], tuple[Any, ...]]
-           ) -> tuple[list[Op], list[Outcome]]:
+           ) -> tuple[list[Op], list[Outcome], list[Any]]:
     """``ops`` with the values the rules of ``specs`` keep outside the table placed
     (each placing rule handed its entity's records at once), before the limits are
-    checked, and ``outcomes`` whose states hold what their rows will (``op_id``: an
-    action's item's identity)."""
+    checked; ``outcomes`` whose states hold what their rows will (``op_id``: an
+    action's item's identity); and the specs whose rules have something to publish or
+    release (a value placed, a row replaced or deleted that may hold one)."""
     was = list(ops)
+    busy: list[Any] = []
     for spec in specs:
-        if not spec.rules.placers:
-            continue
         mine = [at for at, op in enumerate(ops) if op.origin.entity is spec.cls]
         known = known_at(spec, entries)
         for place in spec.rules.placers:
             for at, op in zip(mine, place([ops[at] for at in mine], known), strict=True):
                 ops[at] = op
-    return ops, _with_placed(was, ops, outcomes, op_id)
+        if any(ops[at] is not was[at] for at in mine) or _held(spec, [ops[at] for at in mine],
+                                                               known):
+            busy.append(spec)
+    return ops, _with_placed(was, ops, outcomes, op_id), busy
+
+
+def _held(spec: Any, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]) -> bool:
+    """Whether a row ``ops`` replace or delete may hold what a rule keeps outside the
+    table (a reference: a map in one of its held attributes), or is not known (a version
+    row a delete takes with it): then its rules publish and release, else nothing of the
+    commit is outside the table (a row whose values all stay in it pays nothing more)."""
+    held = spec.rules.held
+    for op in ops:
+        row = known(op.key)
+        if row is None and isinstance(op, Update | Delete):
+            row = op.known
+        if row is None:
+            if isinstance(op, Delete):
+                return True
+            continue
+        if any(isinstance(av, dict) and "M" in av for a in held if (av := row.get(a))):
+            return True
+    return False
 
 
 def _with_placed(was: Sequence[Op], ops: Sequence[Op], outcomes: list[Outcome],

@@ -299,7 +299,7 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
             ops[prev] = _merge(ops[prev], op)
     outside = placing(ops)
     if outside:  # (values a rule keeps outside the table: placed once every row is built)
-        ops, outcomes = placed(outside, ops, entries, outcomes, _op_id)
+        ops, outcomes, outside = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:
         ops += receipt.rows(ops)
     plan = WritePlan(tuple(ops))

@@ -465,11 +465,13 @@ class Offloading(Rule):
                 continue
             own = read.get(op.origin.staged, set())
             if isinstance(op, Put):
-                out.append(Put(op.key, self._placed(op.item, own, held), op.condition,
-                               op.origin, op.built))
+                item = self._placed(op.item, own, held)
+                out.append(op if item is op.item else Put(op.key, item, op.condition,
+                                                          op.origin, op.built))
             elif op.set:
-                out.append(Update(op.key, self._placed(op.set, own, held), op.remove,
-                                  op.condition, op.origin, op.clauses, op.known))
+                item = self._placed(op.set, own, held)
+                out.append(op if item is op.set else Update(
+                    op.key, item, op.remove, op.condition, op.origin, op.clauses, op.known))
             else:
                 out.append(op)
         return out

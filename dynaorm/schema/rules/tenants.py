@@ -205,7 +205,12 @@ class TenantKeys:
         plain = [w for w in wrapped if not w[0].startswith(TENANT_PREFIX)]
         if plain:
             yield from keyring_of(self.table).prepare(plain, origins=origins)
-        yield from self.prepare(tokens_of(kid for kid, _ in wrapped), origins=origins)
+        toks = tokens_of(kid for kid, _ in wrapped)
+        yield from self.prepare(toks, origins=origins)
+        for tok in toks:  # (each ring's data keys unwrapped once, kept as a keyring keeps
+            found = self._held[tok][0]  # them: a read opens from its cache)
+            if isinstance(found, TenantRing):
+                yield from found.prepare([w for w in wrapped if w[0] in found.key_ids])
         if writing:  # (the stored rows' tenants first: values() decodes them)
             scope = self.table.key_scope
             tenants = {t for item in items if (t := rule.tenant(item)) is not None}
