@@ -6,8 +6,10 @@ S3: nothing leaves the process):
   of an entity whose ``Offloaded[str]`` field holds
   a value below the threshold (it stays in its row), beside the same entity without the
   marker (``plain``), and a ``get_many`` of 25 such rows: what the rule costs a row that
-  offloads nothing (the threshold check only). Run with ``--plain-only`` under another checkout (``PYTHONPATH=/path/to/0.8``) to
-  time the plain entity there: the figures to compare with 0.8's.
+  offloads nothing (the threshold check only). Run with ``--plain-only`` under another
+  checkout (``PYTHONPATH=/path/to/0.8``) to time the plain entity there: the figures to
+  compare with 0.8's; ``dynaorm calls`` count the calls into dynaorm's own functions of
+  one operation, a figure the machine's load does not move.
 - **offloaded**: the requests a get of a row whose value is in S3 sends (one ``GetItem``,
   one ``s3:GetObject``), and those a scan reading 25 such rows sends (25 GETs), with how
   many GETs were in flight at once (a page's are gathered).
