@@ -591,3 +591,40 @@ def test_check_reports_orphans_and_dangling_references_and_repair_removes_orphan
     assert [p.split()[0] for p in check_table(store, orphan_age=timedelta(0)).problems] == [
         "dangling-ref"]
     assert tb.session().get(Doc, doc_id="1", consistent=True).body == big()
+
+
+def test_a_retried_commit_uploads_nothing_twice(s3: tuple[TestBackend, Bucket],
+                                                request: pytest.FixtureRequest) -> None:
+    """A transaction whose answer is lost is resent with its token: its objects were
+    uploaded once, for the plan, not for each attempt; none is left behind."""
+    if engine_of(request) == "moto":
+        pytest.skip("moto does not apply a ClientRequestToken at most once")
+    tb, b = s3
+    store.max_wait = 0
+    seen = Requests(store)
+    with inject_faults(store) as faults:
+        faults.lose_answer("TransactWriteItems")
+        s = tb.session()
+        s.save(Note(note_id="1", text=big()))  # (a versioned entity: a transaction)
+        s.commit()
+    assert seen.operations.count("TransactWriteItems") == 2
+    assert seen.operations.count("s3:PutObject") == 2  # (its latest copy's, its version's)
+    consistent(tb, b)
+    assert tb.session().get(Note, note_id="1", consistent=True).text == big()
+
+
+def test_dynaorm_check_repairs_orphans(s3: tuple[TestBackend, Bucket],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from dynaorm.cli.main import main
+
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+    prefix = next(iter(b.keys())).rpartition("/")[0]
+    b.put(f"{prefix}/stray", b"no row references it")
+    assert main(["check", f"{__name__}:store", "--orphan-age", "0"]) == 1
+    assert "orphan-object" in capsys.readouterr().out
+    assert main(["check", f"{__name__}:store", "--orphan-age", "0", "--repair"]) == 0
+    capsys.readouterr()
+    consistent(tb, b)

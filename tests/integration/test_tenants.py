@@ -366,3 +366,30 @@ def test_tenant_keys_through_kms(backend: str | None, request: pytest.FixtureReq
                 tb.session().get(Account, tenant_id="k1", account_id="1", consistent=True)
         finally:
             ks.keyring = StaticKeyring(KEY)
+
+
+def test_forget_and_seal_awaited(kt: tuple[TestBackend, Bucket],
+                                 request: pytest.FixtureRequest) -> None:
+    """``aforget``, ``aseal`` and ``aopen``: the same protocols on the running event loop
+    (over HTTP: in-process moto does not answer aiobotocore)."""
+    import asyncio
+
+    if engine_of(request) == "moto":
+        pytest.skip("in-process moto does not answer an AsyncSession")
+    from dynaorm import AsyncSession
+
+    async def main() -> tuple[bytes, bool, bool]:
+        s = AsyncSession(ks)
+        s.save(Account(tenant_id="async", account_id="1", iban="a-1"))
+        await s.commit()
+        blob = await ks.aseal(b"state", scope={"tenant_id": "async"}, context="t")
+        opened = await ks.aopen(blob, context="t")
+        first = await ks.aforget(scope={"tenant_id": "async"})
+        again = await ks.aforget(scope={"tenant_id": "async"})
+        try:
+            await s.get(Account, tenant_id="async", account_id="1", consistent=True)
+        except ForgottenError:
+            return opened, first.now and not again.now, True
+        return opened, first.now, False
+
+    assert asyncio.run(main()) == (b"state", True, True)

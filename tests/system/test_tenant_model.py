@@ -28,6 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from dynaorm import (
     Encrypted,
     Entity,
+    F,
     ForgottenError,
     Session,
     StaticKeyring,
@@ -188,10 +189,20 @@ class TenantModel(RuleBasedStateMachine):
                 else:
                     assert tenants_store.open(blob, context=self.run) == data
         spec = TNote.__dynaorm_spec__
-        for rows in self.copies.values():  # (a backup's or an export's copy)
+        for rows in self.copies.values():  # (a backup's or an export's copy; a stream's)
             for row in rows:
                 if "secret" in row and row["sk"] == {"S": "N"}:
                     assert forgotten(lambda row=row: spec.decode_fields(row))
+                    record = {"eventID": "1", "eventName": "INSERT", "dynamodb": {
+                        "Keys": {"pk": row["pk"], "sk": row["sk"]}, "NewImage": row}}
+                    (change,) = tenants_store.changes([record])
+                    assert forgotten(lambda c=change: c.new)
+        scan = r.scan(TNote).filter(F("run") == self.run)  # (this run's rows, every tenant)
+        if any(t in self.gone for t, _ in self.notes):
+            assert forgotten(scan.all)
+        else:
+            found = {(o.tenant, o.key): (o.label, o.secret) for o in scan.all()}
+            assert found == self.notes
         # (a scan of every tenant's plain fields: a forgotten one's among them)
         labels = {(v["tenant"], v["label"]) for v in r.scan(TNote).values("tenant", "label")}
         assert {(t, label) for (t, _), (label, _) in self.notes.items()} <= labels
