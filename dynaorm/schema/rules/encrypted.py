@@ -276,7 +276,8 @@ class Encryption(Rule):
         the keys of the tenants those values are sealed under, and, ``writing``, of the
         tenants of the rows written (made where a tenant has none)."""
         wrapped = dict.fromkeys(found for item in items for av in item.values()
-                                if "B" in av and (found := header_of(av)) is not None)
+                                if type(av) is dict and "B" in av  # (a malformed member:
+                                and (found := header_of(av)) is not None)  # decode says)
         origins = () if self.entity is None else (self.entity,)
         keys = self._keys()
         if keys is not None:
