@@ -26,14 +26,13 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
 
-from dynaorm import __version__
+from dynaorm import __version__, jobs
 from dynaorm.cli.iam import add_iam_command
 from dynaorm.cli.lake import add_lake_options, lake_options
 from dynaorm.cli.mcp import add_mcp_command
 from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
-from dynaorm.jobs import job as jobs
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.jobs.exports import export
@@ -454,7 +453,7 @@ def _job(job: jobs.Job, args: argparse.Namespace,
         return jobs.run_local(job, workers=args.workers, progress=progress)
     from pyspark.sql import SparkSession
 
-    return jobs.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
+    return jobs.job.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
