@@ -27,17 +27,18 @@ from dynaorm.core.commit import keyed_plan_p, prepare_p
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.events import Reason
 from dynaorm.protocol.steps import Proto, call
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity, _set_state, spec_of
 from dynaorm.values.expressions import Placeholders, all_of, holds, raw_eq, stored_as
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import Put, Role
-from dynaorm.values.revision import new_revision, revision_of
+from dynaorm.values.revision import new_revision
 from dynaorm.write.outcomes import map_failure
 from dynaorm.write.render import WritePlan, render_op
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["APPLIED", "ERROR", "FAILED", "UNKNOWN", "Found", "Loaded", "NotLoadedError",
-           "input_record", "judged", "mine", "outcome_p", "plan_load_p", "rollback"]
+           "fresh", "input_record", "judged", "mine", "outcome_p", "plan_load_p", "rollback",
+           "row_is"]
 
 #: what became of one row of a load: written as the load wrote it
 APPLIED: Final = "applied"
@@ -113,21 +114,31 @@ def input_record(loaded: Loaded, at: int) -> dict[str, Any]:
 
 def mine(loaded: Loaded, at: int, stored: Item | None) -> bool:
     """Whether ``stored`` (the item at row ``at``'s key) is that row as the load wrote
-    it: the load's revision on a stamped row, every attribute it wrote on another."""
-    if stored is None:
-        return False
-    if loaded.plan.stamped[at]:
-        return revision_of(loaded.plan.ops[at].origin.table, stored) == loaded.rev
-    item = input_record(loaded, at)["Item"]
-    return holds(_as_written(loaded, at, item), stored)
+    it (:func:`row_is`)."""
+    return row_is(loaded.plan.ops[at].origin.table, input_record(loaded, at)["Item"], stored)
 
 
-def _as_written(loaded: Loaded, at: int, item: Item) -> Any:
-    """The condition that the row at ``at`` is as the load wrote ``item`` there."""
-    if loaded.plan.stamped[at]:
-        table = loaded.plan.ops[at].origin.table
-        return raw_eq(table.revision_attribute, {"S": loaded.rev})
+def row_is(table: Any, item: Item, stored: Item | None) -> bool:
+    """Whether ``stored`` is the row a load wrote as ``item`` (an input record's) to
+    ``table``: the same revision, where ``item`` holds one (an entity's row or latest
+    copy), else every attribute of ``item`` as it is."""
+    return stored is not None and holds(_as_written(table, item), stored)
+
+
+def _as_written(table: Any, item: Item) -> Any:
+    """The condition that a row is as a load wrote ``item`` (see :func:`row_is`)."""
+    attribute = table.revision_attribute
+    if attribute is not None and attribute in item:
+        return raw_eq(attribute, item[attribute])
     return all_of(stored_as(item, frozenset(item)))
+
+
+def fresh(cls: type[Entity], item: Item) -> Entity:
+    """The object a stored ``item`` (a row of ``cls``) holds, as a new object (an insert
+    plans it anew: a load's record read back, a row of an export)."""
+    obj = cls._from_item(item)
+    _set_state(obj, None)
+    return obj
 
 
 def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
@@ -141,7 +152,8 @@ def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
         item = input_record(loaded, at)["Item"]
         ph = Placeholders()
         body: dict[str, Any] = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
-                                "ConditionExpression": _as_written(loaded, at, item).render(ph)}
+                                "ConditionExpression": _as_written(op.origin.table, item
+                                                                   ).render(ph)}
         ph.apply(body)
         deletes.append(body)
     return deletes
