@@ -37,8 +37,8 @@ from dynaorm.write.render import WritePlan, render_op
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["APPLIED", "ERROR", "FAILED", "UNKNOWN", "Found", "Loaded", "NotLoadedError",
-           "fresh", "input_record", "judged", "mine", "outcome_p", "plan_load_p", "rollback",
-           "row_is"]
+           "fresh", "input_record", "mine", "outcome_p", "plan_load_p", "rollback", "row_is",
+           "settled"]
 
 #: what became of one row of a load: written as the load wrote it
 APPLIED: Final = "applied"
@@ -66,6 +66,9 @@ class Loaded:
     obj: Entity
     plan: WritePlan
     rev: str
+    #: each row's item as the load wrote it, in plan order (``None``: as rendered now;
+    #: an entity planned again to settle it: its timestamps are stamped anew)
+    written: tuple[Item, ...] | None = None
 
     @property
     def entity(self) -> type[Entity]:
@@ -105,7 +108,8 @@ def input_record(loaded: Loaded, at: int) -> dict[str, Any]:
     them (wire form: binary values as ``bytes``)."""
     op, stamped = loaded.plan.ops[at], loaded.plan.stamped[at]
     _, body = render_op(op, loaded.rev if stamped else None)
-    record: dict[str, Any] = {"Item": body["Item"]}
+    record: dict[str, Any] = {"Item": body["Item"] if loaded.written is None
+                              else loaded.written[at]}
     for member in _CONDITION_MEMBERS:
         if member in body:
             record[member] = body[member]
@@ -194,13 +198,24 @@ def _read(table: Any, key: PlainKey) -> Proto[Item | None]:
     return got
 
 
-def judged(loaded: Loaded, at: int, what: str, extra: Any) -> Found:
-    """What became of row ``at``, as reported (``what``, ``extra``), judged: a refused
-    condition whose item found is the row as the load wrote it (an earlier attempt of
-    this load, the same inputs run again) is the load's."""
-    if what == FAILED and mine(loaded, at, extra):
-        return APPLIED, extra
-    return what, extra
+def settled(table: Any, items: Sequence[Item], found: Sequence[Found]) -> list[Found]:
+    """``found`` (what became of each row a load wrote as ``items``: written, or refused
+    with the item found there, or not written) judged: a row found as the load wrote it
+    counts as written (an earlier attempt of the same input) when that is proved. An
+    entity's row or latest copy proves it by its revision (a fresh random value of the
+    load's); a guard or a version row carries none, and an identical one may have been
+    there before (a guard its owner claimed, a kept history), so it counts as the load's
+    only beside a row the load's revision proves (no one else writes a guard or a version
+    row of that owner while its row is the load's)."""
+    attribute = table.revision_attribute
+    stamped = [attribute is not None and attribute in item for item in items]
+    out = [(APPLIED, got) if what == FAILED and is_stamped and row_is(table, item, got)
+           else (what, got) for item, (what, got), is_stamped in zip(
+               items, found, stamped, strict=True)]
+    proven = any(s and what == APPLIED for s, (what, _) in zip(stamped, out, strict=True))
+    return [(APPLIED, got) if what == FAILED and not is_stamped and proven and row_is(
+        table, item, got) else (what, got) for item, (what, got), is_stamped in zip(
+            items, out, stamped, strict=True)]
 
 
 def roles(loaded: Loaded) -> list[Role]:

@@ -34,6 +34,7 @@ each round's failures): everything it needs to resume.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -42,6 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
@@ -57,11 +59,10 @@ from dynaorm.core.load import (
     NotLoadedError,
     fresh,
     input_record,
-    judged,
     outcome_p,
     plan_load_p,
     rollback,
-    row_is,
+    settled,
 )
 from dynaorm.errors import (
     DynaormError,
@@ -409,26 +410,24 @@ class _Load:
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if read_back else {}
         for cls, records in batch:
-            found: list[tuple[str, Any]] = []
+            found: list[Found] = []
             for record in records:
-                item = record["Item"]
-                ident = key_id(_key_of(self.table, item))
-                if read_back:
+                ident = key_id(_key_of(self.table, record["Item"]))
+                if read_back:  # (an item there: as if its condition refused it)
                     now = stored.get(ident)
-                    found.append((APPLIED, now) if row_is(self.table, item, now) else (
-                        (FAILED, now) if now is not None else (UNKNOWN, None)))
+                    found.append((FAILED, now) if now is not None else (UNKNOWN, None))
                 else:
                     found.append(report.failed.get(ident, (APPLIED, None)))
-            if all(what == APPLIED for what, _ in found) or all(
-                    what == APPLIED or (what == FAILED and row_is(self.table, r["Item"], got))
-                    for (what, got), r in zip(found, records, strict=True)):
+            if any(what != APPLIED for what, _ in found):
+                found = settled(self.table, [r["Item"] for r in records], found)
+            if all(what == APPLIED for what, _ in found):
                 yield "loaded", (cls, records), None
                 continue
             error = self.outcome(cls, records, found)
             yield ("loaded" if error is None else "failed"), (cls, records), error
 
     def outcome(self, cls: type[Entity], records: list[dict[str, Any]],
-                found: list[tuple[str, Any]]) -> DynaormError | None:
+                found: list[Found]) -> DynaormError | None:
         """The error of an entity with a row not written (its written rows deleted)."""
         rev_attr = self.table.revision_attribute
         own = next((r["Item"] for r in records if rev_attr and rev_attr in r["Item"]),
@@ -444,8 +443,9 @@ class _Load:
         if None in order or len(order) != len(records):
             return DynaormError(f"{cls.__name__} {planned.key}: its rows no longer plan as "
                                 "the load rendered them (the model changed?): not settled")
-        ordered: list[Found] = [judged(planned, n, *found[at]) for n, at in
-                                enumerate(order) if at is not None]
+        planned = dataclasses.replace(planned, written=tuple(
+            records[at]["Item"] for at in order if at is not None))
+        ordered: list[Found] = [found[at] for at in order if at is not None]
         error: DynaormError | None = self.run_p(outcome_p(planned, ordered))
         for delete in rollback(planned, ordered):
             try:
@@ -459,7 +459,8 @@ class _Load:
     def report(self) -> LoadReport:
         rounds = self.state["rounds"]
         first = rounds[0]
-        out = LoadReport(self.name, str(rounds[-1].get("status") or "IN_PROGRESS"),
+        ended = [r["status"] for r in rounds if r.get("status")]
+        out = LoadReport(self.name, ended[-1] if ended else "IN_PROGRESS",
                          operations=[r["arn"] for r in rounds if r.get("arn")],
                          entities=first["entities"], rows=first["rows"],
                          loaded=sum(r.get("loaded", 0) for r in rounds),
@@ -795,5 +796,8 @@ def _plain(kind: Any, value: Any) -> Any:
         return [_plain(kind.value_type, v) for v in value]
     if pa.types.is_struct(kind):
         return {f.name: _plain(f.type, value.get(f.name)) for f in kind}
+    if pa.types.is_decimal(kind):  # (its column's scale: 0.25 read as 0.250000000000000000)
+        trimmed = value.normalize()
+        return trimmed.quantize(Decimal(1)) if trimmed.as_tuple().exponent > 0 else trimmed
     return value
 

@@ -626,7 +626,7 @@ def _transact_gets(request: dict[str, Any], forward: Forward) -> dict[str, Any]:
 
 #: per region, the botocore client the in-process emulators send their own requests with
 #: (made inside a moto block, it reaches the moto of each block open later)
-_OWN: dict[str, Any] = {}
+_OWN: dict[tuple[str, str | None], Any] = {}
 
 
 class EmbeddedTransport:
@@ -653,9 +653,14 @@ class EmbeddedTransport:
             return self.emulator.handle(operation, request, self.wire.send, self._own)
 
     def _own(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One of the emulator's own requests, to the same moto (the same region)."""
-        region = str(self.wire.client.meta.region_name)
-        client = _OWN.get(region) or _OWN.setdefault(region, create_client(None, region))
+        """One of the emulator's own requests, to the engine the wire reaches: the same
+        moto (the same region), or the endpoint a table names (DynamoDB Local, reached
+        through moto's mock, which lets it pass)."""
+        meta = self.wire.client.meta
+        region, url = str(meta.region_name), str(meta.endpoint_url)
+        endpoint = None if url.endswith(".amazonaws.com") else url
+        client = _OWN.get((region, endpoint)) or _OWN.setdefault(
+            (region, endpoint), create_client(endpoint, region))
         with unobserved():
             try:
                 answer: dict[str, Any] = getattr(client, method_name(operation))(**request)
