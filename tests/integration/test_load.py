@@ -230,6 +230,46 @@ def test_a_cancelled_operation_leaves_no_half_entity_and_the_next_run_loads_the_
     assert check_table(loads).problems == []
 
 
+def test_a_second_writer_inside_the_operation_is_met_as_a_clash_or_reported_left(
+        lb: TestBackend) -> None:
+    """A second writer acting while the operation runs (after an entity's row was
+    written, before its guard): it takes the e-mail the entity claims, so the entity's
+    guard is refused; the load reports the clash by field and takes back the rows it
+    wrote, the second writer's entity intact. A second writer that changed an entity of
+    the load meanwhile (one whose guard clashes) keeps its change: the load does not
+    delete over it, and reports the row it left (``dynaorm check`` names what is
+    missing)."""
+    objs = [account(1), account(2), account(3)]
+    # (rows in plan order: version row, latest copy, handle's guard, e-mail's guard)
+    s = Session(loads)
+
+    def writer(done: int, total: int) -> None:
+        if done == 2:  # account 1's version row and latest copy written
+            s.save(account(901, email=objs[0].email.upper()))
+            s.commit()
+        if done == 6:  # account 2's latest copy written: changed, its e-mail then taken
+            two = s.get(Account, tenant_id="acme", acct_id="a002")
+            assert two is not None
+            two.plan = "pro"
+            s.save(two)
+            s.save(account(902, email=objs[1].email))
+            s.commit()
+
+    with bulk_pace(2):
+        report = run_load(objs, progress=writer)
+    errors = {f.key["pk"]: f.error for f in report.failures}
+    assert set(errors) == {"T#acme#ACCT#a001", "T#acme#ACCT#a002"} and report.loaded == 1
+    assert all(isinstance(e, UniqueConstraintError) and e.field == "email"
+               for e in errors.values())
+    assert s.get(Account, tenant_id="acme", acct_id="a001") is None
+    assert s.get(Account, tenant_id="acme", acct_id="a901") is not None
+    two = s.get(Account, tenant_id="acme", acct_id="a002")
+    assert two is not None and two.plan == "pro"  # (the second writer's change kept)
+    assert [r for r in report.left if "a002" in r] and not report.ok
+    problems = check_table(loads).problems
+    assert problems and all("a002" in p for p in problems)
+
+
 @pytest.mark.engines("moto")
 def test_a_global_table_and_too_few_write_units_are_refused_with_the_reason(
         lb: TestBackend) -> None:
