@@ -289,11 +289,11 @@ def test_a_global_table_and_too_few_write_units_are_refused_with_the_reason(
 
 
 @pytest.mark.engines("moto")
-def test_parquet_datasets_and_a_dynamodb_export_load_into_a_fresh_table(
+def test_parquet_iceberg_and_a_dynamodb_export_load_into_a_fresh_table(
         lb: TestBackend, tmp_path: Path) -> None:
-    """What ``jobs.export`` writes (a folder of datasets by type name) and a DynamoDB
-    export (entities' rows; guards and version rows made anew) load back: the same
-    entities, every row of theirs."""
+    """What ``jobs.export`` writes (a folder of datasets by type name, an Iceberg table)
+    and a DynamoDB export (entities' rows; guards and version rows made anew) load back:
+    the same entities, every row of theirs."""
     from dynaorm.jobs import export, run_local
 
     objs = [account(n) for n in range(4)] + [Memo(tenant_id="beta", memo_id="m", body="b")]
@@ -315,6 +315,18 @@ def test_parquet_datasets_and_a_dynamodb_export_load_into_a_fresh_table(
     folder = f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/"
     assert run_load(folder, name="from-export").loaded == 5
     assert stored(lb) == before
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    (tmp_path / "warehouse").mkdir()
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=f"file://{tmp_path}/warehouse")
+    run_local(export(loads, tmp_path / "staged", format="iceberg", catalog=catalog,
+                     namespace="app"))
+    _clear(lb)
+    iceberg = catalog.load_table(("app", "Account"))
+    assert run_load(iceberg, name="from-iceberg", entity=Account).loaded == 4
+    assert stored(lb) == [i for i in before if i["_type"] == {"S": "Account"} or (
+        i["_type"] == {"S": "dynaorm:unique"})]
 
 
 def test_an_export_of_one_tenant_or_entity_sends_a_filter_and_holds_only_its_rows(
