@@ -201,8 +201,13 @@ LANDED = 163_076
 LANDED = 162_787
 #: (merged with red08h and the old-layout insert's advice: measured)
 LANDED = 163_144
+#: issue 85 (bulk loads through the rules; its modules in NEW_FEATURES): +116 in 0.5's
+#: modules: the bulk API wired into the test backend (testing/__init__.py +29), a progress
+#: bar's verb and noun (jobs/checking.py +44), the load's public names (jobs/__init__.py
+#: +22) and its command (cli/main.py +19)
+LANDED = 163_260
 #: issue 84 (values of any size, keys per tenant): its modules are NEW_FEATURES; what they
-#: need in 0.5's modules is +2,311 (163,146 on main at the branch: +2 there already): the
+#: need in 0.5's modules is +2,314 (on main: 163,260 then): the
 #: placing hooks and their resolution in the rules (+515: ``place``, ``holds``, ``publish``,
 #: ``release``, a placing rule decoding first, ``Unplaced``), the Encrypted rule sealing
 #: under a tenant's key and opening through the tenants' keys (+434), the keyrings' keys of
@@ -212,7 +217,7 @@ LANDED = 163_144
 #: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
 #: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
 #: exactly that.
-LANDED = 165_457
+LANDED = 165_574
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -265,6 +270,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/jobs/offloads.py", "dynaorm/schema/places.py",
     "dynaorm/schema/rules/tenants.py", "dynaorm/schema/tenancy.py",
     "dynaorm/client/tenancy.py", "dynaorm/cli/forget.py",
+    # 0.9, issue 85: bulk loads through the rules, and the embedded backend's bulk API
+    "dynaorm/core/load.py", "dynaorm/jobs/load.py", "dynaorm/cli/load.py",
+    "dynaorm/testing/bulk.py",
 )
 #: issue 71: the LangGraph adapter (checkpointer and store, written on the public API) is at
 #: most this many tokens, counted apart from the rest
