@@ -393,3 +393,46 @@ def test_forget_and_seal_awaited(kt: tuple[TestBackend, Bucket],
         return opened, first.now, False
 
     assert asyncio.run(main()) == (b"state", True, True)
+
+
+@pytest.mark.sync_only
+def test_a_forked_child_reads_and_forgets_with_its_own_locks(
+        kt: tuple[TestBackend, Bucket], request: pytest.FixtureRequest) -> None:
+    """A child of ``os.fork()`` made while a parent's thread held the tenants' keys' lock
+    reads a tenant's value and forgets another (the locks renewed in the child)."""
+    import os
+    import threading
+
+    from dynaorm.schema.rules.tenants import tenant_keys
+
+    if engine_of(request) == "moto":
+        pytest.skip("a forked child of the in-process moto shares nothing it can serve")
+    tb, _ = kt
+    seed(tb)
+    keys = tenant_keys(ks, ks.keyring)
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with keys._lock:
+            held.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(10)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - (the child reports through its exit code)
+        code = 3
+        try:
+            got = tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
+            ks.forget(scope={"tenant_id": "acme"})
+            code = 0 if got is not None and got.iban == "beta-IBAN" else 4
+        finally:
+            os._exit(code)
+    done.set()
+    thread.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    keys._held.clear()  # (this process reads the key table again: the child's forget)
+    with pytest.raises(ForgottenError):
+        tb.session().get(Account, tenant_id="acme", account_id="1", consistent=True)

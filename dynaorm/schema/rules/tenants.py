@@ -56,7 +56,7 @@ TENANT: Final = "tenant"
 #: seconds a tenant's key (or that it was forgotten) is kept before it is read again
 TENANT_KEY_AGE: Final = 300.0
 _KEYS: weakref.WeakKeyDictionary[TableSchema, TenantKeys] = weakref.WeakKeyDictionary()
-_MADE: Final = threading.Lock()
+_MADE = threading.Lock()
 
 
 #: the start of the key id of a value sealed under a tenant's key
@@ -378,5 +378,17 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
     tenant_keys(table, base).drop(tok, found)
     return found
 
+
+def _renewed() -> None:
+    """In a fork's child: every lock anew (a thread of the parent may have held one); the
+    keys held are kept."""
+    global _MADE
+    _MADE = threading.Lock()
+    for keys in list(_KEYS.values()):
+        keys._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows)
+    os.register_at_fork(after_in_child=_renewed)
 
 TENANT_KEYS[:] = [tenant_keys]
