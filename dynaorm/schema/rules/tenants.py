@@ -135,6 +135,8 @@ class TenantKeys:
         self.base = base  # (the table's keyring: it wraps the tenants' keys)
         self._lock = threading.Lock()
         self._held: dict[str, tuple[TenantRing | Forgotten | None, float]] = {}
+        #: the rings held, by their key id (what a sealed value's header names)
+        self._rings: dict[str, TenantRing] = {}
 
     # -- reading the cache (pure) ----------------------------------------------------
     def _found(self, tok: str) -> TenantRing | Forgotten | None:
@@ -169,6 +171,9 @@ class TenantKeys:
         """A value's data key (what :func:`~dynaorm.schema.rules.encrypted.open_value`
         asks of a keyring): under a tenant's key, its ring's; any other (a value sealed
         before the table declared ``key_scope``), the table's keyring's."""
+        ring = self._rings.get(key_id)
+        if ring is not None:
+            return ring.unwrap(key_id, wrapped)
         if not key_id.startswith(TENANT_PREFIX):
             return bytes(self.base.unwrap(key_id, wrapped))
         tok = key_id[len(TENANT_PREFIX):].partition("/")[0]
@@ -236,8 +241,7 @@ class TenantKeys:
                 found = yield from self._held_from(rows.get(tok), tok, origins)
                 if found is None and writing and tok in values:
                     found = yield from self._made(tok, values[tok], origins)
-                with self._lock:
-                    self._held[tok] = (found, time.monotonic() + TENANT_KEY_AGE)
+                self._hold(tok, found)
         if writing:
             for tok, value in values.items():
                 found = self._found(tok)
@@ -331,8 +335,17 @@ class TenantKeys:
 
     def drop(self, tok: str, found: Forgotten) -> None:
         """Hold tenant ``tok`` as forgotten (this process forgot it)."""
+        self._hold(tok, found)
+
+    def _hold(self, tok: str, found: TenantRing | Forgotten | None) -> None:
+        """Hold what the key table says of tenant ``tok`` for :data:`TENANT_KEY_AGE`."""
         with self._lock:
             self._held[tok] = (found, time.monotonic() + TENANT_KEY_AGE)
+            mine = f"{TENANT_PREFIX}{tok}/"
+            for kid in [k for k in self._rings if k.startswith(mine)]:
+                del self._rings[kid]
+            if isinstance(found, TenantRing):
+                self._rings[found.key_id] = found
 
 
 def _now() -> str:
