@@ -59,6 +59,19 @@ class Placeholders:
             parts.append(ph + bracket + index)
         return ".".join(parts)
 
+    def segments(self, path: tuple[str, ...]) -> str:
+        """The placeholder of a document path given as its names (a map member's: each
+        name as it is, dots and brackets included)."""
+        parts = []
+        for segment in path:
+            ph = self._by_name.get(segment)
+            if ph is None:
+                ph = f"#n{len(self._by_name)}"
+                self._by_name[segment] = ph
+                self.names[ph] = segment
+            parts.append(ph)
+        return ".".join(parts)
+
     def value_av(self, av: AttributeValue) -> str:
         """A placeholder for a value already in AttributeValue form."""
         ph = f":v{len(self.values)}"

@@ -187,17 +187,23 @@ class ObjectWrite(StagedWrite):
 
 
 class Written(InstanceState):
-    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
-    the values written, so the next write of the object plans from it without validating
-    the stored item back into an object and encoding that again (:func:`stored_values`).
-    It keeps the written values planning reads (unique fields and index-key fields),
-    copied: the object's own may change in place before that next write."""
+    """The state a commit leaves on an object: its item is the item stored (what the
+    write left: attributes and map members it did not touch as they were), and
+    ``encoded`` exactly ``encode_entity`` of the values written (the item itself unless
+    a merge kept stored forms), so the next write of the object plans from it without
+    validating the stored item back into an object and encoding that again
+    (:func:`stored_values`). It keeps the written values planning reads (unique fields
+    and index-key fields), copied: the object's own may change in place before that next
+    write."""
 
-    __slots__ = ("values",)
+    __slots__ = ("encoded", "values")
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
-                 values: Mapping[str, Any], version: int | None = None) -> None:
+                 values: Mapping[str, Any], version: int | None = None,
+                 encoded: Item | None = None) -> None:
         super().__init__(key, item, version)
+        #: the item as dynaorm encodes the values written (the base of the next diff)
+        self.encoded: Item = item if encoded is None else encoded
         planned = spec.unique_fields | frozenset(f for idx in spec.indexes
                                                  for f in idx.fields)
         self.values: Mapping[str, Any] = {
@@ -226,7 +232,7 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     encoded again (the stored item may hold what the entity does not, or lack defaults);
     a state a commit left has both already."""
     if isinstance(state, Written):
-        return state.values, state.item
+        return state.values, state.encoded
     old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles().keys() - state.item.keys():
