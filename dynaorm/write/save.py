@@ -190,15 +190,15 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     old_item = _with(old_item, extra)
     values = obj.__dict__
     key = spec.primary_key(values)
-    item = _with(encode_entity(obj, spec, key=key), extra)
-    merged = merge_items(state.item, old_item, item)
+    encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
+    merged = merge_items(state.item, old_item, _with(encoded, extra))
     writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
-        item = _with(encode_entity(written, spec, key=key), extra)
-        merged = merge_items(state.item, old_item, item)
+        encoded = encode_entity(written, spec, key=key)
+        merged = merge_items(state.item, old_item, _with(encoded, extra))
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -206,9 +206,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     else:
         row = _plan_row_write(entry, spec, state, old_values, merged, key, index)
     if row is None:  # (nothing changed)
-        return [], Outcome(obj, Written(spec, key, merged.item, values, encoded=item))
+        return [], Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded))
     b.around(b.rows(old_values, values, old_key, key, merged.item), row)
-    return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=item),
+    return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded),
                           stamps=pairs)
 
 
@@ -315,8 +315,9 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)
     values = written.__dict__
-    encoded = _with(encode_entity(written, spec, following), extra)
-    item = merge_items(state.item, old_item, encoded).item  # (untouched: as stored)
+    encoded = encode_entity(written, spec, following)
+    item = merge_items(state.item, old_item, _with(encoded, extra)).item  # (untouched: as
+    # stored)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
