@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
     from dynaorm.tools.infer import infer
+    from dynaorm.values.formats import StoredAs
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
@@ -130,6 +131,7 @@ __all__ = [
     "Session",
     "SettingsError",
     "Shards",
+    "StoredAs",
     "StagedUpdate",
     "StaticKeyring",
     "Table",
@@ -170,6 +172,7 @@ _LAZY = {
     "infer": "dynaorm.tools.infer",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
+    "StoredAs": "dynaorm.values.formats",
     "inspect": "dynaorm.schema.inspection",
 }
 

@@ -44,12 +44,12 @@ class Merged:
         return bool(self.set or self.remove or self.members)
 
 
-def merge_items(stored: Item, old: Item, new: Item, keep: frozenset[str] | set[str] = frozenset()
-                ) -> Merged:
-    """The merge of ``new`` into ``stored`` given ``old`` (see the module). ``keep``: the
-    attributes only ``stored`` holds that the result keeps (every other attribute neither
-    ``old`` nor ``new`` holds is left out of :attr:`Merged.item`; an update leaves it as it
-    is in any case)."""
+def merge_items(stored: Item, old: Item, new: Item,
+                drop: frozenset[str] | set[str] = frozenset()) -> Merged:
+    """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
+    only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
+    in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
+    writes the item without them)."""
     out = Merged()
     item = out.item
     for name, av in new.items():
@@ -78,7 +78,7 @@ def merge_items(stored: Item, old: Item, new: Item, keep: frozenset[str] | set[s
         if name not in new and name in stored:
             out.remove.append(name)
     for name, av in stored.items():
-        if name not in item and name not in old and name not in new and name in keep:
+        if name not in item and name not in old and name not in drop:
             item[name] = av
     return out
 

@@ -73,11 +73,12 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
         body["Key"] = wire_key(op.key)
         if isinstance(op, Update):  # (a save's changes: SET and REMOVE clauses)
             name = "UpdateItem"
-            body["UpdateExpression"] = render_clauses((*(op.clauses or (
-                *[("SET", k, v) for k, v in op.set.items()],
-                *[("REMOVE", k, None) for k in op.remove])),
-                *[("SET" if v is not None else "REMOVE", p, v) for p, v in op.members],
-                *[("SET", k, v) for k, v in stamp.items()]), ph)
+            clauses: list[_Clause] = list(op.clauses) or [  # (a save's: whole names,
+                *[("SET", (k,), v) for k, v in op.set.items()],  # never split at a dot)
+                *[("REMOVE", (k,), None) for k in op.remove]]
+            clauses += [("SET" if v is not None else "REMOVE", p, v) for p, v in op.members]
+            clauses += [("SET", k, v) for k, v in stamp.items()]
+            body["UpdateExpression"] = render_clauses(clauses, ph)
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
@@ -99,8 +100,11 @@ _SET_FORMS = {
 }
 
 
-def render_clauses(clauses: Sequence[Clause | tuple[str, tuple[str, ...], AttributeValue | None]],
-                   ph: Placeholders) -> str:
+#: a clause to render: an update's (a path), or a save's (a tuple: whole names)
+_Clause = Clause | tuple[str, tuple[str, ...], AttributeValue | None]
+
+
+def render_clauses(clauses: Sequence[_Clause], ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
     their call order within each clause (an attribute given as a tuple is a map member's
     document path, each of its names one placeholder)."""
@@ -110,7 +114,7 @@ def render_clauses(clauses: Sequence[Clause | tuple[str, tuple[str, ...], Attrib
     deletes: list[str] = []
     empty: str | None = None
     for kind, attr, av in clauses:
-        n = ph.name(attr) if type(attr) is str else ph.segments(attr)
+        n = ph.name(attr) if isinstance(attr, str) else ph.segments(attr)
         if kind == "REMOVE":
             removes.append(n)
             continue

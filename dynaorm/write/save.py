@@ -164,8 +164,9 @@ def _with_unknown(spec: Any, state: InstanceState, reads: Reads
 
 
 def _with(item: Item, extra: Item) -> Item:
-    """``item`` plus the undeclared attributes ``extra`` (the item itself when none)."""
-    return {**extra, **item} if extra else item
+    """``item`` plus the undeclared attributes ``extra`` (the item itself when none; an
+    attribute in both, the revision a state kept, as ``extra`` has it: as stored)."""
+    return {**item, **extra} if extra else item
 
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: EntitySpec
@@ -191,14 +192,15 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     values = obj.__dict__
     key = spec.primary_key(values)
     encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
-    merged = merge_items(state.item, old_item, _with(encoded, extra))
+    drop = _left_behind(spec)
+    merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
     writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
         encoded = encode_entity(written, spec, key=key)
-        merged = merge_items(state.item, old_item, _with(encoded, extra))
+        merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -210,6 +212,21 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     b.around(b.rows(old_values, values, old_key, key, merged.item), row)
     return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded),
                           stamps=pairs)
+
+
+def _left_behind(spec: EntitySpec) -> frozenset[str]:
+    """The attributes a stored item may hold that a write of it leaves behind when its
+    values hold none: key-only fields' (written before they became key-only: removed)
+    and the entity's own index keys (a sparse index's entry whose field is ``None``)."""
+    found = _LEFT.get(spec.cls)
+    if found is None:
+        found = _LEFT[spec.cls] = frozenset(
+            {spec.attr(n) for n in spec.unstored} | set(spec.index_attributes))
+    return found
+
+
+#: per entity class: :func:`_left_behind`
+_LEFT: dict[type[Any], frozenset[str]] = cache("save.left_behind")
 
 
 def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
@@ -316,8 +333,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     written = stamped(obj, pairs)
     values = written.__dict__
     encoded = encode_entity(written, spec, following)
-    item = merge_items(state.item, old_item, _with(encoded, extra)).item  # (untouched: as
-    # stored)
+    item = merge_items(state.item, old_item, _with(encoded, extra),  # (untouched: as
+                       _left_behind(spec)).item  # stored)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
