@@ -50,40 +50,40 @@ def merge_items(stored: Item, old: Item, new: Item,
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
     writes the item without them)."""
-    out = Merged()
-    item = out.item
+    item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
+    to_set: Item = {}
+    members: list[tuple[Path, AttributeValue | None]] = []
     for name, av in new.items():
         before = old.get(name)
+        if before == av:
+            continue
         was = stored.get(name)
-        if before == av:  # not touched: as stored (absent stays absent)
-            if was is not None:
-                item[name] = was
-            elif name not in old:  # (not in old either: new to the item, e.g. its keys)
-                item[name] = av
-            continue
-        if was is not None and before is not None and _maps(was, before, av):
+        if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
-            merged = _merge_map(was["M"], before["M"], av["M"], (name,), paths)
-            item[name] = {"M": merged}
-            if not paths:
-                continue
-            if len(paths) > MAX_MEMBER_PATHS or not all(all(p) for p, _ in paths):
-                out.set[name] = item[name]  # (many, or a member no path can name: "")
+            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths)}
+            whole = len(paths) > MAX_MEMBER_PATHS
+            for path, _ in paths:
+                if "" in path:
+                    whole = True  # (a member no path can name)
+            if whole:
+                to_set[name] = item[name]  # (many members, or one no path names: "")
             else:
-                out.members += paths
+                members += paths
             continue
-        item[name] = av
-        out.set[name] = av
-    for name in old:
-        if name not in new and name in stored:
-            out.remove.append(name)
-    for name, av in stored.items():
-        if name not in item and name not in old and name not in drop:
-            item[name] = av
-    return out
+        item[name] = to_set[name] = av
+    remove = []
+    if len(old) > len(new) or not old.keys() <= new.keys():
+        remove = [name for name in old if name not in new and name in item]
+        for name in remove:
+            del item[name]
+    for name in drop:
+        if name in item and name not in new and name not in old:
+            del item[name]
+    return Merged(to_set, remove, members, item)
 
 
 def _maps(*avs: AttributeValue) -> bool:
+    """Whether every one of ``avs`` is a map."""
     return all(type(av) is dict and len(av) == 1 and type(av.get("M")) is dict for av in avs)
 
 

@@ -241,7 +241,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     # encrypted and native index times' attributes as stored: a value stored otherwise
     # than it is stored now (a ciphertext; 0.5's time with an offset in a native key) is
     # written (another kind's value, a stored format's, is written only when it changed)
-    kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items() if k is UTC_TIME))
+    kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items() if k is UTC_TIME)
+            ) if spec.kinds else spec.encrypted
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 

@@ -183,8 +183,9 @@ def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
     first refusal), and its size with them (``size``: its key's); the item it makes of
     the stored item, when known, must fit too (with the revision ``stamp``)."""
     key = op.key
-    values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None],
-              *[(".".join(p), av) for p, av in op.members if av is not None]]
+    values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+    if op.members:
+        values += [(".".join(p), av) for p, av in op.members if av is not None]
     check_values(values, entity=entity, key=key, key_roles=roles)
     size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
                       entity=entity, key=key, what="update")

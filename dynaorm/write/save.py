@@ -192,7 +192,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     values = obj.__dict__
     key = spec.primary_key(values)
     encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
-    drop = _left_behind(spec)
+    drop = _LEFT.get(spec.cls)
+    if drop is None:
+        drop = _left_behind(spec)
     merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
     writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
@@ -278,10 +280,12 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     of what changed (whole attributes, and members of stored maps by path: ``merged``),
     conditioned on what was read (an overwrite: only its guards' values) with the
     caller's condition ANDed in; ``None`` when nothing changed."""
-    to_set, to_remove, item = merged.set, merged.remove, merged.item
-    if spec.unstored and merged.touched:
+    to_set, to_remove, item, members = merged.set, merged.remove, merged.item, merged.members
+    if spec.unstored and (to_set or to_remove or members):
         to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
-    touched = to_set.keys() | to_remove | {path[0] for path, _ in merged.members}
+    touched = to_set.keys() | to_remove
+    for path, _ in members:
+        touched.add(path[0])
     if not touched:
         return None
     unique_fields = spec.unique_fields
@@ -301,7 +305,7 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if entry.overwrite:
         return Put(key, item, cond, origin)
     return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item,
-                  tuple(merged.members))
+                  tuple(members))
 
 
 def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
