@@ -31,6 +31,8 @@ import pydantic
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import could_overlap, literal_outranks
+from dynaorm.schema.rules.receipts import OWN_PREFIX
+from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
 
@@ -40,8 +42,15 @@ __all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
                       "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
                       "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
-#: dynaorm's own type values of the rows its rules write
-_GUARD, _RECEIPT = "dynaorm:unique", "dynaorm:receipt"
+#: dynaorm's own type values of the rows its rules write: a guard (read as a ``unique``
+#: rule of its owner); every other value with dynaorm's prefix is a row of dynaorm's own
+#: (a receipt, a Powertools record), as are the rows of ``dynaorm.langgraph``'s entities
+#: (an edge package the model floors cannot import: their type names, as it declares them)
+_GUARD = GUARD_TYPE
+_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+#: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
+#: read when the attribute is named as a type attribute
+_ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
 #: what a guard item of dynaorm holds beside its key (its owner and the field it guards)
 _GUARD_ATTRS: Final = ("owner_pk", "owner_sk", "owner_type", "unique_field")
 _VERSION = re.compile(r"v(0|\d{8})_")
@@ -88,6 +97,8 @@ class Inferred:
     placed: int
     unplaced: int
     unplaced_keys: list[dict[str, Any]] = field(default_factory=list)
+    #: rows of dynaorm's own it recognized (receipts, LangGraph's rows): never entities
+    own: int = 0
 
 
 # -- the table -----------------------------------------------------------------------------
@@ -333,7 +344,8 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     keys = set(_key_attrs(table)) | {table.get("ttl"), table["revision_attribute"]}
     counts: Counter[str] = Counter(a for item in items for a, v in item.items()
                                    if "S" in v and a not in keys)
-    known = [a for a in _TYPE_NAMES if counts[a] >= 0.9 * len(items)]
+    known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
+    # one, another tool's strays, are then told apart by their keys: never all of them)
     candidates = known + sorted((a for a, n in counts.items()
                                  if n >= 0.95 * len(items) and a not in known),
                                 key=lambda a: -counts[a])
@@ -354,7 +366,8 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
         if base is None:
             continue
         shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
-    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) for v in shapes):
+    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
+               for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
         return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
@@ -766,7 +779,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
                              "from a sample of its items")
     table["_sep"] = _separator(items, table)
     type_attr = _type_attribute(items, table)
-    entries, guards, unplaced = _sorted_items(items, table, type_attr)
+    own: list[Item] = []
+    entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
     if type_attr is not None:
         groups, rest = _by_type(entries, type_attr, table)
         groups += _by_shape(rest, table)
@@ -792,7 +806,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
              "entities": [_entity_model(e, table) for e in entities]}
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
-    return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+    return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
+                    keys, len(own))
 
 
 def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
@@ -863,16 +878,28 @@ def _settle(entities: list[_Entity], items: Sequence[tuple[Item, dict[str, str]]
     return True
 
 
-def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None
-                  ) -> tuple[list[tuple[Item, dict[str, str], bool]], list[Item], list[Item]]:
+def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
+    """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
+    entity claims: a receipt or Powertools record (by its type value, or by its partition
+    key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
+    if kind is not None:
+        return (kind.startswith(OWN_PREFIX) and kind != _GUARD) or kind in _LANGGRAPH
+    pk = _text(item.get(table["pk"]))
+    return pk is not None and pk.startswith(OWN_PREFIX) and not pk.startswith(_GUARD)
+
+
+def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
+                  own: list[Item]) -> tuple[list[tuple[Item, dict[str, str], bool]],
+                                            list[Item], list[Item]]:
     """The items of entities (with their key texts), dynaorm's unique guards, and those
-    of no key it reads; receipts left out (the table's own rows)."""
+    of no key it reads; dynaorm's own rows (receipts, LangGraph's) put in ``own``."""
     entries: list[tuple[Item, dict[str, str], bool]] = []
     guards: list[Item] = []
     unplaced: list[Item] = []
     for item in items:
         kind = _text(item.get(type_attr)) if type_attr else None
-        if kind == _RECEIPT:
+        if _own(item, kind, table):
+            own.append(item)
             continue
         if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
             guards.append(item)
