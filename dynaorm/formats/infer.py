@@ -31,7 +31,7 @@ import pydantic
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import could_overlap, literal_outranks
-from dynaorm.schema.rules.receipts import OWN_PREFIX
+from dynaorm.schema.rules.receipts import OWN_PREFIX, OWN_TYPES
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
@@ -43,10 +43,12 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
                       "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
                       "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
 #: dynaorm's own type values of the rows its rules write: a guard (read as a ``unique``
-#: rule of its owner); every other value with dynaorm's prefix is a row of dynaorm's own
-#: (a receipt, a Powertools record), as are the rows of ``dynaorm.langgraph``'s entities
+#: rule of its owner); the receipts rule's (a receipt, a Powertools record) are rows of
+#: dynaorm's own, as are the rows of ``dynaorm.langgraph``'s entities
 #: (an edge package the model floors cannot import: their type names, as it declares them)
 _GUARD = GUARD_TYPE
+#: the partition keys of dynaorm's own rows on a table without a type attribute
+_OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
 _LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
@@ -883,9 +885,9 @@ def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     entity claims: a receipt or Powertools record (by its type value, or by its partition
     key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
     if kind is not None:
-        return (kind.startswith(OWN_PREFIX) and kind != _GUARD) or kind in _LANGGRAPH
+        return kind in OWN_TYPES or kind in _LANGGRAPH
     pk = _text(item.get(table["pk"]))
-    return pk is not None and pk.startswith(OWN_PREFIX) and not pk.startswith(_GUARD)
+    return pk is not None and pk.startswith(_OWN_KEYS)
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
@@ -900,6 +902,9 @@ def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: st
         kind = _text(item.get(type_attr)) if type_attr else None
         if _own(item, kind, table):
             own.append(item)
+            continue
+        if kind is not None and kind.startswith(OWN_PREFIX) and kind != _GUARD:
+            unplaced.append(item)  # (dynaorm's prefix, no row of its: no entity's name)
             continue
         if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
             guards.append(item)
