@@ -58,7 +58,7 @@ def main() -> None:
         print(f"prefs: {item['prefs']}")
         print(f"seen: {item['seen']['S']}")
         print(f"untouched: score {item['score']['N']}, source {item['source']['S']}")
-        parsed = datetime.strptime(item["seen"]["S"], "%Y-%m-%dT%H:%M:%SZ")  # noqa: DTZ007
+        parsed = datetime.strptime(item["seen"]["S"], "%Y-%m-%dT%H:%M:%SZ")
         print(f"the old code parses it: {parsed}")
 
 

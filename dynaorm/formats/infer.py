@@ -480,8 +480,10 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     """The model type of one attribute value."""
     (tag, value), = av.items()
     if tag == "S":
-        return {"type": "datetime" if _DATETIME.match(value) else
-                "date" if _DATE.match(value) else "string"}
+        if _DATETIME.match(value):
+            stored = _stored_format(value)
+            return {"type": "datetime", **({"stored_as": stored} if stored else {})}
+        return {"type": "date" if _DATE.match(value) else "string"}
     if tag == "N":
         return {"type": "integer" if _INTEGER.match(value) else "decimal"}
     if tag in ("BOOL", "B", "NULL"):
@@ -494,6 +496,26 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     if tag == "L":
         return {"type": "list", "items": _merge([_kind(v) for v in value])}
     return {"type": "map", "_values": [value]}
+
+
+#: a time as text other writers store it: its separator, fraction and zone
+_TIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}([T ])\d{2}:\d{2}:\d{2}(?:\.(\d+))?(Z?)\Z")
+
+
+def _stored_format(text: str) -> str | None:
+    """The stored format (:class:`~dynaorm.StoredAs`) of a time stored as ``text``, when
+    dynaorm's own form (ISO-8601 with an offset) is not it: ISO-8601 with ``Z`` (with
+    milliseconds, JavaScript's, or microseconds), a pattern for whole seconds, with or
+    without ``Z``, and for microseconds without a zone; ``None`` for any other text."""
+    found = _TIME_TEXT.match(text)
+    if found is None:
+        return None
+    sep, fraction, zone = found.groups()
+    if fraction is None:
+        return f"%Y-%m-%d{sep}%H:%M:%S{zone}"
+    if zone and sep == "T":
+        return "iso-z-millis" if len(fraction) == 3 else "iso-z"
+    return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
 
 
 def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -515,6 +537,10 @@ def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
         return {"type": "map", "_values": [m for k in real for m in k["_values"]]}
+    if kind == "datetime":  # (one stored format, when every value was stored in it)
+        formats = {k.get("stored_as") for k in real}
+        return {"type": kind, **({"stored_as": formats.pop()} if len(formats) == 1
+                                 and None not in formats else {})}
     return dict(real[0])
 
 
@@ -676,6 +702,7 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
             f["type"] = "string"
+            f.pop("stored_as", None)
 
 
 def _is_whole(parts: Sequence[str | _Slot]) -> bool:

@@ -64,7 +64,7 @@ class StoredAs(Kind):
     #: milliseconds since the epoch, a whole number
     EPOCH_MILLIS: ClassVar[StoredAs]
 
-    def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:  # noqa: A002
+    def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:
         if format not in _NAMED and "%" not in format:
             raise DynaormError(f"StoredAs({format!r}): give a strftime pattern (with % "
                                "directives) or one of StoredAs.ISO_Z, ISO_Z_MILLIS, "
@@ -95,7 +95,7 @@ class StoredAs(Kind):
 
     # -- writing --------------------------------------------------------------------------
     @staticmethod
-    def _encoder(format: str, zone: tzinfo) -> Callable[[Any], AttributeValue]:  # noqa: A002
+    def _encoder(format: str, zone: tzinfo) -> Callable[[Any], AttributeValue]:
         def encode(value: Any) -> AttributeValue:
             if not isinstance(value, datetime):
                 raise InvalidValueError(f"a time stored as {format!r} must be a datetime, "
@@ -137,7 +137,7 @@ class StoredAs(Kind):
         if fmt in (_ISO_Z, _ISO_Z_MILLIS):
             return raw  # (ISO-8601: pydantic's own)
         try:
-            found = datetime.strptime(raw, fmt)  # noqa: DTZ007 (its zone: below)
+            found = datetime.strptime(raw, fmt)
         except ValueError:
             return raw
         return found.replace(tzinfo=self.zone) if found.tzinfo is None else found

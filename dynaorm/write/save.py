@@ -36,8 +36,8 @@ from dynaorm.values.expressions import (
     stored_as,
 )
 from dynaorm.values.limits import short_repr
-from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.merge import Merged, merge_items
+from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (

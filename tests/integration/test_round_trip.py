@@ -101,7 +101,7 @@ def test_a_changed_member_keeps_the_members_the_nested_model_does_not_declare(
     s.commit()
     assert get_raw("1")["prefs"] == {"M": {"theme": {"S": "dark"}, "beta": {"BOOL": True}}}
     # that member is written by its path, not the whole map
-    (op, request), = [c for c in rec.calls if c[0] == "UpdateItem"]
+    (_, request), = [c for c in rec.calls if c[0] == "UpdateItem"]
     names = request["ExpressionAttributeNames"]
     assert {"prefs", "theme"} <= set(names.values())
     assert not any(av == {"M": {"theme": {"S": "dark"}, "beta": {"BOOL": True}}}
@@ -175,7 +175,8 @@ def test_a_time_stored_in_its_format_is_written_in_it(db: TestBackend) -> None:
 
 
 # -- the property -----------------------------------------------------------------------------
-TEXT = st.text(st.characters(codec="utf-8"), max_size=6)
+UTF8 = st.characters(codec="utf-8")
+TEXT = st.text(UTF8, max_size=6)
 NAMES = st.text("abcdefghxyz_.-# 0123456789", min_size=1, max_size=8)
 NUMBERS = st.sampled_from(["1.50", "1E2", "-0", "0.0", "100", "1e-3", "7", "-12.250",
                            "12345678901234567890.5", "0.000001"])
@@ -186,7 +187,7 @@ SCALARS = st.one_of(
     st.builds(lambda b: {"BOOL": b}, st.booleans()),
     st.just({"NULL": True}),
     st.builds(lambda b: {"B": b}, st.binary(min_size=1, max_size=4)),
-    st.builds(lambda ss: {"SS": sorted(ss)}, st.sets(st.text(st.characters(codec="utf-8"), min_size=1, max_size=4),
+    st.builds(lambda ss: {"SS": sorted(ss)}, st.sets(st.text(UTF8, min_size=1, max_size=4),
                                                       min_size=1, max_size=3)),
     st.builds(lambda ns: {"NS": sorted(ns)}, st.sets(st.sampled_from(["1", "2.5", "-3"]),
                                                       min_size=1, max_size=3)),
@@ -210,7 +211,7 @@ STORED = st.fixed_dictionaries({}, optional={
     "score": st.one_of(st.builds(lambda n: {"N": n}, NUMBERS), st.just({"S": "2.5"})),
     "visits": st.sampled_from([{"N": "7"}, {"N": "-0"}, {"N": "1E1"}, {"S": "8"}]),
     "vip": st.sampled_from([{"BOOL": True}, {"N": "1"}, {"S": "false"}, {"NULL": True}]),
-    "tags": st.builds(lambda ss: {"SS": sorted(ss)}, st.sets(st.text(st.characters(codec="utf-8"), min_size=1, max_size=3),
+    "tags": st.builds(lambda ss: {"SS": sorted(ss)}, st.sets(st.text(UTF8, min_size=1, max_size=3),
                                                             min_size=1, max_size=3)),
     "prefs": PREFS,
     "meta": st.builds(lambda m: {"M": m}, st.dictionaries(NAMES, VALUES, max_size=3)),

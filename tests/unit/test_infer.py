@@ -181,3 +181,23 @@ def test_dynaorms_own_rows_are_counted_apart_never_entities() -> None:
     bare = [{k: v for k, v in i.items() if k != "_type"} for i in items + own[:1]]
     found = infer_model(_table(), None, bare)  # (no type attribute: a receipt by its key)
     assert (found.own, found.unplaced) == (1, 0)
+
+
+@pytest.mark.parametrize(("texts", "stored"), [
+    (["2026-01-02T03:04:05Z", "2025-12-31T23:59:59Z"], "%Y-%m-%dT%H:%M:%SZ"),
+    (["2026-01-02T03:04:05.123Z", "2025-12-31T23:59:59.000Z"], "iso-z-millis"),
+    (["2026-01-02T03:04:05.123456Z"], "iso-z"),
+    (["2026-01-02 03:04:05", "2026-01-03 03:04:05"], "%Y-%m-%d %H:%M:%S"),
+    (["2026-01-02T03:04:05+00:00"], None),  # (dynaorm's own form)
+    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z"], None),  # (two forms)
+])
+def test_the_inferred_model_declares_the_stored_format_it_saw(texts: list[str],
+                                                               stored: str | None) -> None:
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "seen": s(t)}
+             for n, t in enumerate(texts * 2)]
+    found = infer_model(_table(), None, items)
+    (seen,) = [f for f in _entities(found.model)["User"]["fields"] if f["stored"] == "seen"]
+    assert seen["type"] == "datetime" and seen.get("stored_as") == stored
+    (defined,) = [f for e in _defined(found)["entities"] for f in e["fields"]
+                  if f["stored"] == "seen"]
+    assert defined.get("stored_as") == stored  # (the printed code declares it)
