@@ -1098,6 +1098,7 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
             kind = types.get(f["stored"])
             if kind == "S" and f["type"] != "string":
                 f["type"] = "string"
+                f.pop("stored_as", None)  # (a key attribute: its text as stored)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
     return table
