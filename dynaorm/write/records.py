@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
-from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.values.expressions import Condition
+from dynaorm.values.formats import StoredAs
 from dynaorm.values.keys import key_id
 from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
@@ -238,11 +238,11 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles().keys() - state.item.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
-    # encrypted and native index times' attributes as stored: a value stored otherwise
-    # than it is stored now (a ciphertext; 0.5's time with an offset in a native key) is
-    # written (another kind's value, a stored format's, is written only when it changed)
-    kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items() if k is UTC_TIME)
-            ) if spec.kinds else spec.encrypted
+    # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
+    # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
+    # (a time of a stored format is written only when it changed: another writer's text)
+    kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items()
+                               if not isinstance(k, StoredAs))) if spec.kinds else spec.encrypted
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 
