@@ -50,19 +50,19 @@ class StoredAs(Kind):
     formats, :attr:`ISO_Z`, :attr:`ISO_Z_MILLIS`, :attr:`EPOCH_SECONDS`,
     :attr:`EPOCH_MILLIS`. See :mod:`dynaorm.values.formats`."""
 
-    #: the pattern, or the name of a named format (``"iso-z"``, ``"epoch-seconds"``...)
     format: str = ""
-    #: the zone a time without one is taken in, and aware times are written in
+    """The pattern, or the name of a named format (``"iso-z"``, ``"epoch-seconds"``...)."""
     zone: tzinfo = UTC
+    """The zone a time without one is taken in, and aware times are written in."""
 
-    #: ISO-8601 in UTC ending in ``Z``, microseconds when the time has any
     ISO_Z: ClassVar[StoredAs]
-    #: ISO-8601 in UTC ending in ``Z`` with milliseconds (JavaScript's ``toISOString()``)
+    """ISO-8601 in UTC ending in ``Z``, microseconds when the time has any."""
     ISO_Z_MILLIS: ClassVar[StoredAs]
-    #: seconds since the epoch, a number (a fraction when the time has microseconds)
+    """ISO-8601 in UTC ending in ``Z`` with milliseconds (JavaScript's ``toISOString()``)."""
     EPOCH_SECONDS: ClassVar[StoredAs]
-    #: milliseconds since the epoch, a whole number
+    """Seconds since the epoch, a number (a fraction when the time has microseconds)."""
     EPOCH_MILLIS: ClassVar[StoredAs]
+    """Milliseconds since the epoch, a whole number."""
 
     def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:
         if format not in _NAMED and "%" not in format:
