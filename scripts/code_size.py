@@ -201,6 +201,10 @@ LANDED = 163_076
 LANDED = 162_787
 #: (merged with red08h and the old-layout insert's advice: measured)
 LANDED = 163_144
+#: issue 82 (tables others wrote): a save's three-way merge (values/merge.py, +698), the
+#: StoredAs kind of stored time formats (values/formats.py, +908), member paths rendered,
+#: inference's own rows, odd type values and stored formats, check's unclaimed-item: +2,420
+LANDED = 165_564
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
