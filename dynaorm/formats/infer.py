@@ -494,7 +494,7 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
                        else "decimal"})
         return {"type": "set", "items": inner}
     if tag == "L":
-        return {"type": "list", "items": _merge([_kind(v) for v in value])}
+        return {"type": "list", "items": _merge([_kind(v) for v in value], members=True)}
     return {"type": "map", "_values": [value]}
 
 
@@ -518,21 +518,36 @@ def _stored_format(text: str) -> str | None:
     return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
 
 
-def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The one type of values of ``kinds`` (``any`` when they differ)."""
+#: the model types of values stored as ``S`` and as ``N``
+_TEXTS: Final = frozenset({"string", "date", "datetime"})
+_NUMBERS: Final = frozenset({"integer", "decimal"})
+
+
+def _merge(kinds: Sequence[dict[str, Any]], members: bool = False) -> dict[str, Any]:
+    """The one type of values of ``kinds`` (``any`` when they differ): texts of several
+    kinds are strings, integers and fractions decimals, and values stored as ``S`` on some
+    items and ``N`` on others a union of a string and a number (pydantic keeps each value
+    its type, so each is written back with the tag it was read with). ``members``: the
+    values of a list or a map, where a ``NULL`` among others makes the type ``any`` (a
+    field's ``NULL`` makes it optional instead)."""
     real = [k for k in kinds if k["type"] != "null"]
-    if not real:
+    if not real or (members and len(real) < len(kinds)):
         return {"type": "any"}
     names = {k["type"] for k in real}
-    if names == {"integer", "decimal"}:
-        return {"type": "decimal"}
-    if names <= {"datetime", "string"} and len(names) == 2:
+    number = {"type": "decimal" if "decimal" in names else "integer"}
+    if names <= _NUMBERS and len(names) == 2:
+        return number
+    if names <= _TEXTS and len(names) >= 2:
         return {"type": "string"}
-    if names <= {"date", "string"} and len(names) == 2:
-        return {"type": "string"}
+    if names <= _TEXTS | _NUMBERS and len(names) >= 2:
+        return {"type": "union", "of": [{"type": "string"}, number]}
     if len(names) > 1:
         return {"type": "any"}
     kind = real[0]["type"]
+    if kind == "union":  # (two-typed on every item: a fraction on one makes it decimal)
+        numbers = {t["type"] for k in real for t in k["of"]} & _NUMBERS
+        return {"type": "union", "of": [{"type": "string"}, {"type": "decimal" if (
+            "decimal" in numbers) else "integer"}]}
     if kind in ("list", "set"):
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
@@ -576,7 +591,7 @@ def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]
                     and not keyword.iskeyword(k) and k not in _MEMBERS for k in keys):
         fields = _fields_of(values, keys, models, name)
         return {"type": "object", "model": models(_class_name(name)), "fields": fields}
-    inner = _merge([_kind(av) for v in values for av in v.values()])
+    inner = _merge([_kind(av) for v in values for av in v.values()], members=True)
     return {"type": "map", "values": _resolved(inner, name, models)}
 
 
@@ -592,8 +607,39 @@ def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models:
     return out
 
 
+#: the last word of an attribute named as a time (``createdAt``, ``updated_at``,
+#: ``expires``, ``timestamp``, ``LastLoginTime``, ``ttl``)
+_TIME_WORDS: Final = frozenset({"at", "time", "timestamp", "ts", "epoch", "date", "datetime",
+                                "expires", "expiry", "expiration", "ttl", "created",
+                                "updated", "modified", "deleted"})
+#: the epoch numbers read as times: from 2000-01-01 to 2100-01-01, in seconds or in
+#: milliseconds (the two ranges are a thousand times apart: no number is in both)
+_EPOCHS: Final = (("epoch-seconds", 946_684_800, 4_102_444_800),
+                  ("epoch-millis", 946_684_800_000, 4_102_444_800_000))
+
+
+def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]]
+           ) -> dict[str, Any] | None:
+    """A time stored as a number of epoch seconds or milliseconds (``StoredAs``), when both
+    say so: the attribute is named as a time (its last word one of :data:`_TIME_WORDS`)
+    and every value is a whole number of one of :data:`_EPOCHS`' ranges."""
+    words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored).lower())
+    words = [w for w in words if w]
+    if kind.get("type") != "integer" or not avs or not words or words[-1] not in _TIME_WORDS:
+        return None
+    try:
+        numbers = [int(av["N"]) for av in avs if "NULL" not in av]
+    except (KeyError, ValueError):
+        return None
+    for fmt, low, high in _EPOCHS:
+        if numbers and all(low <= v < high for v in numbers):
+            return {"type": "datetime", "stored_as": fmt}
+    return None
+
+
 def _field(name: str, stored: str, kind: dict[str, Any], required: bool,
            avs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    kind = _epoch(stored, kind, avs) or kind
     nullable = not required or any("NULL" in av for av in avs)
     out: dict[str, Any] = {"name": name, "stored": stored, **kind,
                            "required": required and not nullable, "nullable": nullable}
@@ -701,7 +747,8 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     text as the item stores it, and a datetime would render its own."""
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
-            f["type"] = "string"
+            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith("epoch")
+                         else "string")  # (a number's text in a key: its number)
             f.pop("stored_as", None)
 
 
@@ -764,12 +811,23 @@ def _same_attribute(slot: _Slot, attrs: Mapping[str, Mapping[int, Mapping[str, A
     then read back into the field: ``user_123`` is the ``user_id`` attribute's value)."""
     for lead in dict.fromkeys(("", slot.lead)):
         for attr, values in attrs.items():
-            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()):
+            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()) and (
+                    _one_tag(values.values())):
                 if lead:
                     slot.values = {n: lead + v for n, v in slot.values.items()}
                     slot.lead = ""
                 return attr
     return None
+
+
+def _one_tag(avs: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether values held as key text are all strings, or all whole numbers spelled as a
+    key renders them: a field of both (``S`` on some items, ``N`` on others) or of a
+    number spelled otherwise (``05``) is not one a key template renders back."""
+    avs = list(avs)
+    tags = {next(iter(av)) for av in avs}
+    return tags == {"S"} or (tags == {"N"} and all(
+        _INTEGER.match(av["N"]) and str(int(av["N"])) == av["N"] for av in avs))
 
 
 def _agree(a: _Slot, b: _Slot) -> bool:
@@ -1101,6 +1159,7 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
                 f.pop("stored_as", None)  # (a key attribute: its text as stored)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
+                f.pop("stored_as", None)
     return table
 
 
