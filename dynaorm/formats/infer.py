@@ -301,12 +301,60 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
         keys = set(_key_attrs(table))
         held = [{t for a, av in item.items() if a not in keys and (t := _text(av))}
                 for item, _, _ in same]
-        for (item, key, versioned), sig in zip(same, _signatures(shapes, held), strict=True):
+        sigs = _words_as_values(_signatures(shapes, held), same, table)
+        for (item, key, versioned), sig in zip(same, sigs, strict=True):
             group = groups.get(sig)
             if group is None:
                 group = groups[sig] = _Group(_shape_name(sig), None, sep=table["_sep"])
             _add(group, item, key, versioned)
     return list(groups.values())
+
+
+def _words_as_values(sigs: list[tuple[Any, ...]],
+                     entries: Sequence[tuple[Item, dict[str, str], bool]],
+                     table: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """``sigs`` with each literal that varies within one entity read as a value: where the
+    signatures of two groups differ at one position only, a word in both followed by a
+    value in the same key part (``Active#2026-01-01``, ``Saved#2026-02-01``), and their
+    items hold the same attributes (most of them: a status word of one entity's items,
+    not two entities), that position is a field (``*``) of one group."""
+    keys = {table["pk"], table["sk"]}
+    attrs: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for sig, (item, _, _) in zip(sigs, entries, strict=True):
+        attrs[sig].update(a for a in item if a not in keys)
+    while True:
+        pair = next(((a, b, at) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
+                     if (at := _word_apart(a, b)) is not None and _alike(attrs[a], attrs[b])),
+                    None)
+        if pair is None:
+            return sigs
+        a, b, (part, pos) = pair
+        merged = tuple(tuple("*" if (p, q) == (part, pos) else t for q, t in enumerate(toks))
+                       for p, toks in enumerate(a))
+        held = attrs.pop(a) | attrs.pop(b)
+        attrs[merged] = attrs.get(merged, set()) | held
+        sigs = [merged if sig in (a, b) else sig for sig in sigs]
+
+
+def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int] | None:
+    """The one position (key part, token) where signatures ``a`` and ``b`` differ, when
+    both hold a literal there and a value (``*``) comes next in that part; else ``None``."""
+    if [len(p) for p in a] != [len(p) for p in b]:
+        return None
+    apart = [(p, q) for p, (x, y) in enumerate(zip(a, b, strict=True))
+             for q, (s, t) in enumerate(zip(x, y, strict=True)) if s != t]
+    if len(apart) != 1:
+        return None
+    part, pos = apart[0]
+    toks = a[part]
+    if "*" in (a[part][pos], b[part][pos]) or pos + 1 >= len(toks):
+        return None
+    return (part, pos) if toks[pos + 1] == "*" and b[part][pos + 1] == "*" else None
+
+
+def _alike(a: set[str], b: set[str]) -> bool:
+    """Whether two groups' attribute names are one entity's: some, most of them shared."""
+    return bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
 def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> None:
