@@ -25,6 +25,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date, datetime
 from typing import Any, Final
 
 import pydantic
@@ -36,7 +37,7 @@ from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
 #: the type attribute names other tools write, tried before any other attribute
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
@@ -101,6 +102,12 @@ class Inferred:
     unplaced_keys: list[dict[str, Any]] = field(default_factory=list)
     #: rows of dynaorm's own it recognized (receipts, LangGraph's rows): never entities
     own: int = 0
+    #: the sampled items it placed, by their keys (the driver decodes each through the
+    #: printed model: :func:`dynaorm.client.infer.decoded`)
+    placed_items: list[Item] = field(default_factory=list, repr=False)
+    #: why some items the keys placed are not placed (an item the printed model does not
+    #: decode: its key and the error), a few
+    unreadable: list[str] = field(default_factory=list)
 
 
 # -- the table -----------------------------------------------------------------------------
@@ -458,9 +465,15 @@ class _Slot:
     lead: str = ""
 
 
-def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | None:
+def _template(group: _Group, attr: str, plain: bool = False
+              ) -> tuple[list[str | _Slot], set[int]] | None:
     """The segments of ``attr``'s template for ``group`` (literal tokens and slots, the
-    ``#`` between them implied), and the items it holds; ``None`` when no item has it."""
+    ``#`` between them implied), and the items it holds; ``None`` when no item has it.
+    ``plain``: an index key attribute holding a field as it is (one slot, whatever the
+    sample holds: ``Operator``)."""
+    if plain:
+        values = {n: k[attr] for n, k in enumerate(group.keys) if attr in k}
+        return ([_Slot(attr, 0, None, values)], set(values)) if values else None
     present = [(n, _tokens(k[attr], group.sep)) for n, k in enumerate(group.keys)
                if attr in k]
     if not present:
@@ -528,10 +541,11 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     """The model type of one attribute value."""
     (tag, value), = av.items()
     if tag == "S":
-        if _DATETIME.match(value):
+        if _DATETIME.match(value) and _parses(datetime.fromisoformat, value):
             stored = _stored_format(value)
             return {"type": "datetime", **({"stored_as": stored} if stored else {})}
-        return {"type": "date" if _DATE.match(value) else "string"}
+        return {"type": "date" if _DATE.match(value) and _parses(date.fromisoformat, value)
+                else "string"}
     if tag == "N":
         return {"type": "integer" if _INTEGER.match(value) else "decimal"}
     if tag in ("BOOL", "B", "NULL"):
@@ -544,6 +558,15 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     if tag == "L":
         return {"type": "list", "items": _merge([_kind(v) for v in value], members=True)}
     return {"type": "map", "_values": [value]}
+
+
+def _parses(parse: Callable[[str], object], text: str) -> bool:
+    """Whether ``text`` (of a time's or a date's shape) is one (``2024-02-30`` is not)."""
+    try:
+        parse(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 #: a time as text other writers store it: its separator, fraction and zone
@@ -736,16 +759,18 @@ class _Entity:
 
 
 def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
-            models: _Namer) -> _Entity:
+            models: _Namer, plain: frozenset[str] = frozenset()) -> _Entity:
     """The templates (of the ``keyed`` attributes) and fields of one entity from its
     items."""
     templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
     for attr in keyed:
-        found = _template(group, attr)
+        found = _template(group, attr, attr in plain)
         if found is not None:
             templates[attr] = found
     slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
-    attrs = _attribute_values(group, set(templates) | skip)
+    # (a plain attribute of an index keyed on a template too: a field stored as itself,
+    # the index's template that field whole)
+    attrs = _attribute_values(group, (set(templates) - plain) | skip)
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
     table_keys = (table["pk"], table["sk"])
@@ -923,13 +948,13 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         groups = _by_shape(entries, table)
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
-    plain = _native_attributes(table, groups)
-    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
-    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models))
+    native, plain = _native_attributes(table, groups)
+    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in native]
+    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models, plain))
                 for g in groups]
     if type_attr is None:  # (told apart by key shape only)
-        entities = _untangled(entities, lambda g: _entity(g, table, keyed, skip, models),
-                              unplaced)
+        entities = _untangled(entities,
+                              lambda g: _entity(g, table, keyed, skip, models, plain), unplaced)
     _name_entities(entities, models.taken)
     _guards(entities, guards, unplaced, table)
     for e in entities:
@@ -939,10 +964,16 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
-    keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
-            for i in unplaced[:_SHOWN]]
+    keys = [key_of(i, table) for i in unplaced[:_SHOWN]]
+    gone = {id(i) for i in (*unplaced, *own)}
     return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
-                    keys, len(own))
+                    keys, len(own), [i for i in items if id(i) not in gone])
+
+
+def key_of(item: Item, table: Mapping[str, Any]) -> dict[str, Any]:
+    """The table key of ``item`` as the report names it (each key attribute's text), by
+    the model's ``table`` (its ``pk`` and ``sk``)."""
+    return {a: _text(item.get(a)) for a in (table["pk"], table["sk"]) if a}
 
 
 def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
@@ -1158,12 +1189,17 @@ def _rendered(scope: KeyTemplate, values: Mapping[str, str] | None) -> str | Non
         return None
 
 
-def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> set[str]:
+def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]
+                       ) -> tuple[set[str], frozenset[str]]:
     """Mark native each GSI keyed on entity attributes as stored (several attributes to a
-    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``;
-    or the table's own key attributes, an inverted index) and give the attributes they
-    are keyed on."""
+    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``,
+    ``TransactionId``; or the table's own key attributes, an inverted index) and give the
+    attributes they are keyed on; and the plain attributes of the other GSIs (a whole
+    field in every item, beside a key attribute holding a template: ``Operator`` with
+    ``GSI1SK`` = ``DATE#...``), each a field stored as itself that the index's template
+    holds whole."""
     out: set[str] = set()
+    plain: set[str] = set()
     table_keys = (table["pk"], table["sk"])
     for index in table["indexes"]:
         if index["kind"] != "gsi":
@@ -1171,12 +1207,15 @@ def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> se
         attrs = [*index["pk"], *index["sk"]]
         own = [a for a in attrs if a not in table_keys]  # (none: the table's keys inverted,
         # a template index of the entities' own templates)
-        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and all(
-            _whole(g, a) for g in groups for a in own))
+        whole = [a for a in own if all(_whole(g, a) for g in groups)]
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and (
+            len(whole) == len(own)))
         if native:
             index["native"] = True
             out.update(a for a in attrs if a not in table_keys)
-    return out
+        else:
+            plain.update(a for a in whole if not _KEYISH.search(a))
+    return out, frozenset(plain - out)
 
 
 def _whole(group: _Group, attr: str) -> bool:
@@ -1187,8 +1226,9 @@ def _whole(group: _Group, attr: str) -> bool:
     parts = found[0]
     if len(parts) != 1:
         return False
-    if isinstance(parts[0], _Slot):
-        return _is_whole(parts)
+    if isinstance(parts[0], _Slot):  # (a lead, ``txn_`` of ``txn_8f3a``, is a literal only
+        # in an attribute named as a key's: ElectroDB's ``gsi1pk``)
+        return _is_whole(parts) or _KEYISH.search(attr) is None
     # one text in every item: a value the sample holds once (``AgentB``), unless the
     # attribute is named as a key's (``GSI1PK`` = ``ALL_ORDERS``: a literal)
     return _KEYISH.search(attr) is None
