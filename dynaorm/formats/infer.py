@@ -330,8 +330,9 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
     for sig, (item, _, _) in zip(sigs, entries, strict=True):
         attrs[sig].update(a for a in item if a not in keys)
     while True:
-        pair = next(((a, b, at) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
-                     if (at := _word_apart(a, b)) is not None and _alike(attrs[a], attrs[b])),
+        pair = next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
+                     if (at := _word_apart(a, b)) is not None and _alike(attrs[a], attrs[b],
+                                                                          exact=not at[2])),
                     None)
         if pair is None:
             return sigs
@@ -343,9 +344,10 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
         sigs = [merged if sig in (a, b) else sig for sig in sigs]
 
 
-def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int] | None:
+def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool] | None:
     """The one position (key part, token) where signatures ``a`` and ``b`` differ, when
-    both hold a literal there and a value (``*``) comes next in that part; else ``None``."""
+    both hold a literal there, and whether a value (``*``) comes next in that part (then
+    the word leads a value: ``Active#2026-01-01``); else ``None``."""
     if [len(p) for p in a] != [len(p) for p in b]:
         return None
     apart = [(p, q) for p, (x, y) in enumerate(zip(a, b, strict=True))
@@ -354,13 +356,16 @@ def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int] | Non
         return None
     part, pos = apart[0]
     toks = a[part]
-    if "*" in (a[part][pos], b[part][pos]) or pos + 1 >= len(toks):
+    if "*" in (a[part][pos], b[part][pos]):
         return None
-    return (part, pos) if toks[pos + 1] == "*" and b[part][pos + 1] == "*" else None
+    return part, pos, pos + 1 < len(toks) and toks[pos + 1] == "*" == b[part][pos + 1]
 
 
-def _alike(a: set[str], b: set[str]) -> bool:
-    """Whether two groups' attribute names are one entity's: some, most of them shared."""
+def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
+    """Whether two groups' attribute names are one entity's: some, most of them shared
+    (``exact``, for a word that leads no value, ``johndoe`` beside ``arvinje``: all)."""
+    if exact:
+        return bool(a) and a == b
     return bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
