@@ -329,19 +329,32 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
     attrs: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for sig, (item, _, _) in zip(sigs, entries, strict=True):
         attrs[sig].update(a for a in item if a not in keys)
+    refused: set[tuple[Any, Any]] = set()
     while True:
         pair = next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
-                     if (at := _word_apart(a, b)) is not None and _alike(attrs[a], attrs[b],
-                                                                          exact=not at[2])),
-                    None)
+                     if (a, b) not in refused and (at := _word_apart(a, b)) is not None
+                     and _alike(attrs[a], attrs[b], exact=not at[2])), None)
         if pair is None:
             return sigs
         a, b, (part, pos) = pair
         merged = tuple(tuple("*" if (p, q) == (part, pos) else t for q, t in enumerate(toks))
                        for p, toks in enumerate(a))
+        if any(_fits(other, merged) and not _alike(attrs[other], attrs[a] | attrs[b])
+               for other in attrs if other not in (a, b)):
+            # (its template would cover another entity's keys: ``{sk}#{sk_2}`` beside
+            # ``ORDER#{order_id}``, which dynaorm cannot tell apart without a type)
+            refused.add((a, b))
+            continue
         held = attrs.pop(a) | attrs.pop(b)
         attrs[merged] = attrs.get(merged, set()) | held
         sigs = [merged if sig in (a, b) else sig for sig in sigs]
+
+
+def _fits(sig: tuple[Any, ...], template: tuple[Any, ...]) -> bool:
+    """Whether keys of signature ``sig`` fit ``template`` (a literal or ``*`` each)."""
+    return [len(p) for p in sig] == [len(p) for p in template] and all(
+        t in ("*", x) for p, q in zip(sig, template, strict=True)
+        for x, t in zip(p, q, strict=True))
 
 
 def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool] | None:
@@ -358,7 +371,10 @@ def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool]
     toks = a[part]
     if "*" in (a[part][pos], b[part][pos]):
         return None
-    return part, pos, pos + 1 < len(toks) and toks[pos + 1] == "*" == b[part][pos + 1]
+    leads = pos + 1 < len(toks) and toks[pos + 1] == "*" == b[part][pos + 1]
+    # (a word alone in its key part stays a literal: read as a value, that part would be
+    # one field, a template of any key, and clash with the other entities' templates)
+    return (part, pos, leads) if leads or len(toks) > 1 else None
 
 
 def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
