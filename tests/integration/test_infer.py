@@ -472,3 +472,55 @@ def test_cli_refuses_two_sources() -> None:
     assert code == 2 and "--infer TABLE" in err
     code, _, err = _cli("--infer", "x-table", "--sample", "0")
     assert code == 2 and "--sample must be at least 1" in err
+
+
+# -- issue 82: an attribute stored as S on some items and N on others ------------------------
+def test_two_typed_attribute_round_trips(raw: tuple[Any, list[str]], backend: str | None) -> None:
+    """Items another writer stored with ``user_id`` and ``zip`` as ``S`` on some and ``N``
+    on others: the printed model's scan reads every item, and a save of each (another
+    attribute changed) writes each back with its tag, number spelling and text (raw
+    GetItem compared); a value set anew is written with its own type's tag."""
+    client, made = raw
+    name = _name("twotyped")
+    made.append(name)
+    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                                   {"AttributeName": "SK", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"},
+                                              {"AttributeName": "SK", "AttributeType": "S"}])
+    items = [{"PK": {"S": f"USER#{n}"}, "SK": {"S": "PROFILE"},
+              "user_id": {"S": str(n)} if n % 2 else {"N": str(n)},
+              "zip": {"S": "0123"} if n % 2 else {"N": "5.50"}, "note": {"S": "x"},
+              "created_at": {"N": str(1_700_000_000 + n)}} for n in range(6)]
+    for item in items:
+        client.put_item(TableName=name, Item=item)
+    # (as the engine stores them: DynamoDB Local spells 5.50 as 5.5)
+    items = [client.get_item(TableName=name, Key={"PK": i["PK"], "SK": i["SK"]},
+                             ConsistentRead=True)["Item"] for i in items]
+    code, model = infer_code(name, client=client, report=None)
+    assert model["inferred"]["placed"] == 6
+    table = _defined(code)
+    table.connect(backend, "us-east-1")
+    from dynaorm import Session
+
+    with Session(table) as s:
+        objs = [o for cls in table.entities.values() for o in s.scan(cls).all()]
+        assert len(objs) == 6
+        for obj in objs:
+            obj.note = "changed"
+            s.save(obj)
+        s.commit()
+    for item in items:
+        got = client.get_item(TableName=name, Key={"PK": item["PK"], "SK": item["SK"]},
+                              ConsistentRead=True)["Item"]
+        got.pop("_rev", None)
+        assert got == {**item, "note": {"S": "changed"}}
+    with Session(table) as s:
+        (obj,) = [o for o in s.scan(next(iter(table.entities.values()))).all()
+                  if o.user_id == 0]  # (stored as N 0)
+        obj.user_id = "7"
+        s.save(obj)
+        s.commit()
+    got = client.get_item(TableName=name, Key={"PK": items[0]["PK"], "SK": items[0]["SK"]},
+                          ConsistentRead=True)["Item"]
+    assert got["user_id"] == {"S": "7"} and got["zip"] == items[0]["zip"]
