@@ -157,7 +157,7 @@ def decoded(found: Inferred, table: Any) -> Inferred:
                    unreadable=[f"{json.dumps(k)}: {why}" for k, why in bad[:_SHOWN]])
 
 
-def _unread(table: Any, item: dict[str, Any]) -> str | None:
+def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
     """Why the table's classes do not read ``item`` (``None``: one does), as a Scan of
     the table would meet it (classified, then decoded by its class: a stream image of an
     INSERT is read the same way)."""

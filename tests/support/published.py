@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from dynaorm.client.settings import local_credentials
