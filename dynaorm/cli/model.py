@@ -30,9 +30,10 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         raise cli.BadReference("--format code prints the model of --infer TABLE; "
                                "--import FILE prints code too")
     if args.import_file is not None:
-        if args.format in ("cloudformation", "terraform"):
-            raise cli.BadReference(f"--import reads json, workbench or mcp: a {args.format} "
-                                   "file holds the table, not its entities")
+        if args.format not in (readable := formats.READABLE):
+            either = " or ".join(n for n in (", ".join(readable[:-1]), *readable[-1:]) if n)
+            raise cli.BadReference(f"--import reads {either}: a {args.format} file holds "
+                                   "the table, not its entities")
         try:
             text = Path(args.import_file).read_bytes().decode("utf-8")
         except OSError as exc:
@@ -48,15 +49,10 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    doc, notes = formats.export(model, args.format)
+    text, notes = formats.text(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
-    if args.format == "cloudformation":
-        from dynaorm.formats.cloudformation import text_of
-
-        doc = text_of(doc)
-    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
-                 args.output, out)
+    return _emit(text, args.output, out)
 
 
 def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
@@ -78,15 +74,10 @@ def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
                      args.output, out)
     if args.format == "json":
         return _emit(json.dumps(model, indent=2) + "\n", args.output, out)
-    doc, notes = formats.export(model, args.format)
+    text, notes = formats.text(model, args.format)
     for line in notes:
         print(f"dynaorm model: {line}", file=sys.stderr)
-    if args.format == "cloudformation":
-        from dynaorm.formats.cloudformation import text_of
-
-        doc = text_of(doc)
-    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
-                 args.output, out)
+    return _emit(text, args.output, out)
 
 
 def _emit(text: str, path: str | None, out: TextIO) -> int:

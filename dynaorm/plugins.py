@@ -1,0 +1,84 @@
+"""How dynaorm finds what other packages add to it, as OpenTelemetry finds its
+instrumentations: by the package's entry points (``[project.entry-points."GROUP"]`` in its
+``pyproject.toml``), never by importing it. dynaorm's own surfaces are found the same way
+(its ``pyproject.toml`` declares them), so the core imports none of them. The groups:
+
+- ``dynaorm.commands``: a subcommand of the ``dynaorm`` command. The entry point names a
+  function of the command line's subparsers (``argparse``'s ``add_subparsers()``) that
+  adds its parser, whose defaults hold ``run``, a function ``run(args, out) -> int`` (the
+  exit code; see :doc:`the CLI guide </guide/cli>`). ``dynaorm iam`` and ``dynaorm mcp``
+  are found so.
+- ``dynaorm.formats``: a model format (``dynaorm model --format NAME``,
+  :func:`dynaorm.formats.export`): a module or object with ``to_format(model)`` (the
+  document and what the format had no place for, one line each) and, if files of the
+  format are read back, ``from_format(doc)`` (the models it holds).
+- ``dynaorm.export_formats``: an export format (``dynaorm.jobs.export(format=NAME)``,
+  ``dynaorm export --format NAME``): a :class:`dynaorm.jobs.ExportFormat`. The lake's
+  ``iceberg`` is found so.
+- ``dynaorm.tracers``: a tracer every :class:`~dynaorm.Client` attaches outermost of its
+  hooks: a function of the client returning a :class:`~dynaorm.Hook` with ``active()``
+  (asked once per operation; the hook is in the client's policy only while it says
+  ``True``). OpenTelemetry's :class:`~dynaorm.Tracing` is found so: ``import dynaorm``
+  loads no OpenTelemetry module, and a client made where none is registered loads none.
+
+The entry points of every group are read once a process, when one is first asked for
+(``import dynaorm`` reads none); :func:`dynaorm.caches.clear_caches` forgets them. A name
+two distributions register is the first's on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint, entry_points
+from types import MappingProxyType
+from typing import Any, Final
+
+from dynaorm.caches import cache
+
+__all__ = ["COMMANDS", "EXPORT_FORMATS", "FORMATS", "GROUPS", "TRACERS", "found", "loaded"]
+
+COMMANDS: Final = "dynaorm.commands"
+"""The group of the ``dynaorm`` command's subcommands."""
+FORMATS: Final = "dynaorm.formats"
+"""The group of the model formats."""
+EXPORT_FORMATS: Final = "dynaorm.export_formats"
+"""The group of the export formats."""
+TRACERS: Final = "dynaorm.tracers"
+"""The group of the tracers every client attaches."""
+#: every group dynaorm reads
+GROUPS: Final = (COMMANDS, FORMATS, EXPORT_FORMATS, TRACERS)
+
+#: group -> {name: entry point}, read once (``clear_caches()`` forgets it)
+_FOUND = cache("plugins.found")
+
+
+def found(group: str) -> Mapping[str, EntryPoint]:
+    """The entry points of ``group`` (one of :data:`GROUPS`) by name, in the order the
+    installed distributions declare them, none loaded."""
+    if group not in GROUPS:
+        raise ValueError(f"dynaorm reads the entry-point groups {list(GROUPS)}, not {group!r}")
+    if not _FOUND:
+        every = entry_points()  # (one read of every distribution's, for all groups)
+        for g in GROUPS:
+            points: dict[str, EntryPoint] = {}
+            for point in every.select(group=g):
+                points.setdefault(point.name, point)
+            _FOUND[g] = MappingProxyType(points)
+    named: Mapping[str, EntryPoint] = _FOUND[group]
+    return named
+
+
+def loaded(group: str) -> dict[str, Any]:
+    """The objects the entry points of ``group`` name, by name. One that cannot be loaded
+    (its package broken, or an extra of it missing) is left out with a
+    ``RuntimeWarning`` naming it and why."""
+    out: dict[str, Any] = {}
+    for name, point in found(group).items():
+        try:
+            out[name] = point.load()
+        except Exception as exc:  # (any error a third party's import raises)
+            warnings.warn(f"dynaorm: the {group} entry point {name!r} ({point.value}) "
+                          f"cannot be loaded: {type(exc).__name__}: {exc}",
+                          RuntimeWarning, stacklevel=2)
+    return out
