@@ -54,8 +54,8 @@ _FOUND = cache("plugins.found")
 
 
 def found(group: str) -> Mapping[str, EntryPoint]:
-    """The entry points of ``group`` (one of :data:`GROUPS`) by name, in the order the
-    installed distributions declare them, none loaded."""
+    """The entry points of ``group`` (one of :data:`GROUPS`) by name, in the order of
+    their names, none loaded."""
     if group not in GROUPS:
         raise ValueError(f"dynaorm reads the entry-point groups {list(GROUPS)}, not {group!r}")
     if not _FOUND:
@@ -64,7 +64,7 @@ def found(group: str) -> Mapping[str, EntryPoint]:
             points: dict[str, EntryPoint] = {}
             for point in every.select(group=g):
                 points.setdefault(point.name, point)
-            _FOUND[g] = MappingProxyType(points)
+            _FOUND[g] = MappingProxyType(dict(sorted(points.items())))
     named: Mapping[str, EntryPoint] = _FOUND[group]
     return named
 

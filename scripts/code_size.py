@@ -228,16 +228,19 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.7, issue 59: a test helper never touches AWS
     "dynaorm/testing/engines.py",
     # 0.7, issue 62: the analytics lake (Iceberg tables committed from an export)
-    "dynaorm/lake.py", "dynaorm/jobs/vector.py", "dynaorm/cli/lake.py",
-    # (issue 69 moved lake.py beside the exports it drives: counted the same)
-    "dynaorm/jobs/lake.py",
+    "dynaorm/jobs/vector.py",
+    # (issue 69 moved lake.py beside the exports it drives; issue 80 made it the package
+    # dynaorm/lake/, with the export format its CLI options were: counted the same)
+    "dynaorm/lake",
     # 0.8, issue 73: DynamoDB exports made locally, to test incremental exports (public)
     "dynaorm/testing/exports.py",
     # 0.7, issue 60: exactly once across invocations (receipts)
     "dynaorm/schema/rules/receipts.py", "dynaorm/powertools.py",
     # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant
     "dynaorm/core/scope.py", "dynaorm/mcp/__init__.py", "dynaorm/mcp/server.py",
-    "dynaorm/mcp/tools.py", "dynaorm/mcp/cli.py", "dynaorm/cli/mcp.py",
+    "dynaorm/mcp/tools.py", "dynaorm/mcp/cli.py",
+    # (issue 80: the MCP command's parser moved into the edge, cli/mcp.py to mcp/command.py)
+    "dynaorm/mcp/command.py",
     # 0.7, issue 63: operations from the model (settings, infrastructure, IAM)
     "dynaorm/schema/settings.py", "dynaorm/core/settings.py", "dynaorm/formats/tables.py",
     "dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
@@ -247,6 +250,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/langgraph",
     # 0.8, issue 72: the model of a table you already have (inference and its driver)
     "dynaorm/formats/infer.py", "dynaorm/client/infer.py",
+    # 0.9, issue 80: what packages add found by entry point (commands, formats, export
+    # formats, tracers)
+    "dynaorm/plugins.py",
 )
 #: issue 71: the LangGraph adapter (checkpointer and store, written on the public API) is at
 #: most this many tokens, counted apart from the rest

@@ -18,7 +18,7 @@ from dynaorm.errors import DynaormError, ModelFileError
 from dynaorm.plugins import FORMATS as GROUP
 from dynaorm.plugins import found
 
-__all__ = ["FORMATS", "READABLE", "export", "read", "text"]
+__all__ = ["FORMATS", "READABLE", "as_text", "export", "read"]
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -49,7 +49,7 @@ def export(model: Mapping[str, Any], fmt: str) -> tuple[Any, list[str]]:
     return doc, notes
 
 
-def text(model: Mapping[str, Any], fmt: str) -> tuple[str, list[str]]:
+def as_text(model: Mapping[str, Any], fmt: str) -> tuple[str, list[str]]:
     """:func:`export`'s document as the text of a file: the format's own
     ``text_of(doc)`` where it has one (CloudFormation's), a text document as it is, else
     indented JSON; and what the format had no place for."""

@@ -237,17 +237,13 @@ def imports_by_name_up(package: Path, floors: list[set[str]]) -> list[str]:
     return found
 
 
-#: left: ``dynaorm mcp`` runs the MCP edge (``dynaorm/mcp/cli.py``, handed the CLI module);
-#: reworking the command line's entry so the edge adds its own command is that edge's step
-LEFT = {"mcp.py dynaorm.mcp.cli"}
-
-
 def test_no_import_by_name_runs_up_the_floors() -> None:
     """Issue 69: a module loads a module of a floor above its own by no name either
     (0.8's ``tools/`` loaded ``dynaorm.jobs`` so; a sideways load, an optional extra beside the
-    floor, is allowed)."""
+    floor, is allowed). Issue 80: none is left (``dynaorm mcp`` loaded the MCP edge by name;
+    the edge now adds its own command, found by its entry point)."""
     package = Path(__file__).resolve().parents[2] / "dynaorm"
-    assert set(imports_by_name_up(package, _floors())) <= LEFT
+    assert imports_by_name_up(package, _floors()) == []
 
 
 def test_the_check_sees_an_import_by_name_up(tmp_path: Path) -> None:
