@@ -15,6 +15,7 @@ from types import ModuleType
 from urllib.parse import urlparse
 
 from dynaorm.client.table import Table
+from dynaorm.errors import DynaormError
 
 __all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "find_tables",
            "import_module", "load_attribute", "load_table", "region_name"]
@@ -22,8 +23,10 @@ __all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "fin
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 
 
-class BadReference(Exception):
-    """A ``MODULE`` or ``MODULE:TABLE`` argument that does not name what it should."""
+class BadReference(DynaormError):
+    """A command's argument that is wrong (a ``MODULE`` or ``MODULE:TABLE`` that does not
+    name what it should, options that do not go together): the ``dynaorm`` command says it
+    on one line and exits with code 2."""
 
 
 def import_module(name: str) -> ModuleType:
