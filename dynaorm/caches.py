@@ -17,8 +17,6 @@ what the next use costs. Caches kept:
   :class:`~dynaorm.read.selection.Selection` every such read shares.
 - ``records.declared``: per entity class, the attributes it writes;
   ``updates.model_rules``: per entity class, whether an update touches its rules;
-- ``plugins.found``: the entry points of dynaorm's groups (:mod:`dynaorm.plugins`), read
-  once a process.
 
 A leaf module: it imports nothing of dynaorm.
 """

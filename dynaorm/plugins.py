@@ -22,21 +22,22 @@ instrumentations: by the package's entry points (``[project.entry-points."GROUP"
   loads no OpenTelemetry module, and a client made where none is registered loads none.
 
 The entry points of every group are read once a process, when one is first asked for
-(``import dynaorm`` reads none); :func:`dynaorm.caches.clear_caches` forgets them. A name
-two distributions register is the first's on ``sys.path``.
+(``import dynaorm`` reads none); :func:`forget` has them read again (a package installed
+while the process runs). A name two distributions register is the first's on
+``sys.path``.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
 from typing import Any, Final
 
-from dynaorm.caches import cache
-
-__all__ = ["COMMANDS", "EXPORT_FORMATS", "FORMATS", "GROUPS", "TRACERS", "found", "loaded"]
+__all__ = ["COMMANDS", "EXPORT_FORMATS", "FORMATS", "GROUPS", "TRACERS", "forget", "found",
+           "loaded"]
 
 COMMANDS: Final = "dynaorm.commands"
 """The group of the ``dynaorm`` command's subcommands."""
@@ -49,24 +50,31 @@ TRACERS: Final = "dynaorm.tracers"
 #: every group dynaorm reads
 GROUPS: Final = (COMMANDS, FORMATS, EXPORT_FORMATS, TRACERS)
 
-#: group -> {name: entry point}, read once (``clear_caches()`` forgets it)
-_FOUND = cache("plugins.found")
-
-
 def found(group: str) -> Mapping[str, EntryPoint]:
     """The entry points of ``group`` (one of :data:`GROUPS`) by name, in the order of
     their names, none loaded."""
     if group not in GROUPS:
         raise ValueError(f"dynaorm reads the entry-point groups {list(GROUPS)}, not {group!r}")
-    if not _FOUND:
-        every = entry_points()  # (one read of every distribution's, for all groups)
-        for g in GROUPS:
-            points: dict[str, EntryPoint] = {}
-            for point in every.select(group=g):
-                points.setdefault(point.name, point)
-            _FOUND[g] = MappingProxyType(dict(sorted(points.items())))
-    named: Mapping[str, EntryPoint] = _FOUND[group]
-    return named
+    return _every()[group]
+
+
+@functools.cache
+def _every() -> dict[str, Mapping[str, EntryPoint]]:
+    """Every group's entry points by name: one read of every distribution's, once."""
+    every = entry_points()
+    out: dict[str, Mapping[str, EntryPoint]] = {}
+    for group in GROUPS:
+        points: dict[str, EntryPoint] = {}
+        for point in every.select(group=group):
+            points.setdefault(point.name, point)
+        out[group] = MappingProxyType(dict(sorted(points.items())))
+    return out
+
+
+def forget() -> None:
+    """Read the entry points again when one is next asked for (a package installed, or
+    put on ``sys.path``, while the process runs; a client made before keeps its tracers)."""
+    _every.cache_clear()
 
 
 def loaded(group: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from dynaorm.caches import clear_caches
+from dynaorm.plugins import forget
 
 #: group -> {name: "module:attribute"}
 EntryPoints = Mapping[str, Mapping[str, str]]
@@ -46,10 +46,10 @@ def installed(root: Path) -> Iterator[Path]:
     and what dynaorm found by entry point forgotten on the way in and out."""
     sys.path.insert(0, str(root))
     importlib.invalidate_caches()
-    clear_caches()
+    forget()
     try:
         yield root
     finally:
         sys.path.remove(str(root))
         importlib.invalidate_caches()
-        clear_caches()
+        forget()
