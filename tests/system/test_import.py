@@ -299,7 +299,8 @@ def test_where_no_tracer_is_registered_a_request_loads_no_opentelemetry_module(
     first on the path, registering none: the one read) a client's first request loads no
     OpenTelemetry module, and ``client.tracing`` says why it has none; where dynaorm's own
     is registered (the installed metadata), the same request loads dynaorm's tracer and
-    still none of OpenTelemetry's (looked up, not imported)."""
+    still none of OpenTelemetry's (looked up, not imported), nor any other module an entry
+    point names (the lake's, the commands', the formats')."""
     from tests.support.distributions import distribution
 
     root = Path(__file__).resolve().parents[2]
@@ -322,3 +323,6 @@ def test_where_no_tracer_is_registered_a_request_loads_no_opentelemetry_module(
         assert "dynaorm.wire.http" in loaded
         assert _otel(loaded) == (set() if path else {"dynaorm.protocol.tracing",
                                                      "dynaorm.protocol.metrics"})
+        # (finding the tracers loads nothing else a package registers: cold start)
+        assert not {m for m in loaded if m.split(".")[:2] in (
+            ["dynaorm", n] for n in ("lake", "mcp", "cli", "jobs", "formats"))}
