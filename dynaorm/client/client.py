@@ -170,7 +170,8 @@ class Client:
         self._transport: Transport | None = None  # chosen by the first request
         self._boto: BotocoreWire = BotocoreWire(self)  # botocore's client and aiobotocore's
         self._hooks: tuple[HookLike, ...] = ()
-        self._tracer_names, self._tracers = self._made_tracers()
+        self._named: dict[str, Any] = {}  # the tracers found, by name (and in _tracers)
+        self._made_tracers()
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
@@ -328,30 +329,24 @@ class Client:
         client alone, ``tracing.enabled = False`` to turn it off). Assign another to
         replace it. :class:`~dynaorm.DynaormError` where none is registered (dynaorm's
         entry points not installed)."""
-        if OPENTELEMETRY not in self._tracer_names:
+        found = self._named.get(OPENTELEMETRY)
+        if found is None:
             raise DynaormError(f"no tracer {OPENTELEMETRY!r} is registered (entry-point group "
                                "dynaorm.tracers): is dynaorm installed, not only on sys.path?")
-        return self._tracers[self._tracer_names.index(OPENTELEMETRY)]
+        return found
 
     @tracing.setter
     def tracing(self, hook: Any) -> None:
         with self._lock:
-            self._routed(hook)
-            names, tracers = list(self._tracer_names), list(self._tracers)
-            if OPENTELEMETRY in names:
-                tracers[names.index(OPENTELEMETRY)] = hook
-            else:
-                names.append(OPENTELEMETRY)
-                tracers.append(hook)
-            self._tracer_names, self._tracers = tuple(names), tuple(tracers)
-            self._traced = {}
+            self._named = {**self._named, OPENTELEMETRY: self._routed(hook)}
+            self._tracers, self._traced = tuple(self._named.values()), {}
 
-    def _made_tracers(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-        """The tracers found (group ``dynaorm.tracers``), each made for this client (a
-        function of it), with their names: each told how the client routes attempts, if
-        it asks (``route``)."""
-        made = {name: self._routed(make(self)) for name, make in loaded(TRACERS).items()}
-        return tuple(made), tuple(made.values())
+    def _made_tracers(self) -> None:
+        """Make the tracers found (group ``dynaorm.tracers``), each a function of this
+        client, by name: each told how the client routes attempts, if it asks
+        (``route``)."""
+        self._named = {name: self._routed(make(self)) for name, make in loaded(TRACERS).items()}
+        self._tracers = tuple(self._named.values())
 
     def _routed(self, hook: Any) -> Any:
         """``hook``, told (its ``route(routes, where)``, where it has one) whether this
@@ -408,7 +403,7 @@ class Client:
         and put the tracers back as they were made."""
         with self._lock:
             self._hooks = ()
-            self._tracer_names, self._tracers = self._made_tracers()
+            self._made_tracers()
             self._listeners.clear()
             for table in list(self._listening):
                 table._listeners.clear()
