@@ -162,6 +162,17 @@ def test_each_group_finds_the_probes_entry_points_by_name(probe: Any) -> None:
     assert commands["hello"] is probe.add_hello and "broken" not in commands
 
 
+def test_what_is_found_is_what_importlib_finds(probe: Any) -> None:
+    """The plain path: ``importlib.metadata.entry_points()`` parses every distribution's;
+    :func:`dynaorm.plugins.found` parses only those naming a group of dynaorm's, and finds
+    the same (dynaorm's own, the probe's)."""
+    from importlib.metadata import entry_points
+
+    every = entry_points()
+    assert {g: {n: p.value for n, p in found(g).items()} for g in GROUPS} == {
+        g: {p.name: p.value for p in every.select(group=g)} for g in GROUPS}
+
+
 def test_the_cli_lists_and_runs_a_packages_command(
         probe: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """The help lists ``hello`` beside dynaorm's own ``iam`` and ``mcp``; ``dynaorm hello``
