@@ -12,13 +12,14 @@ import os
 import re
 import sys
 from types import ModuleType
+from typing import Any
 from urllib.parse import urlparse
 
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 
-__all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "find_tables",
-           "import_module", "load_attribute", "load_table", "region_name"]
+__all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "entity_named",
+           "find_tables", "import_module", "load_attribute", "load_table", "region_name"]
 
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 
@@ -82,6 +83,16 @@ def connect(table: Table, args: argparse.Namespace) -> Table:
     # Credentials and region come from the AWS configuration, as for the application; a
     # local engine with none configured gets dynaorm's dummy ones (client.settings).
     return table.connect(url, region)
+
+
+def entity_named(table: Table, name: str) -> type[Any]:
+    """The entity class of ``table`` named ``name`` (its class name; :class:`BadReference`
+    naming the table's entities if it has none of that name)."""
+    found = [c for c in table.entities.values() if c.__name__ == name]
+    if not found:
+        known = ", ".join(sorted(c.__name__ for c in table.entities.values())) or "none"
+        raise BadReference(f"table {table.name!r} has no entity {name!r} (it has: {known})")
+    return found[0]
 
 
 def load_attribute(reference: str) -> object:

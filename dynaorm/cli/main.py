@@ -1,14 +1,15 @@
 """The ``dynaorm`` command: create tables, describe entities, audit data, migrate layouts,
-run jobs (backfill, export), run the demo; and every command a package adds by an entry
-point of the group ``dynaorm.commands`` (:mod:`dynaorm.plugins`: ``iam`` and ``mcp`` are
-found so), and every export format of ``dynaorm.export_formats`` (``export --format``).
+run jobs (backfill, export), load entities in bulk, run the demo; and every command a
+package adds by an entry point of the group ``dynaorm.commands`` (:mod:`dynaorm.plugins`:
+``iam`` and ``mcp`` are found so), and every export format of ``dynaorm.export_formats``
+(``export --format``).
 
 Exit codes scripts can rely on:
 
 - ``0``: success (``check``: the table is clean, or every problem was repaired);
 - ``1``: ``check`` found problems (not repaired), ``migrate`` could not move everything
-  (or ``check`` is not clean after it), ``backfill`` or ``export`` left an item out, or
-  the operation failed;
+  (or ``check`` is not clean after it), ``backfill`` or ``export`` left an item out,
+  ``load`` did not load an entity, or the operation failed;
 - ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
   ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
 """
@@ -26,20 +27,21 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError
 
-from dynaorm import __version__
+from dynaorm import __version__, jobs
 from dynaorm.cli.command import (
     BadReference,
     connect,
     connection_options,
+    entity_named,
     find_tables,
     import_module,
     load_attribute,
     load_table,
 )
+from dynaorm.cli.load import add_load_command
 from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
-from dynaorm.jobs import job as jobs
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.jobs.exports import ExportError, export
@@ -359,7 +361,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = connect(load_table(args.table), args)
-    classes = None if args.entities is None else [_entity_named(table, name) for name in
+    classes = None if args.entities is None else [entity_named(table, name) for name in
                                                    args.entities.split(",")]
     report = _job(export(
         table, args.to, source=args.source, entities=classes, history=args.history,
@@ -393,15 +395,6 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
     return chosen
 
 
-def _entity_named(table: Table, name: str) -> type[Any]:
-    """The entity class of ``table`` named ``name`` (its class name)."""
-    found = [c for c in table.entities.values() if c.__name__ == name]
-    if not found:
-        known = ", ".join(sorted(c.__name__ for c in table.entities.values())) or "none"
-        raise BadReference(f"table {table.name!r} has no entity {name!r} (it has: {known})")
-    return found[0]
-
-
 def _rate(args: argparse.Namespace) -> Rate | None:
     units = (args.read_units, args.write_units)
     return None if units == (None, None) else Rate(*units)
@@ -415,7 +408,7 @@ def _job(job: jobs.Job, args: argparse.Namespace,
         return jobs.run_local(job, workers=args.workers, progress=progress)
     from pyspark.sql import SparkSession
 
-    return jobs.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
+    return jobs.job.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
@@ -585,6 +578,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     connection_options(p)
     _engine(p)
     p.set_defaults(run=cmd_export, engine="local")
+    add_load_command(sub)
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "
