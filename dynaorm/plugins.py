@@ -30,9 +30,10 @@ while the process runs). A name two distributions register is the first's on
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Mapping
-from importlib.metadata import EntryPoint, distributions
+from importlib.metadata import Distribution, EntryPoint, distributions
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -68,14 +69,24 @@ def _every() -> dict[str, Mapping[str, EntryPoint]]:
     (``tests/system/test_plugins.py`` holds them equal), but where two installs of one
     distribution are on the path and the first declares none of these groups."""
     found: dict[str, dict[str, EntryPoint]] = {group: {} for group in GROUPS}
+    seen = set()
     for dist in distributions():
         text = dist.read_text("entry_points.txt")
-        if text and "[dynaorm." in text:
+        if text and "[dynaorm." in text and (name := _name(dist)) not in seen:
+            seen.add(name)  # (an install shadowed by an earlier one of its name: not read)
             for point in dist.entry_points:
                 if point.group in found:
                     found[point.group].setdefault(point.name, point)
     return {group: MappingProxyType(dict(sorted(points.items())))
             for group, points in found.items()}
+
+
+def _name(dist: Distribution) -> str:
+    """A distribution's name as PEP 503 compares it, from its metadata's ``Name:`` line
+    (not parsed whole: ``dist.name`` runs the e-mail parser over it)."""
+    meta = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    found = re.search(r"^Name:\s*(\S+)", meta, re.M)
+    return re.sub(r"[-_.]+", "-", found.group(1) if found else "").lower()
 
 
 def forget() -> None:
