@@ -11,11 +11,12 @@ from dynaorm.cli.command import (
     BadReference,
     connect,
     connection_options,
+    entity_named,
     find_tables,
     import_module,
     load_attribute,
     load_table,
 )
 
-__all__ = ["BadReference", "connect", "connection_options", "find_tables", "import_module",
-           "load_attribute", "load_table"]
+__all__ = ["BadReference", "connect", "connection_options", "entity_named", "find_tables",
+           "import_module", "load_attribute", "load_table"]
