@@ -520,6 +520,15 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_round_trip(run: Run) -> None:
+    assert "read: Ann, seen 2026-01-02T03:04:05+00:00" in run.out
+    assert "prefs: {'M': {'theme': {'S': 'dark'}, 'beta': {'BOOL': True}}}" in run.out
+    assert "seen: 2026-11-27T09:30:56Z" in run.out
+    assert "untouched: score 1.5" in run.out  # (DynamoDB keeps 1.50 as 1.5; moto as sent)
+    assert "source import-2019" in run.out
+    assert "the old code parses it: 2026-11-27 09:30:56" in run.out
+
+
 def check_key_layouts(run: Run) -> None:
     assert [line.split(":")[0] for line in run.block('s.query(Store, Order, store_id="s1")')
             ] == ["Order", "Order", "Order", "Store"]
@@ -661,6 +670,7 @@ CHECKS = {
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
+    "round_trip": check_round_trip,
     "key_layouts": check_key_layouts,
     "backfill_job": check_backfill_job,
     "counter": check_counter,
