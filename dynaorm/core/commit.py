@@ -169,7 +169,7 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
             if not plan.ops:
                 break
             try:
-                response = yield from _sending(plan, outcomes, observed, prepared, receipt)
+                response = yield from send_p(plan, outcomes, observed, prepared, receipt)
                 if isinstance(response, dict):
                     break
                 # a replay (the same writes applied under the key): the first commit's made
@@ -195,15 +195,6 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
     for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
         yield from entry._finish(response, len(plan.ops) == 1, READS)
     return result if plan.ops else CommitResult()
-
-
-def _sending(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-             prepared: list[Prepared], receipt: Any) -> Proto[Any]:
-    """The protocol that sends ``plan`` (:func:`send_p`), with what its entities' rules do
-    outside the table around it where they do something (:func:`~dynaorm.write.placing.
-    settled_p`: an ``Offloaded`` value's upload, and what no row references any more)."""
-    sending = send_p(plan, outcomes, observed, prepared, receipt)
-    return settled_p(plan, prepared, sending) if plan.outside else sending
 
 
 def _replayed(receipt: Any) -> Proto[CommitResult | None]:
@@ -254,7 +245,8 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = (), receipt: Any = None) -> Proto[Any]:
+           prepared: Sequence[Prepared] = (), receipt: Any = None,
+           outside: bool = True) -> Proto[Any]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that
     needs), unless an attempt that may have been applied was. Closed on its way, the
@@ -263,6 +255,10 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     write.costs.shares_of`). With a ``receipt`` (an idempotent commit: always a
     transaction, its receipts rows of ``plan``) its failures are settled by it first
     (a replay: its :class:`~dynaorm.schema.rules.receipts.Replay`, not a response)."""
+    if outside and plan.outside:  # (what its entities' rules do outside the table, around
+        # it: write.placing.settled_p; a plain commit's plan has nothing outside)
+        return (yield from settled_p(plan, prepared, send_p(
+            plan, outcomes, observed, prepared, receipt, outside=False)))
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)

@@ -17,6 +17,7 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import Rules
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
@@ -306,7 +307,7 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    outside = placing(ops)
+    outside = placing(ops) if Rules.outside else ()
     if outside:  # (values a rule keeps outside the table: placed once every row is built)
         ops, outcomes, outside = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:

@@ -636,6 +636,10 @@ class Rules:
                  "reads_insert", "rebinders", "redactors", "refusers",
                  "sort_keys", "stampers", "store", "transforms", "unplacers")
 
+    #: whether an entity's rules of this process do something outside the table (a
+    #: placing rule: ``Offloaded``): until one does, a commit's plan asks nothing of it
+    outside: ClassVar[bool] = False
+
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
@@ -678,6 +682,8 @@ class Rules:
         other rules see), and an encoder of theirs sees a stored row as stored."""
         placing = {id(r) for r in rules if type(r).place is not Rule.place}
         self.placers = self._hooked("place")
+        if placing or any(type(r).publish is not Rule.publish for r in rules):
+            Rules.outside = True
         #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
         #: as stored, its references)
         self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
