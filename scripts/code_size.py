@@ -220,6 +220,8 @@ LANDED = 165_674
 #: checked). Issue 80 asks 163,144: its other half's cuts (the runners, private names) are
 #: to pay for the door
 LANDED = 166_212
+#: merging i82b and i80b on main: +4 (the receipts rule per table beside inference's own-row kinds)
+LANDED = 166_216
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
