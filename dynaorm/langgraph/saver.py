@@ -33,11 +33,14 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from dynaorm import (
     AsyncSession,
@@ -54,6 +57,8 @@ from dynaorm import (
 Op = Generator[Callable[[], Any], Any, Any]
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
 _ROWS = 100  # (rows a transaction holds: a write is one row)
+_PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
+_FIRST = 100  # (and first, before the target's metadata says how far back to read)
 
 
 def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
@@ -280,14 +285,20 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         yield from self._drop(s, (yield from self._thread(s, thread_id)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
+        """A run's checkpoints with their writes, less those a checkpoint kept still
+        reads its ``DeltaChannel`` values from (:meth:`_needed`)."""
         runs, hits = list(run_ids), []
         for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values)
             hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).all
         for thread_id in {h.thread_id for h in hits}:
             doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
-            yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)
+            found = yield from self._thread(s, thread_id)
+            kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
+            yield from self._drop(s, found, doomed - self._needed(found, kept))
 
     def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+        """Every row of the thread (the whole parent chain, every namespace, each
+        checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source)
         copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found]
         if copies:
@@ -302,8 +313,71 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             for r in found:
                 if type(r) is self.cp:
                     latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if (
-                strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
+            kept = set() if strategy == "delete" else set(latest.items())
+            kept |= self._needed(found, kept)
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if
+                                             type(r) is self.cp} - kept)
+
+    def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their
+        ``DeltaChannel`` values from: each one's parent chain back to the nearest
+        checkpoint that stores the channel's value (its seed, whose writes count too),
+        or to the root. A channel is a ``DeltaChannel`` of a checkpoint LangGraph wrote
+        when its metadata counts it (``counters_since_delta_snapshot``); in a checkpoint
+        without those counters (written by hand), when it has a version and no value,
+        and the nearest value stored on the chain is a ``_DeltaSnapshot``, or none is
+        and the chain holds writes of it."""
+        rows = {(r.ns, r.checkpoint_id): r for r in found if type(r) is self.cp}
+        written: dict[tuple[str, str], set[str]] = {}
+        for r in found:
+            if type(r) is self.w:
+                written.setdefault((r.ns, r.checkpoint_id), set()).add(r.channel)
+        values: dict[tuple[str, str], dict[str, Any]] = {}
+
+        def stored(key: tuple[str, str]) -> dict[str, Any]:
+            if key not in values:
+                values[key] = self._load(rows[key].data)["channel_values"]
+            return values[key]
+        needed: set[tuple[str, str]] = set()
+        for key in kept & rows.keys():
+            versions = self._load(rows[key].data)["channel_versions"]
+            counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot")
+                          or ())
+            open_ = {c for c in versions if c not in stored(key) and (
+                not counted or c in counted)}
+            path: list[tuple[str, str]] = []
+            depth, at = 0, rows[key].parent
+            while open_ and at is not None and (key[0], at) in rows:
+                here = (key[0], at)
+                path.append(here)
+                for ch in [c for c in open_ if c in stored(here)]:
+                    open_.discard(ch)
+                    if counted or isinstance(stored(here)[ch], _DeltaSnapshot):
+                        depth = len(path)
+                at = rows[here].parent
+            if (counted and open_) or any(ch in written.get(h, ()) for h in path
+                                        for ch in open_):
+                depth = len(path)  # (a channel without a seed: its history is the chain)
+            needed.update(path[:depth])
+        return needed
+
+    def _history(self, s: Any, config: RunnableConfig, channels: Sequence[str]) -> Op:
+        """A ``DeltaChannel``'s history (see :meth:`get_delta_channel_history`): one paged
+        ``Query`` of the namespace, newest first, walking the parent chain as its rows
+        come (a checkpoint's writes sort right after it, so they have come before it)
+        and stopping once every channel has its seed, or the chain its root."""
+        if not channels:
+            return {}
+        conf = config["configurable"]
+        ns = "_" + conf.get("checkpoint_ns", "")
+        q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
+        walk = _Walk(self, get_checkpoint_id(config), channels, ns)
+        cursor = None
+        while True:
+            page = yield partial(q.page_size(walk.want()).page, cursor)
+            walk.read(page.items)
+            if walk.done or (cursor := page.cursor) is None:
+                return walk.result()
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -334,6 +408,21 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._run(self._prune, thread_ids, strategy)
 
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                  ) -> Mapping[str, DeltaChannelHistory]:
+        """Each of ``channels``' writes on the parent chain of the checkpoint ``config``
+        names (oldest first, its own excluded) back to the nearest ancestor that stores
+        the channel's value (``seed``): LangGraph's contract, read in one paged ``Query``
+        of the thread's namespace (``BaseCheckpointSaver``'s default reads a checkpoint
+        at a time)."""
+        return self._run(self._history, config, channels)  # type: ignore[no-any-return]
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]
+                                         ) -> Mapping[str, DeltaChannelHistory]:
+        """:meth:`get_delta_channel_history` on an ``AsyncSession``."""
+        return await self._arun(self._history, config, channels)  # type: ignore[no-any-return]
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return next(iter(await self._arun(self._list, _one(config), None, None, 1)),
                     None)
@@ -363,6 +452,89 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._arun(self._prune, thread_ids, strategy)
+
+
+class _Walk:
+    """The parent chain of one checkpoint, walked over rows read newest first (pure):
+    what :meth:`Saver.get_delta_channel_history` answers, as the rows come."""
+
+    def __init__(self, saver: Saver, target: str | None, channels: Sequence[str],
+                 ns: str) -> None:
+        self.saver, self.channels, self.ns = saver, list(channels), ns
+        self.target = target
+        self.at: str | None = None  # (the next ancestor to visit)
+        self.started = False
+        self.rows: dict[str, Any] = {}
+        self.writes: dict[str, list[Any]] = {}
+        self.remaining = set(channels)
+        self.found: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        self.seeds: dict[str, Any] = {}
+        self.last: str | None = None  # (the sort key of the last row read)
+        self.done = False
+        self.depth: int | None = None  # (checkpoints to walk, as LangGraph counts them)
+        self.visited = self.read_rows = 0
+
+    def want(self) -> int:
+        """Rows to ask for next: the first page ``_FIRST``; once the target's metadata
+        counts the steps since each channel's snapshot, about what is left of the walk
+        (rows a checkpoint, writes included, as read so far), else ``_PAGE``."""
+        if not self.read_rows:
+            return _FIRST
+        if self.depth is None:
+            return _PAGE
+        per = self.read_rows / max(len(self.rows), 1)
+        return max(25, min(_PAGE, int((self.depth - self.visited) * per * 1.5) + 20))
+
+    def read(self, items: Sequence[Any]) -> None:
+        self.read_rows += len(items)
+        for r in items:
+            if type(r) is self.saver.w:
+                self.writes.setdefault(r.checkpoint_id, []).append(r)
+                continue
+            self.rows[r.checkpoint_id] = r
+            self.last = r.checkpoint_id
+            if not self.started and self.target in (None, r.checkpoint_id):
+                self.started, self.at = True, r.parent  # (the newest, or the one named)
+                self.done = r.parent is None
+                counters = self.saver._load(r.meta).get("counters_since_delta_snapshot")
+                if counters and all(c in counters for c in self.channels):
+                    self.depth = max(counters[c][1] for c in self.channels) + 2
+        if not self.started and self.last is not None and self.target is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, self.target):
+            self.started = self.done = True  # (no such checkpoint: nothing to walk)
+        while self.started and not self.done and self.at is not None and (
+                self.at in self.rows):
+            self._visit(self.rows[self.at])
+        if self.started and not self.done and self.last is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, str(self.at)):
+            self.done = True  # (read past where the parent sorts: it is not stored)
+
+    def _visit(self, row: Any) -> None:
+        channels = self.saver._load(row.data)["channel_values"]
+        writes = sorted(_whole(self.writes.get(row.checkpoint_id, [])),
+                        key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
+        for w in reversed(writes):
+            if w.channel in self.remaining:
+                self.found[w.channel].append((w.task_id, w.channel, self.saver._load(w.value)))
+        for ch in [c for c in self.remaining if c in channels]:
+            self.seeds[ch] = channels[ch]
+            self.remaining.discard(ch)
+        self.at, self.visited = row.parent, self.visited + 1
+        self.done = not self.remaining or row.parent is None
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        out: dict[str, DeltaChannelHistory] = {}
+        for ch in self.channels:
+            entry: DeltaChannelHistory = {"writes": self.found[ch][::-1]}
+            if ch in self.seeds:
+                entry["seed"] = self.seeds[ch]
+            out[ch] = entry
+        return out
+
+
+def _sk(ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's sort key (its entity's template): rows come in its order."""
+    return f"C#{ns}#{checkpoint_id}#"
 
 
 def _whole(writes: list[Any]) -> list[Any]:
