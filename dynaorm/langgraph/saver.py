@@ -93,6 +93,63 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
         "data": Compressed[bytes]}, parent=None, run_id=None), write
 
 
+_SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
+_STORE_TTL = {"default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes"}
+
+
+def _positive(value: object, what: str) -> float:
+    """``value`` as a positive number of units, else ``TypeError``/``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{what} must be positive, not {value!r}")
+    return float(value)
+
+
+def ttl_of(ttl: object, *, store: bool = False) -> Any:
+    """The TTL a :class:`Saver` (a ``timedelta``) or a :class:`~dynaorm.langgraph.Store`
+    (LangGraph's ``TTLConfig``) keeps, from what either accepts: a ``timedelta``, a number
+    of seconds, or LangGraph's TTL config (a checkpointer's ``default_ttl`` minutes,
+    ``strategy="delete"``, ``sweep_interval_minutes`` (DynamoDB sweeps by itself); a
+    store's ``TTLConfig``). Anything else is refused now (``TypeError``, ``ValueError``),
+    not at the first write."""
+    if ttl is None:
+        return None
+    length: timedelta | None = None
+    if isinstance(ttl, timedelta):
+        length = ttl if ttl > timedelta(0) else None
+        if length is None:
+            raise ValueError(f"ttl must be positive, not {ttl!r}")
+    elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
+        length = timedelta(seconds=_positive(ttl, "ttl (seconds)"))
+    elif isinstance(ttl, Mapping):
+        allowed = _STORE_TTL if store else _SAVER_TTL
+        if unknown := sorted(map(str, set(ttl) - allowed)):
+            raise ValueError(f"ttl: unknown keys {unknown} (LangGraph's TTL config of a "
+                             f"{'store' if store else 'checkpointer'} has {sorted(allowed)})")
+        if ttl.get("sweep_interval_minutes") is not None:
+            _positive(ttl["sweep_interval_minutes"], "ttl's sweep_interval_minutes")
+        if store:
+            if ttl.get("default_ttl") is not None:
+                _positive(ttl["default_ttl"], "ttl's default_ttl (minutes)")
+            for flag in ("refresh_on_read", "omit_expired"):
+                if not isinstance(ttl.get(flag, True), bool):
+                    raise TypeError(f"ttl's {flag} must be a bool")
+            return dict(ttl)
+        if ttl.get("strategy", "delete") != "delete":
+            raise ValueError(f"ttl: strategy {ttl['strategy']!r}: a saver's rows expire "
+                             "(DynamoDB's TTL deletes them); prune() keeps the latest")
+        if "default_ttl" not in ttl:
+            raise ValueError("ttl: LangGraph's TTL config needs default_ttl (minutes)")
+        length = timedelta(minutes=_positive(ttl["default_ttl"], "ttl's default_ttl (minutes)"))
+    else:
+        raise TypeError(f"ttl must be a timedelta, seconds or LangGraph's TTL config (a "
+                        f"dict), not {type(ttl).__name__}")
+    if store:
+        return {"default_ttl": length.total_seconds() / 60, "refresh_on_read": True}
+    return length
+
+
 class Runner:
     """Runs an op (a generator of calls, given a session of ``self.table`` in
     ``self.scope``) on a ``Session`` (``_run``) or an ``AsyncSession`` (``_arun``): one
@@ -152,13 +209,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     """A LangGraph checkpointer keeping its rows in ``table`` (see the module). ``scope``:
     a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
     never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
-    writes expire that long after (the table must declare ``Table(ttl=...)``)."""
+    writes expire that long after (a ``timedelta``, seconds, or LangGraph's TTL config,
+    ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``)."""
 
     def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
-                 ttl: timedelta | None = None, serde: SerializerProtocol | None = None):
+                 ttl: timedelta | float | Mapping[str, Any] | None = None,
+                 serde: SerializerProtocol | None = None):
         super().__init__(serde=serde)
-        self._bind(table, scope, ttl)
-        self.ttl = ttl
+        self.ttl: timedelta | None = ttl_of(ttl)
+        self._bind(table, scope, self.ttl)
         self.cp, self.w = rows(table, sorted(self.scope))
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:

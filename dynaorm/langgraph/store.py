@@ -54,6 +54,7 @@ from langgraph.store.base import (
 from pydantic import Field
 
 from dynaorm import (
+    BulkWriteError,
     Compressed,
     ConditionFailedError,
     DynaormError,
@@ -62,11 +63,12 @@ from dynaorm import (
     ItemNotFoundError,
     Session,
     Table,
+    TableNotFoundError,
     Vector,
     VectorIndex,
 )
 from dynaorm.langgraph.saver import Op as Steps
-from dynaorm.langgraph.saver import Runner
+from dynaorm.langgraph.saver import Runner, ttl_of
 
 __all__ = ["Store", "memory_entity"]
 
@@ -113,12 +115,15 @@ class Store(Runner, BaseStore):
     ``embed``, ``fields``) searches by meaning through the table's COSINE vector index of
     ``dims`` dimensions; ``scope=`` (``{"tenant_id": "t1"}``) keeps the store inside one
     tenant; ``ttl=`` a LangGraph ``TTLConfig`` (``default_ttl`` minutes,
-    ``refresh_on_read``), kept in the table's TTL attribute."""
+    ``refresh_on_read``), or a ``timedelta`` or seconds (the default TTL, refreshed on
+    read), kept in the table's TTL attribute."""
 
     def __init__(self, table: Table, *, index: IndexConfig | None = None,
-                 scope: Mapping[str, str] | None = None, ttl: TTLConfig | None = None) -> None:
-        self._bind(table, scope, ttl)
-        self.ttl_config, self.supports_ttl = ttl, bool(table.ttl)
+                 scope: Mapping[str, str] | None = None,
+                 ttl: TTLConfig | timedelta | float | None = None) -> None:
+        config: TTLConfig | None = ttl_of(ttl, store=True)
+        self._bind(table, scope, config)
+        self.ttl_config, self.supports_ttl = config, bool(table.ttl)
         self.index_config, self.embeddings = index, None
         self.vector = _vector(table, tuple(self.scope))
         if index:
@@ -193,8 +198,14 @@ class Store(Runner, BaseStore):
         gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
         for key in gone:  # (a key no delete may take: refused before anything is written)
             Session(self.table).delete(E, **key)  # type: ignore[arg-type]
-        yield lambda: s.save_many(objs)
-        yield lambda: s.delete_many(E, gone)
+        try:
+            yield lambda: s.save_many(objs)
+            yield lambda: s.delete_many(E, gone)
+        except BulkWriteError as exc:  # (a missing table: what a get says, not "may have
+            missing = [e for _, e in exc.errors if isinstance(e, TableNotFoundError)]
+            if missing and not exc.written and not exc.unknown:  # been applied")
+                raise missing[0] from exc
+            raise
 
     def _search(self, s: Any, op: SearchOp) -> Steps:
         want, prefix = op.offset + op.limit, _path(op.namespace_prefix, ".")

@@ -166,6 +166,35 @@ def test_ttl_stamps_every_row_it_writes(tb: TestBackend) -> None:
         assert abs(int(item["expires_at"]["N"]) - (time.time() + 3600)) < 60
 
 
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("ttl", [timedelta(hours=1), 3600, 3600.0, {"default_ttl": 60},
+                                 {"default_ttl": 60, "strategy": "delete",
+                                  "sweep_interval_minutes": 5}])
+def test_ttl_is_a_timedelta_seconds_or_langgraphs_ttl_config(tb: TestBackend, ttl: Any) -> None:
+    """Issue 81: ``ttl={"default_ttl": 60}`` (LangGraph's TTL config, minutes) was accepted
+    and every put then raised AttributeError; each form stamps an hour."""
+    saver = Saver(agents, scope=T1, ttl=ttl)
+    saver.put_writes(_put(saver, "th", "v"), [("messages", "a")], "task")
+    items = tb.scan_raw()
+    assert len(items) == 2
+    for item in items:
+        assert abs(int(item["expires_at"]["N"]) - (time.time() + 3600)) < 60
+
+
+@pytest.mark.parametrize("ttl, error, match", [
+    ("1h", TypeError, "timedelta, seconds or LangGraph's TTL config"),
+    (True, TypeError, "timedelta, seconds"), (0, ValueError, "positive"),
+    (timedelta(0), ValueError, "positive"), (-5.0, ValueError, "positive"),
+    ({"default_ttl": 60, "refresh": True}, ValueError, r"unknown keys \['refresh'\]"),
+    ({"default_ttl": "60"}, TypeError, "must be a number"),
+    ({"strategy": "delete"}, ValueError, "needs default_ttl"),
+    ({"default_ttl": 60, "strategy": "keep_latest"}, ValueError, "strategy 'keep_latest'")])
+def test_a_ttl_neither_form_takes_is_refused_when_the_saver_is_made(
+        ttl: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        Saver(Table("langgraph_ttl_forms", ttl="expires_at"), ttl=ttl)
+
+
 def test_what_a_saver_cannot_do_is_refused() -> None:
     with pytest.raises(DynaormError, match="no TTL attribute"):
         Saver(Table("langgraph_no_ttl"), ttl=timedelta(days=1))
