@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
@@ -23,12 +24,20 @@ from dynaorm.values.expressions import Condition
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.client.client import Client
+    from dynaorm.schema.lease import Lease
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = ["BaseSession"]
 
 T = TypeVar("T", bound=Entity)
+L = TypeVar("L", bound="Lease")
+
+
+def _millis(duration: timedelta) -> int:
+    if not isinstance(duration, timedelta) or duration < timedelta(0):
+        raise DynaormError(f"a lease's duration is a timedelta of 0 or more, not {duration!r}")
+    return int(duration.total_seconds() * 1000)
 
 
 class BaseSession:
@@ -191,6 +200,60 @@ class BaseSession:
 
         key = self._stage.key(self._stage.spec(entity), fields)
         self._stage.add(StagedCheck(entity, key, condition))
+
+    @overload
+    def lease(self, lease: type[L], /, *, holder: str, duration: timedelta,
+              epoch: str | None = None, **key: Any) -> L: ...
+    @overload
+    def lease(self, lease: L, /, *, duration: timedelta | None = None,
+              release: bool = False) -> L: ...
+    def lease(self, lease: type[L] | L, /, *, holder: str | None = None,
+              duration: timedelta | None = None, release: bool = False,
+              epoch: str | None = None, **key: Any) -> L:
+        """Stage a :class:`~dynaorm.Lease`'s action in this commit, and return the lease
+        as the commit stores it (see the guide's "Leases"):
+
+        - ``s.lease(JobLease, holder="w1", duration=timedelta(seconds=30), job="j")``:
+          acquire it, with a new epoch, until ``duration`` from now (the lease's
+          ``clock``): the commit is refused with :class:`~dynaorm.LeaseError` while
+          another holder's lease is live (``epoch=``: the new tenure's id, a fresh KSUID
+          by default; give the same one to acquires that must be one tenure);
+        - ``s.lease(held)``: hold it, the commit refused unless the lease is still at
+          ``held.epoch`` (a ``ConditionCheck``); with ``duration=``, renewed that long
+          from now;
+        - ``s.lease(held, release=True)``: release it (lapsed now, the epoch kept: a
+          holder that was superseded stays refused).
+
+        Nothing is sent until the commit; the other writes staged beside it are stored
+        only with it."""
+        from dynaorm.ksuid import ksuid
+        from dynaorm.schema.lease import Lease, acquiring, holding
+
+        if isinstance(lease, type):
+            if not issubclass(lease, Lease):
+                raise DynaormError(f"lease() takes a Lease entity, not {lease.__name__}")
+            if holder is None or duration is None or release:
+                raise DynaormError("lease(Entity, ...) acquires: it takes holder= and "
+                                   "duration=, not release=")
+            now = int(lease.clock() * 1000)
+            until = now + _millis(duration)
+            acquired = lease(**key, holder=holder, epoch=epoch or ksuid(), until=until)
+            self.update(lease, upsert=True, **key).set(
+                holder=holder, epoch=acquired.epoch, until=until).where(
+                acquiring(holder, now))
+            return acquired
+        if not isinstance(lease, Lease) or lease.epoch is None:
+            raise DynaormError("lease(obj) holds or releases a Lease an acquire returned")
+        if key or holder is not None or epoch is not None:
+            raise DynaormError("lease(obj) takes no key fields, holder= nor epoch=")
+        cls = type(lease)
+        found = {n: lease.__dict__[n] for n in self._stage.spec(cls).lookup_fields}
+        if duration is None and not release:
+            self.check(cls, condition=holding(lease.epoch), **found)
+            return lease
+        until = 0 if release else int(cls.clock() * 1000) + _millis(cast(timedelta, duration))
+        self.update(cls, upsert=True, **found).set(until=until).where(holding(lease.epoch))
+        return lease.model_copy(update={"until": until})
 
     def stage_write(self, write: StagedWrite) -> None:
         """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying
