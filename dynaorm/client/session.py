@@ -34,6 +34,10 @@ T = TypeVar("T", bound=Entity)
 L = TypeVar("L", bound="Lease")
 
 
+def _both(condition: Condition, more: Condition | None) -> Condition:
+    return condition if more is None else condition & more
+
+
 def _millis(duration: timedelta) -> int:
     if not isinstance(duration, timedelta) or duration < timedelta(0):
         raise DynaormError(f"a lease's duration is a timedelta of 0 or more, not {duration!r}")
@@ -203,13 +207,16 @@ class BaseSession:
 
     @overload
     def lease(self, lease: type[L], /, *, holder: str, duration: timedelta,
-              epoch: str | None = None, **key: Any) -> L: ...
+              epoch: str | None = None, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None, **key: Any) -> L: ...
     @overload
     def lease(self, lease: L, /, *, duration: timedelta | None = None,
-              release: bool = False) -> L: ...
+              release: bool = False, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None) -> L: ...
     def lease(self, lease: type[L] | L, /, *, holder: str | None = None,
               duration: timedelta | None = None, release: bool = False,
-              epoch: str | None = None, **key: Any) -> L:
+              epoch: str | None = None, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None, **key: Any) -> L:
         """Stage a :class:`~dynaorm.Lease`'s action in this commit, and return the lease
         as the commit stores it (see the guide's "Leases"):
 
@@ -224,11 +231,15 @@ class BaseSession:
         - ``s.lease(held, release=True)``: release it (lapsed now, the epoch kept: a
           holder that was superseded stays refused).
 
+        ``values=``: more fields of the lease's own class the action sets (what the
+        holder got to: a position, a cursor); ``where=``: a condition on the stored lease
+        the action needs too (refused, the same :class:`~dynaorm.LeaseError`).
         Nothing is sent until the commit; the other writes staged beside it are stored
         only with it."""
         from dynaorm.ksuid import ksuid
         from dynaorm.schema.lease import Lease, acquiring, holding
 
+        more = dict(values or {})
         if isinstance(lease, type):
             if not issubclass(lease, Lease):
                 raise DynaormError(f"lease() takes a Lease entity, not {lease.__name__}")
@@ -237,10 +248,10 @@ class BaseSession:
                                    "duration=, not release=")
             now = int(lease.clock() * 1000)
             until = now + _millis(duration)
-            acquired = lease(**key, holder=holder, epoch=epoch or ksuid(), until=until)
+            acquired = lease(**key, **more, holder=holder, epoch=epoch or ksuid(), until=until)
             self.update(lease, upsert=True, **key).set(
-                holder=holder, epoch=acquired.epoch, until=until).where(
-                acquiring(holder, now))
+                **more, holder=holder, epoch=acquired.epoch, until=until).where(
+                _both(acquiring(holder, now), where))
             return acquired
         if not isinstance(lease, Lease) or lease.epoch is None:
             raise DynaormError("lease(obj) holds or releases a Lease an acquire returned")
@@ -248,12 +259,15 @@ class BaseSession:
             raise DynaormError("lease(obj) takes no key fields, holder= nor epoch=")
         cls = type(lease)
         found = {n: lease.__dict__[n] for n in self._stage.spec(cls).lookup_fields}
-        if duration is None and not release:
-            self.check(cls, condition=holding(lease.epoch), **found)
+        condition = _both(holding(lease.epoch), where)
+        if duration is None and not release and not more:
+            self.check(cls, condition=condition, **found)
             return lease
-        until = 0 if release else int(cls.clock() * 1000) + _millis(cast(timedelta, duration))
-        self.update(cls, upsert=True, **found).set(until=until).where(holding(lease.epoch))
-        return lease.model_copy(update={"until": until})
+        if release or duration is not None:
+            more["until"] = 0 if release else int(cls.clock() * 1000) + _millis(
+                cast(timedelta, duration))
+        self.update(cls, upsert=True, **found).set(**more).where(condition)
+        return lease.model_copy(update=more)
 
     def stage_write(self, write: StagedWrite) -> None:
         """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying

@@ -19,8 +19,11 @@ Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import nullcontext, suppress
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -49,48 +52,77 @@ from dynaorm import (
     DynaormError,
     Entity,
     F,
+    ItemNotFoundError,
+    Lease,
+    LeaseError,
     OutcomeUnknownError,
     Session,
     Table,
 )
+from dynaorm.langgraph.fence import (
+    Tenure,
+    Tenures,
+    ThreadBusyError,
+    holder_of,
+    idle,
+    length,
+    once,
+    stops,
+)
 
 Op = Generator[Callable[[], Any], Any, Any]
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A single-writer saver's write: the thread's key, the holder it writes as, and the
+    run's tenure (``None``: a write without a run)."""
+
+    thread: dict[str, str]
+    holder: str
+    tenure: Tenure | None
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
 _ROWS = 100  # (rows a transaction holds: a write is one row)
 _PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
 _FIRST = 100  # (and first, before the target's metadata says how far back to read)
 
 
-def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
-    """The entities of ``table``'s checkpoints and pending writes (``LangGraphCheckpoint``,
-    ``LangGraphWrite``), declared on first use with ``scope``'s fields in their partition
-    key; every saver of the table shares them."""
+def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any, Any]:
+    """The entities of ``table``'s checkpoints, pending writes and threads' leases
+    (``LangGraphCheckpoint``, ``LangGraphWrite``, ``LangGraphLease``: a
+    :class:`dynaorm.Lease`), declared on first use with ``scope``'s fields in their
+    partition key; every saver of the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := table.entities.get("LangGraphCheckpoint")) is not None:
         if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
                                f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
                                "the table the same scope fields")
-        return found, table.entities["LangGraphWrite"]
+        return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
-    def entity(name: str, sk: str, fields: dict[str, Any], **defaults: Any) -> type[Entity]:
+    def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
+               keys: tuple[str, ...] = ("ns", "checkpoint_id"), **defaults: Any
+               ) -> type[Entity]:
         meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
                                  "__qualname__": f"{name}.Meta"})
-        return type(name, (Entity,), {
+        return type(name, (base,), {
             "__module__": __name__, "__qualname__": name, "Meta": meta,
             "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
             **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
-                **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
+                **dict.fromkeys((*scope, "thread_id", *keys), str),
                 **fields, **ttl}})
-    # (the writes first: a checkpoint entity is only ever declared beside its writes')
+    # (the writes and the lease first: a checkpoint entity is only ever declared beside
+    # them)
+    lease = entity("LangGraphLease", "L#", {"head": str | None}, base=Lease, keys=(),
+                   head=None)
     write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
         "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes],
         "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None, "meta": bytes,
-        "data": Compressed[bytes]}, parent=None, run_id=None), write
+        "data": Compressed[bytes]}, parent=None, run_id=None), write, lease
 
 
 _SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
@@ -178,7 +210,11 @@ class Runner:
         table's client raised ``TypeError``). Pickling stays refused."""
         return self
 
-    def _run(self, op: Callable[..., Op], *args: Any) -> Any:
+    def _run(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None) -> Any:
+        with lock.sync if lock is not None else nullcontext():
+            return self._drive(op, *args)
+
+    def _drive(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
         failed: DynaormError | None = None
         while True:
@@ -191,7 +227,14 @@ class Runner:
             except DynaormError as exc:
                 sent, failed = None, exc
 
-    async def _arun(self, op: Callable[..., Op], *args: Any) -> Any:
+    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None
+                    ) -> Any:
+        if lock is None:
+            return await self._adrive(op, *args)
+        async with lock.alock:
+            return await self._adrive(op, *args)
+
+    async def _adrive(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(AsyncSession(self.table, scope=self.scope or None), *args), None
         failed: DynaormError | None = None
         while True:
@@ -210,15 +253,21 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
     never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
     writes expire that long after (a ``timedelta``, seconds, or LangGraph's TTL config,
-    ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``)."""
+    ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``);
+    ``single_writer=True``: one run writes a thread at a time, the others refused with
+    :class:`~dynaorm.langgraph.ThreadBusyError` (see :mod:`dynaorm.langgraph.fence`), a
+    run's hold lapsing ``lease`` after its last write."""
 
     def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
                  ttl: timedelta | float | Mapping[str, Any] | None = None,
-                 serde: SerializerProtocol | None = None):
+                 serde: SerializerProtocol | None = None, single_writer: bool = False,
+                 lease: timedelta = timedelta(minutes=5)):
         super().__init__(serde=serde)
         self.ttl: timedelta | None = ttl_of(ttl)
         self._bind(table, scope, self.ttl)
-        self.cp, self.w = rows(table, sorted(self.scope))
+        self.cp, self.w, self.lease_row = rows(table, sorted(self.scope))
+        self.single_writer, self.lease = single_writer, length(lease)
+        self.tenures = Tenures()
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
         return {**self.scope, "thread_id": str(thread_id), **more}
@@ -238,20 +287,92 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         kind, _, data = blob.partition(b"\n")
         return self.serde.loads_typed((kind.decode(), data))
 
+    def _fence(self, config: RunnableConfig) -> Fence | None:
+        """The run a write of ``config`` belongs to, with its tenure (``None``: the
+        saver is not single-writer)."""
+        if not self.single_writer:
+            return None
+        conf = config["configurable"]
+        thread = self._pk(conf["thread_id"])
+        found = holder_of(config)
+        if found is None:
+            return Fence(thread, once(), None)
+        return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
+
+    def _guard(self, s: Any, fence: Fence | None, parks: str | None,
+               extends: tuple[str | None] | None, head: str | None) -> None:
+        """Stage the lease's action of a write in its commit (see the fence module). A
+        root put ``extends`` the thread's head (the root checkpoint last written; any,
+        when none is known yet) and moves it: a checkpoint whose parent is not the head is
+        refused, so a run that read the thread before another moved it on never forks it
+        (a time travel's ``fork``/``update`` is a fork meant: not checked). A task's
+        writes are not: LangGraph may store them before their checkpoint."""
+        if fence is None:
+            return
+        t, zero = fence.tenure, timedelta(0)
+        values = {} if head is None else {"head": head}
+        where = None if extends is None else F("head").not_exists() if extends[
+            0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if t is None:
+            s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
+                    **fence.thread)
+        elif not t.held:
+            s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not None else
+                    self.lease, epoch=t.epoch, values=values, where=where, **fence.thread)
+        else:
+            held = self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
+            if parks is not None:
+                s.lease(held, release=True, values=values, where=where)
+            elif t.parked is not None and (head is None or head <= t.parked):
+                s.lease(held, values=values, where=where)  # (parked it stays)
+            else:
+                s.lease(held, duration=self.lease, values=values, where=where)
+
+    def _commit(self, s: Any, fence: Fence | None, parks: str | None,
+                extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
+        """``s``'s commit, with the lease's action when single-writer (``parks``: the
+        root checkpoint the write parks the lease at): refused by the lease, a
+        :class:`ThreadBusyError`; the tenure as the outcome leaves it."""
+        self._guard(s, fence, parks, extends, head)
+        t = fence.tenure if fence else None
+        try:
+            yield s.commit
+        except LeaseError as exc:
+            assert fence is not None
+            busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's "
+                                   f"({exc})", entity=exc.entity, key=exc.key, item=exc.item,
+                                   failures=exc.failures)
+            busy.thread_id = fence.thread["thread_id"]
+            raise busy from exc
+        except OutcomeUnknownError:
+            if t:  # (maybe acquired: from now on the run holds by its epoch, or is refused)
+                t.held = True
+            raise
+        if t:
+            t.held = True
+            if parks is not None:
+                t.parked = max(t.parked or "", parks)
+            elif head is not None and t.parked is not None and head > t.parked:
+                t.parked = None  # (a later checkpoint: the run goes on)
+
     def _put(self, s: Any, config: RunnableConfig, checkpoint: Checkpoint,
-             metadata: CheckpointMetadata) -> Op:
+             metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
         s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get("checkpoint_id"),
                        run_id=str(md["run_id"]) if md.get("run_id") else None,
                        meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
                overwrite=True)
-        yield s.commit
+        root = not conf.get("checkpoint_ns")
+        deliberate = md.get("source") in ("fork", "update")  # (time travel: a fork meant)
+        yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
+                                extends=(conf.get("checkpoint_id"),) if root and not
+                                deliberate else None, head=cid if root else None)
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str) -> Op:
+                    task_id: str, task_path: str, fence: Fence | None = None) -> Op:
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
@@ -259,8 +380,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
         takes a task with an output write as finished: part of them would lose the rest)."""
         conf = config["configurable"]
+        per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
-            writes) > _ROWS else None
+            writes) > per else None
+        parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
+            writes) else None
         rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
                        idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
                        value=self._dump(value), total=total, **self._stamp())
@@ -273,10 +397,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                         conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
             todo = [r for r in rows if r.idx not in kept]
             try:
-                for at in range(0, len(todo), _ROWS):
-                    for r in todo[at:at + _ROWS]:
+                for at in range(0, max(len(todo), 1), per):
+                    for r in todo[at:at + per]:
                         s.save(r, overwrite=r.idx < 0)
-                    yield s.commit
+                    yield from self._commit(s, fence, parks if at + per >= len(todo)
+                                            else None)
                 return
             except (ConflictError, OutcomeUnknownError):
                 if retry:
@@ -330,15 +455,27 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return out
 
     def _thread(self, s: Any, thread_id: str) -> Op:
-        return (yield s.query(self.cp, self.w, **self._pk(thread_id)).all)
+        """Every row of a thread: its checkpoints, their writes, its lease."""
+        return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
+        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too) with
+        their writes; a lease left naming a deleted checkpoint as the thread's head
+        forgets it (the next run starts from what is left)."""
         for cls in self.cp, self.w:
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
                     for r in found if type(r) is cls and (
                         doomed is None or (r.ns, r.checkpoint_id) in doomed)]
             if keys:
                 yield partial(s.delete_many, cls, keys)
+        for lease in (r for r in found if type(r) is self.lease_row):
+            key = self._pk(lease.thread_id)
+            if doomed is None:
+                yield partial(s.delete_many, self.lease_row, [key])
+            elif lease.head is not None and ("_", lease.head) in doomed:
+                s.update(self.lease_row, **key).remove("head")
+                with suppress(ItemNotFoundError):
+                    yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
         yield from self._drop(s, (yield from self._thread(s, thread_id)))
@@ -359,7 +496,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         """Every row of the thread (the whole parent chain, every namespace, each
         checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source)
-        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found]
+        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
+                  if type(r) is not self.lease_row]  # (the copy is a thread of its own)
         if copies:
             yield partial(s.save_many, copies)
 
@@ -449,11 +587,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        return self._run(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+        fence = self._fence(config)
+        return self._run(self._put, config, checkpoint, metadata,  # type: ignore[no-any-return]
+                         fence, lock=fence.tenure if fence else None)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
-        self._run(self._put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        self._run(self._put_writes, config, writes, task_id, task_path, fence,
+                  lock=fence.tenure if fence else None)
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_thread, thread_id)
@@ -494,11 +636,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._arun(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+        fence = self._fence(config)
+        return await self._arun(self._put, config, checkpoint,  # type: ignore[no-any-return]
+                                metadata, fence, lock=fence.tenure if fence else None)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await self._arun(self._put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        await self._arun(self._put_writes, config, writes, task_id, task_path, fence,
+                         lock=fence.tenure if fence else None)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread, thread_id)

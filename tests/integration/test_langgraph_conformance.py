@@ -28,9 +28,21 @@ agents = Table("langgraph_conformance", ttl="expires_at")
 
 
 def test_the_saver_passes_every_capability_of_the_suite(backend: str | None) -> None:
+    _passes(backend, single_writer=False)
+
+
+@pytest.mark.engines("local")
+def test_a_single_writer_saver_passes_every_capability_of_the_suite(
+        backend: str | None) -> None:
+    """Single-writer (issue 83): the suite's writes (no run: each one a run of its own)
+    are each accepted, as no run holds the thread between them."""
+    _passes(backend, single_writer=True)
+
+
+def _passes(backend: str | None, single_writer: bool) -> None:
     @checkpointer_test(name="dynaorm.langgraph.Saver")
     async def saver() -> AsyncIterator[Saver]:
-        yield Saver(agents, scope={"tenant_id": "t1"})
+        yield Saver(agents, scope={"tenant_id": "t1"}, single_writer=single_writer)
 
     with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()):
         report = asyncio.run(validate(saver))

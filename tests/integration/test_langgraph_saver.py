@@ -210,15 +210,16 @@ def test_what_a_saver_cannot_do_is_refused() -> None:
 
 def test_its_rows_are_in_the_model_iam_exports_and_check(tb: TestBackend,
                                                          tmp_path: Path) -> None:
-    saver = Saver(agents, scope=T1)
+    saver = Saver(agents, scope=T1, single_writer=True)
     saver.put_writes(_put(saver, "th", "v"), [("messages", "a")], "task")
     model = agents.model()
-    assert {"LangGraphCheckpoint", "LangGraphWrite"} <= {e["name"] for e in model["entities"]}
+    assert {"LangGraphCheckpoint", "LangGraphWrite", "LangGraphLease"} <= {
+        e["name"] for e in model["entities"]}
     policy, uncovered = iam.to_format(model, "write", scope="tenant_id")
     assert uncovered == []
     assert "LG#${aws:PrincipalTag/tenant_id}#*" in policy["Statement"][0]["Condition"][
         "ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
     report = run_local(export(agents, tmp_path))
-    assert report.rows == {"LangGraphCheckpoint": 1, "LangGraphWrite": 1}
+    assert report.rows == {"LangGraphCheckpoint": 1, "LangGraphWrite": 1, "LangGraphLease": 1}
     assert report.unclaimed == {} and report.failed == 0
     assert check_table(agents).problems == []
