@@ -50,9 +50,11 @@ from dynaorm import (
     Compressed,
     ConflictError,
     DynaormError,
+    Encrypted,
     Entity,
     F,
     ItemNotFoundError,
+    KeyringError,
     Lease,
     LeaseError,
     OutcomeUnknownError,
@@ -87,18 +89,25 @@ _PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 
 _FIRST = 100  # (and first, before the target's metadata says how far back to read)
 
 
-def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any, Any]:
+def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
+         ) -> tuple[Any, Any, Any]:
     """The entities of ``table``'s checkpoints, pending writes and threads' leases
     (``LangGraphCheckpoint``, ``LangGraphWrite``, ``LangGraphLease``: a
     :class:`dynaorm.Lease`), declared on first use with ``scope``'s fields in their
-    partition key; every saver of the table shares them."""
+    partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
+    the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := table.entities.get("LangGraphCheckpoint")) is not None:
         if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
                                f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
                                "the table the same scope fields")
+        if found.__dynaorm_sealed__ != sealed:
+            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints "
+                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: "
+                               "give every saver of the table the same sealed=")
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
+    blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
     def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
@@ -109,6 +118,7 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any, Any]:
         return type(name, (base,), {
             "__module__": __name__, "__qualname__": name, "Meta": meta,
             "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
+            "__dynaorm_sealed__": sealed,
             **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
                 **dict.fromkeys((*scope, "thread_id", *keys), str),
@@ -118,11 +128,12 @@ def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any, Any]:
     lease = entity("LangGraphLease", "L#", {"head": str | None}, base=Lease, keys=(),
                    head=None)
     write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes],
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": blob,
         "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
-        "parent": str | None, "run_id": str | None, "meta": bytes,
-        "data": Compressed[bytes]}, parent=None, run_id=None), write, lease
+        "parent": str | None, "run_id": str | None,
+        "meta": Encrypted[bytes] if sealed else bytes, "data": blob},
+        parent=None, run_id=None), write, lease
 
 
 _SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
@@ -191,9 +202,15 @@ class Runner:
     table: Table
     scope: dict[str, str]
 
-    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object) -> None:
+    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object,
+              sealed: bool = False) -> None:
         """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
-        with (a scope no key can hold: refused now, not at every call)."""
+        with (a scope no key can hold: refused now, not at every call; ``sealed`` without
+        a keyring)."""
+        if sealed and (table.keyring or getattr(table.db, "keyring", None)) is None:
+            raise KeyringError(f"table {table.name!r}: sealed=True seals with the table's "
+                               "keyring, and it has none (Table(keyring=...) or "
+                               "Client(keyring=...))", key_id="?")
         if table.sk is None or not table.string_keys:
             raise DynaormError(f"table {table.name!r}: LangGraph's rows need string keys, "
                                "a sort key among them")
@@ -256,16 +273,18 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``);
     ``single_writer=True``: one run writes a thread at a time, the others refused with
     :class:`~dynaorm.langgraph.ThreadBusyError` (see :mod:`dynaorm.langgraph.fence`), a
-    run's hold lapsing ``lease`` after its last write."""
+    run's hold lapsing ``lease`` after its last write; ``sealed=True``: every checkpoint,
+    its metadata and every write stored sealed with the table's keyring (``Encrypted``),
+    and a row it did not seal refused on read (:class:`~dynaorm.DecryptionError`)."""
 
     def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
                  ttl: timedelta | float | Mapping[str, Any] | None = None,
                  serde: SerializerProtocol | None = None, single_writer: bool = False,
-                 lease: timedelta = timedelta(minutes=5)):
+                 lease: timedelta = timedelta(minutes=5), sealed: bool = False):
         super().__init__(serde=serde)
         self.ttl: timedelta | None = ttl_of(ttl)
-        self._bind(table, scope, self.ttl)
-        self.cp, self.w, self.lease_row = rows(table, sorted(self.scope))
+        self._bind(table, scope, self.ttl, sealed)
+        self.cp, self.w, self.lease_row = rows(table, sorted(self.scope), sealed)
         self.single_writer, self.lease = single_writer, length(lease)
         self.tenures = Tenures()
 
@@ -417,9 +436,10 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return (type(r) is self.cp and (ns is None or r.ns == "_" + ns) and (
                 not cid or r.checkpoint_id == cid) and (not last or r.checkpoint_id < last))
         if "thread_id" in conf:
-            prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
-                                                                 else {})}
-            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
+            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]),
+                        **({} if ns is None or cid else {"ns": "_" + ns})).reverse()
+            if ns is not None and cid:  # (as fields, two types' prefixes widen to none)
+                q = q.begins_with(ns="_" + ns, checkpoint_id=cid)
             q = q.page_size(min(2 * limit + 1, 500) if limit and limit > 0 else 500)
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
