@@ -76,13 +76,17 @@ class Tenure:
     (chosen once, so the run's concurrent first writes acquire the same tenure), whether
     an acquire of it may have been applied (``held``: later writes then hold by epoch),
     and the root checkpoint the run parked the lease at (a put of a later one takes it
-    up again; one of that checkpoint, stored late, does not). ``owner`` keeps the run's
-    ``RunControl`` alive while remembered, so no other invocation can take its ``id``."""
+    up again; one of that checkpoint, stored late, does not); when it last renewed the
+    lease (the lease's clock) and the lease as the run holds it (``row``). ``owner``
+    keeps the run's ``RunControl`` alive while remembered, so no other invocation can
+    take its ``id``."""
 
     epoch: str
     owner: object
     held: bool = False
     parked: str | None = None
+    renewed: float = 0.0
+    row: Any = None
     sync: threading.Lock = field(default_factory=threading.Lock)
     _async: asyncio.Lock | None = None
 

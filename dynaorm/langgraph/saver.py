@@ -87,6 +87,7 @@ _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
 _ROWS = 100  # (rows a transaction holds: a write is one row)
 _PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
 _FIRST = 100  # (and first, before the target's metadata says how far back to read)
+_SLACK = 4 / 3  # (a lease is renewed this much longer, and so a third of it less often)
 
 
 def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
@@ -319,15 +320,18 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
 
     def _guard(self, s: Any, fence: Fence | None, parks: str | None,
-               extends: tuple[str | None] | None, head: str | None) -> None:
+               extends: tuple[str | None] | None, head: str | None) -> float | None:
         """Stage the lease's action of a write in its commit (see the fence module). A
         root put ``extends`` the thread's head (the root checkpoint last written; any,
         when none is known yet) and moves it: a checkpoint whose parent is not the head is
         refused, so a run that read the thread before another moved it on never forks it
         (a time travel's ``fork``/``update`` is a fork meant: not checked). A task's
-        writes are not: LangGraph may store them before their checkpoint."""
+        writes are not: LangGraph may store them before their checkpoint. A run renews
+        its lease (``lease`` and a third more, from now) when it acquires it, or writes a
+        third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
+        ``lease`` after its last write. Returns the time it renewed at (``None``: did not)."""
         if fence is None:
-            return
+            return None
         t, zero = fence.tenure, timedelta(0)
         values = {} if head is None else {"head": head}
         where = None if extends is None else F("head").not_exists() if extends[
@@ -335,24 +339,31 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         if t is None:
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     **fence.thread)
-        elif not t.held:
-            s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not None else
-                    self.lease, epoch=t.epoch, values=values, where=where, **fence.thread)
+            return None
+        now = float(self.lease_row.clock())
+        if not t.held:
+            s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not None
+                    else self.lease * _SLACK, epoch=t.epoch, values=values, where=where,
+                    **fence.thread)
+            return now
+        if t.row is None:
+            t.row = self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
+        if parks is not None:
+            s.lease(t.row, release=True, values=values, where=where)
+        elif (t.parked is not None and (head is None or head <= t.parked)) or (
+                now - t.renewed < self.lease.total_seconds() * (_SLACK - 1)):
+            s.lease(t.row, values=values, where=where)  # (parked it stays; or renewed lately)
+            return None
         else:
-            held = self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
-            if parks is not None:
-                s.lease(held, release=True, values=values, where=where)
-            elif t.parked is not None and (head is None or head <= t.parked):
-                s.lease(held, values=values, where=where)  # (parked it stays)
-            else:
-                s.lease(held, duration=self.lease, values=values, where=where)
+            s.lease(t.row, duration=self.lease * _SLACK, values=values, where=where)
+        return now
 
     def _commit(self, s: Any, fence: Fence | None, parks: str | None,
                 extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
         """``s``'s commit, with the lease's action when single-writer (``parks``: the
         root checkpoint the write parks the lease at): refused by the lease, a
         :class:`ThreadBusyError`; the tenure as the outcome leaves it."""
-        self._guard(s, fence, parks, extends, head)
+        renewed = self._guard(s, fence, parks, extends, head)
         t = fence.tenure if fence else None
         try:
             yield s.commit
@@ -369,6 +380,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             raise
         if t:
             t.held = True
+            if renewed is not None:
+                t.renewed = renewed
             if parks is not None:
                 t.parked = max(t.parked or "", parks)
             elif head is not None and t.parked is not None and head > t.parked:
@@ -440,7 +453,16 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                         **({} if ns is None or cid else {"ns": "_" + ns})).reverse()
             if ns is not None and cid:  # (as fields, two types' prefixes widen to none)
                 q = q.begins_with(ns="_" + ns, checkpoint_id=cid)
-            q = q.page_size(min(2 * limit + 1, 500) if limit and limit > 0 else 500)
+            elif ns is not None and limit == 1 and not filter and not last:
+                # the latest: its newest row first (the checkpoint, or one of its writes,
+                # which sort after it), then, if it has writes, just its own rows
+                top = (yield partial(q.page_size(1).page, None)).items
+                if not top or type(top[0]) is self.cp:
+                    return self._tuples(top, near, {}, 1)
+                cid = top[0].checkpoint_id
+                q = s.query(self.cp, self.w, **self._pk(conf["thread_id"])).reverse(
+                    ).begins_with(ns="_" + ns, checkpoint_id=cid)
+            q = q.page_size(500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500))
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit

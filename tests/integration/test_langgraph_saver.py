@@ -115,17 +115,30 @@ def test_no_call_of_one_tenant_ever_changes_another_tenants_rows(
 
 def test_a_put_is_one_write_and_reading_it_back_one_query(tb: TestBackend) -> None:
     """The checkpoint with its channel values is one item: one PutItem; a task's writes
-    one commit; the latest checkpoint with its writes one Query (newest first)."""
+    one commit. The latest checkpoint is one Query of one row (a finished turn's has no
+    writes: its row is the thread's newest); with writes, a second Query reads just its
+    rows; a checkpoint by id, one Query of its rows (issue 83: a get_tuple by id read the
+    thread from its newest row, three a request)."""
     saver = Saver(agents, scope=T1)
     rec = Requests(agents)
-    stored = _put(saver, "th", ["m"] * 5)
+    first = _put(saver, "th", ["m"] * 5)
     assert rec.operations == ["PutItem"]
-    saver.put_writes(stored, [("messages", "a"), ("next", "b")], "task")
+    saver.put_writes(first, [("messages", "a"), ("next", "b")], "task")
     assert rec.operations[1:] == ["TransactWriteItems"]
+    stored = _put(saver, "th", ["m"] * 6, parent=first["configurable"]["checkpoint_id"])
     rec.clear()
-    found = asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "th"}}))
+    latest = asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "th"}}))
+    assert rec.operations == ["Query"] and rec.calls[0][1]["Limit"] == 1
+    assert latest is not None and latest.config == stored and latest.pending_writes == []
+    saver.put_writes(stored, [("messages", "c")], "task")
+    rec.clear()
+    latest = saver.get_tuple({"configurable": {"thread_id": "th"}})
+    assert rec.operations == ["Query", "Query"]
+    assert latest is not None and latest.pending_writes == [("task", "messages", "c")]
+    rec.clear()
+    found = saver.get_tuple(first)
     assert rec.operations == ["Query"]
-    assert found is not None and found.config == stored
+    assert found is not None and found.config == first
     assert found.pending_writes == [("task", "messages", "a"), ("task", "next", "b")]
 
 
