@@ -320,7 +320,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
 
     def _guard(self, s: Any, fence: Fence | None, parks: str | None,
-               extends: tuple[str | None] | None, head: str | None) -> float | None:
+               extends: tuple[str | None] | None, head: str | None
+               ) -> tuple[float | None, Any]:
         """Stage the lease's action of a write in its commit (see the fence module). A
         root put ``extends`` the thread's head (the root checkpoint last written; any,
         when none is known yet) and moves it: a checkpoint whose parent is not the head is
@@ -329,41 +330,54 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         writes are not: LangGraph may store them before their checkpoint. A run renews
         its lease (``lease`` and a third more, from now) when it acquires it, or writes a
         third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
-        ``lease`` after its last write. Returns the time it renewed at (``None``: did not)."""
+        ``lease`` after its last write. A write that changes the lease row the run knows
+        whole puts it, on the condition of its epoch (a put costs a commit less than an
+        update); one that changes nothing checks it. Returns the time it renewed at
+        (``None``: did not) and the lease row as the commit leaves it (``None``: not known
+        whole)."""
         if fence is None:
-            return None
+            return None, None
         t, zero = fence.tenure, timedelta(0)
-        values = {} if head is None else {"head": head}
+        values = {**self._stamp(), **({} if head is None else {"head": head})}
         where = None if extends is None else F("head").not_exists() if extends[
             0] is None else F("head").not_exists() | (F("head") == extends[0])
         if t is None:
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     **fence.thread)
-            return None
+            return None, None
         now = float(self.lease_row.clock())
         if not t.held:
-            s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not None
-                    else self.lease * _SLACK, epoch=t.epoch, values=values, where=where,
-                    **fence.thread)
-            return now
-        if t.row is None:
-            t.row = self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
+            got = s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not
+                          None else self.lease * _SLACK, epoch=t.epoch, values=values,
+                          where=where, **fence.thread)
+            return now, got if head is not None else None
+        stays = parks is None and ((t.parked is not None and (head is None or head <= t.parked))
+                                   or now - t.renewed < self.lease.total_seconds() * (_SLACK - 1))
+        until = 0 if parks is not None else None if stays else int(
+            (now + self.lease.total_seconds() * _SLACK) * 1000)
+        if t.row is not None and (head is not None or until is not None):
+            row = self.lease_row.model_construct(**{**dict(t.row), **values, **(
+                {} if until is None else {"until": until})})  # (a new object: a plain put)
+            held = F("epoch") == t.epoch
+            s.save(row, overwrite=True, condition=held if where is None else held & where)
+            return (None if until is None or parks is not None else now), row
+        known = t.row or self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
         if parks is not None:
-            s.lease(t.row, release=True, values=values, where=where)
-        elif (t.parked is not None and (head is None or head <= t.parked)) or (
-                now - t.renewed < self.lease.total_seconds() * (_SLACK - 1)):
-            s.lease(t.row, values=values, where=where)  # (parked it stays; or renewed lately)
-            return None
+            got = s.lease(known, release=True, values=values, where=where)
+        elif stays:
+            s.lease(known, values=values, where=where)  # (parked it stays; or renewed lately)
+            return None, t.row if head is None else None
         else:
-            s.lease(t.row, duration=self.lease * _SLACK, values=values, where=where)
-        return now
+            got = s.lease(known, duration=self.lease * _SLACK, values=values, where=where)
+        return (None if parks is not None else now), got if (
+            t.row is not None or head is not None) else None
 
     def _commit(self, s: Any, fence: Fence | None, parks: str | None,
                 extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
         """``s``'s commit, with the lease's action when single-writer (``parks``: the
         root checkpoint the write parks the lease at): refused by the lease, a
         :class:`ThreadBusyError`; the tenure as the outcome leaves it."""
-        renewed = self._guard(s, fence, parks, extends, head)
+        renewed, row = self._guard(s, fence, parks, extends, head)
         t = fence.tenure if fence else None
         try:
             yield s.commit
@@ -376,10 +390,10 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             raise busy from exc
         except OutcomeUnknownError:
             if t:  # (maybe acquired: from now on the run holds by its epoch, or is refused)
-                t.held = True
+                t.held, t.row = True, None
             raise
         if t:
-            t.held = True
+            t.held, t.row = True, row
             if renewed is not None:
                 t.renewed = renewed
             if parks is not None:

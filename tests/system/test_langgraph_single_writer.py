@@ -149,7 +149,7 @@ def test_a_worker_paused_past_its_lease_is_refused_on_its_next_write(
     with cf.ThreadPoolExecutor(1) as pool:
         running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
         assert gate.inside.wait(30)
-        clock.now += LEASE.total_seconds() + 1
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
         assert b.invoke({"m": ["b's"]}, CONFIG)["m"] == ["block", "b's", "thought", "reply"]
         after_b = _rows(tb)
         gate.go.set()
@@ -278,7 +278,7 @@ def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it
     _put(a, "A", None, "0001")
 
     def in_the_window() -> None:
-        clock.now += LEASE.total_seconds() + 1
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
         _put(b, "B", "0001", "0002")
     with inject_faults(agents) as faults:
         faults.lose_answer("TransactWriteItems", after=in_the_window)
@@ -353,7 +353,7 @@ class Workers(RuleBasedStateMachine):
         if last:
             del self.runs[w]
 
-    @rule(seconds=st.sampled_from([10, 31]))
+    @rule(seconds=st.sampled_from([10, 41]))
     def wait(self, seconds: int) -> None:
         self.clock.now += seconds
 
