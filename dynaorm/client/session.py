@@ -34,14 +34,6 @@ T = TypeVar("T", bound=Entity)
 L = TypeVar("L", bound="Lease")
 
 
-def _both(condition: Condition, more: Condition | None) -> Condition:
-    return condition if more is None else condition & more
-
-
-def _millis(duration: timedelta) -> int:
-    if not isinstance(duration, timedelta) or duration < timedelta(0):
-        raise DynaormError(f"a lease's duration is a timedelta of 0 or more, not {duration!r}")
-    return int(duration.total_seconds() * 1000)
 
 
 class BaseSession:
@@ -236,38 +228,10 @@ class BaseSession:
         the action needs too (refused, the same :class:`~dynaorm.LeaseError`).
         Nothing is sent until the commit; the other writes staged beside it are stored
         only with it."""
-        from dynaorm.ksuid import ksuid
-        from dynaorm.schema.lease import Lease, acquiring, holding
+        from dynaorm.schema.lease import stage
 
-        more = dict(values or {})
-        if isinstance(lease, type):
-            if not issubclass(lease, Lease):
-                raise DynaormError(f"lease() takes a Lease entity, not {lease.__name__}")
-            if holder is None or duration is None or release:
-                raise DynaormError("lease(Entity, ...) acquires: it takes holder= and "
-                                   "duration=, not release=")
-            now = int(lease.clock() * 1000)
-            until = now + _millis(duration)
-            acquired = lease(**key, **more, holder=holder, epoch=epoch or ksuid(), until=until)
-            self.update(lease, upsert=True, **key).set(
-                **more, holder=holder, epoch=acquired.epoch, until=until).where(
-                _both(acquiring(holder, now), where))
-            return acquired
-        if not isinstance(lease, Lease) or lease.epoch is None:
-            raise DynaormError("lease(obj) holds or releases a Lease an acquire returned")
-        if key or holder is not None or epoch is not None:
-            raise DynaormError("lease(obj) takes no key fields, holder= nor epoch=")
-        cls = type(lease)
-        found = {n: lease.__dict__[n] for n in self._stage.spec(cls).lookup_fields}
-        condition = _both(holding(lease.epoch), where)
-        if duration is None and not release and not more:
-            self.check(cls, condition=condition, **found)
-            return lease
-        if release or duration is not None:
-            more["until"] = 0 if release else int(cls.clock() * 1000) + _millis(
-                cast(timedelta, duration))
-        self.update(cls, upsert=True, **found).set(**more).where(condition)
-        return lease.model_copy(update=more)
+        return stage(self, lease, holder=holder, duration=duration, release=release,
+                     epoch=epoch, values=values, where=where, key=key)
 
     def stage_write(self, write: StagedWrite) -> None:
         """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying
