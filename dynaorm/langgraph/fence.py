@@ -39,6 +39,7 @@ import asyncio
 import os
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,7 +54,16 @@ from dynaorm import LeaseError
 __all__ = ["ThreadBusyError"]
 
 _NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
-os.register_at_fork(after_in_child=lambda: _NONCE.__setitem__(0, uuid.uuid4().hex))
+_ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    _NONCE[0] = uuid.uuid4().hex
+    for tenures in list(_ALL):
+        tenures._forked()
+
+
+os.register_at_fork(after_in_child=_forked)
 _RUNTIME = "__pregel_runtime"  # (LangGraph's runtime in a config: its ``control``)
 _KEPT = 4096  # (tenures a saver remembers: runs in flight, and a few done)
 _STOPS = ("__interrupt__", "__error__")
@@ -88,13 +98,16 @@ class Tenure:
     renewed: float = 0.0
     row: Any = None
     sync: threading.Lock = field(default_factory=threading.Lock)
-    _async: asyncio.Lock | None = None
+    _async: tuple[object, asyncio.Lock] | None = None
 
     @property
     def alock(self) -> asyncio.Lock:
-        if self._async is None:
-            self._async = asyncio.Lock()
-        return self._async
+        """The run's lock on the running event loop (a run named by a ``run_id`` may be
+        written from several loops, one after the other)."""
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            self._async = (loop, asyncio.Lock())
+        return self._async[1]
 
 
 def holder_of(config: RunnableConfig) -> tuple[str, object] | None:
@@ -116,11 +129,16 @@ def once() -> str:
 
 class Tenures:
     """The tenures of a saver's runs, by (thread's key, run), the oldest forgotten past
-    ``_KEPT`` (a forgotten run that writes again acquires anew)."""
+    ``_KEPT`` (a forgotten run that writes again acquires anew). A child process of
+    ``os.fork()`` starts with none (its runs are its own) and a lock no thread holds."""
 
     def __init__(self) -> None:
         self._known: OrderedDict[tuple[Any, ...], Tenure] = OrderedDict()
         self._lock = threading.Lock()
+        _ALL.add(self)
+
+    def _forked(self) -> None:
+        self._known, self._lock = OrderedDict(), threading.Lock()
 
     def of(self, thread: Mapping[str, str], identity: object, epoch: str) -> Tenure:
         key = (*sorted(thread.items()), identity if isinstance(identity, str) else id(identity))

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import operator
+import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import timedelta
@@ -398,3 +400,36 @@ def test_a_rollback_of_the_last_run_leaves_the_thread_writable(tb: TestBackend,
         with pytest.raises(ThreadBusyError, match="no lease is stored"):
             running.result()
     assert tb.scan_raw() == []
+
+
+def test_a_run_writes_from_several_event_loops_and_a_forked_child(tb: TestBackend,
+                                                                   clock: Clock) -> None:
+    """A run named by its run_id writes from one event loop, then another, each time two
+    writes at once (they wait on the run's lock: one per loop); a child of ``os.fork()``
+    taken while a thread of the parent held the saver's lock writes a run of its own."""
+    saver = Saver(agents, single_writer=True, lease=LEASE)
+    first = _put(saver, "r", None, "0001")
+    mine = {"configurable": {**first["configurable"], "run_id": "r"}}
+
+    async def two_at_once(n: int) -> None:
+        await asyncio.gather(*(saver.aput_writes(mine, [("m", f"{n}{i}")], f"t{n}{i}")
+                               for i in range(2)))
+    for n in range(2):
+        asyncio.run(two_at_once(n))
+    found = saver.get_tuple(first)
+    assert found is not None and len(found.pending_writes or []) == 4
+    with saver.tenures._lock:  # (held by this thread while the process forks)
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child reports by its exit status)
+            code = 1
+            try:
+                _put(saver, "r", "0001", "0002", last=True)
+                code = 0
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(child, 9)
+    assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0
