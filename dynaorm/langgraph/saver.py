@@ -14,6 +14,13 @@ anything is sent (no parts: a part would cost a read of several items on every
 until all are in); a task's retry writes the same keys again.
 Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
 ``a...`` methods), scoped when ``scope=`` is given.
+
+(0.9, contract 24) A ``DeltaChannel``'s history is one paged ``Query`` of the thread's
+namespace, walked as its rows come (:class:`_Walk`); ``prune`` and ``delete_for_runs``
+keep the ancestors a kept checkpoint's delta channels read (:meth:`Saver._needed`).
+``single_writer=True`` adds the thread's lease row (``L#``, a :class:`dynaorm.Lease`) to
+every write's commit (:mod:`dynaorm.langgraph.fence`); ``sealed=True`` declares the rows'
+values ``Encrypted``.
 """
 
 from __future__ import annotations
