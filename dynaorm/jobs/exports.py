@@ -376,8 +376,9 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
         found = set(prefixes.values())
         if len(found) == 1 and next(iter(found))[1]:  # one whole partition: read it alone
             key_condition = next(iter(found))[0]
-        else:
-            ors = [F(table.pk).begins_with(p) for p, _ in sorted(found)]
+        else:  # (an exact prefix is the whole key: ``T#acme`` never selects ``T#acme-corp``)
+            ors = [F(table.pk) == p if exact else F(table.pk).begins_with(p)
+                   for p, exact in sorted(found)]
             parts.append(ors[0] if len(ors) == 1 else _any(ors))
     if chosen and table.type_attribute is not None:
         parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
