@@ -70,7 +70,7 @@ from dynaorm.errors import (
     RequestError,
     UniqueConstraintError,
 )
-from dynaorm.jobs.exports import _lines, _s3, read_source
+from dynaorm.jobs.exports import ExportError, _lines, _s3, read_source
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
@@ -573,15 +573,16 @@ class _Report:
             if not (key.endswith(".json.gz") or key.endswith(".json")) or key.endswith(
                     "manifest.json"):
                 continue
-            for line in job.lines(key):
-                try:
-                    record = decode(line)
-                except ValueError:
-                    self.readable = False
-                    continue
-                self.record(job, record)
+            try:  # (bytes from S3: a file or record that is not the report's, not trusted)
+                for line in job.lines(key):
+                    self.record(job, decode(line))
+            except (ExportError, ValueError, TypeError, AttributeError, KeyError,
+                    DynaormError):
+                self.readable = False
 
     def record(self, job: _Load, record: dict[str, Any]) -> None:
+        if not isinstance(record, dict):
+            raise ValueError("a report record is a JSON object")
         kind, item = record.get("OutputType"), record.get("Item")
         if kind == "ERROR":
             self.errors += 1
