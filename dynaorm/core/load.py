@@ -37,8 +37,8 @@ from dynaorm.write.render import WritePlan, render_op
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["APPLIED", "ERROR", "FAILED", "UNKNOWN", "Found", "Loaded", "NotLoadedError",
-           "fresh", "input_record", "mine", "outcome_p", "plan_load_p", "rollback", "row_is",
-           "settled"]
+           "fresh", "input_record", "mine", "outcome_p", "own_row", "plan_load_p", "rollback",
+           "row_is", "settled"]
 
 #: what became of one row of a load: written as the load wrote it
 APPLIED: Final = "applied"
@@ -145,9 +145,15 @@ def fresh(cls: type[Entity], item: Item) -> Entity:
     return obj
 
 
-def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
+def rollback(loaded: Loaded, found: Sequence[Found]) -> list[tuple[bool, dict[str, Any]]]:
     """The ``DeleteItem`` requests that take back the rows of ``loaded`` the load wrote
-    (``found``: what became of each), each conditioned on the row being as it wrote it."""
+    (``found``: what became of each), each conditioned on the row being as it wrote it
+    (and answering the row found when it is not: ``ALL_OLD``), each with whether it is
+    the entity's own row (its row or latest copy). Those come first: a delete of one
+    refused with the row there means another writer changed the entity since the load
+    wrote it, and it lives on as that writer's, its guards and history with it (deleting
+    them would leave a live owner without its guards: a unique value another could then
+    claim twice), so the driver deletes nothing more of it."""
     deletes = []
     for at, (what, _) in enumerate(found):
         if what != APPLIED:
@@ -157,10 +163,17 @@ def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
         ph = Placeholders()
         body: dict[str, Any] = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
                                 "ConditionExpression": _as_written(op.origin.table, item
-                                                                   ).render(ph)}
+                                                                   ).render(ph),
+                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         ph.apply(body)
-        deletes.append(body)
-    return deletes
+        deletes.append((own_row(op), body))
+    return sorted(deletes, key=lambda d: not d[0])  # (stable: the owner's rows first)
+
+
+def own_row(op: Any) -> bool:
+    """Whether ``op`` writes its entity's own row (its row, or a versioned entity's
+    latest copy: what its guards name as their owner), not a guard or a version row."""
+    return op.origin.role in (Role.ROW, Role.LATEST)
 
 
 def outcome_p(loaded: Loaded, found: Sequence[Found]) -> Proto[DynaormError | None]:

@@ -447,12 +447,18 @@ class _Load:
             records[at]["Item"] for at in order if at is not None))
         ordered: list[Found] = [found[at] for at in order if at is not None]
         error: DynaormError | None = self.run_p(outcome_p(planned, ordered))
-        for delete in rollback(planned, ordered):
+        deletes = rollback(planned, ordered)
+        for at, (owner, delete) in enumerate(deletes):
             try:
                 self.send("DeleteItem", delete)
             except RequestError as exc:
                 if exc.code != "ConditionalCheckFailedException":
                     raise
+                if not exc.item:  # (gone: deleted since, or by an earlier run of this)
+                    continue
+                if owner:  # (changed since: the entity lives on, every row of it kept)
+                    self.left += [f"{d['TableName']} {d['Key']}" for _, d in deletes[at:]]
+                    break
                 self.left.append(f"{delete['TableName']} {delete['Key']}")
         return error
 
