@@ -395,7 +395,7 @@ class _Load:
         batch: list[tuple[type[Entity], list[dict[str, Any]]]] = []
         for group in groups:
             batch.append(group)
-            if len(batch) >= 100 or not read_back:
+            if len(batch) >= 100:
                 yield from self.judge(batch, report, read_back)
                 batch = []
         yield from self.judge(batch, report, read_back)
@@ -406,18 +406,25 @@ class _Load:
                                   DynaormError | None]]:
         if not batch:
             return
-        keys = [_key_of(self.table, r["Item"]) for _, records in batch for r in records]
+        # (read back: every row, when the report cannot be taken at its word; else the
+        # rows it says a condition refused, a claim no count checks: what holds their key
+        # is the table's to say, never a report object's)
+        said = {key_id(_key_of(self.table, r["Item"])): (APPLIED, None) if read_back else
+                report.failed.get(key_id(_key_of(self.table, r["Item"])), (APPLIED, None))
+                for _, records in batch for r in records}
+        keys = [_key_of(self.table, r["Item"]) for _, records in batch for r in records
+                if read_back or said[key_id(_key_of(self.table, r["Item"]))][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
-                            ) if read_back else {}
+                            ) if keys else {}
         for cls, records in batch:
             found: list[Found] = []
             for record in records:
                 ident = key_id(_key_of(self.table, record["Item"]))
-                if read_back:  # (an item there: as if its condition refused it)
-                    now = stored.get(ident)
+                if read_back or said[ident][0] == FAILED:  # (an item there: as if its
+                    now = stored.get(ident)                # condition refused it)
                     found.append((FAILED, now) if now is not None else (UNKNOWN, None))
                 else:
-                    found.append(report.failed.get(ident, (APPLIED, None)))
+                    found.append(said[ident])
             if any(what != APPLIED for what, _ in found):
                 found = settled(self.table, [r["Item"] for r in records], found)
             if all(what == APPLIED for what, _ in found):
@@ -601,8 +608,8 @@ class _Report:
                 self.readable = False
             return
         ident = key_id(_key_of(job.table, item))
-        if kind == "CONDITION_CHECK_FAILURE":
-            self.failed[ident] = (FAILED, record.get("ExistingItem"))
+        if kind == "CONDITION_CHECK_FAILURE":  # (what holds the key is read back)
+            self.failed[ident] = (FAILED, None)
         else:
             self.failed[ident] = (ERROR, record.get("ErrorMessage") or record.get(
                 "ErrorCode") or "refused")
