@@ -60,6 +60,7 @@ from dynaorm.core.load import (
     fresh,
     input_record,
     outcome_p,
+    own_row,
     plan_load_p,
     rollback,
     settled,
@@ -77,6 +78,7 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.keys import key_id, key_value
+from dynaorm.values.records import Role
 from dynaorm.wire import decode, render
 
 __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
@@ -425,8 +427,6 @@ class _Load:
                     found.append((FAILED, now) if now is not None else (UNKNOWN, None))
                 else:
                     found.append(said[ident])
-            if any(what != APPLIED for what, _ in found):
-                found = settled(self.table, [r["Item"] for r in records], found)
             if all(what == APPLIED for what, _ in found):
                 yield "loaded", (cls, records), None
                 continue
@@ -453,6 +453,12 @@ class _Load:
         planned = dataclasses.replace(planned, written=tuple(
             records[at]["Item"] for at in order if at is not None))
         ordered: list[Found] = [found[at] for at in order if at is not None]
+        assert planned.written is not None
+        ordered = settled(self.table, planned.written, ordered,
+                          [own_row(op) for op in planned.plan.ops],
+                          self.claimed(cls, planned, ordered))
+        if all(what == APPLIED for what, _ in ordered):
+            return None
         error: DynaormError | None = self.run_p(outcome_p(planned, ordered))
         deletes = rollback(planned, ordered)
         for at, (owner, delete) in enumerate(deletes):
@@ -468,6 +474,29 @@ class _Load:
                     break
                 self.left.append(f"{delete['TableName']} {delete['Key']}")
         return error
+
+    def claimed(self, cls: type[Entity], planned: Loaded, found: list[Found]
+                ) -> set[Any] | None:
+        """The keys (:func:`~dynaorm.values.keys.key_id`) of the rows of ``planned`` the
+        item at the entity's own key claims, read back (``found``): none when there is no
+        item there; its guards (planned from it) and every other row of the entity when
+        there is one; ``None`` when that is not known (its row the load's own, refused as
+        an item, or an item that does not plan)."""
+        own = [n for n, op in enumerate(planned.plan.ops) if own_row(op)]
+        if len(own) != 1:
+            return None
+        what, item = found[own[0]]
+        if what == UNKNOWN:
+            return set()
+        if what != FAILED or not isinstance(item, dict):
+            return None
+        try:  # (its guards as its own save would render them)
+            theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
+        except (DynaormError, ValueError, TypeError, KeyError):
+            return None
+        guards = {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
+        return guards | {key_id(op.key) for op in planned.plan.ops
+                         if op.origin.role is not Role.GUARD}
 
     def report(self) -> LoadReport:
         rounds = self.state["rounds"]
