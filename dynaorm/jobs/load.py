@@ -240,6 +240,7 @@ class _Load:
         self.failures: list[LoadFailure] = []  # (the rounds this run settled: as raised)
         self.settled: set[int] = set()
         self.left: list[str] = []
+        self.deleted: set[Any] = set()  # (the rows this run's rollbacks took back)
 
     # -- requests and files ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -423,7 +424,9 @@ class _Load:
             for record in records:
                 ident = key_id(_key_of(self.table, record["Item"]))
                 if read_back or said[ident][0] == FAILED:  # (an item there: as if its
-                    now = stored.get(ident)                # condition refused it)
+                    # condition refused it; unless this settling took it back since it was
+                    # read: a clash with an entity of the load that was not stored is none)
+                    now = None if ident in self.deleted else stored.get(ident)
                     found.append((FAILED, now) if now is not None else (UNKNOWN, None))
                 else:
                     found.append(said[ident])
@@ -464,6 +467,7 @@ class _Load:
         for at, (owner, delete) in enumerate(deletes):
             try:
                 self.send("DeleteItem", delete)
+                self.deleted.add(key_id(delete["Key"]))
             except RequestError as exc:
                 if exc.code != "ConditionalCheckFailedException":
                     raise
