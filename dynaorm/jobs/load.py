@@ -187,7 +187,7 @@ def load(table: Table, source: Any, *, s3: str, entity: type[Entity] | None = No
                 part_rows, poll, progress, sleep, performance_tier)
     job.refuse_global_table()
     with held_to(rate):
-        return job.run(lambda: _objects(table, source, entity, entities))
+        return job.run(lambda: _objects(table, source, entity, entities), _described(source))
 
 
 def _units(rate: Rate | None) -> int | None:
@@ -201,16 +201,23 @@ def _units(rate: Rate | None) -> int | None:
     return int(rate.write)
 
 
+def _described(source: Any) -> str | None:
+    """The source by its path, URL or Iceberg table name (``None``: objects, which the
+    load cannot name)."""
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    if hasattr(source, "scan") and hasattr(source, "name"):  # (a pyiceberg table)
+        return f"iceberg:{source.name()}"
+    return None
+
+
 def _name(table: Table, source: Any) -> str:
     """A load's default name: drawn from the table and the source's URL or path (the same
     source loads again as the same load); objects: a new one."""
-    if isinstance(source, str | os.PathLike):
-        text = f"{table.name}\n{os.fspath(source)}"
-    elif hasattr(source, "scan") and hasattr(source, "name"):  # (a pyiceberg table)
-        text = f"{table.name}\niceberg:{source.name()}"
-    else:
+    described = _described(source)
+    if described is None:
         return os.urandom(8).hex()
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{table.name}\n{described}".encode()).hexdigest()[:16]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -300,11 +307,19 @@ class _Load:
                 f"{', '.join(map(str, replicas))}): DynamoDB's bulk put items does not "
                 "support global tables; load it with Session.save_many or a backfill job")
 
-    def run(self, source: Callable[[], Iterator[Entity]]) -> LoadReport:
+    def run(self, source: Callable[[], Iterator[Entity]], named: str | None
+            ) -> LoadReport:
         self.state = self.read_state()
+        if self.state.get("rounds") and named is not None and "source" in self.state and (
+                self.state["source"] != named):
+            # (a name is one load: run again, it resumes that source, never reads another)
+            raise DynaormError(
+                f"load {self.name!r} under s3://{self.bucket}/{self.prefix} loaded "
+                f"{self.state.get('source') or 'entity objects'}, not {named}: give "
+                "this source a name of its own (a name is one load, resumed)")
         if not self.state.get("rounds"):
             self.state = {"version": _STATE_VERSION, "table": self.table.name,
-                          "name": self.name, "rounds": []}
+                          "name": self.name, "rounds": [], "source": named}
             self.render(source(), 1)
         current = self.state["rounds"][-1]
         if not current.get("settled"):
