@@ -79,7 +79,9 @@ class CheckResult:
     resumed: bool
     #: problems a live writer resolved between the audit and their repair
     resolved: int = 0
-    #: items (earlier runs included) per stored type name no class claims
+    #: items (earlier runs included) per stored type name no class claims (on a table
+    #: without a type attribute, the items no entity's key templates fit, under
+    #: ``"(no type attribute)"``)
     unclaimed: dict[str, int] = field(default_factory=dict)
 
     @property

@@ -500,6 +500,15 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_round_trip(run: Run) -> None:
+    assert "read: Ann, seen 2026-01-02T03:04:05+00:00" in run.out
+    assert "prefs: {'M': {'theme': {'S': 'dark'}, 'beta': {'BOOL': True}}}" in run.out
+    assert "seen: 2026-11-27T09:30:56Z" in run.out
+    assert "untouched: score 1.5" in run.out  # (DynamoDB keeps 1.50 as 1.5; moto as sent)
+    assert "source import-2019" in run.out
+    assert "the old code parses it: 2026-11-27 09:30:56" in run.out
+
+
 def check_key_layouts(run: Run) -> None:
     assert [line.split(":")[0] for line in run.block('s.query(Store, Order, store_id="s1")')
             ] == ["Order", "Order", "Order", "Store"]
@@ -600,6 +609,19 @@ def check_langgraph_agent(run: Run) -> None:
     assert run.block('build("globex").get_state(config).values') == ["{}"]
 
 
+def check_langgraph_threads(run: Run) -> None:
+    """A DeltaChannel thread of 9 turns read in 2 requests; a second worker refused while
+    the first runs, the next turn anywhere; nothing stored in the clear; prune keeps the
+    state (issue 83)."""
+    assert run.block("len(a.get_state(config).values['messages'])") == ["27"]
+    assert run.block("requests of that get_state") == ["2"]
+    assert run.block("b's turn while a runs") == ["'ThreadBusyError'"]
+    assert run.block("the last two messages") == [
+        '"b thinks about \'user says 10\'"', "'b replies (32 messages so far)'"]
+    assert run.block("'user says' in the stored items") == ["False"]
+    assert run.block("messages after prune") == ["33"]
+
+
 def check_lambda_handler(run: Run) -> None:
     """The Lambda handler invoked with sample events, one client for every invocation."""
     assert run.block("POST an order") == ["201 item='book' quantity=2"]
@@ -634,11 +656,13 @@ CHECKS = {
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
     "langgraph_agent": check_langgraph_agent,
+    "langgraph_threads": check_langgraph_threads,
     "orders_and_audit": check_orders_and_audit,
     "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
+    "round_trip": check_round_trip,
     "key_layouts": check_key_layouts,
     "backfill_job": check_backfill_job,
     "counter": check_counter,
