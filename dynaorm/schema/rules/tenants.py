@@ -367,12 +367,14 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
              ) -> Proto[Forgotten]:
     """Destroy the key of the tenant ``value`` of ``table``: its key table item
     replaced by a tombstone saying when (the audit row), unless it is one already
-    (idempotent: that one's time is kept). Returns what is recorded."""
+    (idempotent: that one's time is kept). Returns what is recorded. The tombstone holds
+    this call's own id (``by``): a put resent after its answer was lost fails its
+    condition on the tombstone it wrote, and still says it forgot (``now``)."""
     tok, field = token(value), table.key_scope or "?"
-    at = _now()
+    at, by = _now(), os.urandom(8).hex()
     scope = {field: value}
     request = {"TableName": table.key_table, "Item": {
-        TENANT: {"S": tok}, "forgotten": {"S": at},
+        TENANT: {"S": tok}, "forgotten": {"S": at}, "by": {"S": by},
         "scope": {"M": {field: {"S": value}}}},
         "ConditionExpression": "attribute_not_exists(#f)",
         "ExpressionAttributeNames": {"#f": "forgotten"}}
@@ -385,7 +387,8 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
                                      "Key": {TENANT: {"S": tok}}, "ConsistentRead": True},
                          origins)
         stored = out.get("Item") or {}
-        found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)), False)
+        found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)),
+                          stored.get("by") == {"S": by})
     else:
         found = Forgotten(scope, at, True)
     tenant_keys(table, base).drop(tok, found)
