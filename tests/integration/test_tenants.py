@@ -559,3 +559,38 @@ def test_a_key_made_under_a_lost_answer_is_the_one_stored(
     r = tb.session()
     assert r.get(Account, tenant_id="new", account_id="1", consistent=True).iban == "first"
     assert r.get(Account, tenant_id="new", account_id="2", consistent=True).iban == "second"
+
+
+@pytest.mark.engines("moto")
+def test_a_rewrap_whose_answer_is_lost_is_counted_beside_a_second_rewrap(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """Rotation wraps a tenant's key anew (a conditioned update of its key table item);
+    the update is applied and its answer lost, and inside that window a second reencrypt
+    finds the key already under the current keyring key (nothing to do). The resent
+    update fails its condition on what this one wrote: it rewrapped, and says so (one
+    rewrap counted in all); the tenant reads once the old keyring key is dropped."""
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    seed(tb)
+    ks.keyring = StaticKeyring(OLD, previous=[KEY])
+    counted: list[int] = []
+
+    def second() -> None:
+        counted.append(run_local(reencrypt(Account, scope={"tenant_id": "beta"}),
+                                 workers=1).rewrapped)
+
+    faults = FaultInjector(ks.key_table)
+    ks.db.add_hook(faults)
+    try:
+        faults.lose_answer("UpdateItem", after=second)
+        report = run_local(reencrypt(Account, scope={"tenant_id": "beta"}), workers=1)
+    finally:
+        ks.db.remove_hook(faults)
+    assert report.failed == [] and report.rewrapped == 1 and counted == [0]
+    ks.keyring = StaticKeyring(OLD)
+    from dynaorm.schema.rules.tenants import tenant_keys
+
+    tenant_keys(ks, ks.keyring)._held.clear()
+    got = tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
+    assert got is not None and got.iban == "beta-IBAN"

@@ -310,7 +310,8 @@ class TenantKeys:
         """Wrap the key of the tenant ``value`` anew under the table keyring's current
         key where a key of its ``previous`` wraps it (rotation): one conditioned update of
         its key table item (a forget, or another rewrap, meanwhile wins). Whether this
-        call wrapped it."""
+        call wrapped it (an update resent after its answer was lost fails its condition
+        on what it wrote: it reads the item, and says so)."""
         tok = token(value)
         item = (yield from self._read([tok], origins)).get(tok)
         if item is None or "forgotten" in item or item["key_id"]["S"] == str(self.base.key_id):
@@ -328,9 +329,10 @@ class TenantKeys:
                     ":k": {"S": str(self.base.key_id)}, ":w": {"B": wrapped},
                     ":was_k": {"S": was_id}, ":was_w": {"B": was}}}, origins)
         except RequestError as exc:
-            if exc.code == "ConditionalCheckFailedException":
-                return False
-            raise
+            if exc.code != "ConditionalCheckFailedException":
+                raise
+            now = (yield from self._read([tok], origins)).get(tok) or {}
+            return now.get("wrapped") == {"B": wrapped}  # (a resent update: ours applied)
         return True
 
     def drop(self, tok: str, found: Forgotten) -> None:
