@@ -226,6 +226,8 @@ LANDED = 166_216
 #: session's ``lease`` (its two typed forms, forwarding to the lease module: +260), a
 #: refused lease's ``LeaseError`` in the outcomes (+97), the error and the public names
 LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's second half)
+#: the examples on the public door: dynaorm.testing exports s3_factory (+2)
+LANDED = 166_597
 #: issue 84 (values of any size, keys per tenant): its modules are NEW_FEATURES; what they
 #: need in 0.5's modules is +2,330 (measured after issues 80, 82 and 83: merged): the
 #: placing hooks and their resolution in the rules (+515: ``place``, ``holds``, ``publish``,
@@ -236,10 +238,8 @@ LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's se
 #: creation (+244), the commit's and the plan's hand-over to the placing module (+150), the
 #: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
 #: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
-#: exactly that.
-LANDED = 168_925
-#: merging red85 (issue 85's red team) on main: +2 (testing's ``s3_factory`` made public)
-LANDED = 168_927
+#: exactly that, on main's 166,603 (main's nested-path update fix, c015599e: +6, unsaid there).
+LANDED = 168_933
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
