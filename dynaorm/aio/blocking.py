@@ -88,3 +88,10 @@ class BlockingAsyncSession(_Blocking):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         _run(self._target.__aexit__(exc_type, exc, tb))
+
+    def run(self, op: Any) -> Any:
+        """``op`` (:meth:`dynaorm.Session.run`) driven here: made with this adapter, its
+        steps are this adapter's blocking calls."""
+        from dynaorm.client.session import run_op
+
+        return run_op(op)

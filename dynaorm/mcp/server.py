@@ -24,7 +24,6 @@ from dynaorm.mcp.tools import (
     Embed,
     Tool,
     ToolError,
-    arun,
     check_arguments,
     message_of,
     run,
@@ -146,8 +145,8 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
         if not threads:
             return call(tool, args, tenant)
         if tool.kind in KEYED_READS and _on_asyncio(table):  # (no thread: not blocking)
-            return await arun(tool, args, AsyncSession(table, scope=tenant or None), tenant,
-                              embed, tools, cursors)
+            return await run(tool, args, AsyncSession(table, scope=tenant or None), tenant,
+                             embed, tools, cursors)
         return await anyio.to_thread.run_sync(call, tool, args, tenant)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

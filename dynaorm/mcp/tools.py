@@ -9,8 +9,8 @@ JSON (``model_dump(mode="json")``: its serializers; encrypted fields left out, `
 base64 text: :func:`dump`), pages with their opaque cursors, hits with their scores; its
 arguments are validated as the entity validates JSON (``bytes`` from base64 text). An
 adapter's own rows (``__dynaorm_internal__``) get no tools. Each tool's operation is one
-generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session`
-(:func:`run`) or an :class:`~dynaorm.AsyncSession` (:func:`arun`).
+generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session` or an
+:class:`~dynaorm.AsyncSession` (:meth:`~dynaorm.Session.run`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from dynaorm.sync.session import Session
 
 __all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
-           "ToolError", "arun", "check_arguments", "dump", "json_of", "message_of", "run",
+           "ToolError", "check_arguments", "dump", "json_of", "message_of", "run",
            "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
@@ -425,40 +425,16 @@ class Cursors:
                 "one") from exc
 
 
-def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
-        embed: Embed | None, tools: Mapping[str, Tool], cursors: Cursors | None = None
-        ) -> Any:
+def run(tool: Tool, args: dict[str, Any], session: Session | AsyncSession,
+        scope: Mapping[str, Any], embed: Embed | None, tools: Mapping[str, Tool],
+        cursors: Cursors | None = None) -> Any:
     """Execute ``tool`` with ``args`` (checked against its schema) in ``session``: its
-    JSON result (pages' cursors given and taken by ``cursors``, the server's)."""
-    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
-    while True:
-        try:
-            step = steps.send(sent) if failed is None else steps.throw(failed)
-        except StopIteration as done:
-            return done.value
-        try:
-            sent, failed = step(), None
-        except Exception as exc:  # (thrown into the op: it handles it or lets it through)
-            sent, failed = None, exc
+    JSON result (pages' cursors given and taken by ``cursors``, the server's); by an
+    ``AsyncSession``, a coroutine of it (``session.run``: one operation, either kind)."""
+    return session.run(_op(tool, args, session, scope, embed, tools, cursors))
 
 
-async def arun(tool: Tool, args: dict[str, Any], session: AsyncSession,
-               scope: Mapping[str, Any], embed: Embed | None, tools: Mapping[str, Tool],
-               cursors: Cursors | None = None) -> Any:
-    """:func:`run` by an ``AsyncSession``: the same operation, its steps awaited."""
-    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
-    while True:
-        try:
-            step = steps.send(sent) if failed is None else steps.throw(failed)
-        except StopIteration as done:
-            return done.value
-        try:
-            sent, failed = await step(), None
-        except Exception as exc:
-            sent, failed = None, exc
-
-
-#: the tools a server runs on its event loop (by an ``AsyncSession``: :func:`arun`)
+#: the tools a server runs on its event loop (by an ``AsyncSession``)
 KEYED_READS = frozenset({"get", "find"})
 
 
@@ -475,9 +451,7 @@ def _op(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, Any]
     keys = _values(entity, _scoped_args(given, scope, tool.keys))
     if tool.kind in KEYED_READS:
         if explained:
-            if (held := session._stage.scope) is not None:  # (refused as a call is)
-                held.fields(spec_of(entity), keys, "explain")
-            return explain(entity, **keys)
+            return explain(session, entity, **keys)  # (refused as the call would be)
         call = session.get if tool.kind == "get" else session.find
         found = yield partial(call, entity, **keys)
         return {"item": None if found is None else dump(found)}
@@ -520,6 +494,9 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
     need and keeps the idempotency key's receipt (a retry is a replay). ``version`` is an
     If-Match, a condition on the stored version."""
     entity, key = tool.entity, args.get("idempotency_key")
+    if explained and key is not None:  # (as the commit it would be: keyed, its receipt)
+        session = type(session)(session.table or session.client, scope=session.scope,
+                                idempotency_key=key)
     fields = entity.model_fields
     keys = _values(entity, _scoped_args({n: args[n] for n in tool.keys if n in args}, scope,
                                         tool.keys))
@@ -535,8 +512,7 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
         staged = staged.returning() if match is None else staged.returning().where(match)
     else:
         session.delete(entity, condition=match, **keys)
-    if explained:  # (as the commit it would be: keyed, with its receipt)
-        session._stage.idempotency_key = key
+    if explained:
         try:
             return explain(session)
         finally:

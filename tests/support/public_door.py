@@ -121,9 +121,9 @@ def public(module: str, name: str | None) -> bool:
         return module in modules or module == "dynaorm"
     if f"{module}.{name}" in modules:  # (a documented submodule: ``from dynaorm import lake``)
         return True
-    if module == "dynaorm" or module in modules:
-        if name in exported(module) or f"{module}.{name}" in names:
-            return True
+    if (module == "dynaorm" or module in modules) and (
+            name in exported(module) or f"{module}.{name}" in names):
+        return True
     found = _module(module)
     if found is None or not hasattr(found, name):
         return False
@@ -235,7 +235,7 @@ def measure(surface: str) -> Use:
                         for name in _defined(node)}
         else:
             defined |= _defined(tree)
-    for path, tree, part in trees:  # (its own classes' members are its own)
+    for _, tree, part in trees:  # (its own classes' members are its own)
         tops = tree.body if part is None else [
             n for n in tree.body if getattr(n, "name", None) in part]
         defined -= {name for top in tops for name in _members(top)}
