@@ -55,7 +55,7 @@ from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
 from dynaorm.schema.rules.vectors import Vector
-from dynaorm.schema.table import GSI, LSI, VectorIndex
+from dynaorm.schema.table import GSI, LSI, RowKind, VectorIndex
 from dynaorm.sync.reads import Query, Scan, Search
 from dynaorm.sync.session import Session
 from dynaorm.values.expressions import Condition, F
@@ -123,6 +123,7 @@ __all__ = [
     "RequestError",
     "RequestEvent",
     "RequestNotSentError",
+    "RowKind",
     "Rule",
     "Scan",
     "ScopeError",
@@ -144,6 +145,7 @@ __all__ = [
     "Vector",
     "VectorIndex",
     "Versioned",
+    "__version__",
     "explain",
     "infer",
     "inspect",

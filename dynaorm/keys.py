@@ -1,0 +1,33 @@
+"""The key grammar (contract 24, "One public door"): the one parser of the key templates
+an entity declares (``"ORG#{org_id}#USER#{user_id}"``), for code outside dynaorm that must
+read or write keys as dynaorm does: a policy generator, an exporter, a tool that lists a
+tenant's rows. Pure: it sends nothing.
+
+- **parse**: :func:`parse` (a :class:`~dynaorm.KeyTemplateError` for a template the grammar
+  refuses: two fields side by side, a conversion other than ``!u``/``!l``...);
+- **render**: :meth:`KeyTemplate.render` (a whole key from field values, refusing a value
+  that holds a separator of its field), :meth:`KeyTemplate.render_prefix` (its leading
+  fields, for a ``begins_with``), :func:`render_value` (one value as keys hold it);
+- **read back**: :meth:`KeyTemplate.parse_key` (a stored key's field texts, ``None`` when
+  the template did not render it);
+- **the proven prefix**: :meth:`KeyTemplate.scope_prefix` (the leading part of a key
+  that proves it belongs to a scope's values: what ``dynaorm iam --scope`` grants);
+  :meth:`KeyTemplate.separators` (what a field's values never hold).
+
+A security decision taken on keys (is this key a tenant's?) rests on this parser alone,
+never on a string check beside it. The templates of a model are in ``table.model()``
+(``pk``, ``sk``, each index's, each row kind's ``key``)."""
+
+from __future__ import annotations
+
+from dynaorm.errors import KeyTemplateError
+from dynaorm.schema.templates import KeyTemplate, render_value
+
+__all__ = ["KeyTemplate", "KeyTemplateError", "parse", "render_value"]
+
+
+def parse(source: str, *, key_type: str = "S") -> KeyTemplate:
+    """``source``, a key template, parsed by the grammar every entity's keys are
+    (``key_type``: the key attribute's DynamoDB type, ``"N"``/``"B"`` for a template of
+    exactly one field); a :class:`~dynaorm.KeyTemplateError` when it refuses it."""
+    return KeyTemplate.parse(source, key_type=key_type)
