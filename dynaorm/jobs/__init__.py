@@ -1,12 +1,23 @@
 """Whole-table work split into tasks an engine runs: ``backfill``, ``migrate``, ``check``
-and ``reencrypt`` and ``export`` as :class:`Job` objects, and :func:`run_local` (see :doc:`the
-jobs guide </guide/jobs>`, :doc:`the exports guide </guide/exports>` and :doc:`the lake
-guide </guide/lake>`)."""
+and ``reencrypt`` and ``export`` as :class:`Job` objects, :func:`run_local` and
+:func:`run_spark` (see :doc:`the jobs guide </guide/jobs>`, :doc:`the exports guide
+</guide/exports>` and :doc:`the lake guide </guide/lake>`)."""
 
 from dynaorm.jobs.exports import ExportError, ExportReport
-from dynaorm.jobs.job import MARK, BackfillReport, Job, Task, backfill, check, migrate, run_local
+from dynaorm.jobs.job import (
+    MARK,
+    BackfillReport,
+    Job,
+    Task,
+    backfill,
+    check,
+    migrate,
+    run_local,
+    run_spark,
+)
 from dynaorm.jobs.lake import export
 from dynaorm.jobs.reencryption import ReencryptReport, reencrypt
 
 __all__ = ["MARK", "BackfillReport", "ExportError", "ExportReport", "Job", "ReencryptReport",
-           "Task", "backfill", "check", "export", "migrate", "reencrypt", "run_local"]
+           "Task", "backfill", "check", "export", "migrate", "reencrypt", "run_local",
+           "run_spark"]

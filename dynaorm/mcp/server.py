@@ -14,10 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dynaorm._version import __version__
-from dynaorm.aio.session import AsyncSession
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, ScopeError
+from dynaorm import AsyncSession, DynaormError, Entity, ScopeError, Session, Table, __version__
 from dynaorm.mcp.tools import (
     KEYED_READS,
     Cursors,
@@ -29,8 +26,6 @@ from dynaorm.mcp.tools import (
     run,
     tools_of,
 )
-from dynaorm.schema.entity import Entity
-from dynaorm.sync.session import Session
 
 if TYPE_CHECKING:
     import mcp_types as types

@@ -30,24 +30,24 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
 from pydantic_core.core_schema import ErrorType
 
-from dynaorm.client.table import Table
-from dynaorm.core.explain import explain
-from dynaorm.core.scope import Scope
-from dynaorm.errors import (
+from dynaorm import (
     ConcurrentModificationError,
     ConditionFailedError,
     DynaormError,
+    Entity,
+    F,
     InvalidCursorError,
     ItemDecodeError,
     ScopeError,
+    Session,
+    Table,
+    explain,
 )
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
-from dynaorm.values.expressions import F
 
 if TYPE_CHECKING:
-    from dynaorm.aio.session import AsyncSession
-    from dynaorm.sync.session import Session
+    from dynaorm import AsyncSession
 
 __all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
            "ToolError", "check_arguments", "dump", "json_of", "message_of", "run",
@@ -317,19 +317,18 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
         raise DynaormError(f"writes= names {internal}: rows an adapter keeps for itself "
                            "(__dynaorm_internal__), which get no tools")
     scoped = frozenset(scope)
+    # (what a session scoped so refuses, it refuses as it builds a query: no tool offers it)
+    probe = Session(table, scope=dict.fromkeys(scoped, "x")) if scoped else None
     out: dict[str, Tool] = {}
     for name in sorted(table.entities):
         entity = table.entities[name]
-        spec = spec_of(entity)
-        if not _offered(entity):
+        if not _offered(entity) or not _covered(probe, entity):
             continue
-        if scoped and not _coverable(spec, scoped):
-            continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
         json_of(entity)  # (built now: never while calls are served)
-        for p in patterns_of(spec):
+        for p in patterns_of(spec_of(entity)):
             tool = _read_tool(p, fields, defs, scoped, embed)
-            if tool is not None and _covered(tool, scoped):
+            if tool is not None and _covered(probe, entity, tool):
                 out[tool.name] = tool
         if name in allowed:
             out.update((t.name, t) for t in _write_tools(entity, fields, defs, scoped))
@@ -348,27 +347,20 @@ def _offered(entity: type[Entity]) -> bool:
     return not getattr(entity, "__dynaorm_internal__", False)
 
 
-def _coverable(spec: Any, scoped: frozenset[str]) -> bool:
-    """Whether a session scoped by ``scoped`` takes the entity of ``spec``."""
-    try:
-        Scope(dict.fromkeys(scoped, "x")).entity(spec)
-    except ScopeError:
-        return False
-    return True
-
-
-def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
-    """Whether a scoped session can run ``tool`` (an index query or a search the scope
-    cannot hold is left out)."""
-    if not scoped:
+def _covered(probe: Session | None, entity: type[Entity], tool: Tool | None = None) -> bool:
+    """Whether a session scoped as ``probe`` takes ``entity``, and runs ``tool`` of it (an
+    index query or a search the scope cannot hold is left out)."""
+    if probe is None:
         return True
-    spec = spec_of(tool.entity)
     try:
-        if tool.kind == "query" and tool.pattern is not None:
-            Scope(dict.fromkeys(scoped, "x")).index(spec, tool.pattern.index)
+        if tool is None or tool.kind == "query":
+            probe.query(entity, index=None if tool is None or tool.pattern is None
+                        else tool.pattern.index)
         elif tool.kind == "search":
+            spec = spec_of(entity)
             index = spec.table.vector_index(tool.extra["index"])
-            return all(spec.attr(f) in (index.partition, *index.filters) for f in scoped)
+            return all(spec.attr(f) in (index.partition, *index.filters)
+                       for f in probe.scope or ())
     except ScopeError:
         return False
     return True
