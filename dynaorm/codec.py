@@ -1,9 +1,11 @@
 """What dynaorm stores, public (contract 24, "One public door"): the registry of the kinds
 of value a field holds (:class:`Kind`, :func:`kinds`, and :func:`register` with
-:func:`stored_as` for a class of your own: the guide's "Field types, and adding one"), and
-an entity object's stored item both ways (:func:`item_of`, :func:`fields_of`), for code
-outside dynaorm that reads or writes items itself (a bridge to another library, an
-exporter). Pure: it sends nothing; a session reads and writes items."""
+:func:`stored_as` for a class of your own: the guide's "Field types, and adding one"), an
+entity object's stored item both ways (:func:`item_of`, :func:`fields_of`), an item's
+values with no entity (:func:`decode_item`) and DynamoDB's count of its size
+(:func:`item_size`, :func:`value_size`, :data:`MAX_ITEM_BYTES`), for code outside dynaorm
+that reads or writes items itself (a bridge to another library, an exporter, a test
+engine). Pure: it sends nothing; a session reads and writes items."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.values.codec import Kind, kinds, register, stored_as
+from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
+from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 
-__all__ = ["Kind", "fields_of", "item_of", "kinds", "register", "stored_as"]
+__all__ = ["MAX_ITEM_BYTES", "Kind", "decode_item", "fields_of", "item_of", "item_size",
+           "kinds", "register", "stored_as", "value_size"]
 
 
 def item_of(obj: Entity) -> dict[str, Any]:

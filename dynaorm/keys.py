@@ -8,8 +8,9 @@ tenant's rows. Pure: it sends nothing.
 - **render**: :meth:`KeyTemplate.render` (a whole key from field values, refusing a value
   that holds a separator of its field), :meth:`KeyTemplate.render_prefix` (its leading
   fields, for a ``begins_with``), :func:`render_value` (one value as keys hold it);
-- **read back**: :meth:`KeyTemplate.parse_key` (a stored key's field texts, ``None`` when
-  the template did not render it);
+- **read back**: :func:`key_value` (a stored key attribute, DynamoDB JSON, as the text
+  templates render), :meth:`KeyTemplate.parse_key` (its field texts, ``None`` when the
+  template did not render it), :func:`key_order` (key values in DynamoDB's order);
 - **the proven prefix**: :meth:`KeyTemplate.scope_prefix` (the leading part of a key
   that proves it belongs to a scope's values: what ``dynaorm iam --scope`` grants);
   :meth:`KeyTemplate.separators` (what a field's values never hold).
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.templates import KeyTemplate, render_value
+from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["KeyTemplate", "KeyTemplateError", "parse", "render_value"]
+__all__ = ["KeyTemplate", "KeyTemplateError", "key_order", "key_value", "parse", "render_value"]
 
 
 def parse(source: str, *, key_type: str = "S") -> KeyTemplate:

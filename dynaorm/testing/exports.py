@@ -37,9 +37,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from dynaorm._types import Item
-
 __all__ = ["dynamodb_json", "full_export", "incremental_export"]
+
+Item = dict[str, Any]  # (an item to export: plain values, or DynamoDB JSON)
 
 START, END = "2026-01-01T00:00:00.000Z", "2026-01-01T00:05:00.000Z"
 

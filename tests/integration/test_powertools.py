@@ -237,7 +237,7 @@ def test_the_layer_registers_its_records_in_the_model() -> None:
     assert iam.unbound_rows(table.model(), "write", "tenant_id") == []
     DynaormPersistenceLayer(table)
     DynaormPersistenceLayer(table)  # (registered once)
-    receipts, records = table.model()["table"]["rows"]
+    _, records = table.model()["table"]["rows"]
     key = f"{POWERTOOLS_TYPE}#{{hashed key}}"
     assert records == {"role": "Powertools idempotency record", "type": POWERTOOLS_TYPE,
                        "key": {"pk": key, "sk": key}, "ttl_seconds": None, "scoped": False,
