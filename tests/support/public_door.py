@@ -34,13 +34,12 @@ The rules, precisely:
 from __future__ import annotations
 
 import ast
-import importlib
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +88,7 @@ def documented() -> tuple[frozenset[str], frozenset[str]]:
         if not line.startswith("::: "):
             continue
         target = line[4:].strip()
-        if _module(target) is not None:
+        if _source(target) is not None:
             modules.add(target)
         else:
             owner, _, _ = target.rpartition(".")
@@ -98,19 +97,59 @@ def documented() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(modules), frozenset(names)
 
 
-def _module(name: str) -> ModuleType | None:
-    """The module ``name`` names (imported), or ``None`` when it names none."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
+def _source(module: str) -> Path | None:
+    """The file of a module of the project (``None``: no such module). Read, never
+    imported: the count imports nothing of what it counts."""
+    base = ROOT.joinpath(*module.split("."))
+    for found in (base.with_suffix(".py"), base / "__init__.py"):
+        if found.is_file():
+            return found
+    return None
 
 
 @cache
+def _bindings(module: str) -> tuple[frozenset[str], dict[str, tuple[str, str]]]:
+    """A module's ``__all__`` (its literals, ``+=`` included) and the names it binds by
+    importing them: name -> (module, name) (``dynaorm``'s lazy names too: ``_LAZY``)."""
+    path = _source(module)
+    if path is None:
+        return frozenset(), {}
+    tree = _parsed(path)
+    exported: set[str] = set()
+    imported: dict[str, tuple[str, str]] = {}
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if "__all__" in names and node.value is not None:
+                exported |= {e.value for e in ast.walk(node.value)
+                             if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if "_LAZY" in names and isinstance(node.value, ast.Dict):
+                imported.update({k.value: (v.value, k.value) for k, v in zip(
+                    node.value.keys, node.value.values, strict=True)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)})
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(node.module or "", node.level, module, is_package)
+            imported.update({a.asname or a.name: (source, a.name) for a in node.names})
+    return frozenset(exported), imported
+
+
 def exported(module: str) -> frozenset[str]:
-    """The names a module's ``__all__`` exports (none when it has none or cannot load)."""
-    found = _module(module)
-    return frozenset(getattr(found, "__all__", ()) if found is not None else ())
+    """The names a module's ``__all__`` exports (none when it has none)."""
+    return _bindings(module)[0]
+
+
+@cache
+def origin(module: str, name: str) -> tuple[str, str]:
+    """Where the ``name`` of ``module`` is defined: its imports followed through the
+    project's modules (a submodule: ``(module.name, "")``)."""
+    if _source(f"{module}.{name}") is not None:
+        return f"{module}.{name}", ""
+    found = _bindings(module)[1].get(name)
+    if found is None or found[0] == module or _source(found[0]) is None:
+        return module, name
+    return origin(*found)
 
 
 def public(module: str, name: str | None) -> bool:
@@ -124,15 +163,9 @@ def public(module: str, name: str | None) -> bool:
     if (module == "dynaorm" or module in modules) and (
             name in exported(module) or f"{module}.{name}" in names):
         return True
-    found = _module(module)
-    if found is None or not hasattr(found, name):
-        return False
-    obj = getattr(found, name)
-    return any(getattr(_module(door), name, _NOTHING) is obj
+    defined = origin(module, name)
+    return any(origin(door, name) == defined
                for door in ("dynaorm", *modules) if name in exported(door))
-
-
-_NOTHING = object()
 
 
 def _files(spec: str) -> Iterator[tuple[Path, frozenset[str] | None]]:
@@ -147,7 +180,9 @@ def _files(spec: str) -> Iterator[tuple[Path, frozenset[str] | None]]:
 
 
 def module_name(path: Path) -> str:
-    """The dotted module name of a file of the project."""
+    """The dotted module name of a file of the project (a file elsewhere: its name)."""
+    if not path.is_relative_to(ROOT):
+        return path.stem
     rel = path.relative_to(ROOT).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
@@ -172,6 +207,17 @@ def _defined(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.arg):
             found.add(node.arg)
     return {n for n in found if n.startswith("_")}
+
+
+#: a private name a module defines: a function or class, an attribute of ``self``/``cls``
+#: assigned, a name assigned or annotated (read from the text: no module need be parsed)
+_DEFINES = re.compile(r"\b(?:def|class)\s+(_\w+)|\b(?:self|cls)\.(_\w+)\s*(?::[^=]|=[^=])"
+                      r"|^\s*(_\w+)\s*(?::[^=]|=[^=])", re.MULTILINE)
+
+
+@cache
+def _defined_in(path: Path) -> frozenset[str]:
+    return frozenset(n for m in _DEFINES.finditer(path.read_text()) for n in m.groups() if n)
 
 
 def _members(tree: ast.AST) -> set[str]:
@@ -216,7 +262,13 @@ def _resolve(module: str, level: int, here: str, is_package: bool) -> str:
 
 def measure(surface: str) -> Use:
     """What ``surface`` takes from around the door."""
-    specs = SURFACES[surface]
+    return measure_modules(SURFACES[surface])
+
+
+def measure_modules(specs: Iterable[str]) -> Use:
+    """What the modules ``specs`` (as :data:`SURFACES` names them) take from around the
+    door, as one surface."""
+    specs = tuple(specs)
     own = _own_modules(specs)
     trees: list[tuple[Path, ast.Module, frozenset[str] | None]] = []
     for spec in specs:
@@ -228,13 +280,12 @@ def measure(surface: str) -> Use:
     for path in _package_files():
         if path in mine:
             continue
-        tree = _parsed(path)
         if path in parts:
-            defined |= {name for node in tree.body
+            defined |= {name for node in _parsed(path).body
                         if getattr(node, "name", None) not in parts[path]
                         for name in _defined(node)}
         else:
-            defined |= _defined(tree)
+            defined |= _defined_in(path)
     for _, tree, part in trees:  # (its own classes' members are its own)
         tops = tree.body if part is None else [
             n for n in tree.body if getattr(n, "name", None) in part]
@@ -252,7 +303,7 @@ def measure(surface: str) -> Use:
             used = {n.id for top in nodes for n in ast.walk(top) if isinstance(n, ast.Name)}
             # the module-level imports its part uses
             nodes += [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-        where = str(path.relative_to(ROOT))
+        where = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         for top in nodes:
             for node in ast.walk(top):
                 _take(node, use, own, defined, here, is_package, used, where)
