@@ -145,7 +145,6 @@ __all__ = [
     "Vector",
     "VectorIndex",
     "Versioned",
-    "__version__",
     "explain",
     "infer",
     "inspect",

@@ -27,6 +27,7 @@ The rules, precisely:
   A surface that is part of a module (Spark is ``jobs/job.py``'s ``run_spark``) is the
   top-level definitions it names: the imports they use count, the rest of the module is
   its host's.
+- A dunder name (``from dynaorm import __version__``) is no private name.
 - Each private name counts once per surface however many of its modules import it.
   Imports under ``if TYPE_CHECKING:`` count as any other (a type is part of the door).
 """
@@ -158,6 +159,8 @@ def public(module: str, name: str | None) -> bool:
     modules, names = documented()
     if name is None:
         return module in modules or module == "dynaorm"
+    if name.startswith("__") and name.endswith("__"):  # (``__version__``: no private name)
+        return True
     if f"{module}.{name}" in modules:  # (a documented submodule: ``from dynaorm import lake``)
         return True
     if (module == "dynaorm" or module in modules) and (
