@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from dynaorm.aio.reads import AsyncSearch, AsyncTerminals
+from dynaorm.client.session import run_op
 
 __all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
@@ -89,9 +90,5 @@ class BlockingAsyncSession(_Blocking):
                  tb: TracebackType | None) -> None:
         _run(self._target.__aexit__(exc_type, exc, tb))
 
-    def run(self, op: Any) -> Any:
-        """``op`` (:meth:`dynaorm.Session.run`) driven here: made with this adapter, its
-        steps are this adapter's blocking calls."""
-        from dynaorm.client.session import run_op
-
-        return run_op(op)
+    #: an operation made with this adapter: its steps are its blocking calls
+    run = staticmethod(run_op)

@@ -39,25 +39,22 @@ Op = Generator[Callable[[], Any], Any, R]
 
 
 def run_op(op: Op[R]) -> R:
-    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`)."""
-    sent, failed = None, None
-    while True:
-        try:
-            step = op.send(sent) if failed is None else op.throw(failed)
-        except StopIteration as done:
-            return cast(R, done.value)
-        try:
-            sent, failed = step(), None
-        except Exception as exc:  # (thrown into the op: it handles it or lets it through)
-            sent, failed = None, exc
-        except BaseException:  # (an interrupt: the op's own cleanup runs, then it goes on)
-            op.close()
-            raise
+    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`): the one
+    runner, :func:`arun_op`, which never suspends when no step answers an awaitable."""
+    runner = arun_op(op)
+    try:
+        runner.send(None)
+    except StopIteration as done:
+        return cast(R, done.value)
+    runner.close()
+    raise TypeError("Session.run: a step answered an awaitable (an AsyncSession's call: "
+                    "run the operation with AsyncSession.run)")
 
 
 async def arun_op(op: Op[R]) -> R:
-    """``op`` driven to its end, each step called and awaited when it answers an
-    awaitable (:meth:`dynaorm.AsyncSession.run`)."""
+    """``op`` driven to its end, each step called, and awaited when it answers an
+    awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
+    ``op``; an interrupt (a cancellation) closes it, then goes on."""
     sent, failed = None, None
     while True:
         try:
@@ -70,7 +67,7 @@ async def arun_op(op: Op[R]) -> R:
                 sent = await sent
         except Exception as exc:
             sent, failed = None, exc
-        except BaseException:  # (a cancellation)
+        except BaseException:
             op.close()
             raise
 

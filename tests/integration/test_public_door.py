@@ -113,6 +113,12 @@ def test_an_error_a_step_raises_is_thrown_into_the_operation(ddb: TestBackend) -
         asyncio.run(AsyncSession(desk).run(op()))
     assert seen == ["closed", "closed"]
 
+    def awaiting() -> Any:  # (a step of an AsyncSession, run by a Session)
+        yield lambda: asyncio.sleep(0)
+
+    with pytest.raises(TypeError, match="AsyncSession.run"):
+        Session(desk).run(awaiting())
+
 
 def test_a_session_s_scope_and_idempotency_key_are_read_only(ddb: TestBackend) -> None:
     s = Session(desk, scope={"tenant_id": "t1"}, idempotency_key="k-1")
