@@ -39,6 +39,7 @@ from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
+from dynaorm.values.formats import StoredAs
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
            "describe_type", "entity_model", "index_model", "lands_in", "model_of",
@@ -158,6 +159,9 @@ def describe_type(annotation: Any) -> dict[str, Any]:
     marker = next((m for m in metadata if isinstance(m, Vector)), None)
     if marker is not None:
         out["vector"] = marker.dimensions
+    stored = next((m for m in metadata if isinstance(m, StoredAs)), None)
+    if stored is not None:  # (a time's stored format: a strftime pattern or its name)
+        out["stored_as"] = stored.format
     return out
 
 

@@ -285,7 +285,7 @@ def _unranked(entity: Any, row: RuleRow, owner: Any, ranked: bool) -> DynaormErr
 def claimed_names(table: Any) -> frozenset[str]:
     """Every type name a class of ``table`` claims: its own ``type_name`` and the one its
     ``Meta.previous`` declares, plus unique guards and the rows its rules add
-    (:func:`rule_rows`); a type name in dynaorm's namespace (a receipt's, a surface's row
+    (:func:`rule_rows`); a row keyed in dynaorm's namespace (a receipt, a surface's row
     kind's) is claimed too (:func:`unclaimed_name`)."""
     names = {GUARD_TYPE, *table.entities}
     for cls in table.entities.values():
@@ -304,7 +304,8 @@ def unclaimed_name(table: Any, item: Item) -> str | None:
         return None
     value = item.get(attr)
     name = value.get("S") if isinstance(value, dict) else None
-    if not isinstance(name, str) or name in table.entities or name.startswith(OWN_PREFIX):
+    if not isinstance(name, str) or name in table.entities or (
+            name.startswith(OWN_PREFIX) and own_row(table, item)):
         return None  # (most items: a class's or dynaorm's; the rest looks at every class)
     return None if name in claimed_names(table) else name
 

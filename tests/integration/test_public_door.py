@@ -116,7 +116,7 @@ def test_an_error_a_step_raises_is_thrown_into_the_operation(ddb: TestBackend) -
     def awaiting() -> Any:  # (a step of an AsyncSession, run by a Session)
         yield lambda: asyncio.sleep(0)
 
-    with pytest.raises(TypeError, match="AsyncSession.run"):
+    with pytest.raises(TypeError, match=r"AsyncSession\.run"):
         Session(desk).run(awaiting())
 
 
