@@ -55,7 +55,7 @@ from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
 from dynaorm.schema.rules.vectors import Vector
-from dynaorm.schema.table import GSI, LSI, RowKind, VectorIndex
+from dynaorm.schema.table import GSI, LSI, VectorIndex
 from dynaorm.sync.reads import Query, Scan, Search
 from dynaorm.sync.session import Session
 from dynaorm.values.expressions import Condition, F
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
+    from dynaorm.schema.rows import RowKind
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
@@ -172,6 +173,7 @@ _LAZY = {
     "explain": "dynaorm.core.explain",
     "infer": "dynaorm.client.infer",
     "Previous": "dynaorm.schema.rules.previous",
+    "RowKind": "dynaorm.schema.rows",
     "StagedUpdate": "dynaorm.write.updates",
     "StoredAs": "dynaorm.values.formats",
     "inspect": "dynaorm.schema.inspection",

@@ -13,7 +13,9 @@ tenant's rows. Pure: it sends nothing.
   template did not render it), :func:`key_order` (key values in DynamoDB's order);
 - **the proven prefix**: :meth:`KeyTemplate.scope_prefix` (the leading part of a key
   that proves it belongs to a scope's values: what ``dynaorm iam --scope`` grants);
-  :meth:`KeyTemplate.separators` (what a field's values never hold).
+  :meth:`KeyTemplate.separators` (what a field's values never hold);
+- **the reserved namespace**: :data:`OWN_PREFIX`, what every key of a row a table keeps
+  for itself or a surface begins with (:class:`dynaorm.RowKind`), and no entity's may.
 
 A security decision taken on keys (is this key a tenant's?) rests on this parser alone,
 never on a string check beside it. The templates of a model are in ``table.model()``
@@ -23,9 +25,10 @@ from __future__ import annotations
 
 from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.templates import KeyTemplate, render_value
-from dynaorm.values.keys import key_order, key_value
+from dynaorm.values.keys import OWN_PREFIX, key_order, key_value
 
-__all__ = ["KeyTemplate", "KeyTemplateError", "key_order", "key_value", "parse", "render_value"]
+__all__ = ["OWN_PREFIX", "KeyTemplate", "KeyTemplateError", "key_order", "key_value", "parse",
+           "render_value"]
 
 
 def parse(source: str, *, key_type: str = "S") -> KeyTemplate:

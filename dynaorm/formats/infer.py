@@ -30,11 +30,10 @@ from typing import Any, Final
 import pydantic
 
 from dynaorm.errors import DynaormError
+from dynaorm.keys import OWN_PREFIX, KeyTemplate
 from dynaorm.schema.checks import could_overlap, literal_outranks
-from dynaorm.schema.rules.receipts import OWN_PREFIX
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
-from dynaorm.schema.templates import KeyTemplate
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
 

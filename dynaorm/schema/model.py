@@ -478,7 +478,7 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
 def receipt_row(table: TableSchema) -> dict[str, Any]:
     """The receipts' row kind (an idempotent commit's receipt, ``commit(idempotency_key=)``:
     one in each table the commit writes): its role, type name, key shape and how long it
-    is kept (:class:`~dynaorm.schema.table.RowKind`)."""
+    is kept (:class:`~dynaorm.RowKind`)."""
     return table.row_kinds[0].data(table)
 
 

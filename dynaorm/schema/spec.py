@@ -301,7 +301,7 @@ class EntitySpec:
         """The table key; for versioned entities the latest copy (or version ``version``)."""
         vals = self._with_shard(values, "primary") if self.shards else values
         key = {self.table.pk: self.pk.render(vals, self.name)}
-        if key[self.table.pk].startswith(OWN_PREFIX):  # (a key led by a field may)
+        if self._may_render_own and key[self.table.pk].startswith(OWN_PREFIX):
             field = self.pk.fields[0]
             raise KeyTemplateError(
                 f"{self.name}: field {field!r} value {values.get(field)!r} renders the key "
@@ -423,6 +423,15 @@ class EntitySpec:
         current ones, then ``Meta.previous``'s (until migrated)."""
         before = self.previous
         return ((self.pk, self.sk), *(() if before is None else ((before.pk, before.sk),)))
+
+    @functools.cached_property
+    def _may_render_own(self) -> bool:
+        """Whether the partition key template may render the key of one of dynaorm's own
+        rows: a string key led by a field, or by a literal that begins ``dynaorm:``'s text
+        (``"{id}"``, ``"{a}#{b}"``); a key led by any other literal never does (no cost)."""
+        head = self.pk.segments[0]
+        return self.pk.key_type == "S" and not self.pk.is_literal and (
+            not isinstance(head, str) or OWN_PREFIX.startswith(head))
 
     @functools.cached_property
     def _templated(self) -> bool:

@@ -9,14 +9,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
+from dynaorm.values.keys import OWN_PREFIX
 
-__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "RowKind", "TableSchema", "VectorIndex",
-           "check_name"]
+if TYPE_CHECKING:
+    from dynaorm.schema.rows import RowKind
+
+__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
@@ -152,55 +155,6 @@ class VectorIndex:
         return (*(() if self.partition is None else (self.partition,)), *self.filters)
 
 
-#: what the partition key of every row a table keeps for itself or for a surface begins with
-#: (a receipt's ``dynaorm:receipt#...``): no entity's key may (refused when rendered)
-OWN_PREFIX = "dynaorm:"
-#: the type name of a receipt row (:mod:`dynaorm.schema.rules.receipts`)
-RECEIPT_TYPE = "dynaorm:receipt"
-
-
-@dataclass(frozen=True)
-class RowKind:
-    """A kind of row a table keeps beside its entities' for dynaorm or for a surface
-    written on it (a receipt of an idempotent commit; Powertools' idempotency records):
-    described once, where the table is, so that what reads the model (``dynaorm iam``,
-    exports, ``check``) reads it there (``table.model()["table"]["rows"]``). Its rows'
-    partition key is ``<type>#<key>`` (on both keys of a table with a sort key), in
-    dynaorm's reserved namespace: never an entity's, never returned by a read, a scan,
-    ``check``, a stream or an export (:meth:`TableSchema.own_row`). Registered with
-    :meth:`TableSchema.keeps`; an entity's own row kinds (its guards, version rows) are
-    in its part of the model."""
-
-    role: str
-    """What one row is, for people (``"Powertools idempotency record"``)."""
-    type: str
-    """The type name its rows are stored with (their partition key's start): it begins
-    with ``dynaorm:``."""
-    key: str = "{key}"
-    """What follows ``<type>#`` in its keys, for people (``"{hashed key}"``)."""
-    scoped: bool = False
-    """Whether a scoped session's scope values follow ``<type>#`` in its keys (a role held
-    to a tenant can be granted its rows: ``dynaorm iam --scope``)."""
-    ttl: timedelta | None = None
-    """How long a row is kept (``None``: as its writer says)."""
-    writer: str = ""
-    """What writes its rows (``"dynaorm.powertools.DynaormPersistenceLayer"``)."""
-
-    def __post_init__(self) -> None:
-        if not self.type.startswith(OWN_PREFIX) or "#" in self.type:
-            raise DynaormError(f"a row kind's type begins with {OWN_PREFIX!r} and holds no "
-                               f"'#', got {self.type!r}")
-
-    def data(self, table: TableSchema) -> dict[str, Any]:
-        """The kind as ``table.model()`` lists it: role, type, key shape (by key
-        attribute), TTL in seconds, whether it renders a scope, and its writer."""
-        key = f"{self.type}#{self.key}"
-        return {"role": self.role, "type": self.type,
-                "key": {table.pk: key} if table.sk is None else {table.pk: key, table.sk: key},
-                "ttl_seconds": None if self.ttl is None else int(self.ttl.total_seconds()),
-                "scoped": self.scoped, "writer": self.writer}
-
-
 class TableSchema:
     """What a DynamoDB table is, for the entities mapped onto it: name, keys, indexes, type
     attribute, key types, TTL attribute, stream, the cursor secret, and the entity classes
@@ -277,7 +231,7 @@ class TableSchema:
         #: unless a client shares one registry between its Table objects of this table
         self._own = (self.entities, self.retired)
         self._client: Any = None
-        self._kinds: dict[str, RowKind] = {}
+        self._kinds: dict[str, RowKind] = {}  # (a surface's row kinds: keeps)
 
     @property
     def keyring(self) -> Any:
@@ -310,18 +264,16 @@ class TableSchema:
     # -- the rows it keeps for itself and for surfaces ------------------------------
     @property
     def row_kinds(self) -> tuple[RowKind, ...]:
-        """The kinds of row the table keeps beside its entities' (:class:`RowKind`): the
-        receipts of idempotent commits, then those registered by :meth:`keeps`."""
-        receipts = RowKind("receipt", RECEIPT_TYPE, "{hash of the key}", scoped=True,
-                           ttl=self.receipts_ttl, writer="Session.commit(idempotency_key=)")
-        return (receipts, *self._kinds.values())
+        """The kinds of row the table keeps beside its entities' (:class:`~dynaorm.RowKind`):
+        the receipts of idempotent commits, then those registered by :meth:`keeps`."""
+        from dynaorm.schema.rows import receipts
+
+        return (receipts(self.receipts_ttl), *self._kinds.values())
 
     def keeps(self, kind: RowKind) -> RowKind:
         """Describe a kind of row a surface keeps in this table (by its type: a kind
         registered again replaces the first). ``dynaorm.powertools`` registers its
         records so."""
-        if kind.type == self.row_kinds[0].type:
-            raise DynaormError(f"table {self.name!r}: {kind.type!r} is the receipts' type")
         self._kinds[kind.type] = kind
         return kind
 

@@ -47,15 +47,16 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
-from dynaorm.schema.table import OWN_PREFIX as OWN_PREFIX
-from dynaorm.schema.table import RECEIPT_TYPE as RECEIPT_TYPE
 from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 
 __all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "RECEIPT_TYPE", "Receipting",
            "Receipts", "Replay", "digest", "made", "made_paths", "own_row"]
 
+#: the type name of a receipt row
+RECEIPT_TYPE: Final = "dynaorm:receipt"
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
 DEFAULT_TTL: Final = timedelta(days=7)
 #: the expiry attribute of a receipt 0.7 wrote on a table without a TTL attribute
@@ -70,7 +71,7 @@ ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE})
 def own_row(table: Any, item: Item | None) -> bool:
     """Whether ``item``, a stored row of ``table`` (or its key), is one of the rows a table
     keeps beside its entities' (a receipt; a surface's, such as a Powertools record:
-    :attr:`~dynaorm.schema.table.TableSchema.row_kinds`): never a result, a finding or a
+    :attr:`dynaorm.Table.row_kinds`): never a result, a finding or a
     change, on a table with a type attribute or without one. Told by its partition key,
     in the namespace an entity's key may never render (``{id}`` fits any text): the one
     test of it, which every place that tells an entity's item by its key shape asks
