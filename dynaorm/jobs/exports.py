@@ -58,7 +58,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
-from dynaorm import DynaormError, Entity, Operation, Rate, Table
+from dynaorm import DynaormError, Entity, F, Operation, Rate, Table
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
@@ -366,7 +366,7 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     """The ``FilterSpecification`` of an export of ``classes`` (``chosen``: fewer than all
     of the table's: their type names) within ``prefixes`` (:func:`scope_prefixes`):
     ``None`` when it would keep every item."""
-    from dynaorm.values.expressions import F, Placeholders, all_of
+    from dynaorm.values.expressions import Placeholders
 
     parts = []
     key_condition = None
@@ -380,7 +380,9 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     if chosen and table.type_attribute is not None:
         parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
                                                           for c in classes)))
-    condition = all_of(parts)
+    condition = None
+    for part in parts:
+        condition = part if condition is None else condition & part
     if condition is None and key_condition is None:
         return None
     ph = Placeholders()
