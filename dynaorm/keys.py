@@ -14,6 +14,8 @@ tenant's rows. Pure: it sends nothing.
 - **the proven prefix**: :meth:`KeyTemplate.scope_prefix` (the leading part of a key
   that proves it belongs to a scope's values: what ``dynaorm iam --scope`` grants);
   :meth:`KeyTemplate.separators` (what a field's values never hold);
+- **a version row's sort key** read back: :func:`parse_version_sk` (its version, ``0`` for
+  a versioned entity's latest copy, and the entity's own sort key);
 - **the reserved namespace**: :data:`OWN_PREFIX`, what every key of a row a table keeps
   for itself or a surface begins with (:class:`dynaorm.RowKind`), and no entity's may.
 
@@ -24,11 +26,12 @@ never on a string check beside it. The templates of a model are in ``table.model
 from __future__ import annotations
 
 from dynaorm.errors import KeyTemplateError
+from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.templates import KeyTemplate, render_value
 from dynaorm.values.keys import OWN_PREFIX, key_order, key_value
 
 __all__ = ["OWN_PREFIX", "KeyTemplate", "KeyTemplateError", "key_order", "key_value", "parse",
-           "render_value"]
+           "parse_version_sk", "render_value"]
 
 
 def parse(source: str, *, key_type: str = "S") -> KeyTemplate:

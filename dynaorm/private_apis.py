@@ -3,7 +3,8 @@
 Each function names the library, the attribute and why no public way serves; when a
 dependency changes one of them, this is the only module of the core to mend. A surface
 keeps those only it relies on in a module of its own, so it can leave with them
-(:mod:`dynaorm.testing.private_apis`: moto's and OpenTelemetry's, for the test backend).
+(:mod:`dynaorm.testing.private_apis`: moto's and OpenTelemetry's, for the test backend;
+:mod:`dynaorm.lake.private_apis`: pyiceberg's).
 Dependencies are imported when a function is called (``import dynaorm`` loads none of
 them).
 """
@@ -14,7 +15,7 @@ import sys
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "iceberg_require_snapshot", "moto_active"]
+           "config_options", "moto_active"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -100,17 +101,3 @@ def checked_aiohttp_session() -> type[Any]:
             return connector
 
     return CheckedSession
-
-
-def iceberg_require_snapshot(tx: Any) -> None:
-    """Make pyiceberg transaction ``tx`` commit only onto the table's snapshot it was
-    planned on (``main`` as it was, or still absent), as its snapshot producers require.
-
-    pyiceberg: ``Transaction._apply(updates, requirements)``. A transaction that only
-    sets properties (an export with no rows onto an empty table) has no producer, and no
-    public call adds a requirement; the lake's order of exports (``dynaorm.as-of``) must
-    never be written over a snapshot committed since it was checked."""
-    from pyiceberg.table.update import AssertRefSnapshotId
-
-    tx._apply((), (AssertRefSnapshotId(snapshot_id=tx.table_metadata.current_snapshot_id,
-                                       ref="main"),))

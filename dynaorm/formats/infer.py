@@ -30,11 +30,10 @@ from typing import Any, Final
 
 import pydantic
 
+from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
 from dynaorm.keys import OWN_PREFIX, KeyTemplate
 from dynaorm.schema.checks import could_overlap, literal_outranks
-from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.schema.rules.versioned import VERSION_TTL
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
@@ -48,7 +47,8 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 #: (an edge package the model floors cannot import: their type names, as it declares them)
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
-_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
+                               "LangGraphLease"})
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")

@@ -19,8 +19,9 @@ The rules, precisely:
   counts when a dynaorm module outside the surface defines that name (a method or class
   attribute of its classes, ``self._name = ...``, a module-level name). A dependency's
   private attribute (OpenTelemetry's ``_TRACER_PROVIDER``) is not the door's business
-  (``dynaorm/private_apis.py`` keeps those). Each distinct ``_name`` counts once per
-  surface.
+  (``dynaorm/private_apis.py`` keeps those; a surface's own ``private_apis.py``, those
+  only it relies on: what it reads there is not counted). Each distinct ``_name`` counts
+  once per surface.
 - **A surface's own modules are its own**: what a surface imports from one of its own
   modules is not counted, nor an attribute its own classes define (a member of one of
   its classes, ``self._name = ...``: ``emulator._lock`` on its own emulator).
@@ -53,7 +54,7 @@ SURFACES: dict[str, tuple[str, ...]] = {
     "chart": ("dynaorm/formats/chart.py",),
     "Powertools": ("dynaorm/powertools.py",),
     "PynamoDB bridge": ("dynaorm/pynamodb.py",),
-    "lake": ("dynaorm/jobs/lake.py", "dynaorm/lake.py"),
+    "lake": ("dynaorm/lake/",),
     "exports": ("dynaorm/jobs/exports.py", "dynaorm/jobs/arrow.py", "dynaorm/jobs/stored.py",
                 "dynaorm/jobs/vector.py"),
     "OpenTelemetry": ("dynaorm/protocol/tracing.py", "dynaorm/protocol/metrics.py"),
@@ -335,6 +336,8 @@ def _take(node: ast.AST, use: Use, own: set[str], defined: set[str], here: str,
             if used is not None and (alias.asname or name.split(".")[0]) not in used:
                 continue
             use.names.setdefault(name, []).append(at)
+    elif where.endswith("private_apis.py"):  # (a dependency's, read where a surface keeps
+        return  # them: its objects, not dynaorm's)
     elif isinstance(node, ast.Attribute):
         if (_private_attribute(node.attr) and node.attr in defined
                 and not (isinstance(node.value, ast.Name)

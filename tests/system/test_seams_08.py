@@ -256,7 +256,7 @@ def test_langgraph_rows_are_claimed_by_check_changes_and_the_lake(moto: None,
         rows = {name[1]: catalog.load_table(name).scan().to_arrow().num_rows
                 for name in catalog.list_tables("app")}
         assert rows == {"Note": 1, "LangGraphCheckpoint": 2, "LangGraphWrite": 2,
-                        "LangGraphMemory": 2}
+                        "LangGraphMemory": 2, "LangGraphLease": 0}  # (0.9: no single writer)
 
 
 # -- D x C x A: infer a table holding LangGraph rows of two tenants ---------------------------
@@ -394,7 +394,8 @@ def test_mcp_tools_of_a_table_holding_langgraph_rows_leave_the_adapters_rows_out
             s.save(Note(tenant_id="acme", note_id="th"))
         tools, _ = prepare(hashed, scope={SCOPE: "acme"})
         adapters = {n for n, e in hashed.entities.items() if n.startswith("LangGraph")}
-        assert adapters == {"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"}
+        assert adapters == {"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
+                            "LangGraphLease"}
         assert not {t.entity.__name__ for t in tools.values()} & adapters
         assert "get_note" in tools and "explain" in tools
         for name in sorted(adapters):
