@@ -235,7 +235,7 @@ LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's se
 #: lake (-45); the testing plugin's moto and OpenTelemetry privates moved into
 #: testing/private_apis.py (+13: counted still, as testing/__init__.py is). The runners
 #: removed (MCP's two: -279 with its own Scope checks) are in NEW_FEATURES modules, and
-#: LangGraph's two are its own budget's: MISSED, the cut asked (163,144) by +380 more.
+#: LangGraph's two (-179, gone after this raise) its own budget's: MISSED, the cut asked (163,144) by +380 more.
 LANDED = 166_975
 #: (merged with red85, issue 85's red team: +2 in 0.5's modules; issue 80's raise: measured)
 LANDED = 166_977
@@ -317,6 +317,9 @@ LANGGRAPH_BUDGET = 6_340
 #: the TTL forms, the latest checkpoint read as its newest row: +4,433; a run's lock one per
 #: event loop, a forked child's tenures its own: +93
 LANGGRAPH_BUDGET = 10_866
+#: issue 80: the saver's and store's two runners gone, their operations run by Session.run /
+#: AsyncSession.run (-179); it falls from here
+LANGGRAPH_BUDGET = 10_687
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before
