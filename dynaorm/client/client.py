@@ -210,6 +210,15 @@ class Client:
         self._keyring = keyring
 
     # -- settings --------------------------------------------------------------------
+    @property
+    def configured_endpoint(self) -> str | None:
+        """Where the client's DynamoDB requests go: ``endpoint_url``, else the endpoint
+        configured for DynamoDB (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, the
+        profile's), else ``None``: AWS's own for the region (or an in-process moto, which
+        answers inside botocore). The botocore session is read only when no endpoint is
+        given."""
+        return self.endpoint_url or configured_endpoint(None, self._botocore_session())
+
     def _botocore_session(self) -> Any:
         with self._lock:
             if self._session is None:

@@ -6,9 +6,11 @@ the driver and for whether hooks listen, which the pure floors never do."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
@@ -28,12 +30,49 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
-__all__ = ["BaseSession"]
+__all__ = ["BaseSession", "Op", "arun_op", "run_op"]
 
 T = TypeVar("T", bound=Entity)
+R = TypeVar("R")
+#: an operation written once for both kinds of session (:meth:`dynaorm.Session.run`): a
+#: generator of steps, each a call of the session taking no argument, sent back what the
+#: call returned; what it returns is the operation's result
+Op = Generator[Callable[[], Any], Any, R]
+
+
+def run_op(op: Op[R]) -> R:
+    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`): the one
+    runner, :func:`arun_op`, which never suspends when no step answers an awaitable."""
+    runner = arun_op(op)
+    try:
+        runner.send(None)
+    except StopIteration as done:
+        return cast(R, done.value)
+    runner.close()
+    raise TypeError("Session.run: a step answered an awaitable (an AsyncSession's call: "
+                    "run the operation with AsyncSession.run)")
+
+
+async def arun_op(op: Op[R]) -> R:
+    """``op`` driven to its end, each step called, and awaited when it answers an
+    awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
+    ``op``; an interrupt (a cancellation) closes it, then goes on."""
+    sent, failed = None, None
+    while True:
+        try:
+            step = op.send(sent) if failed is None else op.throw(failed)
+        except StopIteration as done:
+            return cast(R, done.value)
+        try:
+            sent, failed = step(), None
+            if inspect.isawaitable(sent):
+                sent = await sent
+        except Exception as exc:
+            sent, failed = None, exc
+        except BaseException:
+            op.close()
+            raise
 L = TypeVar("L", bound="Lease")
-
-
 
 
 class BaseSession:
@@ -75,6 +114,19 @@ class BaseSession:
         """The :class:`~dynaorm.Client` the session sends through (its table's, as the
         table is bound now, or the one it was made with)."""
         return cast("Client", self._stage.client)
+
+    @property
+    def scope(self) -> Mapping[str, Any] | None:
+        """The tenant scope the session holds to, as it was given (``scope=``; read-only),
+        ``None`` when unscoped: ``Session(table, scope=other.scope)`` is held alike."""
+        scope = self._stage.scope
+        return None if scope is None else MappingProxyType(scope.given)
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The key the session's commits apply at most once for, unless ``commit()``
+        names another (``idempotency_key=``; read-only), ``None`` when it was given none."""
+        return self._stage.idempotency_key
 
     @property
     def _driver(self) -> Any:

@@ -9,11 +9,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
+from dynaorm.values.keys import OWN_PREFIX
+
+if TYPE_CHECKING:
+    from dynaorm.schema.rows import RowKind
 
 __all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
 
@@ -231,6 +235,7 @@ class TableSchema:
         #: unless a client shares one registry between its Table objects of this table
         self._own = (self.entities, self.retired)
         self._client: Any = None
+        self._kinds: dict[str, RowKind] = {}  # (a surface's row kinds: keeps)
 
     @property
     def keyring(self) -> Any:
@@ -259,6 +264,30 @@ class TableSchema:
     def _bind(self) -> Any:
         """Bind the table to its client (:class:`dynaorm.Table` does; a schema cannot)."""
         return None
+
+    # -- the rows it keeps for itself and for surfaces ------------------------------
+    @property
+    def row_kinds(self) -> tuple[RowKind, ...]:
+        """The kinds of row the table keeps beside its entities' (:class:`~dynaorm.RowKind`):
+        the receipts of idempotent commits, then those registered by :meth:`keeps`."""
+        from dynaorm.schema.rows import receipts
+
+        return (receipts(self.receipts_ttl), *self._kinds.values())
+
+    def keeps(self, kind: RowKind) -> RowKind:
+        """Describe a kind of row a surface keeps in this table (by its type: a kind
+        registered again replaces the first). ``dynaorm.powertools`` registers its
+        records so."""
+        self._kinds[kind.type] = kind
+        return kind
+
+    def own_row(self, item: Mapping[str, Any] | None) -> bool:
+        """Whether ``item``, a stored item of the table (DynamoDB JSON) or its key, is a
+        row kept beside its entities' (:attr:`row_kinds`, or a kind this process has not
+        registered: its partition key is in dynaorm's reserved namespace), never an
+        entity's."""
+        pk = None if item is None else item.get(self.pk)
+        return isinstance(pk, dict) and str(pk.get("S", "")).startswith(OWN_PREFIX)
 
     # -- entity registry -----------------------------------------------------------
     def register(self, entity: type[Any], type_name: str, previous: str | None = None

@@ -60,7 +60,9 @@ def version_sk(base: str, version: int | None) -> str:
 
 
 def parse_version_sk(sk: str) -> tuple[int, str] | None:
-    """Inverse of :func:`version_sk`: ``(version, base)``, or ``None``."""
+    """A versioned entity's row's sort key read back (the inverse of :func:`version_sk`):
+    ``(version, base)``, its version (``0``: the latest copy, ``v0_...``) and the entity's
+    own sort key; ``None`` for a sort key of no version row."""
     if sk.startswith(LATEST_PREFIX):
         return 0, sk[len(LATEST_PREFIX):]
     head, sep, base = sk.partition("_")
