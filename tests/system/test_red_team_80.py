@@ -1,0 +1,156 @@
+"""The red team of issue 80 ("one public door", contract 24): what a hostile operation,
+row kind, key or plugin does to the door. ``Session.run`` / ``AsyncSession.run`` given
+operations that misbehave (an async step in the sync runner, an operation already run or
+re-entered, one that fails halfway, one that will not close when cancelled). None of it
+depends on the engine: on moto; each test drives both kinds of session itself."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Iterator
+from functools import partial
+from typing import Any
+
+import pytest
+
+from dynaorm import AsyncSession, Entity, KeyTemplateError, Session, Table
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
+
+door = Table("red-door", sk=None)
+Op = Generator[Any, Any, Any]
+
+
+class Note(Entity):
+    class Meta:
+        table = door
+        pk = "NOTE#{note_id}"
+
+    note_id: str
+    text: str = ""
+
+
+@pytest.fixture
+def ddb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(door, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+def _stored() -> list[str]:
+    return sorted(n.note_id for n in Session(door).scan(Note).all())
+
+
+def save_one(s: Any, note_id: str) -> Op:
+    s.save(Note(note_id=note_id))
+    return (yield s.commit)
+
+
+def test_the_sync_runner_refuses_an_async_step_before_it_sends(ddb: TestBackend) -> None:
+    """A step of an AsyncSession in ``Session.run``: refused with the TypeError its
+    docstring names, and nothing of the step runs (the commit was sent, and applied,
+    while the caller was told the step was refused; with no loop running, the caller
+    got a RuntimeError of asyncio)."""
+
+    async def in_a_loop() -> None:
+        a = AsyncSession(door)
+        with pytest.raises(TypeError, match="AsyncSession.run"):
+            Session(door).run(save_one(a, "in-loop"))
+
+    asyncio.run(in_a_loop())
+    a = AsyncSession(door)
+    with pytest.raises(TypeError, match="AsyncSession.run"):
+        Session(door).run(save_one(a, "no-loop"))
+    assert _stored() == []
+
+
+def test_run_refuses_an_operation_already_run_started_or_not_one(ddb: TestBackend) -> None:
+    """An operation runs once, from its start: one run to its end, or one a step of its
+    own runs again, is refused (it answered None, a result it never returned); what is
+    no generator is a TypeError, not an AttributeError of ``send``."""
+    s = Session(door)
+    op = save_one(s, "once")
+    assert s.run(op) is not None
+    with pytest.raises(ValueError, match="already"):
+        s.run(op)
+
+    def reentered(s: Any, me: list[Op]) -> Op:
+        return (yield partial(s.run, me[0]))
+
+    holder: list[Op] = []
+    holder.append(reentered(s, holder))
+    with pytest.raises(ValueError, match="already"):
+        s.run(holder[0])
+    for bad in (None, [1], lambda: 1, asyncio.sleep(0)):
+        with pytest.raises(TypeError, match="generator"):
+            s.run(bad)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        a = AsyncSession(door)
+        done = save_one(a, "once-async")
+        await a.run(done)
+        with pytest.raises(ValueError, match="already"):
+            await a.run(done)
+
+    asyncio.run(go())
+    assert _stored() == ["once", "once-async"]
+
+
+def half(s: Any, commit_first: bool) -> Op:
+    if commit_first:
+        s.save(Note(note_id="committed"))
+        yield s.commit
+    s.save(Note(note_id="half"))
+    yield partial(s.get, Note, nope="x")  # raises KeyTemplateError
+    s.save(Note(note_id="rest"))
+    yield s.commit
+
+
+@pytest.mark.parametrize("commit_first", [False, True])
+def test_a_failed_run_leaves_none_of_its_writes_staged(ddb: TestBackend,
+                                                       commit_first: bool) -> None:
+    """An operation that fails halfway stages nothing a later commit writes: what was
+    staged before the run stays staged (unless the operation committed it); the half it
+    staged after its last commit is dropped (it was written by the session's next commit,
+    or by ``with Session(...)`` when the caller handled the error)."""
+    with Session(door) as s:
+        s.save(Note(note_id="before"))
+        with pytest.raises(KeyTemplateError):
+            s.run(half(s, commit_first))
+    assert _stored() == (["before", "committed"] if commit_first else ["before"])
+
+    async def go() -> None:
+        async with AsyncSession(door) as a:
+            a.save(Note(note_id="before-async"))
+            with pytest.raises(KeyTemplateError):
+                await a.run(half(a, False))
+
+    asyncio.run(go())
+    assert "half" not in _stored() and "before-async" in _stored()
+
+
+def test_cancelling_a_run_stays_a_cancellation(ddb: TestBackend) -> None:
+    """A run cancelled while an operation that yields again as it closes is at a step:
+    the task is cancelled (it raised the operation's RuntimeError instead, so
+    ``asyncio``'s cancellation, a timeout, was lost), and the operation's commit in its
+    ``finally`` never runs."""
+
+    def stubborn(a: AsyncSession) -> Op:
+        try:
+            yield partial(asyncio.sleep, 10)
+        finally:
+            a.save(Note(note_id="stubborn"))
+            yield a.commit
+
+    async def go() -> None:
+        a = AsyncSession(door)
+        task = asyncio.ensure_future(a.run(stubborn(a)))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(a.run(stubborn(a)), 0.01)
+
+    asyncio.run(go())
+    assert _stored() == []
