@@ -56,11 +56,13 @@ def test_the_sync_runner_refuses_an_async_step_before_it_sends(ddb: TestBackend)
         a = AsyncSession(door)
         with pytest.raises(TypeError, match="AsyncSession.run"):
             Session(door).run(save_one(a, "in-loop"))
+        a.rollback()
 
     asyncio.run(in_a_loop())
     a = AsyncSession(door)
     with pytest.raises(TypeError, match="AsyncSession.run"):
         Session(door).run(save_one(a, "no-loop"))
+    a.rollback()
     assert _stored() == []
 
 
@@ -81,9 +83,11 @@ def test_run_refuses_an_operation_already_run_started_or_not_one(ddb: TestBacken
     holder.append(reentered(s, holder))
     with pytest.raises(ValueError, match="already"):
         s.run(holder[0])
-    for bad in (None, [1], lambda: 1, asyncio.sleep(0)):
+    coroutine = asyncio.sleep(0)
+    for bad in (None, [1], lambda: 1, coroutine):
         with pytest.raises(TypeError, match="generator"):
             s.run(bad)  # type: ignore[arg-type]
+    coroutine.close()
 
     async def go() -> None:
         a = AsyncSession(door)
