@@ -1,7 +1,9 @@
 """The red team of issue 80 ("one public door", contract 24): what a hostile operation,
 row kind, key or plugin does to the door. ``Session.run`` / ``AsyncSession.run`` given
 operations that misbehave (an async step in the sync runner, an operation already run or
-re-entered, one that fails halfway, one that will not close when cancelled). None of it
+re-entered, one that fails halfway, one that will not close when cancelled); row kinds
+and type names that claim dynaorm's namespace or another kind's; an old layout's key in
+that namespace. None of it
 depends on the engine: on moto; each test drives both kinds of session itself."""
 
 from __future__ import annotations
@@ -13,8 +15,18 @@ from typing import Any
 
 import pytest
 
-from dynaorm import AsyncSession, Entity, KeyTemplateError, Session, Table
+from dynaorm import (
+    AsyncSession,
+    DynaormError,
+    Entity,
+    KeyTemplateError,
+    Previous,
+    RowKind,
+    Session,
+    Table,
+)
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support import extension as ext
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -158,3 +170,73 @@ def test_cancelling_a_run_stays_a_cancellation(ddb: TestBackend) -> None:
 
     asyncio.run(go())
     assert _stored() == []
+
+
+def test_a_row_kind_claims_no_type_dynaorm_or_another_kind_keeps() -> None:
+    """``Table.keeps`` refuses a kind under the receipts' or the unique guards' type (its
+    rows would be taken for theirs: ``row_kinds`` listed the receipts twice), a kind with
+    no name after ``dynaorm:``, and another kind under a type already kept (it replaced
+    the first silently: two packages' rows under one type); the same kind again is
+    kept once."""
+    table = Table("red-kinds")
+    for taken in ("dynaorm:receipt", "dynaorm:unique", "dynaorm:"):
+        with pytest.raises(DynaormError, match="dynaorm"):
+            table.keeps(RowKind("mine", taken))
+    table.keeps(ext.NOTES)
+    table.keeps(ext.NOTES)
+    with pytest.raises(DynaormError, match="dynaorm:note"):
+        table.keeps(RowKind("another package's note", "dynaorm:note", scoped=True))
+    assert [k.type for k in table.row_kinds] == ["dynaorm:receipt", "dynaorm:note"]
+    assert table.row_kinds[1] == ext.NOTES
+
+
+def test_an_entity_type_name_in_dynaorm_namespace_is_refused() -> None:
+    """An entity (or its previous layout) named ``dynaorm:unique`` had its items taken for
+    unique guards by ``check`` (an orphan guard to delete) and inference; ``dynaorm:note``
+    for a row kind's."""
+    table = Table("red-names")
+
+    for name in ("dynaorm:unique", "dynaorm:note"):
+        for meta in ({"type_name": name}, {"previous": Previous(type_name=name)}):
+            with pytest.raises(DynaormError, match="reserved"):
+                type("Named", (Entity,), {
+                    "__module__": __name__, "__qualname__": "Named",
+                    "__annotations__": {"item_id": str},
+                    "Meta": type("Meta", (), {"__qualname__": "Named.Meta", "table": table,
+                                              "pk": "N#{item_id}", "sk": "N", **meta})})
+
+
+bare = Table("red-bare", sk=None, type_attribute=None)
+
+
+class Doc(Entity):
+    class Meta:
+        table = bare
+        pk = "DOC#{kind}#{doc_id}"
+        previous = Previous(pk="{kind}#{doc_id}")
+
+    kind: str
+    doc_id: str
+    text: str = ""
+
+
+@pytest.fixture
+def bare_db(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(bare, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+def test_an_old_layout_key_in_dynaorm_namespace_is_no_entity_row(bare_db: TestBackend) -> None:
+    """An entity whose previous layout's key renders ``dynaorm:note#n1`` (its current key
+    does not): a get returned a package's own row as the entity's, and a save moved it
+    (deleted it): an own row is never an entity's, in any layout."""
+    note = ext.keep_note(bare, "n1", "hello")
+    s = Session(bare)
+    assert s.get(Doc, kind="dynaorm:note", doc_id="n1") is None
+    try:
+        s.save(Doc(kind="dynaorm:note", doc_id="n1", text="mine"))
+        s.commit()
+    except DynaormError:
+        s.rollback()  # (refused: the old key is not vacant) or saved beside it
+    assert note in bare_db.scan_raw()
+    assert ext.notes(bare, bare_db.scan_raw()) == [note]
