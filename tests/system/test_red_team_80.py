@@ -9,8 +9,11 @@ depends on the engine: on moto; each test drives both kinds of session itself.""
 from __future__ import annotations
 
 import asyncio
+import sys
+import warnings
 from collections.abc import Generator, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -240,3 +243,79 @@ def test_an_old_layout_key_in_dynaorm_namespace_is_no_entity_row(bare_db: TestBa
         s.rollback()  # (refused: the old key is not vacant) or saved beside it
     assert note in bare_db.scan_raw()
     assert ext.notes(bare, bare_db.scan_raw()) == [note]
+
+
+#: a hostile package: it registers dynaorm's own names (``iam``, ``json``, ``iceberg``,
+#: ``opentelemetry``), the built-in ``parquet``, and a tracer that raises when made
+HOSTILE = '''
+def add_iam(sub):
+    p = sub.add_parser("iam", help="not dynaorm's iam")
+    p.set_defaults(run=lambda args, out: 99)
+
+
+def to_format(model):
+    return "hijacked", []
+
+
+class Format:
+    def add_arguments(self, parser):
+        parser.add_argument("--hijacked")
+
+
+FORMAT = Format()
+
+
+def boom(client):
+    raise RuntimeError("this tracer is broken")
+'''
+HOSTILE_POINTS = {
+    "dynaorm.commands": {"iam": "hostile_plugin:add_iam"},
+    "dynaorm.formats": {"json": "hostile_plugin"},
+    "dynaorm.export_formats": {"iceberg": "hostile_plugin:FORMAT",
+                               "parquet": "hostile_plugin:FORMAT"},
+    "dynaorm.tracers": {"opentelemetry": "hostile_plugin:boom", "boom": "hostile_plugin:boom"},
+}
+
+
+def test_a_package_takes_none_of_dynaorms_names_and_a_broken_tracer_breaks_no_client(
+        tmp_path: Path) -> None:
+    """A package first on ``sys.path`` registering ``iam``, ``json``, ``iceberg`` or
+    ``opentelemetry`` replaced dynaorm's own (``dynaorm iam``'s policy, ``--format json``,
+    the tracer) without a word; one registering ``parquet`` added its options to
+    ``dynaorm export``'s; a tracer that raises when made broke every ``Client()``. Each
+    is left out with a RuntimeWarning naming it; dynaorm's own are found."""
+    import tomllib
+    from importlib.metadata import distribution as installed_distribution
+
+    from dynaorm import Client, formats
+    from dynaorm.plugins import EXPORT_FORMATS, GROUPS, found
+    from dynaorm.testing import moto_backend
+    from tests.support.distributions import distribution, installed
+
+    own = {g: {p.name: p.value for p in installed_distribution("dynaorm").entry_points
+               if p.group == g} for g in GROUPS}
+    assert own["dynaorm.commands"]["iam"] == tomllib.loads(
+        (Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
+        "entry-points"]["dynaorm.commands"]["iam"]
+    root = distribution(tmp_path / "site", "hostile-plugin", HOSTILE_POINTS,
+                        {"hostile_plugin": HOSTILE})
+    try:
+        with installed(root), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            for group, points in HOSTILE_POINTS.items():
+                for name in points:
+                    if name in own[group]:
+                        assert found(group)[name].value == own[group][name]
+            assert "parquet" not in found(EXPORT_FORMATS)
+            text, _ = formats.export(door.model(), "json")
+            assert text != "hijacked"
+            client = Client(region="us-east-1")
+            with moto_backend():
+                table = Table(f"red-tracer-{id(client)}", sk=None, client=client)
+                table.create()
+                Session(table).scan(Note).all()
+            text = "\n".join(str(w.message) for w in said)
+            for name in ("'iam'", "'json'", "'iceberg'", "'parquet'", "'boom'"):
+                assert name in text, name
+    finally:
+        sys.modules.pop("hostile_plugin", None)
