@@ -16,6 +16,9 @@ tenant's rows. Pure: it sends nothing.
   :meth:`KeyTemplate.separators` (what a field's values never hold);
 - **a version row's sort key** read back: :func:`parse_version_sk` (its version, ``0`` for
   a versioned entity's latest copy, and the entity's own sort key);
+- **two templates side by side**: :func:`could_overlap` (whether one key could fit both),
+  :func:`literal_outranks` (whether such a key is the first's: a literal part where the
+  other has a field wins), as dynaorm ranks two entities' keys on one table;
 - **the reserved namespace**: :data:`OWN_PREFIX`, what every key of a row a table keeps
   for itself or a surface begins with (:class:`dynaorm.RowKind`), and no entity's may.
 
@@ -26,12 +29,13 @@ never on a string check beside it. The templates of a model are in ``table.model
 from __future__ import annotations
 
 from dynaorm.errors import KeyTemplateError
+from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.versioned import parse_version_sk
-from dynaorm.schema.templates import KeyTemplate, render_value
+from dynaorm.schema.templates import KeyTemplate, literal_outranks, render_value
 from dynaorm.values.keys import OWN_PREFIX, key_order, key_value
 
-__all__ = ["OWN_PREFIX", "KeyTemplate", "KeyTemplateError", "key_order", "key_value", "parse",
-           "parse_version_sk", "render_value"]
+__all__ = ["OWN_PREFIX", "KeyTemplate", "KeyTemplateError", "could_overlap", "key_order",
+           "key_value", "literal_outranks", "parse", "parse_version_sk", "render_value"]
 
 
 def parse(source: str, *, key_type: str = "S") -> KeyTemplate:

@@ -235,8 +235,14 @@ LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's se
 #: lake (-45); the testing plugin's moto and OpenTelemetry privates moved into
 #: testing/private_apis.py (+13: counted still, as testing/__init__.py is). The runners
 #: removed (MCP's two: -279 with its own Scope checks) are in NEW_FEATURES modules, and
-#: LangGraph's two are its own budget's: MISSED, the cut asked (163,144) by +380 more.
+#: LangGraph's two (-179, gone after this raise) its own budget's: MISSED, the cut asked
+#: (163,144) by +380 more.
 LANDED = 166_975
+#: (merged with main's examples on the public door: dynaorm.testing exports s3_factory, +2)
+LANDED = 166_977
+#: (merged with main's nested-path fix, write/updates.py: +6; main measured 166,603 over its
+#: own 166,597)
+LANDED = 166_983
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -315,6 +321,9 @@ LANGGRAPH_BUDGET = 6_340
 #: the TTL forms, the latest checkpoint read as its newest row: +4,433; a run's lock one per
 #: event loop, a forked child's tenures its own: +93
 LANGGRAPH_BUDGET = 10_866
+#: issue 80: the saver's and store's two runners gone, their operations run by Session.run /
+#: AsyncSession.run (-179); it falls from here
+LANGGRAPH_BUDGET = 10_687
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

@@ -32,8 +32,7 @@ import pydantic
 
 from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
-from dynaorm.keys import OWN_PREFIX, KeyTemplate
-from dynaorm.schema.checks import could_overlap, literal_outranks
+from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outranks
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
@@ -759,7 +758,7 @@ class _Entity:
 
     def meets(self, other: _Entity) -> bool:
         """Whether some key could fit both entities' templates and neither outranks the
-        other (:func:`~dynaorm.schema.checks.literal_outranks`): dynaorm refuses such a
+        other (:func:`~dynaorm.keys.literal_outranks`): dynaorm refuses such a
         pair on a table without a type attribute."""
         (pk, sk), (theirs, their_sk) = self.pk_sk(), other.pk_sk()
         if not could_overlap(pk, theirs) or (sk is not None and their_sk is not None

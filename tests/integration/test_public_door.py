@@ -174,6 +174,18 @@ def test_the_key_grammar(ddb: TestBackend) -> None:
         keys.key_value({"N": "9"}))
 
 
+def test_two_templates_side_by_side() -> None:
+    """Whether one key could fit two templates, and whose it is then, as dynaorm ranks two
+    entities' keys (what inference asks of the entities it proposes)."""
+    org, meta, event = keys.parse("ORG#{org_id}"), keys.parse("METADATA"), keys.parse(
+        "{timestamp}")
+    assert keys.could_overlap(meta, event) and keys.could_overlap(org, org)
+    assert not keys.could_overlap(org, keys.parse("USER#{user_id}"))
+    assert keys.literal_outranks(org, meta, org, event)  # (METADATA is the literal's)
+    assert not keys.literal_outranks(org, event, org, meta)
+    assert not keys.literal_outranks(org, event, keys.parse("ORG#{other}"), event)
+
+
 def test_a_row_kind_a_package_keeps_is_in_the_model_and_never_an_entity(
         ddb: TestBackend) -> None:
     """A package's own rows, registered on the table: listed by the model (what ``dynaorm

@@ -183,6 +183,11 @@ def _files(spec: str) -> Iterator[tuple[Path, frozenset[str] | None]]:
         yield where, parts
 
 
+def files_of(surface: str) -> list[Path]:
+    """The files of ``surface`` (a name of :data:`SURFACES`)."""
+    return [path for spec in SURFACES[surface] for path, _ in _files(spec)]
+
+
 def module_name(path: Path) -> str:
     """The dotted module name of a file of the project (a file elsewhere: its name)."""
     if not path.is_relative_to(ROOT):
