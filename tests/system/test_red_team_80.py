@@ -69,13 +69,13 @@ def test_the_sync_runner_refuses_an_async_step_before_it_sends(ddb: TestBackend)
 
     async def in_a_loop() -> None:
         a = AsyncSession(door)
-        with pytest.raises(TypeError, match="AsyncSession.run"):
+        with pytest.raises(TypeError, match=r"AsyncSession\.run"):
             Session(door).run(save_one(a, "in-loop"))
         a.rollback()
 
     asyncio.run(in_a_loop())
     a = AsyncSession(door)
-    with pytest.raises(TypeError, match="AsyncSession.run"):
+    with pytest.raises(TypeError, match=r"AsyncSession\.run"):
         Session(door).run(save_one(a, "no-loop"))
     a.rollback()
     assert _stored() == []

@@ -30,7 +30,7 @@ def templates(draw: Any) -> tuple[str, int]:
     count = draw(st.integers(1, 3))
     parts = [draw(literals)] if draw(st.booleans()) else []
     for i in range(count):
-        parts.append("{f%d%s}" % (i, draw(st.sampled_from(["", "!u", "!l"]))))
+        parts.append(f"{{f{i}{draw(st.sampled_from(['', '!u', '!l']))}}}")
         if i < count - 1 or draw(st.booleans()):
             parts.append(draw(literals))
     return "".join(parts), count
