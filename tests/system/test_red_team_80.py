@@ -361,3 +361,18 @@ def test_a_tracer_whose_switch_raises_breaks_no_operation(tmp_path: Path) -> Non
                 Table(f"red-flaky-{id(client)}", sk=None, client=client).create()
     finally:
         sys.modules.pop("flaky_tracer", None)
+
+
+def test_a_broken_model_format_breaks_no_other_format(tmp_path: Path) -> None:
+    """A package's model format that cannot be loaded: ``formats.READABLE`` (which
+    ``dynaorm model --import FILE`` asks whatever the format) loaded every format and
+    raised its ImportError, so no file of any format could be imported. It is left out
+    with a RuntimeWarning; dynaorm's own formats read as before."""
+    from dynaorm import formats
+    from tests.support.distributions import distribution, installed
+
+    root = distribution(tmp_path / "site", "broken-format",
+                        {"dynaorm.formats": {"broken": "broken_format_missing"}})
+    with installed(root), pytest.warns(RuntimeWarning, match="'broken'"):
+        readable = formats.READABLE
+    assert "json" in readable and "broken" not in readable
