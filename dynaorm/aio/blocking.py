@@ -90,5 +90,8 @@ class BlockingAsyncSession(_Blocking):
                  tb: TracebackType | None) -> None:
         _run(self._target.__aexit__(exc_type, exc, tb))
 
-    #: an operation made with this adapter: its steps are its blocking calls
-    run = staticmethod(run_op)
+    def run(self, op: Any) -> Any:
+        """Run an operation made with this adapter (its steps are its blocking calls), as
+        :meth:`dynaorm.Session.run` does."""
+        with self._target._stage.held():
+            return run_op(op)

@@ -60,7 +60,8 @@ class AsyncSession(BaseSession):
         """Run ``op``, the generator of steps :meth:`dynaorm.Session.run` takes, each
         step's call awaited (a step that answers no awaitable is sent back as it
         answered): one operation, written once, for both kinds of session."""
-        return await arun_op(op)
+        with self._stage.held():
+            return await arun_op(op)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -41,14 +41,18 @@ Op = Generator[Callable[[], Any], Any, R]
 
 
 def run_op(op: Op[R]) -> R:
-    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`): the one
-    runner, :func:`arun_op`, which never suspends when no step answers an awaitable."""
-    runner = arun_op(op)
+    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`). A step
+    that answers an awaitable (an AsyncSession's call) is refused before it starts: its
+    coroutine is closed unstarted, so nothing of it is sent."""
+    driver = _drive(op)
     try:
-        runner.send(None)
+        pending = driver.send(None)
     except StopIteration as done:
         return cast(R, done.value)
-    runner.close()
+    close = getattr(pending, "close", None)
+    if close is not None:
+        close()  # (a coroutine never started: nothing of the step ran)
+    driver.close()
     raise TypeError("Session.run: a step answered an awaitable (an AsyncSession's call: "
                     "run the operation with AsyncSession.run)")
 
@@ -57,6 +61,31 @@ async def arun_op(op: Op[R]) -> R:
     """``op`` driven to its end, each step called, and awaited when it answers an
     awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
     ``op``; an interrupt (a cancellation) closes it, then goes on."""
+    driver = _drive(op)
+    sent: Any = None
+    failed: BaseException | None = None
+    while True:
+        try:
+            pending = driver.send(sent) if failed is None else driver.throw(failed)
+        except StopIteration as done:
+            return cast(R, done.value)
+        try:
+            sent, failed = await pending, None
+        except BaseException as exc:  # (thrown back: an interrupt closes op in _drive)
+            sent, failed = None, exc
+
+
+def _drive(op: Op[R]) -> Generator[Any, Any, R]:
+    """The one runner of an operation: each step called, an exception it raises thrown
+    into ``op``; an awaitable a step answers yielded to the driver (which awaits it, or
+    refuses it). ``op`` runs once, from its start; an interrupt (a cancellation, a
+    ``KeyboardInterrupt``) closes it and goes on, even when ``op`` will not close."""
+    if not isinstance(op, Generator):
+        raise TypeError(f"Session.run takes an operation, a generator of steps, not "
+                        f"{type(op).__name__}")
+    if inspect.isgenerator(op) and inspect.getgeneratorstate(op) != inspect.GEN_CREATED:
+        raise ValueError("Session.run: this operation was already run (or is running): "
+                         "an operation runs once, from its start")
     sent, failed = None, None
     while True:
         try:
@@ -66,12 +95,17 @@ async def arun_op(op: Op[R]) -> R:
         try:
             sent, failed = step(), None
             if inspect.isawaitable(sent):
-                sent = await sent
+                sent = yield sent
         except Exception as exc:
             sent, failed = None, exc
-        except BaseException:
-            op.close()
+        except BaseException as interrupt:
+            try:
+                op.close()
+            except Exception as exc:  # (op yielded or raised as it closed: said, not kept)
+                interrupt.add_note(f"the operation did not close: {exc!r}")
             raise
+
+
 L = TypeVar("L", bound="Lease")
 
 

@@ -11,9 +11,14 @@ from typing import Any
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
+from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.values.keys import OWN_PREFIX
 
-__all__ = ["RowKind", "receipts"]
+__all__ = ["DYNAORM_TYPES", "RowKind", "receipts"]
+
+#: the row types dynaorm writes itself, which no registered kind takes
+DYNAORM_TYPES = {RECEIPT_TYPE: "the receipts of idempotent commits",
+                 GUARD_TYPE: "the unique guards"}
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,9 @@ class RowKind:
     """What writes its rows (``"dynaorm.powertools.DynaormPersistenceLayer"``)."""
 
     def __post_init__(self) -> None:
-        if not self.type.startswith(OWN_PREFIX) or "#" in self.type:
-            raise DynaormError(f"a row kind's type begins with {OWN_PREFIX!r} and holds no "
+        if not self.type.startswith(OWN_PREFIX) or "#" in self.type or (
+                self.type == OWN_PREFIX):
+            raise DynaormError(f"a row kind's type is a name after {OWN_PREFIX!r} holding no "
                                f"'#', got {self.type!r}")
 
     def data(self, table: Any) -> dict[str, Any]:

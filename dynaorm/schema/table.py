@@ -275,9 +275,17 @@ class TableSchema:
         return (receipts(self.receipts_ttl), *self._kinds.values())
 
     def keeps(self, kind: RowKind) -> RowKind:
-        """Describe a kind of row a surface keeps in this table (by its type: a kind
-        registered again replaces the first). ``dynaorm.powertools`` registers its
-        records so."""
+        """Describe a kind of row a surface keeps in this table (by its type: the same
+        kind registered again is kept once; another kind under a type kept, the receipts'
+        or the unique guards', is refused). ``dynaorm.powertools`` registers its records
+        so."""
+        from dynaorm.schema.rows import DYNAORM_TYPES
+
+        kept = self._kinds.get(kind.type)
+        if kind.type in DYNAORM_TYPES or kept not in (None, kind):
+            raise DynaormError(f"table {self.name!r}: the row type {kind.type!r} is taken "
+                               f"(by {DYNAORM_TYPES.get(kind.type) or kept}): give this "
+                               "kind a type of its own")
         self._kinds[kind.type] = kind
         return kind
 
@@ -306,6 +314,10 @@ class TableSchema:
                entity: type[Any], type_name: str, previous: str | None) -> None:
         """:meth:`register` in the registry ``entities`` / ``retired``."""
         for name in (type_name, previous):
+            if name is not None and name.startswith(OWN_PREFIX):
+                raise DynaormError(f"table {self.name!r}: {_qualified(entity)}'s type name "
+                                   f"{name!r} begins with {OWN_PREFIX!r}, reserved for "
+                                   "dynaorm's own rows (guards, receipts, row kinds)")
             other = None if name is None else entities.get(name) or retired.get(name)
             if other is not None and _qualified(other) != _qualified(entity):
                 gone = name in retired and name not in entities

@@ -58,7 +58,9 @@ class Session(BaseSession):
         raises is thrown into it at that ``yield`` (to handle, or to let through). What
         the generator returns, ``run`` returns. Staging calls (``save``, ``delete``,
         ``update``) send nothing and need no step. :meth:`dynaorm.AsyncSession.run`
-        drives the same generator, awaiting each step::
+        drives the same generator, awaiting each step. An operation runs once; when it
+        fails, what it staged since it began (or since its last commit) is dropped, so no
+        later commit writes half of it::
 
             def rename(s, user_id, name):
                 user = yield partial(s.get, User, user_id=user_id)
@@ -72,7 +74,8 @@ class Session(BaseSession):
             a = AsyncSession(app)  # in asyncio: the same operation
             user = await a.run(rename(a, "u1", "Ada"))
         """
-        return run_op(op)
+        with self._stage.held():
+            return run_op(op)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

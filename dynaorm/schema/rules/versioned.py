@@ -67,8 +67,9 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
         return 0, sk[len(LATEST_PREFIX):]
     head, sep, base = sk.partition("_")
     digits = head[1:]
-    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
-        return None
+    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not (
+            digits.isascii() and digits.isdigit()) or not int(digits):
+        return None  # (only what version_sk writes: ASCII digits, a version from 1)
     return int(digits), base
 
 
