@@ -25,7 +25,8 @@ from dynaorm import GSI, Entity, Session, StoredAs, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 
-crm = Table("round-trip", pk="PK", sk="SK", type_attribute="_type")
+crm = Table("round-trip", pk="PK", sk="SK", type_attribute="_type",
+            indexes=[GSI("gsi1", pk="GSI1PK", sk="GSI1SK")])
 
 
 class Inner(BaseModel):
@@ -368,6 +369,21 @@ class Stamped(Entity):
     ep: Annotated[datetime, StoredAs.EPOCH_SECONDS]
 
 
+class Indexed(Entity):
+    """An index key rendered from a formatted time beside a plain field."""
+
+    class Meta:
+        table = crm
+        type_name = "Indexed"
+        pk = "I#{sid}"
+        sk = "I"
+        indexes = {"gsi1": ("I", "{status}#{at}")}
+
+    sid: str
+    status: str = "open"
+    at: Annotated[datetime, StoredAs("%Y-%m-%dT%H:%M:%SZ")]
+
+
 class Aliased(BaseModel):
     zip_code: str = Field(alias="zipCode")
     city: str = ""
@@ -390,13 +406,22 @@ def _raw_key(pk: str, sk: str) -> dict[str, Any]:
 
 @pytest.mark.engines("moto")
 def test_a_loaded_object_with_a_unique_formatted_time_saves(db: TestBackend) -> None:
-    """The condition that keeps a unique value's guard right compares the value as it is
-    stored (its format), not as dynaorm's default form would render it: else every save
-    of a loaded object is refused as a conflict that never happened."""
+    """The condition that keeps a unique value's guard (or an index key it is rendered
+    into) right compares the value as it is stored (its format), not as dynaorm's default
+    form would render it: else every save of a loaded object is refused as a conflict
+    that never happened."""
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     s = db.session()
     s.save(Stamped(sid="1", at=when, ep=when))
+    s.save(Indexed(sid="1", at=when))
     s.commit()
+    s = db.session()
+    indexed = s.get(Indexed, sid="1")
+    assert indexed is not None
+    indexed.status = "closed"  # (the index key's other field: the time is conditioned)
+    s.save(indexed)
+    s.commit()
+    assert [i.sid for i in db.session().query(Indexed, index="gsi1").all()] == ["1"]
     put_raw({**_raw_key("S#2", "S"), "_type": {"S": "Stamped"}, "sid": {"S": "2"},
              "at": {"S": "2026-01-02T03:04:06.000Z"}, "ep": {"N": "1767323046"}})
     for sid in ("1", "2"):  # (dynaorm's own row; another writer's, in another ISO form)
