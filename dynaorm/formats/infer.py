@@ -51,6 +51,8 @@ _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
 _OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
 _LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+#: the fields every checkpoint and pending write of ``dynaorm.langgraph`` holds
+_LANGGRAPH_FIELDS: Final = ("thread_id", "ns", "checkpoint_id")
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
@@ -1072,7 +1074,18 @@ def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     if kind is not None:
         return kind in OWN_TYPES or kind in _LANGGRAPH
     pk = _text(item.get(table["pk"]))
-    return pk is not None and pk.startswith(_OWN_KEYS)
+    if pk is None:
+        return False
+    if pk.startswith(_OWN_KEYS):
+        return True
+    # (no type value: ``dynaorm.langgraph``'s rows by their keys and the fields they hold,
+    # a checkpoint or pending write under ``LG#...``, a store's item under its own prefix)
+    sk = _text(item.get(table["sk"])) if table["sk"] else None
+    if sk is None:
+        return False
+    if pk.startswith("LG#") and sk.startswith("C#"):
+        return all(_text(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
+    return pk.startswith("LANGGRAPH#STORE") and sk == _text(item.get("path"))
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
