@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from dynaorm import GSI, Entity, Session, StoredAs, Table
+from dynaorm import GSI, Entity, Previous, Session, StoredAs, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 
@@ -588,3 +588,59 @@ def test_a_versioned_save_never_puts_over_a_member_another_writer_changed(
     with pytest.raises(ConcurrentModificationError):
         s.commit()
     assert crm.client.get_item(TableName=crm.name, Key=latest)["Item"] == left
+
+
+class Moving(Entity):
+    """An entity whose items another tool stored under other keys and names (its previous
+    layout): the first save moves each to the current one."""
+
+    class Meta:
+        table = crm
+        type_name = "Moving"
+        pk = "MV#{mid}"
+        sk = "MV"
+        previous = Previous(pk="OLDMV#{mid}", sk="OLD", type_name="legacy",
+                            stored_names={"score": "Score"})
+
+    mid: str
+    name: str = ""
+    score: Decimal | None = None
+    prefs: Prefs | None = None
+    lines: list[Line] | None = None
+    seen: Annotated[datetime | None, StoredAs("%Y-%m-%dT%H:%M:%SZ")] = None
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("change", ["none", "name", "prefs.theme"])
+def test_a_move_from_a_previous_layout_keeps_what_it_did_not_touch(
+        db: TestBackend, change: str) -> None:
+    """The save that moves an item another tool stored in the previous layout keeps every
+    field the change did not touch as stored: a type tag (``"2.5"`` as text in a Decimal
+    field), a number's spelling, a member no nested model declares, a list member's, a
+    time in another writer's ISO form."""
+    put_raw({**_raw_key("OLDMV#1", "OLD"), "_type": {"S": "legacy"}, "mid": {"S": "1"},
+             "name": {"S": "a"}, "Score": {"S": "2.5"},
+             "prefs": {"M": {"theme": {"S": "light"}, "beta": {"N": "1E2"}}},
+             "lines": {"L": [{"M": {"sku": {"S": "a"}, "qty": {"N": "1"},
+                                    "note": {"S": "keep"}}}]},
+             "seen": {"S": "2026-01-02T03:04:05.000Z"}})
+    before = crm.client.get_item(TableName=crm.name, Key=_raw_key("OLDMV#1", "OLD"))["Item"]
+    s = db.session()
+    m = s.get(Moving, mid="1")
+    assert m is not None and m.prefs is not None
+    touched = {"_type", "_rev", "PK", "SK"}
+    if change == "name":
+        m.name, touched = "b", touched | {"name"}
+    elif change == "prefs.theme":
+        m.prefs.theme = "dark"
+    s.save(m)
+    s.commit()
+    after = crm.client.get_item(TableName=crm.name, Key=_raw_key("MV#1", "MV"))["Item"]
+    assert "Item" not in crm.client.get_item(TableName=crm.name,
+                                             Key=_raw_key("OLDMV#1", "OLD"))
+    for attr, av in before.items():
+        if attr in touched or attr == "prefs":
+            continue
+        assert after.get("score" if attr == "Score" else attr) == av, attr
+    assert after["prefs"]["M"]["beta"] == {"N": "1E2"}
+    assert after["prefs"]["M"]["theme"] == {"S": "dark" if change == "prefs.theme" else "light"}
