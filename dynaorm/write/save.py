@@ -75,7 +75,7 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                                                               WRITING)  # (a move: loaded)
     if moved is not None:
         return moved.ops, Outcome(entry.obj, Written(spec, moved.key, moved.item, moved.values,
-                                                     moved.version),
+                                                     moved.version, moved.encoded),
                                   version=moved.version, stamps=moved.stamps)
     ops, outcome = _plan_save(entry, state, index, spec)
     if entry.mark:
