@@ -36,6 +36,7 @@ from dynaorm.schema.rules.receipts import OWN_PREFIX, OWN_TYPES
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.schema.unclaimed import langgraph_row
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
@@ -50,9 +51,6 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
 _OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
-_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
-#: the fields every checkpoint and pending write of ``dynaorm.langgraph`` holds
-_LANGGRAPH_FIELDS: Final = ("thread_id", "ns", "checkpoint_id")
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
@@ -1071,21 +1069,12 @@ def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
     entity claims: a receipt or Powertools record (by its type value, or by its partition
     key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
-    if kind is not None:
-        return kind in OWN_TYPES or kind in _LANGGRAPH
-    pk = _text(item.get(table["pk"]))
-    if pk is None:
-        return False
-    if pk.startswith(_OWN_KEYS):
+    if kind is not None and kind in OWN_TYPES:
         return True
-    # (no type value: ``dynaorm.langgraph``'s rows by their keys and the fields they hold,
-    # a checkpoint or pending write under ``LG#...``, a store's item under its own prefix)
-    sk = _text(item.get(table["sk"])) if table["sk"] else None
-    if sk is None:
-        return False
-    if pk.startswith("LG#") and sk.startswith("C#"):
-        return all(_text(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
-    return pk.startswith("LANGGRAPH#STORE") and sk == _text(item.get("path"))
+    pk = _text(item.get(table["pk"])) if kind is None else None
+    if pk is not None and pk.startswith(_OWN_KEYS):
+        return True
+    return langgraph_row(item, table["pk"], table["sk"], kind)
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
