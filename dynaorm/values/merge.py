@@ -72,7 +72,7 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av)
+        item[name] = to_set[name] = _merged(was, before, av) if "L" in av else av
     remove = []
     if len(old) > len(new) or not old.keys() <= new.keys():
         remove = [name for name in old if name not in new and name in item]
@@ -105,7 +105,7 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         if was is not None and before is not None and _maps(was, before, av):
             out[name] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths)}
             continue
-        out[name] = _merged(was, before, av)
+        out[name] = _merged(was, before, av) if "L" in av else av
         paths.append((at, out[name]))
     for name, av in stored.items():
         if name in out:
