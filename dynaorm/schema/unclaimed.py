@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
@@ -38,9 +39,9 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Put, Role
 
-__all__ = ["LANGGRAPH_HINT", "LANGGRAPH_TYPES", "RuleRow", "check_rule_rows", "claimant", "claimed_names",
-           "fix_hint", "langgraph_row", "note_unclaimed", "refuse_claimed", "rule_row",
-           "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
+__all__ = ["LANGGRAPH_HINT", "LANGGRAPH_TYPES", "RuleRow", "check_rule_rows", "claimant",
+           "claimed_names", "fix_hint", "langgraph_row", "note_unclaimed", "refuse_claimed",
+           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot
 #: import: its entities' names, as it declares them)
@@ -53,7 +54,8 @@ LANGGRAPH_HINT = ("a row of dynaorm.langgraph (Saver, Store): declare Saver(tabl
                   "declared, so that check and every surface see it")
 
 
-def langgraph_row(item: Item, pk: str, sk: str | None, type_name: str | None) -> bool:
+def langgraph_row(item: Mapping[str, Any], pk: str, sk: str | None, type_name: str | None
+                  ) -> bool:
     """Whether ``item`` (of a table keyed on ``pk``/``sk``) is a row of
     ``dynaorm.langgraph``'s ``Saver`` or ``Store``: by its type name where it carries one,
     else by its keys and the fields it holds (a checkpoint or pending write under
