@@ -194,6 +194,8 @@ def declared(spec: EntitySpec) -> frozenset[str]:
     if found is None:
         table = spec.table
         names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        # (a computed field's value: the class writes it too, recomputed on each write)
+        names.update(spec.renames.get(n, n) for n in spec.cls.model_computed_fields)
         if table.type_attribute is not None:
             names.add(table.type_attribute)
         names.update(name for name, _ in spec.rules.pin(0))  # (a versioned entity's version)
