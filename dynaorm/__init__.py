@@ -30,6 +30,7 @@ from dynaorm.errors import (
     KeyringError,
     KeyTemplateError,
     LakeError,
+    LeaseError,
     MultipleResultsError,
     OutcomeUnknownError,
     RequestError,
@@ -46,11 +47,11 @@ from dynaorm.ksuid import ksuid
 from dynaorm.protocol.events import CommitResult, RequestEvent, ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
-from dynaorm.protocol.tracing import Tracing
 from dynaorm.read.grouped import Grouped
 from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
+from dynaorm.schema.lease import Lease
 from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
@@ -65,6 +66,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.client.infer import infer
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
+    from dynaorm.protocol.tracing import Tracing
     from dynaorm.schema.inspection import Inspection, inspect
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
@@ -113,6 +115,8 @@ __all__ = [
     "KeyringError",
     "KmsKeyring",
     "LakeError",
+    "Lease",
+    "LeaseError",
     "ModelFileError",
     "MultipleResultsError",
     "Operation",
@@ -157,7 +161,8 @@ __all__ = [
 #: public names whose modules a program that only defines entities and reads does not need:
 #: each is imported on first use (PEP 562), and the first write, stream read, inspection or
 #: async session pays for its module (``AsyncSession`` also needs ``dynaorm[async]`` only
-#: then); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
+#: then; ``Tracing``: OpenTelemetry's tracer, found by entry point, never imported by the
+#: core); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
 _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.schema.streams",
@@ -173,6 +178,7 @@ _LAZY = {
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "StoredAs": "dynaorm.values.formats",
+    "Tracing": "dynaorm.protocol.tracing",
     "inspect": "dynaorm.schema.inspection",
 }
 

@@ -15,6 +15,8 @@ what the next use costs. Caches kept:
   answer's bytes (:mod:`dynaorm.values.fastload`), or ``None``;
 - ``read.selections``: per kind of read (entity types, source), the
   :class:`~dynaorm.read.selection.Selection` every such read shares.
+- ``records.declared``: per entity class, the attributes it writes;
+  ``updates.model_rules``: per entity class, whether an update touches its rules;
 
 A leaf module: it imports nothing of dynaorm.
 """
