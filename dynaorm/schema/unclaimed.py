@@ -45,7 +45,8 @@ __all__ = ["LANGGRAPH_HINT", "LANGGRAPH_TYPES", "RuleRow", "check_rule_rows", "c
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot
 #: import: its entities' names, as it declares them)
-LANGGRAPH_TYPES = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+LANGGRAPH_TYPES = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
+                             "LangGraphLease"})
 #: the fields every checkpoint and pending write of ``dynaorm.langgraph`` holds
 _LANGGRAPH_FIELDS = ("thread_id", "ns", "checkpoint_id")
 #: what to do about ``dynaorm.langgraph``'s rows no class of the process claims
@@ -59,7 +60,7 @@ def langgraph_row(item: Mapping[str, Any], pk: str, sk: str | None, type_name: s
     """Whether ``item`` (of a table keyed on ``pk``/``sk``) is a row of
     ``dynaorm.langgraph``'s ``Saver`` or ``Store``: by its type name where it carries one,
     else by its keys and the fields it holds (a checkpoint or pending write under
-    ``LG#...``, a memory under ``LANGGRAPH#STORE``)."""
+    ``LG#...``, a thread's lease at ``L#`` of it, a memory under ``LANGGRAPH#STORE``)."""
     if type_name is not None:
         return type_name in LANGGRAPH_TYPES
     pk_text, sk_text = (_string(item.get(a)) if a else None for a in (pk, sk))
@@ -67,6 +68,8 @@ def langgraph_row(item: Mapping[str, Any], pk: str, sk: str | None, type_name: s
         return False
     if pk_text.startswith("LG#") and sk_text.startswith("C#"):
         return all(_string(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
+    if pk_text.startswith("LG#") and sk_text == "L#":  # (a single writer's lease)
+        return _string(item.get("thread_id")) is not None
     return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _string(item.get("path"))
 
 

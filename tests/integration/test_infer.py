@@ -565,9 +565,11 @@ class Note(Entity):
             config = saver.put(config, empty_checkpoint(), {"source": "loop", "step": step}, {})
             saver.put_writes(config, [("channel", "value")], "task-1")
         Store(app).put(("users", "u1"), "prefs", {"theme": "dark"})
+        config = {"configurable": {"thread_id": "th2", "checkpoint_ns": ""}}  # (its lease)
+        Saver(app, single_writer=True).put(config, empty_checkpoint(), {"step": 0}, {})
         code, model = infer_code(app.name, client=app.client, report=None)
         assert [e["type_name"] for e in model["entities"]] == ["Note"], code
-        assert model["inferred"]["own"] >= 4 and model["inferred"]["unplaced"]["count"] == 0
+        assert model["inferred"]["own"] >= 6 and model["inferred"]["unplaced"]["count"] == 0
         table = _defined(code)
         table.connect(backend, "us-east-1")
         Saver(table)  # (the printed table takes LangGraph's rows again)
