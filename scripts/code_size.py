@@ -228,6 +228,11 @@ LANDED = 166_216
 LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's second half)
 #: the examples on the public door: dynaorm.testing exports s3_factory (+2)
 LANDED = 166_597
+#: issue 82's red team (red82): +1,050 in 0.5's modules: a list of maps merged member by
+#: member, a move from a previous layout merged with the old row, StoredAs times read and
+#: keyed as stored, a versioned latest copy conditioned whole, one LangGraph recognizer
+#: (schema/unclaimed.py, shared by inference and check), a computed field declared
+LANDED = 167_647
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
