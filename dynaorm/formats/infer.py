@@ -30,12 +30,9 @@ from typing import Any, Final
 
 import pydantic
 
+from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
-from dynaorm.schema.checks import could_overlap, literal_outranks
-from dynaorm.schema.rules.receipts import OWN_PREFIX, OWN_TYPES
-from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.schema.rules.versioned import VERSION_TTL
-from dynaorm.schema.templates import KeyTemplate
+from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outranks
 from dynaorm.schema.unclaimed import langgraph_row
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
@@ -50,7 +47,6 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 #: (an edge package the model floors cannot import: their type names, as it declares them)
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
-_OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
@@ -761,7 +757,7 @@ class _Entity:
 
     def meets(self, other: _Entity) -> bool:
         """Whether some key could fit both entities' templates and neither outranks the
-        other (:func:`~dynaorm.schema.checks.literal_outranks`): dynaorm refuses such a
+        other (:func:`~dynaorm.keys.literal_outranks`): dynaorm refuses such a
         pair on a table without a type attribute."""
         (pk, sk), (theirs, their_sk) = self.pk_sk(), other.pk_sk()
         if not could_overlap(pk, theirs) or (sk is not None and their_sk is not None
@@ -1067,14 +1063,12 @@ def _settle(entities: list[_Entity], items: Sequence[tuple[Item, dict[str, str]]
 
 def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
-    entity claims: a receipt or Powertools record (by its type value, or by its partition
-    key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
-    if kind is not None and kind in OWN_TYPES:
-        return True
-    pk = _text(item.get(table["pk"])) if kind is None else None
-    if pk is not None and pk.startswith(_OWN_KEYS):
-        return True
-    return langgraph_row(item, table["pk"], table["sk"], kind)
+    entity claims: a row kind's (a receipt, a Powertools record, a surface's:
+    :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row of
+    ``dynaorm.langgraph`` (by its type name, or its keys and fields where it has none)."""
+    pk = _text(item.get(table["pk"]))
+    return (pk is not None and pk.startswith(OWN_PREFIX)) or langgraph_row(
+        item, table["pk"], table["sk"], kind)
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
