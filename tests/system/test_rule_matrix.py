@@ -150,7 +150,7 @@ def _tables(m: Matrix, backend: str | None, request: pytest.FixtureRequest,
         stack.enter_context(point_old(m, wire))
     before = m.table.binding()
     m.table.max_wait = 0
-    stack.callback(m.table._restore, before)
+    stack.callback(m.table.restore, before)
     return tb
 
 
