@@ -64,12 +64,13 @@ release-check: $(STAMP)
 
 # The checks before the suite run two at a time (each is one process waiting on one core,
 # the release check mostly on pip: one after another they took about a minute more of
-# CI's 30). Then the suite in two pytest-xdist workers (each its own engines and tables:
+# CI's 30), the engines' download beside the venv's install. Then the suite in two
+# pytest-xdist workers (each its own engines and tables:
 # tests/conftest.py): one process alone left the second core idle while it waited on an
 # engine. The 40 slowest tests are listed (CI has a 30-minute limit: what to move to fewer
 # engines first).
 CHECKS := engines lint typecheck docs release-check
-test: $(STAMP)
+test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
 	$(MAKE) --no-print-directory test-endpoint
