@@ -228,6 +228,9 @@ LANDED = 166_216
 LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's second half)
 #: the examples on the public door: dynaorm.testing exports s3_factory (+2)
 LANDED = 166_597
+#: main's nested-path fix (c015599e: F(path).exists()/not_exists() in updates) measured +6,
+#: not raised on main (test_budgets failed there); the CI branch adds no code (+0)
+LANDED = 166_603
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
