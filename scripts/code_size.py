@@ -246,6 +246,11 @@ LANDED = 166_983
 #: (issue 80's red team: +402 for seven fixes: Session.run's one runner and the stage it
 #: holds, Table.keeps/register refusing dynaorm's namespace, the entry points' own names)
 LANDED = 167_385
+#: issue 82's red team (red82): +1,044 in 0.5's modules: a list of maps merged member by
+#: member, a move from a previous layout merged with the old row, StoredAs times read and
+#: keyed as stored, a versioned latest copy conditioned whole, one LangGraph recognizer
+#: (schema/unclaimed.py, shared by inference and check), a computed field declared
+LANDED = 168_429
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
