@@ -433,3 +433,85 @@ def test_a_run_writes_from_several_event_loops_and_a_forked_child(tb: TestBacken
     if done[0] == 0:
         os.kill(child, 9)
     assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0
+
+
+def test_a_run_id_used_again_takes_a_free_thread(tb: TestBackend, clock: Clock) -> None:
+    """A run id an application gives again (its own request id per conversation, a
+    retried run's) names a later invocation: after another worker's run took the
+    thread and let it go, the first worker's next turn (or resume) under the old id is
+    its owner's, not refused as "another run's" while nobody holds the thread. Before:
+    ThreadBusyError ("held by 'run:r2' ... and released"), as the saver renewed the
+    old tenure by its epoch."""
+    a, b = worker(), worker()
+    a.invoke({"m": ["one"]}, {"configurable": {"thread_id": "th", "run_id": "r1"}})
+    b.invoke({"m": ["two"]}, {"configurable": {"thread_id": "th", "run_id": "r2"}})
+    a.invoke({"m": ["three"]}, {"configurable": {"thread_id": "th", "run_id": "r1"}})
+    b.invoke({"m": ["ask"]}, {"configurable": {"thread_id": "th", "run_id": "r3"}})
+    assert a.invoke(Command(resume="yes"), {"configurable": {"thread_id": "th",
+                                                             "run_id": "r1"}})["m"][-1] == "yes"
+    assert a.get_state(CONFIG).values["m"] == [
+        "one", "thought", "reply", "two", "thought", "reply", "three", "thought", "reply",
+        "ask", "thought", "yes"]
+    _chain(a)
+
+
+def test_without_langgraphs_run_control_a_late_step_never_forks_the_thread(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another LangGraph version, whose config has no ``__pregel_runtime`` (the run's
+    control): a graph's writes without a run id are then runs of their own, one write
+    long. B's turn while A is inside a node is accepted (no run holds the thread); A's
+    late step must then be refused (its parent is no longer the head), never stored as
+    a second child: the thread is B's turn, A told ThreadBusyError. Before: A's step was
+    stored beside B's (a run-less write carried no head condition), the thread forked
+    and B's turn was lost from it though B's invoke returned it."""
+    import dynaorm.langgraph.fence as fence
+
+    monkeypatch.setattr(fence, "_RUNTIME", "__a_key_langgraph_does_not_set")
+    gate = Gate()
+    a, b = worker(gate), worker()
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
+        assert gate.inside.wait(30)
+        told_b = b.invoke({"m": ["b's"]}, CONFIG)["m"]
+        gate.go.set()
+        with pytest.raises(ThreadBusyError):
+            running.result()
+    assert told_b == ["block", "b's", "thought", "reply"]
+    assert b.get_state(CONFIG).values["m"] == told_b
+    _chain(b)
+
+
+def test_every_write_of_a_graph_names_its_run() -> None:
+    """A canary of the LangGraph installed: every write of an invocation, its subgraph's
+    included, carries LangGraph's run control (``__pregel_runtime``'s ``control``), so a
+    run without a run id is told from a direct call (``update_state``). Without it the
+    single writer falls back to one-write runs (the test above)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from dynaorm.langgraph.fence import holder_of
+
+    seen: list[Any] = []
+
+    class Spy(InMemorySaver):
+        def put(self, config: Any, *args: Any) -> Any:
+            seen.append(config)
+            return super().put(config, *args)
+
+        def put_writes(self, config: Any, *args: Any, **kw: Any) -> None:
+            seen.append(config)
+            super().put_writes(config, *args, **kw)
+
+    sub = StateGraph(State)
+    sub.add_node("inner", lambda state: {"m": ["inner"]})
+    sub.add_edge(START, "inner")
+    builder = StateGraph(State)
+    builder.add_node("outer", sub.compile())
+    builder.add_edge(START, "outer")
+    g = builder.compile(checkpointer=Spy())
+    g.invoke({"m": ["x"]}, CONFIG)
+    runs = {holder_of(c) and holder_of(c)[0] for c in seen}  # type: ignore[index]
+    assert len(seen) > 4 and len(runs) == 1 and None not in runs
+    assert any(c["configurable"].get("checkpoint_ns") for c in seen)
+    seen.clear()
+    g.update_state(CONFIG, {"m": ["y"]})
+    assert seen and all(holder_of(c) is None for c in seen)
