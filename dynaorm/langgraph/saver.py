@@ -72,6 +72,7 @@ from dynaorm.langgraph.fence import (
     Tenure,
     Tenures,
     ThreadBusyError,
+    controlled,
     holder_of,
     idle,
     length,
@@ -324,7 +325,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         found = holder_of(config)
         if found is None:
             return Fence(thread, once(), None)
-        return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
+        return Fence(thread, found[0], self.tenures.of(thread, *found, uuid.uuid4().hex))
 
     def _guard(self, s: Any, fence: Fence | None, parks: str | None,
                extends: tuple[str | None] | None, head: str | None
@@ -348,9 +349,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         values = {**self._stamp(), **({} if head is None else {"head": head})}
         where = None if extends is None else F("head").not_exists() if extends[
             0] is None else F("head").not_exists() | (F("head") == extends[0])
-        if t is None:
+        if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
-                    **fence.thread)
+                    where=where, **fence.thread)
             return None, None
         now = float(self.lease_row.clock())
         if not t.held:
@@ -417,7 +418,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                        meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
                overwrite=True)
         root = not conf.get("checkpoint_ns")
-        deliberate = md.get("source") in ("fork", "update")  # (time travel: a fork meant)
+        # (time travel is a fork meant; a write of no run is a direct call, unless the
+        # LangGraph installed names no run (fence.controlled): then a step of no run
+        # extends the head too, but its input, which may be update_state(as_node=START))
+        deliberate = md.get("source") in ("fork", "update") or (
+            fence is not None and fence.tenure is None and (
+                controlled() or md.get("source") == "input"))
         yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
                                 extends=(conf.get("checkpoint_id"),) if root and not
                                 deliberate else None, head=cid if root else None)

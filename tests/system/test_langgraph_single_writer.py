@@ -467,6 +467,7 @@ def test_without_langgraphs_run_control_a_late_step_never_forks_the_thread(
     import dynaorm.langgraph.fence as fence
 
     monkeypatch.setattr(fence, "_RUNTIME", "__a_key_langgraph_does_not_set")
+    monkeypatch.setattr(fence, "_CONTROLLED", False)
     gate = Gate()
     a, b = worker(gate), worker()
     with cf.ThreadPoolExecutor(1) as pool:
