@@ -29,7 +29,8 @@ their root steps then extend the head as a run's do, so they never fork the thre
   accepted whenever no run holds the thread.
 - The lease row also keeps the thread's **head** (the root checkpoint last put): a root
   checkpoint whose parent is not the head is refused (but a time travel's, whose source is
-  ``fork`` or ``update``: a fork meant), so a run that read the thread, then waited while
+  ``fork`` or ``update``: a fork meant; nor one that is the head already: a put again
+  after its answer was lost), so a run that read the thread, then waited while
   another moved it on, cannot fork it with its first checkpoint either. A task's writes
   are not checked against it (LangGraph may store them before their checkpoint).
 

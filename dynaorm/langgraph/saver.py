@@ -334,7 +334,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         root put ``extends`` the thread's head (the root checkpoint last written; any,
         when none is known yet) and moves it: a checkpoint whose parent is not the head is
         refused, so a run that read the thread before another moved it on never forks it
-        (a time travel's ``fork``/``update`` is a fork meant: not checked). A task's
+        (a time travel's ``fork``/``update`` is a fork meant: not checked); the head
+        already this checkpoint is a put again (its answer lost), accepted. A task's
         writes are not: LangGraph may store them before their checkpoint. A run renews
         its lease (``lease`` and a third more, from now) when it acquires it, or writes a
         third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
@@ -349,6 +350,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         values = {**self._stamp(), **({} if head is None else {"head": head})}
         where = None if extends is None else F("head").not_exists() if extends[
             0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if where is not None and head is not None:  # (or the head is this very one: the
+            where = where | (F("head") == head)  # put again, its first answer lost)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)

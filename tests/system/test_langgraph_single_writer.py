@@ -271,6 +271,38 @@ def test_a_put_whose_answer_is_lost_with_another_worker_in_the_window(
     assert ids == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
 
 
+def test_a_put_whose_answer_is_lost_is_retried_by_its_run(tb: TestBackend,
+                                                          clock: Clock) -> None:
+    """Red team of issue 83: A's put applied, its answer lost (B refused in the window);
+    A puts the same checkpoint again, as a caller told "unknown" does. Before, the retry
+    was refused with ThreadBusyError ("another run's"): the head had moved to A's own
+    checkpoint, which the retry's parent no longer was. The retry is accepted, stores
+    nothing new, and A goes on."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    refused: list[Exception] = []
+
+    def in_the_window() -> None:
+        try:
+            if not refused:
+                _put(b, "B", "0001", "0003")
+        except ThreadBusyError as exc:
+            refused.append(exc)
+    with inject_faults(agents) as faults:  # (every attempt's answer: unknown to A)
+        faults.lose_answer("TransactWriteItems", times=None, after=in_the_window)
+        with pytest.raises(OutcomeUnknownError):
+            _put(a, "A", "0001", "0002")
+    assert len(refused) == 1
+    before = _rows(tb)
+    _put(a, "A", "0001", "0002")  # (the same put again)
+    assert [i["sk"]["S"] for i in _rows(tb)] == [i["sk"]["S"] for i in before] == [
+        "C#_#0001#", "C#_#0002#"]
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0002", "0003")
+    _put(a, "A", "0002", "0004", last=True)
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease
