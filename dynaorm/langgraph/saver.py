@@ -55,6 +55,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from dynaorm import (
     AsyncSession,
     Compressed,
+    ConditionFailedError,
     ConflictError,
     DynaormError,
     Encrypted,
@@ -533,7 +534,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
         """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too) with
         their writes; a lease left naming a deleted checkpoint as the thread's head
-        forgets it (the next run starts from what is left)."""
+        forgets it (the next run starts from what is left), unless a put moved the head
+        since the thread was read."""
         for cls in self.cp, self.w:
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
                     for r in found if type(r) is cls and (
@@ -545,8 +547,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             if doomed is None:
                 yield partial(s.delete_many, self.lease_row, [key])
             elif lease.head is not None and ("_", lease.head) in doomed:
-                s.update(self.lease_row, **key).remove("head")
-                with suppress(ItemNotFoundError):
+                s.update(self.lease_row, **key).remove("head").where(
+                    F("head") == lease.head)  # (a put since the read moved it: kept)
+                with suppress(ItemNotFoundError, ConditionFailedError):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:

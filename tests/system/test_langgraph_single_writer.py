@@ -303,6 +303,37 @@ def test_a_put_whose_answer_is_lost_is_retried_by_its_run(tb: TestBackend,
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
 
 
+@pytest.mark.parametrize("how", ["prune", "delete_for_runs"])
+def test_a_put_inside_a_prunes_window_keeps_the_threads_head(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Red team of issue 83: a prune (strategy="delete") or a delete_for_runs reads the
+    thread, then A (which holds it) puts 0004 before the delete's writes; the head the
+    lease keeps is A's 0004, which the delete never saw. Before, the delete removed the
+    head whatever it had become: B, a worker that read 0003 before, then extended 0003
+    once A parked, and the thread forked (0004 and B's 0005 both children of 0003)."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    _put(a, "A", "0002", "0003")
+    deleter = Saver(agents)
+    read = deleter._thread
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    if how == "prune":
+        deleter.prune(["th"], strategy="delete")
+    else:
+        deleter.delete_for_runs(["A"])
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0003", "0005")
+    lease = [i for i in tb.scan_raw() if i["sk"]["S"] == "L#"]
+    assert [i["head"]["S"] for i in lease] == ["0004"]
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease
