@@ -532,7 +532,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
-        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too) with
+        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too, unless a
+        run wrote the thread since it was read: its lease is kept) with
         their writes; a lease left naming a deleted checkpoint as the thread's head
         forgets it (the next run starts from what is left), unless a put moved the head
         since the thread was read."""
@@ -544,11 +545,14 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 yield partial(s.delete_many, cls, keys)
         for lease in (r for r in found if type(r) is self.lease_row):
             key = self._pk(lease.thread_id)
-            if doomed is None:
-                yield partial(s.delete_many, self.lease_row, [key])
+            if doomed is None:  # (as read: one a run moved since holds a write unseen)
+                s.delete(self.lease_row, **key, condition=_as_read(lease, "epoch") & _as_read(
+                    lease, "head"))
+                with suppress(ItemNotFoundError, ConditionFailedError):
+                    yield s.commit
             elif lease.head is not None and ("_", lease.head) in doomed:
                 s.update(self.lease_row, **key).remove("head").where(
-                    F("head") == lease.head)  # (a put since the read moved it: kept)
+                    _as_read(lease, "head"))  # (a put since the read moved it: kept)
                 with suppress(ItemNotFoundError, ConditionFailedError):
                     yield s.commit
 
@@ -815,6 +819,12 @@ class _Walk:
 def _sk(ns: str, checkpoint_id: str) -> str:
     """A checkpoint's sort key (its entity's template): rows come in its order."""
     return f"C#{ns}#{checkpoint_id}#"
+
+
+def _as_read(row: Any, name: str) -> Any:
+    """The condition that ``row``'s attribute ``name`` is still as it was read."""
+    value = getattr(row, name)
+    return F(name).not_exists() if value is None else F(name) == value
 
 
 def _whole(writes: list[Any]) -> list[Any]:

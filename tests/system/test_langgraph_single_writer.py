@@ -334,6 +334,34 @@ def test_a_put_inside_a_prunes_window_keeps_the_threads_head(
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
 
 
+def test_a_put_inside_a_delete_threads_window_keeps_the_threads_lease(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of issue 83: delete_thread reads the thread, then A (which holds it) puts
+    0004 before the delete's writes. Before, the delete removed the lease whatever it had
+    become: A's 0004 was left in a thread with no lease and no head, and B, a worker that
+    read 0003 before, took the free thread and extended 0003 (0004 and B's 0005 both
+    children of 0003: a fork). The lease A moved is kept: B is refused."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    _put(a, "A", "0002", "0003")
+    deleter = Saver(agents)
+    read = deleter._thread
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    deleter.delete_thread("th")
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0003", "0005")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
+    deleter = Saver(agents)  # (and with nothing in its window: the thread goes whole)
+    deleter.delete_thread("th")
+    assert tb.scan_raw() == []
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease
