@@ -441,7 +441,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         some are there already (a retry, or its answer lost), those are left out. Past a
         transaction (100 rows), one commit a 100, each row holding the task's count of
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
-        takes a task with an output write as finished: part of them would lose the rest)."""
+        takes a task with an output write as finished: part of them would lose the rest).
+        A retry that finds every write stored after an unknown outcome, then the thread
+        another run's, re-raises the unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
@@ -453,6 +455,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                        value=self._dump(value), total=total, **self._stamp())
                 for i, (channel, value) in enumerate(writes)]
         kept: set[int] = set()
+        unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:
                 s = type(s)(self.table, scope=self.scope or None)
@@ -466,9 +469,14 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                     yield from self._commit(s, fence, parks if at + per >= len(todo)
                                             else None)
                 return
-            except (ConflictError, OutcomeUnknownError):
+            except ThreadBusyError:
+                if unknown is not None and not todo:  # (all stored, maybe by the first
+                    raise unknown from None  # attempt, which held the thread: not "none")
+                raise
+            except (ConflictError, OutcomeUnknownError) as exc:
                 if retry:
                     raise
+                unknown = exc if isinstance(exc, OutcomeUnknownError) else None
 
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:

@@ -383,6 +383,32 @@ def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it
         "C#_#0001#", "C#_#0002#"]
 
 
+def test_writes_whose_every_answer_is_lost_are_never_said_unstored(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 83: A's writes applied while A held the thread, every answer
+    lost; in the window A's lease lapses and B takes the thread. put_writes reads back
+    and finds them all stored: before, it then sent the lease's renewal alone, refused,
+    and raised ThreadBusyError ("nothing of the write was stored") for writes that were.
+    Now it says the outcome is unknown (they may be its first attempt's); A's next write
+    is refused."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+
+    def in_the_window() -> None:  # (B takes the lapsed lease: one UpdateItem)
+        if clock.now < 1_800_000_100:
+            clock.now += LEASE.total_seconds() * 4 / 3 + 100
+            s = tb.session()
+            s.lease(b.lease_row, holder="run:B", duration=LEASE, thread_id="th")
+            s.commit()
+    with inject_faults(agents) as faults:
+        faults.lose_answer("TransactWriteItems", times=None, after=in_the_window)
+        with pytest.raises(OutcomeUnknownError):
+            _writes(a, "A", "0001", "a's")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0001#W#task-a's#0"]
+    with pytest.raises(ThreadBusyError):
+        _put(a, "A", "0001", "0003")
+
+
 class Workers(RuleBasedStateMachine):
     """Three workers run turns of one thread as LangGraph does (each loads the thread's
     head when it starts, then writes its task's writes and a child checkpoint a step,
