@@ -228,6 +228,9 @@ LANDED = 166_216
 LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's second half)
 #: the examples on the public door: dynaorm.testing exports s3_factory (+2)
 LANDED = 166_597
+#: issue 83's red team (red83): a sealed value's error reads its key id from a header laid
+#: out as one (encrypted.py): +5
+LANDED = 166_602
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -303,6 +306,10 @@ LANGGRAPH_BUDGET = 6_340
 #: the TTL forms, the latest checkpoint read as its newest row: +4,433; a run's lock one per
 #: event loop, a forked child's tenures its own: +93
 LANGGRAPH_BUDGET = 10_866
+#: issue 83's red team (red83): a run id given again a tenure of its own, a put again of
+#: the head accepted, prune/delete_for_runs/delete_thread change the lease only as read, a
+#: retry that finds its writes stored after an unknown outcome says so: +211
+LANGGRAPH_BUDGET = 11_077
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before
