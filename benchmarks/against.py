@@ -16,7 +16,8 @@ environment ``cold_start.py`` gives (credentials only) and bytecode under a cach
 ``/tmp`` (nothing is written into either checkout; a first, uncounted run of each cold
 start program on each root compiles what it imports).
 
-- **wire** (one child per root): ``get``, ``put``, ``tx3``, ``query25``, ``query1000`` on
+- **wire** (one child per root): ``get``, ``put``, ``tx3``, ``query25``, ``query1000``,
+  ``get+save`` (a loaded object changed and saved: a ``GetItem``, then an ``UpdateItem``) on
   dynaorm's own wire against the canned endpoint (in a process of its own, not counted),
   each checked and warmed, then ``--calls`` calls (a tenth for ``query1000``) run inside
   ``operator.call``: callgrind counts only while that function runs
@@ -60,9 +61,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-OPS = ("get", "put", "tx3", "query25", "query1000")
+OPS = ("get", "put", "tx3", "query25", "query1000", "get+save")
 #: calls counted per op, as a share of ``--calls`` (a 1,000-item page is ~40x a get)
-SHARE = {"get": 1.0, "put": 1.0, "tx3": 1.0, "query25": 1.0, "query1000": 0.1}
+SHARE = {"get": 1.0, "put": 1.0, "tx3": 1.0, "query25": 1.0, "query1000": 0.1,
+         "get+save": 1.0}
 #: bytecode of both checkouts and of site-packages, outside the checkouts
 PYCACHE = Path(tempfile.gettempdir()) / "dynaorm-against-pycache"
 

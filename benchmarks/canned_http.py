@@ -4,7 +4,7 @@ child process (HTTP/1.1 keep-alive), answering DynamoDB's JSON protocol with fix
 and a correct ``x-amz-crc32``, so a client pays its whole path (render, sign, socket, read,
 parse, build objects) while the server's work is in another process.
 
-Answers, by ``X-Amz-Target``: ``GetItem`` a user item; ``PutItem`` and
+Answers, by ``X-Amz-Target``: ``GetItem`` a user item; ``PutItem``, ``UpdateItem`` and
 ``TransactWriteItems`` ``{}``; ``Query`` a page of 25 or 1,000 message items (room ``r25`` /
 ``r1000`` in the request's ``:pk``); ``SearchVectors`` the ``TopK`` (10 or 100) nearest
 documents of 768 dimensions, their vectors included only when a ``ProjectionExpression``
@@ -97,7 +97,7 @@ def answers() -> dict[str, bytes]:
     a search's per ``TopK``, ``:v`` when it asks for the vectors; a ``BatchGetItem``'s per
     number of keys)."""
     out: dict[str, Any] = {"GetItem": {"Item": user_item()}, "PutItem": {},
-                           "TransactWriteItems": {}}
+                           "UpdateItem": {}, "TransactWriteItems": {}}
     for size in (25, 1000):
         items = [message_item(f"r{size}", n) for n in range(size)]
         out[f"Query:r{size}"] = {"Items": items, "Count": size, "ScannedCount": size}

@@ -254,8 +254,15 @@ def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
     def query(room: str, n: int) -> Op:  # a web service's page: .limit(n).page()
         return lambda: Session(app).query(Message, room=room).limit(n).page().items
 
+    def get_save() -> object:  # a loaded object changed and saved: one UpdateItem
+        session = Session(app)
+        user = session.get(User, user_id="u1")
+        user.logins += 1
+        session.save(user)
+        return session.commit()
+
     return {"get": get, "put": put, "tx3": tx3, "query25": query("r25", 25),
-            "query1000": query("r1000", 1000)}
+            "query1000": query("r1000", 1000), "get+save": get_save}
 
 
 #: iterations per repeat of the scoped side by side's ops (``--scale`` multiplies them)

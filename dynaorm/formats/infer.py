@@ -33,6 +33,7 @@ import pydantic
 from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
 from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outranks
+from dynaorm.schema.unclaimed import langgraph_row
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
@@ -46,8 +47,6 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 #: (an edge package the model floors cannot import: their type names, as it declares them)
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
-_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
-                               "LangGraphLease"})
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
@@ -1066,9 +1065,10 @@ def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
     entity claims: a row kind's (a receipt, a Powertools record, a surface's:
     :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row of
-    ``dynaorm.langgraph``."""
+    ``dynaorm.langgraph`` (by its type name, or its keys and fields where it has none)."""
     pk = _text(item.get(table["pk"]))
-    return kind in _LANGGRAPH or (pk is not None and pk.startswith(OWN_PREFIX))
+    return (pk is not None and pk.startswith(OWN_PREFIX)) or langgraph_row(
+        item, table["pk"], table["sk"], kind)
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,

@@ -66,7 +66,13 @@ from dynaorm.schema.rules.unique import (
 from dynaorm.schema.rules.versioned import VERSION_TTL, parse_version_sk, version_row, version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
-from dynaorm.schema.unclaimed import fix_hint, unclaimed_name, unclaimed_shape
+from dynaorm.schema.unclaimed import (
+    LANGGRAPH_HINT,
+    fix_hint,
+    langgraph_row,
+    unclaimed_name,
+    unclaimed_shape,
+)
 from dynaorm.values.codec import decode_item
 from dynaorm.values.expressions import (
     Condition,
@@ -475,9 +481,12 @@ class _Auditor:
         code."""
         if self.table.type_attribute is None:
             if unclaimed_shape(self.table, item):
+                hint = (LANGGRAPH_HINT if langgraph_row(item, self.table.pk, self.table.sk,
+                                                        None) else
+                        "map it with an entity (see 'dynaorm model --infer'), or delete it "
+                        "if nothing reads it")
                 self.problems.append(Problem("unclaimed-item", key, (
-                    "no entity's key templates fit it, reads skip it: map it with an entity "
-                    "(see 'dynaorm model --infer'), or delete it if nothing reads it"),
+                    f"no entity's key templates fit it, reads skip it: {hint}"),
                     type_name=UNTYPED))
             return
         name = unclaimed_name(self.table, item)

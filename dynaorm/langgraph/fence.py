@@ -7,7 +7,11 @@ only while its run holds the thread.
 ``metadata.run_id``: LangGraph's server sets it, and ``delete_for_runs`` deletes by it);
 else one invocation of the graph (``invoke``/``stream``, its subgraphs included: the
 ``RunControl`` of LangGraph's runtime, one per invocation); else (``update_state``, a
-direct call) the write is a run of its own, one write long.
+direct call) the write is a run of its own, one write long. A run id given again to a
+later invocation names a tenure of its own (one per invocation: it takes a free thread;
+the same holder's name supersedes a live one of that id). A LangGraph that gives no run
+control (:func:`controlled`) leaves a graph's writes without a run id runs of no one:
+their root steps then extend the head as a run's do, so they never fork the thread.
 
 - A run's first write **acquires** the thread's lease (a new epoch, ``lease`` long),
   refused with :class:`ThreadBusyError` while another run holds it: nothing of that write
@@ -25,7 +29,8 @@ direct call) the write is a run of its own, one write long.
   accepted whenever no run holds the thread.
 - The lease row also keeps the thread's **head** (the root checkpoint last put): a root
   checkpoint whose parent is not the head is refused (but a time travel's, whose source is
-  ``fork`` or ``update``: a fork meant), so a run that read the thread, then waited while
+  ``fork`` or ``update``: a fork meant; nor one that is the head already: a put again
+  after its answer was lost), so a run that read the thread, then waited while
   another moved it on, cannot fork it with its first checkpoint either. A task's writes
   are not checked against it (LangGraph may store them before their checkpoint).
 
@@ -64,7 +69,13 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
-_RUNTIME = "__pregel_runtime"  # (LangGraph's runtime in a config: its ``control``)
+try:  # (LangGraph's runtime in a config, by LangGraph's own name, and its ``control``)
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME
+    from langgraph.runtime import Runtime
+
+    _CONTROLLED = "control" in getattr(Runtime, "__dataclass_fields__", {})
+except ImportError:  # pragma: no cover (another LangGraph)
+    _RUNTIME, _CONTROLLED = "__pregel_runtime", False
 _KEPT = 4096  # (tenures a saver remembers: runs in flight, and a few done)
 _STOPS = ("__interrupt__", "__error__")
 
@@ -110,16 +121,29 @@ class Tenure:
         return self._async[1]
 
 
-def holder_of(config: RunnableConfig) -> tuple[str, object] | None:
-    """The run a write belongs to: ``(holder name, identity)``, ``None`` for none."""
+def holder_of(config: RunnableConfig) -> tuple[str, object | None] | None:
+    """The run a write belongs to: ``(holder name, invocation)``, ``None`` for none. The
+    invocation is LangGraph's run control (one per ``invoke``, its subgraphs included),
+    ``None`` for a write outside one (a run id given to the saver's own calls): a run id
+    given again to a later invocation names a tenure of its own (its holder's name is
+    the same, so it supersedes an older one of that name, and takes a free thread)."""
     conf: Mapping[str, Any] = config.get("configurable") or {}
     run = conf.get("run_id") or (config.get("metadata") or {}).get("run_id")
-    if run:
-        return f"run:{run}", f"run:{run}"
     control = getattr(conf.get(_RUNTIME), "control", None)
+    if run:
+        return f"run:{run}", control
     if control is None:
         return None
     return f"{_NONCE[0]}:{id(control)}", control
+
+
+def controlled() -> bool:
+    """Whether the LangGraph installed names every invocation's run (its runtime's
+    ``control``). Without it a graph's writes without a run id are runs of no one, told
+    from a direct call (``update_state``) by nothing: their root steps are then held to
+    the thread's head, so they never fork it (the conformance suite's direct puts of
+    sibling checkpoints are refused then)."""
+    return _CONTROLLED
 
 
 def once() -> str:
@@ -140,12 +164,15 @@ class Tenures:
     def _forked(self) -> None:
         self._known, self._lock = OrderedDict(), threading.Lock()
 
-    def of(self, thread: Mapping[str, str], identity: object, epoch: str) -> Tenure:
-        key = (*sorted(thread.items()), identity if isinstance(identity, str) else id(identity))
+    def of(self, thread: Mapping[str, str], holder: str, invocation: object | None,
+           epoch: str) -> Tenure:
+        """The tenure of ``holder``'s ``invocation`` (see :func:`holder_of`) on
+        ``thread``, a new one (acquiring with ``epoch``) when none is known."""
+        key = (*sorted(thread.items()), holder, id(invocation))
         with self._lock:
             found = self._known.get(key)
-            if found is None or (found.owner is not identity and not isinstance(identity, str)):
-                found = self._known[key] = Tenure(epoch, identity)
+            if found is None or found.owner is not invocation:
+                found = self._known[key] = Tenure(epoch, invocation)
             self._known.move_to_end(key)
             while len(self._known) > _KEPT:
                 self._known.popitem(last=False)

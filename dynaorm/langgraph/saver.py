@@ -55,6 +55,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from dynaorm import (
     AsyncSession,
     Compressed,
+    ConditionFailedError,
     ConflictError,
     DynaormError,
     Encrypted,
@@ -72,6 +73,7 @@ from dynaorm.langgraph.fence import (
     Tenure,
     Tenures,
     ThreadBusyError,
+    controlled,
     holder_of,
     idle,
     length,
@@ -301,7 +303,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         found = holder_of(config)
         if found is None:
             return Fence(thread, once(), None)
-        return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
+        return Fence(thread, found[0], self.tenures.of(thread, *found, uuid.uuid4().hex))
 
     def _guard(self, s: Any, fence: Fence | None, parks: str | None,
                extends: tuple[str | None] | None, head: str | None
@@ -310,7 +312,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         root put ``extends`` the thread's head (the root checkpoint last written; any,
         when none is known yet) and moves it: a checkpoint whose parent is not the head is
         refused, so a run that read the thread before another moved it on never forks it
-        (a time travel's ``fork``/``update`` is a fork meant: not checked). A task's
+        (a time travel's ``fork``/``update`` is a fork meant: not checked); the head
+        already this checkpoint is a put again (its answer lost), accepted. A task's
         writes are not: LangGraph may store them before their checkpoint. A run renews
         its lease (``lease`` and a third more, from now) when it acquires it, or writes a
         third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
@@ -325,9 +328,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         values = {**self._stamp(), **({} if head is None else {"head": head})}
         where = None if extends is None else F("head").not_exists() if extends[
             0] is None else F("head").not_exists() | (F("head") == extends[0])
-        if t is None:
+        if where is not None and head is not None:  # (or the head is this very one: the
+            where = where | (F("head") == head)  # put again, its first answer lost)
+        if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
-                    **fence.thread)
+                    where=where, **fence.thread)
             return None, None
         now = float(self.lease_row.clock())
         if not t.held:
@@ -394,7 +399,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                        meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
                overwrite=True)
         root = not conf.get("checkpoint_ns")
-        deliberate = md.get("source") in ("fork", "update")  # (time travel: a fork meant)
+        # (time travel is a fork meant; a write of no run is a direct call, unless the
+        # LangGraph installed names no run (fence.controlled): then a step of no run
+        # extends the head too, but its input, which may be update_state(as_node=START))
+        deliberate = md.get("source") in ("fork", "update") or (
+            fence is not None and fence.tenure is None and (
+                controlled() or md.get("source") == "input"))
         yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
                                 extends=(conf.get("checkpoint_id"),) if root and not
                                 deliberate else None, head=cid if root else None)
@@ -408,7 +418,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         some are there already (a retry, or its answer lost), those are left out. Past a
         transaction (100 rows), one commit a 100, each row holding the task's count of
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
-        takes a task with an output write as finished: part of them would lose the rest)."""
+        takes a task with an output write as finished: part of them would lose the rest).
+        A retry that finds every write stored after an unknown outcome, then the thread
+        another run's, re-raises the unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
@@ -420,6 +432,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                        value=self._dump(value), total=total, **self._stamp())
                 for i, (channel, value) in enumerate(writes)]
         kept: set[int] = set()
+        unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:
                 s = type(s)(self.table, scope=self.scope or None)
@@ -433,9 +446,14 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                     yield from self._commit(s, fence, parks if at + per >= len(todo)
                                             else None)
                 return
-            except (ConflictError, OutcomeUnknownError):
+            except ThreadBusyError:
+                if unknown is not None and not todo:  # (all stored, maybe by the first
+                    raise unknown from None  # attempt, which held the thread: not "none")
+                raise
+            except (ConflictError, OutcomeUnknownError) as exc:
                 if retry:
                     raise
+                unknown = exc if isinstance(exc, OutcomeUnknownError) else None
 
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:
@@ -499,9 +517,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
-        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too) with
+        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too, unless a
+        run wrote the thread since it was read: its lease is kept) with
         their writes; a lease left naming a deleted checkpoint as the thread's head
-        forgets it (the next run starts from what is left)."""
+        forgets it (the next run starts from what is left), unless a put moved the head
+        since the thread was read."""
         for cls in self.cp, self.w:
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
                     for r in found if type(r) is cls and (
@@ -510,11 +530,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 yield partial(s.delete_many, cls, keys)
         for lease in (r for r in found if type(r) is self.lease_row):
             key = self._pk(lease.thread_id)
-            if doomed is None:
-                yield partial(s.delete_many, self.lease_row, [key])
+            if doomed is None:  # (as read: one a run moved since holds a write unseen)
+                s.delete(self.lease_row, **key, condition=_as_read(lease, "epoch") & _as_read(
+                    lease, "head"))
+                with suppress(ItemNotFoundError, ConditionFailedError):
+                    yield s.commit
             elif lease.head is not None and ("_", lease.head) in doomed:
-                s.update(self.lease_row, **key).remove("head")
-                with suppress(ItemNotFoundError):
+                s.update(self.lease_row, **key).remove("head").where(
+                    _as_read(lease, "head"))  # (a put since the read moved it: kept)
+                with suppress(ItemNotFoundError, ConditionFailedError):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
@@ -780,6 +804,12 @@ class _Walk:
 def _sk(ns: str, checkpoint_id: str) -> str:
     """A checkpoint's sort key (its entity's template): rows come in its order."""
     return f"C#{ns}#{checkpoint_id}#"
+
+
+def _as_read(row: Any, name: str) -> Any:
+    """The condition that ``row``'s attribute ``name`` is still as it was read."""
+    value = getattr(row, name)
+    return F(name).not_exists() if value is None else F(name) == value
 
 
 def _whole(writes: list[Any]) -> list[Any]:

@@ -26,7 +26,7 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.rules.receipts import OWN_PREFIX
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, literal_outranks
-from dynaorm.values.codec import kind_of
+from dynaorm.values.codec import Kind, kind_of
 
 
 class IndexTemplates(Protocol):
@@ -176,7 +176,9 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
     _check_key_clash(owner, table, stored, renames, templates)
     _check_typed_keys(owner, table, templates, fields)
     for attr, name in stored.items():  # a native index's attribute: the field stores its type
-        kind = kind_of(fields[name].annotation) if name in fields else None
+        kind = None if name not in fields else next(
+            (m for m in fields[name].metadata if isinstance(m, Kind)), None) or kind_of(
+            fields[name].annotation)  # (a field-level kind, StoredAs: the tag it stores)
         if any(table.native(i) and attr in table.key_names(i) for i in table.indexes) and (
                 kind is None or kind.tag != table.key_type(attr)):
             stores = f"stores {kind.tag}" if kind and kind.tag else "stores no key type"

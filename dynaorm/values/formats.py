@@ -22,9 +22,10 @@ attribute's, not its keys'.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, ClassVar
 
@@ -109,13 +110,17 @@ class StoredAs(Kind):
             if format == _EPOCH_MILLIS:
                 return {"N": str(int((_exact_seconds(value) * 1000).to_integral_value(
                     ROUND_FLOOR)))}
-            if format in (_ISO_Z, _ISO_Z_MILLIS):
-                value = value.astimezone(UTC)
-                text = value.strftime("%Y-%m-%dT%H:%M:%S")
+            if format in (_ISO_Z, _ISO_Z_MILLIS):  # (isoformat: a year of four digits)
+                text = value.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat()
                 if format == _ISO_Z_MILLIS:
                     return {"S": f"{text}.{value.microsecond // 1000:03d}Z"}
                 return {"S": f"{text}.{value.microsecond:06d}Z" if value.microsecond
                         else f"{text}Z"}
+            if value.year < 1000:  # (strftime's %Y leaves a year unpadded on glibc: 999,
+                # which strptime and ISO readers refuse)
+                return {"S": value.strftime(_PADDED.sub(
+                    lambda m: m.group() if m.group() == "%%" else f"{value.year:04d}",
+                    format))}
             return {"S": value.strftime(format)}
         return encode
 
@@ -126,11 +131,15 @@ class StoredAs(Kind):
         fmt = self.format
         if fmt in (_EPOCH_SECONDS, _EPOCH_MILLIS):
             if isinstance(raw, (int, Decimal, float)) and not isinstance(raw, bool):
-                seconds = Decimal(raw) / 1000 if fmt == _EPOCH_MILLIS else Decimal(raw)
-                whole = int(seconds // 1)
-                micros = int(((seconds - whole) * 1_000_000).to_integral_value())
-                return datetime.fromtimestamp(whole, UTC).replace(
-                    microsecond=micros).astimezone(self.zone)
+                # (microseconds from the epoch, rounded: a fraction before 1970 is negative,
+                # a finer one may carry into the next second)
+                micros = (Decimal(raw) * (1000 if fmt == _EPOCH_MILLIS else 1_000_000)
+                          ).to_integral_value()
+                try:
+                    return (_EPOCH + timedelta(microseconds=int(micros))).astimezone(self.zone)
+                except OverflowError:
+                    raise ValueError(f"{raw} epoch {fmt[6:]} is no time a datetime holds"
+                                     ) from None
             return raw
         if not isinstance(raw, str):
             return raw
@@ -149,9 +158,14 @@ class StoredAs(Kind):
         return core_schema.no_info_before_validator_function(self.parse, handler(source))
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: a pattern's ``%Y`` (or ``%%``, left as it is)
+_PADDED = re.compile(r"%%|%Y")
+
+
 def _exact_seconds(value: datetime) -> Decimal:
     """The epoch seconds of an aware datetime, exactly (microseconds as a fraction)."""
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = value - _EPOCH
     return (Decimal(delta.days * 86400 + delta.seconds)
             + Decimal(delta.microseconds) / 1_000_000)
 

@@ -9,7 +9,9 @@ tag, a number's spelling, members no model declares, a member the stored map lac
 member by member: the members that changed are written by their paths
 (``SET prefs.theme = :v``), the members ``old`` held and ``new`` does not are removed, and
 every other member is left as stored. Anything else that changed is written whole, as
-``new`` renders it (contract 24, "round trip without loss").
+``new`` renders it, but a list of maps keeps each member's stored form where it did not
+change and the members its nested model does not declare where it did (contract 24,
+"round trip without loss").
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = av
+        item[name] = to_set[name] = _merged(was, before, av) if "L" in av else av
     remove = []
     if len(old) > len(new) or not old.keys() <= new.keys():
         remove = [name for name in old if name not in new and name in item]
@@ -103,8 +105,8 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         if was is not None and before is not None and _maps(was, before, av):
             out[name] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths)}
             continue
-        out[name] = av
-        paths.append((at, av))
+        out[name] = _merged(was, before, av) if "L" in av else av
+        paths.append((at, out[name]))
     for name, av in stored.items():
         if name in out:
             continue
@@ -113,3 +115,33 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         else:
             out[name] = av  # a member no model declares (or one left as stored)
     return out
+
+
+def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue
+            ) -> AttributeValue:
+    """``new``, written whole, with what ``stored`` holds that the change did not touch
+    kept: a list of maps in all three (no path names a list's member) has each of its
+    members as stored where it did not change (found where it was, else wherever it
+    moved: a sorted list keeps each member's form), and a changed map member merged with
+    the stored one at its place; anything else is ``new``."""
+    if (stored is None or old is None or type(new) is not dict or type(new.get("L")) is not list
+            or type(old.get("L")) is not list or type(stored.get("L")) is not list
+            or len(stored["L"]) != len(old["L"])):
+        return new
+    was, before, now = stored["L"], old["L"], new["L"]
+    out: list[AttributeValue | None] = [None] * len(now)
+    free = [True] * len(before)
+    for n, av in enumerate(now):  # unchanged members: as stored
+        at = n if n < len(before) and free[n] and before[n] == av else next(
+            (i for i, b in enumerate(before) if free[i] and b == av), None)
+        if at is not None:
+            free[at] = False
+            out[n] = was[at]
+    for n, av in enumerate(now):  # changed ones: merged with the member at their place
+        if out[n] is None:
+            if n < len(before) and free[n] and _maps(was[n], before[n], av):
+                free[n] = False
+                out[n] = {"M": _merge_map(was[n]["M"], before[n]["M"], av["M"], (), [])}
+            else:
+                out[n] = av
+    return {"L": [av for av in out if av is not None]}

@@ -51,10 +51,12 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
     conds: list[Condition] = []
     for name in sorted(attrs):
         attr = spec.attr(name)
-        if name in spec.unstored or spec.rules.transforms:
+        if name in spec.unstored or spec.rules.transforms or (
+                stored is not None and name in spec.kinds):
             conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
-            continue  # key-only: its key holds it; Encrypted (any rule's transform): the
-            # value as stored, read (``stored``: the loaded item)
+            continue  # key-only: its key holds it; Encrypted (any rule's transform), a
+            # field-level kind (a StoredAs time, another writer's form of it): the value as
+            # stored, read (``stored``: the loaded item)
         value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
         if value is None:
             conds.append(not_exists(attr))
@@ -192,6 +194,8 @@ def declared(spec: EntitySpec) -> frozenset[str]:
     if found is None:
         table = spec.table
         names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        # (a computed field's value: the class writes it too, recomputed on each write)
+        names.update(spec.renames.get(n, n) for n in spec.cls.model_computed_fields)
         if table.type_attribute is not None:
             names.add(table.type_attribute)
         names.update(name for name, _ in spec.rules.pin(0))  # (a versioned entity's version)

@@ -75,7 +75,7 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                                                               WRITING)  # (a move: loaded)
     if moved is not None:
         return moved.ops, Outcome(entry.obj, Written(spec, moved.key, moved.item, moved.values,
-                                                     moved.version),
+                                                     moved.version, moved.encoded),
                                   version=moved.version, stamps=moved.stamps)
     ops, outcome = _plan_save(entry, state, index, spec)
     if entry.mark:
@@ -344,8 +344,14 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        _left_behind(spec)).item  # stored)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
-    cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
-                   *unchanged(spec, old_values, spec.unique_fields, state.item)])
+    conds = [*spec.rules.pinned(n), *stored_as(state.item, revision),
+             *unchanged(spec, old_values, spec.unique_fields, state.item)]
+    if not entry.overwrite:  # the put replaces every attribute: none may have changed
+        # since the load (another tool's write moves no version and no revision)
+        leave = {spec.table.pk, spec.table.sk, *revision, *(a for a, _ in spec.rules.pin(n)),
+                 *(spec.attr(f) for f in spec.unique_fields)}
+        conds += as_loaded(spec, state.item, {a for a in leave if a})
+    cond = all_of(conds)
     b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     return b.ops, Outcome(obj, Written(spec, key, item, values, following, encoded),

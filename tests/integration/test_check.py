@@ -887,3 +887,49 @@ def test_items_no_entity_claims_are_reported_on_a_table_without_a_type_attribute
     assert result.unclaimed == {"(no type attribute)": 2}
     assert sorted(p.split()[1] for p in result.problems) == ["EMAIL#a@x", "PLANTED"]
     assert all(p.startswith("unclaimed-item") for p in result.problems)
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("typed", [True, False])
+def test_langgraph_rows_no_saver_claims_are_named_as_such(backend: str | None,
+                                                          typed: bool) -> None:
+    """Red team of issue 82: the model ``dynaorm model --infer`` prints never declares
+    ``dynaorm.langgraph``'s rows (they are dynaorm's own), so ``dynaorm check`` of it
+    finds them unclaimed: the problem says to declare ``Saver``/``Store`` with the table,
+    not to give a class their type name (which refuses ``Saver(table)``) or to delete
+    them."""
+    from dynaorm import Entity, Table
+    from dynaorm.jobs.checking import check_table
+    from dynaorm.testing import use_tables, worker_suffix
+
+    app = Table("check-lg", pk="PK", sk="SK", type_attribute="_type" if typed else None)
+
+    class Member(Entity):
+        class Meta:
+            table = app
+            pk = "M#{member_id}"
+            sk = "PROFILE"
+
+        member_id: str
+
+    def s(text: str) -> dict[str, str]:
+        return {"S": text}
+
+    rows = [{"PK": s("LG#t1"), "SK": s("C#_#c1#"), "_type": s("LangGraphCheckpoint"),
+             "thread_id": s("t1"), "ns": s("_"), "checkpoint_id": s("c1")},
+            {"PK": s("LG#t1"), "SK": s("C#_#c1#W#task#0"), "_type": s("LangGraphWrite"),
+             "thread_id": s("t1"), "ns": s("_"), "checkpoint_id": s("c1")},
+            {"PK": s("LANGGRAPH#STORE"), "SK": s("a..b"), "_type": s("LangGraphMemory"),
+             "path": s("a..b")}]
+    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()):
+        app.client.put_item(TableName=app.name, Item={"PK": s("M#1"), "SK": s("PROFILE"),
+                                                      **({"_type": s("Member")} if typed
+                                                         else {})})
+        for row in rows:
+            app.client.put_item(TableName=app.name, Item=row if typed else {
+                k: v for k, v in row.items() if k != "_type"})
+        result = check_table(app)
+    assert len(result.problems) == 3, result.problems
+    for problem in result.problems:
+        assert "dynaorm.langgraph" in problem and "Saver" in problem, problem
+        assert "renamed" not in problem and "delete it" not in problem, problem

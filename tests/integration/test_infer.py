@@ -524,3 +524,53 @@ def test_two_typed_attribute_round_trips(raw: tuple[Any, list[str]], backend: st
     got = client.get_item(TableName=name, Key={"PK": items[0]["PK"], "SK": items[0]["SK"]},
                           ConsistentRead=True)["Item"]
     assert got["user_id"] == {"S": "7"} and got["zip"] == items[0]["zip"]
+
+
+@pytest.mark.engines("moto")
+def test_langgraph_rows_on_a_table_without_a_type_attribute_are_dynaorms_own(
+        backend: str | None) -> None:
+    """Red team of issue 82: on a table without a type attribute, the rows of
+    ``dynaorm.langgraph``'s ``Saver`` and ``Store`` are told by their keys and attributes:
+    counted apart, never printed as entities (printed, ``Saver(table)`` of the code's
+    table was refused: its rows' keys clash with the entities printed for them)."""
+    pytest.importorskip("langgraph")
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from dynaorm.langgraph import Saver, Store
+
+    module = types.ModuleType(f"lg_model_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(f'''
+from dynaorm import Entity, Table
+app = Table({_name("lg-bare")!r}, pk="PK", sk="SK", type_attribute=None)
+
+class Note(Entity):
+    class Meta:
+        table = app
+        pk = "NOTE#{{note_id}}"
+        sk = "NOTE"
+
+    note_id: str
+    text: str = ""
+''', module.__dict__)
+    app = module.app
+    with use_tables(app, endpoint_url=backend) as tb:
+        s = tb.session()
+        for n in range(3):
+            s.save(module.Note(note_id=f"n{n}", text="t"))
+        s.commit(idempotency_key=f"lg-{uuid.uuid4().hex}")  # (a receipt too)
+        saver = Saver(app)
+        config: Any = {"configurable": {"thread_id": "th1", "checkpoint_ns": ""}}
+        for step in range(2):
+            config = saver.put(config, empty_checkpoint(), {"source": "loop", "step": step}, {})
+            saver.put_writes(config, [("channel", "value")], "task-1")
+        Store(app).put(("users", "u1"), "prefs", {"theme": "dark"})
+        config = {"configurable": {"thread_id": "th2", "checkpoint_ns": ""}}  # (its lease)
+        Saver(app, single_writer=True).put(config, empty_checkpoint(), {"step": 0}, {})
+        code, model = infer_code(app.name, client=app.client, report=None)
+        assert [e["type_name"] for e in model["entities"]] == ["Note"], code
+        assert model["inferred"]["own"] >= 6 and model["inferred"]["unplaced"]["count"] == 0
+        table = _defined(code)
+        table.connect(backend, "us-east-1")
+        Saver(table)  # (the printed table takes LangGraph's rows again)
+        Store(table)

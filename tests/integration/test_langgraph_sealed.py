@@ -140,6 +140,31 @@ def test_a_sealed_saver_passes_the_conformance_suite(tb: TestBackend) -> None:
         n: r.failures for n, r in report.results.items()}
 
 
+def test_a_refused_row_is_never_shown_in_the_error(tb: TestBackend) -> None:
+    """The DecryptionError of a row stored in the clear, or of a value laid out like a
+    sealed one (a header of a key the ring lacks, around plaintext), names the field and
+    never prints the row's bytes: its message, its key id and its repr hold none of the
+    secrets (a header's key id is named: a dropped key's, say). Before, the message
+    carried the decoder's own error, with a slice of the row (``b'gpack\\n...a private
+    note'``), and a row in the clear had a slice of its bytes as its key id."""
+    saver = Saver(vault, sealed=True)
+    _put(saver, "th", "0001", ["mine"])
+    _put(Saver(clear), "th", "0002", [SECRETS[0]], parent="0001")
+    _smuggle(tb, clear)
+    body = SECRETS[2].encode() * 3
+    for item in tb.scan_raw(vault):
+        if item["sk"]["S"] == "C#_#0001#":  # (a retired key's header around plaintext)
+            item["meta"] = {"B": bytes([2, 7]) + b"retired\x00\x01x" + body}
+            vault.client.put_item(TableName=vault.name, Item=item)
+    for cid in ("0002", "0001"):
+        with pytest.raises(DecryptionError) as refused:
+            saver.get_tuple({"configurable": {"thread_id": "th", "checkpoint_id": cid}})
+        shown = f"{refused.value} {refused.value!r} {refused.value.key_id}"
+        assert refused.value.field == "meta"
+        assert refused.value.key_id == ("?" if cid == "0002" else "retired")
+        assert not [s for s in (*SECRETS, "gpack") if s in shown], shown
+
+
 # -- keys per tenant (contract 24): a sealed saver's and store's values under the tenant's key
 tenanted = Table("langgraph_tenants", ttl="expires_at", keyring=RING, key_scope="tenant_id")
 

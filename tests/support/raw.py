@@ -11,7 +11,7 @@ from dynaorm.client.table import Table
 from dynaorm.protocol.steps import call
 from dynaorm.values.codec import encode_value
 
-__all__ = ["raw_delete", "raw_get", "raw_set"]
+__all__ = ["raw_delete", "raw_get", "raw_set", "raw_set_member"]
 
 
 def raw_set(table: Table, key: dict[str, str], **values: Any) -> None:
@@ -37,3 +37,13 @@ def raw_delete(table: Table, key: dict[str, str]) -> None:
     """Delete the item at ``key`` (string key values) as another writer."""
     table.db.driver.run(call("DeleteItem", {
         "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()}}))
+
+
+def raw_set_member(table: Table, key: dict[str, str], attr: str, member: str,
+                   av: dict[str, Any]) -> None:
+    """Set member ``member`` of the map ``attr`` of the item at ``key`` by its path, as
+    another writer (one that stamps no revision)."""
+    table.db.driver.run(call("UpdateItem", {
+        "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()},
+        "UpdateExpression": "SET #a.#m = :v", "ExpressionAttributeNames": {
+            "#a": attr, "#m": member}, "ExpressionAttributeValues": {":v": av}}))

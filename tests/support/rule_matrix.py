@@ -56,7 +56,7 @@ from tests.support.user_rules import REVERSED
 
 __all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "USER_RULES", "Declared", "Matrix",
            "answers_missing", "build", "combinations", "decompressed", "dynaorm_rules",
-           "key_of", "label", "matrix_rules", "opens", "point_old", "vector_of"]
+           "key_of", "label", "matrix_rules", "opens", "point_old", "vector_of", "with_fields"]
 
 KEY = b"m" * 32
 #: the keyring of every matrix table (``encrypted``)
@@ -454,6 +454,20 @@ def build(combo: tuple[str, ...]) -> Matrix:
     old = _entity(f"Old{name}", old_table, tuple(r for r in combo if r != "previous"),
                   f"OLD{prefix}", previous)
     return Matrix(combo, table, cls, prefix, old_table, old)
+
+
+def with_fields(m: Matrix, **fields: tuple[Any, Any]) -> Matrix:
+    """``m``'s combination with more ``fields`` (name -> (annotation, default)), on its
+    tables under classes, type names and key prefixes of their own (the previous layout's
+    class too)."""
+    name, prefix = "F" + m.cls.__name__, "F" + m.prefix
+    cls = _entity(name, m.table, m.combo, prefix, **fields)
+    if m.old_table is None:
+        return Matrix(m.combo, m.table, cls, prefix)
+    previous = cls.Meta.previous  # type: ignore[attr-defined]  # (its prefix filled in)
+    old = _entity(f"Old{name}", m.old_table, tuple(r for r in m.combo if r != "previous"),
+                  f"OLD{prefix}", previous, **fields)
+    return Matrix(m.combo, m.table, cls, prefix, m.old_table, old)
 
 
 @contextlib.contextmanager

@@ -271,6 +271,97 @@ def test_a_put_whose_answer_is_lost_with_another_worker_in_the_window(
     assert ids == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
 
 
+def test_a_put_whose_answer_is_lost_is_retried_by_its_run(tb: TestBackend,
+                                                          clock: Clock) -> None:
+    """Red team of issue 83: A's put applied, its answer lost (B refused in the window);
+    A puts the same checkpoint again, as a caller told "unknown" does. Before, the retry
+    was refused with ThreadBusyError ("another run's"): the head had moved to A's own
+    checkpoint, which the retry's parent no longer was. The retry is accepted, stores
+    nothing new, and A goes on."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    refused: list[Exception] = []
+
+    def in_the_window() -> None:
+        try:
+            if not refused:
+                _put(b, "B", "0001", "0003")
+        except ThreadBusyError as exc:
+            refused.append(exc)
+    with inject_faults(agents) as faults:  # (every attempt's answer: unknown to A)
+        faults.lose_answer("TransactWriteItems", times=None, after=in_the_window)
+        with pytest.raises(OutcomeUnknownError):
+            _put(a, "A", "0001", "0002")
+    assert len(refused) == 1
+    before = _rows(tb)
+    _put(a, "A", "0001", "0002")  # (the same put again)
+    assert [i["sk"]["S"] for i in _rows(tb)] == [i["sk"]["S"] for i in before] == [
+        "C#_#0001#", "C#_#0002#"]
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0002", "0003")
+    _put(a, "A", "0002", "0004", last=True)
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
+
+
+@pytest.mark.parametrize("how", ["prune", "delete_for_runs"])
+def test_a_put_inside_a_prunes_window_keeps_the_threads_head(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Red team of issue 83: a prune (strategy="delete") or a delete_for_runs reads the
+    thread, then A (which holds it) puts 0004 before the delete's writes; the head the
+    lease keeps is A's 0004, which the delete never saw. Before, the delete removed the
+    head whatever it had become: B, a worker that read 0003 before, then extended 0003
+    once A parked, and the thread forked (0004 and B's 0005 both children of 0003)."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    _put(a, "A", "0002", "0003")
+    deleter = Saver(agents)
+    read = deleter._thread
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    if how == "prune":
+        deleter.prune(["th"], strategy="delete")
+    else:
+        deleter.delete_for_runs(["A"])
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0003", "0005")
+    lease = [i for i in tb.scan_raw() if i["sk"]["S"] == "L#"]
+    assert [i["head"]["S"] for i in lease] == ["0004"]
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
+
+
+def test_a_put_inside_a_delete_threads_window_keeps_the_threads_lease(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of issue 83: delete_thread reads the thread, then A (which holds it) puts
+    0004 before the delete's writes. Before, the delete removed the lease whatever it had
+    become: A's 0004 was left in a thread with no lease and no head, and B, a worker that
+    read 0003 before, took the free thread and extended 0003 (0004 and B's 0005 both
+    children of 0003: a fork). The lease A moved is kept: B is refused."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    _put(a, "A", "0002", "0003")
+    deleter = Saver(agents)
+    read = deleter._thread
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    deleter.delete_thread("th")
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0003", "0005")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
+    deleter = Saver(agents)  # (and with nothing in its window: the thread goes whole)
+    deleter.delete_thread("th")
+    assert tb.scan_raw() == []
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease
@@ -290,6 +381,32 @@ def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it
         _put(a, "A", "0001", "0003")
     assert [i["sk"]["S"] for i in _rows(tb) if "#W#" not in i["sk"]["S"]] == [
         "C#_#0001#", "C#_#0002#"]
+
+
+def test_writes_whose_every_answer_is_lost_are_never_said_unstored(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 83: A's writes applied while A held the thread, every answer
+    lost; in the window A's lease lapses and B takes the thread. put_writes reads back
+    and finds them all stored: before, it then sent the lease's renewal alone, refused,
+    and raised ThreadBusyError ("nothing of the write was stored") for writes that were.
+    Now it says the outcome is unknown (they may be its first attempt's); A's next write
+    is refused."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+
+    def in_the_window() -> None:  # (B takes the lapsed lease: one UpdateItem)
+        if clock.now < 1_800_000_100:
+            clock.now += LEASE.total_seconds() * 4 / 3 + 100
+            s = tb.session()
+            s.lease(b.lease_row, holder="run:B", duration=LEASE, thread_id="th")
+            s.commit()
+    with inject_faults(agents) as faults:
+        faults.lose_answer("TransactWriteItems", times=None, after=in_the_window)
+        with pytest.raises(OutcomeUnknownError):
+            _writes(a, "A", "0001", "a's")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0001#W#task-a's#0"]
+    with pytest.raises(ThreadBusyError):
+        _put(a, "A", "0001", "0003")
 
 
 class Workers(RuleBasedStateMachine):
@@ -433,3 +550,86 @@ def test_a_run_writes_from_several_event_loops_and_a_forked_child(tb: TestBacken
     if done[0] == 0:
         os.kill(child, 9)
     assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0
+
+
+def test_a_run_id_used_again_takes_a_free_thread(tb: TestBackend, clock: Clock) -> None:
+    """A run id an application gives again (its own request id per conversation, a
+    retried run's) names a later invocation: after another worker's run took the
+    thread and let it go, the first worker's next turn (or resume) under the old id is
+    its owner's, not refused as "another run's" while nobody holds the thread. Before:
+    ThreadBusyError ("held by 'run:r2' ... and released"), as the saver renewed the
+    old tenure by its epoch."""
+    a, b = worker(), worker()
+    a.invoke({"m": ["one"]}, {"configurable": {"thread_id": "th", "run_id": "r1"}})
+    b.invoke({"m": ["two"]}, {"configurable": {"thread_id": "th", "run_id": "r2"}})
+    a.invoke({"m": ["three"]}, {"configurable": {"thread_id": "th", "run_id": "r1"}})
+    b.invoke({"m": ["ask"]}, {"configurable": {"thread_id": "th", "run_id": "r3"}})
+    assert a.invoke(Command(resume="yes"), {"configurable": {"thread_id": "th",
+                                                             "run_id": "r1"}})["m"][-1] == "yes"
+    assert a.get_state(CONFIG).values["m"] == [
+        "one", "thought", "reply", "two", "thought", "reply", "three", "thought", "reply",
+        "ask", "thought", "yes"]
+    _chain(a)
+
+
+def test_without_langgraphs_run_control_a_late_step_never_forks_the_thread(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another LangGraph version, whose config has no ``__pregel_runtime`` (the run's
+    control): a graph's writes without a run id are then runs of their own, one write
+    long. B's turn while A is inside a node is accepted (no run holds the thread); A's
+    late step must then be refused (its parent is no longer the head), never stored as
+    a second child: the thread is B's turn, A told ThreadBusyError. Before: A's step was
+    stored beside B's (a run-less write carried no head condition), the thread forked
+    and B's turn was lost from it though B's invoke returned it."""
+    import dynaorm.langgraph.fence as fence
+
+    monkeypatch.setattr(fence, "_RUNTIME", "__a_key_langgraph_does_not_set")
+    monkeypatch.setattr(fence, "_CONTROLLED", False)
+    gate = Gate()
+    a, b = worker(gate), worker()
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
+        assert gate.inside.wait(30)
+        told_b = b.invoke({"m": ["b's"]}, CONFIG)["m"]
+        gate.go.set()
+        with pytest.raises(ThreadBusyError):
+            running.result()
+    assert told_b == ["block", "b's", "thought", "reply"]
+    assert b.get_state(CONFIG).values["m"] == told_b
+    _chain(b)
+
+
+def test_every_write_of_a_graph_names_its_run() -> None:
+    """A canary of the LangGraph installed: every write of an invocation, its subgraph's
+    included, carries LangGraph's run control (``__pregel_runtime``'s ``control``), so a
+    run without a run id is told from a direct call (``update_state``). Without it the
+    single writer falls back to one-write runs (the test above)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from dynaorm.langgraph.fence import holder_of
+
+    seen: list[Any] = []
+
+    class Spy(InMemorySaver):
+        def put(self, config: Any, *args: Any) -> Any:
+            seen.append(config)
+            return super().put(config, *args)
+
+        def put_writes(self, config: Any, *args: Any, **kw: Any) -> None:
+            seen.append(config)
+            super().put_writes(config, *args, **kw)
+
+    sub = StateGraph(State)
+    sub.add_node("inner", lambda state: {"m": ["inner"]})
+    sub.add_edge(START, "inner")
+    builder = StateGraph(State)
+    builder.add_node("outer", sub.compile())
+    builder.add_edge(START, "outer")
+    g = builder.compile(checkpointer=Spy())
+    g.invoke({"m": ["x"]}, CONFIG)
+    runs = {holder_of(c) and holder_of(c)[0] for c in seen}  # type: ignore[index]
+    assert len(seen) > 4 and len(runs) == 1 and None not in runs
+    assert any(c["configurable"].get("checkpoint_ns") for c in seen)
+    seen.clear()
+    g.update_state(CONFIG, {"m": ["y"]})
+    assert seen and all(holder_of(c) is None for c in seen)

@@ -67,7 +67,7 @@ from tests.conftest import engine_of, wire_of
 from tests.support.exports import read_back, row_of
 from tests.support.fault_kinds import arm
 from tests.support.offload import bucket
-from tests.support.raw import raw_delete, raw_set
+from tests.support.raw import raw_delete, raw_get, raw_set, raw_set_member
 from tests.support.rule_matrix import (
     DECLARED,
     PAST,
@@ -81,6 +81,7 @@ from tests.support.rule_matrix import (
     matrix_rules,
     point_old,
     vector_of,
+    with_fields,
 )
 from tests.support.spans import Spans
 
@@ -810,3 +811,57 @@ def test_a_keyed_move(combo: tuple[str, ...], engine: str, backend: str | None,
         again.save(retried)
         again.commit(idempotency_key=key)
         assert tb.scan_raw() == after, f"{m.name}: the retry wrote again"
+
+
+# -- a map member written by its path, with every rule (issue 82) ---------------------------
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("combo", [c for c in COMBOS if len(c) == 1], ids=label)
+def test_a_member_write_keeps_every_rule(combo: tuple[str, ...], engine: str,
+                                         backend: str | None,
+                                         request: pytest.FixtureRequest) -> None:
+    """Red team of issue 82: each rule alone, on an entity with a map field ``doc``. A
+    save that changes one member of it (with a plain field and the unique value) keeps a
+    member another writer set (no revision moved) as stored, and the rows the rule implies
+    exactly right (guards, version rows, ciphertexts, index keys; ``dynaorm check`` finds
+    nothing); a previous layout's object moves with its members. A second writer setting
+    another member between the load and the save: the save is a conflict, and the table
+    holds what that writer left."""
+    m = with_fields(build(combo), doc=(dict[str, Any], {}))
+    with ExitStack() as stack:
+        tb = _tables(m, backend, request, stack)
+        cell = Cell(m, tb)
+        cell.commit(m.new("a", doc={"k": "v", "n": 1}))
+        cell.stored("a")
+        key = dict(zip(("pk", "sk"), m.key("a"), strict=True))
+        raw_set_member(m.table, key, "doc", "beta", {"N": "1E2"})
+        beta = (raw_get(m.table, key) or {})["doc"]["M"]["beta"]  # (as the engine keeps it)
+        mine = cell.get("a")
+        mine.doc["k"], mine.note, mine.code = "w", "mine", "code-mine"
+        cell.commit(mine)
+        cell.stored("a")
+        assert (raw_get(m.table, key) or {})["doc"] == {"M": {
+            "k": {"S": "w"}, "n": {"N": "1"}, "beta": beta}}, m.name
+        if m.old_cls is not None:  # an object of the old layout, moved with its members
+            with Session(m.old_table) as s:  # type: ignore[arg-type]
+                s.save(m.old("b", doc={"k": "v"}))
+            old_key = dict(zip(("pk", "sk"), key_of(next(
+                i for i in cell.raw() if i["pk"]["S"].startswith("OLD"))), strict=True))
+            raw_set_member(m.table, old_key, "doc", "beta", beta)
+            moved = cell.get("b")
+            moved.doc["k"] = "w"
+            cell.commit(moved)
+            cell.stored("b")
+            assert (raw_get(m.table, dict(zip(("pk", "sk"), m.key("b"), strict=True)))
+                    or {})["doc"] == {"M": {"k": {"S": "w"}, "beta": beta}}, m.name
+        extra = {m.key(i): {"doc"} for i in cell.live}
+        extra.update({m.key(i, n): {"doc"} for i, versions in cell.history.items()
+                      for n in range(1, len(versions) + 1)})
+        m.assert_rows(cell.raw(), cell.live, cell.history, extra)
+        cell.check()
+        theirs = cell.get("a")  # the window: another member set between load and save
+        raw_set_member(m.table, key, "doc", "gamma", {"S": "theirs"})
+        left = cell.raw()
+        theirs.doc["k"], theirs.note, theirs.code = "x", "x", "code-x"
+        with pytest.raises(ConflictError):
+            cell.commit(theirs)
+        assert cell.raw() == left, m.name

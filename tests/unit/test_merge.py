@@ -118,3 +118,91 @@ def test_a_naive_time_is_taken_in_the_formats_zone_and_a_bad_format_is_refused()
         StoredAs("iso")
     assert repr(StoredAs.EPOCH_SECONDS) == "StoredAs.EPOCH_SECONDS"
     assert StoredAs("%Y") == StoredAs("%Y") and StoredAs("%Y") != StoredAs.ISO_Z
+
+
+# -- lists of maps (red team of issue 82) ----------------------------------------------------
+def _line(sku: str, qty: str, **more: Any) -> dict[str, Any]:
+    return {"M": {"sku": {"S": sku}, "qty": {"N": qty}, **more}}
+
+
+def test_a_changed_list_member_keeps_what_its_stored_map_holds() -> None:
+    """A list of maps another writer stored (``note`` no model declares, a number spelled
+    ``1E2``): a change to one member's map keeps the rest of every member as stored, as a
+    map's change does; the list is written whole (no path names a list member)."""
+    stored = {"lines": {"L": [_line("a", "1", note={"S": "keep"}), _line("b", "1E2")]}}
+    old = {"lines": {"L": [_line("a", "1"), _line("b", "100")]}}
+    new = {"lines": {"L": [_line("a", "2"), _line("b", "100")]}}
+    merged = merge_items(stored, old, new)
+    assert merged.set == merged.item == {"lines": {"L": [
+        _line("a", "2", note={"S": "keep"}), _line("b", "1E2")]}}
+    # reordered, each member keeps its own stored form; appended, the new one as it is
+    new = {"lines": {"L": [_line("b", "100"), _line("a", "1"), _line("c", "3")]}}
+    assert merge_items(stored, old, new).item == {"lines": {"L": [
+        _line("b", "1E2"), _line("a", "1", note={"S": "keep"}), _line("c", "3")]}}
+    # inside a map: the member written by its path holds the merged list
+    stored = {"m": {"M": {"l": stored["lines"], "o": {"S": "x"}}}}
+    merged = merge_items(stored, {"m": {"M": {"l": old["lines"]}}},
+                         {"m": {"M": {"l": {"L": [_line("a", "1"), _line("b", "7")]}}}})
+    assert merged.members == [(("m", "l"), {"L": [_line("a", "1", note={"S": "keep"}),
+                                                  _line("b", "7")]})]
+    assert merged.item["m"]["M"]["o"] == {"S": "x"}
+
+
+# -- every stored format round trips what it keeps (red team of issue 82) -------------------
+def _kept(fmt: StoredAs, when: datetime) -> datetime:
+    """``when`` as much as ``fmt`` keeps of it (milliseconds, or all of it)."""
+    if fmt in (StoredAs.ISO_Z_MILLIS, StoredAs.EPOCH_MILLIS):
+        return when.replace(microsecond=when.microsecond // 1000 * 1000)
+    return when
+
+
+FORMATS = [StoredAs.ISO_Z, StoredAs.ISO_Z_MILLIS, StoredAs.EPOCH_SECONDS, StoredAs.EPOCH_MILLIS,
+           StoredAs("%Y-%m-%dT%H:%M:%S.%fZ"), StoredAs("%Y-%m-%d %H:%M:%S.%f%z"),
+           StoredAs("%Y-%m-%dT%H:%M:%S.%f", zone=timezone(timedelta(hours=-7)))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(fmt=st.sampled_from(FORMATS),
+       when=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                         timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)),
+                                                    timezone(timedelta(hours=-11))])))
+def test_every_format_reads_back_what_it_writes(fmt: StoredAs, when: datetime) -> None:
+    """What a format writes reads back as the same instant (to the format's precision),
+    before 1970 and before the year 1000 too: dynaorm never stores a time it cannot read
+    (``1-01-01T00:00:00Z``, glibc's unpadded ``%Y``; ``-0.5`` epoch seconds)."""
+    from dynaorm.values.codec import decode_value
+
+    class M(BaseModel):
+        when: Annotated[datetime, fmt]
+
+    assert M.model_validate({"when": decode_value(fmt.encode(when))}).when == _kept(fmt, when)
+
+
+@pytest.mark.parametrize(("fmt", "stored", "read"), [
+    (StoredAs.EPOCH_SECONDS, Decimal("-1.5"), datetime(1969, 12, 31, 23, 59, 58, 500000, UTC)),
+    (StoredAs.EPOCH_MILLIS, Decimal("-1500"), datetime(1969, 12, 31, 23, 59, 58, 500000, UTC)),
+    (StoredAs.EPOCH_SECONDS, Decimal("1795772456.9999999"), datetime(2026, 11, 27, 9, 40, 57,
+                                                                      tzinfo=UTC)),
+])
+def test_epoch_numbers_another_writer_stored_read(fmt: StoredAs, stored: Decimal,
+                                                  read: datetime) -> None:
+    """Epoch numbers before 1970 with a fraction, and a fraction finer than microseconds
+    (rounded to one: the next second), read as times."""
+
+    class M(BaseModel):
+        when: Annotated[datetime, fmt]
+
+    assert M.model_validate({"when": stored}).when == read
+
+
+@pytest.mark.parametrize("stored", [Decimal("1E20"), Decimal("-1E20"), Decimal("1E12")])
+def test_an_epoch_number_beyond_any_time_is_a_validation_error(stored: Decimal) -> None:
+    """A number no datetime holds fails validation like any other bad value (a read then
+    raises ItemDecodeError), never an OverflowError from the depths of ``datetime``."""
+    from pydantic import ValidationError
+
+    class M(BaseModel):
+        when: Annotated[datetime, StoredAs.EPOCH_SECONDS]
+
+    with pytest.raises(ValidationError):
+        M.model_validate({"when": stored})

@@ -427,6 +427,9 @@ class Moved(NamedTuple):
     values: Mapping[str, Any]
     version: int | None
     stamps: tuple[tuple[str, Any], ...]
+    #: the row as dynaorm encodes its values (``item`` keeps stored forms): the base of
+    #: the object's next save (``None``: ``item`` itself)
+    encoded: Item | None = None
 
 
 class _NoBefore(Before):

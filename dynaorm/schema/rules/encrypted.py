@@ -100,11 +100,14 @@ def open_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, A
                ) -> AttributeValue:
     """The value :func:`seal_value` sealed for the row ``key``; a value of format 1
     (0.5's) was bound to its entity's key ``legacy`` (a version row's: its latest copy's);
-    anything else is :class:`DecryptionError`."""
+    anything else is :class:`DecryptionError`, which names the key only from a header laid
+    out as one (a value stored in the clear is no header: its bytes are never shown)."""
     key_id = "?"
     try:
+        if (header := header_of(av)) is None:
+            raise ValueError("not a sealed value")
         blob, n = bytes(av["B"]), av["B"][1]
-        key_id, end = blob[2:2 + n].decode(), 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
+        key_id, end = header[0], 4 + n + len(header[1])
         bound = key if blob[0] == ROW_BOUND else legacy or key
         text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
             blob[end:end + 12], blob[end + 12:], _aad(table, bound, attr, blob[:end]))

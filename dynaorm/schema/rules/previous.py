@@ -66,6 +66,7 @@ from dynaorm.values.expressions import (
     stored_as,
 )
 from dynaorm.values.keys import key_id, key_order, key_value, wire_key
+from dynaorm.values.merge import merge_items
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.state import MovedState
 from dynaorm.values.times import stamped
@@ -250,7 +251,8 @@ class Layout(Before):
                 f"{len(state.history)} version rows takes {needed} actions, more than the "
                 f"{MAX_MOVE_ACTIONS} one transaction holds: run `dynaorm migrate`, which "
                 "moves a long history in conditioned batches first and then the entity")
-        loaded = spec.cls.model_validate(self.values(spec, state.item)).__dict__
+        loaded_obj = spec.cls.model_validate(self.values(spec, state.item))
+        loaded = loaded_obj.__dict__
         changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                       if f != "version")
         pairs = spec.rules.stamp(obj, False) if changed else ()
@@ -260,7 +262,11 @@ class Layout(Before):
         ops = _row_moves(spec, _origin(spec, state.key, index),  # (its old version rows)
                          _history_rows(spec, state.history, kit), in_place=False)
         key = spec.primary_key(values)
-        item = {**_kept(spec, state.item, kit), **kit.encode(written, spec, version, key)}
+        encoded = kit.encode(written, spec, version, key)
+        item = {**_kept(spec, state.item, kit), **encoded, **_as_stored(
+            spec, self.translate(state.item, spec.renames),
+            kit.encode(loaded_obj, spec, None if version is None else state.version, key),
+            encoded)}
         # an overwrite of an entity without rules is last writer wins: the old row goes and
         # the new one is put whatever either holds now (with rules, the commit has just
         # read what is stored, under either layout, and the move is planned on that)
@@ -272,7 +278,8 @@ class Layout(Before):
                                       version if changed else None,
                                       retyped=self.type_name != spec.type_name,
                                       rules=spec.rules, staged=index))
-        return Moved([*ops, *rows.before, own, *rows.after], key, item, values, version, pairs)
+        return Moved([*ops, *rows.before, own, *rows.after], key, item, values, version, pairs,
+                     encoded)
 
     def delete(self, spec: Any, entry: Any, state: Any, index: int, kit: Writing
                ) -> list[Op] | None:
@@ -418,6 +425,20 @@ def _kept(spec: Any, item: Item, kit: Writing) -> Item:
                   for a in table.key_attributes(name)}
     return {k: v for k, v in kit.undeclared(spec, item).items()
             if k not in old and k not in index_keys}
+
+
+def _as_stored(spec: Any, stored: Item, old: Item, new: Item) -> Item:
+    """The attributes of ``new`` (the moved row as dynaorm encodes it) that the change
+    did not touch, and the members of its maps and lists, as ``stored`` (the old row under
+    the current names) holds them (``old``: the loaded object encoded at the new key):
+    a move keeps another writer's forms, as a save in place does (contract 24). Never
+    the keys, the type, the revision or a rendered index key: those are the new row's."""
+    table = spec.table
+    fixed = {table.pk, table.sk, table.type_attr, table.revision_attribute,
+             *(a for name in table.indexes if table.native(name) is None
+               for a in table.key_attributes(name))}
+    merged = merge_items({a: av for a, av in stored.items() if a not in fixed}, old, new).item
+    return {a: merged[a] for a in new if a in merged and a not in fixed}
 
 
 def move_actions(spec: Any, versions: int) -> int:
