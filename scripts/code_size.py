@@ -261,7 +261,8 @@ LANDED = 168_429
 #: creation (+244), the commit's and the plan's hand-over to the placing module (+150), the
 #: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
 #: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
-#: exactly that, on main's 168,429 (issue 80's door, its red team and issue 82's red team: merged; +2,329 there).
+#: exactly that, on main's 168,429 (issue 80's door, its red team and issue 82's red
+#: team: merged; +2,329 there).
 LANDED = 170_758
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
