@@ -7,11 +7,13 @@ root one is not empty) holds the whole checkpoint, its channel values inline and
 compressed (:class:`dynaorm.Compressed`), and its metadata; each pending write
 (``...#W#<task_id>#<idx>``, compressed) sorts right after its checkpoint, so one ``Query``
 (newest first) reads a checkpoint with its writes. ``put`` is one write of one item (its
-values are in it: no blob rows, so nothing to keep in step); a checkpoint whose compressed
-row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError` before
-anything is sent (no parts: a part would cost a read of several items on every
-``get_tuple``). ``put_writes`` is one commit (past 100 rows, one a 100, read by no one
-until all are in); a task's retry writes the same keys again.
+values are in it: no blob rows, so nothing to keep in step); on a table with ``offload=``
+the values are ``Offloaded`` (a large one kept in S3 by the session, the deletes and copies
+by commits); elsewhere a checkpoint whose compressed row passes DynamoDB's 400 KB is
+refused with :class:`dynaorm.ItemTooLargeError` before anything is sent (no parts: a part
+would cost a read of several items on every ``get_tuple``). ``put_writes`` is one commit
+(past 100 rows, one a 100, read by no one until all are in); a task's retry writes the
+same keys again.
 Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
 ``a...`` methods), scoped when ``scope=`` is given.
 
@@ -65,6 +67,7 @@ from dynaorm import (
     KeyringError,
     Lease,
     LeaseError,
+    Offloaded,
     OutcomeUnknownError,
     Session,
     Table,
@@ -118,6 +121,10 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
                                "give every saver of the table the same sealed=")
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
+    meta: Any = Encrypted[bytes] if sealed else bytes
+    if table.offload:  # (a large value goes to the table's S3, through the model's rule)
+        large: Any = Offloaded  # (a generic alias, applied to a type made here)
+        blob, meta = large[blob], large[meta]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
     def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
@@ -142,7 +149,7 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
         "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None,
-        "meta": Encrypted[bytes] if sealed else bytes, "data": blob},
+        "meta": meta, "data": blob},
         parent=None, run_id=None), write, lease
 
 
@@ -523,9 +530,13 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         forgets it (the next run starts from what is left), unless a put moved the head
         since the thread was read."""
         for cls in self.cp, self.w:
+            gone = [r for r in found if type(r) is cls and (
+                doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+            if self.table.offload:  # (rows holding objects: deleted as read, by commits)
+                yield from _each(s, gone, s.delete)
+                continue
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
-                    for r in found if type(r) is cls and (
-                        doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+                    for r in gone]
             if keys:
                 yield partial(s.delete_many, cls, keys)
         for lease in (r for r in found if type(r) is self.lease_row):
@@ -562,7 +573,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         found = yield from self._thread(s, source)
         copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
                   if type(r) is not self.lease_row]  # (the copy is a thread of its own)
-        if copies:
+        if self.table.offload:  # (each copy uploads objects of its own)
+            yield from _each(s, copies, partial(s.save, overwrite=True))
+        elif copies:
             yield partial(s.save_many, copies)
 
     def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
@@ -799,6 +812,25 @@ class _Walk:
                 entry["seed"] = self.seeds[ch]
             out[ch] = entry
         return out
+
+
+def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
+    """Stage ``stage(row)`` for each of ``rows`` and commit, a transaction (100 rows) at a
+    time: the path of a table with ``offload=``, whose rows ``save_many`` and
+    ``delete_many`` refuse (they condition nothing, so cannot know what objects they
+    replace). A row another writer deleted or changed since the read is left to it: that
+    commit is run again one row a commit, the rows it refuses left out."""
+    for at in range(0, len(rows), _ROWS):
+        chunk = rows[at:at + _ROWS]
+        for r in chunk:
+            stage(r)
+        try:
+            yield s.commit
+        except (ConditionFailedError, ConflictError, ItemNotFoundError):
+            for r in chunk:
+                stage(r)
+                with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):
+                    yield s.commit
 
 
 def _sk(ns: str, checkpoint_id: str) -> str:
