@@ -819,14 +819,15 @@ def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     time: the path of a table with ``offload=``, whose rows ``save_many`` and
     ``delete_many`` refuse (they condition nothing, so cannot know what objects they
     replace). A row another writer deleted or changed since the read is left to it: that
-    commit is run again one row a commit, the rows it refuses left out."""
+    commit (or one whose outcome is unknown) is run again one row a commit, each proving
+    its row's end, the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:
             stage(r)
         try:
             yield s.commit
-        except (ConditionFailedError, ConflictError, ItemNotFoundError):
+        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError):
             for r in chunk:
                 stage(r)
                 with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):

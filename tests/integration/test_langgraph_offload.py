@@ -222,3 +222,33 @@ def test_the_async_methods_store_and_remove_large_values_too(
     asyncio.run(main())
     assert b.keys() == set()
     consistent(tb, b, agents, memories)
+
+
+@pytest.mark.parametrize("second", ["delete_thread", "put"])
+def test_a_delete_beside_a_second_writer_in_its_window(s3: tuple[TestBackend, Bucket],
+                                                       second: str) -> None:
+    """``delete_thread``'s first delete answered with a 500 (not applied); inside that
+    window a second saver deletes the thread, or puts a large checkpoint into it. The
+    rows it read go (those already gone left to the other), the one put since is kept
+    with its object: no orphan, no dangling reference, and no error for what is done."""
+    tb, b = s3
+    saver = Saver(agents)
+    first = _put(saver, "t", "1", os.urandom(BIG))
+    saver.put_writes(first, [("blob", os.urandom(BIG))], "task")
+    theirs = os.urandom(BIG)
+
+    def other() -> None:
+        if second == "put":
+            _put(Saver(agents), "t", "2", theirs, "1")
+        else:
+            Saver(agents).delete_thread("t")
+
+    with inject_faults(agents) as faults:
+        faults.server_error("DeleteItem", after=other)
+        saver.delete_thread("t")
+    assert faults.sent["DeleteItem"] >= 3  # (the refused attempt, its retry, the write's)
+    consistent(tb, b, agents)
+    left = [t.checkpoint["channel_values"]["blob"] for t in saver.list(
+        {"configurable": {"thread_id": "t"}})]
+    assert left == ([theirs] if second == "put" else [])
+    assert len(b.keys()) == len(left)
