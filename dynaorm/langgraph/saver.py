@@ -63,6 +63,7 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    ItemExistsError,
     ItemNotFoundError,
     KeyringError,
     Lease,
@@ -401,10 +402,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
              metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
-        s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get("checkpoint_id"),
-                       run_id=str(md["run_id"]) if md.get("run_id") else None,
-                       meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
-               overwrite=True)
+        meta, data = self._dump(md), self._dump(checkpoint)
         root = not conf.get("checkpoint_ns")
         # (time travel is a fork meant; a write of no run is a direct call, unless the
         # LangGraph installed names no run (fence.controlled): then a step of no run
@@ -412,9 +410,21 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         deliberate = md.get("source") in ("fork", "update") or (
             fence is not None and fence.tenure is None and (
                 controlled() or md.get("source") == "input"))
-        yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
-                                extends=(conf.get("checkpoint_id"),) if root and not
-                                deliberate else None, head=cid if root else None)
+        # (an overwrite of an offloaded row reads what it replaces: there, a put inserts,
+        # and only a put again of a stored checkpoint overwrites)
+        for again in (False, True) if self.table.offload else (True,):
+            s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get(
+                "checkpoint_id"), run_id=str(md["run_id"]) if md.get("run_id") else None,
+                meta=meta, data=data, **self._stamp()), overwrite=again)
+            try:
+                yield from self._commit(
+                    s, fence, cid if fence and root and idle(checkpoint) else None, extends=(
+                        conf.get("checkpoint_id"),) if root and not deliberate else None,
+                    head=cid if root else None)
+                break
+            except ItemExistsError:
+                if again:
+                    raise
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
 

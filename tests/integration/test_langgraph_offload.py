@@ -74,9 +74,11 @@ def test_a_large_checkpoint_round_trips_and_prune_copy_delete_leave_no_object(
         s3: tuple[TestBackend, Bucket]) -> None:
     """A graph whose node returns 500 KB of random bytes: its pending write and its
     checkpoint go to S3 (without offload= both would be refused), ``get_state``,
-    ``get_tuple`` and ``list`` read them back. A put is a read, an upload and a write; a
-    get_tuple one Query and one S3 GET. ``prune`` removes the older checkpoints' objects,
-    ``copy_thread`` gives the copy objects of its own, ``delete_thread`` removes them."""
+    ``get_tuple`` and ``list`` read them back; a get_tuple is one Query and one S3 GET, a
+    put an upload and a write (an insert); a put again of a stored checkpoint reads it
+    and replaces it, its old object removed. ``prune`` removes the older checkpoints'
+    objects, ``copy_thread`` gives the copy objects of its own, ``delete_thread`` removes
+    them."""
     tb, b = s3
     saver = Saver(agents)
     data = os.urandom(BIG)
@@ -98,8 +100,16 @@ def test_a_large_checkpoint_round_trips_and_prune_copy_delete_leave_no_object(
     rec.clear()
     stored = _put(saver, "t1", "9" * 8, os.urandom(BIG), latest.config["configurable"][
         "checkpoint_id"])
-    assert rec.operations == ["GetItem", "s3:PutObject", "PutItem"]
+    assert rec.operations == ["s3:PutObject", "PutItem"]  # (an insert: nothing to read)
     assert [t.config for t in saver.list(conf, limit=1)] == [stored]
+    again = os.urandom(BIG)  # (a put again of a stored checkpoint replaces it and its object)
+    rec.clear()
+    assert _put(saver, "t1", "9" * 8, again, latest.config["configurable"][
+        "checkpoint_id"]) == stored
+    assert rec.operations.count("PutItem") == 2 and "GetItem" in rec.operations
+    found = saver.get_tuple(stored)
+    assert found is not None and found.checkpoint["channel_values"]["blob"] == again
+    consistent(tb, b, agents)
 
     saver.copy_thread("t1", "t2")
     saver.prune(["t1"], strategy="keep_latest")
@@ -252,3 +262,19 @@ def test_a_delete_beside_a_second_writer_in_its_window(s3: tuple[TestBackend, Bu
         {"configurable": {"thread_id": "t"}})]
     assert left == ([theirs] if second == "put" else [])
     assert len(b.keys()) == len(left)
+
+
+def test_a_single_writer_put_again_of_its_head_through_the_lease(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """``single_writer=True``: the put is one transaction with the lease's action; its
+    insert refused (the checkpoint stored, its answer lost) is put again over it, the
+    head accepted, the old object removed."""
+    tb, b = s3
+    saver = Saver(agents, single_writer=True)
+    first = _put(saver, "t", "1", os.urandom(BIG))
+    again = os.urandom(BIG)
+    assert _put(saver, "t", "1", again) == first
+    found = saver.get_tuple(first)
+    assert found is not None and found.checkpoint["channel_values"]["blob"] == again
+    assert len(b.keys()) == 1
+    consistent(tb, b, agents)
