@@ -9,7 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+
+from pydantic import Field
 
 from dynaorm import CommitResult, Entity, Session, Table
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
@@ -44,6 +47,24 @@ class Stock(Entity):
 
     sku: str
     left: int = 0
+
+
+class Stamped(Entity):
+    """A note with the times a commit stamps (``created_at`` only where the object holds
+    none) and an id a default factory makes: what a keyed commit's digest counts is
+    decided per object (contract 24)."""
+
+    class Meta:
+        table = app
+        pk = "STAMPED#{stamped_id}"
+        sk = "STAMPED"
+        timestamps = ("created_at", "updated_at")
+
+    stamped_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    body: str = ""
+    n: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @contextmanager

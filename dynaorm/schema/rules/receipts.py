@@ -304,13 +304,16 @@ def _plain(value: str | int | float) -> str | int | float:
 
 def _entity(obj: Any) -> str:
     """An entity object: its class, the key it was loaded at, and its field values but
-    those its rules stamp on a write or pin to the version it was loaded at."""
+    those its rules pin to the version it was loaded at (per class) or stamp on this
+    object's write (decided per object: a created time is stamped only where the object
+    holds none, so one the caller gave counts)."""
     cls = type(obj)
-    skip = _SKIP.get(cls)
+    rules = cls.__dynaorm_spec__.rules
+    skip = _PINNED.get(cls)
     if skip is None:
-        rules = cls.__dynaorm_spec__.rules
-        skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
-                                                     *rules.stamp(obj, False), *rules.pin(0)))
+        skip = _PINNED[cls] = frozenset(f for f, _ in rules.pin(0))
+    if rules.stampers:
+        skip = skip.union(f for f, _ in (*rules.stamp(obj, True), *rules.stamp(obj, False)))
     state = _state(obj)
     if state is None and (factory := made(obj)):
         skip = skip | factory
@@ -337,8 +340,9 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: the fields each entity class's rules stamp or pin (left out of the digest)
-_SKIP: dict[type, frozenset[str]] = {}
+#: the fields each entity class's rules pin (left out of the digest; what they stamp is
+#: asked of each object)
+_PINNED: dict[type, frozenset[str]] = {}
 
 
 # -- the receipt ---------------------------------------------------------------------------
