@@ -400,8 +400,11 @@ def _any_templates(draw: Any) -> KeyTemplate:
     alternating; a field may carry ``!u``/``!l`` or a format; sometimes exactly one
     field; sometimes its fields also refuse another template's separators."""
     names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=3))
-    if len(names) == 1 and draw(st.booleans()):
-        return KeyTemplate.parse("{" + names[0] + "}")
+    also = draw(st.dictionaries(st.sampled_from(names), st.frozensets(
+        st.sampled_from("-_:|."), min_size=1, max_size=2), max_size=2))
+    if len(names) == 1 and draw(st.booleans()):  # ("{a}", or the common "LIT{a}")
+        head = draw(st.sampled_from(["", draw(_TEXT)]))
+        return KeyTemplate.parse(head + "{" + names[0] + "}").refusing(also)
     out: list[str] = []
     if draw(st.booleans()):
         out.append(draw(_TEXT))
@@ -410,10 +413,7 @@ def _any_templates(draw: Any) -> KeyTemplate:
         out.append("{" + name + extra + "}")
         if i < len(names) - 1 or draw(st.booleans()):
             out.append(draw(_TEXT))
-    template = KeyTemplate.parse("".join(out))
-    also = draw(st.dictionaries(st.sampled_from(_NAMES), st.frozensets(
-        st.sampled_from("-_:|."), max_size=2), max_size=2))
-    return template.refusing(also)
+    return KeyTemplate.parse("".join(out)).refusing(also)
 
 
 def _slow_render(template: KeyTemplate, values: dict[str, Any]) -> str:
