@@ -8,7 +8,7 @@ Contenders, each on the same files:
 - ``dynaorm``: ``dynaorm.jobs.export(shop, out, source=URL)`` run by ``run_local`` with 1,
   2 and 4 worker processes (one task per data file), and on Spark's local mode
   (``--spark``); and with one worker the per-row way (the vector way off:
-  ``dynaorm.tools.export.VECTOR``);
+  ``dynaorm.jobs.exports.VECTOR``);
 - ``hand-written``: the obvious path in one process -- boto3's ``get_object``, ``gzip``,
   ``json.loads`` each line, boto3's ``TypeDeserializer``, the entity's
   ``model_validate`` (versioned rows told apart by their sort key), its ``model_dump``
@@ -106,7 +106,7 @@ def hand_written(s3: Any, bucket: str, keys: list[str], out: Path) -> int:
     import pyarrow.parquet as pq
     from boto3.dynamodb.types import TypeDeserializer
 
-    from dynaorm.tools.arrow import columns, schema_of
+    from dynaorm.jobs.arrow import columns, schema_of
 
     deserialize = TypeDeserializer().deserialize
     models = {"order": Order, "customer": Customer, "event": Event}
@@ -234,7 +234,7 @@ def main() -> None:
         for workers in (int(w) for w in args.workers.split(",")):
             row(f"dynaorm, {workers} worker(s)", lambda out, w=workers: jobs.run_local(
                 jobs.export(shop, out, source=url), workers=w))
-        from dynaorm.tools import export as export_module
+        from dynaorm.jobs import exports as export_module
 
         export_module.VECTOR = False  # (one worker runs in this process: the per-row way)
         row("dynaorm per row, 1 worker", lambda out: jobs.run_local(

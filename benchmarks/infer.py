@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dynaorm.schema.infer import infer_model
-from dynaorm.tools.infer import _defined_model, inferred_code, with_report
+from dynaorm.client.infer import _defined_model, inferred_code, with_report
+from dynaorm.formats.infer import infer_model
 
 BUDGET = 2.0
 DESCRIPTION = {

@@ -62,6 +62,7 @@ from dynaorm.values.expressions import Condition, F
 
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
+    from dynaorm.client.infer import infer
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
@@ -70,7 +71,6 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
-    from dynaorm.tools.infer import infer
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
@@ -167,7 +167,7 @@ _LAZY = {
     "ModelFileError": "dynaorm.errors",
     "Explanation": "dynaorm.core.explain",
     "explain": "dynaorm.core.explain",
-    "infer": "dynaorm.tools.infer",
+    "infer": "dynaorm.client.infer",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "inspect": "dynaorm.schema.inspection",

@@ -1,5 +1,5 @@
 """``python -m dynaorm``: the ``dynaorm`` command."""
 
-from dynaorm.tools.cli import main
+from dynaorm.cli.main import main
 
 raise SystemExit(main())

@@ -1,8 +1,8 @@
-"""The analytics lake's public name: :mod:`dynaorm.tools.lake`, beside the exports it
+"""The analytics lake's public name: :mod:`dynaorm.jobs.lake`, beside the exports it
 drives, is the implementation (``from dynaorm.lake import LakeError, load_catalog`` keeps
 working; ``LakeError`` is :class:`dynaorm.LakeError`)."""
 
-from dynaorm.tools.lake import (
+from dynaorm.jobs.lake import (
     RETRIES,
     Dataset,
     LakeError,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from _support import run, table_keys
 
 from dynaorm import Client, Entity, Previous, Session, Table, Unique
-from dynaorm.tools.migrate import migrate
+from dynaorm.jobs.migration import migrate
 
 accounts = Table("dynaorm-example-migration")
 #: the same DynamoDB table as the previous release of the code saw it, from its own process

@@ -13,7 +13,7 @@ from __future__ import annotations
 from _support import run
 
 from dynaorm import GSI, Entity, Table, Unique, explain
-from dynaorm.tools.designs import export
+from dynaorm.formats import export
 
 shop = Table("dynaorm-example-model", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
 

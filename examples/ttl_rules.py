@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from _support import run, show
 
 from dynaorm import Entity, Table, UniqueConstraintError
-from dynaorm.tools.check import check_table
+from dynaorm.jobs.checking import check_table
 
 store = Table("dynaorm-example-ttl-rules", ttl="expires")
 

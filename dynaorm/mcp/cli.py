@@ -1,4 +1,4 @@
-"""What ``dynaorm mcp`` runs (:mod:`dynaorm.tools.mcp_command` parses its arguments): the
+"""What ``dynaorm mcp`` runs (:mod:`dynaorm.cli.mcp` parses its arguments): the
 server of :func:`dynaorm.mcp.server` over stdio, or streamable HTTP with ``--http``.
 
 Over stdio the server answers a client's ``initialize`` before it loads the ``mcp`` SDK

@@ -9,7 +9,7 @@ shards, a previous layout) and what follows from it: which index each entity lan
 each kind of write adds by role (``writes``), both from each rule's ``rows`` hook run on a
 write described (:func:`described`), and its access patterns (the declared ones, else
 those its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.formats`) and
-the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its
+the chart (:mod:`dynaorm.formats.chart`) are built on it; ``docs/guide/model.md`` gives its
 JSON schema.
 
 Pure: nothing here sends a request.

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
-from dynaorm.tools import export as export_module
-from dynaorm.tools.export import ExportError, _s3
+from dynaorm.jobs import exports as export_module
+from dynaorm.jobs.exports import ExportError, _s3
 
 
 def test_the_s3_client_is_one_a_process_for_each_aws_configuration(

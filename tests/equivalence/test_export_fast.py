@@ -1,4 +1,4 @@
-"""The fast way an export reads a full export's lines (``dynaorm.tools.stored``: pydantic-core
+"""The fast way an export reads a full export's lines (``dynaorm.jobs.stored``: pydantic-core
 reading each entity's fields straight from DynamoDB JSON) against the plain way (the line
 parsed, its attributes decoded, the model validating them): on generated items, and on
 those items stored otherwise than dynaorm writes them (an attribute missing, ``NULL``,
@@ -22,9 +22,9 @@ from pydantic import BaseModel, Field
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
 from dynaorm import Entity, Table
+from dynaorm.jobs.exports import _Reader
+from dynaorm.jobs.stored import stored_validator
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.tools.export import _Reader
-from dynaorm.tools.stored import stored_validator
 from tests.support.exports import dynamodb_json
 
 fast_table = Table("dynaorm-export-fast", revision_attribute=None)

@@ -1,4 +1,4 @@
-"""The vector way an export reads a full export's lines (``dynaorm.tools.vector``: a batch
+"""The vector way an export reads a full export's lines (``dynaorm.jobs.vector``: a batch
 parsed by ``pyarrow.json``, each entity's columns made with Arrow casts) against the
 per-row way (each line's attributes decoded, the model validating them, the values made
 Arrow's): on batches of generated items of a varied entity, stored as dynaorm writes them
@@ -29,12 +29,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dynaorm import Entity, Table, Versioned
+from dynaorm.jobs import exports as export_module
+from dynaorm.jobs.arrow import table_of
+from dynaorm.jobs.exports import _Reader
+from dynaorm.jobs.vector import vector_decoder
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.versioned import version_row, version_sk
-from dynaorm.tools import export as export_module
-from dynaorm.tools.arrow import table_of
-from dynaorm.tools.export import _Reader
-from dynaorm.tools.vector import vector_decoder
 from tests.equivalence.test_export_fast import CHANGES, WIDE, Wide, _changed, _plain
 from tests.support.exports import dynamodb_json
 
@@ -322,7 +322,7 @@ def test_an_export_is_the_same_with_the_vector_way_off(
     from moto import mock_aws
 
     from dynaorm.jobs import export, run_local
-    from dynaorm.tools.export import _s3
+    from dynaorm.jobs.exports import _s3
     from tests.support.exports import full_export
 
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from dynaorm.cli.main import build_parser
 from dynaorm.testing import moto_backend, use_tables
-from dynaorm.tools.cli import build_parser
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "agents.md"
 

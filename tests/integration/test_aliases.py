@@ -184,7 +184,7 @@ def test_field_as_gsi_key_queries_and_updates(db: TestBackend) -> None:
 
 
 def test_check_repairs_a_missing_guard_of_an_aliased_unique_field(db: TestBackend) -> None:
-    from dynaorm.tools.audit import audit_items, repair
+    from dynaorm.jobs.audit import audit_items, repair
 
     games.client.put_item(TableName=games.name, Item={
         "pk": {"S": "PLAYER#p9"}, "sk": {"S": "PROFILE"}, "_type": {"S": "Player"},

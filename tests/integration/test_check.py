@@ -1,4 +1,4 @@
-"""The data audit (dynaorm.tools.audit): problems planted through raw requests are found,
+"""The data audit (dynaorm.jobs.audit): problems planted through raw requests are found,
 reported with the right kind and key, and repaired by conditional transactions; and
 ``dynaorm check`` (0.2): stale index keys and table keys, guards missing after a unique
 rule was added, conditional repair, the checkpoint (an interrupted run resumed covers every
@@ -30,18 +30,18 @@ from dynaorm import (
     Unique,
     Versioned,
 )
-from dynaorm.read.batches import MAX_BATCH_ROUNDS
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from dynaorm.tools.audit import (
+from dynaorm.cli.main import main
+from dynaorm.jobs.audit import (
     Problem,
     audit_items,
     audit_table,
     repair,
     scan_pages,
 )
-from dynaorm.tools.check import ProgressBar, check_table, item_count, progress_line
-from dynaorm.tools.checkpoint import CheckpointError
-from dynaorm.tools.cli import main
+from dynaorm.jobs.checking import ProgressBar, check_table, item_count, progress_line
+from dynaorm.jobs.checkpoint import CheckpointError
+from dynaorm.read.batches import MAX_BATCH_ROUNDS
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support.models import Audit, User, app
 from tests.support.recording import FlakyBatches, Requests, send
 from tests.support.user_rules import audited_entities
@@ -118,7 +118,7 @@ def test_missing_guard_found_and_put_back(seeded: TestBackend) -> None:
 
 def test_a_problem_a_writer_resolves_before_its_repair_is_not_left(
         seeded: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dynaorm.tools.check as check_module
+    import dynaorm.jobs.checking as check_module
 
     guard = next(i for i in seeded.scan_raw() if i["pk"]["S"] == "username#bob")
     _delete(seeded, "username#bob", "username#bob")

@@ -31,11 +31,11 @@ pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 pytest.importorskip("duckdb", reason="the dev group's duckdb reads the datasets back")
 
 from dynaorm import Entity, KmsKeyring, Session, Table
+from dynaorm.cli.main import main
 from dynaorm.jobs import ExportError, ExportReport, export, run_local
+from dynaorm.jobs.exports import _s3
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.tools.cli import main
-from dynaorm.tools.export import _s3
 from tests.support import export_setup
 from tests.support.export_models import (
     Ledger,

@@ -174,8 +174,8 @@ def test_a_bad_receipts_ttl_is_refused() -> None:
 
 
 def test_check_streams_and_unclaimed_know_receipts(db: TestBackend) -> None:
+    from dynaorm.jobs.checking import check_table
     from dynaorm.schema.unclaimed import unclaimed_name
-    from dynaorm.tools.check import check_table
 
     s = db.session()
     s.save(Note(note_id="n1", body="x"))

@@ -3,7 +3,7 @@ have") on live tables: published single-table designs written raw with boto3 (sc
 against hand-written models, the score printed per design), tables dynaorm wrote (unique
 guards, versions, TTL; and random models, a hypothesis property), the code it prints run
 and checked with ``dynaorm check``, every request it sends captured (it writes nothing),
-and bad input. The pure inference is :mod:`dynaorm.schema.infer`; ``unit/test_infer.py``
+and bad input. The pure inference is :mod:`dynaorm.formats.infer`; ``unit/test_infer.py``
 holds what needs no table."""
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import DynaormError, Table
+from dynaorm.cli.main import main
+from dynaorm.client.infer import EndpointUnreachableError, infer, infer_code
 from dynaorm.formats import FORMATS
-from dynaorm.schema.infer import InferenceError
+from dynaorm.formats.infer import InferenceError
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import use_tables, worker_suffix
-from dynaorm.tools.check import check_table
-from dynaorm.tools.cli import main
-from dynaorm.tools.infer import EndpointUnreachableError, infer, infer_code
 from tests.support.designs import DESIGNS, design
 from tests.support.published import (
     EXPECTED,

@@ -26,14 +26,14 @@ from hypothesis import strategies as st
 
 import dynaorm
 from dynaorm import DynaormError, Rate, Session
+from dynaorm.cli.main import main
 from dynaorm.errors import ConflictError
 from dynaorm.jobs import MARK, BackfillReport, Job, backfill, run_local
+from dynaorm.jobs.checking import check_table
 from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
-from dynaorm.tools.cli import main
 from tests.support.job_models import (
     STEP,
     Counter,
@@ -474,8 +474,8 @@ def test_a_backfill_from_an_export_to_s3_rejudges_each_item_live(
     deleted item is skipped, and an item made after the export is not in it."""
     from moto import mock_aws
 
+    from dynaorm.jobs.job import _s3
     from dynaorm.testing import moto_backend
-    from dynaorm.tools.jobs import _s3
 
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
                         ("AWS_DEFAULT_REGION", "us-east-1")):

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, Table
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
 from tests.support.recording import Requests, send
 
 shop = Table("keys-precedence", pk="PK", sk="SK", type_attribute=None)

@@ -25,11 +25,11 @@ pytest.importorskip("duckdb", reason="the dev group's duckdb reads the tables ba
 from dynaorm import Entity, Session, Table
 from dynaorm.errors import DynaormError
 from dynaorm.jobs import ExportError, export, run_local
+from dynaorm.jobs import lake as lake_module
+from dynaorm.jobs.exports import _s3
 from dynaorm.lake import LakeError
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.tools import lake as lake_module
-from dynaorm.tools.export import _s3
 from tests.support import export_setup
 from tests.support.export_models import Ledger, Profile, exports
 from tests.support.export_setup import (
@@ -508,7 +508,7 @@ def test_the_command_exports_to_the_lake_full_then_incremental(
     without ``--format iceberg`` (or it without a catalog) are a usage error (exit 2)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from dynaorm.tools.cli import main
+    from dynaorm.cli.main import main
 
     fill_exports(tb)
     s3 = _s3()

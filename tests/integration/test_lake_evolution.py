@@ -24,6 +24,8 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 
 from dynaorm import Entity, LakeError, Session, Table
 from dynaorm.jobs import export, run_local
+from dynaorm.jobs import lake as lake_module
+from dynaorm.jobs.exports import _s3
 from dynaorm.testing import (
     TestBackend,
     full_export,
@@ -32,8 +34,6 @@ from dynaorm.testing import (
     use_tables,
     worker_suffix,
 )
-from dynaorm.tools import lake as lake_module
-from dynaorm.tools.export import _s3
 from tests.support import export_setup
 from tests.support.export_models import Profile, exports
 
@@ -257,7 +257,7 @@ def test_the_command_prints_no_dependency_warning(
     warning for a normal run)."""
     import warnings
 
-    from dynaorm.tools.cli import main
+    from dynaorm.cli.main import main
 
     export_setup.fill_exports(tb)
     s3 = _s3()

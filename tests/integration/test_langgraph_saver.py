@@ -22,9 +22,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from dynaorm import DynaormError, ItemTooLargeError, Table
 from dynaorm.formats import iam
 from dynaorm.jobs import export, run_local
+from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
 from tests.support.recording import Requests
 
 agents = Table("langgraph_saver", ttl="expires_at")

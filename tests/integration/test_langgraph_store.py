@@ -344,7 +344,7 @@ def test_a_store_needs_a_table_it_can_keep_it_in() -> None:
 
 def test_the_model_iam_and_check_cover_the_store_s_rows(tb: TestBackend) -> None:
     from dynaorm.formats.iam import to_format
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     (memory,) = [e for e in plain.model()["entities"] if e["name"] == "LangGraphMemory"]
     assert memory["pk"] == "LANGGRAPH#STORE#{tenant_id}#" and memory["ttl_field"] == "expires"

@@ -1,6 +1,6 @@
 """Migrations (contract 18): ``Meta.previous`` declared and refused, reads finding an entity
 under its old layout, writes moving it (guards and version rows with it), a writer racing
-a move, and ``dynaorm.tools.migrate`` on every engine. The live run beside threads is in
+a move, and ``dynaorm.jobs.migration`` on every engine. The live run beside threads is in
 ``system/test_migrate_live.py``."""
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from dynaorm import (
     Versioned,
 )
 from dynaorm.jobs import ReencryptReport, reencrypt, run_local
+from dynaorm.jobs.migration import migrate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import MovedState, history_batches
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.migrate import migrate
 from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan
 from dynaorm.write.save import SaveEntry, plan_save
@@ -1120,7 +1120,7 @@ def test_migrate_rate_limit_paces_moves(db: TestBackend) -> None:
 
 @pytest.mark.sync_only
 def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) -> None:
-    from dynaorm.tools.cli import main
+    from dynaorm.cli.main import main
 
     _old_data()
     ref = "tests.support.migration_models:mig"
@@ -1143,7 +1143,7 @@ def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.sync_only
 def test_migrate_checkpoint_errors(db: TestBackend, tmp_path: Any) -> None:
-    from dynaorm.tools.checkpoint import CheckpointError
+    from dynaorm.jobs.checkpoint import CheckpointError
 
     point = tmp_path / "m.json"
     with pytest.raises(CheckpointError, match="does not exist: nothing to resume"):
@@ -1181,7 +1181,7 @@ def test_old_item_that_does_not_fit_is_a_typed_error(db: TestBackend) -> None:
 def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> None:
     """A move whose item a writer changed in the old layout is redone from a fresh read
     (the writer's change kept); one a writer moved first is skipped."""
-    from dynaorm.tools.migrate import _move
+    from dynaorm.jobs.migration import _move
 
     _old_data()
     s = Session(mig)

@@ -249,8 +249,8 @@ def test_key_values_at_the_limits_are_sent(nb: TestBackend,
 
 
 def test_describe_shows_the_native_indexes_an_entity_is_in() -> None:
+    from dynaorm.cli.main import describe_entity
     from dynaorm.schema.entity import spec_of
-    from dynaorm.tools.cli import describe_entity
 
     lines = "\n".join(describe_entity(spec_of(Order)))
     assert "by_place" in lines and "native GSI pk ('tenant_id', 'place')" in lines
@@ -531,8 +531,8 @@ def test_a_refused_native_query_names_the_fields_it_takes_and_the_one_it_got(
 def test_describe_lists_a_native_index_only_under_entities_that_can_be_in_it() -> None:
     """(0.6) An item is in a native index only with every one of its attributes: 0.5
     listed the index under every entity holding its partition attributes."""
+    from dynaorm.cli.main import describe_entity
     from dynaorm.schema.entity import spec_of
-    from dynaorm.tools.cli import describe_entity
 
     pairs = Table("native_describe", indexes=[GSI("by_pair", pk=("a",), sk=("b",))])
 

@@ -19,10 +19,10 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent
 
 from dynaorm import GSI, Entity, KeyTemplateError, Table
+from dynaorm.jobs.checking import check_table
 from dynaorm.powertools import POWERTOOLS_TYPE, DynaormPersistenceLayer
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE, own_row
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
 from tests.conftest import session_kind, wire_of
 
 #: keys of this run (DynamoDB Local keeps transaction tokens ten minutes across tables)

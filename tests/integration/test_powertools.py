@@ -79,7 +79,7 @@ def test_idempotent_runs_a_handler_once_and_keeps_its_record_in_the_table(
     assert records[0]["_expires"] > time.time()
     s = db.session()
     assert [n.note_id for n in s.scan(Note).all()] == ["o1"]  # (never an entity)
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     assert check_table(db.table).problems == []
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from dynaorm import Session
+from dynaorm.cli.main import main
 from dynaorm.jobs import BackfillReport, backfill
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.cli import main
 from tests.support.job_models import STEP, Counter, add_step, jobs_table
 
 pyspark = pytest.importorskip("pyspark", reason="dynaorm[spark] is not installed")
@@ -67,8 +67,8 @@ def test_an_export_on_spark_from_a_scan_and_from_s3(
     """The executors scan their segments, or read their data files of a full export to
     S3, and write the parts: the datasets read back equal to the entities."""
     from dynaorm.jobs import export
+    from dynaorm.jobs.exports import _s3
     from dynaorm.spark import run
-    from dynaorm.tools.export import _s3
     from tests.support.export_models import Ledger, Profile, exports
     from tests.support.exports import full_export, read_back, row_of
 

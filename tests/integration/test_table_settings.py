@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from dynaorm import GSI, SettingsError, Table
+from dynaorm.cli.main import main
 from dynaorm.core.settings import drift_p
 from dynaorm.schema.settings import TableSettings
 from dynaorm.testing import worker_suffix
-from dynaorm.tools.cli import main
 from tests.conftest import engine_of
 
 #: what each engine keeps: the settings it stores and reports back

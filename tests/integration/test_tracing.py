@@ -512,7 +512,7 @@ def test_a_hook_given_to_a_client_traces_it(db: TestBackend, spans: Spans) -> No
 def test_each_page_of_check_is_a_span(db: TestBackend, spans: Spans) -> None:
     """``dynaorm check`` (sync tooling): each scanned page is one ``dynaorm.check`` span
     with its Scan attempt; the reads it makes to judge a page are spans of their own."""
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     db.session().save_many([Note(note_id=f"n{i:02d}") for i in range(3)])
     spans.clear()

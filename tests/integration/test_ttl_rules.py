@@ -25,8 +25,8 @@ from dynaorm import (
     Table,
     UniqueConstraintError,
 )
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
 from tests.support.recording import send
 
 rules = Table("ttl-rules", ttl="expires")

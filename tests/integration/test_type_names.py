@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, ItemExistsError, Previous, Table
+from dynaorm.cli.main import main
+from dynaorm.jobs.audit import audit_items
+from dynaorm.jobs.checking import check_table
+from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.schema import unclaimed
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.audit import audit_items
-from dynaorm.tools.check import check_table
-from dynaorm.tools.checkpoint import CheckpointError
-from dynaorm.tools.cli import main
 from tests.support.models import EMsg, Note
 from tests.support.recording import send
 

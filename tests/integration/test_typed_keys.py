@@ -252,7 +252,7 @@ def test_binary_keys(db: TestBackend) -> None:
 
 @pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")
 def test_check_finds_and_repairs_stale_typed_index_keys(db: TestBackend) -> None:
-    from dynaorm.tools.audit import audit_items, repair
+    from dynaorm.jobs.audit import audit_items, repair
 
     s = db.session(readings)
     s.save_many([Reading(device_id="d1", ts=1, site_id="s1", score=Decimal(5))])
@@ -288,7 +288,7 @@ def test_upsert_of_a_field_that_is_the_key_and_stream_records(db: TestBackend) -
 @pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")
 def test_check_table_pages_and_checkpoints_over_number_keys(db: TestBackend,
                                                             tmp_path: Any) -> None:
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     s = db.session(readings)
     s.save_many([Reading(device_id="d1", ts=t, site_id="s1", score=Decimal(t)) for t in

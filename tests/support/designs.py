@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dynaorm import Table
-from dynaorm.tools import designs
-from dynaorm.tools.cli import load_table
+from dynaorm import Table, formats
+from dynaorm.cli.main import load_table
+from dynaorm.formats.code import import_code
 
 __all__ = ["DESIGNS", "defined", "design", "roundtrip"]
 
@@ -71,7 +71,7 @@ def defined(code: str) -> list[Table]:
 
 def roundtrip(model: Mapping[str, Any], fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``model`` in ``fmt``, and the model in ``fmt`` of the code imported from that."""
-    exported, _ = designs.export(model, fmt)
-    (table,) = defined(designs.import_code(json.dumps(exported), fmt))
-    again, _ = designs.export(table.model(), fmt)
+    exported, _ = formats.export(model, fmt)
+    (table,) = defined(import_code(json.dumps(exported), fmt))
+    again, _ = formats.export(table.model(), fmt)
     return exported, again

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from dynaorm import Client, Entity, Session, Table
+from dynaorm.jobs.exports import _s3
 from dynaorm.protocol.hooks import Hook
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.tools.export import _s3
 from tests.support.export_models import (
     Address,
     Ledger,

@@ -55,9 +55,9 @@ from dynaorm import (
     Unique,
     UniqueConstraintError,
 )
+from dynaorm.jobs.checking import check_table
+from dynaorm.jobs.migration import migrate
 from dynaorm.testing import TestBackend, inject_faults
-from dynaorm.tools.check import check_table
-from dynaorm.tools.migrate import migrate
 from tests.support.fault_kinds import arm
 from tests.support.models import app
 from tests.support.raw import raw_get, raw_set

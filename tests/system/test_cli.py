@@ -114,7 +114,7 @@ class Project:
                if not k.startswith(("AWS_", "DYNAORM_"))}
         env.update(ENV, PYTHONPATH=os.pathsep.join((str(self.path), str(ROOT))))
         extra = ["--endpoint-url", self.endpoint] if self.endpoint and args[0] != "--help" else []
-        return subprocess.run([sys.executable, "-m", "dynaorm.tools.cli", *args, *extra],
+        return subprocess.run([sys.executable, "-m", "dynaorm.cli.main", *args, *extra],
                               cwd=self.path, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
 
@@ -440,7 +440,7 @@ def test_describe_shows_the_previous_layout(offline: Project) -> None:
 def test_model_prints_the_model_and_each_format(offline: Project) -> None:
     import json
 
-    from dynaorm.tools import designs
+    from dynaorm import formats
 
     result = offline.run("model", "models:app")
     assert result.returncode == 0, result.stderr
@@ -450,7 +450,7 @@ def test_model_prints_the_model_and_each_format(offline: Project) -> None:
         out = offline.path / f"design.{fmt}.json"
         result = offline.run("model", "models:app", "--format", fmt, "-o", str(out))
         assert result.returncode == 0 and result.stdout == "", result.stderr
-        expected, notes = designs.export(model, fmt)
+        expected, notes = formats.export(model, fmt)
         assert json.loads(out.read_text()) == expected
         assert result.stderr.splitlines() == [f"dynaorm model: {n}" for n in notes]
         assert f"{fmt}: left out an LSI, 'lsi1'" in result.stderr
@@ -603,7 +603,7 @@ def test_a_normal_run_prints_no_warning(warned: Project, dynoxide: str,
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AWS_", "DYNAORM_", "PYTHONWARNINGS"))}
     env.update(ENV, PYTHONPATH=os.pathsep.join((str(warned.path), str(ROOT))))
-    command = [sys.executable, "-W", "error", "-m", "dynaorm.tools.cli", *argv]
+    command = [sys.executable, "-W", "error", "-m", "dynaorm.cli.main", *argv]
     if argv[0] == "mcp":  # (a client: each answer awaited, then stdin closed)
         result = _mcp_session(command, warned.path, env)
         assert '"id":2' in result.stdout and "ada@example.com" in result.stdout.lower()

@@ -16,8 +16,8 @@ from dynaorm import (
     TransactionConflictError,
     UniqueConstraintError,
 )
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend
-from dynaorm.tools.check import check_table
 from tests.support.concurrency import race
 from tests.support.guards import assert_guards_consistent
 from tests.support.models import Audit, User

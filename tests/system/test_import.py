@@ -30,12 +30,12 @@ def test_first_table_use_loads_it() -> None:
 
 
 def test_import_dynaorm_loads_no_wire_or_async_machinery() -> None:
-    """The wire, asyncio, the async session, the tools and the PynamoDB bridge load when
+    """The wire, asyncio, the async session, the jobs, the command and the PynamoDB bridge load when
     used: ``import dynaorm`` pays for none of them."""
     loaded = _modules_after("import dynaorm")
     deferred = {m for m in loaded if m.split(".")[0] in ("asyncio", "ssl", "http", "httptools")
-                or m.startswith(("dynaorm.wire", "dynaorm.aio", "dynaorm.tools",
-                                 "dynaorm.testing", "dynaorm.pynamodb"))}
+                or m.split(".")[:2] in (["dynaorm", n] for n in (
+                    "wire", "aio", "jobs", "cli", "testing", "pynamodb"))}
     assert not deferred, sorted(deferred)
 
 

@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Session, Table
-from dynaorm.schema.infer import InferenceError
+from dynaorm.cli.main import main
+from dynaorm.client.infer import EndpointUnreachableError, infer, infer_code
+from dynaorm.formats.infer import InferenceError
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import worker_suffix
-from dynaorm.tools.check import check_table
-from dynaorm.tools.cli import main
-from dynaorm.tools.infer import EndpointUnreachableError, infer, infer_code
 from tests.support import published
 from tests.support.published import EXPECTED, boto_client, create_raw, load, score
 
@@ -302,7 +302,7 @@ def test_throttled_for_good_is_one_line(raw: tuple[Any, list[str]], backend: str
         infer(name, client=client, report=None)
     assert waits  # (retried, backing off, before giving up)
     # the command: a dynaorm client of its own, throttled the same way
-    from dynaorm.tools import infer as driver
+    from dynaorm.client import infer as driver
 
     made = driver._client
 

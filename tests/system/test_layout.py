@@ -239,20 +239,20 @@ def imports_by_name_up(package: Path, floors: list[set[str]]) -> list[str]:
 
 #: left: ``dynaorm mcp`` runs the MCP edge (``dynaorm/mcp/cli.py``, handed the CLI module);
 #: reworking the command line's entry so the edge adds its own command is that edge's step
-LEFT = {"mcp_command.py dynaorm.mcp.cli"}
+LEFT = {"mcp.py dynaorm.mcp.cli"}
 
 
 def test_no_import_by_name_runs_up_the_floors() -> None:
     """Issue 69: a module loads a module of a floor above its own by no name either
-    (``tools/`` loaded ``dynaorm.jobs`` so; a sideways load, an optional extra beside the
+    (0.8's ``tools/`` loaded ``dynaorm.jobs`` so; a sideways load, an optional extra beside the
     floor, is allowed)."""
     package = Path(__file__).resolve().parents[2] / "dynaorm"
     assert set(imports_by_name_up(package, _floors())) <= LEFT
 
 
 def test_the_check_sees_an_import_by_name_up(tmp_path: Path) -> None:
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "x.py").write_text(
-        'import importlib\nimportlib.import_module("dynaorm.jobs")\n'
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "x.py").write_text(
+        'import importlib\nimportlib.import_module("dynaorm.cli")\n'
         'importlib.import_module("dynaorm.lake")\n')
-    assert imports_by_name_up(tmp_path, _floors()) == ["x.py dynaorm.jobs", "x.py dynaorm.lake"]
+    assert imports_by_name_up(tmp_path, _floors()) == ["x.py dynaorm.cli", "x.py dynaorm.lake"]

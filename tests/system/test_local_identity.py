@@ -89,7 +89,7 @@ def test_cli_create_table_uses_the_applications_identity(tmp_path: Path, keyed_l
                                                          profile: bool) -> None:
     project, name = _project(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "dynaorm.tools.cli", "create-table", "models:app",
+        [sys.executable, "-m", "dynaorm.cli.main", "create-table", "models:app",
          "--endpoint-url", keyed_local], cwd=project, env=_env(project, profile),
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr

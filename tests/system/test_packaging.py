@@ -151,7 +151,7 @@ def test_plain_install_has_only_runtime_dependencies(plain: Path) -> None:
 
 def test_plain_install_imports_and_runs_the_command(plain: Path, tmp_path: Path) -> None:
     python = plain / "python"
-    out = _run(python, "-c", "import dynaorm, dynaorm.tools.cli; print(dynaorm.__version__)",
+    out = _run(python, "-c", "import dynaorm, dynaorm.cli.main; print(dynaorm.__version__)",
                cwd=tmp_path)
     assert out.stdout.strip() == dynaorm.__version__
     version = _run(plain / "dynaorm", "--version", cwd=tmp_path)

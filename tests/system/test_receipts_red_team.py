@@ -31,10 +31,10 @@ from dynaorm import (
     ksuid,
 )
 from dynaorm.formats import iam
+from dynaorm.jobs.audit import audit_items
+from dynaorm.jobs.checking import check_table
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from dynaorm.tools.audit import audit_items
-from dynaorm.tools.check import check_table
 from tests.conftest import wire_of
 from tests.support.iam_eval import allowed, checks_of
 from tests.support.mcp_client import call, text

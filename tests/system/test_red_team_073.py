@@ -476,7 +476,7 @@ def test_a_rule_row_whose_key_fits_an_entity_template_is_the_rules(
 @pytest.mark.parametrize("label", ["typed", "untyped"])
 def test_reads_of_the_entity_never_return_a_rule_row_and_check_is_clean(
         db: TestBackend, ruled: dict[str, Any], label: str) -> None:
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     table, audited, ledger = ruled[label]
     with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
@@ -652,8 +652,8 @@ def test_an_incremental_export_after_a_schema_change_evolves_the_table(
     from pyiceberg.catalog.sql import SqlCatalog
 
     from dynaorm.jobs import export, run_local
+    from dynaorm.jobs.exports import _s3
     from dynaorm.testing import full_export, incremental_export, moto_backend
-    from dynaorm.tools.export import _s3
 
     (tmp_path / "warehouse").mkdir()
     catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/catalog.db",

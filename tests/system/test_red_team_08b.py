@@ -318,8 +318,8 @@ def _placed_and_read(items: list[dict[str, Any]]) -> tuple[int, int]:
     """How many of ``items`` (put raw in a fresh table) inference says it placed, and how
     many the printed model's entities read back (a scan of each); check's findings of
     unclaimed types must be none."""
-    from dynaorm.tools.check import check_table
-    from dynaorm.tools.infer import infer_code
+    from dynaorm.client.infer import infer_code
+    from dynaorm.jobs.checking import check_table
 
     copied = Table(f"red08b_infer_{uuid.uuid4().hex[:8]}",
                    key_types={"pk": next(iter(items[0]["pk"]))})
@@ -421,9 +421,9 @@ def test_an_entity_beside_a_rule_row_kind_is_ranked_or_refused(moto: None, pk: s
     defined, the audit row an audited save writes is claimed once (the entity's reads
     return it only when its templates are narrower) and ``dynaorm check`` finds nothing."""
     from dynaorm import DynaormError
+    from dynaorm.jobs.checking import check_table
     from dynaorm.schema.checks import could_overlap
     from dynaorm.schema.rules import RULES, register_rule
-    from dynaorm.tools.check import check_table
     from tests.system.test_red_team_073 import Red73Audit, _keyed
 
     try:
@@ -499,7 +499,7 @@ def test_a_save_that_succeeds_is_read_back_by_get_and_by_a_scan(
     (``Red73Ledger`` keyed ``AUDIT#ORDER#1``/``w#a#b`` on a table without a type
     attribute was stored, told it was, and never read back: the rule's row kind, ranked
     on its partition key alone, claimed it)."""
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     home, audited, ledger = ledgers[label]
     try:

@@ -218,7 +218,7 @@ def test_after_a_reload_old_and_new_savers_and_stores_share_the_tables_entities(
     the table a second ``LangGraphCheckpoint``/``LangGraphWrite``/``LangGraphMemory``:
     a saver or store made before and one made after read each other's rows, a TTL
     refresh on read by either moves the item's expiry, and ``dynaorm check`` is clean."""
-    from dynaorm.tools.check import check_table
+    from dynaorm.jobs.checking import check_table
 
     scope = _tenant()
     old_saver = Saver(agents, scope=scope)

@@ -39,8 +39,8 @@ from dynaorm import (
     UniqueConstraintError,
     Versioned,
 )
+from dynaorm.jobs.migration import migrate
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from dynaorm.tools.migrate import migrate
 from tests.conftest import wire_of
 
 pytestmark = pytest.mark.sync_only

@@ -163,7 +163,7 @@ def _run(home: Table, classes: list[type[Any]], op: tuple[Any, ...], tags: Itera
          ) -> None:
     kind = op[0]
     if kind == "migrate":
-        from dynaorm.tools.migrate import migrate
+        from dynaorm.jobs.migration import migrate
 
         migrate(home)
         return
@@ -293,7 +293,7 @@ def test_a_previous_literal_key_is_released_once_migrated_and_dropped(moto: None
     migrate`` and ``Meta.previous`` dropped (``Root`` redefined), the key is released:
     ``Account(a="root")`` saves, reads, queries, scans as itself, and ``Root`` keeps its
     row at ``ADMIN#root``."""
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     home = Table("red08f-release", pk="PK", sk="SK", type_attribute=None)
     account = _entity(home, "Red08fAccount", "USER#{a}", "PROFILE", None)
@@ -375,7 +375,7 @@ def test_a_previous_template_never_takes_a_partly_literal_row(moto: None) -> Non
     ``Admin`` keyed ``OLD#admin``/``P#{c}`` (its literal pk outranks the old template).
     Admin's row ``OLD#admin``/``P#x`` is never a Moved: not to ``get`` (which reads the
     old key on a miss), not to ``delete``, not to ``dynaorm migrate``."""
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     home = Table("red08f-partlit", pk="PK", sk="SK", type_attribute=None)
     moved = _entity(home, "Red08fPartMoved", "USER#{a}", "{c}", ("OLD#{a}", "P#{c}"))

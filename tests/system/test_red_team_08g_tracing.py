@@ -644,7 +644,7 @@ class _Both(Hook):
         return self.first.on_end(phase, token[0])
 
 
-# == one Operation run more than once (as dynaorm.tools.reencrypt runs its `during`) =========
+# == one Operation run more than once (as dynaorm.jobs.reencryption runs its `during`) =========
 def test_an_operation_run_again_after_a_quiet_run_is_traced(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Fixed: a tool runs several protocols under one ``Operation`` (``reencrypt``'s

@@ -374,7 +374,7 @@ def test_a_get_in_the_migration_window_never_takes_anothers_literal_row(moto: No
 def test_migrate_never_moves_anothers_literal_row(moto: None) -> None:
     """``dynaorm migrate`` moves old-layout rows of ``Moved``; the literal entity's row at
     ``OLD#admin`` is not one: it stays, and no ``Moved`` appears."""
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     home, moved, admin = _previous("prevmig")
     with use_tables(home, name_suffix=worker_suffix()):
@@ -457,7 +457,7 @@ def test_a_backfill_onto_a_claimed_key_changes_nothing(moto: None) -> None:
     """A backfill whose step renames profiles onto the literal's key: refused before
     sending (the job stops with the error, or counts it failed), the admin's row and the
     profiles stay as they were."""
-    from dynaorm.tools.jobs import backfill, run_local
+    from dynaorm.jobs.job import backfill, run_local
 
     with use_tables(mcp_home, name_suffix=worker_suffix()):
         with Session(mcp_home) as s:
@@ -537,7 +537,7 @@ def test_an_unmigrated_literal_row_is_never_anothers(moto: None) -> None:
     reader never takes it for an ``Account``, an ``Account(a="root")`` save never
     overwrites it (refused, as at a current literal's key), ``a="rooted"`` is stored;
     ``dynaorm migrate`` moves it to ``ADMIN#root``."""
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     home = Table("red-lit-prevlit", pk="PK", sk="SK", type_attribute=None)
     account = _keyed(home, "RedLitPrevAccount", "USER#{a}", "PROFILE")
@@ -585,7 +585,7 @@ def test_a_previous_template_never_takes_anothers_previous_literal_row(moto: Non
     unmigrated row at ``OLD#admin`` is never a ``Moved`` to ``get(Moved, a="admin")``
     (which reads the old key on a miss) nor to ``dynaorm migrate``, which moves it to
     ``ADMIN#root``."""
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     home = Table("red-lit-prevprev", pk="PK", sk="SK", type_attribute=None)
 

@@ -105,8 +105,8 @@ def test_a_table_in_its_migration_window_is_inferred_and_claimed(
     renders back its own key with the values stored (and none it did not place);
     ``dynaorm check`` with that model reports no problem and claims every item it
     placed."""
+    from dynaorm.client.infer import infer_code
     from dynaorm.jobs import check, run_local
-    from dynaorm.tools.infer import infer_code
 
     copied = Table(f"seams08b_copied_{uuid.uuid4().hex[:8]}")
     with use_tables(window, copied, name_suffix=worker_suffix()) as tb:
@@ -154,7 +154,7 @@ def test_an_item_inference_left_unplaced_never_breaks_a_scan_of_its_model(
     """Old-layout members ``OLD._|._b``, ``OLD.b_aa.||ba``, ``OLD.a:.__`` (ids the
     grammar takes: ``|`` is no separator of theirs), inferred: a scan of every entity of
     the printed model answers (the items it placed; never an error for one it did not)."""
-    from dynaorm.tools.infer import infer_code
+    from dynaorm.client.infer import infer_code
 
     copied = Table(f"seams08b_bar_{uuid.uuid4().hex[:8]}")
     with use_tables(window, copied, name_suffix=worker_suffix()) as tb:
@@ -194,8 +194,8 @@ def test_an_inferred_per_tenant_unique_rule_keeps_tenants_apart(moto: None) -> N
     inferred model reports no problem, and with it tenant ``beta`` can take an email
     tenant ``acme`` holds (while ``acme`` cannot take it twice)."""
     from dynaorm import UniqueConstraintError
+    from dynaorm.client.infer import infer_code
     from dynaorm.jobs import check, run_local
-    from dynaorm.tools.infer import infer_code
 
     copied = Table(f"seams08b_seats_{uuid.uuid4().hex[:8]}")
     with use_tables(seats, copied, name_suffix=worker_suffix()) as tb:
@@ -240,8 +240,8 @@ def test_an_inferred_rule_scoped_by_a_formatted_key_renders_the_stored_keys(
     keys rendered from what it reads equal the stored ones; ``dynaorm check`` reports no
     problem; a tenant cannot take its email twice, another tenant may."""
     from dynaorm import UniqueConstraintError
+    from dynaorm.client.infer import infer_code
     from dynaorm.jobs import check, run_local
-    from dynaorm.tools.infer import infer_code
 
     copied = Table(f"seams08b_nseats_{uuid.uuid4().hex[:8]}")
     with use_tables(seats, copied, name_suffix=worker_suffix()) as tb:
@@ -547,9 +547,9 @@ def test_the_mcp_tools_of_an_inferred_model_keep_to_their_tenant(moto: None) -> 
     an MCP server of the inferred model scoped to ``t``: its get answers ``t``'s badge
     and never another's (whatever id names it), its query lists ``t``'s only, a save
     naming another tenant is refused, and nothing of another tenant changes."""
+    from dynaorm.client.infer import infer_code
     from dynaorm.mcp.server import prepare
     from dynaorm.mcp.tools import check_arguments, run
-    from dynaorm.tools.infer import infer_code
 
     copied = Table(f"seams08b_mcp_{uuid.uuid4().hex[:8]}",
                    indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])

@@ -58,11 +58,11 @@ from dynaorm import (
     Vector,
 )
 from dynaorm.jobs import MARK, backfill, export, migrate, run_local
+from dynaorm.jobs.checking import check_table
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import RULES, SURFACES
 from dynaorm.schema.rules.vectors import float32
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
 from tests.conftest import engine_of, wire_of
 from tests.support.exports import read_back, row_of
 from tests.support.fault_kinds import arm

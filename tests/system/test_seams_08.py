@@ -273,7 +273,7 @@ def test_an_inferred_model_of_langgraph_rows_renders_their_keys_and_keeps_tenant
     the printed code defines, every item is placed, each item read through the inferred
     model renders back its own key, and a session of the inferred model scoped to one
     tenant reads none of the other's rows."""
-    from dynaorm.tools.infer import infer_code
+    from dynaorm.client.infer import infer_code
 
     copied = Table("seams08_copied")  # (no entities: the inferred model's name is its own)
     with use_tables(hashed, copied, name_suffix=worker_suffix()) as tb:
@@ -487,7 +487,7 @@ def test_an_inferred_model_renders_the_keys_it_read_and_holds_a_scope_by_them(
     """Notes of several tenants (ids with ``-``, ``|``, ``.``, prefixes of one another),
     inferred: every item read through the inferred model renders back its own key, and a
     session of the inferred model scoped to one tenant reads that tenant's notes only."""
-    from dynaorm.tools.infer import infer_code
+    from dynaorm.client.infer import infer_code
 
     copied = Table(f"seams08_copied_{uuid.uuid4().hex[:8]}")  # (each example's model)
     with use_tables(hashed, copied, name_suffix=worker_suffix()) as tb:

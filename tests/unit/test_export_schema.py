@@ -1,4 +1,4 @@
-"""The Arrow types of an export's datasets, from pydantic models (``dynaorm.tools.arrow``):
+"""The Arrow types of an export's datasets, from pydantic models (``dynaorm.jobs.arrow``):
 each field kind's type and nullability, what has no Arrow type (JSON text), and values a
 column cannot hold (their rows left out and named). The export itself, on every engine:
 ``tests/integration/test_export.py``."""
@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 pa = pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
-from dynaorm.tools.arrow import columns, schema_of, table_of  # noqa: E402
+from dynaorm.jobs.arrow import columns, schema_of, table_of  # noqa: E402
 
 
 class Color(enum.Enum):

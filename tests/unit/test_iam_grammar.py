@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Entity, KeyTemplateError, Table
+from dynaorm.cli.main import main
 from dynaorm.formats import iam
-from dynaorm.tools.cli import main
 from tests.support.iam_eval import string_like
 
 SCOPE = "tenant_id"

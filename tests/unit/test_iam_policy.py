@@ -18,9 +18,9 @@ from cfnlint.api import ManualArgs, lint
 from pydantic import Field
 
 from dynaorm import GSI, Entity, Table, Unique, Vector, VectorIndex
+from dynaorm.cli.explain import explain_patterns
+from dynaorm.cli.main import main
 from dynaorm.formats import iam
-from dynaorm.tools.cli import main
-from dynaorm.tools.patterns import explain_patterns
 from dynaorm.write.render import WritePlan
 from tests.support.designs import DESIGNS, design
 from tests.support.iam_eval import Check, allowed, checks_of

@@ -1,4 +1,4 @@
-"""The pure inference (:mod:`dynaorm.schema.infer`) on hand-made samples: what needs no
+"""The pure inference (:mod:`dynaorm.formats.infer`) on hand-made samples: what needs no
 table. ``integration/test_infer.py`` reads live tables (published designs, tables dynaorm
 wrote, the command)."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dynaorm.schema.infer import InferenceError, infer_model
+from dynaorm.formats.infer import InferenceError, infer_model
 
 
 def _table(*gsis: tuple[str, list[str], list[str]], types: dict[str, str] | None = None
@@ -123,7 +123,7 @@ def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
     spec or conversion dropped (``S#{n}``) would render another text than the keys hold."""
     from types import SimpleNamespace
 
-    from dynaorm.schema.infer import _scopes
+    from dynaorm.formats.infer import _scopes
     from dynaorm.schema.templates import KeyTemplate
 
     owner = SimpleNamespace(fields=[{"name": "n"}, {"name": "uid"}], parsed={

@@ -18,8 +18,8 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from dynaorm import GSI, LSI, Table, VectorIndex
+from dynaorm.cli.main import main
 from dynaorm.formats import cloudformation, terraform
-from dynaorm.tools.cli import main
 from tests.support.designs import DESIGNS, design
 
 #: the designs with something of every kind: settings, native keys, vector indexes (one

@@ -17,11 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import DynaormError, Entity, ModelFileError, Table
+from dynaorm import DynaormError, Entity, ModelFileError, Table, formats
+from dynaorm.formats.chart import chart_of
+from dynaorm.formats.code import code_of, import_code
 from dynaorm.schema.model import FORMAT, receipt_row
-from dynaorm.tools import designs
-from dynaorm.tools.chart import chart_of
-from dynaorm.tools.codegen import code_of
 from tests.support.designs import DESIGNS, defined, design, roundtrip
 from tests.support.json_schema import problems
 from tests.support.models import app
@@ -149,7 +148,7 @@ def test_the_model_of_a_design_with_vector_indexes() -> None:
 
 def test_imported_json_of_a_vector_design_defines_its_vector_indexes_and_fields() -> None:
     source = design("tests.support.vector_models:docs")
-    code = designs.import_code(json.dumps(source.model()))
+    code = import_code(json.dumps(source.model()))
     assert "_t.Annotated[list[float], _d.Vector(4)]" in code
     (table,) = defined(code)
     assert table.vector_indexes == source.vector_indexes  # the real VectorIndex objects
@@ -159,14 +158,14 @@ def test_imported_json_of_a_vector_design_defines_its_vector_indexes_and_fields(
 
 def test_formats_without_vector_indexes_leave_them_out_and_say_so() -> None:
     model = design("examples.vector_search:kb").model()
-    workbench, notes = designs.export(model, "workbench")
+    workbench, notes = formats.export(model, "workbench")
     assert notes == [
         "workbench: left out a vector index, 'by_meaning': the format has no place for it",
         "workbench: left out that Passage.embedding is a Vector(8): a list of numbers there"]
     (table,) = workbench["DataModel"]
     assert "GlobalSecondaryIndexes" not in table
     assert {"AttributeName": "embedding", "AttributeType": "L"} in table["NonKeyAttributes"]
-    mcp, notes = designs.export(model, "mcp")
+    mcp, notes = formats.export(model, "mcp")
     assert notes == [
         "mcp: left out a vector index, 'by_meaning': the format has no place for it",
         "mcp: left out that Passage.embedding is a Vector(8): a list of numbers there",
@@ -195,7 +194,7 @@ def test_the_chart_draws_vector_indexes_and_who_lands_in_them() -> None:
     assert page.count('class="edge"') == edges == len(model["entities"]) * 4
 
 
-@pytest.mark.parametrize("fmt", designs.FORMATS)
+@pytest.mark.parametrize("fmt", formats.READABLE)
 @pytest.mark.parametrize("reference", DESIGNS)
 def test_every_design_exports_to_code_that_exports_back_to_it(reference: str,
                                                                fmt: str) -> None:
@@ -215,7 +214,7 @@ def test_the_json_code_of_a_design_defines_the_same_model() -> None:
 
 def test_formats_leave_out_what_they_cannot_hold_and_say_so() -> None:
     model = app.model()
-    workbench, notes = designs.export(model, "workbench")
+    workbench, notes = formats.export(model, "workbench")
     assert "workbench: left out an LSI, 'lsi1': the format has no place for it" in notes
     assert "workbench: left out User's unique rules" in notes
     (table,) = workbench["DataModel"]
@@ -225,7 +224,7 @@ def test_formats_leave_out_what_they_cannot_hold_and_say_so() -> None:
                                           "SortKeyAlias": "PROFILE"}
     assert facet["NonKeyAttributes"] == ["user_id", "org_id", "username", "email",
                                          "full_name", "gsi1pk", "gsi1sk", "_type", "_rev"]
-    mcp, notes = designs.export(model, "mcp")  # (other tests' entities may share a name)
+    mcp, notes = formats.export(model, "mcp")  # (other tests' entities may share a name)
     assert [n for n in notes if "several entities" not in n][:1] == [
         "mcp: left out an LSI, 'lsi1': the format has no place for it"]
     assert "mcp: Audit's version rows ({'pk': 'EQUIPMENT#{equipment_id}', 'sk': 'v<n>_{part}'}" \
@@ -303,7 +302,7 @@ MCP = {"tables": [{
 
 
 def test_a_workbench_model_of_other_tools_imports_as_entities() -> None:
-    code = designs.import_code(json.dumps(WORKBENCH), "workbench")
+    code = import_code(json.dumps(WORKBENCH), "workbench")
     (table,) = defined(code)
     model = table.model()
     assert (model["table"]["name"], model["table"]["pk"], model["table"]["sk"]) == (
@@ -324,10 +323,10 @@ def test_a_workbench_model_of_other_tools_imports_as_entities() -> None:
 
 
 def test_an_mcp_schema_imports_as_entities_and_exports_back_the_same() -> None:
-    code = designs.import_code(json.dumps(MCP), "mcp")
+    code = import_code(json.dumps(MCP), "mcp")
     assert "arcade.pattern('best_of_player', Score, 'Query'" in code
     (table,) = defined(code)
-    exported, notes = designs.export(table.model(), "mcp")
+    exported, notes = formats.export(table.model(), "mcp")
     assert exported == MCP and notes == []
     score = _entity(table.model(), "Score")
     assert score["type_name"] == "SCORE" and score["patterns"] == "declared"
@@ -336,7 +335,7 @@ def test_an_mcp_schema_imports_as_entities_and_exports_back_the_same() -> None:
 
 def _place(text: str, fmt: str) -> str:
     with pytest.raises(ModelFileError) as err:
-        designs.import_code(text, fmt)
+        import_code(text, fmt)
     assert str(err.value).startswith(err.value.place + ": ")
     return err.value.place
 
@@ -388,16 +387,16 @@ def test_an_imported_file_never_runs_code_of_its_own() -> None:
                       else f for f in user["fields"]]
     import sys
 
-    code = designs.import_code(json.dumps({**model, "entities": [user]}))
+    code = import_code(json.dumps({**model, "entities": [user]}))
     assert "from flights.ids import fly" in code and "flights" not in sys.modules
     user["fields"][0] = {**user["fields"][0], "default_factory": "antigravity:fly"}
     with pytest.raises(ModelFileError, match="standard library"):  # (it opens a browser)
-        designs.import_code(json.dumps({**model, "entities": [user]}))
+        import_code(json.dumps({**model, "entities": [user]}))
     assert "antigravity" not in sys.modules
     user["fields"][0] = {**user["fields"][0], "default_factory": "flights.ids:fly"}
     user["fields"][1] = {**user["fields"][1], "default_repr": "__import__('os').getcwd()"}
     with pytest.raises(ModelFileError) as err:
-        designs.import_code(json.dumps({**model, "entities": [user]}))
+        import_code(json.dumps({**model, "entities": [user]}))
     assert err.value.place == "$.entities[0].fields[1].default_repr"
 
 
@@ -410,7 +409,7 @@ def test_a_design_dynaorm_refuses_is_refused_at_the_entity_that_declares_it() ->
                                             "fields": [{"name": "b", "type": "string",
                                                         "required": True}]}}}]}
     with pytest.raises(ModelFileError) as err:
-        designs.import_code(json.dumps(doc), "mcp")
+        import_code(json.dumps(doc), "mcp")
     assert err.value.place == "$.tables[0].entities.Bad"
     assert "missing" in str(err.value)
 
@@ -535,7 +534,7 @@ def test_hypothesis_models_export_from_their_code_as_they_were_made(model: dict[
     assert made["table"] == {**model["table"], "rows": [receipt_row(table)]}  # (issue 60)
     for mine, given_ in zip(made["entities"], model["entities"], strict=True):
         assert {k: mine[k] for k in given_} == given_
-    for fmt in designs.FORMATS:
+    for fmt in formats.READABLE:
         exported, again = roundtrip(made, fmt)
         assert again == exported
 
@@ -555,11 +554,11 @@ def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 @settings(max_examples=120, deadline=None)
-@given(data=st.data(), fmt=st.sampled_from(designs.FORMATS))
+@given(data=st.data(), fmt=st.sampled_from(formats.READABLE))
 def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObject,
                                                                fmt: str) -> None:
-    doc = designs.export(design("examples.native_index:shop").model(), fmt)[0] if (
-        data.draw(st.booleans())) else designs.export(app.model(), fmt)[0]
+    doc = formats.export(design("examples.native_index:shop").model(), fmt)[0] if (
+        data.draw(st.booleans())) else formats.export(app.model(), fmt)[0]
     path = data.draw(st.sampled_from(_paths(doc)[1:]))
     parent = doc
     for step in path[:-1]:
@@ -569,7 +568,7 @@ def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObje
     else:
         parent[path[-1]] = data.draw(_JSON)
     try:
-        designs.import_code(json.dumps(doc), fmt)
+        import_code(json.dumps(doc), fmt)
     except ModelFileError as exc:  # (anything else escaping fails the test)
         assert exc.place.startswith("$"), exc.place
 
@@ -598,7 +597,7 @@ def test_entities_of_one_class_name_are_each_kept_in_the_mcp_format() -> None:
 
     tbl = table
     first(), second()
-    mcp, notes = designs.export(table.model(), "mcp")
+    mcp, notes = formats.export(table.model(), "mcp")
     (schema,) = mcp["tables"]
     assert sorted(schema["entities"]) == ["DocA", "DocB"]
     assert sum("several entities are named 'Doc'" in n for n in notes) == 2

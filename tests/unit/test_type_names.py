@@ -31,8 +31,8 @@ def test_the_fix_names_both_ways() -> None:
 
 
 def test_describe_says_when_the_type_name_is_the_class_name() -> None:
+    from dynaorm.cli.main import describe_entity
     from dynaorm.schema.entity import spec_of
-    from dynaorm.tools.cli import describe_entity
     from tests.support.migration_models import Account
     from tests.support.models import Note
 

@@ -30,9 +30,9 @@ from dynaorm import (
     VectorIndex,
 )
 from dynaorm.aio.blocking import BlockingAsyncSession
+from dynaorm.cli.main import describe_entity
 from dynaorm.schema.rules import SURFACES
 from dynaorm.schema.rules.vectors import Vectors
-from dynaorm.tools.cli import describe_entity
 from tests.support.hostile import Reply, answer, json_body, serving
 from tests.support.vector_models import DIMS, Doc, Page, docs
 

@@ -5,7 +5,7 @@ that way onto the entity as it is now.
 ``Meta.previous = Previous(pk="USER#{id}", type_name="user", stored_names={"email": "mail"})``
 declares it; :func:`previous_layout` checks it once, when the class is defined, into a
 frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: ``dynaorm migrate``
-(:mod:`dynaorm.tools.migrate`) builds on it.
+(:mod:`dynaorm.jobs.migration`) builds on it.
 
 The migration window's reads are the layout's too, as protocols (the phase hands them its
 reads, :class:`~dynaorm.schema.rules.Fetching`): a ``get`` that misses the current key

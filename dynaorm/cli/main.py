@@ -27,24 +27,24 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__
+from dynaorm.cli.iam import add_iam_command
+from dynaorm.cli.lake import add_lake_options, lake_options
+from dynaorm.cli.mcp import add_mcp_command
+from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
+from dynaorm.jobs import job as jobs
+from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
+from dynaorm.jobs.checkpoint import CheckpointError
+from dynaorm.jobs.exports import export
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.schema.unclaimed import fix_hint
-from dynaorm.tools import jobs
-from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_count
-from dynaorm.tools.checkpoint import CheckpointError
-from dynaorm.tools.export import export
-from dynaorm.tools.iam_command import add_iam_command
-from dynaorm.tools.lake_command import add_lake_options, lake_options
-from dynaorm.tools.mcp_command import add_mcp_command
-from dynaorm.tools.model_commands import add_model_commands
 
 if TYPE_CHECKING:
-    from dynaorm.tools.migrate import MigrationReport
+    from dynaorm.jobs.migration import MigrationReport
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -347,7 +347,7 @@ def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from dynaorm.tools.migrate import migrate
+    from dynaorm.jobs.migration import migrate
 
     table = _connect(load_table(args.table), args)
     usage_error = _migrate_usage_error(args)
@@ -496,7 +496,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
         print(_DEMO_NEEDS, file=sys.stderr)
         return EXIT_PROBLEMS
-    from dynaorm.tools.demo import run_demo
+    from dynaorm.cli.demo import run_demo
 
     run_demo(args.endpoint_url, region=args.region, out=out)
     return EXIT_OK

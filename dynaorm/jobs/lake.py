@@ -1,7 +1,7 @@
 """The analytics lake (contract 22): an export's datasets committed as Apache Iceberg tables.
 
 :func:`export` (``dynaorm.jobs.export``; ``dynaorm.lake`` re-exports this module) runs
-:func:`dynaorm.tools.export.export`'s tasks as a Parquet export does (each writes its data
+:func:`dynaorm.jobs.exports.export`'s tasks as a Parquet export does (each writes its data
 files under ``to``, typed from the model); with ``format="iceberg"``, the job's merge then
 calls :func:`commit`, which makes each dataset an Iceberg table ``<namespace>.<type name>``
 (``<type name>_history`` for version rows) in ``catalog`` (a pyiceberg catalog, or its name
@@ -27,7 +27,7 @@ in pyiceberg's configuration), one commit a table:
   table and applies its change again on top (or finds it applied, or older), at most
   :data:`RETRIES` times, then fails with :class:`LakeError`, the table as the winner left it.
 
-Types are the Parquet datasets' (:mod:`dynaorm.tools.arrow`), but a duration, which Iceberg
+Types are the Parquet datasets' (:mod:`dynaorm.jobs.arrow`), but a duration, which Iceberg
 has not, is its microseconds (``long``). pyiceberg (``dynaorm[lake]``) writes the data
 files, imported when a commit runs.
 """
@@ -44,9 +44,9 @@ from datetime import datetime
 from typing import Any
 
 from dynaorm.errors import LakeError
+from dynaorm.jobs.exports import datasets_of, read_parts, source_of
+from dynaorm.jobs.exports import export as export_job
 from dynaorm.private_apis import iceberg_require_snapshot
-from dynaorm.tools.export import datasets_of, read_parts, source_of
-from dynaorm.tools.export import export as export_job
 
 __all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "export",
            "exporting", "lake_job", "lake_schema", "load_catalog"]
@@ -113,7 +113,7 @@ class Source:
 
 
 def exporting(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (:func:`dynaorm.tools.export.export`, or a function taking its arguments and
+    """``fn`` (:func:`dynaorm.jobs.exports.export`, or a function taking its arguments and
     returning its job), whose ``format="iceberg"`` jobs commit their datasets as
     :func:`lake_job` says."""
 
@@ -128,7 +128,7 @@ def exporting(fn: Callable[..., Any]) -> Callable[..., Any]:
     return export
 
 
-#: :func:`dynaorm.tools.export.export`, whose ``format="iceberg"`` jobs commit to the lake
+#: :func:`dynaorm.jobs.exports.export`, whose ``format="iceberg"`` jobs commit to the lake
 #: (``dynaorm.jobs.export``)
 export = exporting(export_job)
 

@@ -1,4 +1,4 @@
-"""The ``dynaorm model`` and ``dynaorm explain`` commands (see :mod:`dynaorm.tools.cli`,
+"""The ``dynaorm model`` and ``dynaorm explain`` commands (see :mod:`dynaorm.cli.main`,
 which adds them to its parser and hands them its helpers: how it resolves ``MODULE:TABLE``
 references, and its error for a bad one)."""
 
@@ -43,7 +43,7 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         return _emit(import_code(text, args.format), args.output, out)
     model = cli.load_table(args.table).model()
     if args.chart is not None:
-        from dynaorm.tools.chart import chart_of
+        from dynaorm.formats.chart import chart_of
 
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
@@ -63,8 +63,8 @@ def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     """``--infer TABLE``: the model of a live table, in ``--format`` (``code``: entity
     code, what it could not place in a comment at its end)."""
     from dynaorm import formats
-    from dynaorm.schema.infer import InferenceError
-    from dynaorm.tools.infer import infer_code, unplaced_note
+    from dynaorm.client.infer import infer_code, unplaced_note
+    from dynaorm.formats.infer import InferenceError
 
     try:
         code, model = infer_code(args.infer, sample=args.sample, endpoint_url=args.endpoint,
@@ -99,7 +99,7 @@ def _emit(text: str, path: str | None, out: TextIO) -> int:
 
 
 def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
-    from dynaorm.tools.patterns import explain_patterns
+    from dynaorm.cli.explain import explain_patterns
 
     if args.item_size is not None and args.item_size < 1:
         raise cli.BadReference("--item-size must be at least 1")
@@ -117,7 +117,7 @@ def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
 
 def add_model_commands(sub: Any, cli: ModuleType) -> None:
     """Add ``model`` and ``explain`` to the subcommands ``sub`` of the parser of ``cli``
-    (:mod:`dynaorm.tools.cli`)."""
+    (:mod:`dynaorm.cli.main`)."""
     from dynaorm.formats import FORMATS
 
     p = sub.add_parser("model", help="export the model (json, workbench, mcp, "

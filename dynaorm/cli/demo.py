@@ -13,8 +13,8 @@ from typing import Any, TextIO
 from pydantic import Field
 
 from dynaorm import GSI, Entity, Session, Table, Unique, UniqueConstraintError, ksuid
+from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, moto_backend, use_tables
-from dynaorm.tools.check import check_table
 
 __all__ = ["Document", "User", "demo_table", "run_demo"]
 

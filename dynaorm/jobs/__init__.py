@@ -3,10 +3,10 @@ and ``reencrypt`` and ``export`` as :class:`Job` objects, and :func:`run_local` 
 jobs guide </guide/jobs>`, :doc:`the exports guide </guide/exports>` and :doc:`the lake
 guide </guide/lake>`)."""
 
-from dynaorm.tools.export import ExportError, ExportReport
-from dynaorm.tools.jobs import MARK, BackfillReport, Job, Task, backfill, check, migrate, run_local
-from dynaorm.tools.lake import export
-from dynaorm.tools.reencrypt import ReencryptReport, reencrypt
+from dynaorm.jobs.exports import ExportError, ExportReport
+from dynaorm.jobs.job import MARK, BackfillReport, Job, Task, backfill, check, migrate, run_local
+from dynaorm.jobs.lake import export
+from dynaorm.jobs.reencryption import ReencryptReport, reencrypt
 
 __all__ = ["MARK", "BackfillReport", "ExportError", "ExportReport", "Job", "ReencryptReport",
            "Task", "backfill", "check", "export", "migrate", "reencrypt", "run_local"]

@@ -34,7 +34,7 @@ the new key).
 Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
 applies to the items as they were scanned. :func:`repair` sends them.
-:mod:`dynaorm.tools.check` runs the same checks page by page, with a checkpoint.
+:mod:`dynaorm.jobs.checking` runs the same checks page by page, with a checkpoint.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A full export's lines decoded in bulk, in Arrow (issue 62, "vectorized decoding"): the
-vector way of :func:`~dynaorm.tools.export.export_part`.
+vector way of :func:`~dynaorm.jobs.exports.export_part`.
 
 A batch of data-file lines (``{"Item": {...}}`` each) is parsed by ``pyarrow.json`` with an
 explicit schema made from the entities' fields (``Item.<attribute>.<tag>``: the text of
@@ -10,7 +10,7 @@ columns with Arrow casts and compute: numbers from their text (``int64``,
 ``float64``, ``decimal128``), timestamps and dates from ISO text, sets sorted, a missing
 attribute its field's default.
 
-The per-row way (:mod:`dynaorm.tools.stored`, then the plain way) stays the reference: the
+The per-row way (:mod:`dynaorm.jobs.stored`, then the plain way) stays the reference: the
 vector way takes only what it decodes exactly as that way does, and gives an entity's rows
 of a batch back to it whole (so a part keeps the lines' order) when any of them is stored
 otherwise than the plain types below say or when a cast refuses a value -- an attribute
@@ -42,8 +42,8 @@ import pyarrow as pa  # dynaorm[export]
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from dynaorm.jobs.arrow import Column, columns
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.tools.arrow import Column, columns
 
 __all__ = ["Unfit", "vector_decoder"]
 
@@ -568,7 +568,7 @@ def _entity(name: str, cls: type[Any], spec: EntitySpec, item: Any, sk: str | No
     """How vectors read one entity, and ``item`` widened by its attributes; ``None``
     when its model has no plan, its attributes clash with ``item``'s, or it stores one
     of the ``reserved`` attributes."""
-    from dynaorm.tools.stored import _inlined, _keyed
+    from dynaorm.jobs.stored import _inlined, _keyed
 
     cols = {c.name: c for c in columns(cls)}
     model = model_plan(_inlined(cls.__dict__.get("__pydantic_core_schema__") or {}),

@@ -1,7 +1,7 @@
 """``dynaorm.infer`` and ``dynaorm model --infer``: the model of a live table (contract
 23, "Tables you already have").
 
-This is the thin driver around :mod:`dynaorm.schema.infer` (pure): it reads the table's
+This is the thin driver around :mod:`dynaorm.formats.infer` (pure): it reads the table's
 description, its TTL setting and a sample of its items (a parallel Scan, at most
 ``sample`` items, its consumed capacity reported), and nothing else: no request it sends
 writes. The inferred model is turned into entity code (:func:`dynaorm.formats.code.
@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError
-from dynaorm.schema.infer import InferenceError, Inferred, infer_model, table_of
+from dynaorm.formats.infer import InferenceError, Inferred, infer_model, table_of
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "infer", "infer_code",
            "inferred_code", "read_sample"]

@@ -31,6 +31,9 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
+from dynaorm.jobs.audit import scan_pages
+from dynaorm.jobs.checking import check_table
+from dynaorm.jobs.checkpoint import CheckpointError, advance, existing, parse
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
@@ -46,9 +49,6 @@ from dynaorm.schema.rules.previous import (
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
-from dynaorm.tools.audit import scan_pages
-from dynaorm.tools.check import check_table
-from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
 from dynaorm.write.conditions import WRITING

@@ -5,8 +5,8 @@
 file of a DynamoDB export to S3 (:func:`read_source`: the manifest names the files) -- and
 writes, for each entity, ``to/<type name>/part-<task>.parquet`` (``to``: a directory or
 an ``s3://`` URL; a part is one upload: over 5 GB, export in more segments), typed from
-the model (:mod:`dynaorm.tools.arrow`). A full export's lines of plain entities are read
-the fast way (:mod:`dynaorm.tools.stored`).
+the model (:mod:`dynaorm.jobs.arrow`). A full export's lines of plain entities are read
+the fast way (:mod:`dynaorm.jobs.stored`).
 
 Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
 classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
@@ -60,6 +60,9 @@ from pydantic_core import from_json
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
+from dynaorm.jobs.audit import scan_pages
+from dynaorm.jobs.job import Job, Task, job_of
+from dynaorm.jobs.stored import stored_validator
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
@@ -71,9 +74,6 @@ from dynaorm.schema.rules.stamps import Stamping
 from dynaorm.schema.rules.versioned import Versioning
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
-from dynaorm.tools.audit import scan_pages
-from dynaorm.tools.jobs import Job, Task, job_of
-from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
 
@@ -88,7 +88,7 @@ BATCH = 20_000
 #: a data file's lines read in one batch (the vector way: in one ``pyarrow.json`` call)
 LINES = 5000
 #: whether a full export's lines are decoded in Arrow where they can be
-#: (:mod:`dynaorm.tools.vector`; off: every line per row, the reference way)
+#: (:mod:`dynaorm.jobs.vector`; off: every line per row, the reference way)
 VECTOR = True
 #: the failures a task lists by name (it counts them all)
 LISTED = 100
@@ -298,7 +298,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
     ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
     name, unique in its table: two classes of one name never write one dataset), an
-    :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
+    :class:`~dynaorm.jobs.exports.ExportReport` (see :mod:`dynaorm.jobs.exports`). One task
     per scan segment, or per data file of the DynamoDB export to S3 at ``source``
     (incremental: change sets). ``entities``: those only (default: every entity of the
     table); ``history``: version rows too (``<type name>.history``); ``encrypted``:
@@ -309,7 +309,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     (:mod:`dynaorm.lake`)."""
     _check_format(format, catalog, namespace)
     try:
-        import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
+        import dynaorm.jobs.arrow  # noqa: F401 (dynaorm[export])
     except ModuleNotFoundError as exc:
         raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
     if encrypted not in ENCRYPTED:
@@ -434,7 +434,7 @@ class _Part:
 
     def _settle(self, report: _Counts) -> None:
         """The buffered rows as a table (those a column refuses counted as failures)."""
-        from dynaorm.tools.arrow import table_of
+        from dynaorm.jobs.arrow import table_of
 
         if self.rows:
             table, bad = table_of(self.cols, self.rows)
@@ -448,7 +448,7 @@ class _Part:
         """Write the buffered rows (those a column refuses counted as failures)."""
         import pyarrow as pa
 
-        from dynaorm.tools.arrow import schema_of
+        from dynaorm.jobs.arrow import schema_of
 
         self._settle(report)
         table = pa.concat_tables(self.tables) if self.tables else schema_of(
@@ -512,7 +512,7 @@ class _Reader:
     @property
     def fast(self) -> bool:
         """Whether a row of this entity is its stored attributes read as its fields, and
-        nothing else (:mod:`dynaorm.tools.stored` reads them): no rule decodes it (but an
+        nothing else (:mod:`dynaorm.jobs.stored` reads them): no rule decodes it (but an
         encrypted one whose fields are left out) or skips it (a TTL, ``keeps``), its export
         hooks only leave attributes out, no previous layout shares its type name, no
         field-level kind."""
@@ -520,7 +520,7 @@ class _Reader:
 
     @property
     def vectored(self) -> bool:
-        """Whether the vector way reads this entity's rows (:mod:`dynaorm.tools.vector`):
+        """Whether the vector way reads this entity's rows (:mod:`dynaorm.jobs.vector`):
         as the fast way, or a versioned entity's whose only other rule is its versions
         (its latest copies read so, its version rows told apart by their sort key)."""
         return self._plain(Versioning)
@@ -541,7 +541,7 @@ class _Reader:
         return not expired(item, self.expires) and self.spec.rules.keeps(item)
 
     def columns(self) -> list[Any]:
-        from dynaorm.tools.arrow import columns
+        from dynaorm.jobs.arrow import columns
 
         return columns(self.model)
 
@@ -580,7 +580,7 @@ class _Export:
 
     def _fast_way(self, full: bool) -> tuple[Callable[[bytes], list[Any]] | None,
                                              dict[type[Any], tuple[str, type[Any]]]]:
-        """The fast way (:mod:`dynaorm.tools.stored`) of reading a full export's lines,
+        """The fast way (:mod:`dynaorm.jobs.stored`) of reading a full export's lines,
         if any entity allows it, and the class each entity it reads is validated into ->
         its dataset (name, class)."""
         fast = {} if not full else {
@@ -593,7 +593,7 @@ class _Export:
 
     def _vector_way(self, full: bool) -> tuple[Callable[[Any], Any] | None,
                                                dict[str, tuple[str, type[Any]]]]:
-        """The vector way (:mod:`dynaorm.tools.vector`) of reading a full export's lines,
+        """The vector way (:mod:`dynaorm.jobs.vector`) of reading a full export's lines,
         of the entities the fast way reads and of versioned entities' latest copies, and
         for each entity it reads: type name -> its dataset (name, class)."""
         vector = {} if not full else {
@@ -601,7 +601,7 @@ class _Export:
         decoder = None
         type_attribute = self.table.type_attribute
         if vector and type_attribute is not None and VECTOR:
-            from dynaorm.tools.vector import vector_decoder
+            from dynaorm.jobs.vector import vector_decoder
 
             decoder = vector_decoder(type_attribute, vector, self.table.sk, self.history)
         return decoder, {r.spec.type_name: (r.spec.type_name, c)
@@ -616,7 +616,7 @@ class _Export:
         if name not in self.parts:
             cols = self.readers[cls].columns()
             if self.changes:
-                from dynaorm.tools.arrow import CHANGES
+                from dynaorm.jobs.arrow import CHANGES
 
                 cols = [*CHANGES, *(dataclasses.replace(c, nullable=True) for c in cols)]
             self.parts[name] = _Part(self.sink, name, cols)
@@ -637,7 +637,7 @@ class _Export:
 
     def records(self, batch: _Batch) -> None:
         """Export a batch of a data file's lines: full-export items (the entities the fast
-        way reads, read in one call: :mod:`dynaorm.tools.stored`), or changes."""
+        way reads, read in one call: :mod:`dynaorm.jobs.stored`), or changes."""
         if self.changes:
             self._changes(batch)
             return
@@ -872,7 +872,7 @@ def _records(s3: Any, url: str) -> Iterator[_Batch]:
 def datasets_of(job: Job) -> list[tuple[str, Any, tuple[str, ...]]]:
     """Each dataset ``job`` writes: its name, the model's ``pyarrow.Schema`` of its rows
     and the fields of its key (a version row's: with ``version``)."""
-    from dynaorm.tools.arrow import schema_of
+    from dynaorm.jobs.arrow import schema_of
 
     options = dict(job.template.options)
     decrypt = options["encrypted"] == "decrypt"

@@ -15,7 +15,7 @@ counted, with a few keys.
 
 Pure: :func:`infer_model` reads plain data (DescribeTable's ``Table``, the TTL attribute,
 the items as DynamoDB gives them) and returns plain data; the driver that reads a live
-table is :mod:`dynaorm.tools.infer`.
+table is :mod:`dynaorm.client.infer`.
 """
 
 from __future__ import annotations

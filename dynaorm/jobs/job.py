@@ -38,6 +38,8 @@ from typing import Any, cast
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
+from dynaorm.jobs.checking import check_table
+from dynaorm.jobs.migration import migrate as migrate_table
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, budget_of, held_to
 from dynaorm.read.scan import check_segments
@@ -45,8 +47,6 @@ from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, prepare_rows, raw_state, spec_of
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
-from dynaorm.tools.check import check_table
-from dynaorm.tools.migrate import migrate as migrate_table
 from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
@@ -205,14 +205,14 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
 
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
             dry_run: bool = False, page_size: int | None = None) -> Job:
-    """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
+    """``dynaorm migrate`` as a job: a :class:`~dynaorm.jobs.migration.MigrationReport`."""
     return job_of("migrate", table, segments, rate,
                 options=(("dry_run", dry_run), ("page_size", page_size)))
 
 
 def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
           page_size: int | None = None) -> Job:
-    """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
+    """``dynaorm check`` as a job: a :class:`~dynaorm.jobs.checking.CheckResult`."""
     return job_of("check", table, segments, rate,
                 options=(("fix", fix), ("page_size", page_size)))
 

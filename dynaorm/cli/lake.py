@@ -1,5 +1,5 @@
 """``dynaorm export --format iceberg``: the options of the export command that commit its
-datasets to the lake (:mod:`dynaorm.tools.lake`, extra ``dynaorm[lake]``, which imports
+datasets to the lake (:mod:`dynaorm.jobs.lake`, extra ``dynaorm[lake]``, which imports
 pyiceberg only when it commits)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from dynaorm.tools.lake import export as lake_export
-from dynaorm.tools.lake import load_catalog
+from dynaorm.jobs.lake import export as lake_export
+from dynaorm.jobs.lake import load_catalog
 
 __all__ = ["add_lake_options", "lake_options"]
 
@@ -36,7 +36,7 @@ def add_lake_options(p: argparse.ArgumentParser) -> None:
 def lake_options(args: argparse.Namespace, export: Callable[..., Any],
                  usage: type[Exception]) -> Callable[..., Any]:
     """The export function for ``args``: ``export`` without the lake's options; with
-    ``--format iceberg``, :func:`dynaorm.tools.lake.export` (whose merge commits: its report's
+    ``--format iceberg``, :func:`dynaorm.jobs.lake.export` (whose merge commits: its report's
     ``tables``) given the catalog, loaded, and the namespace. ``usage`` (the command's
     usage error) when the lake's options come without ``--format iceberg``, or it without
     a catalog and a namespace."""

@@ -1,5 +1,5 @@
 """Entities read straight from the DynamoDB JSON of an export's data file, in pydantic-core
-(in Rust), many lines in one call: the fast way of :func:`~dynaorm.tools.export.export_part`.
+(in Rust), many lines in one call: the fast way of :func:`~dynaorm.jobs.exports.export_part`.
 
 For each entity whose rows are their stored attributes read as their fields and nothing
 else (no rule decodes or skips them: the export says which), :func:`stored_validator`

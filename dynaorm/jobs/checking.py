@@ -21,13 +21,7 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.steps import call
-from dynaorm.read.batches import batch_get_p
-from dynaorm.schema.entity import prepare_rows, preparing
-from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.schema.rules.versioned import version_sk
-from dynaorm.tools.audit import (
+from dynaorm.jobs.audit import (
     Key,
     Problem,
     Repair,
@@ -37,7 +31,13 @@ from dynaorm.tools.audit import (
     repair,
     scan_pages,
 )
-from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
+from dynaorm.jobs.checkpoint import CheckpointError, advance, existing, parse
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import call
+from dynaorm.read.batches import batch_get_p
+from dynaorm.schema.entity import prepare_rows, preparing
+from dynaorm.schema.rules.unique import GUARD_TYPE
+from dynaorm.schema.rules.versioned import version_sk
 
 __all__ = ["CheckResult", "ProgressBar", "check_table", "item_count",
            "progress_line"]

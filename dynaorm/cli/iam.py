@@ -1,4 +1,4 @@
-"""The ``dynaorm iam`` command (see :mod:`dynaorm.tools.cli`, which adds it to its parser
+"""The ``dynaorm iam`` command (see :mod:`dynaorm.cli.main`, which adds it to its parser
 and hands it its helpers): a least-privilege IAM policy from a table's model
 (:mod:`dynaorm.formats.iam`)."""
 

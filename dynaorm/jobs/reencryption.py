@@ -32,13 +32,13 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.jobs.audit import scan_pages
+from dynaorm.jobs.job import ROUNDS, Job, Task, job_of
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.encrypted import Encryption, keyring_of
-from dynaorm.tools.audit import scan_pages
-from dynaorm.tools.jobs import ROUNDS, Job, Task, job_of
 from dynaorm.values.expressions import all_of, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import Fail, Origin, Role, Update
