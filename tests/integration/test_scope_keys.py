@@ -23,7 +23,6 @@ from mcp import Client
 
 import dynaorm.mcp
 from dynaorm import (
-    GSI,
     AsyncSession,
     Entity,
     ItemNotFoundError,
@@ -34,11 +33,21 @@ from dynaorm import (
 )
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.protocol.steps import call
-from dynaorm.schema.rules.previous import Previous
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
-from tests.support.tenant_models import Clip, Customer, Memo, shelf, tenants
+from tests.support.tenant_models import (
+    Clip,
+    Customer,
+    Memo,
+    Moved,
+    Paper,
+    plant,
+    plant_stale_rows,
+    shelf,
+    stale,
+    tenants,
+)
 
 LIAR = "liar"  # the id of every item planted under t2's key with t1's attributes
 
@@ -388,61 +397,14 @@ def test_no_scoped_call_crosses_a_scope(db: TestBackend, request: pytest.Fixture
 
 
 # -- stale keys: rows 0.7 wrote, whose fields say another scope than their key (contract 24) --
-stale = Table("scope_stale", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
-
-
-class Paper(Entity):
-    """Keyed as 0.7 let a tenant ``acme-corp`` be written: ``T-acme-corp-123`` parses
-    under the grammar as tenant ``acme``'s paper ``corp-123``."""
-
-    class Meta:
-        table = stale
-        pk = "T-{tenant_id}-{paper_id}"
-        sk = "PAPER"
-        indexes = {"gsi1": ("{tenant_id}-{category}", "{paper_id}")}
-
-    tenant_id: str
-    paper_id: str
-    category: str = "misc"
-    body: str = ""
-
-
-class Moved(Entity):
-    """In its migration window: its previous layout is keyed as 0.7 wrote it."""
-
-    class Meta:
-        table = stale
-        pk = "M#{tenant_id}#{moved_id}"
-        sk = "MOVED"
-        previous = Previous(pk="M-{tenant_id}-{moved_id}")
-
-    tenant_id: str
-    moved_id: str
-    body: str = ""
-
-
-def _plant(table: Table, item: dict[str, Any]) -> None:
-    """``item`` stored as it is (as 0.7 wrote it: no grammar refused its values)."""
-    table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": {
-        k: {"S": v} for k, v in item.items()}}))
-
-
 @pytest.fixture
 def stale_rows(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    """acme's own paper ``p1`` and moved row ``m1``; and acme-corp's, as 0.7 wrote them:
-    paper ``123`` of category ``x`` (``T-acme-corp-123``, index key ``acme-corp-x``) and
-    a moved row ``9`` under the previous layout (``M-acme-corp-9``)."""
+    """The stale-key table with acme's rows and acme-corp's as 0.7 wrote them
+    (:func:`~tests.support.tenant_models.plant_stale_rows`)."""
     with use_tables(stale, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
         tb.session_kind = db.session_kind
-        with Session(stale) as s:
-            s.save(Paper(tenant_id="acme", paper_id="p1", category="x", body="acme's"))
-            s.save(Moved(tenant_id="acme", moved_id="m1", body="acme's"))
-        _plant(stale, {"pk": "T-acme-corp-123", "sk": "PAPER", "_type": "Paper",
-                       "tenant_id": "acme-corp", "paper_id": "123", "category": "x",
-                       "gsi1pk": "acme-corp-x", "gsi1sk": "123", "body": "acme-corp's"})
-        _plant(stale, {"pk": "M-acme-corp-9", "sk": "MOVED", "_type": "Moved",
-                       "tenant_id": "acme-corp", "moved_id": "9", "body": "acme-corp's"})
+        plant_stale_rows()
         yield tb
 
 
@@ -545,7 +507,7 @@ def test_no_scoped_read_returns_a_row_of_another_scope(
     with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
                     wire=wire_of(request)):
         for t, d in itertools.product(tenants_, ids):
-            _plant(table, {"pk": _plain_key(source, {"tenant_id": t, "doc_id": d}),
+            plant(table, {"pk": _plain_key(source, {"tenant_id": t, "doc_id": d}),
                            "sk": "DOC", "_type": "PropDoc", "tenant_id": t, "doc_id": d,
                            "body": t})
         for mine in tenants_:
