@@ -170,6 +170,7 @@ def check_operations(run: Run) -> None:
         in run.out
     assert ('IAM leading keys: ["TENANT#${aws:PrincipalTag/tenant_id}#*", '
             '"dynaorm:receipt#${aws:PrincipalTag/tenant_id}#*"]') in run.out
+    assert 'IAM refuses tags holding: ["*#*"]' in run.out
     assert "what the scope cannot cover: nothing" in run.out
 
 
