@@ -101,11 +101,13 @@ READS = _Reads()
 
 def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
-    not keyed), inside the scope of ``stage`` when it has one."""
+    not keyed), inside the scope of ``stage`` when it has one, kept where its client
+    says (``Client(receipts=)``: that table; else every table written)."""
     if key is None:
         return None
     scope = None if stage is None or stage.scope is None else stage.scope.values
-    return NO_RULES.receipts.start(staged, key, scope)
+    home = None if stage is None else getattr(stage.client, "receipts", None)
+    return NO_RULES.receipts.start(staged, key, scope, home)
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,

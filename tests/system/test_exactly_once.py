@@ -38,7 +38,7 @@ from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.conftest import engine_of
 from tests.support.exactly_once import (
-    Stamped,
+    DigestStamped,
     key_of,
     lost_commit,
     no_waits,
@@ -270,17 +270,17 @@ _GIVEN = st.fixed_dictionaries({}, optional={
 
 
 def _caller_gave(given: dict[str, Any]) -> dict[str, Any]:
-    """What a commit of ``Stamped(**given)`` writes of the caller's: every value but the
+    """What a commit of ``DigestStamped(**given)`` writes of the caller's: every value but the
     id a factory made (not given), the updated time (always stamped) and a created time
     left ``None`` (stamped)."""
-    obj = Stamped(**given)
+    obj = DigestStamped(**given)
     return {n: v for n, v in obj.__dict__.items() if not (
         (n == "stamped_id" and n not in given) or n == "updated_at"
         or (n == "created_at" and v is None))}
 
 
 def _digest_of(given: dict[str, Any]) -> str:
-    return digest([SaveEntry(Stamped(**given))])
+    return digest([SaveEntry(DigestStamped(**given))])
 
 
 @settings(max_examples=60, deadline=None)
@@ -302,14 +302,14 @@ _DIGESTS = textwrap.dedent("""
     from datetime import datetime
     from dynaorm.schema.rules.receipts import digest
     from dynaorm.write.save import SaveEntry
-    from tests.support.exactly_once import Stamped
+    from tests.support.exactly_once import DigestStamped
     out = []
     for given in json.loads(sys.argv[1]):
         if given.get("created_at"):
             given["created_at"] = datetime.fromisoformat(given["created_at"])
         if given.get("updated_at"):
             given["updated_at"] = datetime.fromisoformat(given["updated_at"])
-        out.append(digest([SaveEntry(Stamped(**given))]))
+        out.append(digest([SaveEntry(DigestStamped(**given))]))
     print(json.dumps(out))
 """)
 
@@ -339,15 +339,15 @@ def test_a_retry_with_another_created_time_is_a_mismatch(db: TestBackend) -> Non
     says; the same retry without it is replayed."""
     key = key_of(db, "stamped")
     s = db.session()
-    s.save(Stamped(stamped_id="st1", body="x"))
+    s.save(DigestStamped(stamped_id="st1", body="x"))
     assert not s.commit(idempotency_key=key).replayed
-    stored = db.session().get(Stamped, stamped_id="st1")
+    stored = db.session().get(DigestStamped, stamped_id="st1")
     assert stored is not None and stored.created_at is not None
-    s.save(Stamped(stamped_id="st1", body="x", created_at=datetime(2020, 1, 1, tzinfo=UTC)))
+    s.save(DigestStamped(stamped_id="st1", body="x", created_at=datetime(2020, 1, 1, tzinfo=UTC)))
     with pytest.raises(IdempotencyMismatchError):
         s.commit(idempotency_key=key)
     s.rollback()
-    after = db.session().get(Stamped, stamped_id="st1")
+    after = db.session().get(DigestStamped, stamped_id="st1")
     assert after is not None and after.created_at == stored.created_at
-    s.save(Stamped(stamped_id="st1", body="x"))
+    s.save(DigestStamped(stamped_id="st1", body="x"))
     assert s.commit(idempotency_key=key).replayed

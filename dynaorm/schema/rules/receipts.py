@@ -355,34 +355,41 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None
-              ) -> Receipting | None:
+    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
+              home: Any = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
         each table its writes go to (by name, so the same writes staged in any order find
-        them), keyed inside ``scope`` (a scoped session's fields and values, as keys
-        render them); ``None`` when nothing
-        was staged (the key is checked all the same). A table written whose keys are not
-        strings, or whose key or index attributes are named as a receipt's, is refused."""
+        them), or one in ``home`` (the client's receipts table, ``Client(receipts=)``),
+        keyed inside ``scope`` (a scoped session's fields and values, as keys render
+        them); ``None`` when nothing was staged (the key is checked all the same). A
+        table that keeps them whose keys are not strings, or whose key or index
+        attributes are named as a receipt's, is refused."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
         if not staged:
             return None
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
-        for entity in written.values():
-            table = entity.__dynaorm_spec__.table
+        entities = [written[n] for n in sorted(written)]
+        homes = [(e, e.__dynaorm_spec__.table) for e in entities] if home is None else [
+            (entities[0], home)]
+        for _, table in homes:
             why = _keyed(table)[1]
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
-        receipting = Receipting([written[n] for n in sorted(written)], key, _digest(texts),
-                                scope)
+        receipting = Receipting(homes, key, _digest(texts), scope)
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
                 receipting.made.append((_short(text), obj, paths))
         return receipting
+
+    def problem(self, table: Any) -> str:
+        """Why ``table`` cannot keep receipts (``""``: it can): keys that are not strings,
+        or key or index attributes named as a receipt's."""
+        return _keyed(table)[1]
 
 
 def _keyed(table: Any) -> tuple[Any, str, bool]:
@@ -466,13 +473,15 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches), a
     check of each other table it may write; its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "entities", "hashed", "key", "made", "nonce", "now", "sent",
+    __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
                  "token", "value")
 
-    def __init__(self, written: list[Any], key: str, staged_digest: str,
+    def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
-        #: an entity class of each table written (the order of their receipts in the plan)
-        self.entities = written
+        #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
+        #: class written (its actions' origin) and the table that keeps the receipt (each
+        #: table written; or the client's receipts table, one)
+        self.homes = homes
         self.key = key
         self.digest = staged_digest
         # the receipt's key: the scope's values (by field name) and a hash of the scope
@@ -530,13 +539,13 @@ class Receipting:
                                 ("TransactWriteItems", [op.key for op in ops])])
         rev, now = self.token[:16], int(time.time())
         rows: list[Op] = []
-        for entity in self.entities:
-            table = entity.__dynaorm_spec__.table
+        for entity, table in self.homes:
             key = self.where(table)
             expiry = table.ttl or EXPIRY
             item = self.item(rev, result, table)
+            home = None if table is entity.__dynaorm_spec__.table else table
             rows.append(Put(key, item, _Free(table.pk, expiry, now),
-                            Origin(entity, key, Role.RECEIPT, Fail.EXISTS),
+                            Origin(entity, key, Role.RECEIPT, Fail.EXISTS, home=home),
                             _built(table, item, expiry, now)))
         return rows
 
@@ -662,8 +671,7 @@ class Receipting:
         ``None``: no receipt. A receipt of other writes raises
         :class:`~dynaorm.errors.IdempotencyMismatchError`."""
         stored = []
-        for entity in self.entities:
-            table = entity.__dynaorm_spec__.table
+        for _, table in self.homes:
             live = self.live((yield from read(table, self.where(table))), table)
             if live is not None:
                 stored.append((table, live))
