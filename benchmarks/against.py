@@ -61,12 +61,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OPS = ("get", "put", "tx3", "query25", "query1000")
+#: ``idempotency.py``'s commits (``--only keyed``): a new user's 3-Put commit, plain and
+#: under an idempotency key
+KEYED_OPS = ("commit", "commit-keyed")
 #: ``wire.py``'s scoped side by side (``--only scoped``): each op unscoped and scoped
 SCOPED = ("query25", "query1000", "gsi25", "gsi1000", "scan25", "scan1000")
 SCOPED_OPS = tuple(f"{kind}-{op}" for op in SCOPED for kind in ("unscoped", "scoped"))
 #: calls counted per op, as a share of ``--calls`` (a 1,000-item page is ~40x a get)
 SHARE = {"get": 1.0, "put": 1.0, "tx3": 1.0, "query25": 1.0, "query1000": 0.1,
-         **{op: 0.1 if op.endswith("1000") else 1.0 for op in SCOPED_OPS}}
+         **{op: 0.1 if op.endswith("1000") else 1.0 for op in SCOPED_OPS},
+         "commit": 1.0, "commit-keyed": 1.0}
 #: bytecode of both checkouts and of site-packages, outside the checkouts
 PYCACHE = Path(tempfile.gettempdir()) / "dynaorm-against-pycache"
 
@@ -139,6 +143,10 @@ def _wire_ops(root: Path, endpoint: str) -> dict[str, Callable[[], object]]:
     ops = wire.make_dynaorm(endpoint, "dynaorm")
     for op, (plain, scoped) in wire.scoped_pairs(endpoint).items():
         ops[f"unscoped-{op}"], ops[f"scoped-{op}"] = plain, scoped
+    import idempotency
+
+    cases = idempotency._cases(endpoint)
+    ops["commit"], ops["commit-keyed"] = cases["commit"], cases["commit, keyed"]
     return ops
 
 
@@ -152,7 +160,9 @@ def wire_child(root: Path, endpoint: str, calls: int, warmup: int, counted: bool
     ops = _wire_ops(root, endpoint)
     for op in names:
         fn = ops[op]
-        if op in SHARE and "scoped" not in op:
+        if op in KEYED_OPS:
+            fn()
+        elif op in SHARE and "scoped" not in op:
             check_answer("dynaorm", op, fn())
         else:  # (a scoped side by side's op: a full page)
             size = int(op.rpartition("-")[2].lstrip("querygsican"))
@@ -247,9 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=100,
                         help="calls counted per op (a tenth for query1000)")
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--only", choices=("wire", "cold", "scoped"),
+    parser.add_argument("--only", choices=("wire", "cold", "scoped", "keyed"),
                         help="scoped: wire.py's scoped side by side alone (each op unscoped "
-                        "and scoped, and their ratio on each side)")
+                        "and scoped, and their ratio on each side); keyed: "
+                        "idempotency.py's commit, plain and keyed")
     parser.add_argument("--counter", choices=("callgrind", "perf"),
                         default="callgrind" if shutil.which("valgrind") else "perf")
     parser.add_argument("--keep", type=Path, help="keep the wire children's callgrind dumps "
@@ -279,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                 keep = args.keep / side if args.keep else None
                 jobs.setdefault("wire", {})[side] = pool.submit(
                     wire_figures, root, endpoint, args.calls, args.warmup, args.counter, keep,
-                    SCOPED_OPS if args.only == "scoped" else OPS)
-        if args.only not in ("wire", "scoped"):
+                    {"scoped": SCOPED_OPS, "keyed": KEYED_OPS}.get(args.only or "", OPS))
+        if args.only not in ("wire", "scoped", "keyed"):
             for name in COLD:
                 for side, root in roots.items():
                     jobs.setdefault(name, {})[side] = pool.submit(
