@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
+    from dynaorm.values.formats import StoredAs
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
@@ -132,6 +133,7 @@ __all__ = [
     "Shards",
     "StagedUpdate",
     "StaticKeyring",
+    "StoredAs",
     "Table",
     "TableNotFoundError",
     "ThrottledError",
@@ -170,6 +172,7 @@ _LAZY = {
     "infer": "dynaorm.client.infer",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
+    "StoredAs": "dynaorm.values.formats",
     "inspect": "dynaorm.schema.inspection",
 }
 

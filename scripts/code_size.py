@@ -201,6 +201,16 @@ LANDED = 163_076
 LANDED = 162_787
 #: (merged with red08h and the old-layout insert's advice: measured)
 LANDED = 163_144
+#: issue 85 (bulk loads through the rules; its modules in NEW_FEATURES): +116 in 0.5's
+#: modules: the bulk API wired into the test backend (testing/__init__.py +29), a progress
+#: bar's verb and noun (jobs/checking.py +44), the load's public names (jobs/__init__.py
+#: +22) and its command (cli/main.py +19)
+LANDED = 163_260
+#: issue 82 (tables others wrote): a save's three-way merge (values/merge.py, +698), the
+#: StoredAs kind of stored time formats (values/formats.py, +908), member paths rendered,
+#: inference's own rows, odd type values and stored formats, check's unclaimed-item: +2,420
+#: (measured on 0.5's modules after issue 85's +116: merged)
+LANDED = 165_674
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -247,6 +257,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/langgraph",
     # 0.8, issue 72: the model of a table you already have (inference and its driver)
     "dynaorm/formats/infer.py", "dynaorm/client/infer.py",
+    # 0.9, issue 85: bulk loads through the rules, and the embedded backend's bulk API
+    "dynaorm/core/load.py", "dynaorm/jobs/load.py", "dynaorm/cli/load.py",
+    "dynaorm/testing/bulk.py",
 )
 #: issue 71: the LangGraph adapter (checkpointer and store, written on the public API) is at
 #: most this many tokens, counted apart from the rest

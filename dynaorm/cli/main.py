@@ -1,12 +1,12 @@
 """The ``dynaorm`` command: create tables, describe entities, audit data, migrate layouts,
-run jobs (backfill, export), run the demo.
+run jobs (backfill, export), load entities in bulk, run the demo.
 
 Exit codes scripts can rely on:
 
 - ``0``: success (``check``: the table is clean, or every problem was repaired);
 - ``1``: ``check`` found problems (not repaired), ``migrate`` could not move everything
-  (or ``check`` is not clean after it), ``backfill`` or ``export`` left an item out, or
-  the operation failed;
+  (or ``check`` is not clean after it), ``backfill`` or ``export`` left an item out,
+  ``load`` did not load an entity, or the operation failed;
 - ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
   ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
 """
@@ -26,14 +26,14 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
 
-from dynaorm import __version__
+from dynaorm import __version__, jobs
 from dynaorm.cli.iam import add_iam_command
 from dynaorm.cli.lake import add_lake_options, lake_options
+from dynaorm.cli.load import add_load_command
 from dynaorm.cli.mcp import add_mcp_command
 from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
-from dynaorm.jobs import job as jobs
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.jobs.exports import export
@@ -454,7 +454,7 @@ def _job(job: jobs.Job, args: argparse.Namespace,
         return jobs.run_local(job, workers=args.workers, progress=progress)
     from pyspark.sql import SparkSession
 
-    return jobs.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
+    return jobs.job.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
@@ -656,6 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _engine(p)
     p.set_defaults(run=cmd_export, engine="local")
+    add_load_command(sub, sys.modules[__name__])
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "

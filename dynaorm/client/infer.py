@@ -168,7 +168,8 @@ def with_report(model: dict[str, Any], found: Inferred) -> dict[str, Any]:
     """``model`` with the inference's last section: what was sampled, placed, and the
     items it could not place (how many, with a few keys)."""
     model["inferred"] = {"sampled": found.sampled, "placed": found.placed,
-                         "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys}}
+                         "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys},
+                         "own": found.own}
     return model
 
 
@@ -176,6 +177,9 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
     """The last section as text (for ``--format code`` and stderr)."""
     info = model["inferred"]
     lines = [f"sampled {info['sampled']} items, placed {info['placed']}"]
+    if info.get("own"):
+        lines.append(f"{info['own']} rows of dynaorm's own (receipts, LangGraph's), "
+                     "not entities")
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]

@@ -46,6 +46,13 @@ _TODO: Final = ["def _todo() -> _t.Any:",
                 '    raise NotImplementedError("a function of the design: write it")', "", ""]
 
 
+def _stored_as(fmt: str) -> str:
+    """The code of a time's stored format: ``_d.StoredAs.ISO_Z``, ``_d.StoredAs('%Y')``."""
+    named = {"iso-z": "ISO_Z", "iso-z-millis": "ISO_Z_MILLIS",
+             "epoch-seconds": "EPOCH_SECONDS", "epoch-millis": "EPOCH_MILLIS"}
+    return f"_d.StoredAs.{named[fmt]}" if fmt in named else f"_d.StoredAs({fmt!r})"
+
+
 def identifier(name: str, taken: Sequence[str] = ()) -> str:
     """``name`` as a Python identifier that is no keyword, no pydantic model member and
     not in ``taken``, and that pydantic takes as a field (invalid characters become
@@ -121,6 +128,8 @@ class _Writer:
             text = self.nested(desc["model"], desc["fields"])
         if desc.get("vector") is not None:
             text = f"{self.q('_t.Annotated')}[{text}, _d.Vector({desc['vector']})]"
+        if desc.get("stored_as") is not None:
+            text = f"{self.q('_t.Annotated')}[{text}, {_stored_as(desc['stored_as'])}]"
         return text
 
     def nested(self, name: str, fields: Sequence[Mapping[str, Any]]) -> str:

@@ -31,6 +31,8 @@ import pydantic
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import could_overlap, literal_outranks
+from dynaorm.schema.rules.receipts import OWN_PREFIX, OWN_TYPES
+from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
 
@@ -40,8 +42,17 @@ __all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
                       "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
                       "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
-#: dynaorm's own type values of the rows its rules write
-_GUARD, _RECEIPT = "dynaorm:unique", "dynaorm:receipt"
+#: dynaorm's own type values of the rows its rules write: a guard (read as a ``unique``
+#: rule of its owner); the receipts rule's (a receipt, a Powertools record) are rows of
+#: dynaorm's own, as are the rows of ``dynaorm.langgraph``'s entities
+#: (an edge package the model floors cannot import: their type names, as it declares them)
+_GUARD = GUARD_TYPE
+#: the partition keys of dynaorm's own rows on a table without a type attribute
+_OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
+_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+#: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
+#: read when the attribute is named as a type attribute
+_ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
 #: what a guard item of dynaorm holds beside its key (its owner and the field it guards)
 _GUARD_ATTRS: Final = ("owner_pk", "owner_sk", "owner_type", "unique_field")
 _VERSION = re.compile(r"v(0|\d{8})_")
@@ -88,6 +99,8 @@ class Inferred:
     placed: int
     unplaced: int
     unplaced_keys: list[dict[str, Any]] = field(default_factory=list)
+    #: rows of dynaorm's own it recognized (receipts, LangGraph's rows): never entities
+    own: int = 0
 
 
 # -- the table -----------------------------------------------------------------------------
@@ -333,7 +346,8 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     keys = set(_key_attrs(table)) | {table.get("ttl"), table["revision_attribute"]}
     counts: Counter[str] = Counter(a for item in items for a, v in item.items()
                                    if "S" in v and a not in keys)
-    known = [a for a in _TYPE_NAMES if counts[a] >= 0.9 * len(items)]
+    known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
+    # one, another tool's strays, are then told apart by their keys: never all of them)
     candidates = known + sorted((a for a, n in counts.items()
                                  if n >= 0.95 * len(items) and a not in known),
                                 key=lambda a: -counts[a])
@@ -354,7 +368,8 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
         if base is None:
             continue
         shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
-    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) for v in shapes):
+    if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
+               for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
         return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
@@ -465,8 +480,10 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     """The model type of one attribute value."""
     (tag, value), = av.items()
     if tag == "S":
-        return {"type": "datetime" if _DATETIME.match(value) else
-                "date" if _DATE.match(value) else "string"}
+        if _DATETIME.match(value):
+            stored = _stored_format(value)
+            return {"type": "datetime", **({"stored_as": stored} if stored else {})}
+        return {"type": "date" if _DATE.match(value) else "string"}
     if tag == "N":
         return {"type": "integer" if _INTEGER.match(value) else "decimal"}
     if tag in ("BOOL", "B", "NULL"):
@@ -479,6 +496,26 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     if tag == "L":
         return {"type": "list", "items": _merge([_kind(v) for v in value])}
     return {"type": "map", "_values": [value]}
+
+
+#: a time as text other writers store it: its separator, fraction and zone
+_TIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}([T ])\d{2}:\d{2}:\d{2}(?:\.(\d+))?(Z?)\Z")
+
+
+def _stored_format(text: str) -> str | None:
+    """The stored format (:class:`~dynaorm.StoredAs`) of a time stored as ``text``, when
+    dynaorm's own form (ISO-8601 with an offset) is not it: ISO-8601 with ``Z`` (with
+    milliseconds, JavaScript's, or microseconds), a pattern for whole seconds, with or
+    without ``Z``, and for microseconds without a zone; ``None`` for any other text."""
+    found = _TIME_TEXT.match(text)
+    if found is None:
+        return None
+    sep, fraction, zone = found.groups()
+    if fraction is None:
+        return f"%Y-%m-%d{sep}%H:%M:%S{zone}"
+    if zone and sep == "T":
+        return "iso-z-millis" if len(fraction) == 3 else "iso-z"
+    return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
 
 
 def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -500,6 +537,10 @@ def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
         return {"type": "map", "_values": [m for k in real for m in k["_values"]]}
+    if kind == "datetime":  # (one stored format, when every value was stored in it)
+        formats = {k.get("stored_as") for k in real}
+        return {"type": kind, **({"stored_as": formats.pop()} if len(formats) == 1
+                                 and None not in formats else {})}
     return dict(real[0])
 
 
@@ -661,6 +702,7 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
             f["type"] = "string"
+            f.pop("stored_as", None)
 
 
 def _is_whole(parts: Sequence[str | _Slot]) -> bool:
@@ -766,7 +808,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
                              "from a sample of its items")
     table["_sep"] = _separator(items, table)
     type_attr = _type_attribute(items, table)
-    entries, guards, unplaced = _sorted_items(items, table, type_attr)
+    own: list[Item] = []
+    entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
     if type_attr is not None:
         groups, rest = _by_type(entries, type_attr, table)
         groups += _by_shape(rest, table)
@@ -792,7 +835,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
              "entities": [_entity_model(e, table) for e in entities]}
     keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
             for i in unplaced[:_SHOWN]]
-    return Inferred(model, len(items), len(items) - len(unplaced), len(unplaced), keys)
+    return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
+                    keys, len(own))
 
 
 def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
@@ -863,16 +907,31 @@ def _settle(entities: list[_Entity], items: Sequence[tuple[Item, dict[str, str]]
     return True
 
 
-def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None
-                  ) -> tuple[list[tuple[Item, dict[str, str], bool]], list[Item], list[Item]]:
+def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
+    """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
+    entity claims: a receipt or Powertools record (by its type value, or by its partition
+    key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
+    if kind is not None:
+        return kind in OWN_TYPES or kind in _LANGGRAPH
+    pk = _text(item.get(table["pk"]))
+    return pk is not None and pk.startswith(_OWN_KEYS)
+
+
+def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
+                  own: list[Item]) -> tuple[list[tuple[Item, dict[str, str], bool]],
+                                            list[Item], list[Item]]:
     """The items of entities (with their key texts), dynaorm's unique guards, and those
-    of no key it reads; receipts left out (the table's own rows)."""
+    of no key it reads; dynaorm's own rows (receipts, LangGraph's) put in ``own``."""
     entries: list[tuple[Item, dict[str, str], bool]] = []
     guards: list[Item] = []
     unplaced: list[Item] = []
     for item in items:
         kind = _text(item.get(type_attr)) if type_attr else None
-        if kind == _RECEIPT:
+        if _own(item, kind, table):
+            own.append(item)
+            continue
+        if kind is not None and kind.startswith(OWN_PREFIX) and kind != _GUARD:
+            unplaced.append(item)  # (dynaorm's prefix, no row of its: no entity's name)
             continue
         if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
             guards.append(item)
@@ -1039,6 +1098,7 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
             kind = types.get(f["stored"])
             if kind == "S" and f["type"] != "string":
                 f["type"] = "string"
+                f.pop("stored_as", None)  # (a key attribute: its text as stored)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
     return table

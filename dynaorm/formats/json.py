@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dynaorm.errors import DynaormError
 from dynaorm.formats._common import (
     RANGES,
     At,
@@ -19,6 +20,7 @@ from dynaorm.formats._common import (
     template,
 )
 from dynaorm.schema.model import OPERATIONS
+from dynaorm.values.formats import StoredAs
 
 __all__ = ["from_format", "to_format"]
 
@@ -56,6 +58,15 @@ def _read_type(at: At) -> dict[str, Any]:
     vector = at.get("vector", int, "a number of dimensions", default=None).value
     if vector is not None:
         out["vector"] = vector
+    stored = at.get("stored_as", str, "a time's stored format", default=None)
+    if stored.value is not None:
+        if kind != "datetime":
+            raise stored.fail("a stored format is a datetime's")
+        try:
+            StoredAs(stored.value)
+        except DynaormError as exc:
+            raise stored.fail(str(exc)) from None
+        out["stored_as"] = stored.value
     return out
 
 

@@ -66,6 +66,8 @@ class Column:
     type: Any
     nullable: bool
     convert: Convert | None = None
+    json: bool = False
+    """Whether the column holds the field's value as JSON text (no Arrow type fits it)."""
 
     @property
     def field(self) -> Any:
@@ -85,7 +87,8 @@ def columns(model: type[BaseModel], omit: frozenset[str] = frozenset()) -> list[
         if name not in omit:
             kind, convert, nullable = _arrow(info.annotation, tuple(info.metadata))
             out.append(Column(name, kind, nullable or (
-                not info.is_required() and info.default is None), convert))
+                not info.is_required() and info.default is None), convert,
+                getattr(convert, "json", False)))
     return out
 
 
@@ -200,7 +203,11 @@ def _entries(key: Convert | None, value: Convert | None) -> Convert | None:
 def _json(tp: Any) -> tuple[Any, Convert]:
     """Anything else: a string of the value as JSON (pydantic's serialization)."""
     adapter: TypeAdapter[Any] = TypeAdapter(tp)
-    return pa.string(), lambda v: adapter.dump_json(v).decode()
+
+    def as_json(v: Any) -> str:
+        return adapter.dump_json(v).decode()
+    as_json.json = True  # type: ignore[attr-defined]  # (Column.json: read back as JSON)
+    return pa.string(), as_json
 
 
 def table_of(cols: Sequence[Column], rows: Sequence[Mapping[str, Any]]

@@ -28,11 +28,13 @@ More are reported but never repaired automatically, because a human must choose:
 ``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
 any version row), ``unclaimed-type`` (an item whose stored type name no class of the table
 claims, typically after a class was renamed: every read skips it; the fix is
-``Meta.type_name`` or ``Meta.previous``) and ``stale-key`` (an item whose table key no
-longer matches its key templates, or whose fields render no key today: a row 0.7 wrote for
-tenant ``acme-corp`` at ``T-acme-corp-123``, which the grammar reads as tenant ``acme``'s,
-and which a scoped session therefore skips; moving it changes its identity; load and save
-it under the new key).
+``Meta.type_name`` or ``Meta.previous``), ``unclaimed-item`` (on a table without a type
+attribute, an item whose key fits no entity's templates and that is none of dynaorm's own
+rows: another tool's guard, a kind of item no class maps) and ``stale-key`` (an item whose
+table key no longer matches its key templates, or whose fields render no key today: a row
+0.7 wrote for tenant ``acme-corp`` at ``T-acme-corp-123``, which the grammar reads as
+tenant ``acme``'s, and which a scoped session therefore skips; moving it changes its
+identity; load and save it under the new key).
 Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
 applies to the items as they were scanned. :func:`repair` sends them.
@@ -65,7 +67,7 @@ from dynaorm.schema.rules.unique import (
 from dynaorm.schema.rules.versioned import VERSION_TTL, parse_version_sk, version_row, version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
-from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
+from dynaorm.schema.unclaimed import fix_hint, unclaimed_name, unclaimed_shape
 from dynaorm.values.codec import decode_item
 from dynaorm.values.expressions import (
     Condition,
@@ -79,12 +81,16 @@ from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.ttl import expired
 
-__all__ = ["Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
+__all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
            "scan_pages"]
 
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
-               "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type"]
+               "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type",
+               "unclaimed-item"]
+#: what :attr:`CheckResult.unclaimed <dynaorm.jobs.checking.CheckResult>` counts the items
+#: of a table without a type attribute that no entity claims under
+UNTYPED = "(no type attribute)"
 Key = tuple[str, str]
 
 
@@ -96,7 +102,8 @@ class Problem:
     key: Key
     detail: str
     fix: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
-    #: the stored type name no class claims (``unclaimed-type`` only)
+    #: the stored type name no class claims (``unclaimed-type``; :data:`UNTYPED` for an
+    #: ``unclaimed-item``)
     type_name: str = field(default="", compare=False)
 
     @property
@@ -462,8 +469,18 @@ class _Auditor:
             self.check_index(key, item, spec, index)
 
     def check_claimed(self, key: Key, item: Item) -> None:
-        """An item whose stored type name no class of the table claims (a renamed class):
-        every read skips it. Never repaired: the fix is in the code."""
+        """An item whose stored type name no class of the table claims (a renamed class),
+        or on a table without a type attribute, one whose key fits no entity's templates
+        (another tool's guard, an item of a kind no class maps) and that is none of
+        dynaorm's own rows: every read skips it. Never repaired: the fix is in the
+        code."""
+        if self.table.type_attribute is None:
+            if unclaimed_shape(self.table, item):
+                self.problems.append(Problem("unclaimed-item", key, (
+                    "no entity's key templates fit it, reads skip it: map it with an entity "
+                    "(see 'dynaorm model --infer'), or delete it if nothing reads it"),
+                    type_name=UNTYPED))
+            return
         name = unclaimed_name(self.table, item)
         if name is not None:
             self.problems.append(Problem("unclaimed-type", key, (

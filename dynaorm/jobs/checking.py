@@ -79,7 +79,9 @@ class CheckResult:
     resumed: bool
     #: problems a live writer resolved between the audit and their repair
     resolved: int = 0
-    #: items (earlier runs included) per stored type name no class claims
+    #: items (earlier runs included) per stored type name no class claims (on a table
+    #: without a type attribute, the items no entity's key templates fit, under
+    #: ``"(no type attribute)"``)
     unclaimed: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -94,16 +96,19 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def progress_line(done: int, total: int | None, counted: int, elapsed: float) -> str:
+def progress_line(done: int, total: int | None, counted: int, elapsed: float,
+                  what: tuple[str, str] = ("scanned", "items")) -> str:
     """``scanned 1200 items of ~5000 (24%), 350 items/s, ETA 0:00:11``. ``counted`` items
     were scanned in ``elapsed`` seconds by this run (the rate); ``total`` is DescribeTable's
-    approximate item count (None: unknown)."""
+    approximate item count (None: unknown). ``what``: the verb and the noun (a load's:
+    ``("loaded", "rows")``)."""
+    verb, noun = what
     rate = counted / elapsed if elapsed > 0 else 0.0
-    text = f"scanned {done} items"
+    text = f"{verb} {done} {noun}"
     if total:
         total = max(total, done)
         text += f" of ~{total} ({100 * done // total}%)"
-    text += f", {rate:.0f} items/s, ETA "
+    text += f", {rate:.0f} {noun}/s, ETA "
     if total and rate > 0:
         text += _clock((total - done) / rate)
     else:
@@ -115,10 +120,12 @@ class ProgressBar:
     """Writes :func:`progress_line` to ``stream`` (a terminal: one line, rewritten)."""
 
     def __init__(self, stream: Any, total: int | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 what: tuple[str, str] = ("scanned", "items")) -> None:
         self.stream = stream
         self.total = total
         self.clock = clock
+        self.what = what
         self.start: tuple[float, int] | None = None
         self.shown = False
 
@@ -127,7 +134,7 @@ class ProgressBar:
         if self.start is None:
             self.start = (now, done)  # a resumed run's rate counts only its own items
         counted, elapsed = done - self.start[1], now - self.start[0]
-        self.stream.write("\r" + progress_line(done, self.total, counted, elapsed))
+        self.stream.write("\r" + progress_line(done, self.total, counted, elapsed, self.what))
         self.stream.flush()
         self.shown = True
 

@@ -46,6 +46,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -294,7 +295,9 @@ _LEAVE_OUT = (Revision, Membership, Encryption)
 def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
            entities: Iterable[type[Entity]] | None = None, history: bool = False,
            encrypted: str = "omit", segments: int = 1, rate: Rate | None = None,
-           format: str = "parquet", catalog: Any = None, namespace: str | None = None) -> Job:
+           format: str = "parquet", catalog: Any = None, namespace: str | None = None,
+           scope: Mapping[str, Any] | None = None, start_export: str | None = None,
+           poll: float = 10.0, sleep: Callable[[float], object] = time.sleep) -> Job:
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
     ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
     name, unique in its table: two classes of one name never write one dataset), an
@@ -303,6 +306,15 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     (incremental: change sets). ``entities``: those only (default: every entity of the
     table); ``history``: version rows too (``<type name>.history``); ``encrypted``:
     ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext.
+
+    ``scope``: one tenant's rows only (key fields -> values, e.g. ``{"tenant_id":
+    "acme"}``): each entity's partition key template must prove the scope by a key prefix
+    (the key grammar's, as ``dynaorm iam --scope``), else :class:`ExportError` names it;
+    rows outside it are never written. ``start_export`` (``s3://bucket/prefix``): the job
+    starts DynamoDB's ``ExportTableToPointInTime`` there first and reads it (point-in-time
+    recovery on), sending a server-side ``FilterSpecification`` built from the model: the
+    entities' type names and the scope's key prefixes (a key condition when they name one
+    partition), waiting ``poll`` seconds between ``DescribeExport`` calls.
 
     ``format="iceberg"`` (``catalog``, ``namespace``): the job is the same, and
     ``dynaorm.jobs.export`` makes its merge commit the datasets to Iceberg tables
@@ -315,12 +327,110 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     if encrypted not in ENCRYPTED:
         raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
     classes = _exported_entities(table, entities)
+    prefixes = None if scope is None else scope_prefixes(table, classes, scope)
+    if start_export is not None:
+        if source is not None:
+            raise ExportError("export: source= and start_export= exclude each other")
+        source = started_export(table, start_export, export_filter(
+            table, classes, prefixes, entities is not None), poll, sleep)
     files, kind, view = ((), "scan", "") if source is None else read_source(source)
     return job_of("export", table, len(files) or (segments if source is None else 1), rate,
                   fn=_task, files=files, options=(
                       ("to", os.fspath(to)), ("entities", classes),
                       ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
-                      ("view", view), ("source", source or "")))
+                      ("view", view), ("source", source or ""), ("scope", prefixes)))
+
+
+def scope_prefixes(table: Table, classes: Sequence[type[Entity]], scope: Mapping[str, Any]
+                   ) -> dict[str, tuple[str, bool]]:
+    """Each entity's key prefix that proves its rows belong to ``scope`` (type name ->
+    ``(prefix, exact)``: exact when the prefix is the whole partition key), from the key
+    grammar (:meth:`~dynaorm.schema.templates.KeyTemplate.scope_prefix`); an entity whose
+    partition key template proves none is :class:`ExportError`."""
+    if not isinstance(scope, Mapping) or not scope:
+        raise ExportError(f"export: scope= takes key fields and their values, got {scope!r}")
+    out: dict[str, tuple[str, bool]] = {}
+    for cls in classes:
+        spec = spec_of(cls)
+        proven = spec.pk.scope_prefix(scope.keys())
+        if proven is None:
+            raise ExportError(
+                f"export: {cls.__name__}'s partition key {spec.pk.source!r} proves no "
+                f"prefix of the scope {sorted(scope)} (its fields must lead it, unformatted)"
+                ": export it without scope=, or leave it out of entities=")
+        out[spec.type_name] = (spec.pk.render_prefix(scope, cls.__name__), proven[1])
+    return out
+
+
+def export_filter(table: Table, classes: Sequence[type[Entity]],
+                  prefixes: Mapping[str, tuple[str, bool]] | None, chosen: bool
+                  ) -> dict[str, Any] | None:
+    """The ``FilterSpecification`` of an export of ``classes`` (``chosen``: fewer than all
+    of the table's: their type names) within ``prefixes`` (:func:`scope_prefixes`):
+    ``None`` when it would keep every item."""
+    from dynaorm.values.expressions import F, Placeholders, all_of
+
+    parts = []
+    key_condition = None
+    if prefixes:
+        found = set(prefixes.values())
+        if len(found) == 1 and next(iter(found))[1]:  # one whole partition: read it alone
+            key_condition = next(iter(found))[0]
+        else:
+            ors = [F(table.pk).begins_with(p) for p, _ in sorted(found)]
+            parts.append(ors[0] if len(ors) == 1 else _any(ors))
+    if chosen and table.type_attribute is not None:
+        parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
+                                                          for c in classes)))
+    condition = all_of(parts)
+    if condition is None and key_condition is None:
+        return None
+    ph = Placeholders()
+    spec: dict[str, Any] = {}
+    if key_condition is not None:
+        at = ph.value_av({"S": key_condition})
+        spec["KeyConditionExpression"] = f"{ph.name(table.pk)} = {at}"
+    if condition is not None:
+        spec["FilterExpression"] = condition.render(ph)
+    return ph.apply(spec)
+
+
+def _any(conditions: list[Any]) -> Any:
+    out = conditions[0]
+    for more in conditions[1:]:
+        out = out | more
+    return out
+
+
+def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: float,
+                   sleep: Callable[[float], object]) -> str:
+    """Start ``ExportTableToPointInTime`` of ``table`` into ``to`` (``s3://bucket/prefix``)
+    with ``filters`` and wait for it: its ``manifest-summary.json`` URL."""
+    from dynaorm.protocol.steps import call
+
+    if not to.startswith("s3://") or len(to) <= 5:
+        raise ExportError(f"export: start_export= takes an s3://bucket/prefix URL, got {to!r}")
+    bucket, prefix = _split(to)
+    operation = Operation("export", (table.name,))
+    run = table.db.driver.run
+    arn = run(call("DescribeTable", {"TableName": table.name}), operation)["Table"]["TableArn"]
+    request: dict[str, Any] = {"TableArn": arn, "S3Bucket": bucket,
+                               "ExportFormat": "DYNAMODB_JSON", "ExportType": "FULL_EXPORT",
+                               "ClientToken": uuid.uuid4().hex}
+    if prefix.strip("/"):
+        request["S3Prefix"] = prefix.strip("/")
+    if filters:
+        request["FilterSpecification"] = filters
+    done = run(call("ExportTableToPointInTime", request), operation)["ExportDescription"]
+    while done.get("ExportStatus") == "IN_PROGRESS":
+        sleep(poll)
+        done = run(call("DescribeExport", {"ExportArn": done["ExportArn"]}), operation)[
+            "ExportDescription"]
+    if done.get("ExportStatus") != "COMPLETED":
+        raise ExportError(f"export: DynamoDB's export {done.get('ExportArn')} ended "
+                          f"{done.get('ExportStatus')}: {done.get('FailureCode')} "
+                          f"{done.get('FailureMessage')}")
+    return f"s3://{bucket}/{done['ExportManifest']}"
 
 
 def _check_format(format: str, catalog: Any, namespace: str | None) -> None:
@@ -797,20 +907,54 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
     or read the data files ``files`` of an export to S3 (``options["kind"]``), and write
     its parts."""
     run = _Export(table, segment, options)
+    scoped = _in_scope(table, options.get("scope"))
     try:
         with _collector_paused():
             if options["kind"] == "scan":
                 where = f"segment {segment} of {segments}"
                 for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
-                    run.rows([(where, item) for item in page])
+                    run.rows([(where, item) for item in page
+                              if scoped is None or scoped(item)])
             else:
                 for url in files:
                     for batch in _records(run.s3(), url):
+                        if scoped is not None:
+                            batch = batch.only(n for n, line in enumerate(batch.lines)
+                                               if scoped(_image(line, batch.where(n))))
                         run.records(batch)
             return run.finish()
     except BaseException:
         run.discard()
         raise
+
+
+def _in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None
+              ) -> Callable[[Item | None], bool] | None:
+    """Whether a stored item is in an export's scope (``None``: no scope): its partition
+    key starts with its entity's proven prefix (:func:`scope_prefixes`; exact: is it)."""
+    if prefixes is None:
+        return None
+    kind, pk = table.type_attribute, table.pk
+    anyone = sorted(set(prefixes.values()))
+
+    def scoped(item: Item | None) -> bool:
+        key = (item or {}).get(pk, {}).get("S")
+        if not isinstance(key, str):
+            return False
+        name = (item or {}).get(kind, {}).get("S") if kind is not None else None
+        mine = [prefixes[name]] if isinstance(name, str) and name in prefixes else (
+            anyone if kind is None else [])
+        return any(key == p if exact else key.startswith(p) for p, exact in mine)
+    return scoped
+
+
+def _image(line: bytes, where: str) -> Item | None:
+    """The item a data file's line is about (a full export's ``Item``; a change's new
+    image, else its old one, else its keys)."""
+    record = _parse(line, where)
+    found = record.get("Item") or record.get("NewImage") or record.get("OldImage") or (
+        record.get("Keys"))
+    return found if isinstance(found, dict) else None
 
 
 @contextlib.contextmanager

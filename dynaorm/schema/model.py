@@ -41,6 +41,7 @@ from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
+from dynaorm.values.formats import StoredAs
 from dynaorm.values.records import Role
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
@@ -161,6 +162,9 @@ def describe_type(annotation: Any) -> dict[str, Any]:
     marker = next((m for m in metadata if isinstance(m, Vector)), None)
     if marker is not None:
         out["vector"] = marker.dimensions
+    stored = next((m for m in metadata if isinstance(m, StoredAs)), None)
+    if stored is not None:  # (a time's stored format: a strftime pattern or its name)
+        out["stored_as"] = stored.format
     return out
 
 

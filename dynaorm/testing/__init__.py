@@ -50,6 +50,7 @@ from dynaorm.protocol.events import ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
+from dynaorm.testing.bulk import BULK_WRITES, bulk_pace, s3_factory
 from dynaorm.testing.emulator import _WRITES as SIZED
 from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
@@ -59,8 +60,9 @@ from dynaorm.testing.vectors import serve_vectors
 from dynaorm.values.codec import decode_item
 from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "fault_proxy", "index_lag",
-           "moto_backend", "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
+__all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "bulk_pace", "fault_proxy",
+           "index_lag", "moto_backend", "moto_server", "tables_fixture", "use_tables",
+           "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 __all__ += ["full_export", "incremental_export"]  # DynamoDB exports to S3, made locally
 
@@ -96,7 +98,8 @@ def moto_backend() -> Iterator[None]:
     if moto_nested():  # inside the caller's own mock_aws: keep its
         config = None  # settings (moto restores them when that block ends)
     serve_vectors()
-    emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(rules=True)  # (one per moto)
+    emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(  # (one per moto)
+        rules=True, s3=s3_factory())
     _EMBEDDED.append(emulator)
     try:
         with mock_aws(config=config), in_process_mock(
@@ -233,7 +236,7 @@ def moto_server() -> Iterator[str]:
         # (the answer's body read inside too: moto may build it lazily; every request
         # comes through the rules' proxy, which holds DynamoDB's item size, not moto's)
         # (only for the writes whose sizes the rules check: a PartiQL write keeps moto's)
-        sized = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2] in SIZED
+        sized = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2] in SIZED | BULK_WRITES
         with lock, moto_sizes_unchecked() if sized else nullcontext():
             return list(app(environ, start_response))
 
@@ -246,8 +249,9 @@ def moto_server() -> Iterator[str]:
     serving = threading.Thread(target=server.serve_forever, daemon=True)
     serving.start()
     try:
-        with fault_proxy(f"http://127.0.0.1:{server.server_port}", rules=True) as url:
-            yield url
+        url = f"http://127.0.0.1:{server.server_port}"
+        with fault_proxy(url, rules=True, s3=url) as proxied:
+            yield proxied
     finally:
         server.shutdown()
         serving.join()

@@ -16,8 +16,13 @@ transport of every client: :class:`EmbeddedTransport`; over HTTP, in the proxy o
   Exception``), DynamoDB's item size (400 KB as DynamoDB counts it, on puts and on what an
   update makes: refused, and nothing changed; moto's own lower limit is lifted, so items
   up to 409,600 bytes are stored as DynamoDB stores them), a transaction's 4 MB, 25 actions of a
-  ``BatchWriteItem`` and 100 of a ``TransactGetItems`` (moto stops at 25), and atomicity:
-  one request at a time, so no thread sees or undoes half of another's transaction.
+  ``BatchWriteItem`` and 100 of a ``TransactGetItems`` (moto stops at 25), a global
+  table's replicas (``UpdateTable``'s ``ReplicaUpdates``, which moto drops: kept and
+  described, nothing replicated), and atomicity: one request at a time, so no thread sees
+  or undoes half of another's transaction.
+- **The bulk API and filtered exports** (given an S3: dynaorm's moto backends, a fault
+  proxy given one): ``StartBulkPutItems`` and the rest, ``ExportTableToPointInTime`` with
+  its ``FilterSpecification`` (:mod:`dynaorm.testing.bulk`).
 
 Requests are dicts as a client sends them (botocore's shape, or DynamoDB's JSON in the
 proxy: nothing here reads a binary value's bytes but its size).
@@ -43,6 +48,7 @@ from dynaorm.client.botocore import botocore_error, create_client, method_name
 from dynaorm.errors import DynaormError, RequestError, TableNotFoundError
 from dynaorm.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.protocol.events import Reason
+from dynaorm.testing.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.wire import render
 
@@ -71,6 +77,8 @@ ANSWERS: dict[str, Callable[[dict[str, Any], Forward], dict[str, Any]]] = {}
 _WRITES: Final = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",
                             "TransactWriteItems"})
 _SCHEMA_CHANGES: Final = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
+#: the requests that read or change a table's replicas (see :meth:`Emulator._replicated`)
+_REPLICAS: Final = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "DescribeTable"})
 _TOKEN_SECONDS: Final = 600.0  # how long DynamoDB keeps a ClientRequestToken
 _MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 _MAX_BATCH_WRITES: Final = 25
@@ -200,7 +208,8 @@ class Emulator:
     """DynamoDB's behaviour in front of one engine (see the module): index lag always,
     and what moto skips with ``rules=True``. :meth:`handle` answers one request."""
 
-    def __init__(self, *, rules: bool, lags: bool = True) -> None:
+    def __init__(self, *, rules: bool, lags: bool = True,
+                 s3: Callable[[], Any] | None = None) -> None:
         self.rules = rules
         """Whether it enforces what moto skips (then it answers one request at a time)."""
         self.lags = lags
@@ -212,6 +221,11 @@ class Emulator:
         self._mirrors: dict[str, _Mirror] = {}
         self._lag: IndexLag | None = None  # the lag the mirrors were made under
         self._closed = False
+        #: the replicas of each table made global (``UpdateTable``'s ``ReplicaUpdates``)
+        self._replicas: dict[str, list[str]] = {}
+        self.bulk = None if s3 is None else BulkService(s3, self._replicas)
+        """The bulk API and filtered exports it answers, over the S3 ``s3()`` makes
+        (:mod:`dynaorm.testing.bulk`); ``None``: given no S3, it passes them on."""
         _EMULATORS.add(self)
 
     def close(self) -> None:
@@ -219,6 +233,8 @@ class Emulator:
         with self._lock:
             self._closed = True
             self._mirrors.clear()
+            if self.bulk is not None:
+                self.bulk.forget()
 
     def forget(self) -> None:
         """Drop every mirror (deleted on the engine) and the changes it held."""
@@ -243,6 +259,10 @@ class Emulator:
     def _handle(self, operation: str, request: dict[str, Any], forward: Forward,
                 own: Forward) -> dict[str, Any]:
         lag = self._follow(operation, request, own)
+        if self.bulk is not None and operation in BULK_OPERATIONS:
+            return self.bulk.answer(operation, request, own)
+        if self.rules and operation in _REPLICAS:
+            return self._replicated(operation, request, forward, own)
         if self.rules:
             replayed = self._replayed(operation, request)
             if replayed is not None:
@@ -292,6 +312,38 @@ class Emulator:
         return {name: item[name] for name in names}
 
     # -- what moto skips -----------------------------------------------------------------
+    def _replicated(self, operation: str, request: dict[str, Any], forward: Forward,
+                    own: Forward) -> dict[str, Any]:
+        """A table's replicas (a global table's, version 2019.11.21), which moto drops:
+        ``UpdateTable``'s ``ReplicaUpdates`` kept here (the rest of the update sent), and
+        ``DescribeTable`` answering them as ``Replicas``, each ``ACTIVE`` at once; a table
+        deleted or made anew has none."""
+        name = str(request.get("TableName", ""))
+        if operation in ("CreateTable", "DeleteTable"):
+            self._replicas.pop(name, None)
+            return forward(operation, request)
+        updates = request.get("ReplicaUpdates") if operation == "UpdateTable" else None
+        if updates:
+            rest = {k: v for k, v in request.items() if k != "ReplicaUpdates"}
+            answer = forward(operation, rest) if set(rest) - {"TableName"} else {
+                "TableDescription": own("DescribeTable", {"TableName": name})["Table"]}
+            regions = self._replicas.setdefault(name, [])
+            for update in updates:
+                for kind, body in update.items():
+                    region = str(body.get("RegionName"))
+                    if kind == "Create" and region not in regions:
+                        regions.append(region)
+                    elif kind == "Delete" and region in regions:
+                        regions.remove(region)
+            key = "TableDescription"
+        else:
+            answer, key = forward(operation, request), "Table"
+        replicas = self._replicas.get(name)
+        if replicas and isinstance(answer.get(key), dict):
+            answer = {**answer, key: {**answer[key], "Replicas": [
+                {"RegionName": r, "ReplicaStatus": "ACTIVE"} for r in replicas]}}
+        return answer
+
     def _replayed(self, operation: str, request: dict[str, Any]) -> dict[str, Any] | None:
         """The first answer to a transaction whose token was applied (``None``: none)."""
         token = request.get("ClientRequestToken") if operation == "TransactWriteItems" else None
@@ -574,7 +626,7 @@ def _transact_gets(request: dict[str, Any], forward: Forward) -> dict[str, Any]:
 
 #: per region, the botocore client the in-process emulators send their own requests with
 #: (made inside a moto block, it reaches the moto of each block open later)
-_OWN: dict[str, Any] = {}
+_OWN: dict[tuple[str, str | None], Any] = {}
 
 
 class EmbeddedTransport:
@@ -595,15 +647,20 @@ class EmbeddedTransport:
         items the emulator lets through whatever their size (its own limit is lower than
         DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`), for the writes
         whose sizes it checks only (a PartiQL write: moto's check holds)."""
-        if operation not in _WRITES:
+        if operation not in _WRITES and operation not in BULK_WRITES:
             return self.emulator.handle(operation, request, self.wire.send, self._own)
         with moto_sizes_unchecked():
             return self.emulator.handle(operation, request, self.wire.send, self._own)
 
     def _own(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One of the emulator's own requests, to the same moto (the same region)."""
-        region = str(self.wire.client.meta.region_name)
-        client = _OWN.get(region) or _OWN.setdefault(region, create_client(None, region))
+        """One of the emulator's own requests, to the engine the wire reaches: the same
+        moto (the same region), or the endpoint a table names (DynamoDB Local, reached
+        through moto's mock, which lets it pass)."""
+        meta = self.wire.client.meta
+        region, url = str(meta.region_name), str(meta.endpoint_url)
+        endpoint = None if url.endswith(".amazonaws.com") else url
+        client = _OWN.get((region, endpoint)) or _OWN.setdefault(
+            (region, endpoint), create_client(endpoint, region))
         with unobserved():
             try:
                 answer: dict[str, Any] = getattr(client, method_name(operation))(**request)

@@ -39,7 +39,8 @@ from typing import Any
 
 from dynaorm._types import Item
 
-__all__ = ["dynamodb_json", "full_export", "incremental_export"]
+__all__ = ["data_file", "dynamodb_json", "export_folder", "full_export", "incremental_export",
+           "write_manifests"]
 
 START, END = "2026-01-01T00:00:00.000Z", "2026-01-01T00:05:00.000Z"
 
@@ -110,28 +111,49 @@ def _key_of(item: Item, keys: tuple[str, ...]) -> str:
 def _write(s3: Any, bucket: str, prefix: str, records: list[dict[str, Any]], files: int,
            export_type: str, arn: str | None, **more: Any) -> str:
     """The data files and manifests of an export of ``records``: its folder's URL."""
-    folder = f"{prefix}/AWSDynamoDB/{uuid.uuid4().hex[:14]}-{uuid.uuid4().hex[:8]}"
-    entries = []
-    for n in range(files):
-        lines = [json.dumps(r) for r in records[n::files]]
-        body = gzip.compress("".join(line + "\n" for line in lines).encode())
-        key = f"{folder}/data/{uuid.uuid4().hex}.json.gz"
-        s3.put_object(Bucket=bucket, Key=key, Body=body)
-        md5 = hashlib.md5(body).digest()
-        entries.append({"itemCount": len(lines), "md5Checksum": base64.b64encode(md5).decode(),
-                        "etag": hashlib.md5(body).hexdigest(), "dataFileS3Key": key})
+    folder = export_folder(prefix)
+    entries = [data_file(s3, bucket, folder, records[n::files]) for n in range(files)]
+    write_manifests(s3, bucket, folder, entries, export_type=export_type,
+                    arn=arn or f"arn:aws:dynamodb:::export/{folder}", **more)
+    return f"s3://{bucket}/{folder}/"
+
+
+def export_folder(prefix: str, export_id: str | None = None) -> str:
+    """The folder of an export under ``prefix`` (``<prefix>/AWSDynamoDB/<export id>``; a
+    new id when none is given)."""
+    export_id = export_id or f"{uuid.uuid4().hex[:14]}-{uuid.uuid4().hex[:8]}"
+    return f"{prefix}/AWSDynamoDB/{export_id}" if prefix else f"AWSDynamoDB/{export_id}"
+
+
+def data_file(s3: Any, bucket: str, folder: str, records: Iterable[dict[str, Any]]
+              ) -> dict[str, Any]:
+    """One gzipped data file of ``records`` (DynamoDB JSON lines) in ``folder``: its
+    entry of ``manifest-files.json``."""
+    lines = [json.dumps(r) for r in records]
+    body = gzip.compress("".join(line + "\n" for line in lines).encode())
+    key = f"{folder}/data/{uuid.uuid4().hex}.json.gz"
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
+    md5 = hashlib.md5(body).digest()
+    return {"itemCount": len(lines), "md5Checksum": base64.b64encode(md5).decode(),
+            "etag": hashlib.md5(body).hexdigest(), "dataFileS3Key": key}
+
+
+def write_manifests(s3: Any, bucket: str, folder: str, entries: list[dict[str, Any]], *,
+                    export_type: str, arn: str, **more: Any) -> str:
+    """``manifest-files.json`` listing ``entries`` and ``manifest-summary.json`` (with
+    ``more``'s members) in ``folder``: the summary's key."""
     s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
                   Body="".join(json.dumps(e) + "\n" for e in entries).encode())
-    summary = {"version": "2020-06-30",
-               "exportArn": arn or f"arn:aws:dynamodb:::export/{folder}",
+    prefix = folder.rsplit("/AWSDynamoDB/", 1)[0] if "/AWSDynamoDB/" in folder else ""
+    summary = {"version": "2020-06-30", "exportArn": arn,
                "startTime": START, "endTime": END,
                "tableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/t",
                "tableId": str(uuid.uuid4()), "exportTime": START,
                "s3Bucket": bucket, "s3Prefix": prefix, "s3SseAlgorithm": "AES256",
                "s3SseKmsKeyId": None, "manifestFilesS3Key": f"{folder}/manifest-files.json",
-               "billedSizeBytes": 0, "itemCount": len(records), "outputFormat": "DYNAMODB_JSON",
-               "exportType": export_type, **more}
-    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json",
-                  Body=json.dumps(summary).encode())
+               "billedSizeBytes": 0, "itemCount": sum(e["itemCount"] for e in entries),
+               "outputFormat": "DYNAMODB_JSON", "exportType": export_type, **more}
+    key = f"{folder}/manifest-summary.json"
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary).encode())
     s3.put_object(Bucket=bucket, Key=f"{folder}/_started", Body=b"")
-    return f"s3://{bucket}/{folder}/"
+    return key

@@ -14,13 +14,15 @@ import http.client
 import json
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 from dynaorm.errors import RequestError
+from dynaorm.testing.bulk import s3_factory
 from dynaorm.testing.emulator import Emulator
 from dynaorm.wire import checked_answer, decode, render
 from dynaorm.wire.http import BadAnswer
@@ -160,8 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
             if passed.get("answer") is answer:
                 self._reply(*passed["raw"])
             else:
-                self._reply(200, {}, render({k: v for k, v in answer.items()
-                                             if k != "ResponseMetadata"}))
+                self._reply(200, {}, render(_epochs({k: v for k, v in answer.items()
+                                                     if k != "ResponseMetadata"})))
 
     def _refuse(self, exc: RequestError) -> None:
         """The emulator's refusal as DynamoDB answers one."""
@@ -186,6 +188,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def _epochs(value: Any) -> Any:
+    """``value`` with each ``datetime`` (a table's, as the wire decodes an answer) the epoch
+    seconds DynamoDB's JSON sends."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, dict):
+        return {k: _epochs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_epochs(v) for v in value]
+    return value
+
+
 #: the ports of this process's fault proxies (on 127.0.0.1) while they run
 _RUNNING: set[int] = set()
 
@@ -206,14 +220,20 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def fault_proxy(endpoint_url: str, *, rules: bool = False) -> Iterator[str]:
+def fault_proxy(endpoint_url: str, *, rules: bool = False,
+                s3: str | Callable[[], Any] | None = None) -> Iterator[str]:
     """A proxy in front of the DynamoDB at ``endpoint_url`` (a local engine: DynamoDB
     Local, dynoxide, a moto server) for the block: yields its URL. Index reads through it
     lag while :func:`~dynaorm.testing.index_lag` is on; ``rules=True`` also enforces what
     moto skips (:mod:`dynaorm.testing.emulator`). Requests it leaves alone pass as they
     are; so do their answers. In front of another fault proxy of this process (the pytest
-    plugin's ``--dynaorm-endpoint``, a moto server) it leaves the lag to that one."""
-    emulator = Emulator(rules=rules, lags=not _proxied(endpoint_url))
+    plugin's ``--dynaorm-endpoint``, a moto server) it leaves the lag to that one.
+    ``s3``: an S3 (the URL of one, a moto server's; or a maker of a botocore S3 client:
+    :func:`~dynaorm.testing.bulk.s3_factory`) through which it answers the bulk API and
+    filtered exports itself (:mod:`dynaorm.testing.bulk`), in front of any engine;
+    ``None``: it passes them on."""
+    maker = s3_factory(s3) if isinstance(s3, str) else s3
+    emulator = Emulator(rules=rules, lags=not _proxied(endpoint_url), s3=maker)
     server = _Server(endpoint_url, emulator)
     port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name="dynaorm-fault-proxy",

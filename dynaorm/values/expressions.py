@@ -59,6 +59,19 @@ class Placeholders:
             parts.append(ph + bracket + index)
         return ".".join(parts)
 
+    def segments(self, path: tuple[str, ...]) -> str:
+        """The placeholder of a document path given as its names (a map member's: each
+        name as it is, dots and brackets included)."""
+        parts = []
+        for segment in path:
+            ph = self._by_name.get(segment)
+            if ph is None:
+                ph = f"#n{len(self._by_name)}"
+                self._by_name[segment] = ph
+                self.names[ph] = segment
+            parts.append(ph)
+        return ".".join(parts)
+
     def value_av(self, av: AttributeValue) -> str:
         """A placeholder for a value already in AttributeValue form."""
         ph = f":v{len(self.values)}"
@@ -135,8 +148,8 @@ class _Test(Condition):
     def render(self, ph: Placeholders) -> str:
         op = self.op
         if op in _COMPARISONS:
-            return f"{ph.name(self.path)} {op} {ph.value_av(_av(self.args[0]))}"
-        rendered = [ph.name(self.path), *map(ph.value_av, map(_av, self.args))]
+            return f"{_named(ph, self.path)} {op} {ph.value_av(_av(self.args[0]))}"
+        rendered = [_named(ph, self.path), *map(ph.value_av, map(_av, self.args))]
         if op == "BETWEEN":
             return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
         if op == "IN":
@@ -313,15 +326,26 @@ def equalities(cond: Condition) -> list[tuple[str, Any]] | None:
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
+class Name(str):
+    """An attribute's whole name where a path is expected: never split at dots or
+    brackets (``legacy.field``, an attribute another writer named so)."""
+
+    __slots__ = ()
+
+
+def _named(ph: Placeholders, path: str) -> str:
+    return ph.segments((path,)) if type(path) is Name else ph.name(path)
+
+
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
-    one per attribute it writes: no lost updates)."""
-    return _Test("=", attr, (_Raw(av),))
+    one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
+    return _Test("=", Name(attr) if "." in attr or "[" in attr else attr, (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
-    """``attribute_not_exists(attr)``."""
-    return _Test("attribute_not_exists", attr)
+    """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
+    return _Test("attribute_not_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -343,8 +367,8 @@ def free(pk: str, ttl: str | None) -> Condition:
 
 
 def exists(attr: str) -> Condition:
-    """``attribute_exists(attr)``."""
-    return _Test("attribute_exists", attr)
+    """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
+    return _Test("attribute_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
@@ -401,6 +425,8 @@ def holds(cond: Condition, item: Item | None) -> bool:
 
 
 def _path(item: Item, path: str) -> AttributeValue | None:
+    if type(path) is Name:
+        return item.get(path)
     current: AttributeValue | None = None
     scope: Any = item
     for segment in re.findall(r"[^.\[\]]+|\[\d+\]", path):

@@ -34,13 +34,12 @@ from typing import Any, Final
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.values.keys import wire_key
-from dynaorm.values.records import Clause
+from dynaorm.values.records import Clause, Member
 
 __all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
            "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
-           "check_values", "describe_key", "float32", "item_size",
-           "number_problem", "number_size", "short_repr", "text_size", "updated_item",
-           "value_problem", "value_size"]
+           "check_values", "describe_key", "float32", "item_size", "number_problem", "number_size",
+           "short_repr", "text_size", "updated_item", "value_problem", "value_size", "with_members"]
 
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
@@ -132,14 +131,17 @@ def _add(old: AttributeValue | None, av: AttributeValue) -> AttributeValue:
 
 
 def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequence[str],
-                 clauses: Sequence[Clause]) -> Item:
+                 clauses: Sequence[Clause], members: Sequence[Member] = ()) -> Item:
     """The item an update makes of the stored item ``known`` (``SET``/``REMOVE``, or
     ``s.update()`` clauses: ``SET``, ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``,
-    ``DELETE``, ``REMOVE``), for checking its size before sending."""
+    ``DELETE``, ``REMOVE``; ``members``: writes of map members by path), for checking its
+    size before sending."""
     out = dict(known)
     for name in remove:
         out.pop(name, None)
     out.update(set_)
+    if members:
+        out = with_members(out, members)
     for kind, name, av in clauses:
         old = out.get(name)
         if kind == "REMOVE" or av is None:
@@ -159,6 +161,27 @@ def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequen
                 out[name] = {tag: left}
             else:
                 out.pop(name, None)
+    return out
+
+
+def with_members(item: Item, members: Sequence[Member]) -> Item:
+    """``item`` with writes of map members by path applied (a copy of each map it
+    changes; a path through no map changes nothing, as DynamoDB would refuse it)."""
+    out = dict(item)
+    for path, av in members:
+        at: Item = out
+        for name in path[:-1]:
+            inner = at.get(name)
+            if type(inner) is not dict or type(inner.get("M")) is not dict:
+                break
+            copied = dict(inner["M"])
+            at[name] = {"M": copied}
+            at = copied
+        else:
+            if av is None:
+                at.pop(path[-1], None)
+            else:
+                at[path[-1]] = av
     return out
 
 

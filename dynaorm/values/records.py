@@ -14,12 +14,15 @@ from typing import Any, NamedTuple
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.values.expressions import Condition
 
-__all__ = ["Built", "Clause", "ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role",
-           "Update"]
+__all__ = ["Built", "Clause", "ConditionCheck", "Delete", "Fail", "Member", "Op", "Origin", "Put",
+           "Role", "Update"]
 
 #: one action of an update expression: ``(clause, attribute, value)`` (``SET``,
 #: ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``, ``DELETE``; ``REMOVE`` without a value)
 Clause = tuple[str, str, AttributeValue | None]
+#: a write of one member of a stored map: its document path (the attribute, then each map
+#: key, never split on dots) and its value (``None``: the member is removed)
+Member = tuple[tuple[str, ...], AttributeValue | None]
 
 
 class Role(enum.Enum):
@@ -106,6 +109,9 @@ class Update:
     #: the stored item the update applies to, when known (a loaded object's snapshot):
     #: the item it makes must fit in 400 KB too
     known: Item | None = field(default=None, compare=False)
+    #: members of stored maps a save writes by their paths (beside ``set``/``remove``: a
+    #: change to one member of a map writes that member, see :mod:`dynaorm.values.merge`)
+    members: tuple[Member, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

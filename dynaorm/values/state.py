@@ -235,6 +235,8 @@ class InstanceState:
                 if type(av) is dict:
                     value = decoded.get(names[at], _MISSING)
                     if value is None or type(value) in _SCALARS:
+                        if "N" in av and str(value) != av["N"]:
+                            continue  # (a number in another spelling, "1E2": kept as is)
                         values[at] = value  # shared with the entity; stands for its wire form
                     elif type(value) is list and (numbers := _Numbers.of(av)) is not None:
                         values[at] = numbers

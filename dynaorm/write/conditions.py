@@ -166,7 +166,8 @@ def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
     write makes one; ``dataclasses.replace`` introspects the fields each time)."""
     if isinstance(op, Update):
-        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
+                      op.members)
     if isinstance(op, Put):
         return Put(op.key, op.item, cond, origin)
     if isinstance(op, Delete):

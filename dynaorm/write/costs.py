@@ -164,7 +164,7 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
         after = {**op.item, **stamp}
     elif isinstance(op, Update):
         after = updated_item(before or wire_key(op.key), {**op.set, **stamp}, op.remove,
-                             op.clauses)
+                             op.clauses, op.members)
     elif isinstance(op, Delete):
         after = None
     else:

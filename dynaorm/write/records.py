@@ -30,6 +30,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
 from dynaorm.values.expressions import Condition
+from dynaorm.values.formats import StoredAs
 from dynaorm.values.keys import key_id
 from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
@@ -187,17 +188,23 @@ class ObjectWrite(StagedWrite):
 
 
 class Written(InstanceState):
-    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
-    the values written, so the next write of the object plans from it without validating
-    the stored item back into an object and encoding that again (:func:`stored_values`).
-    It keeps the written values planning reads (unique fields and index-key fields),
-    copied: the object's own may change in place before that next write."""
+    """The state a commit leaves on an object: its item is the item stored (what the
+    write left: attributes and map members it did not touch as they were), and
+    ``encoded`` exactly ``encode_entity`` of the values written (the item itself unless
+    a merge kept stored forms), so the next write of the object plans from it without
+    validating the stored item back into an object and encoding that again
+    (:func:`stored_values`). It keeps the written values planning reads (unique fields
+    and index-key fields), copied: the object's own may change in place before that next
+    write."""
 
-    __slots__ = ("values",)
+    __slots__ = ("encoded", "values")
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
-                 values: Mapping[str, Any], version: int | None = None) -> None:
+                 values: Mapping[str, Any], version: int | None = None,
+                 encoded: Item | None = None) -> None:
         super().__init__(key, item, version)
+        #: the item as dynaorm encodes the values written (the base of the next diff)
+        self.encoded: Item = item if encoded is None else encoded
         planned = spec.unique_fields | frozenset(f for idx in spec.indexes
                                                  for f in idx.fields)
         self.values: Mapping[str, Any] = {
@@ -226,14 +233,16 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     encoded again (the stored item may hold what the entity does not, or lack defaults);
     a state a commit left has both already."""
     if isinstance(state, Written):
-        return state.values, state.item
+        return state.values, state.encoded
     old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles().keys() - state.item.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
     # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
     # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
-    kept = (*spec.encrypted, *map(spec.attr, spec.kinds))
+    # (a time of a stored format is written only when it changed: another writer's text)
+    kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items()
+                               if not isinstance(k, StoredAs))) if spec.kinds else spec.encrypted
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynaorm._types import Item, PlainKey
+from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Placeholders, condition_values
@@ -73,10 +73,12 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
         body["Key"] = wire_key(op.key)
         if isinstance(op, Update):  # (a save's changes: SET and REMOVE clauses)
             name = "UpdateItem"
-            body["UpdateExpression"] = render_clauses((*(op.clauses or (
-                *[("SET", k, v) for k, v in op.set.items()],
-                *[("REMOVE", k, None) for k in op.remove])),
-                *[("SET", k, v) for k, v in stamp.items()]), ph)
+            clauses: list[_Clause] = list(op.clauses) or [  # (a save's: whole names,
+                *[("SET", (k,), v) for k, v in op.set.items()],  # never split at a dot)
+                *[("REMOVE", (k,), None) for k in op.remove]]
+            clauses += [("SET" if v is not None else "REMOVE", p, v) for p, v in op.members]
+            clauses += [("SET", k, v) for k, v in stamp.items()]
+            body["UpdateExpression"] = render_clauses(clauses, ph)
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
@@ -98,17 +100,21 @@ _SET_FORMS = {
 }
 
 
-def render_clauses(clauses: Sequence[Clause],
-                   ph: Placeholders) -> str:
+#: a clause to render: an update's (a path), or a save's (a tuple: whole names)
+_Clause = Clause | tuple[str, tuple[str, ...], AttributeValue | None]
+
+
+def render_clauses(clauses: Sequence[_Clause], ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
-    their call order within each clause."""
+    their call order within each clause (an attribute given as a tuple is a map member's
+    document path, each of its names one placeholder)."""
     sets: list[str] = []
     removes: list[str] = []
     adds: list[str] = []
     deletes: list[str] = []
     empty: str | None = None
     for kind, attr, av in clauses:
-        n = ph.name(attr)
+        n = ph.name(attr) if isinstance(attr, str) else ph.segments(attr)
         if kind == "REMOVE":
             removes.append(n)
             continue
@@ -178,11 +184,14 @@ def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
     the stored item, when known, must fit too (with the revision ``stamp``)."""
     key = op.key
     values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+    if op.members:
+        values += [(".".join(p), av) for p, av in op.members if av is not None]
     check_values(values, entity=entity, key=key, key_roles=roles)
     size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
                       entity=entity, key=key, what="update")
     if op.known is not None:
-        after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove, op.clauses)
+        after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove, op.clauses,
+                             op.members)
         check_size(item_size(after), entity=entity, key=key, what="item after the update")
     return size
 

@@ -36,8 +36,9 @@ from dynaorm.values.expressions import (
     stored_as,
 )
 from dynaorm.values.limits import short_repr
+from dynaorm.values.merge import Merged, merge_items
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState, changed_attributes
+from dynaorm.values.state import InstanceState
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
     WRITING,
@@ -163,8 +164,9 @@ def _with_unknown(spec: Any, state: InstanceState, reads: Reads
 
 
 def _with(item: Item, extra: Item) -> Item:
-    """``item`` plus the undeclared attributes ``extra`` (the item itself when none)."""
-    return {**extra, **item} if extra else item
+    """``item`` plus the undeclared attributes ``extra`` (the item itself when none; an
+    attribute in both, the revision a state kept, as ``extra`` has it: as stored)."""
+    return {**item, **extra} if extra else item
 
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: EntitySpec
@@ -189,24 +191,44 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     old_item = _with(old_item, extra)
     values = obj.__dict__
     key = spec.primary_key(values)
-    item = _with(encode_entity(obj, spec, key=key), extra)
-    writes = spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
-        old_item, item)))
+    encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
+    drop = _LEFT.get(spec.cls)
+    if drop is None:
+        drop = _left_behind(spec)
+    merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
+    writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
-        item = _with(encode_entity(written, spec, key=key), extra)
+        encoded = encode_entity(written, spec, key=key)
+        merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        row = _plan_key_move(b, entry, spec, state, old_values, key, item)
+        row = _plan_key_move(b, entry, spec, state, old_values, key, merged.item)
     else:
-        row = _plan_row_write(entry, spec, state, old_values, old_item, key, item, index)
+        row = _plan_row_write(entry, spec, state, old_values, merged, key, index)
     if row is None:  # (nothing changed)
-        return [], Outcome(obj, Written(spec, key, item, values))
-    b.around(b.rows(old_values, values, old_key, key, item), row)
-    return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
+        return [], Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded))
+    b.around(b.rows(old_values, values, old_key, key, merged.item), row)
+    return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded),
+                          stamps=pairs)
+
+
+def _left_behind(spec: EntitySpec) -> frozenset[str]:
+    """The attributes a stored item may hold that a write of it leaves behind when its
+    values hold none: key-only fields' (written before they became key-only: removed)
+    and the entity's own index keys (a sparse index's entry whose field is ``None``)."""
+    found = _LEFT.get(spec.cls)
+    if found is None:
+        found = _LEFT[spec.cls] = frozenset(
+            {spec.attr(n) for n in spec.unstored} | set(spec.index_attributes))
+    return found
+
+
+#: per entity class: :func:`_left_behind`
+_LEFT: dict[type[Any], frozenset[str]] = cache("save.left_behind")
 
 
 def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
@@ -252,16 +274,18 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
 
 
 def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
-                    old_values: Mapping[str, Any], old_item: Item, key: PlainKey,
-                    item: Item, index: int) -> Op | None:
+                    old_values: Mapping[str, Any], merged: Merged, key: PlainKey,
+                    index: int) -> Op | None:
     """The write of a loaded object kept under its key: a Put (overwrite) or an Update
-    of the changed attributes, conditioned on what was read (an overwrite: only its
-    guards' values) with the caller's condition ANDed in; ``None`` when nothing
-    changed."""
-    to_set, to_remove = changed_attributes(old_item, item)
-    if spec.unstored and (to_set or to_remove):
+    of what changed (whole attributes, and members of stored maps by path: ``merged``),
+    conditioned on what was read (an overwrite: only its guards' values) with the
+    caller's condition ANDed in; ``None`` when nothing changed."""
+    to_set, to_remove, item, members = merged.set, merged.remove, merged.item, merged.members
+    if spec.unstored and (to_set or to_remove or members):
         to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
     touched = to_set.keys() | to_remove
+    for path, _ in members:
+        touched.add(path[0])
     if not touched:
         return None
     unique_fields = spec.unique_fields
@@ -280,7 +304,8 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
     if entry.overwrite:
         return Put(key, item, cond, origin)
-    return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item)
+    return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item,
+                  tuple(members))
 
 
 def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
@@ -305,20 +330,23 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if key != state.key:
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
-    if _with(encode_entity(obj, spec, n), extra) == _with(old_item, extra):
+    old_item = _with(old_item, extra)
+    if _with(encode_entity(obj, spec, n), extra) == old_item:
         return [], Outcome(obj, state, version=n)
     pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)
     values = written.__dict__
-    item = _with(encode_entity(written, spec, following), extra)
+    encoded = encode_entity(written, spec, following)
+    item = merge_items(state.item, old_item, _with(encoded, extra),  # (untouched: as
+                       _left_behind(spec)).item  # stored)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     cond = all_of([*spec.rules.pinned(n), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
-    return b.ops, Outcome(obj, Written(spec, key, item, values, following), version=following,
-                          stamps=pairs)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, following, encoded),
+                          version=following, stamps=pairs)
 
 
 #: per entity class: the validator of :func:`check_fields`, and the fields that hold models

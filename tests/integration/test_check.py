@@ -875,3 +875,36 @@ def test_a_stale_key_a_scoped_session_skips_is_reported(db: TestBackend,
         assert all("'-'" in p.detail and "scoped session skips" in p.detail
                    for p in problems)
         assert repair(stale, problems) == []
+
+
+@pytest.mark.engines("moto")
+def test_items_no_entity_claims_are_reported_on_a_table_without_a_type_attribute(
+        backend: str | None) -> None:
+    """Issue 82: ``dynaorm check`` was silent there (a guard the old code wrote, a planted
+    item); dynaorm's own rows (a receipt) are claimed, by dynaorm."""
+    from dynaorm import Entity, Table
+    from dynaorm.jobs.checking import check_table
+    from dynaorm.testing import use_tables, worker_suffix
+
+    bare = Table("check-untyped", pk="PK", sk="SK", type_attribute=None)
+
+    class Member(Entity):
+        class Meta:
+            table = bare
+            pk = "M#{member_id}"
+            sk = "PROFILE"
+
+        member_id: str
+        email: str = ""
+
+    with use_tables(bare, endpoint_url=backend, name_suffix=worker_suffix()):
+        for item in ({"PK": {"S": "M#1"}, "SK": {"S": "PROFILE"}, "email": {"S": "a@x"}},
+                     {"PK": {"S": "EMAIL#a@x"}, "SK": {"S": "EMAIL#a@x"}},  # the old guard
+                     {"PK": {"S": "PLANTED"}, "SK": {"S": "X"}},
+                     {"PK": {"S": "dynaorm:receipt#k"}, "SK": {"S": "dynaorm:receipt#k"}}):
+            bare.client.put_item(TableName=bare.name, Item=item)
+        result = check_table(bare)
+    assert result.scanned == 4
+    assert result.unclaimed == {"(no type attribute)": 2}
+    assert sorted(p.split()[1] for p in result.problems) == ["EMAIL#a@x", "PLANTED"]
+    assert all(p.startswith("unclaimed-item") for p in result.problems)

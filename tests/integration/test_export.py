@@ -58,7 +58,6 @@ from tests.support.exports import (
     incremental_export,
     read_back,
     row_of,
-    with_manifests,
 )
 from tests.support.recording import Requests
 
@@ -194,11 +193,13 @@ def _fresh(base: Path, changes: Path, dataset: str, key: str) -> list[dict[str, 
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def test_moto_s_own_export_reads_with_its_manifests(tb: TestBackend, tmp_path: Path) -> None:
-    """The data file moto's ExportTableToPointInTime writes (its DynamoDB JSON dialect),
-    with DynamoDB's manifests beside it, exports like a scan (moto in-process only)."""
+def test_the_embedded_default_s_own_export_reads_like_a_scan(
+        tb: TestBackend, tmp_path: Path) -> None:
+    """The export the embedded default's ``ExportTableToPointInTime`` writes (DynamoDB's
+    layout, manifests included: ``dynaorm.testing.bulk``) exports like a scan (moto
+    in-process only)."""
     if tb.endpoint_url is not None:
-        pytest.skip("moto exports the tables of its in-process DynamoDB only")
+        pytest.skip("the embedded default exports the tables of its in-process DynamoDB")
     entities = fill_exports(tb)
     arn = exports.db.driver.run(call("DescribeTable", {"TableName": exports.name}))[
         "Table"]["TableArn"]
@@ -208,12 +209,11 @@ def test_moto_s_own_export_reads_with_its_manifests(tb: TestBackend, tmp_path: P
     done = exports.db.driver.run(call("ExportTableToPointInTime", {
         "TableArn": arn, "S3Bucket": "exports", "S3Prefix": "moto",
         "ExportFormat": "DYNAMODB_JSON"}))["ExportDescription"]["ExportArn"]
-    s3 = _s3()
-    while exports.db.driver.run(call("DescribeExport", {"ExportArn": done}))[
-            "ExportDescription"]["ExportStatus"] == "IN_PROGRESS":
-        threading.Event().wait(0.01)  # (moto writes the export on a thread of its own)
-    (key,) = [o["Key"] for o in s3.list_objects_v2(Bucket="exports", Prefix="moto")["Contents"]]
-    report = run_local(export(exports, tmp_path, source=with_manifests(s3, "exports", key)))
+    described = exports.db.driver.run(call("DescribeExport", {"ExportArn": done}))[
+        "ExportDescription"]
+    assert described["ExportStatus"] == "COMPLETED"
+    folder = described["ExportManifest"].rsplit("/", 1)[0]
+    report = run_local(export(exports, tmp_path, source=f"s3://exports/{folder}/"))
     assert report.failed == 0 and report.unclaimed == {"ghost": 1}
     entities.pop("ledger.history")
     _assert_datasets(tmp_path, entities)

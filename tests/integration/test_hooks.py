@@ -273,9 +273,12 @@ def test_a_cancelled_operation_ends_with_its_attempt(db: TestBackend) -> None:
                 ended.append(("operation", type(phase.error).__name__))
             return None
 
+    held: list[asyncio.Event] = []
+
     class Stall(Hook):  # holds the attempt: the task is cancelled meanwhile
         def on_end(self, phase: Any, token: Any) -> object:
             if isinstance(phase, Attempt):
+                held[0].set()
                 return asyncio.sleep(30)
             return None
 
@@ -284,8 +287,14 @@ def test_a_cancelled_operation_ends_with_its_attempt(db: TestBackend) -> None:
     async def main() -> None:
         from dynaorm import AsyncSession
 
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(AsyncSession(app).get(Note, note_id="n"), 3)
+        # (cancelled once the stall holds the attempt, not after a fixed time: on a loaded
+        # machine the answer could take longer than the wait, and the attempt was cut short)
+        held.append(asyncio.Event())
+        task = asyncio.ensure_future(AsyncSession(app).get(Note, note_id="n"))
+        await asyncio.wait_for(held[0].wait(), 120)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
         await app.db.aclose()
 
     asyncio.run(main())

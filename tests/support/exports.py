@@ -4,21 +4,17 @@ export output format"): ``<prefix>/AWSDynamoDB/<export id>/manifest-summary.json
 ``manifest-files.json`` (one JSON line per data file: ``itemCount``, ``md5Checksum``,
 ``etag``, ``dataFileS3Key``) and ``data/<name>.json.gz`` files of DynamoDB JSON lines.
 
-moto's own ``ExportTableToPointInTime`` writes one data file and no manifest, and has no
-incremental exports, so a test makes the export from the table's items as DynamoDB would:
+A test makes the export from the table's items as DynamoDB would (the embedded default's
+``ExportTableToPointInTime`` writes full exports only):
 :func:`full_export` from a consistent scan (every item, in ``files`` data files, each
 ``{"Item": ...}``), :func:`incremental_export` from the items before and after a window
 (one record per changed item, compacted as DynamoDB does: ``Keys``, the ``OldImage`` it had
-before the window, the ``NewImage`` it has after, ``Metadata.WriteTimestampMicros``), and
-:func:`with_manifests` puts the manifests beside the data file moto's export wrote.
+before the window, the ``NewImage`` it has after, ``Metadata.WriteTimestampMicros``).
 """
 
 from __future__ import annotations
 
-import base64
 import enum
-import gzip
-import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping
@@ -30,26 +26,7 @@ from pydantic import BaseModel
 
 from dynaorm.testing.exports import dynamodb_json, full_export, incremental_export
 
-__all__ = ["dynamodb_json", "full_export", "incremental_export", "plain", "read_back", "row_of",
-           "with_manifests"]
-
-
-def with_manifests(s3: Any, bucket: str, data_key: str) -> str:
-    """The manifests DynamoDB writes, put beside the one data file moto's export wrote
-    (``<prefix>/AWSDynamoDB/<id>/data/<name>.gz``): the export's folder URL."""
-    folder = data_key.split("/data/")[0]
-    body = s3.get_object(Bucket=bucket, Key=data_key)["Body"].read()
-    count = sum(1 for line in gzip.decompress(body).splitlines() if line.strip())
-    entry = {"itemCount": count, "md5Checksum": base64.b64encode(
-        hashlib.md5(body).digest()).decode(), "etag": hashlib.md5(body).hexdigest(),
-        "dataFileS3Key": data_key}
-    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
-                  Body=(json.dumps(entry) + "\n").encode())
-    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json", Body=json.dumps({
-        "version": "2020-06-30", "manifestFilesS3Key": f"{folder}/manifest-files.json",
-        "itemCount": count, "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT",
-        "s3Bucket": bucket}).encode())
-    return f"s3://{bucket}/{folder}/"
+__all__ = ["dynamodb_json", "full_export", "incremental_export", "plain", "read_back", "row_of"]
 
 
 # -- reading an export back --------------------------------------------------------------

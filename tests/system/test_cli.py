@@ -109,10 +109,12 @@ class Project:
     endpoint: str | None
     table_name: str
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, env_more: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("AWS_", "DYNAORM_"))}
-        env.update(ENV, PYTHONPATH=os.pathsep.join((str(self.path), str(ROOT))))
+        env.update(ENV, PYTHONPATH=os.pathsep.join((str(self.path), str(ROOT))),
+                   **(env_more or {}))
         extra = ["--endpoint-url", self.endpoint] if self.endpoint and args[0] != "--help" else []
         return subprocess.run([sys.executable, "-m", "dynaorm.cli.main", *args, *extra],
                               cwd=self.path, env=env, capture_output=True, text=True,
@@ -307,6 +309,45 @@ def test_help(offline: Project, command: str | None) -> None:
         assert all(c in result.stdout for c in ("create-table", "describe", "check", "demo"))
     else:
         assert "--endpoint-url" in result.stdout and "--region" in result.stdout
+
+
+# -- 0.9: dynaorm load ---------------------------------------------------------------------
+def test_load_reports_each_clash_with_a_progress_bar_and_exits_1(
+        tmp_path: Path, dynaorm_moto_server: str) -> None:
+    """``dynaorm load MODULE:TABLE SOURCE --s3`` on dynaorm's moto server (its emulator
+    serves the bulk API over the server's S3): a Parquet dataset of users loaded, the one
+    whose e-mail is taken reported by field (exit 1), a progress bar on stderr; run again
+    with the same name, nothing is sent again."""
+    import botocore.session
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    proj = _project(tmp_path, dynaorm_moto_server)
+    assert proj.run("create-table", "models:app").returncode == 0
+    models = proj.models()
+    with Session(models.app) as s:
+        s.save(models.User(user_id="ann", username="ann", email="Ann@x.io"))
+    rows = [{"user_id": f"u{n}", "org_id": "acme", "username": f"user{n}",
+             "email": "ann@X.IO" if n == 3 else f"u{n}@x.io"} for n in range(6)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "users.parquet")
+    bucket = f"cli-loads-{uuid.uuid4().hex[:8]}"
+    botocore.session.get_session().create_client(
+        "s3", region_name="us-east-1", endpoint_url=dynaorm_moto_server, **{
+            f"aws_{k.lower().removeprefix('aws_')}": v for k, v in ENV.items()
+            if k != "AWS_DEFAULT_REGION"}).create_bucket(Bucket=bucket)
+    args = ("load", "models:app", str(tmp_path / "users.parquet"), "--entity", "User",
+            "--s3", f"s3://{bucket}/runs", "--poll", "0", "--name", "cli")
+    s3 = {"AWS_ENDPOINT_URL_S3": dynaorm_moto_server}
+    result = proj.run(*args, env_more=s3)
+    assert result.returncode == 1, result.stderr
+    assert "5 of 6 entities loaded (18 rows" in result.stdout
+    assert "failed: UniqueConstraintError: User {'pk': 'USER#u3', 'sk': 'PROFILE'}: " \
+           "unique value already taken: email='ann@X.IO'" in result.stdout
+    assert "loaded 18 rows of ~18 (100%)" in result.stderr
+    again = proj.run(*args, env_more=s3)
+    assert again.returncode == 1 and "1 operation(s)" in again.stdout
+    assert again.stderr == ""  # (settled already: no operation to wait for)
+    Table(proj.table_name).connect(dynaorm_moto_server).delete()
 
 
 # -- 0.2: --version, one-line errors for bad input, describe MODULE:TABLE ------------------

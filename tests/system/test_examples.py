@@ -409,6 +409,17 @@ def check_export_datasets(run: Run) -> None:
     assert "Polars: gift orders ['o1', 'o3', 'o5']" in run.out
 
 
+def check_bulk_load(run: Run) -> None:
+    assert run.block('jobs.load(shop, source(), s3="s3://example-loads/shop")')[0] == (
+        "1199 of 1201 entities loaded (2402 rows, 1 operation(s), last COMPLETED)")
+    assert "UniqueConstraintError for CUSTOMER#c0000: field 'email'" in run.out
+    assert "ItemExistsError for CUSTOMER#legacy-1: field None" in run.out
+    assert "check: 0 problem(s)" in run.out
+    assert "items: 2402 " in run.out and "c0001's orders: 3" in run.out
+    assert "run again with the same name: 1199 loaded, 1 operation" in run.out
+    assert "{'Order': 3} from an export of 6 items" in run.out
+
+
 def check_exactly_once(run: Run) -> None:
     # a message delivered twice debits once (the second commit is replayed), and the same
     # key with other writes is refused
@@ -489,6 +500,15 @@ def check_existing_table(run: Run) -> None:
             "'token']") in run.out  # (0.5: _rev, the revision every dynaorm write stamps)
     assert "expiresAt stored as: N" in run.out
     assert "bob's plan: team; updated_at set: True" in run.out
+
+
+def check_round_trip(run: Run) -> None:
+    assert "read: Ann, seen 2026-01-02T03:04:05+00:00" in run.out
+    assert "prefs: {'M': {'theme': {'S': 'dark'}, 'beta': {'BOOL': True}}}" in run.out
+    assert "seen: 2026-11-27T09:30:56Z" in run.out
+    assert "untouched: score 1.5" in run.out  # (DynamoDB keeps 1.50 as 1.5; moto as sent)
+    assert "source import-2019" in run.out
+    assert "the old code parses it: 2026-11-27 09:30:56" in run.out
 
 
 def check_key_layouts(run: Run) -> None:
@@ -617,6 +637,7 @@ def check_model_and_cost(run: Run) -> None:
 
 
 CHECKS = {
+    "bulk_load": check_bulk_load,
     "export_datasets": check_export_datasets,
     "lake": check_lake,
     "exactly_once": check_exactly_once,
@@ -629,6 +650,7 @@ CHECKS = {
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
+    "round_trip": check_round_trip,
     "key_layouts": check_key_layouts,
     "backfill_job": check_backfill_job,
     "counter": check_counter,

@@ -132,3 +132,72 @@ def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
     assert set(scopes) == {"{n}", "{uid}", "S#{n:05d}", "U#{uid!u}", "U#{uid!u}#{{x}}#{n}"}
     assert scopes["S#{n:05d}"].render({"n": 7}) == "S#00007"
     assert scopes["U#{uid!u}"].render({"uid": "ab"}) == "U#AB"
+
+
+# -- issue 82: tables the world has ---------------------------------------------------------
+def _defined(found: Any) -> dict[str, Any]:
+    """The model the printed code defines (inference's answer), as ``dynaorm.infer``."""
+    from dynaorm.client.infer import _defined_model, inferred_code
+
+    return _defined_model(inferred_code(found))
+
+
+def test_odd_type_values_never_refuse_the_table() -> None:
+    items = [{"PK": s(f"O#{n}"), "SK": s(f"L#{m}"), "_type": s("Order Line"),
+              "qty": {"N": str(m)}} for n in range(3) for m in range(2)]
+    items += [{"PK": s(f"C#{n}"), "SK": s("CODE"), "_type": s("2fa-code"), "code": s("1")}
+              for n in range(3)]
+    found = infer_model(_table(), None, items)
+    assert (found.placed, found.unplaced) == (9, 0)
+    assert set(_entities(found.model)) == {"Order Line", "2fa-code"}
+    assert {e["type_name"] for e in _defined(found)["entities"]} == {"Order Line", "2fa-code"}
+
+
+def test_stray_items_without_a_type_never_unplace_the_typed_ones() -> None:
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "name": s("a")}
+             for n in range(9)]
+    items += [{"PK": s(f"O#{n}"), "SK": s(f"O#{n}"), "_type": s("Order"), "total": {"N": "1"}}
+              for n in range(9)]
+    items += [{"PK": s(f"X#{n}"), "SK": s("STRAY"), "note": s("x")} for n in range(3)]
+    found = infer_model(_table(), None, items)
+    assert found.model["table"]["type_attribute"] == "_type"
+    assert found.placed >= 18 and {"User", "Order"} <= set(_entities(found.model))
+
+
+def test_dynaorms_own_rows_are_counted_apart_never_entities() -> None:
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "name": s("a")}
+             for n in range(4)]
+    own = [{"PK": s("dynaorm:receipt#k1"), "SK": s("dynaorm:receipt#k1"),
+            "_type": s("dynaorm:receipt"), "dynaorm:digest": s("d")},
+           {"PK": s("dynaorm:idempotency#k2"), "SK": s("x"), "_type": s("dynaorm:idempotency")},
+           {"PK": s("LG#t1"), "SK": s("C##c1#"), "_type": s("LangGraphCheckpoint"),
+            "thread_id": s("t1")},
+           {"PK": s("LG#t1"), "SK": s("C##c1#W#t#0"), "_type": s("LangGraphWrite")},
+           {"PK": s("LANGGRAPH#STORE#"), "SK": s("a.b"), "_type": s("LangGraphMemory")}]
+    found = infer_model(_table(), None, items + own)
+    assert (found.placed, found.unplaced, found.own) == (4, 0, 5)
+    assert set(_entities(found.model)) == {"User"}
+    assert [e["type_name"] for e in _defined(found)["entities"]] == ["User"]
+    bare = [{k: v for k, v in i.items() if k != "_type"} for i in items + own[:1]]
+    found = infer_model(_table(), None, bare)  # (no type attribute: a receipt by its key)
+    assert (found.own, found.unplaced) == (1, 0)
+
+
+@pytest.mark.parametrize(("texts", "stored"), [
+    (["2026-01-02T03:04:05Z", "2025-12-31T23:59:59Z"], "%Y-%m-%dT%H:%M:%SZ"),
+    (["2026-01-02T03:04:05.123Z", "2025-12-31T23:59:59.000Z"], "iso-z-millis"),
+    (["2026-01-02T03:04:05.123456Z"], "iso-z"),
+    (["2026-01-02 03:04:05", "2026-01-03 03:04:05"], "%Y-%m-%d %H:%M:%S"),
+    (["2026-01-02T03:04:05+00:00"], None),  # (dynaorm's own form)
+    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z"], None),  # (two forms)
+])
+def test_the_inferred_model_declares_the_stored_format_it_saw(texts: list[str],
+                                                               stored: str | None) -> None:
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "seen": s(t)}
+             for n, t in enumerate(texts * 2)]
+    found = infer_model(_table(), None, items)
+    (seen,) = [f for f in _entities(found.model)["User"]["fields"] if f["stored"] == "seen"]
+    assert seen["type"] == "datetime" and seen.get("stored_as") == stored
+    (defined,) = [f for e in _defined(found)["entities"] for f in e["fields"]
+                  if f["stored"] == "seen"]
+    assert defined.get("stored_as") == stored  # (the printed code declares it)

@@ -1,0 +1,162 @@
+"""Stored formats of times (contract 24): :class:`StoredAs`, a field-level kind
+(:class:`~dynaorm.values.codec.Kind`) that says in which text or number a ``datetime``
+field is stored, used for every value dynaorm writes there and parsed on read::
+
+    from typing import Annotated
+    from dynaorm import StoredAs
+
+    class Contact(Entity):
+        created: Annotated[datetime, StoredAs("%Y-%m-%dT%H:%M:%SZ")]   # a strftime pattern
+        seen: Annotated[datetime, StoredAs.ISO_Z]            # 2026-11-27T09:30:56.761229Z
+        opened: Annotated[datetime, StoredAs.ISO_Z_MILLIS]   # 2026-11-27T09:30:56.761Z
+        expires: Annotated[datetime, StoredAs.EPOCH_SECONDS] # 1795772456 (a number)
+        clicked: Annotated[datetime, StoredAs.EPOCH_MILLIS]  # 1795772456761 (a number)
+
+A time without a zone (a naive datetime, or a pattern without ``%z``) is taken in the
+format's zone, UTC unless ``zone=`` says otherwise; an aware one is written in that zone.
+A value the format cannot parse on read is validated as pydantic would without it (an
+ISO-8601 text, a number of epoch seconds), so items other writers stored in the default
+form still read. Key templates render a time their own way: a format is its field's
+attribute's, not its keys'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from decimal import ROUND_FLOOR, Decimal
+from typing import Any, ClassVar
+
+from pydantic_core import core_schema
+
+from dynaorm._types import AttributeValue
+from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.values.codec import Kind
+
+__all__ = ["StoredAs"]
+
+_ISO_Z = "iso-z"
+_ISO_Z_MILLIS = "iso-z-millis"
+_EPOCH_SECONDS = "epoch-seconds"
+_EPOCH_MILLIS = "epoch-millis"
+_NAMED = (_ISO_Z, _ISO_Z_MILLIS, _EPOCH_SECONDS, _EPOCH_MILLIS)
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class StoredAs(Kind):
+    """The stored format of a ``datetime`` field, given in its ``Annotated`` metadata:
+    a ``strftime`` pattern (``StoredAs("%Y-%m-%dT%H:%M:%SZ")``) or one of the named
+    formats, :attr:`ISO_Z`, :attr:`ISO_Z_MILLIS`, :attr:`EPOCH_SECONDS`,
+    :attr:`EPOCH_MILLIS`. See :mod:`dynaorm.values.formats`."""
+
+    format: str = ""
+    """The pattern, or the name of a named format (``"iso-z"``, ``"epoch-seconds"``...)."""
+    zone: tzinfo = UTC
+    """The zone a time without one is taken in, and aware times are written in."""
+
+    ISO_Z: ClassVar[StoredAs]
+    """ISO-8601 in UTC ending in ``Z``, microseconds when the time has any."""
+    ISO_Z_MILLIS: ClassVar[StoredAs]
+    """ISO-8601 in UTC ending in ``Z`` with milliseconds (JavaScript's ``toISOString()``)."""
+    EPOCH_SECONDS: ClassVar[StoredAs]
+    """Seconds since the epoch, a number (a fraction when the time has microseconds)."""
+    EPOCH_MILLIS: ClassVar[StoredAs]
+    """Milliseconds since the epoch, a whole number."""
+
+    def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:
+        if format not in _NAMED and "%" not in format:
+            raise DynaormError(f"StoredAs({format!r}): give a strftime pattern (with % "
+                               "directives) or one of StoredAs.ISO_Z, ISO_Z_MILLIS, "
+                               "EPOCH_SECONDS, EPOCH_MILLIS")
+        number = format in (_EPOCH_SECONDS, _EPOCH_MILLIS)
+        values = {"name": f"stored as {format}", "python": (datetime,),
+                  "tag": "N" if number else "S", "encode": self._encoder(format, zone),
+                  "format": format, "zone": zone}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+        for name, value in (("schemas", frozenset()), ("actions", {}), ("zero", None),
+                            ("annotations", ()), ("pynamodb", ())):
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        for name in ("ISO_Z", "ISO_Z_MILLIS", "EPOCH_SECONDS", "EPOCH_MILLIS"):
+            if getattr(StoredAs, name, None) is self:
+                return f"StoredAs.{name}"
+        zone = "" if self.zone is UTC else f", zone={self.zone!r}"
+        return f"StoredAs({self.format!r}{zone})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StoredAs) and (self.format, self.zone) == (
+            other.format, other.zone)
+
+    def __hash__(self) -> int:
+        return hash((self.format, self.zone))
+
+    # -- writing --------------------------------------------------------------------------
+    @staticmethod
+    def _encoder(format: str, zone: tzinfo) -> Callable[[Any], AttributeValue]:
+        def encode(value: Any) -> AttributeValue:
+            if not isinstance(value, datetime):
+                raise InvalidValueError(f"a time stored as {format!r} must be a datetime, "
+                                        f"not {type(value).__name__}")
+            value = value.replace(tzinfo=zone) if value.tzinfo is None else (
+                value.astimezone(zone))
+            if format == _EPOCH_SECONDS:
+                seconds = Decimal(int(value.timestamp())) if not value.microsecond else (
+                    _exact_seconds(value))
+                return {"N": str(seconds)}
+            if format == _EPOCH_MILLIS:
+                return {"N": str(int((_exact_seconds(value) * 1000).to_integral_value(
+                    ROUND_FLOOR)))}
+            if format in (_ISO_Z, _ISO_Z_MILLIS):
+                value = value.astimezone(UTC)
+                text = value.strftime("%Y-%m-%dT%H:%M:%S")
+                if format == _ISO_Z_MILLIS:
+                    return {"S": f"{text}.{value.microsecond // 1000:03d}Z"}
+                return {"S": f"{text}.{value.microsecond:06d}Z" if value.microsecond
+                        else f"{text}Z"}
+            return {"S": value.strftime(format)}
+        return encode
+
+    # -- reading --------------------------------------------------------------------------
+    def parse(self, raw: Any) -> Any:
+        """A stored value as a datetime in this format (anything else as it is: pydantic
+        then validates it its own way)."""
+        fmt = self.format
+        if fmt in (_EPOCH_SECONDS, _EPOCH_MILLIS):
+            if isinstance(raw, (int, Decimal, float)) and not isinstance(raw, bool):
+                seconds = Decimal(raw) / 1000 if fmt == _EPOCH_MILLIS else Decimal(raw)
+                whole = int(seconds // 1)
+                micros = int(((seconds - whole) * 1_000_000).to_integral_value())
+                return datetime.fromtimestamp(whole, UTC).replace(
+                    microsecond=micros).astimezone(self.zone)
+            return raw
+        if not isinstance(raw, str):
+            return raw
+        if fmt in (_ISO_Z, _ISO_Z_MILLIS):
+            return raw  # (ISO-8601: pydantic's own)
+        try:
+            found = datetime.strptime(raw, fmt)
+        except ValueError:
+            return raw
+        return found.replace(tzinfo=self.zone) if found.tzinfo is None else found
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any
+                                     ) -> core_schema.CoreSchema:
+        """pydantic's schema of a field of this format: the stored form parsed, then the
+        field's own validation."""
+        return core_schema.no_info_before_validator_function(self.parse, handler(source))
+
+
+def _exact_seconds(value: datetime) -> Decimal:
+    """The epoch seconds of an aware datetime, exactly (microseconds as a fraction)."""
+    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    return (Decimal(delta.days * 86400 + delta.seconds)
+            + Decimal(delta.microseconds) / 1_000_000)
+
+
+StoredAs.ISO_Z = StoredAs(_ISO_Z)
+StoredAs.ISO_Z_MILLIS = StoredAs(_ISO_Z_MILLIS)
+StoredAs.EPOCH_SECONDS = StoredAs(_EPOCH_SECONDS)
+StoredAs.EPOCH_MILLIS = StoredAs(_EPOCH_MILLIS)

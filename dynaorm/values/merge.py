@@ -1,0 +1,115 @@
+"""What a save of a loaded object writes, as a three-way merge (pure): the item as stored
+(``stored``: whoever wrote it), the item dynaorm would write for the values the object was
+loaded with (``old``) and the one it writes for its values now (``new``).
+
+Only what the change touched is written: an attribute (or a map member) whose ``old`` and
+``new`` forms agree was not touched, and keeps its stored form byte for byte (its type
+tag, a number's spelling, members no model declares, a member the stored map lacks, which
+``old`` and ``new`` render as ``NULL``). A changed map that is a map in all three is merged
+member by member: the members that changed are written by their paths
+(``SET prefs.theme = :v``), the members ``old`` held and ``new`` does not are removed, and
+every other member is left as stored. Anything else that changed is written whole, as
+``new`` renders it (contract 24, "round trip without loss").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dynaorm._types import AttributeValue, Item
+
+__all__ = ["MAX_MEMBER_PATHS", "Merged", "Path", "merge_items"]
+
+#: a member's document path: the attribute's name, then each map key (never split on dots)
+Path = tuple[str, ...]
+#: above this many member paths in one attribute, the merged map is written whole (an
+#: update expression has a length limit; the write is conditioned on the map as read)
+MAX_MEMBER_PATHS = 16
+
+
+@dataclass(slots=True)
+class Merged:
+    """The merge of one item: what an update sets (whole attributes), removes (whole
+    attributes) and writes by member path (``members``: a value, or ``None`` to remove),
+    and ``item``, the whole item that results (what a put writes)."""
+
+    set: Item = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    members: list[tuple[Path, AttributeValue | None]] = field(default_factory=list)
+    item: Item = field(default_factory=dict)
+
+    @property
+    def touched(self) -> bool:
+        """Whether the change writes anything."""
+        return bool(self.set or self.remove or self.members)
+
+
+def merge_items(stored: Item, old: Item, new: Item,
+                drop: frozenset[str] | set[str] = frozenset()) -> Merged:
+    """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
+    only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
+    in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
+    writes the item without them)."""
+    item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
+    to_set: Item = {}
+    members: list[tuple[Path, AttributeValue | None]] = []
+    for name, av in new.items():
+        before = old.get(name)
+        if before == av:
+            continue
+        was = stored.get(name)
+        if "M" in av and was is not None and before is not None and _maps(was, before, av):
+            paths: list[tuple[Path, AttributeValue | None]] = []
+            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths)}
+            whole = len(paths) > MAX_MEMBER_PATHS
+            for path, _ in paths:
+                if "" in path:
+                    whole = True  # (a member no path can name)
+            if whole:
+                to_set[name] = item[name]  # (many members, or one no path names: "")
+            else:
+                members += paths
+            continue
+        item[name] = to_set[name] = av
+    remove = []
+    if len(old) > len(new) or not old.keys() <= new.keys():
+        remove = [name for name in old if name not in new and name in item]
+        for name in remove:
+            del item[name]
+    for name in drop:
+        if name in item and name not in new and name not in old:
+            del item[name]
+    return Merged(to_set, remove, members, item)
+
+
+def _maps(*avs: AttributeValue) -> bool:
+    """Whether every one of ``avs`` is a map."""
+    return all(type(av) is dict and len(av) == 1 and type(av.get("M")) is dict for av in avs)
+
+
+def _merge_map(stored: Item, old: Item, new: Item, path: Path,
+               paths: list[tuple[Path, AttributeValue | None]]) -> Item:
+    """The members of a stored map merged (see :func:`merge_items`), each write of a
+    member appended to ``paths``."""
+    out: Item = {}
+    for name, av in new.items():
+        before = old.get(name)
+        was = stored.get(name)
+        if before == av:
+            if was is not None:
+                out[name] = was
+            continue  # (a member the stored map lacks stays absent: NULL in both)
+        at = (*path, name)
+        if was is not None and before is not None and _maps(was, before, av):
+            out[name] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths)}
+            continue
+        out[name] = av
+        paths.append((at, av))
+    for name, av in stored.items():
+        if name in out:
+            continue
+        if name in old and name not in new:
+            paths.append(((*path, name), None))  # removed by the change
+        else:
+            out[name] = av  # a member no model declares (or one left as stored)
+    return out
