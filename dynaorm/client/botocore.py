@@ -38,8 +38,8 @@ from dynaorm.private_apis import checked_aiohttp_session
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["INSTALL_HINT", "BotocoreWire", "InProcessWire", "aiobotocore", "botocore_error",
-           "check_checksums", "create_client", "method_name"]
+__all__ = ["INSTALL_HINT", "BotocoreWire", "aiobotocore", "botocore_error", "check_checksums",
+           "create_client", "method_name"]
 
 #: What to install for AsyncSession.
 INSTALL_HINT = 'pip install "dynaorm[async]"'
@@ -226,6 +226,11 @@ class BotocoreWire:
     loop's aiobotocore client, made by the loop's first request."""
 
     botocore = True
+    #: inside moto's in-process mock that the caller started (``mock_aws``): moto answers
+    #: botocore's client only (aiobotocore's answers there are no awaitables: every
+    #: ``AsyncSession`` request failed with a ``TypeError``), so :meth:`asend` sends on a
+    #: worker thread, as the test backend's transport does
+    in_process = False
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner
@@ -364,9 +369,13 @@ class BotocoreWire:
 
     async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
                     ) -> dict[str, Any]:
-        """Send ``request`` once through this loop's aiobotocore client."""
+        """Send ``request`` once through this loop's aiobotocore client; inside moto's
+        in-process mock that the caller started (:attr:`in_process`), through botocore's
+        client on a worker thread."""
         import asyncio
 
+        if self.in_process:
+            return await asyncio.to_thread(self.send, operation, request)
         try:
             made = await self.aio()
             answer: dict[str, Any] = await getattr(made, method_name(operation))(**request)
@@ -387,39 +396,3 @@ class BotocoreWire:
         if keeper is not None:
             await keeper.aclose()
 
-
-class InProcessWire:
-    """The botocore wire of a client inside moto's in-process mock that the user started
-    (``mock_aws``, without dynaorm's test backend): moto answers botocore's client only
-    (aiobotocore's answers are no awaitables there: every ``AsyncSession`` request failed
-    with a ``TypeError``), so an async request is sent by botocore's client on a worker
-    thread, as the test backend's transport sends it."""
-
-    botocore = True
-
-    def __init__(self, wire: BotocoreWire) -> None:
-        self.wire = wire
-
-    def send(self, operation: str, request: dict[str, Any], reader: Any = None
-             ) -> dict[str, Any]:
-        """Send ``request`` once through the botocore client (``reader`` is ignored)."""
-        return self.wire.send(operation, request)
-
-    async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
-                    ) -> dict[str, Any]:
-        """:meth:`send` on a worker thread."""
-        import asyncio
-
-        return await asyncio.to_thread(self.wire.send, operation, request)
-
-    def close(self) -> None:
-        """Nothing to close: moto answers in process."""
-        self.wire.close()
-
-    async def aclose(self) -> None:
-        """Close the running loop's aiobotocore client, if one was made."""
-        await self.wire.aclose()
-
-    def where(self) -> tuple[str, str] | None:
-        """Where the botocore wire's client sends."""
-        return self.wire.where()

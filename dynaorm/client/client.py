@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm._types import Reader
-from dynaorm.client.botocore import INSTALL_HINT, BotocoreWire, InProcessWire, aiobotocore
+from dynaorm.client.botocore import INSTALL_HINT, BotocoreWire, aiobotocore
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
@@ -468,8 +468,8 @@ class Client:
         if moto_active() or (in_process_mock_depth() and in_process(
                 configured_endpoint(self.endpoint_url, self._botocore_session()))):
             wrap = _IN_PROCESS[-1] if _IN_PROCESS else None  # (moto answers inside
-            # botocore's client; aiobotocore's requests go to it on a worker thread)
-            return InProcessWire(self._boto) if wrap is None else wrap(self._boto)
+            self._boto.in_process = True  # botocore's client: asend's go on a thread)
+            return self._boto if wrap is None else wrap(self._boto)
         return WIRES[self.wire](self)
 
     def _transport_for(self, operation: str) -> Transport:

@@ -74,13 +74,11 @@ def _same_int(got: Any, want: str) -> bool:
     return (isinstance(got, str) and _INT.fullmatch(got) is not None
             and _INT.fullmatch(want) is not None and int(got) == int(want))
 
-#: (entity class, *scope items) -> :meth:`Scope.admitter`'s decision on a partition key's
-#: text (built once per class and scope, not once a session)
-_ADMITTERS: dict[tuple[Any, ...], Callable[[str], object]] = {}
+#: (entity class, *scope items) -> :meth:`Scope.admitter_all`'s decision on partition keys'
+#: texts (built once per class and scope, not once a session)
+_ADMITTERS: dict[tuple[Any, ...], Callable[[list[str]], bool]] = {}
 #: (entity class, *scope items) -> :meth:`Scope.holder`
 _HOLDERS: dict[tuple[Any, ...], Callable[[list[Any]], bool]] = {}
-#: (entity class, *scope items) -> :meth:`Scope.admitter_all`
-_ALL_ADMITTERS: dict[tuple[Any, ...], Callable[[list[str]], bool]] = {}
 #: (scope items with their types) -> the :class:`Scope` of them (:meth:`Scope.of`)
 _SCOPES: dict[tuple[Any, ...], Scope] = {}
 #: (entity class, index, *scope items) whose queries a scope allows (:meth:`Scope.index`)
@@ -126,7 +124,7 @@ def _key_condition(pk: str, op: str, texts: tuple[str, ...]) -> Condition:
     return found
 
 
-def _every(test: Callable[[str], object], keys: list[str]) -> bool:
+def _every(test: Callable[[str | None], object], keys: list[str]) -> bool:
     return all(map(test, keys))
 
 
@@ -321,37 +319,21 @@ class Scope:
             _HOLDERS[known] = hold
         return hold
 
-    def admitter(self, spec: EntitySpec) -> Callable[[str], object]:
-        """:meth:`admits_key` of an item of ``spec`` whose partition key attribute is the
-        string ``text`` (``{"S": text}``), as one call on the text (truthy: admitted):
-        the grammar's own test (:meth:`KeyTemplate.matcher`) where the entity has one
-        partition template of strings and the scope's fields are plain in it, else
-        :meth:`admits_key`'s parse. Kept per (class, scope)."""
+    def admitter_all(self, spec: EntitySpec) -> Callable[[list[str]], bool]:
+        """:meth:`admits_key` of a list of string partition keys' texts at once (``True``:
+        every one is admitted): the grammar's own test of them
+        (:meth:`KeyTemplate.matcher_all`) where the entity has one partition template of
+        strings and the scope's fields are plain in it, else the parse of each (a
+        previous layout's too, a padded integer). Kept per (class, scope)."""
         known = (spec.cls, *self.values.items())
         found = _ADMITTERS.get(known)
         if found is None:
             templates = (_PKS.get(spec.cls) or _templates(spec))[1]
-            found = templates[0].matcher(self.values) if len(templates) == 1 else None
-            if found is None:  # (a previous layout's too, a padded integer: parsed)
-                found = functools.partial(self._parses, templates)
-            if len(_ADMITTERS) < 4096:
-                _ADMITTERS[known] = found
-        return found
-
-    def admitter_all(self, spec: EntitySpec) -> Callable[[list[str]], bool]:
-        """:meth:`admitter` of a list of partition keys' texts at once (``True``: every
-        one is admitted): the grammar's own (:meth:`KeyTemplate.matcher_all`), else
-        :meth:`admitter` of each. Kept per (class, scope)."""
-        known = (spec.cls, *self.values.items())
-        found = _ALL_ADMITTERS.get(known)
-        if found is None:
-            templates = (_PKS.get(spec.cls) or _templates(spec))[1]
             found = templates[0].matcher_all(self.values) if len(templates) == 1 else None
             if found is None:
-                one = self.admitter(spec)
-                found = functools.partial(_every, one)
-            if len(_ALL_ADMITTERS) < 4096:
-                _ALL_ADMITTERS[known] = found
+                found = functools.partial(_every, functools.partial(self._parses, templates))
+            if len(_ADMITTERS) < 4096:
+                _ADMITTERS[known] = found
         return found
 
     def admits_key(self, spec: EntitySpec, value: str | None) -> bool:

@@ -264,7 +264,7 @@ class Selection(Generic[T]):
         strict bound, history, latest copies among several types, a rule that keeps some
         rows from the results), or whose items are read again by key. Scoped: each
         result's stored partition key is admitted as :meth:`keep` admits it (the scope's
-        :meth:`~dynaorm.core.scope.Scope.admitter` of each type)."""
+        :meth:`~dynaorm.core.scope.Scope.admitter_all` of each type)."""
         if (self.shapeless or self.fetch or self.by_shape
                 or self.ttl_attr is not None or self.exclude is not None
                 or self.history_base is not None or self.latest_only or self.keeping):

@@ -192,18 +192,18 @@ class KeyTemplate:
 
     def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
         """Render the full key from ``values`` (a mapping of field name to value). Every
-        path checks each value through :meth:`_Field.refused` (``#``, the field's
+        path checks each value by :meth:`_Field.refused`'s rule (``#``, the field's
         separator, its separators in the entity's other templates): a plain ``str``
-        value is rendered as itself once checked, any other by :meth:`_render_field`,
-        which checks the same way."""
+        value is rendered as itself once checked (the rule inlined where the field
+        refuses ``#`` and its separator alone), any other by :meth:`_render_field`."""
         if self.key_type != "S":
             return self._typed(values, owner)
         if not self.fields:  # a constant key ("PROFILE"), rendered once
             return self._constant
         simple = self._prefixed
         if simple is not None:  # "USER#{id}", the common key: the loop's rule, unrolled
-            value = values.get(simple[1].name)
-            if type(value) is str and value and simple[1].refused(value) is None:
+            value = values.get(simple[1])
+            if type(value) is str and value and "#" not in value:
                 return simple[0] + value
         out = []
         single = self.single
@@ -212,26 +212,31 @@ class KeyTemplate:
                 out.append(seg)
                 continue
             # the common case first: a plain str value under a field without format or
-            # conversion renders as itself, once the field's check passes
+            # conversion renders as itself (_Field.refused's rule, inlined: a field
+            # refusing more than '#' and its separator is checked by _render_field)
             value = values.get(seg.name)
             if (type(value) is str and value and not seg.spec and seg.conversion is None
-                    and (single is not None or seg.refused(value) is None)):
+                    and (single is not None or ("#" not in value
+                                                and (not seg.sep or seg.sep not in value)
+                                                and not seg.also))):
                 out.append(value)
             else:
                 out.append(self._render_field(seg, values, owner))
         return "".join(out)
 
     @functools.cached_property
-    def _prefixed(self) -> tuple[str, _Field] | None:
+    def _prefixed(self) -> tuple[str, str] | None:
         """``(literal, field)`` of a template that is a literal then one plain field (no
-        format or conversion), the common key: :meth:`render` answers a plain str value
-        for it without its loop; ``None`` for any other template."""
+        format or conversion) refusing ``#`` alone (it ends the key; no other template
+        of the entity gives it a separator), the common key: :meth:`render` answers a
+        plain str value for it without its loop; ``None`` for any other template (0.8's
+        shortcut ignored the separators of the entity's other templates)."""
         if len(self.segments) != 2:
             return None
         literal, seg = self.segments
         if (isinstance(literal, str) and isinstance(seg, _Field) and not seg.spec
-                and seg.conversion is None):
-            return literal, seg
+                and seg.conversion is None and seg.refuses == {"#"}):
+            return literal, seg.name
         return None
 
     @functools.cached_property
@@ -423,24 +428,21 @@ class KeyTemplate:
         comparison when no other field is left: the key is then one text). ``None`` for
         what it does not decide: a typed (``N``/``B``) key, or a fixed field rendered
         with a format or a conversion (its key text is not the text given: ask
-        :meth:`parse_key`). A fixed name the template lacks: nothing matches."""
+        :meth:`parse_key`). A fixed name the template lacks: nothing matches. ``fixed``
+        names one field at least."""
         if self.key_type != "S" or any(
                 isinstance(s, _Field) and s.name in fixed and (s.spec or s.conversion)
                 for s in self.segments):
             return None
         if not set(fixed) <= set(self.fields):
             return _never
-        if not fixed:  # (nothing fixed: whether it parses)
-            return lambda text: self.parse_key(text) is not None
         if self.single is not None:  # (the whole key is the field)
             return fixed[self.single].__eq__
-        if set(self.fields) <= set(fixed):  # (literals and fixed texts: one key)
-            if self._regex(fixed) is None:
-                return _never
-            return "".join(s if isinstance(s, str) else fixed[s.name]
-                           for s in self.segments).__eq__
         found = self._regex(fixed)
-        return _never if found is None else re.compile(found).fullmatch
+        if found is None:
+            return _never
+        prefix, whole, _ = self.leading_text(fixed)  # (whole: literals and fixed texts,
+        return prefix.__eq__ if whole else re.compile(found).fullmatch  # one key)
 
     def matcher_all(self, fixed: Mapping[str, str]) -> Callable[[list[str]], bool] | None:
         """:meth:`matcher` of a whole list of keys at once (``True``: every key matches),
@@ -455,10 +457,8 @@ class KeyTemplate:
             return None
         if test is _never:
             return lambda keys: not keys
-        prefix, whole, _ = self.leading_text(fixed)
-        if whole:
-            return lambda keys: keys.count(prefix) == len(keys)
-        rest = self._after(prefix, fixed)
+        prefix = self.leading_text(fixed)[0]
+        rest = self._after(fixed)
         if rest is None:
             return lambda keys: all(map(test, keys))
         refused = "#" + rest.sep + rest.also
@@ -482,16 +482,14 @@ class KeyTemplate:
 
         return every
 
-    def _after(self, prefix: str, fixed: Mapping[str, str]) -> _Field | None:
-        """The one field left after the text ``prefix`` of the fixed fields (what
-        :meth:`matcher_all` reads as a slot), else ``None``: more is left, or that field
-        is fixed, or named twice (a repeat must hold the first's text)."""
-        head = [s for s in self.segments if isinstance(s, str) or s.name in fixed]
-        if len(head) != len(self.segments) - 1 or not isinstance(self.segments[-1], _Field):
-            return None
-        last = self.segments[-1]
-        if last.name in fixed or self.fields.count(last.name) != 1 or (
-                "".join(s if isinstance(s, str) else fixed[s.name] for s in head) != prefix):
+    def _after(self, fixed: Mapping[str, str]) -> _Field | None:
+        """The template's last segment, when it is the one field left after the fixed
+        fields' text (what :meth:`matcher_all` reads as a slot), else ``None``: more is
+        left, or that field is fixed, or named twice (a repeat must hold the first's)."""
+        *head, last = self.segments
+        if not isinstance(last, _Field) or last.name in fixed or self.fields.count(
+                last.name) != 1 or any(not isinstance(s, str) and s.name not in fixed
+                                       for s in head):
             return None
         return last
 
