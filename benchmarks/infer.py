@@ -5,8 +5,9 @@
 The items are an online shop's, as another tool would write them (no type attribute:
 entities told apart by key shapes; two overloaded global indexes, one sparse; nested
 maps, lists, sets, numbers, ISO timestamps), built in memory: what is measured is the
-client's work on a sample it has read (the inference, the entity code it prints, and
-that code defined to give the model every format prints), not the Scan.
+client's work on a sample it has read (the inference, the entity code it prints, that
+code defined to give the model every format prints, and every placed item decoded
+through it), not the Scan.
 
 Usage::
 
@@ -25,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dynaorm.client.infer import _defined_model, inferred_code, with_report
+from dynaorm.client.infer import _defined_table, decoded, inferred_code, with_report
 from dynaorm.formats.infer import infer_model
 
 BUDGET = 2.0
@@ -84,7 +85,8 @@ def items(count: int) -> list[dict[str, Any]]:
 def once(sample: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
     start = time.process_time()
     found = infer_model(DESCRIPTION, None, sample)
-    model = with_report(_defined_model(inferred_code(found)), found)
+    table = _defined_table(inferred_code(found))
+    model = with_report(table.model(), decoded(found, table))  # (placed: decoded, each)
     return time.process_time() - start, model
 
 

@@ -17,16 +17,19 @@ import types
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError
 from dynaorm.formats.infer import InferenceError, Inferred, infer_model, table_of
 
-__all__ = ["EndpointUnreachableError", "InferenceError", "infer", "infer_code",
+__all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
            "inferred_code", "read_sample"]
 
 #: the segments of the parallel Scan (each reads its share of the sample)
 SEGMENTS = 4
+#: the unplaced keys the report names (the rest are only counted)
+_SHOWN = 5
 #: the first line of the code ``--format code`` prints
 _HEAD = '"""Entities of {name!r}, inferred from its items by `dynaorm model --infer`."""'
 
@@ -113,8 +116,8 @@ def inferred_code(found: Inferred) -> str:
     return _HEAD.format(name=found.model["table"]["name"]) + "\n" + rest
 
 
-def _defined_model(code: str) -> dict[str, Any]:
-    """The model (``table.model()``) of the one table ``code`` defines."""
+def _defined_table(code: str) -> Any:
+    """The one table (a :class:`~dynaorm.Table`) ``code`` defines."""
     from dynaorm.client.table import Table
 
     # (a module of its own, kept in sys.modules: pydantic resolves the annotations of a
@@ -122,13 +125,57 @@ def _defined_model(code: str) -> dict[str, Any]:
     module = types.ModuleType(f"dynaorm_inferred_{uuid.uuid4().hex}")
     sys.modules[module.__name__] = module
     exec(compile(code, "<dynaorm inferred>", "exec"), module.__dict__)
-    table = next(v for v in vars(module).values() if isinstance(v, Table))
-    model: dict[str, Any] = table.model()
+    return next(v for v in vars(module).values() if isinstance(v, Table))
+
+
+def _defined_model(code: str) -> dict[str, Any]:
+    """The model (``table.model()``) of the one table ``code`` defines."""
+    model: dict[str, Any] = _defined_table(code).model()
     return model
 
 
+def decoded(found: Inferred, table: Any) -> Inferred:
+    """``found`` with only the items the printed model's ``table`` reads counted placed
+    (contract 24: placed means decoded): each item the keys placed is classified as a
+    read of the table classifies it (by its type name, else by its key's shape) and
+    decoded by the class that claims it, a stored item as it would come from a Scan. An
+    item no class claims, or whose class does not decode it, is unplaced, named first
+    among the keys, and why in ``unreadable``."""
+    from dynaorm.formats.infer import key_of
+
+    keys = {"pk": table.pk, "sk": table.sk}
+    bad: list[tuple[dict[str, Any], str]] = []
+    for item in found.placed_items:
+        why = _unread(table, item)
+        if why is not None:
+            bad.append((key_of(item, keys), why))
+    if not bad:
+        return found
+    shown = [k for k, _ in bad][:_SHOWN] + found.unplaced_keys
+    return replace(found, placed=found.placed - len(bad), unplaced=found.unplaced + len(bad),
+                   unplaced_keys=shown[:_SHOWN],
+                   unreadable=[f"{json.dumps(k)}: {why}" for k, why in bad[:_SHOWN]])
+
+
+def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
+    """Why the table's classes do not read ``item`` (``None``: one does), as a Scan of
+    the table would meet it (classified, then decoded by its class: a stream image of an
+    INSERT is read the same way)."""
+    record = {"eventName": "INSERT", "dynamodb": {"NewImage": item}}
+    try:
+        change = next(iter(table.changes([record])), None)
+        if change is None or change.entity is None:
+            return "no class of the printed model claims it"
+        if change.role in ("guard", "rule"):
+            return None  # (a row of a rule of its entity: a unique guard)
+        change.new  # noqa: B018 (decoded on first read)
+    except (DynaormError, ValueError) as exc:
+        return str(exc).split(": ", 1)[-1][:200]
+    return None
+
+
 def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
-         region: str | None, report: TextIO | None) -> tuple[Inferred, str]:
+         region: str | None, report: TextIO | None) -> tuple[Inferred, str, dict[str, Any]]:
     if sample < 1:
         raise InferenceError(f"--sample must be at least 1, got {sample}")
     dynamodb = _client(client, endpoint_url, region)
@@ -137,7 +184,9 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
         print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
               f"{units:g} read capacity units consumed", file=report)
     found = infer_model(description, ttl, items)
-    return found, inferred_code(found)
+    code = inferred_code(found)
+    table = _defined_table(code)
+    return decoded(found, table), code, table.model()
 
 
 def infer(table_name: str, *, client: Any = None, sample: int = 1000,
@@ -152,23 +201,24 @@ def infer(table_name: str, *, client: Any = None, sample: int = 1000,
 
     Raises :class:`InferenceError` for no such table, an empty table or binary keys,
     :class:`EndpointUnreachableError` when the endpoint does not answer."""
-    found, code = _run(table_name, client, sample, endpoint_url, region, report)
-    return with_report(_defined_model(code), found)
+    found, _, model = _run(table_name, client, sample, endpoint_url, region, report)
+    return with_report(model, found)
 
 
 def infer_code(table_name: str, *, client: Any = None, sample: int = 1000,
                endpoint_url: str | None = None, region: str | None = None,
                report: TextIO | None = sys.stderr) -> tuple[str, dict[str, Any]]:
     """The entity code of the live table (see :func:`infer`) and the model."""
-    found, code = _run(table_name, client, sample, endpoint_url, region, report)
-    return code, with_report(_defined_model(code), found)
+    found, code, model = _run(table_name, client, sample, endpoint_url, region, report)
+    return code, with_report(model, found)
 
 
 def with_report(model: dict[str, Any], found: Inferred) -> dict[str, Any]:
     """``model`` with the inference's last section: what was sampled, placed, and the
     items it could not place (how many, with a few keys)."""
     model["inferred"] = {"sampled": found.sampled, "placed": found.placed,
-                         "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys},
+                         "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys,
+                                      "unreadable": found.unreadable},
                          "own": found.own}
     return model
 
@@ -183,4 +233,7 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]
+    if info["unplaced"].get("unreadable"):
+        lines.append("placed by their keys, but the printed model does not read them:")
+        lines += [f"  {why}" for why in info["unplaced"]["unreadable"]]
     return "\n".join(lines)

@@ -25,6 +25,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date, datetime
 from typing import Any, Final
 
 import pydantic
@@ -36,7 +37,7 @@ from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.templates import KeyTemplate
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "slots_of", "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
 #: the type attribute names other tools write, tried before any other attribute
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
@@ -101,6 +102,12 @@ class Inferred:
     unplaced_keys: list[dict[str, Any]] = field(default_factory=list)
     #: rows of dynaorm's own it recognized (receipts, LangGraph's rows): never entities
     own: int = 0
+    #: the sampled items it placed, by their keys (the driver decodes each through the
+    #: printed model: :func:`dynaorm.client.infer.decoded`)
+    placed_items: list[Item] = field(default_factory=list, repr=False)
+    #: why some items the keys placed are not placed (an item the printed model does not
+    #: decode: its key and the error), a few
+    unreadable: list[str] = field(default_factory=list)
 
 
 # -- the table -----------------------------------------------------------------------------
@@ -301,12 +308,81 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
         keys = set(_key_attrs(table))
         held = [{t for a, av in item.items() if a not in keys and (t := _text(av))}
                 for item, _, _ in same]
-        for (item, key, versioned), sig in zip(same, _signatures(shapes, held), strict=True):
+        sigs = _words_as_values(_signatures(shapes, held), same, table)
+        for (item, key, versioned), sig in zip(same, sigs, strict=True):
             group = groups.get(sig)
             if group is None:
                 group = groups[sig] = _Group(_shape_name(sig), None, sep=table["_sep"])
             _add(group, item, key, versioned)
     return list(groups.values())
+
+
+def _words_as_values(sigs: list[tuple[Any, ...]],
+                     entries: Sequence[tuple[Item, dict[str, str], bool]],
+                     table: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """``sigs`` with each literal that varies within one entity read as a value: where the
+    signatures of two groups differ at one position only, a word in both followed by a
+    value in the same key part (``Active#2026-01-01``, ``Saved#2026-02-01``), and their
+    items hold the same attributes (most of them: a status word of one entity's items,
+    not two entities), that position is a field (``*``) of one group."""
+    keys = {table["pk"], table["sk"]}
+    attrs: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for sig, (item, _, _) in zip(sigs, entries, strict=True):
+        attrs[sig].update(a for a in item if a not in keys)
+    refused: set[tuple[Any, Any]] = set()
+    while True:
+        pair = next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
+                     if (a, b) not in refused and (at := _word_apart(a, b)) is not None
+                     and _alike(attrs[a], attrs[b], exact=not at[2])), None)
+        if pair is None:
+            return sigs
+        a, b, (part, pos) = pair
+        merged = tuple(tuple("*" if (p, q) == (part, pos) else t for q, t in enumerate(toks))
+                       for p, toks in enumerate(a))
+        if any(_fits(other, merged) and not _alike(attrs[other], attrs[a] | attrs[b])
+               for other in attrs if other not in (a, b)):
+            # (its template would cover another entity's keys: ``{sk}#{sk_2}`` beside
+            # ``ORDER#{order_id}``, which dynaorm cannot tell apart without a type)
+            refused.add((a, b))
+            continue
+        held = attrs.pop(a) | attrs.pop(b)
+        attrs[merged] = attrs.get(merged, set()) | held
+        sigs = [merged if sig in (a, b) else sig for sig in sigs]
+
+
+def _fits(sig: tuple[Any, ...], template: tuple[Any, ...]) -> bool:
+    """Whether keys of signature ``sig`` fit ``template`` (a literal or ``*`` each)."""
+    return [len(p) for p in sig] == [len(p) for p in template] and all(
+        t in ("*", x) for p, q in zip(sig, template, strict=True)
+        for x, t in zip(p, q, strict=True))
+
+
+def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool] | None:
+    """The one position (key part, token) where signatures ``a`` and ``b`` differ, when
+    both hold a literal there, and whether a value (``*``) comes next in that part (then
+    the word leads a value: ``Active#2026-01-01``); else ``None``."""
+    if [len(p) for p in a] != [len(p) for p in b]:
+        return None
+    apart = [(p, q) for p, (x, y) in enumerate(zip(a, b, strict=True))
+             for q, (s, t) in enumerate(zip(x, y, strict=True)) if s != t]
+    if len(apart) != 1:
+        return None
+    part, pos = apart[0]
+    toks = a[part]
+    if "*" in (a[part][pos], b[part][pos]):
+        return None
+    leads = pos + 1 < len(toks) and toks[pos + 1] == "*" == b[part][pos + 1]
+    # (a word alone in its key part stays a literal: read as a value, that part would be
+    # one field, a template of any key, and clash with the other entities' templates)
+    return (part, pos, leads) if leads or len(toks) > 1 else None
+
+
+def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
+    """Whether two groups' attribute names are one entity's: some, most of them shared
+    (``exact``, for a word that leads no value, ``johndoe`` beside ``arvinje``: all)."""
+    if exact:
+        return bool(a) and a == b
+    return bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
 def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> None:
@@ -410,9 +486,15 @@ class _Slot:
     lead: str = ""
 
 
-def _template(group: _Group, attr: str) -> tuple[list[str | _Slot], set[int]] | None:
+def _template(group: _Group, attr: str, plain: bool = False
+              ) -> tuple[list[str | _Slot], set[int]] | None:
     """The segments of ``attr``'s template for ``group`` (literal tokens and slots, the
-    ``#`` between them implied), and the items it holds; ``None`` when no item has it."""
+    ``#`` between them implied), and the items it holds; ``None`` when no item has it.
+    ``plain``: an index key attribute holding a field as it is (one slot, whatever the
+    sample holds: ``Operator``)."""
+    if plain:
+        values = {n: k[attr] for n, k in enumerate(group.keys) if attr in k}
+        return ([_Slot(attr, 0, None, values)], set(values)) if values else None
     present = [(n, _tokens(k[attr], group.sep)) for n, k in enumerate(group.keys)
                if attr in k]
     if not present:
@@ -480,10 +562,11 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     """The model type of one attribute value."""
     (tag, value), = av.items()
     if tag == "S":
-        if _DATETIME.match(value):
+        if _DATETIME.match(value) and _parses(datetime.fromisoformat, value):
             stored = _stored_format(value)
             return {"type": "datetime", **({"stored_as": stored} if stored else {})}
-        return {"type": "date" if _DATE.match(value) else "string"}
+        return {"type": "date" if _DATE.match(value) and _parses(date.fromisoformat, value)
+                else "string"}
     if tag == "N":
         return {"type": "integer" if _INTEGER.match(value) else "decimal"}
     if tag in ("BOOL", "B", "NULL"):
@@ -494,8 +577,17 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
                        else "decimal"})
         return {"type": "set", "items": inner}
     if tag == "L":
-        return {"type": "list", "items": _merge([_kind(v) for v in value])}
+        return {"type": "list", "items": _merge([_kind(v) for v in value], members=True)}
     return {"type": "map", "_values": [value]}
+
+
+def _parses(parse: Callable[[str], object], text: str) -> bool:
+    """Whether ``text`` (of a time's or a date's shape) is one (``2024-02-30`` is not)."""
+    try:
+        parse(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 #: a time as text other writers store it: its separator, fraction and zone
@@ -518,21 +610,36 @@ def _stored_format(text: str) -> str | None:
     return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
 
 
-def _merge(kinds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The one type of values of ``kinds`` (``any`` when they differ)."""
+#: the model types of values stored as ``S`` and as ``N``
+_TEXTS: Final = frozenset({"string", "date", "datetime"})
+_NUMBERS: Final = frozenset({"integer", "decimal"})
+
+
+def _merge(kinds: Sequence[dict[str, Any]], members: bool = False) -> dict[str, Any]:
+    """The one type of values of ``kinds`` (``any`` when they differ): texts of several
+    kinds are strings, integers and fractions decimals, and values stored as ``S`` on some
+    items and ``N`` on others a union of a string and a number (pydantic keeps each value
+    its type, so each is written back with the tag it was read with). ``members``: the
+    values of a list or a map, where a ``NULL`` among others makes the type ``any`` (a
+    field's ``NULL`` makes it optional instead)."""
     real = [k for k in kinds if k["type"] != "null"]
-    if not real:
+    if not real or (members and len(real) < len(kinds)):
         return {"type": "any"}
     names = {k["type"] for k in real}
-    if names == {"integer", "decimal"}:
-        return {"type": "decimal"}
-    if names <= {"datetime", "string"} and len(names) == 2:
+    number = {"type": "decimal" if "decimal" in names else "integer"}
+    if names <= _NUMBERS and len(names) == 2:
+        return number
+    if names <= _TEXTS and len(names) >= 2:
         return {"type": "string"}
-    if names <= {"date", "string"} and len(names) == 2:
-        return {"type": "string"}
+    if names <= _TEXTS | _NUMBERS and len(names) >= 2:
+        return {"type": "union", "of": [{"type": "string"}, number]}
     if len(names) > 1:
         return {"type": "any"}
     kind = real[0]["type"]
+    if kind == "union":  # (two-typed on every item: a fraction on one makes it decimal)
+        numbers = {t["type"] for k in real for t in k["of"]} & _NUMBERS
+        return {"type": "union", "of": [{"type": "string"}, {"type": "decimal" if (
+            "decimal" in numbers) else "integer"}]}
     if kind in ("list", "set"):
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
@@ -576,7 +683,7 @@ def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]
                     and not keyword.iskeyword(k) and k not in _MEMBERS for k in keys):
         fields = _fields_of(values, keys, models, name)
         return {"type": "object", "model": models(_class_name(name)), "fields": fields}
-    inner = _merge([_kind(av) for v in values for av in v.values()])
+    inner = _merge([_kind(av) for v in values for av in v.values()], members=True)
     return {"type": "map", "values": _resolved(inner, name, models)}
 
 
@@ -592,8 +699,39 @@ def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models:
     return out
 
 
+#: the last word of an attribute named as a time (``createdAt``, ``updated_at``,
+#: ``expires``, ``timestamp``, ``LastLoginTime``, ``ttl``)
+_TIME_WORDS: Final = frozenset({"at", "time", "timestamp", "ts", "epoch", "date", "datetime",
+                                "expires", "expiry", "expiration", "ttl", "created",
+                                "updated", "modified", "deleted"})
+#: the epoch numbers read as times: from 2000-01-01 to 2100-01-01, in seconds or in
+#: milliseconds (the two ranges are a thousand times apart: no number is in both)
+_EPOCHS: Final = (("epoch-seconds", 946_684_800, 4_102_444_800),
+                  ("epoch-millis", 946_684_800_000, 4_102_444_800_000))
+
+
+def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]]
+           ) -> dict[str, Any] | None:
+    """A time stored as a number of epoch seconds or milliseconds (``StoredAs``), when both
+    say so: the attribute is named as a time (its last word one of :data:`_TIME_WORDS`)
+    and every value is a whole number of one of :data:`_EPOCHS`' ranges."""
+    words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored).lower())
+    words = [w for w in words if w]
+    if kind.get("type") != "integer" or not avs or not words or words[-1] not in _TIME_WORDS:
+        return None
+    try:
+        numbers = [int(av["N"]) for av in avs if "NULL" not in av]
+    except (KeyError, ValueError):
+        return None
+    for fmt, low, high in _EPOCHS:
+        if numbers and all(low <= v < high for v in numbers):
+            return {"type": "datetime", "stored_as": fmt}
+    return None
+
+
 def _field(name: str, stored: str, kind: dict[str, Any], required: bool,
            avs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    kind = _epoch(stored, kind, avs) or kind
     nullable = not required or any("NULL" in av for av in avs)
     out: dict[str, Any] = {"name": name, "stored": stored, **kind,
                            "required": required and not nullable, "nullable": nullable}
@@ -642,16 +780,18 @@ class _Entity:
 
 
 def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
-            models: _Namer) -> _Entity:
+            models: _Namer, plain: frozenset[str] = frozenset()) -> _Entity:
     """The templates (of the ``keyed`` attributes) and fields of one entity from its
     items."""
     templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
     for attr in keyed:
-        found = _template(group, attr)
+        found = _template(group, attr, attr in plain)
         if found is not None:
             templates[attr] = found
     slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
-    attrs = _attribute_values(group, set(templates) | skip)
+    # (a plain attribute of an index keyed on a template too: a field stored as itself,
+    # the index's template that field whole)
+    attrs = _attribute_values(group, (set(templates) - plain) | skip)
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
     table_keys = (table["pk"], table["sk"])
@@ -701,7 +841,8 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     text as the item stores it, and a datetime would render its own."""
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
-            f["type"] = "string"
+            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith("epoch")
+                         else "string")  # (a number's text in a key: its number)
             f.pop("stored_as", None)
 
 
@@ -764,12 +905,23 @@ def _same_attribute(slot: _Slot, attrs: Mapping[str, Mapping[int, Mapping[str, A
     then read back into the field: ``user_123`` is the ``user_id`` attribute's value)."""
     for lead in dict.fromkeys(("", slot.lead)):
         for attr, values in attrs.items():
-            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()):
+            if all(_text(values.get(n)) == lead + v for n, v in slot.values.items()) and (
+                    _one_tag(values.values())):
                 if lead:
                     slot.values = {n: lead + v for n, v in slot.values.items()}
                     slot.lead = ""
                 return attr
     return None
+
+
+def _one_tag(avs: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether values held as key text are all strings, or all whole numbers spelled as a
+    key renders them: a field of both (``S`` on some items, ``N`` on others) or of a
+    number spelled otherwise (``05``) is not one a key template renders back."""
+    avs = list(avs)
+    tags = {next(iter(av)) for av in avs}
+    return tags == {"S"} or (tags == {"N"} and all(
+        _INTEGER.match(av["N"]) and str(int(av["N"])) == av["N"] for av in avs))
 
 
 def _agree(a: _Slot, b: _Slot) -> bool:
@@ -817,13 +969,13 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
         groups = _by_shape(entries, table)
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
-    plain = _native_attributes(table, groups)
-    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in plain]
-    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models))
+    native, plain = _native_attributes(table, groups)
+    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in native]
+    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models, plain))
                 for g in groups]
     if type_attr is None:  # (told apart by key shape only)
-        entities = _untangled(entities, lambda g: _entity(g, table, keyed, skip, models),
-                              unplaced)
+        entities = _untangled(entities,
+                              lambda g: _entity(g, table, keyed, skip, models, plain), unplaced)
     _name_entities(entities, models.taken)
     _guards(entities, guards, unplaced, table)
     for e in entities:
@@ -833,10 +985,16 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
-    keys = [{a: _text(i.get(a)) for a in (table["pk"], table["sk"]) if a}
-            for i in unplaced[:_SHOWN]]
+    keys = [key_of(i, table) for i in unplaced[:_SHOWN]]
+    gone = {id(i) for i in (*unplaced, *own)}
     return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
-                    keys, len(own))
+                    keys, len(own), [i for i in items if id(i) not in gone])
+
+
+def key_of(item: Item, table: Mapping[str, Any]) -> dict[str, Any]:
+    """The table key of ``item`` as the report names it (each key attribute's text), by
+    the model's ``table`` (its ``pk`` and ``sk``)."""
+    return {a: _text(item.get(a)) for a in (table["pk"], table["sk"]) if a}
 
 
 def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
@@ -1052,12 +1210,17 @@ def _rendered(scope: KeyTemplate, values: Mapping[str, str] | None) -> str | Non
         return None
 
 
-def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> set[str]:
+def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]
+                       ) -> tuple[set[str], frozenset[str]]:
     """Mark native each GSI keyed on entity attributes as stored (several attributes to a
-    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``;
-    or the table's own key attributes, an inverted index) and give the attributes they
-    are keyed on."""
+    key part; or every item's value a whole field, no literal: ``Operator``, ``Date``,
+    ``TransactionId``; or the table's own key attributes, an inverted index) and give the
+    attributes they are keyed on; and the plain attributes of the other GSIs (a whole
+    field in every item, beside a key attribute holding a template: ``Operator`` with
+    ``GSI1SK`` = ``DATE#...``), each a field stored as itself that the index's template
+    holds whole."""
     out: set[str] = set()
+    plain: set[str] = set()
     table_keys = (table["pk"], table["sk"])
     for index in table["indexes"]:
         if index["kind"] != "gsi":
@@ -1065,12 +1228,15 @@ def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]) -> se
         attrs = [*index["pk"], *index["sk"]]
         own = [a for a in attrs if a not in table_keys]  # (none: the table's keys inverted,
         # a template index of the entities' own templates)
-        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and all(
-            _whole(g, a) for g in groups for a in own))
+        whole = [a for a in own if all(_whole(g, a) for g in groups)]
+        native = len(index["pk"]) > 1 or len(index["sk"]) > 1 or (bool(own) and (
+            len(whole) == len(own)))
         if native:
             index["native"] = True
             out.update(a for a in attrs if a not in table_keys)
-    return out
+        else:
+            plain.update(a for a in whole if not _KEYISH.search(a))
+    return out, frozenset(plain - out)
 
 
 def _whole(group: _Group, attr: str) -> bool:
@@ -1081,8 +1247,9 @@ def _whole(group: _Group, attr: str) -> bool:
     parts = found[0]
     if len(parts) != 1:
         return False
-    if isinstance(parts[0], _Slot):
-        return _is_whole(parts)
+    if isinstance(parts[0], _Slot):  # (a lead, ``txn_`` of ``txn_8f3a``, is a literal only
+        # in an attribute named as a key's: ElectroDB's ``gsi1pk``)
+        return _is_whole(parts) or _KEYISH.search(attr) is None
     # one text in every item: a value the sample holds once (``AgentB``), unless the
     # attribute is named as a key's (``GSI1PK`` = ``ALL_ORDERS``: a literal)
     return _KEYISH.search(attr) is None
@@ -1101,6 +1268,7 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
                 f.pop("stored_as", None)  # (a key attribute: its text as stored)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
+                f.pop("stored_as", None)
     return table
 
 

@@ -100,32 +100,47 @@ def _scan(client: Any, name: str) -> list[dict[str, Any]]:
 # -- published designs ---------------------------------------------------------------------
 def test_published_designs_score(raw: tuple[Any, list[str]],
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """At least 90% of each published design's entities are inferred with the templates
-    of the hand-written model (by structure), every item placed."""
-    lines, hits, total = [], 0, 0
+    """Published designs of several origins (AWS samples, NoSQL Workbench models, items
+    ElectroDB and DynamoDB-Toolbox write), written raw, score on entities (table key
+    templates by structure), their indexes (templates, or native keys the entity's fields
+    are stored as) and their fields' types, against the designs' own descriptions; every
+    item placed (decoded by the printed model). The floors hold what 0.9 reaches (issue
+    82: 32/34 entities, 24/33 indexes, 110/118 fields; 0.8's inference 32, 24 and 107)."""
+    lines, totals = [], [0] * 6
     for published in EXPECTED:
         name = _design(raw, published)
         model = infer(name, client=raw[0], report=None)
-        hit, count, missed = score(published, model)
-        hits, total = hits + hit, total + count
-        lines.append(f"{published}: {hit}/{count} entities ({100 * hit // count}%)"
-                     + (f", missed {missed}" if missed else ""))
-        assert hit >= 0.9 * count, lines[-1]
+        got = score(published, model)
+        parts = (got.entities, got.indexes, got.fields)
+        totals = [t + v for t, v in zip(totals, (n for part in parts for n in part),
+                                          strict=True)]
+        lines.append(f"{published:24} " + "  ".join(
+            f"{what} {hit}/{count}" for what, (hit, count) in zip(
+                ("entities", "indexes", "fields"), parts, strict=True))
+            + (f"  missed {got.missed}" if got.missed else ""))
         assert model["inferred"]["unplaced"]["count"] == 0, model["inferred"]
+    e, ei, i, ii, f, fi = totals
     with capsys.disabled():
         print("\ninferred published designs:\n  " + "\n  ".join(lines)
-              + f"\n  all: {hits}/{total}")
-    assert hits >= 0.9 * total
+              + f"\n  all: entities {e}/{ei}, indexes {i}/{ii}, fields {f}/{fi}")
+    assert len(EXPECTED) >= 11
+    assert e >= 0.9 * ei and i >= 0.7 * ii and f >= 0.9 * fi, (totals, lines)
+
+
+#: the index entries ``dynaorm check`` finds the data and the inferred model disagree on:
+#: the online shop's second warehouse item, left out of GSI2 by the published data; the
+#: Meetinger users and attendees, read as meetings (inference cannot tell a bare meeting id
+#: from a user's key there), whose index entries the model does not render
+STALE = {"online_shop": 1, "meetinger": 2}
 
 
 @pytest.mark.parametrize("design", sorted(EXPECTED))
 def test_code_runs_and_check_claims_every_placed_item(raw: tuple[Any, list[str]],
                                                       backend: str | None, design: str) -> None:
     """The printed code defines the model, and ``dynaorm check`` with it claims every
-    item of the table (all of them placed) and finds nothing wrong but what the data
-    holds: an item its entity's other items say is in an index, left out of it (the
-    online shop's second warehouse item: dynaorm renders an index entry from the fields,
-    and those are the item's key fields)."""
+    item of the table (all of them placed) and finds nothing wrong but the index entries
+    of :data:`STALE` (an item its entity's other items say is in an index, left out of
+    it: dynaorm renders an index entry from the fields)."""
     name = _design(raw, design)
     code, model = infer_code(name, client=raw[0], report=None)
     assert model["inferred"]["placed"] == len(load(design)["TableData"])
@@ -135,10 +150,9 @@ def test_code_runs_and_check_claims_every_placed_item(raw: tuple[Any, list[str]]
     result = check_table(table)
     assert result.scanned == len(load(design)["TableData"])
     assert result.unclaimed == {}
-    left_out = [str(p) for p in result.problems if str(p).startswith("stale-index")
-                and "'(none)' ->" in str(p)]
-    assert [str(p) for p in result.problems if str(p) not in left_out] == []
-    assert len(left_out) == (1 if design == "online_shop" else 0)
+    stale = [str(p) for p in result.problems if str(p).startswith("stale-index")]
+    assert [str(p) for p in result.problems if str(p) not in stale] == []
+    assert len(stale) == STALE.get(design, 0), stale
     # every entity reads its items back
     assert structure([e["pk"] for e in table.model()["entities"]]) == structure(
         [e["pk"] for e in model["entities"]])
@@ -458,3 +472,55 @@ def test_cli_refuses_two_sources() -> None:
     assert code == 2 and "--infer TABLE" in err
     code, _, err = _cli("--infer", "x-table", "--sample", "0")
     assert code == 2 and "--sample must be at least 1" in err
+
+
+# -- issue 82: an attribute stored as S on some items and N on others ------------------------
+def test_two_typed_attribute_round_trips(raw: tuple[Any, list[str]], backend: str | None) -> None:
+    """Items another writer stored with ``user_id`` and ``zip`` as ``S`` on some and ``N``
+    on others: the printed model's scan reads every item, and a save of each (another
+    attribute changed) writes each back with its tag, number spelling and text (raw
+    GetItem compared); a value set anew is written with its own type's tag."""
+    client, made = raw
+    name = _name("twotyped")
+    made.append(name)
+    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                                   {"AttributeName": "SK", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"},
+                                              {"AttributeName": "SK", "AttributeType": "S"}])
+    items = [{"PK": {"S": f"USER#{n}"}, "SK": {"S": "PROFILE"},
+              "user_id": {"S": str(n)} if n % 2 else {"N": str(n)},
+              "zip": {"S": "0123"} if n % 2 else {"N": "5.50"}, "note": {"S": "x"},
+              "created_at": {"N": str(1_700_000_000 + n)}} for n in range(6)]
+    for item in items:
+        client.put_item(TableName=name, Item=item)
+    # (as the engine stores them: DynamoDB Local spells 5.50 as 5.5)
+    items = [client.get_item(TableName=name, Key={"PK": i["PK"], "SK": i["SK"]},
+                             ConsistentRead=True)["Item"] for i in items]
+    code, model = infer_code(name, client=client, report=None)
+    assert model["inferred"]["placed"] == 6
+    table = _defined(code)
+    table.connect(backend, "us-east-1")
+    from dynaorm import Session
+
+    with Session(table) as s:
+        objs = [o for cls in table.entities.values() for o in s.scan(cls).all()]
+        assert len(objs) == 6
+        for obj in objs:
+            obj.note = "changed"
+            s.save(obj)
+        s.commit()
+    for item in items:
+        got = client.get_item(TableName=name, Key={"PK": item["PK"], "SK": item["SK"]},
+                              ConsistentRead=True)["Item"]
+        got.pop("_rev", None)
+        assert got == {**item, "note": {"S": "changed"}}
+    with Session(table) as s:
+        (obj,) = [o for o in s.scan(next(iter(table.entities.values()))).all()
+                  if o.user_id == 0]  # (stored as N 0)
+        obj.user_id = "7"
+        s.save(obj)
+        s.commit()
+    got = client.get_item(TableName=name, Key={"PK": items[0]["PK"], "SK": items[0]["SK"]},
+                          ConsistentRead=True)["Item"]
+    assert got["user_id"] == {"S": "7"} and got["zip"] == items[0]["zip"]

@@ -9,70 +9,192 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dynaorm.client.settings import local_credentials
 from dynaorm.schema.templates import KeyTemplate
 
-__all__ = ["EXPECTED", "boto_client", "create_raw", "entity_structure", "load", "matched",
-           "score", "structure", "value_of"]
+__all__ = ["EXPECTED", "Score", "Want", "boto_client", "create_raw", "entity_structure", "load",
+           "matched", "score", "structure", "value_of"]
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "designs"
 
-#: per design file: each entity's (pk, sk, {index: (pk, sk)}) as the design describes it
-EXPECTED: dict[str, dict[str, tuple[str, str | None, dict[str, tuple[str, str | None]]]]] = {
+class Want(NamedTuple):
+    """One entity of a design as its publisher describes it: its table key templates,
+    the indexes its items land in (a template index as its two templates; a native one,
+    keyed on plain attributes, as those attributes, each written ``=Name``), and the model
+    type of each attribute it stores (``object`` and ``map`` are one: a map)."""
+
+    pk: str
+    sk: str | None
+    indexes: dict[str, tuple[str, str | None]]
+    fields: dict[str, str]
+
+
+#: per design file: each entity as the design describes it (its own words: the README, the
+#: facet names, the library's declared model), written by hand
+EXPECTED: dict[str, dict[str, Want]] = {
     "online_shop": {
-        "customer": ("c#{customer_id}", "c#{customer_id}", {}),
-        "product": ("p#{product_id}", "p#{product_id}", {}),
-        "warehouse": ("w#{warehouse_id}", "w#{warehouse_id}", {}),
-        "warehouseItem": ("p#{product_id}", "w#{warehouse_id}",
-                          {"GSI2": ("w#{warehouse_id}", "p#{product_id}")}),
-        "order": ("o#{order_id}", "c#{customer_id}", {}),
-        "orderItem": ("o#{order_id}", "p#{product_id}",
-                      {"GSI1": ("p#{product_id}", "{ordered_at}"),
-                       "GSI2": ("c#{customer_id}", "{ordered_at}")}),
-        "invoice": ("o#{order_id}", "i#{invoice_id}",
-                    {"GSI1": ("i#{invoice_id}", "i#{invoice_id}"),
-                     "GSI2": ("c#{customer_id}", "{date}")}),
-        "shipment": ("o#{order_id}", "sh#{shipment_id}",
-                     {"GSI1": ("sh#{shipment_id}", "sh#{shipment_id}"),
-                      "GSI2": ("w#{warehouse_id}", "sh#{shipment_id}")}),
-        "shipmentItem": ("o#{order_id}", "shp#{line_id}",
-                         {"GSI1": ("sh#{shipment_id}", "p#{product_id}")}),
+        "customer": Want("c#{customer_id}", "c#{customer_id}", {},
+                         {"Email": "string", "Name": "string"}),
+        "product": Want("p#{product_id}", "p#{product_id}", {},
+                        {"Detail": "map", "Price": "string"}),
+        "warehouse": Want("w#{warehouse_id}", "w#{warehouse_id}", {}, {"Address": "map"}),
+        "warehouseItem": Want("p#{product_id}", "w#{warehouse_id}",
+                              {"GSI2": ("w#{warehouse_id}", "p#{product_id}")},
+                              {"Quantity": "string"}),
+        "order": Want("o#{order_id}", "c#{customer_id}", {}, {"Date": "datetime"}),
+        "orderItem": Want("o#{order_id}", "p#{product_id}",
+                          {"GSI1": ("p#{product_id}", "{ordered_at}"),
+                           "GSI2": ("c#{customer_id}", "{ordered_at}")},
+                          {"Price": "string", "Quantity": "string"}),
+        # (Date is held in GSI2's sort key: a key holds text)
+        "invoice": Want("o#{order_id}", "i#{invoice_id}",
+                        {"GSI1": ("i#{invoice_id}", "i#{invoice_id}"),
+                         "GSI2": ("c#{customer_id}", "{date}")},
+                        {"Detail": "map", "Amount": "string", "Date": "string"}),
+        "shipment": Want("o#{order_id}", "sh#{shipment_id}",
+                         {"GSI1": ("sh#{shipment_id}", "sh#{shipment_id}"),
+                          "GSI2": ("w#{warehouse_id}", "sh#{shipment_id}")},
+                         {"Address": "map", "Type": "string", "Date": "datetime"}),
+        "shipmentItem": Want("o#{order_id}", "shp#{line_id}",
+                             {"GSI1": ("sh#{shipment_id}", "p#{product_id}")},
+                             {"Quantity": "string"}),
     },
     "device_state_log": {
         # GSI1 is keyed on the Operator and Date attributes, GSI2 on EscalatedTo and the
-        # table's own sort key: both native, no template
-        "DeviceState": ("d#{device_id}", "{state}#{date}", {}),
+        # table's own sort key: both native (an index key attribute of S holds text)
+        "DeviceState": Want("d#{device_id}", "{state}#{date}",
+                            {"GSI1": ("=Operator", "=Date"),
+                             "GSI2": ("=EscalatedTo", "=State#Date")},
+                            {"Operator": "string", "Date": "string", "State": "string",
+                             "EscalatedTo": "string"}),
     },
     "chat_system": {
-        "Comment": ("User:{user_id}", "{posted_at}", {}),
-        "Room": ("Room:{room_id}", "meta", {}),
+        "Comment": Want("User:{user_id}", "{posted_at}",
+                        {"RoomID_Comment_IDX": ("=RoomID", "=CreatedAt")},
+                        {"RoomID": "string", "Comment": "string", "CreatedAt": "string"}),
+        "Room": Want("Room:{room_id}", "meta", {}, {"CreatedBy": "string"}),
     },
     "complaint_management": {
-        "Complaint": ("{complaint_id}", "metadata", {}),
-        "Communication": ("{complaint_id}", "comm#{comm_date}#{comm_id}", {}),
+        "Complaint": Want("{complaint_id}", "metadata",
+                          {"Customer_Complaint_GSI": ("=customer_id", "=complaint_id"),
+                           "Escalations_GSI": ("=escalated_to", "=escalation_time")},
+                          {"customer_id": "string", "complaint_id": "string",
+                           "current_state": "string", "creation_time": "datetime",
+                           "severity": "string", "complaint_description": "string",
+                           "escalated_to": "string", "escalation_time": "string"}),
+        "Communication": Want("{complaint_id}", "comm#{comm_date}#{comm_id}",
+                              {"Agents_Comments_GSI": ("=agentID", "=comm_date")},
+                              {"comm_id": "string", "comm_date": "string",
+                               "complaint_state": "string", "comm_text": "string",
+                               "agentID": "string", "attachments": "set"}),
     },
     "session_management": {
         # GSI1_inverse: the table's keys inverted (its pk the SK attribute)
-        "ChildSession": ("suuid#{session_id}", "child#suuid#{child_id}",
-                         {"GSI1_inverse": ("child#suuid#{child_id}", "suuid#{session_id}")}),
-        "CustomerSession": ("suuid#{session_id}", "c#{customer_id}",
-                            {"GSI1_inverse": ("c#{customer_id}", "suuid#{session_id}")}),
+        "ChildSession": Want("suuid#{session_id}", "child#suuid#{child_id}",
+                             {"GSI1_inverse": ("child#suuid#{child_id}", "suuid#{session_id}")},
+                             {"access_token": "string", "session_state": "string"}),
+        "CustomerSession": Want("suuid#{session_id}", "c#{customer_id}",
+                                {"GSI1_inverse": ("c#{customer_id}", "suuid#{session_id}")},
+                                {"last_login_time": "datetime", "access_token": "string",
+                                 "session_state": "string"}),
     },
     "social_network": {
-        "UserInfo": ("u#{user_id}", '"info"', {}),
-        "UserCount": ("u#{user_id}", '"count"', {}),
-        "Follower": ("u#{user_id}#follower", "u#{follower_id}", {}),
-        "Following": ("u#{user_id}#following", "u#{followed_id}", {}),
-        "Post": ("u#{user_id}#post", "p#{post_id}", {}),
-        "Like": ("p#{post_id}#likelist", "u#{user_id}", {}),
-        "LikeCount": ("p#{post_id}#likecount", '"count"', {}),
-        "TimelineEntry": ("u#{user_id}#timeline", "p#{post_id}#u#{author_id}", {}),
+        "UserInfo": Want("u#{user_id}", '"info"', {},
+                         {"name": "string", "content": "string", "imageUrl": "string"}),
+        "UserCount": Want("u#{user_id}", '"count"', {},
+                          {"follower#": "integer", "following#": "integer",
+                           "post#": "integer"}),
+        "Follower": Want("u#{user_id}#follower", "u#{follower_id}", {}, {}),
+        "Following": Want("u#{user_id}#following", "u#{followed_id}", {}, {}),
+        # (timestamp holds epoch seconds as text: StoredAs writes numbers, so text it stays)
+        "Post": Want("u#{user_id}#post", "p#{post_id}", {},
+                     {"content": "string", "imageUrl": "string", "timestamp": "string"}),
+        "Like": Want("p#{post_id}#likelist", "u#{user_id}", {}, {}),
+        "LikeCount": Want("p#{post_id}#likecount", '"count"', {}, {}),
+        "TimelineEntry": Want("u#{user_id}#timeline", "p#{post_id}#u#{author_id}", {},
+                              {"ttl": "datetime"}),
     },
     "electrodb_tasks": {
-        "tasks": ("$taskapp#team_{team}", "$tasks_1#project_{project}#task_{task}", {}),
+        "tasks": Want("$taskapp#team_{team}", "$tasks_1#project_{project}#task_{task}", {},
+                      {"status": "string", "points": "integer", "updatedAt": "datetime",
+                       "comments": "list", "tags": "set"}),
+    },
+    "recurring_payments": {  # (its README: an account's subscriptions and receipts)
+        "Subscription": Want("ACC#{account_id}", "SUB#{sub_id}#SKU#{sku}",
+                             {"GSI-1": ("=NextReminderDate", "=LastReminderDate"),
+                              "GSI-2": ("=NextPaymentDate", "=LastPaymentDate")},
+                             {"Email": "string", "PaymentDay": "string",
+                              "PaymentAmount": "string", "SKU": "string",
+                              "PaymentDetails": "map", "CreatedDate": "datetime",
+                              "NextPaymentDate": "string", "LastPaymentDate": "string",
+                              "NextReminderDate": "string", "LastReminderDate": "string"}),
+        "Receipt": Want("ACC#{account_id}", "REC#{processed}#SKU#{sku}", {},
+                        {"Email": "string", "SKU": "string", "ProcessedDate": "datetime",
+                         "ProcessedAmount": "string", "TTL": "datetime"}),
+    },
+    "meetinger": {  # (its README: users, meetings and their attendees; GSI1 and GSI2)
+        "User": Want("USER#{username}", "META", {"GSI1": ("USER#{email}", "META")},
+                     {"JoinedOn": "datetime", "FullName": "string", "Version": "string"}),
+        "Meeting": Want("{meeting_id}", "META",
+                        {"GSI1": ("{place}#{month}#Meetings", "{category}#{starts}"),
+                         "GSI2": ("{organizer}#MEETINGS", "{starts}")},
+                        {"Title": "string", "AvailableSeats": "integer",
+                         "Description": "string", "Attendees": "set",
+                         "RemainingSeats": "integer", "Version": "string",
+                         "Address": "string"}),
+        "Attendee": Want("{meeting_id}#ATTENDEES", "{username}",
+                         {"GSI1": ("{username}#MEETINGS", "{starts}"),
+                          "GSI2": ("{meeting_id}", "{joined}")},
+                         {"Title": "string", "FullName": "string", "Version": "string",
+                          "Email": "string", "IsOrganizer": "boolean"}),
+    },
+    # ElectroDB's task-manager example as ElectroDB 3 writes it: its keys lower-cased,
+    # each template's entity and version a literal (office_1), its collections' literals
+    "electrodb_task_manager": {
+        "Office": Want("$task-manager#country_{country}#state_{state}",
+                       "$office_1#city_{city}#zip_{zip}#officename_{office}",
+                       {"gsi1pk-gsi1sk-index": ("$task-manager#officename_{office}",
+                                                "$workplaces#office_1")},
+                       {"officeName": "string", "country": "string", "state": "string",
+                        "city": "string", "zip": "string", "address": "string"}),
+        "employee": Want(
+            "$task-manager#employee_{employee}", "$employee_1",
+            {"gsi1pk-gsi1sk-index": ("$task-manager#officename_{office}",
+                                     "$workplaces#employee_1#team_{team}#title_{title}"
+                                     "#employee_{employee}"),
+             "gsi2pk-gsi2sk-index": ("$task-manager#team_{team}",
+                                     "$employee_1#datehired_{hired}#title_{title}"),
+             "gsi3pk-gsi3sk-index": ("$task-manager#employee_{employee}",
+                                     "$assignments#employee_1"),
+             "gsi4pk-gsi4sk-index": ("$task-manager#title_{title}",
+                                     "$employee_1#salary_{salary}"),
+             "gsi5pk-gsi5sk-index": ("$task-manager#manager_{manager}",
+                                     "$employee_1#team_{team}#officename_{office}")},
+            {"firstName": "string", "lastName": "string", "officeName": "string",
+             "title": "string", "team": "string", "salary": "string", "manager": "string",
+             "dateHired": "string", "birthday": "date"}),
+        "task": Want(
+            "$task-manager#taskname_{task}", "$task_1#project_{project}#employee_{employee}",
+            {"gsi1pk-gsi1sk-index": ("$task-manager#project_{project}",
+                                     "$task_1#employee_{employee}#status_{status}"),
+             "gsi3pk-gsi3sk-index": ("$task-manager#employee_{employee}",
+                                     "$assignments#task_1#project_{project}#status_{status}"),
+             "gsi4pk-gsi4sk-index": ("$task-manager#status_{status}",
+                                     "$task_1#project_{project}#employee_{employee}")},
+            {"description": "string", "status": "string", "points": "integer"}),
+    },
+    "toolbox_pokemons": {  # (DynamoDB-Toolbox's _ct and _md: its created/modified times)
+        "pokemon": Want("{pokemon_id}", None,
+                        {"byTrainerId": ("=trainerId", "=captureDate")},
+                        {"customName": "string", "species": "string", "level": "integer",
+                         "isLegendary": "boolean", "pokeTypes": "set", "evolutions": "list",
+                         "resistances": "map", "captureState": "map",
+                         "trainerId": "string", "captureDate": "string",
+                         "_ct": "datetime", "_md": "datetime"}),
     },
 }
 
@@ -81,6 +203,9 @@ def load(name: str) -> dict[str, Any]:
     """The Workbench table of design ``name`` (keys, indexes, ``TableData``)."""
     doc: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
     table: dict[str, Any] = doc["DataModel"][0]
+    if "TableData" not in table:  # (a model of facets: each facet's items, in order)
+        table = {**table, "TableData": [i for f in table.get("TableFacets", ())
+                                        for i in f.get("TableData", ())]}
     return table
 
 
@@ -139,34 +264,71 @@ def structure(templates: Iterable[str | None]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _expected_structure(entry: tuple[str, str | None, dict[str, tuple[str, str | None]]]
-                        ) -> tuple[Any, ...]:
-    pk, sk, indexes = entry
-    names = sorted(indexes)
-    return (structure([pk, sk, *(t for n in names for t in indexes[n])]), tuple(names))
+@dataclass
+class Score:
+    """A design's score: entities found with their table key templates (by structure),
+    their indexes found (a template index by its templates, a native one by its keys and
+    the entity's fields stored as them) and their fields typed as the design's, each as
+    (hit, of how many), and what was missed (``entity``, ``entity.index``,
+    ``entity.attribute``)."""
+
+    entities: tuple[int, int]
+    indexes: tuple[int, int]
+    fields: tuple[int, int]
+    missed: list[str]
 
 
-def _inferred_structure(entity: Mapping[str, Any]) -> tuple[Any, ...]:
-    indexes = {i["name"]: (i["pk"], i["sk"]) for i in entity["indexes"]}
-    names = sorted(indexes)
-    return (structure([entity["pk"], entity["sk"], *(t for n in names for t in indexes[n])]),
-            tuple(names))
+def _kind(desc: Mapping[str, Any]) -> str:
+    return "map" if desc["type"] in ("object", "map") else str(desc["type"])
 
 
-def score(design: str, model: Mapping[str, Any]) -> tuple[int, int, list[str]]:
-    """How many of the design's expected entities an inferred entity matches by structure
-    (each inferred entity matches one at most), of how many, and the ones missed."""
-    inferred = [_inferred_structure(e) for e in model["entities"]]
-    missed = []
-    hit = 0
-    for name, entry in EXPECTED[design].items():
-        want = _expected_structure(entry)
-        if want in inferred:
-            inferred.remove(want)
-            hit += 1
-        else:
+def _index_hit(want: Want, name: str, entity: Mapping[str, Any],
+               table: Mapping[str, Any]) -> bool:
+    ipk, isk = want.indexes[name]
+    if ipk.startswith("="):
+        attrs = [a[1:] for a in (ipk, isk) if a]
+        native = {i["name"]: i for i in table["indexes"] if i.get("native")}
+        stored = {f["stored"] for f in entity["fields"]} | {table["pk"], table["sk"]}
+        index = native.get(name)
+        return (index is not None and [*index["pk"], *index["sk"]] == attrs
+                and all(a in stored for a in attrs))
+    found = {i["name"]: i for i in entity["indexes"]}.get(name)
+    return found is not None and structure([entity["pk"], entity["sk"], found["pk"],
+                                            found["sk"]]) == structure(
+        [want.pk, want.sk, ipk, isk])
+
+
+def score(design: str, model: Mapping[str, Any]) -> Score:
+    """How the inferred ``model`` scores on design ``design`` (:data:`EXPECTED`): each
+    expected entity matched by one inferred entity at most, by its table key templates'
+    structure; the indexes and fields of an entity none matches are missed too."""
+    left = list(model["entities"])
+    counts = {"entities": [0, 0], "indexes": [0, 0], "fields": [0, 0]}
+    missed: list[str] = []
+    for name, want in EXPECTED[design].items():
+        shape = structure([want.pk, want.sk])
+        entity = next((e for e in left if structure([e["pk"], e["sk"]]) == shape), None)
+        counts["entities"][1] += 1
+        counts["indexes"][1] += len(want.indexes)
+        counts["fields"][1] += len(want.fields)
+        if entity is None:
             missed.append(name)
-    return hit, len(EXPECTED[design]), missed
+            continue
+        left.remove(entity)
+        counts["entities"][0] += 1
+        for index in want.indexes:
+            if _index_hit(want, index, entity, model["table"]):
+                counts["indexes"][0] += 1
+            else:
+                missed.append(f"{name}.{index}")
+        types = {f["stored"]: _kind(f) for f in entity["fields"]}
+        for attr, kind in want.fields.items():
+            if types.get(attr) == kind:
+                counts["fields"][0] += 1
+            else:
+                missed.append(f"{name}.{attr} ({types.get(attr)}, not {kind})")
+    return Score(*(tuple(counts[k]) for k in ("entities", "indexes", "fields")),  # type: ignore[arg-type]
+                 missed)
 
 
 # -- the project's own designs, filled with values ------------------------------------------

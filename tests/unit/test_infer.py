@@ -201,3 +201,123 @@ def test_the_inferred_model_declares_the_stored_format_it_saw(texts: list[str],
     (defined,) = [f for e in _defined(found)["entities"] for f in e["fields"]
                   if f["stored"] == "seen"]
     assert defined.get("stored_as") == stored  # (the printed code declares it)
+
+
+# -- issue 82, second part: indexes, words, two types, placed means decoded, epochs ---------
+def _decoded(found: Any) -> Any:
+    """``found`` as ``dynaorm.infer`` reports it: placed means decoded by the printed code."""
+    from dynaorm.client.infer import _defined_table, decoded, inferred_code
+
+    return decoded(found, _defined_table(inferred_code(found)))
+
+
+def test_plain_attribute_indexes_are_declared_on_their_entities() -> None:
+    """An index keyed on a plain attribute is native even where its values carry a lead
+    (``txn_8f3a``: a transaction id, not a template); one keyed on a plain attribute and
+    a template attribute keeps the plain one a field stored as itself, its template that
+    field whole (the entity reads and writes ``Operator``)."""
+    table = _table(("byTxn", ["TransactionId"], []), ("GSI1", ["Operator"], ["GSI1SK"]))
+    items = [{"PK": s(f"ACC#a{n}"), "SK": s(f"TXN#t{n}"), "TransactionId": s(f"txn_{n}8f3a"),
+              "Operator": s(["Liz", "Sue"][n % 2]), "GSI1SK": s(f"DATE#2020-0{n + 1}-01")}
+             for n in range(5)]
+    found = infer_model(table, None, items)
+    native = {i["name"]: i["native"] for i in found.model["table"]["indexes"]}
+    assert native == {"byTxn": True, "GSI1": False}
+    (txn,) = found.model["entities"]
+    stored = {f["stored"]: f["name"] for f in txn["fields"]}
+    assert {"TransactionId", "Operator"} <= set(stored)
+    assert txn["indexes"] == [{"name": "GSI1", "pk": "{" + stored["Operator"] + "}",
+                               "sk": "DATE#{gsi1_sk_id}".replace("gsi1_sk_id", txn["indexes"][0][
+                                   "sk"].split("{")[1].rstrip("}"))}]
+    (defined,) = _defined(found)["entities"]
+    assert sorted(defined["lands_in"]) == ["GSI1", "byTxn"]
+    assert _decoded(found).placed == 5
+
+
+def test_a_word_that_varies_within_an_entity_is_a_field() -> None:
+    """``Active#2026-01-01``, ``Saved#...``, ``Closed#...`` under one partition, items of
+    the same attributes: one entity whose sort key is two fields, not one per word.
+    Beside entities whose keys such a template would cover (``ORDER#o1`` under the same
+    partitions: no type attribute tells them apart), the words stay literals, and every
+    item is placed either way."""
+    items = [{"PK": s(f"USER#u{n}"), "SK": s(f"{('Active', 'Saved', 'Closed')[n % 3]}"
+                                            f"#2026-01-0{n + 1}"), "amount": {"N": str(n)},
+              "note": s("x")} for n in range(6)]
+    items += [{"PK": s(f"USER#u{n}"), "SK": s("PROFILE"), "name": s("a")} for n in range(3)]
+    found = _decoded(infer_model(_table(), None, items))
+    keys = sorted((e["pk"], e["sk"]) for e in found.model["entities"])
+    assert keys == [("USER#{user_id}", "PROFILE"), ("USER#{user_id}", "{sk}#{sk_2}")]
+    assert (found.placed, found.unplaced) == (9, 0)
+    items += [{"PK": s(f"USER#u{n}"), "SK": s(f"ORDER#o{n}"), "total": {"N": "1"}}
+              for n in range(3)]
+    found = _decoded(infer_model(_table(), None, items))
+    keys = sorted((e["pk"], e["sk"]) for e in found.model["entities"])
+    assert ("USER#{user_id}", "ORDER#{order_id}") in keys and len(keys) == 5
+    assert (found.placed, found.unplaced) == (12, 0)
+
+
+def test_an_attribute_stored_as_s_and_n_reads_both() -> None:
+    """``S`` on some items, ``N`` on others: ``str | int`` (``str | Decimal`` with a
+    fraction), never a key template's field (its number would render another text than
+    the key holds), and every item decodes through the printed code."""
+    items = [{"PK": s(f"USER#{n}"), "SK": s("PROFILE"),
+              "user_id": s(str(n)) if n % 2 else {"N": str(n)},
+              "zip": s("0123") if n % 2 else {"N": "5.50"}} for n in range(6)]
+    found = infer_model(_table(), None, items)
+    (user,) = found.model["entities"]
+    types = {f["stored"]: f for f in user["fields"]}
+    assert types["user_id"]["of"] == [{"type": "string"}, {"type": "integer"}]
+    assert types["zip"]["of"] == [{"type": "string"}, {"type": "decimal"}]
+    assert user["pk"] != "USER#{user_id}"  # (a key-only field of its own)
+    assert (_decoded(found).placed, _decoded(found).unreadable) == (6, [])
+
+
+def test_placed_means_the_printed_model_decodes_it() -> None:
+    """A text of a time's shape that is no time (``2024-02-30T10:00:00Z``) is text, so
+    the item decodes; and an item the printed model does not decode is never counted
+    placed: unplaced, its key named first, and why."""
+    from dynaorm.client.infer import _defined_table, decoded, inferred_code
+
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"),
+              "seen": s("2024-02-30T10:00:00Z" if n == 0 else f"2024-02-0{n}T10:00:00Z")}
+             for n in range(1, 4)] + [{"PK": s("U#0"), "SK": s("PROFILE"), "_type": s("User"),
+                                       "seen": s("2024-02-30T10:00:00Z")}]
+    found = infer_model(_table(), None, items)
+    (seen,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == "seen"]
+    assert seen["type"] == "string" and _decoded(found).placed == 4
+    # a model the items do not fit (typed by hand here: the sample's own types fit)
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "age": {"N": str(n + 2)}}
+             for n in range(4)]
+    found = infer_model(_table(), None, items)
+    (age,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == "age"]
+    age["type"] = "boolean"
+    checked = decoded(found, _defined_table(inferred_code(found)))
+    assert (checked.placed, checked.unplaced) == (0, 4)
+    assert checked.unplaced_keys[0] == {"PK": "U#0", "SK": "PROFILE"}
+    assert "age" in checked.unreadable[0] and checked.unreadable[0].startswith('{"PK": "U#0"')
+
+
+@pytest.mark.parametrize(("name", "numbers", "stored"), [
+    ("createdAt", [1_700_000_000, 1_700_000_500], "epoch-seconds"),
+    ("updated_at", [1_700_000_000_123, 1_700_000_000_999], "epoch-millis"),
+    ("expires", [4_000_000_000], "epoch-seconds"),
+    ("TTL", [1_700_318_200], "epoch-seconds"),
+    ("LastLoginTime", [1_600_000_000], "epoch-seconds"),
+    ("count", [1_700_000_000], None),                   # (a number not named as a time)
+    ("createdAt", [1, 2], None),                        # (1970: no epoch of this century)
+    ("createdAt", [1_700_000_000, 1_700_000_000_000], None),  # (seconds and millis mixed)
+    ("createdAt", [1_700_000_000.5], None),             # (a fraction: a decimal stays one)
+])
+def test_epoch_numbers_named_as_times_are_times(name: str, numbers: list[float],
+                                                stored: str | None) -> None:
+    """Conservative: a number is a time stored as epoch seconds or milliseconds only when
+    its attribute's name ends in a time's word (``at``, ``time``, ``date``, ``expires``,
+    ``ttl``...) and every value is whole and within 2000-2100 in one of the two units."""
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"),
+              name: {"N": str(v)}} for n, v in enumerate(numbers * 2)]
+    found = infer_model(_table(), None, items)
+    (field,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == name]
+    assert field.get("stored_as") == stored
+    assert field["type"] == ("datetime" if stored else "integer" if all(
+        float(v).is_integer() for v in numbers) else "decimal")
+    assert _decoded(found).placed == len(items)
