@@ -308,12 +308,15 @@ def _entity(obj: Any) -> str:
     object's write (decided per object: a created time is stamped only where the object
     holds none, so one the caller gave counts)."""
     cls = type(obj)
-    rules = cls.__dynaorm_spec__.rules
-    skip = _PINNED.get(cls)
-    if skip is None:
-        skip = _PINNED[cls] = frozenset(f for f, _ in rules.pin(0))
-    if rules.stampers:
-        skip = skip.union(f for f, _ in (*rules.stamp(obj, True), *rules.stamp(obj, False)))
+    found = _PINNED.get(cls)
+    if found is None:
+        rules = cls.__dynaorm_spec__.rules
+        found = _PINNED[cls] = (frozenset(f for f, _ in rules.pin(0)),
+                                rules if rules.stampers else None)
+    skip, stamping = found
+    if stamping is not None:
+        skip = skip.union(f for f, _ in (*stamping.stamp(obj, True),
+                                         *stamping.stamp(obj, False)))
     state = _state(obj)
     if state is None and (factory := made(obj)):
         skip = skip | factory
@@ -340,9 +343,9 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: the fields each entity class's rules pin (left out of the digest; what they stamp is
-#: asked of each object)
-_PINNED: dict[type, frozenset[str]] = {}
+#: per entity class, the fields its rules pin (left out of the digest) and its rules where
+#: some stamp (what they stamp is asked of each object), else ``None``
+_PINNED: dict[type, tuple[frozenset[str], Any]] = {}
 
 
 # -- the receipt ---------------------------------------------------------------------------
@@ -370,9 +373,11 @@ class Receipts:
         if not staged:
             return None
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
-        entities = [written[n] for n in sorted(written)]
-        homes = [(e, e.__dynaorm_spec__.table) for e in entities] if home is None else [
-            (entities[0], home)]
+        homes = []
+        for name in sorted(written):  # (each table's entity, in the order of their names)
+            homes.append((written[name], written[name].__dynaorm_spec__.table))
+        if home is not None:
+            homes = [(homes[0][0], home)]
         for _, table in homes:
             why = _keyed(table)[1]
             if why:
@@ -543,9 +548,10 @@ class Receipting:
             key = self.where(table)
             expiry = table.ttl or EXPIRY
             item = self.item(rev, result, table)
-            home = None if table is entity.__dynaorm_spec__.table else table
-            rows.append(Put(key, item, _Free(table.pk, expiry, now),
-                            Origin(entity, key, Role.RECEIPT, Fail.EXISTS, home=home),
+            origin = Origin(entity, key, Role.RECEIPT, Fail.EXISTS)
+            if table is not entity.__dynaorm_spec__.table:  # (the client's receipts table)
+                origin = origin._replace(home=table)
+            rows.append(Put(key, item, _Free(table.pk, expiry, now), origin,
                             _built(table, item, expiry, now)))
         return rows
 
