@@ -46,7 +46,6 @@ from dynaorm.ksuid import ksuid
 from dynaorm.protocol.events import CommitResult, RequestEvent, ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
-from dynaorm.protocol.tracing import Tracing
 from dynaorm.read.grouped import Grouped
 from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
@@ -65,6 +64,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.client.infer import infer
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
+    from dynaorm.protocol.tracing import Tracing
     from dynaorm.schema.inspection import Inspection, inspect
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
@@ -157,7 +157,8 @@ __all__ = [
 #: public names whose modules a program that only defines entities and reads does not need:
 #: each is imported on first use (PEP 562), and the first write, stream read, inspection or
 #: async session pays for its module (``AsyncSession`` also needs ``dynaorm[async]`` only
-#: then); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
+#: then; ``Tracing``: OpenTelemetry's tracer, found by entry point, never imported by the
+#: core); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
 _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.schema.streams",
@@ -173,6 +174,7 @@ _LAZY = {
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "StoredAs": "dynaorm.values.formats",
+    "Tracing": "dynaorm.protocol.tracing",
     "inspect": "dynaorm.schema.inspection",
 }
 

@@ -17,6 +17,8 @@ what the next use costs. Caches kept:
   :class:`~dynaorm.read.selection.Selection` every such read shares;
   ``read.scoped_selections``: the same of scoped reads, per scope's values (the 4,096
   latest).
+- ``records.declared``: per entity class, the attributes it writes;
+  ``updates.model_rules``: per entity class, whether an update touches its rules;
 
 A leaf module: it imports nothing of dynaorm.
 """

@@ -1,24 +1,24 @@
-"""The ``dynaorm iam`` command (see :mod:`dynaorm.cli.main`, which adds it to its parser
-and hands it its helpers): a least-privilege IAM policy from a table's model
-(:mod:`dynaorm.formats.iam`)."""
+"""The ``dynaorm iam`` command, found by its entry point (group ``dynaorm.commands``): a
+least-privilege IAM policy from a table's model (:mod:`dynaorm.formats.iam`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from types import ModuleType
 from typing import Any, TextIO
+
+from dynaorm.cli import load_table
 
 __all__ = ["add_iam_command"]
 
 
-def _iam(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _iam(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.formats import iam
 
     where = {k: v for k, v in (("partition", args.partition), ("region", args.aws_region),
                                ("account", args.account)) if v}
-    model = cli.load_table(args.table).model()
+    model = load_table(args.table).model()
     policy, uncovered = iam.to_format(model, args.role, args.scope, where)
     for line in uncovered:
         print(f"dynaorm iam: --scope {args.scope} cannot cover {line}", file=sys.stderr)
@@ -30,8 +30,8 @@ def _iam(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def add_iam_command(sub: Any, cli: ModuleType) -> None:
-    """Add ``iam`` to the subcommands ``sub`` of the parser of ``cli``."""
+def add_iam_command(sub: Any) -> None:
+    """Add ``iam`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""
     p = sub.add_parser("iam", help="a least-privilege IAM policy from the access patterns",
                        description="Print the IAM policy a role needs for MODULE:TABLE's "
                                    "access patterns (read: the reads; write: every pattern), "
@@ -49,4 +49,4 @@ def add_iam_command(sub: Any, cli: ModuleType) -> None:
     p.add_argument("--account", default=None, help="the ARNs' account (default: *)")
     p.add_argument("--aws-region", default=None, help="the ARNs' region (default: *)")
     p.add_argument("--partition", default=None, help="the ARNs' partition (default: aws)")
-    p.set_defaults(run=lambda args, out: _iam(cli, args, out))
+    p.set_defaults(run=_iam)

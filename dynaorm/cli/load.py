@@ -1,26 +1,27 @@
-"""The ``dynaorm load`` command (see :mod:`dynaorm.cli.main`, which adds it to its parser
-and hands it its helpers): entities loaded into an existing table with DynamoDB's bulk put
-items, through the model's rules (:func:`dynaorm.jobs.load`), with a progress bar."""
+"""The ``dynaorm load`` command (:mod:`dynaorm.cli.main` adds it to its parser): entities
+loaded into an existing table with DynamoDB's bulk put items, through the model's rules
+(:func:`dynaorm.jobs.load`), with a progress bar."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from types import ModuleType
 from typing import Any, TextIO
+
+from dynaorm.cli.command import connect, connection_options, entity_named, load_table
 
 __all__ = ["add_load_command"]
 
 
-def _load(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _load(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.jobs.checking import ProgressBar
     from dynaorm.jobs.load import load
     from dynaorm.protocol.policy import Rate
 
-    table = cli._connect(cli.load_table(args.table), args)
-    entity = None if args.entity is None else cli._entity_named(table, args.entity)
+    table = connect(load_table(args.table), args)
+    entity = None if args.entity is None else entity_named(table, args.entity)
     classes = None if args.entities is None else [
-        cli._entity_named(table, name) for name in args.entities.split(",")]
+        entity_named(table, name) for name in args.entities.split(",")]
     bar: list[ProgressBar] = []
 
     def progress(done: int, total: int) -> None:
@@ -43,8 +44,8 @@ def _load(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     return 0 if report.ok else 1
 
 
-def add_load_command(sub: Any, cli: ModuleType) -> None:
-    """Add ``load`` to the subcommands ``sub`` of the parser of ``cli``."""
+def add_load_command(sub: Any) -> None:
+    """Add ``load`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""
     p = sub.add_parser("load", help="load entities with DynamoDB's bulk put items",
                        description="Load the entities of SOURCE into the existing table "
                                    "MODULE:TABLE with DynamoDB's bulk put items "
@@ -78,5 +79,5 @@ def add_load_command(sub: Any, cli: ModuleType) -> None:
     p.add_argument("--poll", metavar="SECONDS", type=float, default=10.0,
                    help="seconds between DescribeBulkOperation calls (default 10)")
     p.add_argument("--performance-tier", choices=("STANDARD", "ACCELERATED"), default=None)
-    cli._common(p)
-    p.set_defaults(run=lambda args, out: _load(cli, args, out))
+    connection_options(p)
+    p.set_defaults(run=_load)

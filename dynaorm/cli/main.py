@@ -1,5 +1,8 @@
 """The ``dynaorm`` command: create tables, describe entities, audit data, migrate layouts,
-run jobs (backfill, export), load entities in bulk, run the demo.
+run jobs (backfill, export), load entities in bulk, run the demo; and every command a
+package adds by an entry point of the group ``dynaorm.commands`` (:mod:`dynaorm.plugins`:
+``iam`` and ``mcp`` are found so), and every export format of ``dynaorm.export_formats``
+(``export --format``).
 
 Exit codes scripts can rely on:
 
@@ -17,26 +20,32 @@ import argparse
 import importlib
 import importlib.util
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
-from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__, jobs
-from dynaorm.cli.iam import add_iam_command
-from dynaorm.cli.lake import add_lake_options, lake_options
+from dynaorm.cli.command import (
+    BadReference,
+    connect,
+    connection_options,
+    entity_named,
+    find_tables,
+    import_module,
+    load_attribute,
+    load_table,
+)
 from dynaorm.cli.load import add_load_command
-from dynaorm.cli.mcp import add_mcp_command
 from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
-from dynaorm.jobs.exports import export
+from dynaorm.jobs.exports import ExportError, export
+from dynaorm.plugins import COMMANDS, EXPORT_FORMATS, found, loaded
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.spec import EntitySpec
@@ -46,70 +55,12 @@ from dynaorm.schema.unclaimed import fix_hint
 if TYPE_CHECKING:
     from dynaorm.jobs.migration import MigrationReport
 
-__all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
+__all__ = ["build_parser", "describe_module", "main"]
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _T = TypeVar("_T")
-_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 _DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
                "(or pass --endpoint-url URL of a running DynamoDB Local)")
-
-
-class BadReference(Exception):
-    """A ``MODULE`` or ``MODULE:TABLE`` argument that does not name what it should."""
-
-
-# -- resolving MODULE[:TABLE] ------------------------------------------------------------
-def _import(name: str) -> ModuleType:
-    if not name:
-        raise BadReference("empty module name")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)  # like `python -m`: modules next to you are importable
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise BadReference(f"no module named {name!r} (looked in {cwd} and sys.path)"
-                               ) from exc
-        raise BadReference(f"cannot import {name!r}: {exc}") from exc
-    except Exception as exc:
-        raise BadReference(f"cannot import {name!r}: {type(exc).__name__}: {exc}") from exc
-
-
-def find_tables(module: ModuleType) -> dict[str, Table]:
-    """The :class:`Table` objects a module defines, by attribute name (each table once)."""
-    out: dict[str, Table] = {}
-    for attr, value in vars(module).items():
-        if isinstance(value, Table) and all(value is not t for t in out.values()):
-            out[attr] = value
-    return out
-
-
-def load_table(reference: str) -> Table:
-    """Resolve ``"package.module:attr"`` to the :class:`Table` it names."""
-    module_name, sep, attr = reference.partition(":")
-    if not sep or not attr:
-        raise BadReference(f"expected MODULE:TABLE (e.g. myapp.models:app), got {reference!r}")
-    module = _import(module_name)
-    value = getattr(module, attr, None)
-    if not isinstance(value, Table):
-        known = ", ".join(find_tables(module)) or "none"
-        what = "has no attribute" if value is None else "attribute is not a dynaorm Table:"
-        raise BadReference(f"module {module_name!r} {what} {attr!r} (tables there: {known})")
-    return value
-
-
-def _connect(table: Table, args: argparse.Namespace) -> Table:
-    """The table, pointed where ``--endpoint-url`` / ``--region`` say (else as the
-    application binds it: its client, or its connection keywords)."""
-    if args.endpoint_url is None and args.region is None:
-        return table
-    url: str | None = args.endpoint_url or table.endpoint_url
-    region: str | None = args.region or table.region
-    # Credentials and region come from the AWS configuration, as for the application; a
-    # local engine with none configured gets dynaorm's dummy ones (client.settings).
-    return table.connect(url, region)
 
 
 # -- describe ----------------------------------------------------------------------------
@@ -255,7 +206,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
 
 # -- commands ----------------------------------------------------------------------------
 def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
-    table = _connect(load_table(args.table), args)
+    table = connect(load_table(args.table), args)
     before = table.index_status() if table.exists() else None
     table.create()
     where = table.endpoint_url or "the default endpoint"
@@ -276,12 +227,12 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
     module_name, sep, attr = args.module.partition(":")
     if sep:
         load_table(args.module)  # a clear error for a missing or wrong TABLE part
-    out.write(describe_module(_import(module_name), only=attr if sep else None))
+    out.write(describe_module(import_module(module_name), only=attr if sep else None))
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    table = _connect(load_table(args.table), args)
+    table = connect(load_table(args.table), args)
     if (args.page_size is not None and args.page_size < 1) or (args.engine and args.checkpoint):
         print("dynaorm check: error: --page-size must be at least 1, and --checkpoint goes "
               "without --engine", file=sys.stderr)
@@ -349,7 +300,7 @@ def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.jobs.migration import migrate
 
-    table = _connect(load_table(args.table), args)
+    table = connect(load_table(args.table), args)
     usage_error = _migrate_usage_error(args)
     if usage_error is not None:
         print(f"dynaorm migrate: error: {usage_error}", file=sys.stderr)
@@ -395,10 +346,10 @@ def _moves_summary(report: MigrationReport, out: TextIO) -> None:
 
 
 def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
-    entity, fn = _attr(args.entity), _attr(args.fn)
+    entity, fn = load_attribute(args.entity), load_attribute(args.fn)
     if not isinstance(entity, type) or not callable(fn):
         raise BadReference(f"{args.entity} is no entity class or {args.fn} no function")
-    _connect(cast(Table, spec_of(entity).table), args)
+    connect(cast(Table, spec_of(entity).table), args)
     report = _job(jobs.backfill(entity, fn, segments=args.segments, rate=_rate(args),
                                 name=args.name, export=args.export), args)
     print(f"backfill {entity.__name__}: scanned {report.scanned} items, changed "
@@ -409,13 +360,14 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    table = _connect(load_table(args.table), args)
-    classes = None if args.entities is None else [_entity_named(table, name) for name in
+    table = connect(load_table(args.table), args)
+    classes = None if args.entities is None else [entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    report = _job(lake_options(args, export, BadReference)(
+    report = _job(export(
         table, args.to, source=args.source, entities=classes, history=args.history,
         segments=args.segments, rate=_rate(args),
-        encrypted="decrypt" if args.decrypt else "omit"), args,
+        encrypted="decrypt" if args.decrypt else "omit", format=args.format,
+        **_format_options(args)), args,
                   lambda done, total: print(f"export: {done} of {total} tasks done",
                                             file=sys.stderr, flush=True))
     print(f"exported table {table.name!r} to {args.to}: {report.scanned} items read",
@@ -425,20 +377,22 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_PROBLEMS if report.failed else EXIT_OK
 
 
-def _entity_named(table: Table, name: str) -> type[Any]:
-    """The entity class of ``table`` named ``name`` (its class name)."""
-    found = [c for c in table.entities.values() if c.__name__ == name]
-    if not found:
-        known = ", ".join(sorted(c.__name__ for c in table.entities.values())) or "none"
-        raise BadReference(f"table {table.name!r} has no entity {name!r} (it has: {known})")
-    return found[0]
-
-
-def _attr(reference: str) -> object:
-    module, _, attr = reference.partition(":")
-    if not hasattr(found := _import(module), attr):
-        raise BadReference(f"module {module!r} has no attribute {attr!r}")
-    return getattr(found, attr)
+def _format_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``--format``'s export format given on the command line, checked by
+    it; a usage error for one it refuses, or given of another format (``args.formats``:
+    those found, loaded)."""
+    chosen: dict[str, Any] = {}
+    for name, kind in args.formats.items():
+        given = {k: v for k, v in kind.arguments(args).items() if v is not None}
+        if name == args.format:
+            try:
+                kind.check(chosen := given)
+            except ExportError as exc:
+                raise BadReference(str(exc)) from None
+        elif given:
+            raise BadReference(f"{', '.join(sorted(given))}: --format {name}'s option(s), "
+                               f"not --format {args.format}'s")
+    return chosen
 
 
 def _rate(args: argparse.Namespace) -> Rate | None:
@@ -475,7 +429,7 @@ def _scanning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar (total, rate, ETA) on stderr even when it is "
                         "not a terminal (default: only on a terminal)")
-    _common(p)
+    connection_options(p)
     _engine(p)
 
 
@@ -503,21 +457,6 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # -- parser ------------------------------------------------------------------------------
-def endpoint_url(text: str) -> str:
-    """``--endpoint-url``'s check: an http(s) URL with a host (and a valid port, if any)."""
-    try:
-        parsed = urlparse(text)
-        port_ok = parsed.port is None or parsed.port > 0
-    except ValueError:
-        port_ok = False
-        parsed = urlparse("")
-    if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok:
-        raise argparse.ArgumentTypeError(
-            f"invalid URL {text!r}: expected http(s)://HOST[:PORT], "
-            "e.g. http://localhost:8000")
-    return text
-
-
 def at_least_one(text: str) -> int:
     """``--segments``' and ``--workers``' check: a whole number of at least 1."""
     try:
@@ -529,13 +468,6 @@ def at_least_one(text: str) -> int:
     return number
 
 
-def region_name(text: str) -> str:
-    """``--region``'s check: a syntactically valid AWS region name."""
-    if not _REGION.match(text):
-        raise argparse.ArgumentTypeError(f"invalid region {text!r}, e.g. eu-west-1")
-    return text
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr, exit code 2."""
 
@@ -543,17 +475,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,
-                        help="DynamoDB endpoint (DynamoDB Local, moto server); default: the "
-                             "table's own, else botocore's resolution "
-                             "(AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, config)")
-    parser.add_argument("--region", default=None, type=region_name,
-                        help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``dynaorm`` command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``dynaorm`` command (``command``: the subcommand asked
+    for, whose options alone need loading; ``None``: every command and option found)."""
     parser = _Parser(
         prog="dynaorm", description="dynaorm: DynamoDB single-table ORM tools.",
         epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
@@ -563,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Create MODULE:TABLE (on-demand billing, every index); "
                                    "no error if it exists.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
-    _common(p)
+    connection_options(p)
     p.set_defaults(run=cmd_create_table)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                        description="Print every entity registered on every Table in MODULE "
@@ -572,11 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "allow.")
     p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models or "
                                                            "myapp.models:app")
-    _common(p)
+    connection_options(p)
     p.set_defaults(run=cmd_describe)
-    add_model_commands(sub, sys.modules[__name__])
-    add_mcp_command(sub, sys.modules[__name__])
-    add_iam_command(sub, sys.modules[__name__])
+    add_model_commands(sub)
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
                        description="Scan the table page by page and report orphan guard "
                                    "items, owners whose guard is missing (also after a unique "
@@ -628,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None,
                    help="the job's marker (run again with the same name to resume)")
     p.add_argument("--export", metavar="S3URI", help="a DynamoDB export: a task per file")
-    _common(p)
+    connection_options(p)
     _engine(p)
     p.set_defaults(run=cmd_backfill, engine="local")
     p = sub.add_parser("export", help="write one typed Parquet dataset per entity",
@@ -652,24 +574,56 @@ def build_parser() -> argparse.ArgumentParser:
                    help="versioned entities' version rows too, as <EntityName>.history")
     p.add_argument("--decrypt", action="store_true",
                    help="write encrypted fields' plaintext (the table's keyring)")
-    add_lake_options(p)
-    _common(p)
+    _export_formats(p, command in (None, "export"))
+    connection_options(p)
     _engine(p)
     p.set_defaults(run=cmd_export, engine="local")
-    add_load_command(sub, sys.modules[__name__])
+    add_load_command(sub)
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "
                                    "deletes the table 'dynaorm-demo' there).")
-    _common(p)
+    connection_options(p)
     p.set_defaults(run=cmd_demo)
+    _found_commands(sub, command)
     return parser
+
+
+def _found_commands(sub: Any, command: str | None) -> None:
+    """Add the commands found (group ``dynaorm.commands``) to ``sub``: only ``command``'s
+    when it names one of them, none when it names one of this module's, else (help, an
+    unknown command) every one, so the help lists them."""
+    points = found(COMMANDS)
+    if command in sub.choices:
+        return
+    for name, point in points.items():
+        if command not in points or name == command:
+            try:
+                point.load()(sub)
+            except Exception as exc:  # (a package's broken import, a name taken: said)
+                print(f"dynaorm: the command {name!r} ({point.value}) cannot be added: "
+                      f"{type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+
+
+def _export_formats(p: argparse.ArgumentParser, load: bool) -> None:
+    """``export``'s ``--format``: ``parquet`` or an export format found (group
+    ``dynaorm.export_formats``), each adding its options when ``load`` (the command is
+    ``export``, or help is asked for)."""
+    names = ("parquet", *found(EXPORT_FORMATS))
+    p.add_argument("--format", choices=names, default="parquet",
+                   help="parquet (the default), or an export format found: TO stages "
+                        "its data files, and the format does the rest (its options below)")
+    formats = loaded(EXPORT_FORMATS) if load else {}
+    for kind in formats.values():
+        kind.add_arguments(p)
+    p.set_defaults(formats=formats)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dynaorm`` command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((a for a in given if not a.startswith("-")), None))
+    args = parser.parse_args(given)
     out = sys.stdout
     try:
         code: int = args.run(args, out)

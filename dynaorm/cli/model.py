@@ -1,6 +1,6 @@
-"""The ``dynaorm model`` and ``dynaorm explain`` commands (see :mod:`dynaorm.cli.main`,
-which adds them to its parser and hands them its helpers: how it resolves ``MODULE:TABLE``
-references, and its error for a bad one)."""
+"""The ``dynaorm model`` and ``dynaorm explain`` commands (:mod:`dynaorm.cli.main` adds
+them to its parser; they resolve ``MODULE:TABLE`` references with
+:mod:`dynaorm.cli.command`)."""
 
 from __future__ import annotations
 
@@ -8,58 +8,54 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TextIO
 
+from dynaorm.cli.command import BadReference, find_tables, import_module, load_table
 from dynaorm.errors import ModelFileError
 
 __all__ = ["add_model_commands"]
 
 
-def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _model(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm import formats
     from dynaorm.formats.code import import_code
 
     given = [a for a in (args.table, args.import_file, args.infer) if a is not None]
     if len(given) != 1:
-        raise cli.BadReference("give one of MODULE:TABLE to export, --import FILE or "
+        raise BadReference("give one of MODULE:TABLE to export, --import FILE or "
                                "--infer TABLE")
     if args.infer is not None:
-        return _infer(cli, args, out)
+        return _infer(args, out)
     if args.format == "code":
-        raise cli.BadReference("--format code prints the model of --infer TABLE; "
+        raise BadReference("--format code prints the model of --infer TABLE; "
                                "--import FILE prints code too")
     if args.import_file is not None:
-        if args.format in ("cloudformation", "terraform"):
-            raise cli.BadReference(f"--import reads json, workbench or mcp: a {args.format} "
-                                   "file holds the table, not its entities")
+        if args.format not in (readable := formats.READABLE):
+            either = " or ".join(n for n in (", ".join(readable[:-1]), *readable[-1:]) if n)
+            raise BadReference(f"--import reads {either}: a {args.format} file holds "
+                                   "the table, not its entities")
         try:
             text = Path(args.import_file).read_bytes().decode("utf-8")
         except OSError as exc:
-            raise cli.BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
+            raise BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
         except UnicodeDecodeError as exc:
             raise ModelFileError(f"not UTF-8 text ({exc.reason})", place=f"byte {exc.start}"
                                  ) from None
         return _emit(import_code(text, args.format), args.output, out)
-    model = cli.load_table(args.table).model()
+    model = load_table(args.table).model()
     if args.chart is not None:
         from dynaorm.formats.chart import chart_of
 
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    doc, notes = formats.export(model, args.format)
+    text, notes = formats.as_text(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
-    if args.format == "cloudformation":
-        from dynaorm.formats.cloudformation import text_of
-
-        doc = text_of(doc)
-    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
-                 args.output, out)
+    return _emit(text, args.output, out)
 
 
-def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _infer(args: argparse.Namespace, out: TextIO) -> int:
     """``--infer TABLE``: the model of a live table, in ``--format`` (``code``: entity
     code, what it could not place in a comment at its end)."""
     from dynaorm import formats
@@ -70,7 +66,7 @@ def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         code, model = infer_code(args.infer, sample=args.sample, endpoint_url=args.endpoint,
                                  region=args.region, report=sys.stderr)
     except InferenceError as exc:
-        raise cli.BadReference(str(exc)) from exc
+        raise BadReference(str(exc)) from exc
     note = unplaced_note(model)
     print(f"dynaorm model --infer: {note}", file=sys.stderr)
     if args.format == "code":
@@ -78,15 +74,10 @@ def _infer(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
                      args.output, out)
     if args.format == "json":
         return _emit(json.dumps(model, indent=2) + "\n", args.output, out)
-    doc, notes = formats.export(model, args.format)
+    text, notes = formats.as_text(model, args.format)
     for line in notes:
         print(f"dynaorm model: {line}", file=sys.stderr)
-    if args.format == "cloudformation":
-        from dynaorm.formats.cloudformation import text_of
-
-        doc = text_of(doc)
-    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
-                 args.output, out)
+    return _emit(text, args.output, out)
 
 
 def _emit(text: str, path: str | None, out: TextIO) -> int:
@@ -98,14 +89,14 @@ def _emit(text: str, path: str | None, out: TextIO) -> int:
     return 0
 
 
-def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _explain(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.cli.explain import explain_patterns
 
     if args.item_size is not None and args.item_size < 1:
-        raise cli.BadReference("--item-size must be at least 1")
+        raise BadReference("--item-size must be at least 1")
     module_name, sep, attr = args.module.partition(":")
-    tables = ({attr: cli.load_table(args.module)} if sep else
-              cli.find_tables(cli._import(module_name)))
+    tables = ({attr: load_table(args.module)} if sep else
+              find_tables(import_module(module_name)))
     for table in tables.values():
         for pattern, found in explain_patterns(table, args.item_size):
             print(f"{pattern.entity.__name__} {pattern.name} ({pattern.operation})", file=out)
@@ -115,9 +106,9 @@ def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def add_model_commands(sub: Any, cli: ModuleType) -> None:
-    """Add ``model`` and ``explain`` to the subcommands ``sub`` of the parser of ``cli``
-    (:mod:`dynaorm.cli.main`)."""
+def add_model_commands(sub: Any) -> None:
+    """Add ``model`` and ``explain`` to the subcommands ``sub`` of the ``dynaorm``
+    command's parser (:mod:`dynaorm.cli.main`)."""
     from dynaorm.formats import FORMATS
 
     p = sub.add_parser("model", help="export the model (json, workbench, mcp, "
@@ -145,7 +136,7 @@ def add_model_commands(sub: Any, cli: ModuleType) -> None:
     p.add_argument("--region", metavar="R", default=None, help="with --infer: the region")
     p.add_argument("--sample", metavar="N", type=int, default=1000,
                    help="with --infer: read at most N items (default 1000)")
-    p.set_defaults(run=lambda args, out: _model(cli, args, out))
+    p.set_defaults(run=_model)
     p = sub.add_parser("explain", help="what each access pattern sends and costs",
                        description="Explain each access pattern of every entity on every "
                                    "Table in MODULE (or only on TABLE): the requests, the "
@@ -154,4 +145,4 @@ def add_model_commands(sub: Any, cli: ModuleType) -> None:
     p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models")
     p.add_argument("--item-size", metavar="BYTES", type=int, default=None,
                    help="price on sample items of about this many bytes (default: small)")
-    p.set_defaults(run=lambda args, out: _explain(cli, args, out))
+    p.set_defaults(run=_explain)

@@ -11,9 +11,11 @@ request from the registry :data:`WIRES` (``wire=``), or moto's in-process backen
 one is on (:func:`in_process_mock`). The transport raises every failure as a
 :class:`~dynaorm.RequestError`; the client decides nothing per request.
 
-Two registries are the places to add to: :data:`WIRES` (a new transport: a name and a
-function of the client that makes it) and :data:`TRACERS` (a hook every client attaches
-outermost, only while its ``active()`` says so: OpenTelemetry's :class:`~dynaorm.Tracing`).
+A new transport is added to the registry :data:`WIRES` (a name and a function of the
+client that makes it). The tracers every client attaches outermost, each only while its
+``active()`` says so, are found by entry point (group ``dynaorm.tracers``,
+:mod:`dynaorm.plugins`: OpenTelemetry's :class:`~dynaorm.Tracing` is found so), never
+imported here.
 """
 
 from __future__ import annotations
@@ -44,20 +46,19 @@ from dynaorm.client.settings import (
 )
 from dynaorm.core.stage import describe
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.plugins import TRACERS, loaded
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import DYNAMODB, HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
-from dynaorm.protocol.tracing import Tracing
-from dynaorm.schema.rules import NO_RULES
 from dynaorm.schema.table import TableSchema
 
 if TYPE_CHECKING:
     from dynaorm.wire import Transport
     from dynaorm.wire.endpoint import Endpoint
 
-__all__ = ["CAPACITY_MODES", "INSTALL_HINT", "TRACERS", "WIRES", "Client", "check_settings",
+__all__ = ["CAPACITY_MODES", "INSTALL_HINT", "OPENTELEMETRY", "WIRES", "Client", "check_settings",
            "in_process_mock", "live_clients", "session_target"]
 
 _aiobotocore = aiobotocore  # (the sessions' check that dynaorm[async] is installed)
@@ -76,11 +77,9 @@ WIRES: dict[str, Callable[[Client], Transport]] = {
     "dynaorm": _own_wire,  # dynaorm's own (dynaorm.wire.Wire)
     "botocore": lambda client: client._boto,  # botocore's client (and aiobotocore's)
 }
-#: the tracers every client attaches, outermost of its hooks: each a function of the
-#: client returning a hook with ``active()``, in the policy only while that is true (one
-#: check per operation otherwise). ``client.tracing`` is the OpenTelemetry one
-TRACERS: list[Callable[[Client], Any]] = [
-    lambda client: Tracing(routes=client._via_botocore, where=client._where)]
+#: the name of the tracer ``client.tracing`` is (the entry point of the group
+#: ``dynaorm.tracers`` dynaorm registers: OpenTelemetry's :class:`~dynaorm.Tracing`)
+OPENTELEMETRY: Final = "opentelemetry"
 #: ``ReturnConsumedCapacity`` modes a client may ask for
 CAPACITY_MODES: Final = ("INDEXES", "TOTAL", "NONE")
 
@@ -175,7 +174,8 @@ class Client:
         self._transport: Transport | None = None  # chosen by the first request
         self._boto: BotocoreWire = BotocoreWire(self)  # botocore's client and aiobotocore's
         self._hooks: tuple[HookLike, ...] = ()
-        self._tracers = tuple(make(self) for make in TRACERS)
+        self._named: dict[str, Any] = {}  # the tracers found, by name (and in _tracers)
+        self._made_tracers()
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
@@ -230,7 +230,7 @@ class Client:
             if not isinstance(table, TableSchema):
                 raise DynaormError(f"Client: receipts= takes the Table that keeps the "
                                    f"receipts of keyed commits, got {table!r}")
-            why = NO_RULES.receipts.problem(table)
+            why = table.receipts.keyed()[0]
             if why:
                 raise DynaormError(f"Client: receipts= table {table.name!r}: {why}, so it "
                                    "cannot keep receipts")
@@ -305,7 +305,7 @@ class Client:
     def policy(self) -> Policy:
         """The one immutable :class:`~dynaorm.protocol.policy.Policy` both drivers read
         (made anew when a hook or listener is added or removed), with the tracers that are
-        active now (:data:`TRACERS`) outermost."""
+        active now (those found: group ``dynaorm.tracers``) outermost."""
         policy = self._policy
         if policy is None:
             with self._lock:
@@ -349,20 +349,39 @@ class Client:
             self._rate, self._budget, self._policy = rate, budget_of(rate), None
 
     @property
-    def tracing(self) -> Tracing:
-        """The OpenTelemetry tracer (:class:`~dynaorm.protocol.tracing.Tracing`): one span
-        per session operation and one per HTTP attempt while a tracer provider is
-        configured (``tracing.tracer_provider = provider`` for this client alone,
-        ``tracing.enabled = False`` to turn it off). Assign another to replace it."""
-        return next(t for t in self._tracers if isinstance(t, Tracing))
+    def tracing(self) -> Any:
+        """The OpenTelemetry tracer (:class:`~dynaorm.Tracing`, the tracer found as
+        ``opentelemetry``): one span per session operation and one per HTTP attempt while
+        a tracer provider is configured (``tracing.tracer_provider = provider`` for this
+        client alone, ``tracing.enabled = False`` to turn it off). Assign another to
+        replace it. :class:`~dynaorm.DynaormError` where none is registered (dynaorm's
+        entry points not installed)."""
+        found = self._named.get(OPENTELEMETRY)
+        if found is None:
+            raise DynaormError(f"no tracer {OPENTELEMETRY!r} is registered (entry-point group "
+                               "dynaorm.tracers): is dynaorm installed, not only on sys.path?")
+        return found
 
     @tracing.setter
-    def tracing(self, hook: Tracing) -> None:
+    def tracing(self, hook: Any) -> None:
         with self._lock:
-            hook.route(self._via_botocore, self._where)
-            self._tracers = tuple(hook if isinstance(t, Tracing) else t
-                                  for t in self._tracers)
-            self._traced = {}
+            self._named = {**self._named, OPENTELEMETRY: self._routed(hook)}
+            self._tracers, self._traced = tuple(self._named.values()), {}
+
+    def _made_tracers(self) -> None:
+        """Make the tracers found (group ``dynaorm.tracers``), each a function of this
+        client, by name: each told how the client routes attempts, if it asks
+        (``route``)."""
+        self._named = {name: self._routed(make(self)) for name, make in loaded(TRACERS).items()}
+        self._tracers = tuple(self._named.values())
+
+    def _routed(self, hook: Any) -> Any:
+        """``hook``, told (its ``route(routes, where)``, where it has one) whether this
+        client's attempts go through botocore's client and where they go."""
+        route = getattr(hook, "route", None)
+        if route is not None:
+            route(self._via_botocore, self._where)
+        return hook
 
     def _where(self) -> tuple[str, str] | None:
         """The endpoint URL and region requests go to, once the transport knows them."""
@@ -411,7 +430,7 @@ class Client:
         and put the tracers back as they were made."""
         with self._lock:
             self._hooks = ()
-            self._tracers = tuple(make(self) for make in TRACERS)
+            self._made_tracers()
             self._listeners.clear()
             for table in list(self._listening):
                 table._listeners.clear()
@@ -602,7 +621,10 @@ def _forked() -> None:
         client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
         client._transport, client._boto = None, BotocoreWire(client)
         client._meter.renew()  # (the child's own consumption, from 0)
-        client.tracing.renew()  # (its lock, maybe held by a thread the child has not)
+        for tracer in client._tracers:  # (a lock, maybe held by a thread the child has not)
+            renew = getattr(tracer, "renew", None)
+            if renew is not None:
+                renew()
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)

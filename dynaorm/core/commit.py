@@ -39,6 +39,7 @@ from typing import Any, cast
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
     ConcurrentModificationError,
+    DynaormError,
     IdempotencyMismatchError,
     ItemExistsError,
     ItemGoneError,
@@ -50,7 +51,7 @@ from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
-from dynaorm.schema.rules import NO_RULES, Change
+from dynaorm.schema.rules import Change
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
@@ -101,13 +102,20 @@ READS = _Reads()
 
 def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
-    not keyed), inside the scope of ``stage`` when it has one, kept where its client
-    says (``Client(receipts=)``: that table; else every table written)."""
+    not keyed; checked when nothing is staged too), inside the scope of ``stage`` when it
+    has one: started by the receipts rule of the first table written (``table.receipts``:
+    each table's own), kept where its client says (``Client(receipts=)``: that table;
+    else every table written)."""
     if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > 2048:
+        raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
+                           f"characters, got {key!r:.80}")
+    if not staged:
         return None
     scope = None if stage is None or stage.scope is None else stage.scope.values
     home = None if stage is None else getattr(stage.client, "receipts", None)
-    return NO_RULES.receipts.start(staged, key, scope, home)
+    return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope, home)
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
@@ -117,7 +125,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
     ``idempotency_key``: applied at most once for it, its receipts (rows of its plan:
-    ``Rules.receipts``) keyed inside the scope of ``stage`` (the session's
+    ``TableSchema.receipts``) keyed inside the scope of ``stage`` (the session's
     :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""

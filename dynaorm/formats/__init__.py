@@ -1,32 +1,44 @@
 """The model in the formats other tools read and write, one module each, every one reading
 only the model's plain data (``table.model()``, :func:`dynaorm.schema.model.model_of`):
 ``to_format(model)`` gives the document and what the format had no place for (one line
-each), ``from_format(doc)`` the models a parsed document holds, checked.
+each), ``from_format(doc)`` the models a parsed document holds, checked. A format is found
+by its name in the entry-point group ``dynaorm.formats`` (:mod:`dynaorm.plugins`), never
+imported by name here: dynaorm's own (``json``, ``workbench``, ``mcp``,
+``cloudformation``, ``terraform``) are declared there as a package of yours declares one.
 :mod:`dynaorm.formats.code` prints entity code for a model (``dynaorm model --import``).
 A file that cannot be read is a :class:`~dynaorm.ModelFileError` naming the place in it."""
 
 from __future__ import annotations
 
-import importlib
 import json as _json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from dynaorm.errors import DynaormError, ModelFileError
+from dynaorm.plugins import FORMATS as GROUP
+from dynaorm.plugins import found
 
-__all__ = ["FORMATS", "READABLE", "export", "read"]
+__all__ = ["FORMATS", "READABLE", "as_text", "export", "read"]
 
-#: the formats ``dynaorm model`` writes (each a module of this package); the first three
-#: it reads back too (:data:`READABLE`): an infrastructure format holds the table, not its
-#: entities
-FORMATS: Final = ("json", "workbench", "mcp", "cloudformation", "terraform")
-READABLE: Final = ("json", "workbench", "mcp")
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``FORMATS``: the names of the formats found (``dynaorm model`` writes each);
+    ``READABLE``: those that read a file back too (an infrastructure format holds the
+    table, not its entities). Read when first asked for."""
+    if name == "FORMATS":
+        return tuple(found(GROUP))
+    if name == "READABLE":
+        return tuple(n for n in found(GROUP) if hasattr(_module(n), "from_format"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _module(fmt: str) -> Any:
-    if fmt not in FORMATS:
-        raise DynaormError(f"unknown model format {fmt!r} (known: {', '.join(FORMATS)})")
-    return importlib.import_module(f"{__name__}.{fmt}")
+    """The format named ``fmt`` (what its entry point names, loaded)."""
+    point = found(GROUP).get(fmt)
+    if point is None:
+        known = ", ".join(found(GROUP)) or "none: is dynaorm installed (its entry points)?"
+        raise DynaormError(f"unknown model format {fmt!r} (known: {known})")
+    return point.load()
 
 
 def export(model: Mapping[str, Any], fmt: str) -> tuple[Any, list[str]]:
@@ -37,14 +49,26 @@ def export(model: Mapping[str, Any], fmt: str) -> tuple[Any, list[str]]:
     return doc, notes
 
 
+def as_text(model: Mapping[str, Any], fmt: str) -> tuple[str, list[str]]:
+    """:func:`export`'s document as the text of a file: the format's own
+    ``text_of(doc)`` where it has one (CloudFormation's), a text document as it is, else
+    indented JSON; and what the format had no place for."""
+    module = _module(fmt)
+    doc, notes = module.to_format(model)
+    if hasattr(module, "text_of"):
+        return str(module.text_of(doc)), notes
+    return doc if isinstance(doc, str) else _json.dumps(doc, indent=2) + "\n", notes
+
+
 def read(text: str, fmt: str = "json") -> list[dict[str, Any]]:
     """The models (one per table) a file of format ``fmt`` describes, checked; each
     entity carries ``"_place"``, where it is in the file. Anything it cannot read is a
     :class:`~dynaorm.ModelFileError` naming the place (a file nested too deep: ``$``)."""
-    if fmt not in READABLE:
-        raise DynaormError(f"{fmt} is not read back: a {fmt} file holds the table, not its "
-                           f"entities (readable: {', '.join(READABLE)})")
     module = _module(fmt)
+    if not hasattr(module, "from_format"):
+        readable = ", ".join(__getattr__("READABLE"))
+        raise DynaormError(f"{fmt} is not read back: a {fmt} file holds the table, not its "
+                           f"entities (readable: {readable})")
     try:
         doc = _json.loads(text)
     except _json.JSONDecodeError as exc:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
@@ -64,6 +64,7 @@ from dynaorm.errors import DynaormError
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
+from dynaorm.plugins import EXPORT_FORMATS, found
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
@@ -78,8 +79,11 @@ from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
 
-__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "datasets_of", "export", "export_part",
-           "read_parts", "read_source", "source_of"]
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["ENCRYPTED", "ExportError", "ExportFormat", "ExportReport", "Staged", "datasets_of",
+           "export", "export_part", "read_parts", "read_source", "source_of"]
 
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
@@ -295,9 +299,9 @@ _LEAVE_OUT = (Revision, Membership, Encryption)
 def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
            entities: Iterable[type[Entity]] | None = None, history: bool = False,
            encrypted: str = "omit", segments: int = 1, rate: Rate | None = None,
-           format: str = "parquet", catalog: Any = None, namespace: str | None = None,
-           scope: Mapping[str, Any] | None = None, start_export: str | None = None,
-           poll: float = 10.0, sleep: Callable[[float], object] = time.sleep) -> Job:
+           format: str = "parquet", scope: Mapping[str, Any] | None = None,
+           start_export: str | None = None, poll: float = 10.0,
+           sleep: Callable[[float], object] = time.sleep, **options: Any) -> Job:
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
     ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
     name, unique in its table: two classes of one name never write one dataset), an
@@ -316,10 +320,12 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     entities' type names and the scope's key prefixes (a key condition when they name one
     partition), waiting ``poll`` seconds between ``DescribeExport`` calls.
 
-    ``format="iceberg"`` (``catalog``, ``namespace``): the job is the same, and
-    ``dynaorm.jobs.export`` makes its merge commit the datasets to Iceberg tables
-    (:mod:`dynaorm.lake`)."""
-    _check_format(format, catalog, namespace)
+    ``format``: another name than ``"parquet"`` is an :class:`ExportFormat` found by that
+    name in the entry-point group ``dynaorm.export_formats`` (:mod:`dynaorm.plugins`), and
+    ``options`` are its own: the job's tasks are the same, and the format makes what runs
+    on their datasets (``format="iceberg"``, ``catalog=``, ``namespace=``: the lake,
+    :mod:`dynaorm.lake`, whose merge commits each dataset to an Iceberg table)."""
+    kind = _export_format(format, options)
     try:
         import dynaorm.jobs.arrow  # noqa: F401 (dynaorm[export])
     except ModuleNotFoundError as exc:
@@ -333,12 +339,16 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
             raise ExportError("export: source= and start_export= exclude each other")
         source = started_export(table, start_export, export_filter(
             table, classes, prefixes, entities is not None), poll, sleep)
-    files, kind, view = ((), "scan", "") if source is None else read_source(source)
-    return job_of("export", table, len(files) or (segments if source is None else 1), rate,
-                  fn=_task, files=files, options=(
-                      ("to", os.fspath(to)), ("entities", classes),
-                      ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
-                      ("view", view), ("source", source or ""), ("scope", prefixes)))
+    files, read, view = ((), "scan", "") if source is None else read_source(source)
+    job = job_of("export", table, len(files) or (segments if source is None else 1), rate,
+                 fn=_task, files=files, options=(
+                     ("to", os.fspath(to)), ("entities", classes),
+                     ("history", bool(history)), ("encrypted", encrypted), ("kind", read),
+                     ("view", view), ("source", source or ""), ("scope", prefixes)))
+    if kind is None:
+        return job
+    return kind.job(job, Staged(os.fspath(to), tuple(datasets_of(job)), source_of(job),
+                                job.template.segments), options)
 
 
 def scope_prefixes(table: Table, classes: Sequence[type[Entity]], scope: Mapping[str, Any]
@@ -433,21 +443,71 @@ def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: 
     return f"s3://{bucket}/{done['ExportManifest']}"
 
 
-def _check_format(format: str, catalog: Any, namespace: str | None) -> None:
-    """:class:`ExportError` for a format dynaorm does not write, or its options wrong."""
-    if format not in ("parquet", "iceberg"):
-        raise ExportError(f"export: format= is 'parquet' or 'iceberg', not {format!r}")
-    if format == "parquet" and (catalog is not None or namespace is not None):
-        raise ExportError("export: catalog= and namespace= are for format='iceberg'")
-    if format == "iceberg" and (catalog is None or not namespace):
-        raise ExportError("export: format='iceberg' needs catalog= (a pyiceberg catalog or "
-                          "its name) and namespace=")
-    try:
-        if format == "iceberg":
-            import pyiceberg  # noqa: F401 (dynaorm[lake])
-    except ModuleNotFoundError as exc:
-        raise ExportError('Iceberg exports need pyiceberg: pip install "dynaorm[lake]"'
-                          ) from exc
+class ExportFormat(Protocol):
+    """What an entry point of the group ``dynaorm.export_formats`` names (an object, such
+    as the lake's ``dynaorm.lake:ICEBERG``): a format :func:`export` writes besides
+    Parquet, found by its entry point's name (``format="NAME"``, ``dynaorm export
+    --format NAME``). The export's tasks stage each dataset as Parquet parts; the format
+    makes the job that runs them and does what it does with what they staged (the lake:
+    its merge commits each dataset to an Iceberg table)."""
+
+    def check(self, options: Mapping[str, Any]) -> None:
+        """Refuse (:class:`ExportError`) options the format does not take or lacks, or
+        a package it needs that is not installed, before anything is read."""
+
+    def job(self, job: Job, staged: Staged, options: Mapping[str, Any]) -> Job:
+        """The job :func:`export` returns: ``job`` (the export's: its tasks write the
+        parts ``staged`` describes) with the format's work, given its ``options``."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the format's options to ``dynaorm export``'s parser (none: add nothing)."""
+
+    def arguments(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The format's options as ``dynaorm export``'s parsed ``args`` give them (an
+        option not given: ``None``), by the keyword :func:`export` takes."""
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What an export's tasks stage, for the :class:`ExportFormat` that runs on them."""
+
+    to: str
+    """Where the parts are written (a directory or an ``s3://`` URL)."""
+    datasets: tuple[tuple[str, Any, tuple[str, ...]], ...]
+    """Each dataset: its name (``"user"``, ``"order.history"``), the model's
+    ``pyarrow.Schema`` of its rows and the fields of its key (a version row's: with
+    ``version``)."""
+    source: tuple[str, str, str, str]
+    """What the export reads: its kind (``"scan"``, ``"full"``, ``"incremental"``), an
+    id (a DynamoDB export's ARN, a scan's new id), the ISO time its rows are as of and an
+    incremental export's start (``""``: none)."""
+    parts: int
+    """How many tasks write parts (one a task, ``part-00000`` on)."""
+
+    def read(self, name: str) -> Iterator[Any]:
+        """The staged parts of dataset ``name``, each a ``pyarrow.Table`` (once the tasks
+        ran: in the job's merge)."""
+        return read_parts(self.to, name, self.parts)
+
+
+def _export_format(name: str, options: Mapping[str, Any]) -> ExportFormat | None:
+    """The export format named ``name`` (``None``: Parquet alone), its ``options``
+    checked; :class:`ExportError` for a format not found or its options wrong."""
+    points = found(EXPORT_FORMATS)
+    if name == "parquet":
+        if options:
+            taken = ", ".join(f"{k}=" for k in sorted(options))
+            raise ExportError(f"export: {taken} {'is' if len(options) == 1 else 'are'} for "
+                              f"another format= than 'parquet' (found: "
+                              f"{', '.join(map(repr, points)) or 'none'})")
+        return None
+    point = points.get(name)
+    if point is None:
+        names = " or ".join(repr(n) for n in ("parquet", *points))
+        raise ExportError(f"export: format= is {names}, not {name!r}")
+    kind: ExportFormat = point.load()
+    kind.check(options)
+    return kind
 
 
 def _task(task: Task, table: Any) -> ExportReport:
@@ -1012,7 +1072,7 @@ def _records(s3: Any, url: str) -> Iterator[_Batch]:
         yield _Batch(name, numbers, lines)
 
 
-# -- what the lake's merge needs (dynaorm.lake, through dynaorm.jobs) ----------------------
+# -- what an export format's job needs (Staged) ---------------------------------------------
 def datasets_of(job: Job) -> list[tuple[str, Any, tuple[str, ...]]]:
     """Each dataset ``job`` writes: its name, the model's ``pyarrow.Schema`` of its rows
     and the fields of its key (a version row's: with ``version``)."""

@@ -1,4 +1,4 @@
-"""What ``dynaorm mcp`` runs (:mod:`dynaorm.cli.mcp` parses its arguments): the
+"""What ``dynaorm mcp`` runs (:mod:`dynaorm.mcp.command` parses its arguments): the
 server of :func:`dynaorm.mcp.server` over stdio, or streamable HTTP with ``--http``.
 
 Over stdio the server answers a client's ``initialize`` before it loads the ``mcp`` SDK
@@ -16,13 +16,13 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from types import ModuleType
 from typing import Any, TextIO
 
 import anyio
 import anyio.to_thread
 
 from dynaorm._version import __version__
+from dynaorm.cli import BadReference, connect, load_attribute, load_table
 from dynaorm.client.table import Table
 from dynaorm.mcp.server import instructions, prepare, server
 
@@ -93,9 +93,9 @@ def _plain(key: str, value: dict[str, Any]) -> bool:
     return True  # (a capability the SDK does not know: ignored)
 
 
-def _options(cli: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
+def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of :func:`server` the arguments give (a usage error is BadReference)."""
-    bad = cli.BadReference
+    bad = BadReference
     scope: dict[str, Any] | str | None = None
     if args.scope and args.http:
         if not args.tenant_header or args.tenant:
@@ -110,7 +110,7 @@ def _options(cli: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
         raise bad("--tenant and --tenant-header need --scope FIELD")
     embed: Callable[[str], Any] | None = None
     if args.embed:
-        found = cli._attr(args.embed)
+        found = load_attribute(args.embed)
         if not callable(found):
             raise bad(f"--embed {args.embed!r} is not a function")
         embed = found
@@ -119,15 +119,15 @@ def _options(cli: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
             "tenant_header": args.tenant_header}
 
 
-def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def serve(args: argparse.Namespace, out: TextIO) -> int:
     """Run the server until its client goes (stdio) or the process is stopped (HTTP)."""
-    table = cli._connect(cli.load_table(args.table), args)
-    options = _options(cli, args)
+    table = connect(load_table(args.table), args)
+    options = _options(args)
     try:
         _, fields = prepare(table, **options)
         srv = server(table, **options) if args.http else None
     except ValueError as exc:
-        raise cli.BadReference(str(exc)) from None
+        raise BadReference(str(exc)) from None
     if srv is None:
         _stdio(table, options, instructions(table, fields))
         return 0
@@ -135,7 +135,7 @@ def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
 
     host, _, port = args.http.rpartition(":")
     if not host or not port.isdigit():
-        raise cli.BadReference(f"--http takes HOST:PORT, got {args.http!r}")
+        raise BadReference(f"--http takes HOST:PORT, got {args.http!r}")
     app = srv.streamable_http_app(host=host)
     uvicorn.run(app, host=host, port=int(port), log_level="warning")
     return 0

@@ -1,7 +1,10 @@
 """OpenTelemetry tracing on the phase hooks (pure: no I/O; OpenTelemetry's API is only
 looked up, never imported by ``import dynaorm``).
 
-Every :class:`~dynaorm.Client` carries one :class:`Tracing` hook (``client.tracing``).
+Every :class:`~dynaorm.Client` carries one :class:`Tracing` hook (``client.tracing``): the
+tracer :func:`tracer` makes, found by its entry point (``opentelemetry``, group
+``dynaorm.tracers``) when a client is made. No module of the core imports this one (nor
+``import dynaorm``: ``dynaorm.Tracing`` is loaded on first use).
 While the program has neither an OpenTelemetry tracer provider nor a meter provider
 configured (``opentelemetry`` not imported, or the API's default proxy / no-op provider),
 it is not attached at all: the client checks once per operation (:meth:`Tracing.active`,
@@ -57,7 +60,7 @@ from dynaorm.errors import ThrottledError
 from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase, logger
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
-__all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
+__all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing", "tracer"]
 
 #: ``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
 #: answer that says (a lost answer or a 5xx: it may have been applied), or cut off
@@ -176,6 +179,13 @@ def _table_units(attempt: Attempt) -> float:
                    if "/" not in name)
     except (AttributeError, TypeError, ValueError):
         return 0.0
+
+
+def tracer(client: Any) -> Tracing:
+    """The tracer every client attaches (the entry point ``opentelemetry`` of the group
+    ``dynaorm.tracers``): a :class:`Tracing` hook with the global providers, which the
+    client routes (:meth:`Tracing.route`)."""
+    return Tracing()
 
 
 class Tracing(Hook):

@@ -172,6 +172,10 @@ class TableSchema:
         self.receipts_ttl = receipts_ttl
         """How long a commit's idempotency key holds: the receipts of idempotent commits
         (``commit(idempotency_key=...)``) expire after it (default 7 days)."""
+        from dynaorm.schema.rules.receipts import Receipts  # (a rule module: below it)
+
+        self.receipts: Receipts = Receipts(self)
+        """The table's receipts rule: what a keyed commit writing to it asks."""
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
                                f"got {stream!r}")

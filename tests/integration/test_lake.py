@@ -25,9 +25,9 @@ pytest.importorskip("duckdb", reason="the dev group's duckdb reads the tables ba
 from dynaorm import Entity, Session, Table
 from dynaorm.errors import DynaormError
 from dynaorm.jobs import ExportError, export, run_local
-from dynaorm.jobs import lake as lake_module
 from dynaorm.jobs.exports import _s3
 from dynaorm.lake import LakeError
+from dynaorm.lake import iceberg as lake_module
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
@@ -408,7 +408,7 @@ def test_options_of_the_lake_are_checked(tb: TestBackend, tmp_path: Path, catalo
         export(exports, tmp_path, format="delta")
     with pytest.raises(ExportError, match="needs catalog="):
         export(exports, tmp_path, format="iceberg", namespace="app")
-    with pytest.raises(ExportError, match="for format='iceberg'"):
+    with pytest.raises(ExportError, match="catalog= is for another format= than 'parquet'"):
         export(exports, tmp_path, catalog=catalog)
     with pytest.raises(LakeError, match="catalog 'nowhere' cannot be loaded"):
         run_local(export(exports, tmp_path, format="iceberg", catalog="nowhere",
@@ -540,7 +540,7 @@ def test_the_command_exports_to_the_lake_full_then_incremental(
     assert main(["export", where, str(tmp_path / "x"), "--namespace", "app"]) == 2
     assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg",
                  "--namespace", "app"]) == 2
-    assert "needs --catalog and --namespace" in capsys.readouterr().err
+    assert "format='iceberg' needs catalog=" in capsys.readouterr().err
     assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg", "--catalog",
                  "ftp://nowhere", "--namespace", "app"]) == 1
     assert "catalog 'ftp://nowhere' cannot be loaded" in capsys.readouterr().err

@@ -24,8 +24,8 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 
 from dynaorm import Entity, LakeError, Session, Table
 from dynaorm.jobs import export, run_local
-from dynaorm.jobs import lake as lake_module
 from dynaorm.jobs.exports import _s3
+from dynaorm.lake import iceberg as lake_module
 from dynaorm.testing import (
     TestBackend,
     full_export,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dynaorm import Table, formats
-from dynaorm.cli.main import load_table
+from dynaorm.cli import load_table
 from dynaorm.formats.code import import_code
 
 __all__ = ["DESIGNS", "defined", "design", "roundtrip"]

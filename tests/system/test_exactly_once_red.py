@@ -316,14 +316,12 @@ def test_a_lost_answer_whose_receipt_cannot_be_read_is_an_unknown_outcome(
 def test_a_commit_own_expired_receipt_is_still_its_own() -> None:
     """The refusal of a resend by this commit's own receipt, expired meanwhile, proves it
     applied: :meth:`live` keeps it."""
-    from dynaorm.schema.rules.receipts import Receipts
-
-    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "own")
+    receipt = app.receipts.start([SaveEntry(Note(note_id="n1"))], "own")
     assert receipt is not None
     item = receipt.item("rev", [], app)
     item["dynaorm:expires"] = {"N": "1"}
     assert receipt.live(item, app) is item
-    other = Receipts().start([SaveEntry(Note(note_id="n1"))], "own")
+    other = app.receipts.start([SaveEntry(Note(note_id="n1"))], "own")
     assert other is not None and other.live(item, app) is None
 
 

@@ -255,9 +255,9 @@ def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writ
     """Receipts of one key in two tables, one of the same writes and one of other writes
     (left where a table was not bound to the client of the commit that wrote it): a
     mismatch, never a replay, in either order."""
-    from dynaorm.schema.rules.receipts import DIGEST, Receipts
+    from dynaorm.schema.rules.receipts import DIGEST
 
-    receipt = Receipts().start([SaveEntry(Note(note_id="n1"))], "k")
+    receipt = app.receipts.start([SaveEntry(Note(note_id="n1"))], "k")
     assert receipt is not None
     same = receipt.item("rev", [], app)
     other = {**same, DIGEST: {"S": "0" * 64}, "dynaorm:nonce": {"S": "theirs"}}

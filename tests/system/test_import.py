@@ -3,6 +3,7 @@ exceptions) and the thread pool load when a table first sends, not at import."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,54 @@ def test_logging_configured_after_import_dynaorm_gets_the_debug_records(
     err = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, env=_plain_environ(str(tmp_path))).stderr
     assert err.count("GetItem on imports-debug") == 1, err
+
+
+def _otel(loaded: set[str]) -> set[str]:
+    """The OpenTelemetry modules of ``loaded``: OpenTelemetry's own, and dynaorm's tracer
+    (``dynaorm.protocol.tracing`` and its metrics)."""
+    return {m for m in loaded if m.split(".")[0] == "opentelemetry"
+            or m in ("dynaorm.protocol.tracing", "dynaorm.protocol.metrics")}
+
+
+def test_import_dynaorm_loads_no_opentelemetry_module() -> None:
+    """Issue 80: the tracer is found by its entry point when a client is made, so ``import
+    dynaorm`` loads no module of it (``dynaorm.Tracing`` is loaded on first use)."""
+    loaded = _modules_after("import dynaorm")
+    assert not _otel(loaded), sorted(_otel(loaded))
+    loaded = _modules_after("import dynaorm\nassert dynaorm.Tracing.__name__ == 'Tracing'")
+    assert "dynaorm.protocol.tracing" in loaded and "opentelemetry" not in loaded
+
+
+def test_where_no_tracer_is_registered_a_request_loads_no_opentelemetry_module(
+        tmp_path: Path) -> None:
+    """Issue 80's budget: while no tracer is registered (here a ``dynaorm`` distribution
+    first on the path, registering none: the one read) a client's first request loads no
+    OpenTelemetry module, and ``client.tracing`` says why it has none; where dynaorm's own
+    is registered (the installed metadata), the same request loads dynaorm's tracer and
+    still none of OpenTelemetry's (looked up, not imported), nor any other module an entry
+    point names (the lake's, the commands', the formats')."""
+    from tests.support.distributions import distribution
+
+    root = Path(__file__).resolve().parents[2]
+    bare = distribution(tmp_path / "bare", "dynaorm", {"dynaorm.formats": {}})
+    program = _FIRST_GET.format(scheme="http").replace("print(", (
+        "try:\n"
+        "    print('tracing:', type(app.db.tracing).__name__)\n"
+        "except dynaorm.DynaormError as exc:\n"
+        "    print('tracing:', exc)\n"
+        "print("), 1)
+    for path, tracers in ((bare, "no tracer 'opentelemetry' is registered"),
+                          (None, "Tracing")):
+        environ = _plain_environ(str(tmp_path), PYTHONPATH=os.pathsep.join(
+            [*([str(path)] if path else []), str(root)]))
+        out = subprocess.run([sys.executable, "-c", program], check=True, env=environ,
+                             capture_output=True, text=True).stdout
+        names, *modules = out.splitlines()
+        assert names.startswith(f"tracing: {tracers}")
+        loaded = set(modules)
+        assert "dynaorm.wire.http" in loaded
+        assert _otel(loaded) == (set() if path else {"dynaorm.protocol.tracing",
+                                                     "dynaorm.protocol.metrics"})
+        # (finding the tracers loads nothing else a package registers: cold start)
+        assert not {m for m in loaded if m.split(".")[:2] in (
+            ["dynaorm", n] for n in ("lake", "mcp", "cli", "jobs", "formats"))}

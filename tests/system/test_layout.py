@@ -237,17 +237,13 @@ def imports_by_name_up(package: Path, floors: list[set[str]]) -> list[str]:
     return found
 
 
-#: left: ``dynaorm mcp`` runs the MCP edge (``dynaorm/mcp/cli.py``, handed the CLI module);
-#: reworking the command line's entry so the edge adds its own command is that edge's step
-LEFT = {"mcp.py dynaorm.mcp.cli"}
-
-
 def test_no_import_by_name_runs_up_the_floors() -> None:
     """Issue 69: a module loads a module of a floor above its own by no name either
     (0.8's ``tools/`` loaded ``dynaorm.jobs`` so; a sideways load, an optional extra beside the
-    floor, is allowed)."""
+    floor, is allowed). Issue 80: none is left (``dynaorm mcp`` loaded the MCP edge by name;
+    the edge now adds its own command, found by its entry point)."""
     package = Path(__file__).resolve().parents[2] / "dynaorm"
-    assert set(imports_by_name_up(package, _floors())) <= LEFT
+    assert imports_by_name_up(package, _floors()) == []
 
 
 def test_the_check_sees_an_import_by_name_up(tmp_path: Path) -> None:
@@ -256,3 +252,53 @@ def test_the_check_sees_an_import_by_name_up(tmp_path: Path) -> None:
         'import importlib\nimportlib.import_module("dynaorm.cli")\n'
         'importlib.import_module("dynaorm.lake")\n')
     assert imports_by_name_up(tmp_path, _floors()) == ["x.py dynaorm.cli", "x.py dynaorm.lake"]
+
+
+def _found_surfaces() -> set[str]:
+    """The modules dynaorm's own entry points name (``pyproject.toml``): what the core finds
+    (:mod:`dynaorm.plugins`), and a package named by one (the lake's, the MCP edge's)."""
+    import tomllib
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    groups = config["project"]["entry-points"]
+    named = {value.partition(":")[0] for group, points in groups.items()
+             if group.startswith("dynaorm.") for value in points.values()}
+    return named | {m.rsplit(".", 1)[0] for m in named if m.count(".") == 2
+                    and m.split(".")[1] in ("lake", "mcp")}
+
+
+def imports_by_name(package: Path) -> list[tuple[str, str]]:
+    """Each ``importlib.import_module("dynaorm.X")`` of a module of ``package``: its file
+    (relative) and the module it loads."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith("dynaorm.")):
+                found.append((path.relative_to(package).as_posix(), str(node.args[0].value)))
+    return found
+
+
+def test_the_core_finds_its_surfaces_and_imports_none() -> None:
+    """Issue 80: no module but a surface's own imports a module dynaorm finds by entry
+    point (a command, a model format, the lake's export format, the tracer): by no import
+    statement (deferred and type-only ones count; the package's face names
+    ``dynaorm.Tracing`` for type checkers and loads it on first use), and by no name."""
+    surfaces = _found_surfaces()
+    assert {"dynaorm.lake", "dynaorm.mcp.command", "dynaorm.cli.iam",
+            "dynaorm.protocol.tracing", "dynaorm.formats.cloudformation"} <= surfaces
+    graph, built = import_graph("dynaorm")
+
+    def own(importer: str, surface: str) -> bool:  # (a surface's own modules)
+        return any(importer == s or importer.startswith(s + ".") for s in surfaces
+                   if surface == s or surface.startswith(s + "."))
+    arrows = sorted(_link(built, importer, target) for importer, imported in graph.items()
+                    for target in imported if any(
+                        target == s or target.startswith(s + ".") for s in surfaces)
+                    and not own(importer, target) and importer != "dynaorm")
+    assert not arrows, "the core imports a surface it should find:\n" + "\n".join(arrows)
+    package = Path(__file__).resolve().parents[2] / "dynaorm"
+    assert not [(f, m) for f, m in imports_by_name(package) if m in surfaces]

@@ -191,11 +191,10 @@ def test_the_command_prints_the_policy_or_exits_2_naming_what_is_not_covered(
 
 def _receipt() -> Any:
     """The receipts of a commit of one account under the key ``order-7``."""
-    from dynaorm.schema.rules.receipts import Receipts
     from dynaorm.write.save import SaveEntry
 
-    return Receipts().start([SaveEntry(Account(tenant_id="t", account_id="a", email="e"))],
-                            "order-7")
+    return Account.__dynaorm_spec__.table.receipts.start(
+        [SaveEntry(Account(tenant_id="t", account_id="a", email="e"))], "order-7")
 
 
 def _receipt_checks(key: str) -> list[Check]:

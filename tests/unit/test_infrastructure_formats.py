@@ -227,4 +227,4 @@ def test_the_command_prints_the_format_and_a_note_per_vector_index_left_out(
     assert main(["model", f"{__name__}:full", "--format", fmt, "-o", str(target)]) == 0
     assert target.read_text(encoding="utf-8") == out
     assert main(["model", "--import", str(target), "--format", fmt]) == 2
-    assert "--import reads json, workbench or mcp" in capsys.readouterr().err
+    assert "--import reads json, mcp or workbench" in capsys.readouterr().err

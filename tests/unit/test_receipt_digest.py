@@ -215,3 +215,20 @@ def test_the_state_read_is_the_plain_one(given: dict[str, Any], state: str) -> N
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(receipts, "_state", lambda obj: getattr(obj, "_dynaorm_state", None))
         assert (digest([SaveEntry(order)]), made_paths(order), made(order)) == fast
+
+
+def test_each_table_builds_its_own_receipts_rule() -> None:
+    """Issue 80: the receipts rule is built per table and typed (``TableSchema.receipts``),
+    not a ``ClassVar[Any]`` of ``Rules`` set by an import at the bottom of a module; what a
+    table can keep is asked of its own rule, once."""
+    from dynaorm import Table
+    from dynaorm.schema.rules import NO_RULES, Rules
+    from dynaorm.schema.rules.receipts import Receipts
+
+    words, numbers = Table("receipts-a"), Table("receipts-b", key_types={"pk": "N"})
+    assert isinstance(words.receipts, Receipts) and words.receipts.table is words
+    assert numbers.receipts is not words.receipts and numbers.receipts.table is numbers
+    assert "receipts" not in vars(Rules) and not hasattr(NO_RULES, "receipts")
+    assert words.receipts.keyed() == ("", True)
+    assert numbers.receipts.keyed() == ("its keys are not strings", True)
+    assert numbers.receipts.keyed() is numbers.receipts.keyed()

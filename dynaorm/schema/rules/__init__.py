@@ -575,10 +575,6 @@ class Rules:
                  "sort_keys",
                  "stampers", "store", "transforms")
 
-    #: the receipts of a keyed commit (a table-level rule, the same for every entity:
-    #: :mod:`~dynaorm.schema.rules.receipts`)
-    receipts: ClassVar[Any]
-
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
@@ -710,10 +706,3 @@ PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, 
                               lambda n, changed: None)
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())
-
-
-# the table-level rule every entity's rules reach: set here, so no rule module imports
-# this package back
-from dynaorm.schema.rules.receipts import Receipts as _Receipts  # noqa: E402
-
-Rules.receipts = _Receipts()

@@ -19,8 +19,9 @@ answering at the hook points of :class:`~dynaorm.schema.rules.Rule` that fit a c
 The digest compares what the caller gave: a new object's fields a default factory made
 (:func:`made`) do not count; a replay puts them back as the first commit made them.
 
-Pure. Phases never import this module: they reach the rule through an entity's rules
-(:attr:`~dynaorm.schema.rules.Rules.receipts`).
+Pure. Phases never import this module: each table builds its own rule
+(:class:`Receipts`, :attr:`~dynaorm.schema.table.TableSchema.receipts`), which a commit
+reaches through the table of what it writes.
 """
 
 from __future__ import annotations
@@ -352,24 +353,27 @@ _PINNED: dict[type, tuple[frozenset[str], Any]] = {}
 
 
 class Receipts:
-    """The receipts rule (every entity's rules reach it as
-    :attr:`~dynaorm.schema.rules.Rules.receipts`, set by :mod:`dynaorm.schema.rules`,
-    which imports this module last): starts the receipts of one keyed commit."""
+    """The receipts rule of one table (:attr:`~dynaorm.schema.table.TableSchema.receipts`,
+    built with the table): starts the receipts of a
+    keyed commit (any written table's rule starts them alike: a receipt in each table
+    written), and says whether its table can keep receipts (:meth:`keyed`)."""
 
     name: Final = "receipt"
 
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        """The table whose rule it is."""
+        self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
+
     def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
               home: Any = None) -> Receipting | None:
-        """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
-        each table its writes go to (by name, so the same writes staged in any order find
-        them), or one in ``home`` (the client's receipts table, ``Client(receipts=)``),
-        keyed inside ``scope`` (a scoped session's fields and values, as keys render
-        them); ``None`` when nothing was staged (the key is checked all the same). A
-        table that keeps them whose keys are not strings, or whose key or index
-        attributes are named as a receipt's, is refused."""
-        if not isinstance(key, str) or not key or len(key) > 2048:
-            raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
-                               f"characters, got {key!r:.80}")
+        """The receipts of a commit of ``staged`` with idempotency key ``key`` (checked by
+        the commit): one in each table its writes go to (by name, so the same writes staged
+        in any order find them), or one in ``home`` (the client's receipts table,
+        ``Client(receipts=)``), keyed inside ``scope`` (a scoped session's fields and
+        values, as keys render them); ``None`` when nothing was staged. A table that keeps
+        them whose keys are not strings, or whose key or index attributes are named as a
+        receipt's, is refused."""
         if not staged:
             return None
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
@@ -379,7 +383,7 @@ class Receipts:
         if home is not None:
             homes = [(homes[0][0], home)]
         for _, table in homes:
-            why = _keyed(table)[1]
+            why = table.receipts.keyed()[0]
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
@@ -391,29 +395,18 @@ class Receipts:
                 receipting.made.append((_short(text), obj, paths))
         return receipting
 
-    def problem(self, table: Any) -> str:
-        """Why ``table`` cannot keep receipts (``""``: it can): keys that are not strings,
-        or key or index attributes named as a receipt's."""
-        return _keyed(table)[1]
 
-
-def _keyed(table: Any) -> tuple[Any, str, bool]:
-    """``table``, why it cannot keep receipts (``""``: it can) and whether a receipt in
-    it carries the type attribute (not where an index is keyed on it), asked once."""
-    found = _KEYS.get(id(table))
-    if found is None or found[0] is not table:
-        keys = table.key_roles()
-        clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(keys))))
-        found = _KEYS[id(table)] = (table, "its keys are not strings" if not table.string_keys
-                                    else clash and f"its key or index attributes {clash} "
-                                    "are named as a receipt's",
-                                    bool(table.type_attribute) and table.type_attribute
-                                    not in keys)
-    return found
-
-
-#: :func:`_keyed` of each table, by ``id`` (with the table: an id is never mistaken)
-_KEYS: dict[int, tuple[Any, str, bool]] = {}
+    def keyed(self) -> tuple[str, bool]:
+        """Why the table cannot keep receipts (``""``: it can) and whether a receipt in
+        it carries the type attribute (not where an index is keyed on it), asked once."""
+        if self._keys is None:
+            table = self.table
+            keys = table.key_roles()
+            clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(keys))))
+            self._keys = ("its keys are not strings" if not table.string_keys else clash and
+                          f"its key or index attributes {clash} are named as a receipt's",
+                          bool(table.type_attribute) and table.type_attribute not in keys)
+        return self._keys
 
 
 class _Free(Condition):
@@ -520,7 +513,7 @@ class Receipting:
         stamped with, ``result`` the requests of the commit, each operation with the keys
         it wrote or read, which a replay returns (or that as JSON, encoded once for every
         table's receipt)."""
-        ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
+        ttl: timedelta = table.receipts_ttl
         item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
                       DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
                       REV: {"S": rev}, AT: {"N": str(self.now)},
@@ -531,7 +524,7 @@ class Receipting:
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
-        if _keyed(table)[2]:
+        if table.receipts.keyed()[1]:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
         return item
 

@@ -1,11 +1,12 @@
 """The analytics lake (contract 22): an export's datasets committed as Apache Iceberg tables.
 
-:func:`export` (``dynaorm.jobs.export``; ``dynaorm.lake`` re-exports this module) runs
-:func:`dynaorm.jobs.exports.export`'s tasks as a Parquet export does (each writes its data
-files under ``to``, typed from the model); with ``format="iceberg"``, the job's merge then
-calls :func:`commit`, which makes each dataset an Iceberg table ``<namespace>.<type name>``
-(``<type name>_history`` for version rows) in ``catalog`` (a pyiceberg catalog, or its name
-in pyiceberg's configuration), one commit a table:
+``dynaorm.jobs.export(..., format="iceberg")`` finds the lake's export format
+(:data:`dynaorm.lake.ICEBERG`, :mod:`dynaorm.lake.format`) by its entry point and runs the
+export's tasks as a Parquet export does (each writes its data files under ``to``, typed
+from the model); the job's merge then calls :func:`commit`, which makes each dataset an
+Iceberg table ``<namespace>.<type name>`` (``<type name>_history`` for version rows) in
+``catalog`` (a pyiceberg catalog, or its name in pyiceberg's configuration), one commit a
+table:
 
 - a full export (a scan, or a DynamoDB full export) replaces the table's rows: readers see
   the old rows or the new, never a mix;
@@ -35,21 +36,18 @@ files, imported when a commit runs.
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from dynaorm.errors import LakeError
-from dynaorm.jobs.exports import datasets_of, read_parts, source_of
-from dynaorm.jobs.exports import export as export_job
+from dynaorm import LakeError
+from dynaorm.jobs import ExportReport, Job
 from dynaorm.private_apis import iceberg_require_snapshot
 
-__all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "export",
-           "exporting", "lake_job", "lake_schema", "load_catalog"]
+__all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "lake_job",
+           "lake_schema", "load_catalog"]
 
 #: how many times a merge that lost the race to commit applies its change again
 RETRIES = 8
@@ -60,28 +58,16 @@ QUIET = "Delete operation did not match any records"
 
 
 @dataclass(frozen=True)
-class LakeJob:
+class LakeJob(Job):
     """An export's :class:`~dynaorm.jobs.Job` whose merge then commits to the lake: its
-    tasks are the export's, its merged report has ``tables``; every other attribute is
-    the export job's."""
+    tasks and runs are the export's, its merged report has ``tables``."""
 
-    job: Any
-    finish: Callable[[Any], Any]
+    finish: Callable[[ExportReport], ExportReport] = lambda report: report
+    """What the merged report goes through: the commits (:func:`lake_job`)."""
 
-    def tasks(self, parallel: int | None = None) -> list[Any]:
-        """The export's tasks."""
-        return list(self.job.tasks(parallel))
-
-    def run(self, task: Any) -> tuple[int, Any]:
-        """Run one of the export's tasks here (it writes its data files)."""
-        return tuple(self.job.run(task))
-
-    def merge(self, results: Iterable[tuple[int, Any]]) -> Any:
+    def merge(self, results: Iterable[tuple[int, Any]]) -> ExportReport:
         """The tasks' merged report, once each dataset is committed (one commit a table)."""
-        return self.finish(self.job.merge(results))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.job, name)
+        return self.finish(super().merge(results))
 
 
 @dataclass(frozen=True)
@@ -112,28 +98,7 @@ class Source:
     """An incremental export's start (``""``: not known)."""
 
 
-def exporting(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (:func:`dynaorm.jobs.exports.export`, or a function taking its arguments and
-    returning its job), whose ``format="iceberg"`` jobs commit their datasets as
-    :func:`lake_job` says."""
-
-    @functools.wraps(fn)
-    def export(table: Any, to: str | os.PathLike[str], **options: Any) -> Any:
-        job = fn(table, to, **options)
-        if options.get("format") != "iceberg":
-            return job
-        return lake_job(job, options["catalog"], options["namespace"], datasets_of(job),
-                        source_of(job), functools.partial(
-                            read_parts, os.fspath(to), parts=job.template.segments))
-    return export
-
-
-#: :func:`dynaorm.jobs.exports.export`, whose ``format="iceberg"`` jobs commit to the lake
-#: (``dynaorm.jobs.export``)
-export = exporting(export_job)
-
-
-def lake_job(job: Any, catalog: Any, namespace: str,
+def lake_job(job: Job, catalog: Any, namespace: str,
              datasets: Iterable[tuple[str, Any, tuple[str, ...]]],
              source: tuple[str, str, str, str], read: Callable[[str], Iterator[Any]]
              ) -> LakeJob:
@@ -147,9 +112,9 @@ def lake_job(job: Any, catalog: Any, namespace: str,
                         "Iceberg table (a type name ending in '_history')")
     read_from = Source(*source)
 
-    def finish(report: Any) -> Any:
+    def finish(report: ExportReport) -> ExportReport:
         return replace(report, tables=commit(catalog, namespace, found, read_from, read))
-    return LakeJob(job, finish)
+    return LakeJob(job.template, job.rate, finish)
 
 
 def lake_schema(schema: Any) -> Any:

@@ -1,20 +1,20 @@
-"""``dynaorm mcp MODULE:table``: the arguments of the command that runs the MCP server of
-a table. The server is :mod:`dynaorm.mcp` (an edge above this floor, extra
-``dynaorm[mcp]``): it is loaded by name when the command runs, so the command line loads
-no MCP SDK for its other commands and this floor imports nothing above it."""
+"""``dynaorm mcp MODULE:table``: the command that runs the MCP server of a table, found by
+its entry point (group ``dynaorm.commands``): the ``dynaorm`` command imports nothing of
+the MCP edge. Adding the command loads no MCP SDK; the server (:mod:`dynaorm.mcp.cli`,
+extra ``dynaorm[mcp]``) is imported when the command runs."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from types import ModuleType
 from typing import Any, TextIO
+
+from dynaorm.cli import BadReference, connection_options
 
 __all__ = ["add_mcp_command"]
 
 
-def add_mcp_command(sub: Any, cli: ModuleType) -> None:
-    """Add ``mcp`` to the subcommands ``sub`` of the parser of ``cli``."""
+def add_mcp_command(sub: Any) -> None:
+    """Add ``mcp`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""
     p = sub.add_parser("mcp", help="run a Model Context Protocol server of the table's model",
                        description="Serve MODULE:TABLE to agents: a tool per access pattern, "
                                    "explain, the model as a resource; writes only for the "
@@ -33,15 +33,14 @@ def add_mcp_command(sub: Any, cli: ModuleType) -> None:
                         "--scope; set it in an authenticating proxy, never by the client)")
     p.add_argument("--embed", metavar="MODULE:FUNCTION", default=None,
                    help="a function str -> list[float]: search tools then take text")
-    cli._common(p)
-    p.set_defaults(run=lambda args, out: _run(cli, args, out))
+    connection_options(p)
+    p.set_defaults(run=_run)
 
 
-def _run(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        edge = importlib.import_module("dynaorm.mcp.cli")
+        from dynaorm.mcp import cli
     except ImportError as exc:
-        raise cli.BadReference(f"the MCP server needs the extra: pip install "
-                               f"'dynaorm[mcp]' ({exc})") from None
-    code: int = edge.serve(cli, args, out)
-    return code
+        raise BadReference(f"the MCP server needs the extra: pip install 'dynaorm[mcp]' "
+                           f"({exc})") from None
+    return cli.serve(args, out)
