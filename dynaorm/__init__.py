@@ -30,6 +30,7 @@ from dynaorm.errors import (
     KeyringError,
     KeyTemplateError,
     LakeError,
+    LeaseError,
     MultipleResultsError,
     OutcomeUnknownError,
     RequestError,
@@ -50,6 +51,7 @@ from dynaorm.read.grouped import Grouped
 from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
+from dynaorm.schema.lease import Lease
 from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
@@ -113,6 +115,8 @@ __all__ = [
     "KeyringError",
     "KmsKeyring",
     "LakeError",
+    "Lease",
+    "LeaseError",
     "ModelFileError",
     "MultipleResultsError",
     "Operation",

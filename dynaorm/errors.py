@@ -24,6 +24,7 @@ __all__ = [
     "KeyTemplateError",
     "KeyringError",
     "LakeError",
+    "LeaseError",
     "ModelFileError",
     "MultipleResultsError",
     "OutcomeUnknownError",
@@ -260,6 +261,13 @@ class ConditionFailedError(_HoldsItem):
         super().__init__(message, entity=entity, key=key, item=item)
         self.failures = list(failures) if failures is not None else [(entity, key, item)]
         """Every failed action as ``(entity_class, key, item)``, in session order."""
+
+
+class LeaseError(ConditionFailedError):
+    """A commit that holds a :class:`~dynaorm.Lease` was refused, nothing of it written:
+    another holder's lease is live (an acquire), or another holder took it since this
+    one's epoch (a hold, a renewal, a release). ``item`` is the lease as stored at that
+    moment (``holder``, ``epoch``, ``until``), ``None`` when no lease row is stored."""
 
 
 class IdempotencyMismatchError(DynaormError):

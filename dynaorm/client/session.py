@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
@@ -23,12 +24,16 @@ from dynaorm.values.expressions import Condition
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.client.client import Client
+    from dynaorm.schema.lease import Lease
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = ["BaseSession"]
 
 T = TypeVar("T", bound=Entity)
+L = TypeVar("L", bound="Lease")
+
+
 
 
 class BaseSession:
@@ -191,6 +196,42 @@ class BaseSession:
 
         key = self._stage.key(self._stage.spec(entity), fields)
         self._stage.add(StagedCheck(entity, key, condition))
+
+    @overload
+    def lease(self, lease: type[L], /, *, holder: str, duration: timedelta,
+              epoch: str | None = None, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None, **key: Any) -> L: ...
+    @overload
+    def lease(self, lease: L, /, *, duration: timedelta | None = None,
+              release: bool = False, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None) -> L: ...
+    def lease(self, lease: type[L] | L, /, *, holder: str | None = None,
+              duration: timedelta | None = None, release: bool = False,
+              epoch: str | None = None, values: Mapping[str, Any] | None = None,
+              where: Condition | None = None, **key: Any) -> L:
+        """Stage a :class:`~dynaorm.Lease`'s action in this commit, and return the lease
+        as the commit stores it (see the guide's "Leases"):
+
+        - ``s.lease(JobLease, holder="w1", duration=timedelta(seconds=30), job="j")``:
+          acquire it, with a new epoch, until ``duration`` from now (the lease's
+          ``clock``): the commit is refused with :class:`~dynaorm.LeaseError` while
+          another holder's lease is live (``epoch=``: the new tenure's id, a fresh KSUID
+          by default; give the same one to acquires that must be one tenure);
+        - ``s.lease(held)``: hold it, the commit refused unless the lease is still at
+          ``held.epoch`` (a ``ConditionCheck``); with ``duration=``, renewed that long
+          from now;
+        - ``s.lease(held, release=True)``: release it (lapsed now, the epoch kept: a
+          holder that was superseded stays refused).
+
+        ``values=``: more fields of the lease's own class the action sets (what the
+        holder got to: a position, a cursor); ``where=``: a condition on the stored lease
+        the action needs too (refused, the same :class:`~dynaorm.LeaseError`).
+        Nothing is sent until the commit; the other writes staged beside it are stored
+        only with it."""
+        from dynaorm.schema.lease import stage
+
+        return stage(self, lease, holder=holder, duration=duration, release=release,
+                     epoch=epoch, values=values, where=where, key=key)
 
     def stage_write(self, write: StagedWrite) -> None:
         """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying

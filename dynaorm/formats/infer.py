@@ -50,7 +50,8 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
 _OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
-_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"})
+_LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
+                               "LangGraphLease"})
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
 _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")

@@ -14,13 +14,23 @@ anything is sent (no parts: a part would cost a read of several items on every
 until all are in); a task's retry writes the same keys again.
 Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
 ``a...`` methods), scoped when ``scope=`` is given.
+
+(0.9, contract 24) A ``DeltaChannel``'s history is one paged ``Query`` of the thread's
+namespace, walked as its rows come (:class:`_Walk`); ``prune`` and ``delete_for_runs``
+keep the ancestors a kept checkpoint's delta channels read (:meth:`Saver._needed`).
+``single_writer=True`` adds the thread's lease row (``L#``, a :class:`dynaorm.Lease`) to
+every write's commit (:mod:`dynaorm.langgraph.fence`); ``sealed=True`` declares the rows'
+values ``Encrypted``.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import nullcontext, suppress
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -33,59 +43,162 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from dynaorm import (
     AsyncSession,
     Compressed,
     ConflictError,
     DynaormError,
+    Encrypted,
     Entity,
     F,
+    ItemNotFoundError,
+    KeyringError,
+    Lease,
+    LeaseError,
     OutcomeUnknownError,
     Session,
     Table,
 )
+from dynaorm.langgraph.fence import (
+    Tenure,
+    Tenures,
+    ThreadBusyError,
+    holder_of,
+    idle,
+    length,
+    once,
+    stops,
+)
 
 Op = Generator[Callable[[], Any], Any, Any]
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A single-writer saver's write: the thread's key, the holder it writes as, and the
+    run's tenure (``None``: a write without a run)."""
+
+    thread: dict[str, str]
+    holder: str
+    tenure: Tenure | None
 _KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
 _ROWS = 100  # (rows a transaction holds: a write is one row)
+_PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
+_FIRST = 100  # (and first, before the target's metadata says how far back to read)
+_SLACK = 4 / 3  # (a lease is renewed this much longer, and so a third of it less often)
 
 
-def rows(table: Table, scope: Sequence[str] = ()) -> tuple[Any, Any]:
-    """The entities of ``table``'s checkpoints and pending writes (``LangGraphCheckpoint``,
-    ``LangGraphWrite``), declared on first use with ``scope``'s fields in their partition
-    key; every saver of the table shares them."""
+def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
+         ) -> tuple[Any, Any, Any]:
+    """The entities of ``table``'s checkpoints, pending writes and threads' leases
+    (``LangGraphCheckpoint``, ``LangGraphWrite``, ``LangGraphLease``: a
+    :class:`dynaorm.Lease`), declared on first use with ``scope``'s fields in their
+    partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
+    the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := table.entities.get("LangGraphCheckpoint")) is not None:
         if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
                                f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
                                "the table the same scope fields")
-        return found, table.entities["LangGraphWrite"]
+        if found.__dynaorm_sealed__ != sealed:
+            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints "
+                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: "
+                               "give every saver of the table the same sealed=")
+        return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
+    blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
-    def entity(name: str, sk: str, fields: dict[str, Any], **defaults: Any) -> type[Entity]:
+    def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
+               keys: tuple[str, ...] = ("ns", "checkpoint_id"), **defaults: Any
+               ) -> type[Entity]:
         meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
                                  "__qualname__": f"{name}.Meta"})
-        return type(name, (Entity,), {
+        return type(name, (base,), {
             "__module__": __name__, "__qualname__": name, "Meta": meta,
             "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
+            "__dynaorm_sealed__": sealed,
             **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
-                **dict.fromkeys((*scope, "thread_id", "ns", "checkpoint_id"), str),
+                **dict.fromkeys((*scope, "thread_id", *keys), str),
                 **fields, **ttl}})
-    # (the writes first: a checkpoint entity is only ever declared beside its writes')
+    # (the writes and the lease first: a checkpoint entity is only ever declared beside
+    # them)
+    lease = entity("LangGraphLease", "L#", {"head": str | None}, base=Lease, keys=(),
+                   head=None)
     write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-        "task_id": str, "idx": int, "channel": str, "path": str, "value": Compressed[bytes],
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": blob,
         "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
-        "parent": str | None, "run_id": str | None, "meta": bytes,
-        "data": Compressed[bytes]}, parent=None, run_id=None), write
+        "parent": str | None, "run_id": str | None,
+        "meta": Encrypted[bytes] if sealed else bytes, "data": blob},
+        parent=None, run_id=None), write, lease
+
+
+_SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
+_STORE_TTL = {"default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes"}
+
+
+def _positive(value: object, what: str) -> float:
+    """``value`` as a positive number of units, else ``TypeError``/``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{what} must be positive, not {value!r}")
+    return float(value)
+
+
+def ttl_of(ttl: object, *, store: bool = False) -> Any:
+    """The TTL a :class:`Saver` (a ``timedelta``) or a :class:`~dynaorm.langgraph.Store`
+    (LangGraph's ``TTLConfig``) keeps, from what either accepts: a ``timedelta``, a number
+    of seconds, or LangGraph's TTL config (a checkpointer's ``default_ttl`` minutes,
+    ``strategy="delete"``, ``sweep_interval_minutes`` (DynamoDB sweeps by itself); a
+    store's ``TTLConfig``). Anything else is refused now (``TypeError``, ``ValueError``),
+    not at the first write."""
+    if ttl is None:
+        return None
+    length: timedelta | None = None
+    if isinstance(ttl, timedelta):
+        length = ttl if ttl > timedelta(0) else None
+        if length is None:
+            raise ValueError(f"ttl must be positive, not {ttl!r}")
+    elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
+        length = timedelta(seconds=_positive(ttl, "ttl (seconds)"))
+    elif isinstance(ttl, Mapping):
+        allowed = _STORE_TTL if store else _SAVER_TTL
+        if unknown := sorted(map(str, set(ttl) - allowed)):
+            raise ValueError(f"ttl: unknown keys {unknown} (LangGraph's TTL config of a "
+                             f"{'store' if store else 'checkpointer'} has {sorted(allowed)})")
+        if ttl.get("sweep_interval_minutes") is not None:
+            _positive(ttl["sweep_interval_minutes"], "ttl's sweep_interval_minutes")
+        if store:
+            if ttl.get("default_ttl") is not None:
+                _positive(ttl["default_ttl"], "ttl's default_ttl (minutes)")
+            for flag in ("refresh_on_read", "omit_expired"):
+                if not isinstance(ttl.get(flag, True), bool):
+                    raise TypeError(f"ttl's {flag} must be a bool")
+            return dict(ttl)
+        if ttl.get("strategy", "delete") != "delete":
+            raise ValueError(f"ttl: strategy {ttl['strategy']!r}: a saver's rows expire "
+                             "(DynamoDB's TTL deletes them); prune() keeps the latest")
+        if "default_ttl" not in ttl:
+            raise ValueError("ttl: LangGraph's TTL config needs default_ttl (minutes)")
+        length = timedelta(minutes=_positive(ttl["default_ttl"], "ttl's default_ttl (minutes)"))
+    else:
+        raise TypeError(f"ttl must be a timedelta, seconds or LangGraph's TTL config (a "
+                        f"dict), not {type(ttl).__name__}")
+    if store:
+        return {"default_ttl": length.total_seconds() / 60, "refresh_on_read": True}
+    return length
 
 
 class Runner:
@@ -97,9 +210,15 @@ class Runner:
     table: Table
     scope: dict[str, str]
 
-    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object) -> None:
+    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object,
+              sealed: bool = False) -> None:
         """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
-        with (a scope no key can hold: refused now, not at every call)."""
+        with (a scope no key can hold: refused now, not at every call; ``sealed`` without
+        a keyring)."""
+        if sealed and (table.keyring or getattr(table.db, "keyring", None)) is None:
+            raise KeyringError(f"table {table.name!r}: sealed=True seals with the table's "
+                               "keyring, and it has none (Table(keyring=...) or "
+                               "Client(keyring=...))", key_id="?")
         if table.sk is None or not table.string_keys:
             raise DynaormError(f"table {table.name!r}: LangGraph's rows need string keys, "
                                "a sort key among them")
@@ -116,7 +235,11 @@ class Runner:
         table's client raised ``TypeError``). Pickling stays refused."""
         return self
 
-    def _run(self, op: Callable[..., Op], *args: Any) -> Any:
+    def _run(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None) -> Any:
+        with lock.sync if lock is not None else nullcontext():
+            return self._drive(op, *args)
+
+    def _drive(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
         failed: DynaormError | None = None
         while True:
@@ -129,7 +252,14 @@ class Runner:
             except DynaormError as exc:
                 sent, failed = None, exc
 
-    async def _arun(self, op: Callable[..., Op], *args: Any) -> Any:
+    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None
+                    ) -> Any:
+        if lock is None:
+            return await self._adrive(op, *args)
+        async with lock.alock:
+            return await self._adrive(op, *args)
+
+    async def _adrive(self, op: Callable[..., Op], *args: Any) -> Any:
         steps, sent = op(AsyncSession(self.table, scope=self.scope or None), *args), None
         failed: DynaormError | None = None
         while True:
@@ -147,14 +277,24 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     """A LangGraph checkpointer keeping its rows in ``table`` (see the module). ``scope``:
     a tenant scope (``{"tenant_id": "t1"}``), every call in a scoped session, so a saver
     never reads, lists, copies or deletes another scope's threads; ``ttl``: the rows it
-    writes expire that long after (the table must declare ``Table(ttl=...)``)."""
+    writes expire that long after (a ``timedelta``, seconds, or LangGraph's TTL config,
+    ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``);
+    ``single_writer=True``: one run writes a thread at a time, the others refused with
+    :class:`~dynaorm.langgraph.ThreadBusyError` (see :mod:`dynaorm.langgraph.fence`), a
+    run's hold lapsing ``lease`` after its last write; ``sealed=True``: every checkpoint,
+    its metadata and every write stored sealed with the table's keyring (``Encrypted``),
+    and a row it did not seal refused on read (:class:`~dynaorm.DecryptionError`)."""
 
     def __init__(self, table: Table, *, scope: Mapping[str, str] | None = None,
-                 ttl: timedelta | None = None, serde: SerializerProtocol | None = None):
+                 ttl: timedelta | float | Mapping[str, Any] | None = None,
+                 serde: SerializerProtocol | None = None, single_writer: bool = False,
+                 lease: timedelta = timedelta(minutes=5), sealed: bool = False):
         super().__init__(serde=serde)
-        self._bind(table, scope, ttl)
-        self.ttl = ttl
-        self.cp, self.w = rows(table, sorted(self.scope))
+        self.ttl: timedelta | None = ttl_of(ttl)
+        self._bind(table, scope, self.ttl, sealed)
+        self.cp, self.w, self.lease_row = rows(table, sorted(self.scope), sealed)
+        self.single_writer, self.lease = single_writer, length(lease)
+        self.tenures = Tenures()
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
         return {**self.scope, "thread_id": str(thread_id), **more}
@@ -174,20 +314,118 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         kind, _, data = blob.partition(b"\n")
         return self.serde.loads_typed((kind.decode(), data))
 
+    def _fence(self, config: RunnableConfig) -> Fence | None:
+        """The run a write of ``config`` belongs to, with its tenure (``None``: the
+        saver is not single-writer)."""
+        if not self.single_writer:
+            return None
+        conf = config["configurable"]
+        thread = self._pk(conf["thread_id"])
+        found = holder_of(config)
+        if found is None:
+            return Fence(thread, once(), None)
+        return Fence(thread, found[0], self.tenures.of(thread, found[1], uuid.uuid4().hex))
+
+    def _guard(self, s: Any, fence: Fence | None, parks: str | None,
+               extends: tuple[str | None] | None, head: str | None
+               ) -> tuple[float | None, Any]:
+        """Stage the lease's action of a write in its commit (see the fence module). A
+        root put ``extends`` the thread's head (the root checkpoint last written; any,
+        when none is known yet) and moves it: a checkpoint whose parent is not the head is
+        refused, so a run that read the thread before another moved it on never forks it
+        (a time travel's ``fork``/``update`` is a fork meant: not checked). A task's
+        writes are not: LangGraph may store them before their checkpoint. A run renews
+        its lease (``lease`` and a third more, from now) when it acquires it, or writes a
+        third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
+        ``lease`` after its last write. A write that changes the lease row the run knows
+        whole puts it, on the condition of its epoch (a put costs a commit less than an
+        update); one that changes nothing checks it. Returns the time it renewed at
+        (``None``: did not) and the lease row as the commit leaves it (``None``: not known
+        whole)."""
+        if fence is None:
+            return None, None
+        t, zero = fence.tenure, timedelta(0)
+        values = {**self._stamp(), **({} if head is None else {"head": head})}
+        where = None if extends is None else F("head").not_exists() if extends[
+            0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if t is None:
+            s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
+                    **fence.thread)
+            return None, None
+        now = float(self.lease_row.clock())
+        if not t.held:
+            got = s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not
+                          None else self.lease * _SLACK, epoch=t.epoch, values=values,
+                          where=where, **fence.thread)
+            return now, got if head is not None else None
+        stays = parks is None and ((t.parked is not None and (head is None or head <= t.parked))
+                                   or now - t.renewed < self.lease.total_seconds() * (_SLACK - 1))
+        until = 0 if parks is not None else None if stays else int(
+            (now + self.lease.total_seconds() * _SLACK) * 1000)
+        if t.row is not None and (head is not None or until is not None):
+            row = self.lease_row.model_construct(**{**dict(t.row), **values, **(
+                {} if until is None else {"until": until})})  # (a new object: a plain put)
+            held = F("epoch") == t.epoch
+            s.save(row, overwrite=True, condition=held if where is None else held & where)
+            return (None if until is None or parks is not None else now), row
+        known = t.row or self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
+        if parks is not None:
+            got = s.lease(known, release=True, values=values, where=where)
+        elif stays:
+            s.lease(known, values=values, where=where)  # (parked it stays; or renewed lately)
+            return None, t.row if head is None else None
+        else:
+            got = s.lease(known, duration=self.lease * _SLACK, values=values, where=where)
+        return (None if parks is not None else now), got if (
+            t.row is not None or head is not None) else None
+
+    def _commit(self, s: Any, fence: Fence | None, parks: str | None,
+                extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
+        """``s``'s commit, with the lease's action when single-writer (``parks``: the
+        root checkpoint the write parks the lease at): refused by the lease, a
+        :class:`ThreadBusyError`; the tenure as the outcome leaves it."""
+        renewed, row = self._guard(s, fence, parks, extends, head)
+        t = fence.tenure if fence else None
+        try:
+            yield s.commit
+        except LeaseError as exc:
+            assert fence is not None
+            busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's "
+                                   f"({exc})", entity=exc.entity, key=exc.key, item=exc.item,
+                                   failures=exc.failures)
+            busy.thread_id = fence.thread["thread_id"]
+            raise busy from exc
+        except OutcomeUnknownError:
+            if t:  # (maybe acquired: from now on the run holds by its epoch, or is refused)
+                t.held, t.row = True, None
+            raise
+        if t:
+            t.held, t.row = True, row
+            if renewed is not None:
+                t.renewed = renewed
+            if parks is not None:
+                t.parked = max(t.parked or "", parks)
+            elif head is not None and t.parked is not None and head > t.parked:
+                t.parked = None  # (a later checkpoint: the run goes on)
+
     def _put(self, s: Any, config: RunnableConfig, checkpoint: Checkpoint,
-             metadata: CheckpointMetadata) -> Op:
+             metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
         s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get("checkpoint_id"),
                        run_id=str(md["run_id"]) if md.get("run_id") else None,
                        meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
                overwrite=True)
-        yield s.commit
+        root = not conf.get("checkpoint_ns")
+        deliberate = md.get("source") in ("fork", "update")  # (time travel: a fork meant)
+        yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
+                                extends=(conf.get("checkpoint_id"),) if root and not
+                                deliberate else None, head=cid if root else None)
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str) -> Op:
+                    task_id: str, task_path: str, fence: Fence | None = None) -> Op:
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
@@ -195,8 +433,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
         takes a task with an output write as finished: part of them would lose the rest)."""
         conf = config["configurable"]
+        per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
-            writes) > _ROWS else None
+            writes) > per else None
+        parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
+            writes) else None
         rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
                        idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
                        value=self._dump(value), total=total, **self._stamp())
@@ -209,10 +450,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                         conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
             todo = [r for r in rows if r.idx not in kept]
             try:
-                for at in range(0, len(todo), _ROWS):
-                    for r in todo[at:at + _ROWS]:
+                for at in range(0, max(len(todo), 1), per):
+                    for r in todo[at:at + per]:
                         s.save(r, overwrite=r.idx < 0)
-                    yield s.commit
+                    yield from self._commit(s, fence, parks if at + per >= len(todo)
+                                            else None)
                 return
             except (ConflictError, OutcomeUnknownError):
                 if retry:
@@ -228,10 +470,20 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return (type(r) is self.cp and (ns is None or r.ns == "_" + ns) and (
                 not cid or r.checkpoint_id == cid) and (not last or r.checkpoint_id < last))
         if "thread_id" in conf:
-            prefix = {} if ns is None else {"ns": "_" + ns, **({"checkpoint_id": cid} if cid
-                                                                 else {})}
-            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), **prefix).reverse()
-            q = q.page_size(min(2 * limit + 1, 500) if limit and limit > 0 else 500)
+            q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]),
+                        **({} if ns is None or cid else {"ns": "_" + ns})).reverse()
+            if ns is not None and cid:  # (as fields, two types' prefixes widen to none)
+                q = q.begins_with(ns="_" + ns, checkpoint_id=cid)
+            elif ns is not None and limit == 1 and not filter and not last:
+                # the latest: its newest row first (the checkpoint, or one of its writes,
+                # which sort after it), then, if it has writes, just its own rows
+                top = (yield partial(q.page_size(1).page, None)).items
+                if not top or type(top[0]) is self.cp:
+                    return self._tuples(top, near, {}, 1)
+                cid = top[0].checkpoint_id
+                q = s.query(self.cp, self.w, **self._pk(conf["thread_id"])).reverse(
+                    ).begins_with(ns="_" + ns, checkpoint_id=cid)
+            q = q.page_size(500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500))
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
@@ -266,30 +518,49 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return out
 
     def _thread(self, s: Any, thread_id: str) -> Op:
-        return (yield s.query(self.cp, self.w, **self._pk(thread_id)).all)
+        """Every row of a thread: its checkpoints, their writes, its lease."""
+        return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
+        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too) with
+        their writes; a lease left naming a deleted checkpoint as the thread's head
+        forgets it (the next run starts from what is left)."""
         for cls in self.cp, self.w:
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
                     for r in found if type(r) is cls and (
                         doomed is None or (r.ns, r.checkpoint_id) in doomed)]
             if keys:
                 yield partial(s.delete_many, cls, keys)
+        for lease in (r for r in found if type(r) is self.lease_row):
+            key = self._pk(lease.thread_id)
+            if doomed is None:
+                yield partial(s.delete_many, self.lease_row, [key])
+            elif lease.head is not None and ("_", lease.head) in doomed:
+                s.update(self.lease_row, **key).remove("head")
+                with suppress(ItemNotFoundError):
+                    yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
         yield from self._drop(s, (yield from self._thread(s, thread_id)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
+        """A run's checkpoints with their writes, less those a checkpoint kept still
+        reads its ``DeltaChannel`` values from (:meth:`_needed`)."""
         runs, hits = list(run_ids), []
         for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values)
             hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).all
         for thread_id in {h.thread_id for h in hits}:
             doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
-            yield from self._drop(s, (yield from self._thread(s, thread_id)), doomed)
+            found = yield from self._thread(s, thread_id)
+            kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
+            yield from self._drop(s, found, doomed - self._needed(found, kept))
 
     def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+        """Every row of the thread (the whole parent chain, every namespace, each
+        checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source)
-        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found]
+        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
+                  if type(r) is not self.lease_row]  # (the copy is a thread of its own)
         if copies:
             yield partial(s.save_many, copies)
 
@@ -302,8 +573,71 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             for r in found:
                 if type(r) is self.cp:
                     latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if (
-                strategy == "delete" or latest.get(r.ns) != r.checkpoint_id)})
+            kept = set() if strategy == "delete" else set(latest.items())
+            kept |= self._needed(found, kept)
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if
+                                             type(r) is self.cp} - kept)
+
+    def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their
+        ``DeltaChannel`` values from: each one's parent chain back to the nearest
+        checkpoint that stores the channel's value (its seed, whose writes count too),
+        or to the root. A channel is a ``DeltaChannel`` of a checkpoint LangGraph wrote
+        when its metadata counts it (``counters_since_delta_snapshot``); in a checkpoint
+        without those counters (written by hand), when it has a version and no value,
+        and the nearest value stored on the chain is a ``_DeltaSnapshot``, or none is
+        and the chain holds writes of it."""
+        rows = {(r.ns, r.checkpoint_id): r for r in found if type(r) is self.cp}
+        written: dict[tuple[str, str], set[str]] = {}
+        for r in found:
+            if type(r) is self.w:
+                written.setdefault((r.ns, r.checkpoint_id), set()).add(r.channel)
+        values: dict[tuple[str, str], dict[str, Any]] = {}
+
+        def stored(key: tuple[str, str]) -> dict[str, Any]:
+            if key not in values:
+                values[key] = self._load(rows[key].data)["channel_values"]
+            return values[key]
+        needed: set[tuple[str, str]] = set()
+        for key in kept & rows.keys():
+            versions = self._load(rows[key].data)["channel_versions"]
+            counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot")
+                          or ())
+            open_ = {c for c in versions if c not in stored(key) and (
+                not counted or c in counted)}
+            path: list[tuple[str, str]] = []
+            depth, at = 0, rows[key].parent
+            while open_ and at is not None and (key[0], at) in rows:
+                here = (key[0], at)
+                path.append(here)
+                for ch in [c for c in open_ if c in stored(here)]:
+                    open_.discard(ch)
+                    if counted or isinstance(stored(here)[ch], _DeltaSnapshot):
+                        depth = len(path)
+                at = rows[here].parent
+            if (counted and open_) or any(ch in written.get(h, ()) for h in path
+                                        for ch in open_):
+                depth = len(path)  # (a channel without a seed: its history is the chain)
+            needed.update(path[:depth])
+        return needed
+
+    def _history(self, s: Any, config: RunnableConfig, channels: Sequence[str]) -> Op:
+        """A ``DeltaChannel``'s history (see :meth:`get_delta_channel_history`): one paged
+        ``Query`` of the namespace, newest first, walking the parent chain as its rows
+        come (a checkpoint's writes sort right after it, so they have come before it)
+        and stopping once every channel has its seed, or the chain its root."""
+        if not channels:
+            return {}
+        conf = config["configurable"]
+        ns = "_" + conf.get("checkpoint_ns", "")
+        q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
+        walk = _Walk(self, get_checkpoint_id(config), channels, ns)
+        cursor = None
+        while True:
+            page = yield partial(q.page_size(walk.want()).page, cursor)
+            walk.read(page.items)
+            if walk.done or (cursor := page.cursor) is None:
+                return walk.result()
 
     # -- BaseCheckpointSaver --------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -316,11 +650,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        return self._run(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+        fence = self._fence(config)
+        return self._run(self._put, config, checkpoint, metadata,  # type: ignore[no-any-return]
+                         fence, lock=fence.tenure if fence else None)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
-        self._run(self._put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        self._run(self._put_writes, config, writes, task_id, task_path, fence,
+                  lock=fence.tenure if fence else None)
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_thread, thread_id)
@@ -334,6 +672,21 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._run(self._prune, thread_ids, strategy)
 
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                  ) -> Mapping[str, DeltaChannelHistory]:
+        """Each of ``channels``' writes on the parent chain of the checkpoint ``config``
+        names (oldest first, its own excluded) back to the nearest ancestor that stores
+        the channel's value (``seed``): LangGraph's contract, read in one paged ``Query``
+        of the thread's namespace (``BaseCheckpointSaver``'s default reads a checkpoint
+        at a time)."""
+        return self._run(self._history, config, channels)  # type: ignore[no-any-return]
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]
+                                         ) -> Mapping[str, DeltaChannelHistory]:
+        """:meth:`get_delta_channel_history` on an ``AsyncSession``."""
+        return await self._arun(self._history, config, channels)  # type: ignore[no-any-return]
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return next(iter(await self._arun(self._list, _one(config), None, None, 1)),
                     None)
@@ -346,11 +699,15 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._arun(self._put, config, checkpoint, metadata)  # type: ignore[no-any-return]
+        fence = self._fence(config)
+        return await self._arun(self._put, config, checkpoint,  # type: ignore[no-any-return]
+                                metadata, fence, lock=fence.tenure if fence else None)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await self._arun(self._put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        await self._arun(self._put_writes, config, writes, task_id, task_path, fence,
+                         lock=fence.tenure if fence else None)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread, thread_id)
@@ -363,6 +720,89 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._arun(self._prune, thread_ids, strategy)
+
+
+class _Walk:
+    """The parent chain of one checkpoint, walked over rows read newest first (pure):
+    what :meth:`Saver.get_delta_channel_history` answers, as the rows come."""
+
+    def __init__(self, saver: Saver, target: str | None, channels: Sequence[str],
+                 ns: str) -> None:
+        self.saver, self.channels, self.ns = saver, list(channels), ns
+        self.target = target
+        self.at: str | None = None  # (the next ancestor to visit)
+        self.started = False
+        self.rows: dict[str, Any] = {}
+        self.writes: dict[str, list[Any]] = {}
+        self.remaining = set(channels)
+        self.found: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        self.seeds: dict[str, Any] = {}
+        self.last: str | None = None  # (the sort key of the last row read)
+        self.done = False
+        self.depth: int | None = None  # (checkpoints to walk, as LangGraph counts them)
+        self.visited = self.read_rows = 0
+
+    def want(self) -> int:
+        """Rows to ask for next: the first page ``_FIRST``; once the target's metadata
+        counts the steps since each channel's snapshot, about what is left of the walk
+        (rows a checkpoint, writes included, as read so far), else ``_PAGE``."""
+        if not self.read_rows:
+            return _FIRST
+        if self.depth is None:
+            return _PAGE
+        per = self.read_rows / max(len(self.rows), 1)
+        return max(25, min(_PAGE, int((self.depth - self.visited) * per * 1.5) + 20))
+
+    def read(self, items: Sequence[Any]) -> None:
+        self.read_rows += len(items)
+        for r in items:
+            if type(r) is self.saver.w:
+                self.writes.setdefault(r.checkpoint_id, []).append(r)
+                continue
+            self.rows[r.checkpoint_id] = r
+            self.last = r.checkpoint_id
+            if not self.started and self.target in (None, r.checkpoint_id):
+                self.started, self.at = True, r.parent  # (the newest, or the one named)
+                self.done = r.parent is None
+                counters = self.saver._load(r.meta).get("counters_since_delta_snapshot")
+                if counters and all(c in counters for c in self.channels):
+                    self.depth = max(counters[c][1] for c in self.channels) + 2
+        if not self.started and self.last is not None and self.target is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, self.target):
+            self.started = self.done = True  # (no such checkpoint: nothing to walk)
+        while self.started and not self.done and self.at is not None and (
+                self.at in self.rows):
+            self._visit(self.rows[self.at])
+        if self.started and not self.done and self.last is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, str(self.at)):
+            self.done = True  # (read past where the parent sorts: it is not stored)
+
+    def _visit(self, row: Any) -> None:
+        channels = self.saver._load(row.data)["channel_values"]
+        writes = sorted(_whole(self.writes.get(row.checkpoint_id, [])),
+                        key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
+        for w in reversed(writes):
+            if w.channel in self.remaining:
+                self.found[w.channel].append((w.task_id, w.channel, self.saver._load(w.value)))
+        for ch in [c for c in self.remaining if c in channels]:
+            self.seeds[ch] = channels[ch]
+            self.remaining.discard(ch)
+        self.at, self.visited = row.parent, self.visited + 1
+        self.done = not self.remaining or row.parent is None
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        out: dict[str, DeltaChannelHistory] = {}
+        for ch in self.channels:
+            entry: DeltaChannelHistory = {"writes": self.found[ch][::-1]}
+            if ch in self.seeds:
+                entry["seed"] = self.seeds[ch]
+            out[ch] = entry
+        return out
+
+
+def _sk(ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's sort key (its entity's template): rows come in its order."""
+    return f"C#{ns}#{checkpoint_id}#"
 
 
 def _whole(writes: list[Any]) -> list[Any]:

@@ -54,46 +54,56 @@ from langgraph.store.base import (
 from pydantic import Field
 
 from dynaorm import (
+    BulkWriteError,
     Compressed,
     ConditionFailedError,
     DynaormError,
+    Encrypted,
     Entity,
     F,
     ItemNotFoundError,
     Session,
     Table,
+    TableNotFoundError,
     Vector,
     VectorIndex,
 )
 from dynaorm.langgraph.saver import Op as Steps
-from dynaorm.langgraph.saver import Runner
+from dynaorm.langgraph.saver import Runner, ttl_of
 
 __all__ = ["Store", "memory_entity"]
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
-def memory_entity(table: Table, scope: Iterable[str] = ()) -> type[Entity]:
+def memory_entity(table: Table, scope: Iterable[str] = (), sealed: bool = False
+                  ) -> type[Entity]:
     """The entity a :class:`Store` of ``table`` keeps its items as (``scope``: the names
     of its scope's fields), with a vector for the table's first COSINE vector index whose
     partition is none or a scope field. One layout a table: ``Store(...)`` declares it, so
     declare your stores where the table is declared, for ``table.model()``, ``dynaorm
-    iam``, exports and ``check`` to see it."""
+    iam``, exports and ``check`` to see it. ``sealed``: its values ``Encrypted``."""
     fields = tuple(scope)
     pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
     if (found := table.entities.get("LangGraphMemory")) is not None:
         if found.Meta.pk != pk:
             raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
                                "scope's fields only")
+        if found.__dynaorm_sealed__ != sealed:
+            raise DynaormError(f"table {table.name!r} keeps the items of its stores "
+                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: give "
+                               "every store of the table the same sealed=")
         return found
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
     hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                             "value": Compressed[str], "ttl_minutes": float | None,
+                             "value": Encrypted[Compressed[str]] if sealed else
+                             Compressed[str], "ttl_minutes": float | None,
                              "expires": datetime | None}
     body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
                             "__annotations__": hints, "Meta": type("Meta", (), meta),
                             "ttl_minutes": None, "__dynaorm_internal__": True,
+                            "__dynaorm_sealed__": sealed,
                             "expires": Field(None, serialization_alias=table.ttl)}
     if vector := _vector(table, fields):
         hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
@@ -113,12 +123,18 @@ class Store(Runner, BaseStore):
     ``embed``, ``fields``) searches by meaning through the table's COSINE vector index of
     ``dims`` dimensions; ``scope=`` (``{"tenant_id": "t1"}``) keeps the store inside one
     tenant; ``ttl=`` a LangGraph ``TTLConfig`` (``default_ttl`` minutes,
-    ``refresh_on_read``), kept in the table's TTL attribute."""
+    ``refresh_on_read``), or a ``timedelta`` or seconds (the default TTL, refreshed on
+    read), kept in the table's TTL attribute; ``sealed=True``: every value stored sealed
+    with the table's keyring (``Encrypted``; a vector stays in the clear, for its index to
+    read), a value it did not seal refused on read (:class:`~dynaorm.DecryptionError`)."""
 
     def __init__(self, table: Table, *, index: IndexConfig | None = None,
-                 scope: Mapping[str, str] | None = None, ttl: TTLConfig | None = None) -> None:
-        self._bind(table, scope, ttl)
-        self.ttl_config, self.supports_ttl = ttl, bool(table.ttl)
+                 scope: Mapping[str, str] | None = None,
+                 ttl: TTLConfig | timedelta | float | None = None,
+                 sealed: bool = False) -> None:
+        config: TTLConfig | None = ttl_of(ttl, store=True)
+        self._bind(table, scope, config, sealed)
+        self.ttl_config, self.supports_ttl = config, bool(table.ttl)
         self.index_config, self.embeddings = index, None
         self.vector = _vector(table, tuple(self.scope))
         if index:
@@ -128,7 +144,7 @@ class Store(Runner, BaseStore):
                     f"table {table.name!r} has no COSINE vector index of {index['dims']} "
                     "dimensions partitioned by none or a scope field, every scope field "
                     "its partition or one of its filters")
-        self.entity: Any = memory_entity(table, sorted(self.scope))  # (as the saver's)
+        self.entity: Any = memory_entity(table, sorted(self.scope), sealed)  # (as the saver's)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` (reads first, then the writes) on a ``Session``."""
@@ -193,8 +209,14 @@ class Store(Runner, BaseStore):
         gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
         for key in gone:  # (a key no delete may take: refused before anything is written)
             Session(self.table).delete(E, **key)  # type: ignore[arg-type]
-        yield lambda: s.save_many(objs)
-        yield lambda: s.delete_many(E, gone)
+        try:
+            yield lambda: s.save_many(objs)
+            yield lambda: s.delete_many(E, gone)
+        except BulkWriteError as exc:  # (a missing table: what a get says, not "may have
+            missing = [e for _, e in exc.errors if isinstance(e, TableNotFoundError)]
+            if missing and not exc.written and not exc.unknown:  # been applied")
+                raise missing[0] from exc
+            raise
 
     def _search(self, s: Any, op: SearchOp) -> Steps:
         want, prefix = op.offset + op.limit, _path(op.namespace_prefix, ".")

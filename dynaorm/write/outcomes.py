@@ -34,6 +34,7 @@ still holding the revision its object was loaded with was not (a revision never 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from dynaorm._types import Item, PlainKey
@@ -44,6 +45,7 @@ from dynaorm.errors import (
     ItemExistsError,
     ItemGoneError,
     ItemNotFoundError,
+    LeaseError,
     OutcomeUnknownError,
     RequestError,
     ThrottledError,
@@ -53,6 +55,7 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.lease import Lease
 from dynaorm.schema.rules import Explained
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
@@ -261,10 +264,22 @@ def _caller_error(failed: list[tuple[Op, Reason]]) -> ConditionFailedError:
     entity, key, item = failures[0]
     assert entity is not None
     more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    if issubclass(entity, Lease):
+        return LeaseError(f"{entity.__name__} {key}: {_lease_held(item)}{more}",
+                          entity=entity, key=key, item=item, failures=failures)
     why = "; ".join(broken_rules(failed[0][0].origin.caller, failed[0][1].item))
     return ConditionFailedError(
         f"{entity.__name__} {key}: {why or 'the condition given did not hold'}{more}",
         entity=entity, key=key, item=item, failures=failures)
+
+
+def _lease_held(stored: Any) -> str:
+    """Who holds a lease a commit was refused for, as its stored row says."""
+    if stored is None:
+        return "no lease is stored (it was deleted, or never acquired)"
+    until = datetime.fromtimestamp(stored.until / 1000, UTC).isoformat(timespec="seconds")
+    return (f"the lease is held by {stored.holder!r} (epoch {stored.epoch}) " + (
+        f"until {until}" if stored.until else "and released"))
 
 
 def _exists_error(failed: list[tuple[Op, Reason]]) -> ItemExistsError | None:

@@ -115,17 +115,30 @@ def test_no_call_of_one_tenant_ever_changes_another_tenants_rows(
 
 def test_a_put_is_one_write_and_reading_it_back_one_query(tb: TestBackend) -> None:
     """The checkpoint with its channel values is one item: one PutItem; a task's writes
-    one commit; the latest checkpoint with its writes one Query (newest first)."""
+    one commit. The latest checkpoint is one Query of one row (a finished turn's has no
+    writes: its row is the thread's newest); with writes, a second Query reads just its
+    rows; a checkpoint by id, one Query of its rows (issue 83: a get_tuple by id read the
+    thread from its newest row, three a request)."""
     saver = Saver(agents, scope=T1)
     rec = Requests(agents)
-    stored = _put(saver, "th", ["m"] * 5)
+    first = _put(saver, "th", ["m"] * 5)
     assert rec.operations == ["PutItem"]
-    saver.put_writes(stored, [("messages", "a"), ("next", "b")], "task")
+    saver.put_writes(first, [("messages", "a"), ("next", "b")], "task")
     assert rec.operations[1:] == ["TransactWriteItems"]
+    stored = _put(saver, "th", ["m"] * 6, parent=first["configurable"]["checkpoint_id"])
     rec.clear()
-    found = asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "th"}}))
+    latest = asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "th"}}))
+    assert rec.operations == ["Query"] and rec.calls[0][1]["Limit"] == 1
+    assert latest is not None and latest.config == stored and latest.pending_writes == []
+    saver.put_writes(stored, [("messages", "c")], "task")
+    rec.clear()
+    latest = saver.get_tuple({"configurable": {"thread_id": "th"}})
+    assert rec.operations == ["Query", "Query"]
+    assert latest is not None and latest.pending_writes == [("task", "messages", "c")]
+    rec.clear()
+    found = saver.get_tuple(first)
     assert rec.operations == ["Query"]
-    assert found is not None and found.config == stored
+    assert found is not None and found.config == first
     assert found.pending_writes == [("task", "messages", "a"), ("task", "next", "b")]
 
 
@@ -166,6 +179,35 @@ def test_ttl_stamps_every_row_it_writes(tb: TestBackend) -> None:
         assert abs(int(item["expires_at"]["N"]) - (time.time() + 3600)) < 60
 
 
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("ttl", [timedelta(hours=1), 3600, 3600.0, {"default_ttl": 60},
+                                 {"default_ttl": 60, "strategy": "delete",
+                                  "sweep_interval_minutes": 5}])
+def test_ttl_is_a_timedelta_seconds_or_langgraphs_ttl_config(tb: TestBackend, ttl: Any) -> None:
+    """Issue 81: ``ttl={"default_ttl": 60}`` (LangGraph's TTL config, minutes) was accepted
+    and every put then raised AttributeError; each form stamps an hour."""
+    saver = Saver(agents, scope=T1, ttl=ttl)
+    saver.put_writes(_put(saver, "th", "v"), [("messages", "a")], "task")
+    items = tb.scan_raw()
+    assert len(items) == 2
+    for item in items:
+        assert abs(int(item["expires_at"]["N"]) - (time.time() + 3600)) < 60
+
+
+@pytest.mark.parametrize("ttl, error, match", [
+    ("1h", TypeError, "timedelta, seconds or LangGraph's TTL config"),
+    (True, TypeError, "timedelta, seconds"), (0, ValueError, "positive"),
+    (timedelta(0), ValueError, "positive"), (-5.0, ValueError, "positive"),
+    ({"default_ttl": 60, "refresh": True}, ValueError, r"unknown keys \['refresh'\]"),
+    ({"default_ttl": "60"}, TypeError, "must be a number"),
+    ({"strategy": "delete"}, ValueError, "needs default_ttl"),
+    ({"default_ttl": 60, "strategy": "keep_latest"}, ValueError, "strategy 'keep_latest'")])
+def test_a_ttl_neither_form_takes_is_refused_when_the_saver_is_made(
+        ttl: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        Saver(Table("langgraph_ttl_forms", ttl="expires_at"), ttl=ttl)
+
+
 def test_what_a_saver_cannot_do_is_refused() -> None:
     with pytest.raises(DynaormError, match="no TTL attribute"):
         Saver(Table("langgraph_no_ttl"), ttl=timedelta(days=1))
@@ -181,15 +223,16 @@ def test_what_a_saver_cannot_do_is_refused() -> None:
 
 def test_its_rows_are_in_the_model_iam_exports_and_check(tb: TestBackend,
                                                          tmp_path: Path) -> None:
-    saver = Saver(agents, scope=T1)
+    saver = Saver(agents, scope=T1, single_writer=True)
     saver.put_writes(_put(saver, "th", "v"), [("messages", "a")], "task")
     model = agents.model()
-    assert {"LangGraphCheckpoint", "LangGraphWrite"} <= {e["name"] for e in model["entities"]}
+    assert {"LangGraphCheckpoint", "LangGraphWrite", "LangGraphLease"} <= {
+        e["name"] for e in model["entities"]}
     policy, uncovered = iam.to_format(model, "write", scope="tenant_id")
     assert uncovered == []
     assert "LG#${aws:PrincipalTag/tenant_id}#*" in policy["Statement"][0]["Condition"][
         "ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
     report = run_local(export(agents, tmp_path))
-    assert report.rows == {"LangGraphCheckpoint": 1, "LangGraphWrite": 1}
+    assert report.rows == {"LangGraphCheckpoint": 1, "LangGraphWrite": 1, "LangGraphLease": 1}
     assert report.unclaimed == {} and report.failed == 0
     assert check_table(agents).problems == []

@@ -33,7 +33,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from dynaorm import DynaormError, Session, Table, VectorIndex
+from dynaorm import DynaormError, Session, Table, TableNotFoundError, VectorIndex
 from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
@@ -300,6 +300,44 @@ def test_a_refresh_of_an_item_deleted_meanwhile_is_dropped(tb: TestBackend) -> N
     (got,) = run(tb, store, [GetOp(("a",), "k")])
     assert got.value == {"v": 1} and store.batch([GetOp(("a",), "k")]) == [None]
     assert tb.scan_raw(plain) == []
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("ttl", [timedelta(minutes=60), 3600, {"default_ttl": 60}])
+def test_ttl_is_a_timedelta_seconds_or_langgraphs_ttl_config(tb: TestBackend, ttl: Any) -> None:
+    """Issue 81: the store takes the saver's forms too (a length: refreshed on read)."""
+    store = Store(plain, scope={"tenant_id": "t1"}, ttl=ttl)
+    now = datetime.now(UTC)
+    if tb.session_kind == "async":
+        loop().run_until_complete(store.aput(("a",), "k", {"v": 1}))
+    else:
+        store.put(("a",), "k", {"v": 1})
+    stored = _expires(tb, store, "a..k")
+    assert stored is not None and abs(stored - (now + timedelta(minutes=60))) < timedelta(
+        seconds=30)
+
+
+@pytest.mark.parametrize("ttl, error", [("60", TypeError), (0, ValueError), (
+    {"default_ttl": 60, "strategy": "delete"}, ValueError), ({"refresh_on_read": "yes"},
+                                                             TypeError)])
+def test_a_ttl_no_form_takes_is_refused_when_the_store_is_made(
+        ttl: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        Store(plain, scope={"tenant_id": "-"}, ttl=ttl)
+
+
+@pytest.mark.engines("moto")
+def test_a_put_or_delete_on_a_missing_table_is_table_not_found(backend: str | None) -> None:
+    """Issue 81: a put said BulkWriteError ("may have been applied") where a get says
+    TableNotFoundError; nothing was written, and the table is missing: the same error."""
+    missing = Table(f"lg_store_missing{worker_suffix()}", ttl="expires")
+    store = Store(missing)
+    with pytest.raises(TableNotFoundError):
+        store.get(("a",), "k")
+    with pytest.raises(TableNotFoundError):
+        store.put(("a",), "k", {"v": 1})
+    with pytest.raises(TableNotFoundError):
+        store.delete(("a",), "k")
 
 
 def test_ttl_needs_the_table_s_ttl_attribute() -> None:

@@ -611,6 +611,19 @@ def check_langgraph_agent(run: Run) -> None:
     assert run.block('build("globex").get_state(config).values') == ["{}"]
 
 
+def check_langgraph_threads(run: Run) -> None:
+    """A DeltaChannel thread of 9 turns read in 2 requests; a second worker refused while
+    the first runs, the next turn anywhere; nothing stored in the clear; prune keeps the
+    state (issue 83)."""
+    assert run.block("len(a.get_state(config).values['messages'])") == ["27"]
+    assert run.block("requests of that get_state") == ["2"]
+    assert run.block("b's turn while a runs") == ["'ThreadBusyError'"]
+    assert run.block("the last two messages") == [
+        '"b thinks about \'user says 10\'"', "'b replies (32 messages so far)'"]
+    assert run.block("'user says' in the stored items") == ["False"]
+    assert run.block("messages after prune") == ["33"]
+
+
 def check_lambda_handler(run: Run) -> None:
     """The Lambda handler invoked with sample events, one client for every invocation."""
     assert run.block("POST an order") == ["201 item='book' quantity=2"]
@@ -645,6 +658,7 @@ CHECKS = {
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
     "langgraph_agent": check_langgraph_agent,
+    "langgraph_threads": check_langgraph_threads,
     "orders_and_audit": check_orders_and_audit,
     "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,

@@ -315,8 +315,10 @@ def test_where_no_tracer_is_registered_a_request_loads_no_opentelemetry_module(
                           (None, "Tracing")):
         environ = _plain_environ(str(tmp_path), PYTHONPATH=os.pathsep.join(
             [*([str(path)] if path else []), str(root)]))
+        # (run from tmp_path: ``-c`` puts the working directory first on the path, and a
+        # checkout's root holds the editable install's dynaorm.egg-info, read before ``bare``)
         out = subprocess.run([sys.executable, "-c", program], check=True, env=environ,
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, cwd=tmp_path).stdout
         names, *modules = out.splitlines()
         assert names.startswith(f"tracing: {tracers}")
         loaded = set(modules)

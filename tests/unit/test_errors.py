@@ -53,6 +53,8 @@ DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
 DOCUMENTED |= {"SettingsError"}  # (0.7: table settings)
 DOCUMENTED |= {"LakeError"}  # (0.8: the lake's errors, a DynaormError of its own)
 DOCUMENTED |= {"infer"}  # (0.8: the model of a table you already have)
+DOCUMENTED |= {"Lease", "LeaseError"}  # (0.9: leases, a commit checking a holder's epoch)
+DOCUMENTED |= {"StoredAs"}  # (0.9, issue 82: a time field's stored format)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

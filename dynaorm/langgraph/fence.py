@@ -1,0 +1,175 @@
+"""One writer a thread (``Saver(single_writer=True)``, contract 24), on the public
+:class:`dynaorm.Lease`: every write of a run carries an action on the thread's lease row
+(``LangGraphLease``, in the thread's partition) in the same commit, so a write is stored
+only while its run holds the thread.
+
+**A run** is LangGraph's ``run_id`` when the config names one (``configurable.run_id`` or
+``metadata.run_id``: LangGraph's server sets it, and ``delete_for_runs`` deletes by it);
+else one invocation of the graph (``invoke``/``stream``, its subgraphs included: the
+``RunControl`` of LangGraph's runtime, one per invocation); else (``update_state``, a
+direct call) the write is a run of its own, one write long.
+
+- A run's first write **acquires** the thread's lease (a new epoch, ``lease`` long),
+  refused with :class:`ThreadBusyError` while another run holds it: nothing of that write
+  is stored. Each later write of the run **renews** it, on the condition that the lease is
+  still at the run's epoch: once the lease lapsed (no write for ``lease``) and another run
+  acquired it, the first run is refused on its next write, however long it slept.
+- A run **parks** the lease (releases it, the epoch kept) where it stops: a root
+  checkpoint with nothing left to run (no ``__start__``, ``branch:to:*`` nor ``join:*``
+  trigger holding a value, no pending ``Send``), or a root write of ``__interrupt__`` or
+  ``__error__``. A parked lease is anyone's: the next turn, from any worker, acquires it
+  at once; an interrupted thread is resumed by any worker. The run's own writes that come
+  after (a parallel task finishing, the functional API's last writes) are still accepted,
+  while nobody took the thread, and leave it parked.
+- A write without a run (``update_state``: time travel, a fork) acquires and parks in one:
+  accepted whenever no run holds the thread.
+- The lease row also keeps the thread's **head** (the root checkpoint last put): a root
+  checkpoint whose parent is not the head is refused (but a time travel's, whose source is
+  ``fork`` or ``update``: a fork meant), so a run that read the thread, then waited while
+  another moved it on, cannot fork it with its first checkpoint either. A task's writes
+  are not checked against it (LangGraph may store them before their checkpoint).
+
+A static breakpoint (``interrupt_before``/``interrupt_after``) or a crash stops a run
+without a parking write: the thread is free once its lease lapses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint
+
+from dynaorm import LeaseError
+
+__all__ = ["ThreadBusyError"]
+
+_NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
+_ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    _NONCE[0] = uuid.uuid4().hex
+    for tenures in list(_ALL):
+        tenures._forked()
+
+
+os.register_at_fork(after_in_child=_forked)
+_RUNTIME = "__pregel_runtime"  # (LangGraph's runtime in a config: its ``control``)
+_KEPT = 4096  # (tenures a saver remembers: runs in flight, and a few done)
+_STOPS = ("__interrupt__", "__error__")
+
+
+class ThreadBusyError(LeaseError):
+    """A write to a thread another run holds (``Saver(single_writer=True)``), or a write of
+    a run that lost the thread (its lease lapsed and another run took it): nothing of the
+    write was stored. ``thread_id``: the thread; ``item``: its lease as stored (``holder``,
+    ``epoch``, ``until``). Carries LangGraph's ``is_stale_write_owner_error`` marker (the
+    conformance capability proposed in langgraph#8894)."""
+
+    is_stale_write_owner_error = True
+    thread_id: str | None = None
+
+
+@dataclass
+class Tenure:
+    """What a saver knows of one run's hold on one thread: the epoch it acquires with
+    (chosen once, so the run's concurrent first writes acquire the same tenure), whether
+    an acquire of it may have been applied (``held``: later writes then hold by epoch),
+    and the root checkpoint the run parked the lease at (a put of a later one takes it
+    up again; one of that checkpoint, stored late, does not); when it last renewed the
+    lease (the lease's clock) and the lease as the run holds it (``row``). ``owner``
+    keeps the run's ``RunControl`` alive while remembered, so no other invocation can
+    take its ``id``."""
+
+    epoch: str
+    owner: object
+    held: bool = False
+    parked: str | None = None
+    renewed: float = 0.0
+    row: Any = None
+    sync: threading.Lock = field(default_factory=threading.Lock)
+    _async: tuple[object, asyncio.Lock] | None = None
+
+    @property
+    def alock(self) -> asyncio.Lock:
+        """The run's lock on the running event loop (a run named by a ``run_id`` may be
+        written from several loops, one after the other)."""
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            self._async = (loop, asyncio.Lock())
+        return self._async[1]
+
+
+def holder_of(config: RunnableConfig) -> tuple[str, object] | None:
+    """The run a write belongs to: ``(holder name, identity)``, ``None`` for none."""
+    conf: Mapping[str, Any] = config.get("configurable") or {}
+    run = conf.get("run_id") or (config.get("metadata") or {}).get("run_id")
+    if run:
+        return f"run:{run}", f"run:{run}"
+    control = getattr(conf.get(_RUNTIME), "control", None)
+    if control is None:
+        return None
+    return f"{_NONCE[0]}:{id(control)}", control
+
+
+def once() -> str:
+    """The holder name of a write without a run: its own, used once."""
+    return f"{_NONCE[0]}:once:{uuid.uuid4().hex}"
+
+
+class Tenures:
+    """The tenures of a saver's runs, by (thread's key, run), the oldest forgotten past
+    ``_KEPT`` (a forgotten run that writes again acquires anew). A child process of
+    ``os.fork()`` starts with none (its runs are its own) and a lock no thread holds."""
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[tuple[Any, ...], Tenure] = OrderedDict()
+        self._lock = threading.Lock()
+        _ALL.add(self)
+
+    def _forked(self) -> None:
+        self._known, self._lock = OrderedDict(), threading.Lock()
+
+    def of(self, thread: Mapping[str, str], identity: object, epoch: str) -> Tenure:
+        key = (*sorted(thread.items()), identity if isinstance(identity, str) else id(identity))
+        with self._lock:
+            found = self._known.get(key)
+            if found is None or (found.owner is not identity and not isinstance(identity, str)):
+                found = self._known[key] = Tenure(epoch, identity)
+            self._known.move_to_end(key)
+            while len(self._known) > _KEPT:
+                self._known.popitem(last=False)
+            return found
+
+
+def idle(checkpoint: Checkpoint) -> bool:
+    """Whether a root checkpoint leaves nothing to run: no trigger channel holds a value
+    (``__start__``, ``branch:to:<node>``, a complete ``join:`` barrier) and no ``Send``
+    is pending (``__pregel_tasks``)."""
+    for name, value in checkpoint["channel_values"].items():
+        if name == "__start__" or name.startswith("branch:to:") or (
+                name.startswith(("join:", "__pregel_tasks")) and value):
+            return False
+    return True
+
+
+def stops(writes: Any) -> bool:
+    """Whether a root task's writes stop its run (an interrupt, an error)."""
+    return any(channel in _STOPS for channel, _ in writes)
+
+
+def length(lease: timedelta) -> timedelta:
+    """A lease's length, refused unless positive."""
+    if not isinstance(lease, timedelta) or lease <= timedelta(0):
+        raise ValueError(f"lease must be a positive timedelta, not {lease!r}")
+    return lease

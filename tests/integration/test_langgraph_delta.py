@@ -1,0 +1,253 @@
+"""dynaorm.langgraph.Saver and LangGraph's ``DeltaChannel`` (issue 83, contract 24): a
+thread's delta history in one paged Query (the request budget of a ``get_state``), the
+same answers as LangGraph's own ``InMemorySaver``, and ``prune``, ``delete_for_runs`` and
+``copy_thread`` leaving the state read after them as it was read before. LangGraph's
+repository conformance capabilities for deltas run in test_langgraph_conformance.py."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.graph import END, START, StateGraph
+
+from dynaorm import Table
+from dynaorm.langgraph import Saver
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.recording import Requests
+
+agents = Table("langgraph_delta", ttl="expires_at")
+
+
+@pytest.fixture
+def tb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
+        yield found
+
+
+def _append(state: list[Any], writes: list[list[Any]]) -> list[Any]:
+    return [*state, *(m for w in writes for m in w)]
+
+
+def graph(checkpointer: Any, every: int = 50) -> Any:
+    """A chat turn of two nodes: ``messages`` a ``DeltaChannel`` (a snapshot every
+    ``every`` updates, deepagents' default is 50), ``plain`` an ordinary reducer."""
+
+    state = TypedDict("state", {  # type: ignore[misc]  # noqa: UP013 (``every``: a value)
+        "messages": Annotated[list[Any], DeltaChannel(_append, snapshot_frequency=every)],
+        "plain": Annotated[list[Any], operator.add]})
+
+    def think(state: Any) -> dict[str, Any]:
+        return {"messages": [f"thought {len(state['messages'])}"], "plain": ["t"]}
+
+    def reply(state: Any) -> dict[str, Any]:
+        return {"messages": [f"reply {len(state['messages'])}"]}
+
+    builder = StateGraph(state)
+    builder.add_node("think", think)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def _turns(g: Any, thread: str, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        g.invoke({"messages": [f"user {i}"], "plain": ["u"]},
+                 {"configurable": {"thread_id": thread, "run_id": f"{thread}-r{i}"}})
+
+
+def _replay(model: InMemorySaver, saver: Saver, thread: str) -> None:
+    """The thread LangGraph wrote into ``model``, written into ``saver`` call by call as
+    LangGraph wrote it (its checkpoints, metadata and writes: a long thread without
+    running its graph again, which reads the thread at every turn)."""
+    for t in reversed(list(model.list(_config(thread)))):
+        parent = t.parent_config or {"configurable": {"thread_id": thread,
+                                                      "checkpoint_ns": ""}}
+        stored = saver.put(parent, t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+        tasks: dict[str, list[tuple[str, Any]]] = {}
+        for task, channel, value in t.pending_writes or []:
+            tasks.setdefault(task, []).append((channel, value))
+        for task, writes in tasks.items():
+            saver.put_writes(stored, writes, task)
+
+
+def _config(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def _within_budget(turns: int, budget: int) -> None:
+    """One ``get_state`` of a ``turns``-turn thread whose messages are a DeltaChannel
+    sends at most ``budget`` requests, and reads InMemorySaver's values, sync and async."""
+    saver, model = graph(Saver(agents)), graph(InMemorySaver())
+    _turns(model, "th", turns)
+    if turns <= 10:
+        _turns(saver, "th", turns)
+    else:  # (written as LangGraph wrote it into the model: its 60 turns cost CI minutes)
+        _replay(model.checkpointer, saver.checkpointer, "th")
+    rec = Requests(agents)
+    state = saver.get_state(_config("th"))
+    counted = Counter(op for op, _ in rec.calls)
+    assert sum(counted.values()) <= budget, counted
+    assert len(state.values["messages"]) == 3 * turns
+    assert state.values == model.get_state(_config("th")).values
+    rec.calls.clear()
+    state = asyncio.run(saver.aget_state(_config("th")))
+    assert len(rec.calls) <= budget and state.values == model.get_state(_config("th")).values
+    print(turns, "turns:", dict(counted))  # (the closing note's figures: pytest -s)
+
+
+@pytest.mark.engines("moto")
+def test_get_state_of_a_10_turn_delta_thread_is_at_most_3_requests(tb: TestBackend) -> None:
+    """311 requests with BaseCheckpointSaver's walk (a get_tuple an ancestor)."""
+    _within_budget(10, 3)
+
+
+@pytest.mark.engines("local")  # (moto copies its tables for every transaction: 0.2 s
+def test_get_state_of_a_60_turn_delta_thread_is_at_most_5_requests(  # each, 420 of them)
+        tb: TestBackend) -> None:
+    """A snapshot every 50 updates (deepagents' default): the walk reads back to it."""
+    _within_budget(60, 5)
+
+
+@pytest.mark.engines("moto")
+def test_time_travel_and_history_read_as_in_memory_saver(tb: TestBackend) -> None:
+    """Every checkpoint of the history, and a fork from the middle of it, read the same
+    values as LangGraph's InMemorySaver (a snapshot every 3 updates: seeds mid-chain)."""
+    saver, model = graph(Saver(agents), every=3), graph(InMemorySaver(), every=3)
+    for g in saver, model:
+        _turns(g, "th", 5)
+    ours, theirs = (list(g.get_state_history(_config("th"))) for g in (saver, model))
+    assert [s.values for s in ours] == [s.values for s in theirs]
+    for g, past in ((saver, ours[7]), (model, theirs[7])):
+        g.update_state(past.config, {"messages": ["a fork"]})
+        _turns(g, "th", 1, start=9)
+    assert saver.get_state(_config("th")).values == model.get_state(_config("th")).values
+
+
+def _chain(saver: Any, thread: str, ns: str, steps: list[tuple[Any, int | None, list[str]]],
+           forks: dict[int, int]) -> list[Any]:
+    """Checkpoints by hand: each step stores ``value`` (a ``_DeltaSnapshot``, a plain
+    value or none), is the child of ``forks.get(i, i - 1)``, and gets writes of the given
+    channels from two tasks (some tasks with a path, as LangGraph's)."""
+    configs: list[Any] = []
+    for i, (value, _, channels) in enumerate(steps):
+        cp = empty_checkpoint()
+        cp["id"] = f"{i:04d}"
+        cp["channel_versions"] = {"ch": i + 1}  # (a delta channel's step: a version, and
+        if value is not None:  # a value only at a snapshot, or a plain value)
+            cp["channel_values"] = {"ch": value}
+        conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+        parent = forks.get(i, i - 1)
+        if parent >= 0:
+            conf["checkpoint_id"] = configs[parent]["configurable"]["checkpoint_id"]
+        stored = saver.put({"configurable": conf}, cp, {"source": "loop", "step": i},
+                           dict(cp["channel_versions"]))
+        configs.append(stored)
+        for task, path in (("task-b", "~__pregel_pull, b"), ("task-a", "")):
+            writes = [(c, f"{c}@{i}:{task}") for c in channels]
+            if writes:
+                saver.put_writes(stored, writes, task, path)
+    return configs
+
+
+STEPS = st.lists(st.tuples(
+    st.sampled_from([None, None, "snapshot", "plain"]), st.none(),
+    st.lists(st.sampled_from(["ch", "other"]), max_size=3)), min_size=1, max_size=10)
+
+
+@pytest.mark.engines("moto")
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(steps=STEPS, forks=st.dictionaries(st.integers(1, 9), st.integers(0, 8), max_size=3),
+       ns=st.sampled_from(["", "child:1"]), use_async=st.booleans())
+def test_the_history_of_every_checkpoint_is_in_memory_savers(
+        tb: TestBackend, steps: list[Any], forks: dict[int, int], ns: str,
+        use_async: bool) -> None:
+    """Random chains by hand (snapshots, plain seeds, none; forks; writes of several
+    tasks and channels): for every checkpoint, the history of each channel is what
+    LangGraph's InMemorySaver answers."""
+    forks = {i: p for i, p in forks.items() if p < i < len(steps)}
+    built = [((_DeltaSnapshot([f"snap{i}"]) if v == "snapshot" else [f"plain{i}"]) if v
+              else None, c, chs) for i, (v, c, chs) in enumerate(steps)]
+    saver, model = Saver(agents), InMemorySaver()
+    thread = uuid.uuid4().hex
+    ours = _chain(saver, thread, ns, built, forks)
+    theirs = _chain(model, thread, ns, built, forks)
+    for mine, its in zip(ours, theirs, strict=True):
+        for channels in (["other", "ch"], []):
+            got = (asyncio.run(saver.aget_delta_channel_history(config=mine, channels=channels))
+                   if use_async else saver.get_delta_channel_history(config=mine,
+                                                                     channels=channels))
+            assert got == model.get_delta_channel_history(config=its, channels=channels)
+    latest = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
+    assert saver.get_delta_channel_history(config=latest, channels=["ch"]) == \
+        model.get_delta_channel_history(config=latest, channels=["ch"])
+    saver.delete_thread(thread)  # (moto copies the table for every transaction: kept small)
+
+
+def _rows(tb: TestBackend, thread: str) -> int:
+    return sum(i["pk"]["S"] == f"LG#{thread}" for i in tb.scan_raw())
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("use_async", [False, True])
+@pytest.mark.parametrize("op", ["prune", "delete_for_runs", "copy_thread"])
+def test_the_state_read_after_prune_delete_for_runs_and_copy_is_the_state_before(
+        tb: TestBackend, op: str, use_async: bool) -> None:
+    """Five turns, a snapshot every 4 updates (the latest checkpoint is none): after
+    ``prune(keep_latest)``, ``delete_for_runs`` of the first four runs, or
+    ``copy_thread``, the state read (DeltaChannel ``messages``, plain ``plain``) is the
+    state read before; rows a kept checkpoint does not read are gone. Before issue 83
+    prune left ``messages`` empty (10 messages, 0)."""
+    saver = Saver(agents)
+    g = graph(saver, every=4)
+    thread = f"th-{op}-{use_async}"
+    _turns(g, thread, 5)
+    before, rows = g.get_state(_config(thread)).values, _rows(tb, thread)
+    assert len(before["messages"]) == 15 and len(before["plain"]) == 10
+    call: Any = {"prune": lambda: saver.aprune([thread]) if use_async else saver.prune(
+        [thread]), "delete_for_runs": lambda: (
+            saver.adelete_for_runs if use_async else saver.delete_for_runs)(
+            [f"{thread}-r{i}" for i in range(4)]),
+        "copy_thread": lambda: (saver.acopy_thread if use_async else saver.copy_thread)(
+            thread, thread + "-copy")}[op]
+    done = call()
+    if use_async:
+        asyncio.run(done)
+    read = thread + "-copy" if op == "copy_thread" else thread
+    after = (asyncio.run(g.aget_state(_config(read))) if use_async
+             else g.get_state(_config(read))).values
+    assert after == before
+    if op == "copy_thread":
+        assert _rows(tb, read) == rows
+    else:
+        assert 0 < _rows(tb, thread) < rows  # (the rows no kept checkpoint reads: gone)
+
+
+@pytest.mark.engines("moto")
+def test_prune_of_a_chain_written_by_hand_keeps_it_back_to_its_snapshot(
+        tb: TestBackend) -> None:
+    """Checkpoints without LangGraph's counters: prune keeps the latest one's chain back
+    to the ``_DeltaSnapshot`` its channel is seeded by, and not past it."""
+    saver = Saver(agents)
+    steps = [(None, None, ["ch"]), (_DeltaSnapshot(["s"]), None, ["ch"]),
+             (None, None, ["ch"]), (None, None, ["ch"]), (None, None, [])]
+    configs = _chain(saver, "hand", "", steps, {})
+    before = saver.get_delta_channel_history(config=configs[-1], channels=["ch"])
+    saver.prune(["hand"])
+    assert saver.get_delta_channel_history(config=configs[-1], channels=["ch"]) == before
+    kept = [t.checkpoint["id"] for t in saver.list(_config("hand"))]
+    assert kept == ["0004", "0003", "0002", "0001"]

@@ -1,0 +1,140 @@
+"""Sealed agent state (``Saver(sealed=True)``, ``Store(sealed=True)``; issue 83, contract
+24): every checkpoint, its metadata, every pending write and every memory stored sealed
+with the table's keyring (``Encrypted``), read back whole, and a row the saver did not
+seal (written in the clear, or under another key) refused with ``DecryptionError``,
+where LangGraph's ``EncryptedSerializer`` reads an unencrypted row without a word
+(langgraph#8938). Sealing is the client's: on moto only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+
+from dynaorm import DecryptionError, DynaormError, KeyringError, StaticKeyring, Table
+from dynaorm.langgraph import Saver, Store
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+
+pytestmark = pytest.mark.engines("moto")
+RING = StaticKeyring(os.urandom(32))
+vault = Table("langgraph_sealed", ttl="expires_at", keyring=RING)
+# (a writer without the keyring, and one with another: their rows are copied into the
+# vault's table as they stored them, as another writer of that table would store them)
+clear = Table("langgraph_clear", ttl="expires_at")
+other = Table("langgraph_other_key", ttl="expires_at", keyring=StaticKeyring(os.urandom(32)))
+SECRETS = ("the launch code", "a private note", "the user's address")
+
+
+@pytest.fixture
+def tb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(vault, clear, other, endpoint_url=backend,
+                    name_suffix=worker_suffix()) as found:
+        yield found
+
+
+def _smuggle(tb: TestBackend, source: Table) -> None:
+    """Every item of ``source`` put into the vault's table as it is stored."""
+    for item in tb.scan_raw(source):
+        vault.client.put_item(TableName=vault.name, Item=item)
+
+
+def _put(saver: Saver, thread: str, cid: str, value: Any, parent: str | None = None) -> Any:
+    cp = empty_checkpoint()
+    cp["id"] = cid
+    cp["channel_values"], cp["channel_versions"] = {"messages": value}, {"messages": 1}
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ""}
+    if parent:
+        conf["checkpoint_id"] = parent
+    return saver.put({"configurable": conf}, cp, {"source": "loop", "step": 0,
+                                                  "note": SECRETS[1]}, {"messages": 1})
+
+
+def _leaks(tb: TestBackend) -> list[str]:
+    raw = repr(tb.scan_raw())
+    return [s for s in SECRETS if s in raw]
+
+
+def test_a_sealed_saver_stores_no_value_in_the_clear_and_reads_them_back(
+        tb: TestBackend) -> None:
+    """Values, metadata and writes: none in the clear in the table; get_tuple, list,
+    copy_thread and the delta history (sync and async) read them as written."""
+    saver = Saver(vault, sealed=True)
+    first = _put(saver, "th", "0001", [SECRETS[0]])
+    saver.put_writes(first, [("messages", SECRETS[2])], "task")
+    assert _leaks(tb) == []
+    found = saver.get_tuple(first)
+    assert found is not None and found.checkpoint["channel_values"] == {
+        "messages": [SECRETS[0]]}
+    assert found.metadata["note"] == SECRETS[1]
+    assert found.pending_writes == [("task", "messages", SECRETS[2])]
+    _put(saver, "th", "0002", None, parent="0001")
+    history = asyncio.run(saver.aget_delta_channel_history(
+        config={"configurable": {"thread_id": "th", "checkpoint_ns": ""}},
+        channels=["messages"]))
+    assert history["messages"] == {"writes": [("task", "messages", SECRETS[2])],
+                                   "seed": [SECRETS[0]]}
+    saver.copy_thread("th", "copy")  # (sealed anew, bound to the copy's rows)
+    assert [t.checkpoint["id"] for t in saver.list({"configurable": {
+        "thread_id": "copy"}})] == ["0002", "0001"]
+    assert _leaks(tb) == []
+
+
+@pytest.mark.parametrize("writer", ["clear", "another key"])
+def test_a_row_the_saver_did_not_seal_is_refused(tb: TestBackend, writer: str) -> None:
+    """A checkpoint written into the thread in the clear (a forged row, or one written
+    before sealing was turned on), or sealed under another keyring: its read raises
+    DecryptionError, never returns its values."""
+    saver = Saver(vault, sealed=True)
+    _put(saver, "th", "0001", ["mine"])
+    source = clear if writer == "clear" else other
+    _put(Saver(source, sealed=source is other), "th", "0002", ["forged"], parent="0001")
+    _smuggle(tb, source)
+    with pytest.raises(DecryptionError):
+        saver.get_tuple({"configurable": {"thread_id": "th"}})
+    with pytest.raises(DecryptionError):
+        list(saver.list({"configurable": {"thread_id": "th"}}))
+    found = saver.get_tuple({"configurable": {"thread_id": "th", "checkpoint_id": "0001"}})
+    assert found is not None and found.checkpoint["channel_values"] == {"messages": ["mine"]}
+
+
+def test_a_sealed_store_stores_no_value_in_the_clear_and_refuses_one_it_did_not_seal(
+        tb: TestBackend) -> None:
+    store = Store(vault, sealed=True)
+    store.put(("users", "u1"), "prefs", {"text": SECRETS[2]})
+    assert _leaks(tb) == []
+    item = store.get(("users", "u1"), "prefs")
+    assert item is not None and item.value == {"text": SECRETS[2]}
+    assert [i.value for i in store.search(("users",))] == [{"text": SECRETS[2]}]
+    Store(clear).put(("users", "u1"), "forged", {"text": "forged"})
+    _smuggle(tb, clear)
+    with pytest.raises(DecryptionError):
+        store.get(("users", "u1"), "forged")
+
+
+def test_what_sealing_needs_is_refused_when_made() -> None:
+    with pytest.raises(KeyringError, match="has none"):
+        Saver(Table("langgraph_no_ring"), sealed=True)
+    with pytest.raises(KeyringError, match="has none"):
+        Store(Table("langgraph_no_ring"), sealed=True)
+    mixed = Table("langgraph_mixed", keyring=RING)
+    Saver(mixed, sealed=True)
+    Store(mixed, sealed=True)
+    with pytest.raises(DynaormError, match="the same sealed="):
+        Saver(mixed)
+    with pytest.raises(DynaormError, match="the same sealed="):
+        Store(mixed)
+
+
+def test_a_sealed_saver_passes_the_conformance_suite(tb: TestBackend) -> None:
+    @checkpointer_test(name="dynaorm.langgraph.Saver(sealed=True)")
+    async def saver() -> Any:
+        yield Saver(vault, sealed=True)
+
+    report = asyncio.run(validate(saver))
+    assert all(r.passed for r in report.results.values()), {
+        n: r.failures for n, r in report.results.items()}

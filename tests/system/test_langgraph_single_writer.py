@@ -1,0 +1,435 @@
+"""One writer a thread (``Saver(single_writer=True)``, issue 83, contract 24): the clauses
+of langgraph#8796 / langgraph PR #8894 on DynamoDB Local, where the conditions and the
+transactions are the engine's. Two workers on one thread: the second refused with
+``ThreadBusyError`` while the first runs, nothing of it stored; a worker paused past its
+lease refused on its next write; answers lost with another worker in the window;
+sequential turns and an interrupt resumed across workers; time travel; and a property over
+random interleavings of runs, pauses and lapses: the thread never forks. The lease itself
+(``dynaorm.Lease``) is tests/integration/test_leases.py."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import operator
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from datetime import timedelta
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from dynaorm import OutcomeUnknownError, Table
+from dynaorm.langgraph import Saver, ThreadBusyError
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+
+agents = Table("langgraph_single", ttl="expires_at")
+LEASE = timedelta(seconds=30)
+# (threads, a fault injector and a clock of its own: sync only; on DynamoDB Local, whose
+# conditions and transactions these clauses are about)
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]
+
+
+class State(TypedDict):
+    m: Annotated[list[str], operator.add]
+
+
+class Clock:
+    """The leases' clock (seconds), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def tb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
+        yield found
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    found = Clock()
+    monkeypatch.setattr(Saver(agents).lease_row, "clock", found)
+    return found
+
+
+class Gate:
+    """A node that stops inside until the test lets it go (a worker frozen in a model
+    call): ``inside`` is set once it is in."""
+
+    def __init__(self) -> None:
+        self.inside, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        if state["m"][-1] == "block":
+            self.inside.set()
+            assert self.go.wait(30)
+        return {"m": ["thought"]}
+
+
+def worker(gate: Gate | None = None) -> Any:
+    """A worker's compiled graph: its own saver (its own process's), ``think`` then
+    ``reply``; ``reply`` asks a human when the last message is ``"ask"``."""
+
+    def reply(state: State) -> dict[str, Any]:
+        if state["m"][-2:-1] == ["ask"]:
+            return {"m": [interrupt("approve?")]}
+        return {"m": ["reply"]}
+
+    builder = StateGraph(State)
+    builder.add_node("think", gate or (lambda state: {"m": ["thought"]}))
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=Saver(agents, single_writer=True, lease=LEASE))
+
+
+CONFIG: Any = {"configurable": {"thread_id": "th"}}
+
+
+def _chain(g: Any) -> list[str]:
+    """The root checkpoints' ids, asserting they form one chain (no checkpoint is the
+    parent of two): the thread never forked."""
+    found = list(g.get_state_history(CONFIG))
+    parents = [s.parent_config["configurable"]["checkpoint_id"] for s in found
+               if s.parent_config]
+    assert len(parents) == len(set(parents)), "the thread forked"
+    return [s.config["configurable"]["checkpoint_id"] for s in found]
+
+
+def _rows(tb: TestBackend) -> list[Any]:
+    return [i for i in tb.scan_raw() if i["sk"]["S"] != "L#"]
+
+
+def test_a_second_worker_is_refused_while_the_first_runs(tb: TestBackend,
+                                                          clock: Clock) -> None:
+    """B's turn while A is inside a node: ThreadBusyError before anything of B's is
+    stored; A finishes; B's turn then runs (A parked the thread at its end)."""
+    gate = Gate()
+    a, b = worker(gate), worker()
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
+        assert gate.inside.wait(30)
+        before = _rows(tb)
+        with pytest.raises(ThreadBusyError) as busy:
+            b.invoke({"m": ["b's"]}, CONFIG)
+        assert _rows(tb) == before
+        assert busy.value.thread_id == "th" and busy.value.is_stale_write_owner_error
+        gate.go.set()
+        assert running.result()["m"] == ["block", "thought", "reply"]
+    assert b.invoke({"m": ["b's"]}, CONFIG)["m"][-3:] == ["b's", "thought", "reply"]
+    assert len(_chain(b)) == 8
+
+
+def test_a_worker_paused_past_its_lease_is_refused_on_its_next_write(
+        tb: TestBackend, clock: Clock) -> None:
+    """langgraph#8796: A frozen in a model call past its lease; B takes the thread and
+    finishes; A, thawed, is refused on its next write: the thread holds B's turn, never
+    a fork, and nothing A wrote after B took the thread."""
+    gate = Gate()
+    a, b = worker(gate), worker()
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
+        assert gate.inside.wait(30)
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
+        assert b.invoke({"m": ["b's"]}, CONFIG)["m"] == ["block", "b's", "thought", "reply"]
+        after_b = _rows(tb)
+        gate.go.set()
+        with pytest.raises(ThreadBusyError):
+            running.result()
+    assert _rows(tb) == after_b
+    assert b.get_state(CONFIG).values["m"] == ["block", "b's", "thought", "reply"]
+    _chain(b)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_sequential_turns_reach_different_workers_back_to_back(
+        tb: TestBackend, clock: Clock, use_async: bool) -> None:
+    """Each turn on the other worker, at once (no lease waited out): every one runs,
+    sync or async, and the thread is one chain."""
+    workers = [worker(), worker()]
+    for turn in range(6):
+        g, message = workers[turn % 2], {"m": [f"user {turn}"]}
+        if use_async:
+            asyncio.run(g.ainvoke(message, CONFIG))
+        else:
+            g.invoke(message, CONFIG)
+    assert workers[0].get_state(CONFIG).values["m"] == [
+        m for turn in range(6) for m in (f"user {turn}", "thought", "reply")]
+    assert len(_chain(workers[1])) == 6 * 4
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_an_interrupted_thread_is_resumed_by_another_worker(
+        tb: TestBackend, clock: Clock, use_async: bool) -> None:
+    """A's turn stops at ``interrupt()`` (it parks the thread); B, another worker, resumes
+    it at once; then A takes the next turn."""
+    a, b = worker(), worker()
+
+    def run(g: Any, arg: Any) -> Any:
+        return asyncio.run(g.ainvoke(arg, CONFIG)) if use_async else g.invoke(arg, CONFIG)
+    run(a, {"m": ["ask"]})
+    assert b.get_state(CONFIG).next == ("reply",)
+    assert run(b, Command(resume="approved"))["m"] == ["ask", "thought", "approved"]
+    assert run(a, {"m": ["next"]})["m"][-3:] == ["next", "thought", "reply"]
+    _chain(a)
+
+
+def test_time_travel_by_the_holder_and_a_fork_from_the_past(tb: TestBackend,
+                                                            clock: Clock) -> None:
+    """After a turn, ``update_state`` from an older checkpoint (a fork meant) is written;
+    the next turn, on another worker, continues from it. While a run holds the thread,
+    an update_state of no run is refused, and one by the holder's run is not."""
+    a, b = worker(), worker()
+    a.invoke({"m": ["first"]}, CONFIG)
+    past = list(a.get_state_history(CONFIG))[1]  # (after ``think``, before ``reply``)
+    assert past.values["m"] == ["first", "thought"]
+    forked = a.update_state(past.config, {"m": ["edited"]})
+    assert b.invoke({"m": ["next"]}, CONFIG)["m"] == [
+        "first", "thought", "edited", "next", "thought", "reply"]
+    assert b.get_state(CONFIG).parent_config is not None and forked["configurable"][
+        "checkpoint_id"] in [s.config["configurable"]["checkpoint_id"]
+                             for s in b.get_state_history(CONFIG)]
+    gate = Gate()
+    c = worker(gate)
+    mine: Any = {"configurable": {"thread_id": "th", "run_id": "run-c"}}
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(c.invoke, {"m": ["block"]}, mine, durability="sync")
+        assert gate.inside.wait(30)
+        with pytest.raises(ThreadBusyError):
+            a.update_state(CONFIG, {"m": ["meddling"]})
+        c.update_state(mine, {"m": ["the holder's own"]})
+        gate.go.set()
+        with pytest.raises(ThreadBusyError):  # (its loop's next checkpoint is the child
+            running.result()  # of one the update moved the thread on from: no fork)
+    assert "meddling" not in b.get_state(CONFIG).values["m"]
+    assert b.get_state(CONFIG).values["m"][-2:] == ["block", "the holder's own"]
+
+
+def _put(saver: Saver, run: str | None, parent: str | None, cid: str, last: bool = False
+         ) -> Any:
+    """A root checkpoint of ``run`` (``None``: no run), the child of ``parent``; ``last``:
+    nothing left to run (it parks the thread)."""
+    cp = empty_checkpoint()
+    cp["id"] = cid
+    cp["channel_values"] = {} if last else {"branch:to:next": None}
+    conf: dict[str, Any] = {"thread_id": "th", "checkpoint_ns": ""}
+    if run:
+        conf["run_id"] = run
+    if parent:
+        conf["checkpoint_id"] = parent
+    return saver.put({"configurable": conf}, cp, {"source": "loop", "step": 1}, {})
+
+
+def _writes(saver: Saver, run: str, at: str, value: str) -> None:
+    saver.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
+                                       "checkpoint_id": at, "run_id": run}},
+                     [("m", value)], f"task-{value}")
+
+
+def test_a_put_whose_answer_is_lost_with_another_worker_in_the_window(
+        tb: TestBackend, clock: Clock) -> None:
+    """A's put applied, its answer lost; in the window B (another run) tries to extend the
+    thread: refused, A holds it. A, told the truth (applied, or unknown), still holds it;
+    B's attempt stored nothing."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    refused: list[Exception] = []
+
+    def in_the_window() -> None:
+        try:
+            _put(b, "B", "0002", "0003")
+        except ThreadBusyError as exc:
+            refused.append(exc)
+    with inject_faults(agents) as faults:
+        faults.lose_answer("TransactWriteItems", after=in_the_window)
+        with suppress(OutcomeUnknownError):
+            _put(a, "A", "0001", "0002")
+    assert len(refused) == 1
+    _put(a, "A", "0002", "0004", last=True)
+    ids = [i["sk"]["S"] for i in _rows(tb)]
+    assert ids == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
+
+
+def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
+        tb: TestBackend, clock: Clock) -> None:
+    """A's writes applied (A held the thread), the answer lost; in the window A's lease
+    lapses and B takes the thread. A is told nothing untrue (its writes were stored
+    before B took over), and A's next write is refused: no fork."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+
+    def in_the_window() -> None:
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
+        _put(b, "B", "0001", "0002")
+    with inject_faults(agents) as faults:
+        faults.lose_answer("TransactWriteItems", after=in_the_window)
+        with suppress(OutcomeUnknownError, ThreadBusyError):
+            _writes(a, "A", "0001", "a's")
+    with pytest.raises(ThreadBusyError):
+        _put(a, "A", "0001", "0003")
+    assert [i["sk"]["S"] for i in _rows(tb) if "#W#" not in i["sk"]["S"]] == [
+        "C#_#0001#", "C#_#0002#"]
+
+
+class Workers(RuleBasedStateMachine):
+    """Three workers run turns of one thread as LangGraph does (each loads the thread's
+    head when it starts, then writes its task's writes and a child checkpoint a step,
+    its last checkpoint parking the thread); their steps interleave at random, and the
+    clock jumps past leases. Whatever the interleaving, the thread never forks, and no
+    write refused is stored."""
+
+    tb: TestBackend
+    clock: Clock
+
+    @initialize()
+    def start(self) -> None:
+        self.savers = [Saver(agents, single_writer=True, lease=LEASE) for _ in range(3)]
+        self.runs: dict[int, dict[str, Any]] = {}
+        self.n = 0
+        self.refused: set[str] = set()
+        self.thread = f"p{id(self)}"
+
+    def _id(self) -> str:
+        self.n += 1
+        return f"{self.n:04d}"
+
+    def _conf(self, run: str, at: str | None) -> Any:
+        conf = {"thread_id": self.thread, "checkpoint_ns": "", "run_id": run}
+        return {"configurable": conf | ({"checkpoint_id": at} if at else {})}
+
+    @rule(w=st.integers(0, 2))
+    def begin(self, w: int) -> None:
+        """Worker ``w`` starts a turn (a new run): it reads the thread's head."""
+        if w in self.runs:
+            return
+        latest = self.savers[w].get_tuple({"configurable": {"thread_id": self.thread,
+                                                            "checkpoint_ns": ""}})
+        self.runs[w] = {"id": f"run-{self._id()}", "head": latest and latest.checkpoint[
+            "id"], "steps": 0}
+
+    @rule(w=st.integers(0, 2), last=st.booleans())
+    def step(self, w: int, last: bool) -> None:
+        """Worker ``w``'s run writes its next step (a write, then a checkpoint)."""
+        run = self.runs.get(w)
+        if run is None:
+            return
+        saver, cid = self.savers[w], self._id()
+        try:
+            if run["head"] is not None:
+                attempt = f"w{cid}"
+                saver.put_writes(self._conf(run["id"], run["head"]), [("m", cid)],
+                                 f"task-{attempt}")
+            attempt = cid
+            cp = empty_checkpoint()
+            cp["id"] = cid
+            cp["channel_values"] = {} if last else {"branch:to:node": None}
+            run["head"] = saver.put(self._conf(run["id"], run["head"]), cp,
+                                    {"source": "loop", "step": run["steps"]}, {})[
+                "configurable"]["checkpoint_id"]
+            run["steps"] += 1
+        except ThreadBusyError:
+            self.refused.add(attempt)  # (LangGraph's run ends with the error)
+            del self.runs[w]
+            return
+        if last:
+            del self.runs[w]
+
+    @rule(seconds=st.sampled_from([10, 41]))
+    def wait(self, seconds: int) -> None:
+        self.clock.now += seconds
+
+    @invariant()
+    def never_forked(self) -> None:
+        rows = [i for i in self.tb.scan_raw() if i["pk"]["S"] == f"LG#{self.thread}"
+                and i["sk"]["S"] != "L#"]
+        parents = [i["parent"]["S"] if "parent" in i else None for i in rows
+                   if "#W#" not in i["sk"]["S"]]
+        assert len(parents) == len(set(parents)), "the thread forked"  # (one root too)
+        stored = {i["sk"]["S"].split("#")[2] for i in rows} | {
+            i["sk"]["S"].split("#W#task-")[-1] for i in rows if "#W#" in i["sk"]["S"]}
+        assert not self.refused & stored, "a refused write was stored"
+
+
+def test_no_interleaving_of_workers_forks_the_thread(tb: TestBackend, clock: Clock) -> None:
+    Workers.tb, Workers.clock = tb, clock
+    run_state_machine_as_test(Workers, settings=settings(
+        max_examples=30, stateful_step_count=20, deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
+
+
+def test_a_rollback_of_the_last_run_leaves_the_thread_writable(tb: TestBackend,
+                                                               clock: Clock) -> None:
+    """``delete_for_runs`` of the latest run deletes the thread's head: the lease forgets
+    it, and the next turn starts from what is left. ``delete_thread`` deletes the lease
+    too: a run still holding it is refused."""
+    a, b = worker(), worker()
+    a.invoke({"m": ["kept"]}, {"configurable": {"thread_id": "th", "run_id": "r1"}})
+    a.invoke({"m": ["undone"]}, {"configurable": {"thread_id": "th", "run_id": "r2"}})
+    a.checkpointer.delete_for_runs(["r2"])
+    assert b.invoke({"m": ["next"]}, CONFIG)["m"] == [
+        "kept", "thought", "reply", "next", "thought", "reply"]
+    _chain(b)
+    gate = Gate()
+    c = worker(gate)
+    with cf.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(c.invoke, {"m": ["block"]}, CONFIG, durability="sync")
+        assert gate.inside.wait(30)
+        b.checkpointer.delete_thread("th")
+        gate.go.set()
+        with pytest.raises(ThreadBusyError, match="no lease is stored"):
+            running.result()
+    assert tb.scan_raw() == []
+
+
+def test_a_run_writes_from_several_event_loops_and_a_forked_child(tb: TestBackend,
+                                                                   clock: Clock) -> None:
+    """A run named by its run_id writes from one event loop, then another, each time two
+    writes at once (they wait on the run's lock: one per loop); a child of ``os.fork()``
+    taken while a thread of the parent held the saver's lock writes a run of its own."""
+    saver = Saver(agents, single_writer=True, lease=LEASE)
+    first = _put(saver, "r", None, "0001")
+    mine = {"configurable": {**first["configurable"], "run_id": "r"}}
+
+    async def two_at_once(n: int) -> None:
+        await asyncio.gather(*(saver.aput_writes(mine, [("m", f"{n}{i}")], f"t{n}{i}")
+                               for i in range(2)))
+    for n in range(2):
+        asyncio.run(two_at_once(n))
+    found = saver.get_tuple(first)
+    assert found is not None and len(found.pending_writes or []) == 4
+    with saver.tenures._lock:  # (held by this thread while the process forks)
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child reports by its exit status)
+            code = 1
+            try:
+                _put(saver, "r", "0001", "0002", last=True)
+                code = 0
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(child, 9)
+    assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0

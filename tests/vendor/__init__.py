@@ -1,0 +1,1 @@
+"""Test code of other projects, vendored verbatim (with its licence) until released."""
