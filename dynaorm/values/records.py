@@ -59,16 +59,12 @@ class Origin(NamedTuple):
     #: the caller's own condition (``condition=``, ``where``), ANDed into the action's:
     #: the stored item returned on failure tells whose condition failed
     caller: Condition | None = None
-    #: the table the action writes to when it is not its entity's (a receipt kept in
-    #: its client's receipts table, ``Client(receipts=)``)
-    home: Any = None
 
     @property
     def table(self) -> Any:
         """The table the action writes to: its entity's (guards and version rows live
-        beside their owner), or :attr:`home`."""
-        if self.home is not None:
-            return self.home
+        beside their owner; a receipt kept in its client's receipts table says otherwise:
+        :func:`~dynaorm.schema.rules.receipts.origin_in`)."""
         return self.entity.__dynaorm_spec__.table
 
 

@@ -541,10 +541,9 @@ class Receipting:
             key = self.where(table)
             expiry = table.ttl or EXPIRY
             item = self.item(rev, result, table)
-            origin = Origin(entity, key, Role.RECEIPT, Fail.EXISTS)
-            if table is not entity.__dynaorm_spec__.table:  # (the client's receipts table)
-                origin = origin._replace(home=table)
-            rows.append(Put(key, item, _Free(table.pk, expiry, now), origin,
+            kind = Origin if table is entity.__dynaorm_spec__.table else origin_in(table)
+            rows.append(Put(key, item, _Free(table.pk, expiry, now),
+                            kind(entity, key, Role.RECEIPT, Fail.EXISTS),
                             _built(table, item, expiry, now)))
         return rows
 
@@ -707,6 +706,26 @@ class Receipting:
                                    consumed_capacity=dict(recorded.consumed_capacity)
                                    if recorded is not None else {}),
                       self.restore(stored[0][1]))
+
+
+def origin_in(table: Any) -> type[Origin]:
+    """The kind of :class:`~dynaorm.values.records.Origin` of an action that writes
+    ``table`` whatever its entity's table is (a receipt kept in the client's receipts
+    table, ``Client(receipts=)``): its ``table`` is ``table``. Made once per table."""
+    found = _ORIGINS.get(id(table))
+    if found is None or found[0] is not table:
+        def held(_: Any) -> Any:
+            return table
+
+        kind = type("OriginIn", (Origin,), {"__slots__": (), "table": property(
+            held, doc="The table the action writes to.")})
+        found = _ORIGINS[id(table)] = (table, kind)
+    origin: type[Origin] = found[1]
+    return origin
+
+
+#: :func:`origin_in` of each table, by ``id`` (with the table: an id is never mistaken)
+_ORIGINS: dict[int, tuple[Any, type[Origin]]] = {}
 
 
 def _at(obj: Any, path: Sequence[str | int]) -> Any:
