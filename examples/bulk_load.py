@@ -26,9 +26,8 @@ from moto import mock_aws
 
 from dynaorm import Entity, RequestError, Session, Table, Versioned, jobs
 from dynaorm.jobs.checking import check_table
-from dynaorm.jobs.exports import _s3
 from dynaorm.protocol.steps import call
-from dynaorm.testing import moto_backend
+from dynaorm.testing import moto_backend, s3_factory
 
 shop = Table("dynaorm-example-load")
 
@@ -73,7 +72,7 @@ def source() -> list[Entity]:
 
 def main() -> None:
     with mock_aws(), moto_backend(), run(shop, "a bulk load through the rules") as db:
-        _s3().create_bucket(Bucket="example-loads")
+        s3_factory()().create_bucket(Bucket="example-loads")
         s = Session(shop)
         s.save(Customer(customer_id="ada", email="ada@example.com", name="Ada"))
         s.save(Customer(customer_id="legacy-1", email="old@example.com"))

@@ -11,6 +11,7 @@ Run: ``python examples/langgraph_threads.py [--endpoint-url URL]``
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Annotated, Any, TypedDict
 
@@ -26,7 +27,7 @@ app = Table("dynaorm-example-langgraph-threads", ttl="expires_at",
             keyring=StaticKeyring(os.urandom(32)))
 
 
-def append(messages: list[str], writes: list[list[str]]) -> list[str]:
+def append(messages: list[str], writes: Sequence[list[str]]) -> list[str]:
     """The channel's reducer: a step's writes appended (a DeltaChannel's reducer takes a
     batch of writes at once)."""
     return [*messages, *(m for w in writes for m in w)]

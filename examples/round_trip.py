@@ -49,6 +49,7 @@ def main() -> None:
             "prefs": {"M": {"theme": {"S": "light"}, "beta": {"BOOL": True}}}})
         s = db.session()
         ann = s.get(Contact, contact_id="c1")
+        assert ann is not None
         print(f"read: {ann.name}, seen {ann.seen.isoformat() if ann.seen else None}")
         ann.prefs.theme = "dark"
         ann.seen = datetime(2026, 11, 27, 9, 30, 56, 761229, tzinfo=UTC)

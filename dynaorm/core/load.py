@@ -18,7 +18,7 @@ rollback's delete: a row another writer changed since is never deleted).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,7 +29,7 @@ from dynaorm.protocol.events import Reason
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.schema.entity import Entity, _set_state, spec_of
 from dynaorm.values.expressions import Placeholders, all_of, holds, raw_eq, stored_as
-from dynaorm.values.keys import wire_key
+from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.records import Put, Role
 from dynaorm.values.revision import new_revision
 from dynaorm.write.outcomes import map_failure
@@ -37,8 +37,8 @@ from dynaorm.write.render import WritePlan, render_op
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["APPLIED", "ERROR", "FAILED", "UNKNOWN", "Found", "Loaded", "NotLoadedError",
-           "fresh", "input_record", "mine", "outcome_p", "plan_load_p", "rollback", "row_is",
-           "settled"]
+           "fresh", "input_record", "mine", "outcome_p", "own_row", "plan_load_p", "rollback",
+           "row_is", "settled"]
 
 #: what became of one row of a load: written as the load wrote it
 APPLIED: Final = "applied"
@@ -145,9 +145,15 @@ def fresh(cls: type[Entity], item: Item) -> Entity:
     return obj
 
 
-def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
+def rollback(loaded: Loaded, found: Sequence[Found]) -> list[tuple[bool, dict[str, Any]]]:
     """The ``DeleteItem`` requests that take back the rows of ``loaded`` the load wrote
-    (``found``: what became of each), each conditioned on the row being as it wrote it."""
+    (``found``: what became of each), each conditioned on the row being as it wrote it
+    (and answering the row found when it is not: ``ALL_OLD``), each with whether it is
+    the entity's own row (its row or latest copy). Those come first: a delete of one
+    refused with the row there means another writer changed the entity since the load
+    wrote it, and it lives on as that writer's, its guards and history with it (deleting
+    them would leave a live owner without its guards: a unique value another could then
+    claim twice), so the driver deletes nothing more of it."""
     deletes = []
     for at, (what, _) in enumerate(found):
         if what != APPLIED:
@@ -157,10 +163,17 @@ def rollback(loaded: Loaded, found: Sequence[Found]) -> list[dict[str, Any]]:
         ph = Placeholders()
         body: dict[str, Any] = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
                                 "ConditionExpression": _as_written(op.origin.table, item
-                                                                   ).render(ph)}
+                                                                   ).render(ph),
+                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         ph.apply(body)
-        deletes.append(body)
-    return deletes
+        deletes.append((own_row(op), body))
+    return sorted(deletes, key=lambda d: not d[0])  # (stable: the owner's rows first)
+
+
+def own_row(op: Any) -> bool:
+    """Whether ``op`` writes its entity's own row (its row, or a versioned entity's
+    latest copy: what its guards name as their owner), not a guard or a version row."""
+    return op.origin.role in (Role.ROW, Role.LATEST)
 
 
 def outcome_p(loaded: Loaded, found: Sequence[Found]) -> Proto[DynaormError | None]:
@@ -198,24 +211,41 @@ def _read(table: Any, key: PlainKey) -> Proto[Item | None]:
     return got
 
 
-def settled(table: Any, items: Sequence[Item], found: Sequence[Found]) -> list[Found]:
+def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
+            owners: Sequence[bool] | None = None,
+            claimed: Collection[Any] | None = None) -> list[Found]:
     """``found`` (what became of each row a load wrote as ``items``: written, or refused
     with the item found there, or not written) judged: a row found as the load wrote it
     counts as written (an earlier attempt of the same input) when that is proved. An
     entity's row or latest copy proves it by its revision (a fresh random value of the
-    load's); a guard or a version row carries none, and an identical one may have been
-    there before (a guard its owner claimed, a kept history), so it counts as the load's
-    only beside a row the load's revision proves (no one else writes a guard or a version
-    row of that owner while its row is the load's)."""
+    load's; a table without a revision attribute proves none this way); a
+    guard or a version row carries none, and an identical one may have been there before
+    (a guard its owner claimed, a kept history), so it counts as the load's beside a row
+    the load's revision proves (no one else writes a guard or a version row of that owner
+    while its row is the load's), or when no owner claims it: ``claimed`` holds the
+    :func:`~dynaorm.values.keys.key_id` of each row the item at the entity's own key claims
+    (empty: no item there; ``None``: not known), ``owners`` which rows are the entity's own
+    (:func:`own_row`; default: those holding the revision). A version row whose entity has
+    no row, a guard whose owner holds another value: no one's but the load's, which wrote
+    it."""
     attribute = table.revision_attribute
-    stamped = [attribute is not None and attribute in item for item in items]
-    out = [(APPLIED, got) if what == FAILED and is_stamped and row_is(table, item, got)
-           else (what, got) for item, (what, got), is_stamped in zip(
-               items, found, stamped, strict=True)]
-    proven = any(s and what == APPLIED for s, (what, _) in zip(stamped, out, strict=True))
-    return [(APPLIED, got) if what == FAILED and not is_stamped and proven and row_is(
-        table, item, got) else (what, got) for item, (what, got), is_stamped in zip(
-            items, out, stamped, strict=True)]
+    revised = [attribute is not None and attribute in item for item in items]
+    if owners is None:
+        owners = revised
+    out = [(APPLIED, got) if what == FAILED and is_revised and row_is(table, item, got)
+           else (what, got) for item, (what, got), is_revised in zip(
+               items, found, revised, strict=True)]
+    proven = any(s and what == APPLIED for s, (what, _) in zip(revised, out, strict=True))
+
+    def unclaimed(item: Item) -> bool:
+        return claimed is not None and key_id(
+            {a: item[a] for a in (table.pk, table.sk) if a is not None and a in item}
+        ) not in claimed
+
+    return [(APPLIED, got) if what == FAILED and not is_revised and (
+        proven or (not own and unclaimed(item))) and row_is(table, item, got) else (what, got)
+        for item, (what, got), is_revised, own in zip(items, out, revised, owners,
+                                                      strict=True)]
 
 
 def roles(loaded: Loaded) -> list[Role]:

@@ -217,6 +217,11 @@ def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
     return found, kind, str(view or "NEW_AND_OLD_IMAGES")
 
 
+#: the longest line a data file or a report of DynamoDB's may hold (an item is at most
+#: 400 KB; its DynamoDB JSON, base64 and all, and a report record's two items, far less)
+_MAX_LINE = 16 << 20
+
+
 def _lines(s3: Any, url: str) -> Iterator[tuple[Sequence[int], list[bytes]]]:
     """The lines of one data file (gzipped, as DynamoDB writes them), streamed a megabyte
     at a time: each megabyte's lines but blank ones, and their numbers;
@@ -231,6 +236,8 @@ def _lines(s3: Any, url: str) -> Iterator[tuple[Sequence[int], list[bytes]]]:
         rest = b""
         for data in _unzipped(body.iter_chunks(1 << 20), key.endswith(".gz")):
             *lines, rest = (rest + data).split(b"\n")
+            if len(rest) > _MAX_LINE:  # (bytes from S3: no line of an export is that long)
+                raise ValueError(f"a line longer than {_MAX_LINE} bytes")
             kept = [line for line in lines if line.strip()]
             numbers: Sequence[int] = range(n + 1, n + 1 + len(lines)) if len(
                 kept) == len(lines) else [n + 1 + i for i, line in enumerate(lines)
@@ -240,7 +247,7 @@ def _lines(s3: Any, url: str) -> Iterator[tuple[Sequence[int], list[bytes]]]:
         if rest.strip():
             items += 1
             yield [n + 1], [rest]
-    except (ClientError, BotoCoreError, EOFError, OSError, zlib.error) as exc:
+    except (ClientError, BotoCoreError, EOFError, OSError, ValueError, zlib.error) as exc:
         raise ExportError(f"{url}: cannot be read whole (truncated or corrupt after line "
                           f"{n}): {exc}") from exc
     if count and int(count) != items:
@@ -256,13 +263,20 @@ def _unzipped(chunks: Iterable[bytes], gzipped: bool) -> Iterator[bytes]:
         return
     unzip, fed = zlib.decompressobj(wbits=31), False
     for chunk in chunks:
-        while chunk:
-            fed = True
-            yield unzip.decompress(chunk)
-            if not unzip.eof:
+        while True:  # (a megabyte out at most a step: a small hostile object may inflate
+            fed = fed or bool(chunk)  # to gigabytes)
+            out = unzip.decompress(chunk, 1 << 20)
+            if out:
+                yield out
+            if unzip.eof:
+                chunk = unzip.unused_data  # (the next member)
+                unzip, fed = zlib.decompressobj(wbits=31), False
+                if not chunk:
+                    break
+                continue
+            chunk = unzip.unconsumed_tail
+            if not chunk and len(out) < 1 << 20:
                 break
-            chunk = unzip.unused_data  # (the next member)
-            unzip, fed = zlib.decompressobj(wbits=31), False
     if fed:
         raise EOFError("the file ends inside a compressed member")
 
@@ -386,8 +400,9 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
         found = set(prefixes.values())
         if len(found) == 1 and next(iter(found))[1]:  # one whole partition: read it alone
             key_condition = next(iter(found))[0]
-        else:
-            ors = [F(table.pk).begins_with(p) for p, _ in sorted(found)]
+        else:  # (an exact prefix is the whole key: ``T#acme`` never selects ``T#acme-corp``)
+            ors = [F(table.pk) == p if exact else F(table.pk).begins_with(p)
+                   for p, exact in sorted(found)]
             parts.append(ors[0] if len(ors) == 1 else _any(ors))
     if chosen and table.type_attribute is not None:
         parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name

@@ -60,6 +60,7 @@ from dynaorm.core.load import (
     fresh,
     input_record,
     outcome_p,
+    own_row,
     plan_load_p,
     rollback,
     settled,
@@ -70,13 +71,14 @@ from dynaorm.errors import (
     RequestError,
     UniqueConstraintError,
 )
-from dynaorm.jobs.exports import _lines, _s3, read_source
+from dynaorm.jobs.exports import ExportError, _lines, _s3, read_source
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.keys import key_id, key_value
+from dynaorm.values.records import Role
 from dynaorm.wire import decode, render
 
 __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
@@ -185,7 +187,7 @@ def load(table: Table, source: Any, *, s3: str, entity: type[Entity] | None = No
                 part_rows, poll, progress, sleep, performance_tier)
     job.refuse_global_table()
     with held_to(rate):
-        return job.run(lambda: _objects(table, source, entity, entities))
+        return job.run(lambda: _objects(table, source, entity, entities), _described(source))
 
 
 def _units(rate: Rate | None) -> int | None:
@@ -199,16 +201,23 @@ def _units(rate: Rate | None) -> int | None:
     return int(rate.write)
 
 
+def _described(source: Any) -> str | None:
+    """The source by its path, URL or Iceberg table name (``None``: objects, which the
+    load cannot name)."""
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    if hasattr(source, "scan") and hasattr(source, "name"):  # (a pyiceberg table)
+        return f"iceberg:{source.name()}"
+    return None
+
+
 def _name(table: Table, source: Any) -> str:
     """A load's default name: drawn from the table and the source's URL or path (the same
     source loads again as the same load); objects: a new one."""
-    if isinstance(source, str | os.PathLike):
-        text = f"{table.name}\n{os.fspath(source)}"
-    elif hasattr(source, "scan") and hasattr(source, "name"):  # (a pyiceberg table)
-        text = f"{table.name}\niceberg:{source.name()}"
-    else:
+    described = _described(source)
+    if described is None:
         return os.urandom(8).hex()
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{table.name}\n{described}".encode()).hexdigest()[:16]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -238,6 +247,7 @@ class _Load:
         self.failures: list[LoadFailure] = []  # (the rounds this run settled: as raised)
         self.settled: set[int] = set()
         self.left: list[str] = []
+        self.deleted: set[Any] = set()  # (the rows this run's rollbacks took back)
 
     # -- requests and files ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -297,11 +307,19 @@ class _Load:
                 f"{', '.join(map(str, replicas))}): DynamoDB's bulk put items does not "
                 "support global tables; load it with Session.save_many or a backfill job")
 
-    def run(self, source: Callable[[], Iterator[Entity]]) -> LoadReport:
+    def run(self, source: Callable[[], Iterator[Entity]], named: str | None
+            ) -> LoadReport:
         self.state = self.read_state()
+        if self.state.get("rounds") and named is not None and "source" in self.state and (
+                self.state["source"] != named):
+            # (a name is one load: run again, it resumes that source, never reads another)
+            raise DynaormError(
+                f"load {self.name!r} under s3://{self.bucket}/{self.prefix} loaded "
+                f"{self.state.get('source') or 'entity objects'}, not {named}: give "
+                "this source a name of its own (a name is one load, resumed)")
         if not self.state.get("rounds"):
             self.state = {"version": _STATE_VERSION, "table": self.table.name,
-                          "name": self.name, "rounds": []}
+                          "name": self.name, "rounds": [], "source": named}
             self.render(source(), 1)
         current = self.state["rounds"][-1]
         if not current.get("settled"):
@@ -395,7 +413,7 @@ class _Load:
         batch: list[tuple[type[Entity], list[dict[str, Any]]]] = []
         for group in groups:
             batch.append(group)
-            if len(batch) >= 100 or not read_back:
+            if len(batch) >= 100:
                 yield from self.judge(batch, report, read_back)
                 batch = []
         yield from self.judge(batch, report, read_back)
@@ -406,20 +424,27 @@ class _Load:
                                   DynaormError | None]]:
         if not batch:
             return
-        keys = [_key_of(self.table, r["Item"]) for _, records in batch for r in records]
+        # (read back: every row, when the report cannot be taken at its word; else the
+        # rows it says a condition refused, a claim no count checks: what holds their key
+        # is the table's to say, never a report object's)
+        said = {key_id(_key_of(self.table, r["Item"])): (APPLIED, None) if read_back else
+                report.failed.get(key_id(_key_of(self.table, r["Item"])), (APPLIED, None))
+                for _, records in batch for r in records}
+        keys = [_key_of(self.table, r["Item"]) for _, records in batch for r in records
+                if read_back or said[key_id(_key_of(self.table, r["Item"]))][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
-                            ) if read_back else {}
+                            ) if keys else {}
         for cls, records in batch:
             found: list[Found] = []
             for record in records:
                 ident = key_id(_key_of(self.table, record["Item"]))
-                if read_back:  # (an item there: as if its condition refused it)
-                    now = stored.get(ident)
+                if read_back or said[ident][0] == FAILED:  # (an item there: as if its
+                    # condition refused it; unless this settling took it back since it was
+                    # read: a clash with an entity of the load that was not stored is none)
+                    now = None if ident in self.deleted else stored.get(ident)
                     found.append((FAILED, now) if now is not None else (UNKNOWN, None))
                 else:
-                    found.append(report.failed.get(ident, (APPLIED, None)))
-            if any(what != APPLIED for what, _ in found):
-                found = settled(self.table, [r["Item"] for r in records], found)
+                    found.append(said[ident])
             if all(what == APPLIED for what, _ in found):
                 yield "loaded", (cls, records), None
                 continue
@@ -446,15 +471,51 @@ class _Load:
         planned = dataclasses.replace(planned, written=tuple(
             records[at]["Item"] for at in order if at is not None))
         ordered: list[Found] = [found[at] for at in order if at is not None]
+        assert planned.written is not None
+        ordered = settled(self.table, planned.written, ordered,
+                          [own_row(op) for op in planned.plan.ops],
+                          self.claimed(cls, planned, ordered))
+        if all(what == APPLIED for what, _ in ordered):
+            return None
         error: DynaormError | None = self.run_p(outcome_p(planned, ordered))
-        for delete in rollback(planned, ordered):
+        deletes = rollback(planned, ordered)
+        for at, (owner, delete) in enumerate(deletes):
             try:
                 self.send("DeleteItem", delete)
+                self.deleted.add(key_id(delete["Key"]))
             except RequestError as exc:
                 if exc.code != "ConditionalCheckFailedException":
                     raise
+                if not exc.item:  # (gone: deleted since, or by an earlier run of this)
+                    continue
+                if owner:  # (changed since: the entity lives on, every row of it kept)
+                    self.left += [f"{d['TableName']} {d['Key']}" for _, d in deletes[at:]]
+                    break
                 self.left.append(f"{delete['TableName']} {delete['Key']}")
         return error
+
+    def claimed(self, cls: type[Entity], planned: Loaded, found: list[Found]
+                ) -> set[Any] | None:
+        """The keys (:func:`~dynaorm.values.keys.key_id`) of the rows of ``planned`` the
+        item at the entity's own key claims, read back (``found``): none when there is no
+        item there; its guards (planned from it) and every other row of the entity when
+        there is one; ``None`` when that is not known (its row the load's own, refused as
+        an item, or an item that does not plan)."""
+        own = [n for n, op in enumerate(planned.plan.ops) if own_row(op)]
+        if len(own) != 1:
+            return None
+        what, item = found[own[0]]
+        if what == UNKNOWN:
+            return set()
+        if what != FAILED or not isinstance(item, dict):
+            return None
+        try:  # (its guards as its own save would render them)
+            theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
+        except (DynaormError, ValueError, TypeError, KeyError):
+            return None
+        guards = {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
+        return guards | {key_id(op.key) for op in planned.plan.ops
+                         if op.origin.role is not Role.GUARD}
 
     def report(self) -> LoadReport:
         rounds = self.state["rounds"]
@@ -573,15 +634,16 @@ class _Report:
             if not (key.endswith(".json.gz") or key.endswith(".json")) or key.endswith(
                     "manifest.json"):
                 continue
-            for line in job.lines(key):
-                try:
-                    record = decode(line)
-                except ValueError:
-                    self.readable = False
-                    continue
-                self.record(job, record)
+            try:  # (bytes from S3: a file or record that is not the report's, not trusted)
+                for line in job.lines(key):
+                    self.record(job, decode(line))
+            except (ExportError, ValueError, TypeError, AttributeError, KeyError,
+                    DynaormError):
+                self.readable = False
 
     def record(self, job: _Load, record: dict[str, Any]) -> None:
+        if not isinstance(record, dict):
+            raise ValueError("a report record is a JSON object")
         kind, item = record.get("OutputType"), record.get("Item")
         if kind == "ERROR":
             self.errors += 1
@@ -594,8 +656,8 @@ class _Report:
                 self.readable = False
             return
         ident = key_id(_key_of(job.table, item))
-        if kind == "CONDITION_CHECK_FAILURE":
-            self.failed[ident] = (FAILED, record.get("ExistingItem"))
+        if kind == "CONDITION_CHECK_FAILURE":  # (what holds the key is read back)
+            self.failed[ident] = (FAILED, None)
         else:
             self.failed[ident] = (ERROR, record.get("ErrorMessage") or record.get(
                 "ErrorCode") or "refused")

@@ -64,7 +64,7 @@ __all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "bulk_pace", "fault
            "index_lag", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
-__all__ += ["full_export", "incremental_export"]  # DynamoDB exports to S3, made locally
+__all__ += ["full_export", "incremental_export", "s3_factory"]  # exports to S3, made locally
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'

@@ -40,6 +40,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
 import threading
 import time
 import uuid
@@ -73,6 +74,11 @@ _RECORD_KEYS: Final = frozenset({"Item", "ConditionExpression", "ExpressionAttri
 _TOO_LARGE: Final = "Item size has exceeded the maximum allowed size"
 _TERMINAL: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
 _PACES: list[int] = []  # the bulk_pace blocks open now, innermost last
+#: the service model's patterns (botocore's ``S3Bucket``, ``S3BucketOwner``,
+#: ``BulkOperationNextToken``)
+_BUCKET: Final = re.compile(r"^[a-z0-9A-Z]+[\.\-\w]*[a-z0-9A-Z]+$")
+_OWNER: Final = re.compile(r"[0-9]{12}")
+_NEXT_TOKEN: Final = re.compile(r"([0-9a-f]{16})+")
 
 
 @contextmanager
@@ -169,6 +175,7 @@ class _Operation:
     failure: tuple[str, str] | None = None
     pending: dict[str, list[bytes]] = field(default_factory=dict)
     files: list[dict[str, Any]] = field(default_factory=list)
+    table_id: str | None = None  # (DescribeTable's TableId, where the engine gives one)
 
     @property
     def ident(self) -> str:
@@ -178,7 +185,8 @@ class _Operation:
         """Its ``BulkOperationDescription``."""
         out: dict[str, Any] = {
             "BulkOperationArn": self.arn, "BulkOperationStatus": self.status,
-            "TableDetails": [{"TableName": self.table}],
+            "TableDetails": [{"TableName": self.table, **(
+                {"TableId": self.table_id} if self.table_id else {})}],
             "InputS3Configuration": self.request["InputS3Configuration"],
             "OutputS3Configuration": self.request["OutputS3Configuration"],
             "StartTime": self.started, "ProcessedItemCount": self.processed,
@@ -277,7 +285,8 @@ class BulkService:
                            f"Table {name} is {table.get('TableStatus')}")
         arn = f"{table['TableArn']}/bulk-operation/{uuid.uuid4().hex}"
         found = _Operation(arn=arn, token=token, fingerprint=fingerprint, table=name,
-                           request=request, started=time.time(), since=time.monotonic())
+                           request=request, started=time.time(), since=time.monotonic(),
+                           table_id=table.get("TableId"))
         self._operations[arn] = found
         if token is not None:
             self._tokens[token] = arn
@@ -301,7 +310,13 @@ class BulkService:
             raise _invalid("ListBulkOperations", f"1 validation error detected: Value "
                            f"'{limit}' at 'maxResults' failed to satisfy constraint: Member "
                            "must have value between 1 and 25")
-        start = int(request["NextToken"], 16) if request.get("NextToken") else 0
+        token = request.get("NextToken")
+        if token is not None and (not isinstance(token, str) or len(token) > 1024
+                                  or not _NEXT_TOKEN.fullmatch(token)):
+            raise _invalid("ListBulkOperations", f"1 validation error detected: Value "
+                           f"'{token}' at 'nextToken' failed to satisfy constraint: Member "
+                           "must satisfy regular expression pattern: ([0-9a-f]{16})+")
+        start = int(token, 16) if token else 0
         newest = sorted(self._operations.values(), key=lambda o: -o.started)
         page = newest[start:start + limit]
         answer: dict[str, Any] = {"BulkOperationsSummaryList": [
@@ -313,7 +328,12 @@ class BulkService:
         return answer
 
     def _found(self, operation: str, request: dict[str, Any]) -> _Operation:
-        found = self._operations.get(str(request.get("BulkOperationArn")))
+        arn = request.get("BulkOperationArn")
+        if not isinstance(arn, str) or not 37 <= len(arn) <= 1024:  # (the model's shape)
+            raise _invalid(operation, "1 validation error detected: Value at "
+                           "'bulkOperationArn' failed to satisfy constraint: Member must "
+                           "have length between 37 and 1024 (and is required)")
+        found = self._operations.get(arn)
         if found is None:
             raise _refused(operation, "ResourceNotFoundException",
                            f"Bulk operation not found: {request.get('BulkOperationArn')}")
@@ -651,6 +671,15 @@ def _check_start(request: dict[str, Any]) -> None:
                            "at 'inputS3Configuration.inputFormat' failed to satisfy "
                            "constraint: Member must satisfy enum value set: [DYNAMODB_JSON, "
                            "ION]")
+    _check_location(op, "inputS3Configuration", conf, required=True)
+    _check_location(op, "outputS3Configuration", out, required=False)
+    if not 1 <= len(request["TableName"]) <= 1024:
+        raise _invalid(op, "1 validation error detected: Value at 'tableName' failed to "
+                           "satisfy constraint: Member must have length between 1 and 1024")
+    if out.get("S3SseAlgorithm") not in (None, "AES256", "KMS"):
+        raise _invalid(op, f"1 validation error detected: Value '{out['S3SseAlgorithm']}' "
+                           "at 'outputS3Configuration.s3SseAlgorithm' failed to satisfy "
+                           "constraint: Member must satisfy enum value set: [AES256, KMS]")
     if conf["InputFormat"] == "ION":
         raise _invalid(op, "the emulator reads DYNAMODB_JSON input only")
     if conf.get("InputCompressionType", "NONE") not in ("GZIP", "NONE"):
@@ -674,6 +703,27 @@ def _check_start(request: dict[str, Any]) -> None:
     token = request.get("ClientToken")
     if token is not None and (not isinstance(token, str) or not token or "$" in token):
         raise _invalid(op, "1 validation error detected: ClientToken must match ^[^$]+$")
+
+
+def _check_location(op: str, where: str, conf: dict[str, Any], required: bool) -> None:
+    """An S3 location's members as the model constrains them (``S3Bucket``'s pattern and
+    length, ``S3KeyPrefix``'s length, ``S3BucketOwner``'s account id)."""
+    bucket, prefix, owner = conf.get("S3Bucket"), conf.get("S3KeyPrefix"), conf.get(
+        "S3BucketOwner")
+    if (bucket is not None or required) and (
+            not isinstance(bucket, str) or len(bucket) > 255 or not _BUCKET.fullmatch(bucket)):
+        raise _invalid(op, f"1 validation error detected: Value '{bucket}' at "
+                           f"'{where}.s3Bucket' failed to satisfy constraint: Member must "
+                           "satisfy regular expression pattern: "
+                           "^[a-z0-9A-Z]+[\\.\\-\\w]*[a-z0-9A-Z]+$")
+    if prefix is not None and (not isinstance(prefix, str) or len(prefix) > 1024):
+        raise _invalid(op, f"1 validation error detected: Value at '{where}.s3KeyPrefix' "
+                           "failed to satisfy constraint: Member must have length less "
+                           "than or equal to 1024")
+    if owner is not None and (not isinstance(owner, str) or not _OWNER.fullmatch(owner)):
+        raise _invalid(op, f"1 validation error detected: Value '{owner}' at "
+                           f"'{where}.s3BucketOwner' failed to satisfy constraint: Member "
+                           "must satisfy regular expression pattern: [0-9]{12}")
 
 
 def _check_filter(filters: dict[str, Any]) -> None:

@@ -229,6 +229,47 @@ def test_refusals_before_an_operation_starts(db: TestBackend) -> None:
     assert global_table.value.code == "ValidationException" and "a" not in stored(db)
 
 
+#: requests botocore's service model (1.43.124 and later: the shapes' required members,
+#: lengths, patterns and enums) makes DynamoDB refuse as a ValidationException, each with
+#: what it breaks
+MODEL_REFUSES: dict[str, tuple[str, dict[str, Any]]] = {
+    "NextToken not ([0-9a-f]{16})+": ("ListBulkOperations", {"NextToken": "zz"}),
+    "NextToken of 15 digits": ("ListBulkOperations", {"NextToken": "0" * 15}),
+    "BulkOperationArn required": ("DescribeBulkOperation", {}),
+    "BulkOperationArn of 36 characters": ("DescribeBulkOperation", {
+        "BulkOperationArn": "a" * 36}),
+    "CancelBulkOperation's too": ("CancelBulkOperation", {"BulkOperationArn": "short"}),
+    "S3Bucket's pattern": ("StartBulkPutItems", {"InputS3Configuration": {
+        "S3Bucket": "no such bucket!", "InputFormat": "DYNAMODB_JSON"}}),
+    "the output's S3Bucket's pattern": ("StartBulkPutItems", {"OutputS3Configuration": {
+        "S3Bucket": "-x", "OutputType": ["ERROR"]}}),
+    "S3KeyPrefix over 1,024": ("StartBulkPutItems", {"InputS3Configuration": {
+        "S3Bucket": "b-1", "S3KeyPrefix": "p" * 1025, "InputFormat": "DYNAMODB_JSON"}}),
+    "S3BucketOwner not an account": ("StartBulkPutItems", {"InputS3Configuration": {
+        "S3Bucket": "b-1", "S3BucketOwner": "me", "InputFormat": "DYNAMODB_JSON"}}),
+    "S3SseAlgorithm's enum": ("StartBulkPutItems", {"OutputS3Configuration": {
+        "S3Bucket": "b-1", "S3SseAlgorithm": "ROT13", "OutputType": ["ERROR"]}}),
+}
+
+
+@pytest.mark.parametrize("refused", list(MODEL_REFUSES.values()), ids=list(MODEL_REFUSES))
+def test_what_the_service_model_refuses_the_emulator_refuses(
+        db: TestBackend, refused: tuple[str, dict[str, Any]]) -> None:
+    """A request that breaks a constraint of botocore's service model is refused with a
+    ValidationException before anything starts (before: a NextToken that is not hex
+    crashed the emulator with Python's ValueError; a short or missing ARN was
+    ResourceNotFoundException; a bucket name no bucket can have started an operation)."""
+    operation, request = refused
+    if operation == "StartBulkPutItems":
+        request = {"TableName": db.table.name, "InputS3Configuration": {
+            "S3Bucket": "b-1", "InputFormat": "DYNAMODB_JSON"},
+            "OutputS3Configuration": {"OutputType": ["ERROR"]}, **request}
+    with pytest.raises(RequestError) as info:
+        run(db, operation, request)
+    assert info.value.code == "ValidationException", info.value
+    assert "validation error" in info.value.message
+
+
 @pytest.mark.sync_only  # (the moto server's path: the tests above and below)
 def test_an_object_that_cannot_be_read_is_reported_and_the_rest_is_loaded(
         db: TestBackend) -> None:
