@@ -356,9 +356,11 @@ class BaseSession:
             table.index(index)
         chosen = check_segments(segment, segments)
         scope = self._stage.scope
-        scan = kind(entities, index, chosen, segments, _driver=self._driver,
-                    _budget=budget_of(rate), _scope=scope)
-        return scan if scope is None else scope.scan(scan)
+        if scope is None:
+            return kind(entities, index, chosen, segments, _driver=self._driver,
+                        _budget=budget_of(rate))
+        return kind(entities, index, chosen, segments, _driver=self._driver,
+                    _budget=budget_of(rate), _scope=scope, _filter=scope.key_filter(entities))
 
     def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
                 top: int, fields: Mapping[str, Any]) -> Any:

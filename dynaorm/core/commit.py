@@ -104,7 +104,8 @@ def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
     not keyed; checked when nothing is staged too), inside the scope of ``stage`` when it
     has one: started by the receipts rule of the first table written (``table.receipts``:
-    each table's own)."""
+    each table's own), kept where its client says (``Client(receipts=)``: that table;
+    else every table written)."""
     if key is None:
         return None
     if not isinstance(key, str) or not key or len(key) > 2048:
@@ -113,7 +114,8 @@ def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     if not staged:
         return None
     scope = None if stage is None or stage.scope is None else stage.scope.values
-    return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope)
+    home = None if stage is None else getattr(stage.client, "receipts", None)
+    return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope, home)
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,

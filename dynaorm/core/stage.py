@@ -45,7 +45,7 @@ class Stage:
         self.table = table
         self._given = client
         #: the tenant scope every key is checked against (``None``: unscoped)
-        self.scope = None if scope is None else Scope(scope)
+        self.scope = None if scope is None else Scope.of(scope)
         self.writes: dict[int, StagedWrite] = {}
         #: whether the writes :meth:`take` took last are of an entity whose rules prepare
         #: (key material: its commit asks for it; a plain commit asks nothing)
