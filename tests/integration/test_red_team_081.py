@@ -1,0 +1,88 @@
+"""The red team of issue 81 (contract 24, "Scope over rows it did not write"): what a
+scoped session must never do to a row whose key parses into its scope while its stored
+fields name another tenant (a stale key: acme-corp's paper ``T-acme-corp-123``, which the
+grammar reads as acme's paper ``corp-123``). Reads skip it (tests/integration/
+test_scope_keys.py); these are the writes by key, which reached it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import DynaormError, Session
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.conftest import wire_of
+from tests.support.tenant_models import Paper, plant, plant_stale_rows, stale
+
+pytestmark = pytest.mark.engines("moto")  # (conditions and keys: no engine's own)
+
+ACME_CORP = {"pk": "T-acme-corp-123", "sk": "PAPER", "_type": "Paper",
+             "tenant_id": "acme-corp", "paper_id": "123", "category": "x",
+             "gsi1pk": "acme-corp-x", "gsi1sk": "123", "body": "acme-corp's"}
+
+
+@pytest.fixture
+def stale_rows(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(stale, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        plant_stale_rows()
+        yield tb
+
+
+def _acme_corp_row(tb: TestBackend) -> dict[str, Any] | None:
+    return next((i for i in tb.scan_raw(stale) if i["pk"] == {"S": "T-acme-corp-123"}),
+                None)
+
+
+def _delete(s: Session) -> None:
+    s.delete(Paper, tenant_id="acme", paper_id="corp-123")
+    s.commit()
+
+
+def _update(s: Session) -> None:
+    s.update(Paper, tenant_id="acme", paper_id="corp-123").set(body="acme's now")
+    s.commit()
+
+
+def _upsert(s: Session) -> None:
+    s.update(Paper, upsert=True, tenant_id="acme", paper_id="corp-123").set(body="mine")
+    s.commit()
+
+
+def _overwrite(s: Session) -> None:
+    s.save(Paper(tenant_id="acme", paper_id="corp-123", body="acme's now"), overwrite=True)
+    s.commit()
+
+
+def _delete_many(s: Session) -> None:
+    s.delete_many(Paper, [{"tenant_id": "acme", "paper_id": "corp-123"}])
+
+
+def _delete_many_objects(s: Session) -> None:
+    s.delete_many([Paper(tenant_id="acme", paper_id="corp-123")])
+
+
+@pytest.mark.sync_only  # (one planning for both: core/stage.py, core/bulk.py)
+@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _delete_many,
+                                   _delete_many_objects],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
+        stale_rows: TestBackend, write: Callable[[Session], None]) -> None:
+    """acme's session writing acme's key ``corp-123`` by key (never having read it) finds
+    acme-corp's row there: it is refused (a ``DynaormError``), the row stays as it was,
+    and the refusal names nothing of acme-corp's (its values are not acme's to see)."""
+    acme = Session(stale, scope={"tenant_id": "acme"})
+    before = _acme_corp_row(stale_rows)
+    assert before is not None
+    with pytest.raises(DynaormError) as refused:
+        write(acme)
+    assert _acme_corp_row(stale_rows) == before
+    assert "acme-corp" not in str(refused.value)
+    # acme's own rows are still acme's to write by key
+    acme.update(Paper, tenant_id="acme", paper_id="p1").set(body="edited")
+    acme.commit()
+    assert acme.get(Paper, tenant_id="acme", paper_id="p1").body == "edited"  # type: ignore[union-attr]
+    plant(stale, {k: v for k, v in ACME_CORP.items()})  # (as it was, for the next)
