@@ -57,6 +57,11 @@ def _overwrite(s: Session) -> None:
     s.commit()
 
 
+def _insert(s: Session) -> None:
+    s.save(Paper(tenant_id="acme", paper_id="corp-123", body="acme's now"))
+    s.commit()
+
+
 def _delete_many(s: Session) -> None:
     s.delete_many(Paper, [{"tenant_id": "acme", "paper_id": "corp-123"}])
 
@@ -66,7 +71,7 @@ def _delete_many_objects(s: Session) -> None:
 
 
 @pytest.mark.sync_only  # (one planning for both: core/stage.py, core/bulk.py)
-@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _delete_many,
+@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _delete_many,
                                    _delete_many_objects],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
@@ -80,7 +85,11 @@ def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
     with pytest.raises(DynaormError) as refused:
         write(acme)
     assert _acme_corp_row(stale_rows) == before
-    assert "acme-corp" not in str(refused.value)
+    error = refused.value
+    assert "'acme-corp'" not in str(error)  # (its key is acme's; its value is not)
+    for shown in (getattr(error, "item", None),
+                  *(f[2] for f in getattr(error, "failures", None) or ())):
+        assert "acme-corp" not in repr(shown)  # (nor its object, on the error)
     # acme's own rows are still acme's to write by key
     acme.update(Paper, tenant_id="acme", paper_id="p1").set(body="edited")
     acme.commit()
