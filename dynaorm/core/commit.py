@@ -45,6 +45,7 @@ from dynaorm.errors import (
     ItemGoneError,
     ItemNotFoundError,
     RequestError,
+    _HoldsItem,
 )
 from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
@@ -129,6 +130,30 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""
+    if stage is not None and stage.scope is not None:  # (an error's stored objects:
+        try:  # the scope's alone)
+            return (yield from _keyed_p(staged, observed, keyed, idempotency_key, stage))
+        except _HoldsItem as exc:
+            _in_scope(exc, stage.scope)
+            raise
+    return (yield from _keyed_p(staged, observed, keyed, idempotency_key, stage))
+
+
+def _in_scope(exc: _HoldsItem, scope: Any) -> None:
+    """``exc`` with no stored object the scope does not hold (a stale key's row, whose
+    fields name another tenant: a scoped session never sees it, on an error either)."""
+    def held(obj: Any) -> Any:
+        return obj if obj is None or scope.holds(spec_of(type(obj)), obj) else None
+
+    exc.item = held(exc.item)
+    failures = getattr(exc, "failures", None)
+    if failures:
+        exc.failures = [(e, k, held(i)) for e, k, i in failures]
+
+
+def _keyed_p(staged: list[StagedWrite], observed: bool, keyed: bool,
+             idempotency_key: str | None, stage: Any) -> Proto[CommitResult]:
+    """:func:`commit_p`, of a session's own idempotency key (its earlier commits)."""
     if stage is None or idempotency_key is None or not staged or (
             idempotency_key != stage.idempotency_key):
         return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))

@@ -394,6 +394,19 @@ class Scope:
                                  f"{value!r}, which is outside this session's scope "
                                  f"({self}); nothing was sent")
 
+    def guard(self) -> Condition:
+        """What a write by key (of an item the session never read: a delete or an update
+        by key, a save that overwrites, a bulk delete) requires of the stored item: each
+        scope field's attribute absent or the scope's value. A stale key's row (its key
+        parses into the scope, its fields name another: a row 0.7 wrote for ``acme-corp``
+        at ``T-acme-corp-123``) is refused, as a scoped read skips it."""
+        found: Condition | None = None
+        for name, value in self.given.items():
+            held = F(name).not_exists() | (F(name) == value)
+            found = held if found is None else found & held
+        assert found is not None  # (a scope names one field at least)
+        return found
+
     # -- reads ------------------------------------------------------------------------
     def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,
               fields: Mapping[str, Any]) -> None:
