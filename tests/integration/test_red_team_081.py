@@ -7,6 +7,7 @@ test_scope_keys.py); these are the writes by key, which reached it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,3 +96,20 @@ def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
     acme.commit()
     assert acme.get(Paper, tenant_id="acme", paper_id="p1").body == "edited"  # type: ignore[union-attr]
     plant(stale, {k: v for k, v in ACME_CORP.items()})  # (as it was, for the next)
+
+
+@pytest.mark.sync_only  # (a job: no session kind)
+def test_a_tenant_export_holds_no_stale_key_s_row(stale_rows: TestBackend,
+                                                   tmp_path: Path) -> None:
+    """``jobs.export(..., scope={"tenant_id": "acme"})`` reads every row whose key begins
+    with acme's prefix ``T-acme-``: acme-corp's paper ``T-acme-corp-123`` among them. The
+    export is a scoped read (contract 24): acme's dataset holds acme's papers alone."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from dynaorm.jobs import export, run_local
+
+    report = run_local(export(stale, tmp_path / "acme", scope={"tenant_id": "acme"},
+                              entities=[Paper]))
+    rows = [r for f in sorted((tmp_path / "acme" / "Paper").glob("*.parquet"))
+            for r in pq.read_table(f).to_pylist()]
+    assert {(r["tenant_id"], r["paper_id"]) for r in rows} == {("acme", "p1")}
+    assert report.rows == {"Paper": 1}
