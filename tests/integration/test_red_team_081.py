@@ -6,13 +6,17 @@ test_scope_keys.py); these are the writes by key, which reached it."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dynaorm import DynaormError, Session
+from dynaorm import DynaormError, Entity, Session, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support.tenant_models import Paper, plant, plant_stale_rows, stale
@@ -113,3 +117,80 @@ def test_a_tenant_export_holds_no_stale_key_s_row(stale_rows: TestBackend,
             for r in pq.read_table(f).to_pylist()]
     assert {(r["tenant_id"], r["paper_id"]) for r in rows} == {("acme", "p1")}
     assert report.rows == {"Paper": 1}
+
+
+# -- the property: random rows as 0.7 wrote them, every write by key of every scope --------
+_SEPS = "-_.:|/ "
+_made = itertools.count()
+
+
+def _prop_entity(home: Table, source: str) -> type[Entity]:
+    class PropPaper(Entity):
+        class Meta:
+            table = home
+            pk = source
+            sk = "DOC"
+
+        tenant_id: str
+        doc_id: str
+        body: str = ""
+
+    return PropPaper
+
+
+def _writes(entity: type[Entity], mine: str, doc: str) -> list[Callable[[Session], None]]:
+    def delete(s: Session) -> None:
+        s.delete(entity, tenant_id=mine, doc_id=doc)
+        s.commit()
+
+    def update(s: Session) -> None:
+        s.update(entity, tenant_id=mine, doc_id=doc).set(body="written")
+        s.commit()
+
+    def upsert(s: Session) -> None:
+        s.update(entity, upsert=True, tenant_id=mine, doc_id=doc).set(body="written")
+        s.commit()
+
+    def overwrite(s: Session) -> None:
+        s.save(entity(tenant_id=mine, doc_id=doc, body="written"), overwrite=True)
+        s.commit()
+
+    def delete_many(s: Session) -> None:
+        s.delete_many(entity, [{"tenant_id": mine, "doc_id": doc}])
+
+    return [delete, update, upsert, overwrite, delete_many]
+
+
+@pytest.mark.sync_only
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(head=st.sampled_from(["T", "", "T#"]), sep=st.sampled_from(_SEPS),
+       base=st.text(st.sampled_from("ab"), min_size=1, max_size=2),
+       after=st.text(st.sampled_from("ab1" + _SEPS), min_size=1, max_size=3),
+       doc=st.text(st.sampled_from("ab1" + _SEPS), min_size=1, max_size=3))
+def test_no_scoped_write_by_key_changes_a_row_of_another_tenant(
+        db: TestBackend, request: pytest.FixtureRequest, head: str, sep: str, base: str,
+        after: str, doc: str) -> None:
+    """Tenant ``base<sep><after>``'s row as 0.7 wrote it (``<head>{tenant_id}<sep>
+    {doc_id}``): for ``base``'s session every write by key at a key that parses into its
+    scope (delete, update, upsert, overwrite, bulk delete) leaves the other tenant's row
+    as it was (refused, or written at a key that was empty)."""
+    table = Table(f"red81_prop_{next(_made)}")
+    source = head + "{tenant_id}" + sep + "{doc_id}"
+    entity = _prop_entity(table, source)
+    other = base + sep + after
+    stored = {"pk": {"S": source.format(tenant_id=other, doc_id=doc)}, "sk": {"S": "DOC"},
+              "_type": {"S": "PropPaper"}, "tenant_id": {"S": other},
+              "doc_id": {"S": doc}, "body": {"S": other}}
+    pk = entity.__dynaorm_spec__.pk  # type: ignore[attr-defined]
+    parsed = pk.parse_key(stored["pk"]["S"])
+    with use_tables(table, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        if parsed is None or parsed["tenant_id"] != base:
+            return  # (the grammar reads it as no key of base's: no write reaches it)
+        for write in _writes(entity, base, parsed["doc_id"]):
+            plant(table, {k: v["S"] for k, v in stored.items()})
+            with contextlib.suppress(DynaormError):
+                write(Session(table, scope={"tenant_id": base}))
+            found = [i for i in tb.scan_raw(table) if i["pk"] == stored["pk"]]
+            assert found == [stored], (write.__name__, source, other)
