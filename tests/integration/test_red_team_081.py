@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,39 @@ def test_no_scoped_write_by_key_changes_a_row_of_another_tenant(
                 write(Session(table, scope={"tenant_id": base}))
             found = [i for i in tb.scan_raw(table) if i["pk"] == stored["pk"]]
             assert found == [stored], (write.__name__, source, other)
+
+
+# -- one scope object per scope: equal values that render other keys ------------------------
+ledgers = Table("red81_ledgers")
+
+
+class Ledger(Entity):
+    """Keyed by a Decimal tenant: ``1`` and ``1.0`` are two keys, so two tenants."""
+
+    class Meta:
+        table = ledgers
+        pk = "L#{tenant}#{ledger_id}"
+        sk = "LEDGER"
+
+    tenant: Decimal
+    ledger_id: str
+    body: str = ""
+
+
+@pytest.mark.sync_only
+def test_two_scopes_of_equal_values_rendering_other_keys_are_two_scopes(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """``Decimal("1")`` and ``Decimal("1.0")`` are equal (and hash alike) but render the
+    keys ``L#1#...`` and ``L#1.0#...``: a session scoped to one never reads the other's
+    rows, whichever scope was made first in the process (``Scope.of`` kept one object
+    per equal values)."""
+    with use_tables(ledgers, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        with Session(ledgers) as s:
+            for tenant in ("1", "1.0"):
+                s.save(Ledger(tenant=Decimal(tenant), ledger_id="l1", body=tenant))
+        for tenant in ("1", "1.0"):
+            scoped = Session(ledgers, scope={"tenant": Decimal(tenant)})
+            assert [o.body for o in scoped.scan(Ledger).all()] == [tenant]
+            got = scoped.get(Ledger, tenant=Decimal(tenant), ledger_id="l1")
+            assert got is not None and got.body == tenant
