@@ -156,7 +156,9 @@ class Scope:
         service makes a scoped session a request): kept for the 4,096 latest scopes of
         hashable values."""
         try:
-            known = tuple((k, type(v), v) for k, v in scope.items())
+            # (repr too: equal values may render other keys, Decimal('1') and
+            # Decimal('1.0'), 0.0 and -0.0: each its own scope)
+            known = tuple((k, type(v), v, repr(v)) for k, v in scope.items())
             found = _SCOPES.get(known)
         except (TypeError, AttributeError):  # (unhashable values; not a mapping)
             return cls(scope)
