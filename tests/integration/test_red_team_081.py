@@ -11,13 +11,14 @@ import itertools
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import DynaormError, Entity, Session, Table
+from dynaorm import AsyncSession, DynaormError, Entity, Session, Table
+from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support.tenant_models import Paper, plant, plant_stale_rows, stale
@@ -36,6 +37,13 @@ def stale_rows(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[Test
         tb.session_kind = db.session_kind
         plant_stale_rows()
         yield tb
+
+
+def _scoped(kind: str | None, **scope: Any) -> Session:
+    """A session of :data:`stale` scoped to ``scope``, of the kind the test runs."""
+    if kind == "async":
+        return cast(Session, BlockingAsyncSession(AsyncSession(stale, scope=scope)))
+    return Session(stale, scope=scope)
 
 
 def _acme_corp_row(tb: TestBackend) -> dict[str, Any] | None:
@@ -76,7 +84,6 @@ def _delete_many_objects(s: Session) -> None:
     s.delete_many([Paper(tenant_id="acme", paper_id="corp-123")])
 
 
-@pytest.mark.sync_only  # (one planning for both: core/stage.py, core/bulk.py)
 @pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _delete_many,
                                    _delete_many_objects],
                          ids=lambda f: f.__name__.strip("_"))
@@ -85,7 +92,7 @@ def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
     """acme's session writing acme's key ``corp-123`` by key (never having read it) finds
     acme-corp's row there: it is refused (a ``DynaormError``), the row stays as it was,
     and the refusal names nothing of acme-corp's (its values are not acme's to see)."""
-    acme = Session(stale, scope={"tenant_id": "acme"})
+    acme = _scoped(stale_rows.session_kind, tenant_id="acme")
     before = _acme_corp_row(stale_rows)
     assert before is not None
     with pytest.raises(DynaormError) as refused:
