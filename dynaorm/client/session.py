@@ -150,7 +150,7 @@ class BaseSession:
 
         given = condition_given(condition, obj)
         if overwrite and obj._dynaorm_state is None:  # (over an item never read)
-            given = self._stage.by_key(given)
+            given = self._stage.by_key(obj, given)
         self._stage.add(SaveEntry(obj, overwrite, given))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
@@ -167,7 +167,7 @@ class BaseSession:
             raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
         given = condition_given(condition, obj)
         if obj._dynaorm_state is None:  # (by key: the stored item never read)
-            given = self._stage.by_key(given)
+            given = self._stage.by_key(obj, given)
         self._stage.add(DeleteEntry(obj, history, given))
 
     @overload
@@ -184,7 +184,7 @@ class BaseSession:
         if isinstance(target, type):
             key = self._stage.key(self._stage.spec(target), fields)
             staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
-            guard = self._stage.by_key(None)
+            guard = self._stage.by_key(target, None)
             if guard is not None:  # (a scoped session: a stale key's row is not its)
                 staged.where(guard)
                 staged.scope_guard = guard

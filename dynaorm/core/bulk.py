@@ -189,15 +189,16 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
                   if spec.rules.before.key(k, spec.name) is not None]
         if stage.scope is not None and not by_key:  # (scoped: each conditioned on the
             # stored item being the scope's, which a batch delete cannot say)
-            by_key = [(k, DeleteEntry(objs.model_construct(**k),
-                                      condition=stage.by_key(None))) for k, _, _ in targets]
+            guard = stage.by_key(objs, None)
+            by_key = [(k, DeleteEntry(objs.model_construct(**k), condition=guard))
+                      for k, _, _ in targets]
         targets = [] if by_key else targets
     elif keys is not None:
         raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:
         targets, loaded = yield from _deletes_of_objects(stage, objs)
         if stage.scope is not None:  # (never-loaded objects: as keys are, above)
-            by_key = [(obj, DeleteEntry(obj, condition=stage.by_key(None)))
+            by_key = [(obj, DeleteEntry(obj, condition=stage.by_key(obj, None)))
                       for obj, _, _ in targets]
             targets = []
     grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}

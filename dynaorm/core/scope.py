@@ -28,6 +28,7 @@ refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import re
@@ -396,14 +397,18 @@ class Scope:
                                  f"{value!r}, which is outside this session's scope "
                                  f"({self}); nothing was sent")
 
-    def guard(self) -> Condition:
+    def guard(self, spec: EntitySpec) -> Condition:
         """What a write by key (of an item the session never read: a delete or an update
         by key, a save that overwrites, a bulk delete) requires of the stored item: each
-        scope field's attribute absent or the scope's value. A stale key's row (its key
+        scope field's attribute absent or the scope's value (as ``spec`` holds it). A
+        stale key's row (its key
         parses into the scope, its fields name another: a row 0.7 wrote for ``acme-corp``
         at ``T-acme-corp-123``) is refused, as a scoped read skips it."""
         found: Condition | None = None
         for name, value in self.given.items():
+            with contextlib.suppress(ValueError, TypeError):  # (the value as the entity
+                # holds it: a scope may name an int as "5")
+                value = annotation_adapter(spec.cls, name).validate_python(value)
             held = F(name).not_exists() | (F(name) == value)
             found = held if found is None else found & held
         assert found is not None  # (a scope names one field at least)

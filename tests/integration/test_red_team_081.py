@@ -242,3 +242,38 @@ def test_two_scopes_of_equal_values_rendering_other_keys_are_two_scopes(
         # the number as 1, as DynamoDB does: its stored field no longer renders its key)
         one = Session(ledgers, scope={"tenant": Decimal(1)})
         assert [o.body for o in one.scan(Ledger).all()] == ["1"]
+
+
+class Counter(Entity):
+    """Keyed by an int tenant (a scope may name it ``5`` or ``"5"``: both render ``5``)."""
+
+    class Meta:
+        table = ledgers
+        pk = "C#{tenant}#{counter_id}"
+        sk = "COUNTER"
+
+    tenant: int
+    counter_id: str
+    n: int = 0
+
+
+@pytest.mark.sync_only
+@pytest.mark.parametrize("given", [5, "5"])
+def test_a_scoped_write_by_key_of_its_own_row_is_never_refused(
+        db: TestBackend, request: pytest.FixtureRequest, given: Any) -> None:
+    """The scope's own rows stay its to write by key whatever form the scope's value was
+    given in (the guard compares the stored field as the entity stores it)."""
+    with use_tables(ledgers, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        with Session(ledgers) as s:
+            s.save(Counter(tenant=5, counter_id="c1"))
+            s.save(Counter(tenant=5, counter_id="c2"))
+        scoped = Session(ledgers, scope={"tenant": given})
+        scoped.update(Counter, tenant=given, counter_id="c1").add(n=1)
+        scoped.save(Counter(tenant=5, counter_id="c2", n=7), overwrite=True)
+        scoped.commit()
+        scoped.delete_many(Counter, [{"tenant": given, "counter_id": "c2"}])
+        assert [(o.counter_id, o.n) for o in scoped.scan(Counter).all()] == [("c1", 1)]
+        scoped.delete(Counter, tenant=given, counter_id="c1")
+        scoped.commit()
+        assert Session(ledgers).scan(Counter).all() == []
