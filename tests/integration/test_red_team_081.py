@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import AsyncSession, DynaormError, Entity, Session, Table
+from dynaorm import AsyncSession, DynaormError, Entity, F, Session, Table
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
@@ -76,6 +76,13 @@ def _insert(s: Session) -> None:
     s.commit()
 
 
+def _check(s: Session) -> None:
+    """A condition check by key: an oracle of the stale row's values, were it asked."""
+    s.check(Paper, condition=F("body") == "acme-corp's", tenant_id="acme",
+            paper_id="corp-123")
+    s.commit()
+
+
 def _delete_many(s: Session) -> None:
     s.delete_many(Paper, [{"tenant_id": "acme", "paper_id": "corp-123"}])
 
@@ -84,7 +91,7 @@ def _delete_many_objects(s: Session) -> None:
     s.delete_many([Paper(tenant_id="acme", paper_id="corp-123")])
 
 
-@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _delete_many,
+@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _check, _delete_many,
                                    _delete_many_objects],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
