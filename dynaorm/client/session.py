@@ -205,6 +205,9 @@ class BaseSession:
         from dynaorm.write.updates import StagedCheck
 
         key = self._stage.key(self._stage.spec(entity), fields)
+        scope = self._stage.scope
+        if isinstance(condition, Condition) and scope is not None:  # (asked of the
+            condition = condition & scope.guard(self._stage.spec(entity))  # scope's row)
         self._stage.add(StagedCheck(entity, key, condition))
 
     @overload

@@ -39,6 +39,7 @@ from typing import Any, cast
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
     ConcurrentModificationError,
+    ConditionFailedError,
     DynaormError,
     IdempotencyMismatchError,
     ItemExistsError,
@@ -146,9 +147,8 @@ def _in_scope(exc: _HoldsItem, scope: Any) -> None:
         return obj if obj is None or scope.holds(spec_of(type(obj)), obj) else None
 
     exc.item = held(exc.item)
-    failures = getattr(exc, "failures", None)
-    if failures:
-        exc.failures = [(e, k, held(i)) for e, k, i in failures]
+    if isinstance(exc, ConditionFailedError) and exc.failures:
+        exc.failures = [(e, k, held(i)) for e, k, i in exc.failures]
 
 
 def _keyed_p(staged: list[StagedWrite], observed: bool, keyed: bool,
