@@ -91,8 +91,8 @@ def _delete_many_objects(s: Session) -> None:
     s.delete_many([Paper(tenant_id="acme", paper_id="corp-123")])
 
 
-@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _check, _delete_many,
-                                   _delete_many_objects],
+@pytest.mark.parametrize("write", [_delete, _update, _upsert, _overwrite, _insert, _check,
+                                   _delete_many, _delete_many_objects],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
         stale_rows: TestBackend, write: Callable[[Session], None]) -> None:
