@@ -131,13 +131,26 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""
-    if stage is not None and stage.scope is not None:  # (an error's stored objects:
-        try:  # the scope's alone)
-            return (yield from _keyed_p(staged, observed, keyed, idempotency_key, stage))
-        except _HoldsItem as exc:
+    try:
+        if stage is None or idempotency_key is None or not staged or (
+                idempotency_key != stage.idempotency_key):
+            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+        earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
+        try:
+            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+        except IdempotencyMismatchError as exc:
+            if not earlier:
+                raise
+            raise IdempotencyMismatchError(
+                f"{exc.args[0]}. This session was made with idempotency_key="
+                f"{idempotency_key!r:.80}, which applies to every commit of the session, "
+                f"and {earlier} earlier commit(s) of it used the key: give each commit its "
+                "own key (s.commit(idempotency_key=...)) or each its own session",
+                key=exc.key) from exc
+    except _HoldsItem as exc:  # (a scoped session's error: the scope's stored objects only)
+        if stage is not None and stage.scope is not None:
             _in_scope(exc, stage.scope)
-            raise
-    return (yield from _keyed_p(staged, observed, keyed, idempotency_key, stage))
+        raise
 
 
 def _in_scope(exc: _HoldsItem, scope: Any) -> None:
@@ -149,26 +162,6 @@ def _in_scope(exc: _HoldsItem, scope: Any) -> None:
     exc.item = held(exc.item)
     if isinstance(exc, ConditionFailedError) and exc.failures:
         exc.failures = [(e, k, held(i)) for e, k, i in exc.failures]
-
-
-def _keyed_p(staged: list[StagedWrite], observed: bool, keyed: bool,
-             idempotency_key: str | None, stage: Any) -> Proto[CommitResult]:
-    """:func:`commit_p`, of a session's own idempotency key (its earlier commits)."""
-    if stage is None or idempotency_key is None or not staged or (
-            idempotency_key != stage.idempotency_key):
-        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
-    earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
-    try:
-        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
-    except IdempotencyMismatchError as exc:
-        if not earlier:
-            raise
-        raise IdempotencyMismatchError(
-            f"{exc.args[0]}. This session was made with idempotency_key="
-            f"{idempotency_key!r:.80}, which applies to every commit of the session, and "
-            f"{earlier} earlier commit(s) of it used the key: give each commit its own "
-            "key (s.commit(idempotency_key=...)) or each its own session",
-            key=exc.key) from exc
 
 
 def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
