@@ -107,8 +107,9 @@ def test_a_scoped_write_by_key_never_touches_a_stale_key_s_row(
     assert _acme_corp_row(stale_rows) == before
     error = refused.value
     assert "'acme-corp'" not in str(error)  # (its key is acme's; its value is not)
-    for shown in (getattr(error, "item", None),
-                  *(f[2] for f in getattr(error, "failures", None) or ())):
+    inner = [error, *(e for _, e in getattr(error, "errors", ()))]  # (a bulk call's)
+    for shown in (*(getattr(e, "item", None) for e in inner),
+                  *(f[2] for e in inner for f in getattr(e, "failures", None) or ())):
         assert "acme-corp" not in repr(shown)  # (nor its object, on the error)
     # acme's own rows are still acme's to write by key
     acme.update(Paper, tenant_id="acme", paper_id="p1").set(body="edited")
