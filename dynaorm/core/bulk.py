@@ -211,7 +211,7 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
                                      for t, k in c], result)
               for table, c in _chunks((table, (each, k)) for table, each, k in grouped.values())]
     protos += [_single_p(single, observed, result) for single in loaded]
-    protos += [_by_key_p(entry, key, observed, result) for key, entry in by_key]
+    protos += [_by_key_p(entry, key, observed, result, stage) for key, entry in by_key]
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
@@ -308,13 +308,13 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
     result.written.append(obj)
 
 
-def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult
-              ) -> Proto[None]:
+def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult,
+              stage: Stage | None = None) -> Proto[None]:
     """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
     read under both layouts, then deleted where it is (its old row, guards and all), or
     already gone (deleted, as asked); reported as ``key``."""
     try:
-        yield from commit_p([entry], observed)
+        yield from commit_p([entry], observed, stage=stage)  # (scoped: its errors too)
     except ItemNotFoundError:
         pass  # (gone under both layouts: deleted, as asked)
     except DynaormError as exc:
