@@ -226,22 +226,20 @@ LANDED = 166_216
 #: session's ``lease`` (its two typed forms, forwarding to the lease module: +260), a
 #: refused lease's ``LeaseError`` in the outcomes (+97), the error and the public names
 LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's second half)
-#: issue 81 (0.8's promises kept): +1,528 counted here, merged after issue 83 (+2,032 by
-#: module, with those in NEW_FEATURES). The key grammar answers a scope's key test and a
-#: scan's filter itself (KeyTemplate.matcher, matcher_all, leading_text; core/scope.py's
-#: second regex gone: templates.py +766), stale keys skipped on every read path with the
-#: scoped reads' shared caches (core/scope.py +265, read/selection.py +248,
-#: schema/entity.py +135, core/lookups.py +121, the reads' asks +39), the receipts home
-#: (client.py +122, the rule's homes and origin_in +140, the commit's ask +20), IAM's
-#: tag refusal (+103), a transaction's missing tables named (+24), moto's mock serving
-#: AsyncSession (+22)
-LANDED = 168_123
-#: merged after main's examples fix (testing exports s3_factory: +2 in 0.5's modules)
-LANDED = 168_125
-#: issue 81's red team (+581): a scoped write by key guarded against a stale key's row
-#: (Scope.guard, the stage's by_key, scoped bulk deletes one by one, errors holding no
-#: other tenant's object), tenant exports skip stale keys, a one-field key's separators
-LANDED = 168_706
+#: the examples on the public door: dynaorm.testing exports s3_factory (+2)
+LANDED = 166_597
+#: main's nested paths' conditions named again (write/updates.py: F(path).exists(), +6; main
+#: measured 166,603 against 166,597 when issue 81 merged it)
+LANDED = 166_603
+#: issue 81 (0.8's promises kept): +1,528 counted here, merged after issue 83 and main's fixes above
+#: (+2,032 by module, with those in NEW_FEATURES). The key grammar answers a scope's key test and a
+#: scan's filter itself (KeyTemplate.matcher, matcher_all, leading_text; core/scope.py's second
+#: regex gone: templates.py +766), stale keys skipped on every read path with the scoped reads'
+#: shared caches (core/scope.py +265, read/selection.py +248, schema/entity.py +135, core/lookups.py
+#: +121, the reads' asks +39), the receipts home (client.py +122, the rule's homes and origin_in
+#: +140, the commit's ask +20), IAM's tag refusal (+103), a transaction's missing tables named
+#: (+24), moto's mock serving AsyncSession (+22)
+LANDED = 168_131  # (166,603 + 1,528: merged after the two fixes above)
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
