@@ -46,7 +46,8 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
         "rows": [{"role": "receipt", "type": "dynaorm:receipt",
                   "key": {"pk": "dynaorm:receipt#{hash of the key}",
                           "sk": "dynaorm:receipt#{hash of the key}"},
-                  "ttl_seconds": 7 * 86400}],
+                  "ttl_seconds": 7 * 86400, "scoped": True,
+                  "writer": "Session.commit(idempotency_key=)"}],
         "settings": {"warm_throughput": None, "max_on_demand": None, "pitr_days": None,
                      "deletion_protection": None, "contributor_insights": None, "tags": {}}}
     user = _entity(model, "User")
