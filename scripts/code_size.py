@@ -260,6 +260,9 @@ LANDED = 168_429
 #: +140, the commit's ask +20), IAM's tag refusal (+103), a transaction's missing tables named
 #: (+24), moto's mock serving AsyncSession (+22)
 LANDED = 169_956  # (measured on main after issue 82's red team and issue 81)
+#: issue 81's red team (+581 by its branch: scoped writes by key guarded against a stale
+#: key's row, errors holding no other tenant's object, tenant exports, a one-field key)
+LANDED = 170_531
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -28,6 +28,7 @@ refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import re
@@ -156,7 +157,9 @@ class Scope:
         service makes a scoped session a request): kept for the 4,096 latest scopes of
         hashable values."""
         try:
-            known = tuple((k, type(v), v) for k, v in scope.items())
+            # (repr too: equal values may render other keys, Decimal('1') and
+            # Decimal('1.0'), 0.0 and -0.0: each its own scope)
+            known = tuple((k, type(v), v, repr(v)) for k, v in scope.items())
             found = _SCOPES.get(known)
         except (TypeError, AttributeError):  # (unhashable values; not a mapping)
             return cls(scope)
@@ -393,6 +396,23 @@ class Scope:
                 raise ScopeError(f"{spec.name}: {what} of an object loaded from the key "
                                  f"{value!r}, which is outside this session's scope "
                                  f"({self}); nothing was sent")
+
+    def guard(self, spec: EntitySpec) -> Condition:
+        """What a write by key (of an item the session never read: a delete or an update
+        by key, a save that overwrites, a bulk delete) requires of the stored item: each
+        scope field's attribute absent or the scope's value (as ``spec`` holds it). A
+        stale key's row (its key
+        parses into the scope, its fields name another: a row 0.7 wrote for ``acme-corp``
+        at ``T-acme-corp-123``) is refused, as a scoped read skips it."""
+        found: Condition | None = None
+        for name, value in self.given.items():
+            with contextlib.suppress(ValueError, TypeError):  # (the value as the entity
+                # holds it: a scope may name an int as "5")
+                value = annotation_adapter(spec.cls, name).validate_python(value)
+            held = F(name).not_exists() | (F(name) == value)
+            found = held if found is None else found & held
+        assert found is not None  # (a scope names one field at least)
+        return found
 
     # -- reads ------------------------------------------------------------------------
     def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,

@@ -120,6 +120,15 @@ class Stage:
         self.scope.key(spec, key, "a key")  # (parsed back: the key decides the scope)
         return key
 
+    def by_key(self, entity: Any, condition: Condition | None) -> Condition | None:
+        """``condition`` of a write by key of ``entity`` (a class or an object; of an
+        item never read) held to the scope: ANDed with :meth:`Scope.guard` in a scoped
+        session (a stale key's row is not its)."""
+        if self.scope is None:
+            return condition
+        guard = self.scope.guard(self.spec(entity))
+        return guard if condition is None else condition & guard
+
     def add(self, entry: StagedWrite) -> None:
         """Stage ``entry`` (one of an object: its key must render, and a write of the same
         object staged before is replaced)."""

@@ -176,7 +176,15 @@ class KeyTemplate:
         if seg.conversion:
             text = _CONVERSIONS[seg.conversion](text)
         if check and self.single is not None and text:
-            return text  # one field: nothing to split, so '#' is allowed
+            # one field: nothing to split, so '#' is allowed, unless another template of
+            # the entity gives the field a separator (``also``: '#' among them)
+            bad = next((c for c in seg.also if c in text), None)
+            if bad is None:
+                return text
+            raise KeyTemplateError(
+                f"{owner}: field {seg.name!r} value {value!r} contains {bad!r}, a "
+                "separator that follows it in another key template of the entity; it "
+                f"cannot go into key {self.source!r}", field=seg.name)
         refused = seg.refused(text) if check and text else None
         if check and (not text or refused):
             why = "is empty" if not text else (
@@ -216,9 +224,8 @@ class KeyTemplate:
             # refusing more than '#' and its separator is checked by _render_field)
             value = values.get(seg.name)
             if (type(value) is str and value and not seg.spec and seg.conversion is None
-                    and (single is not None or ("#" not in value
-                                                and (not seg.sep or seg.sep not in value)
-                                                and not seg.also))):
+                    and not seg.also and (single is not None or (
+                        "#" not in value and (not seg.sep or seg.sep not in value)))):
                 out.append(value)
             else:
                 out.append(self._render_field(seg, values, owner))
@@ -345,8 +352,15 @@ class KeyTemplate:
     def refusing(self, refused: Mapping[str, frozenset[str]]) -> KeyTemplate:
         """This template with each field also refusing the characters ``refused`` names
         for it (its separators in the entity's other templates); itself when none adds."""
-        if self.single is not None or self.key_type != "S":
+        if self.key_type != "S":
             return self
+        if self.single is not None:  # (one field: its value may hold '#', nothing to
+            # split, but none of its separators in the entity's other templates)
+            seg = self.segments[0]
+            assert isinstance(seg, _Field)
+            also = "".join(sorted(refused.get(seg.name, frozenset())))
+            return self if also == seg.also else dataclasses.replace(
+                self, segments=(dataclasses.replace(seg, also=also),))
         segments = tuple(
             dataclasses.replace(s, also="".join(sorted(refused.get(s.name, frozenset())
                                                        - {"#", s.sep})))
