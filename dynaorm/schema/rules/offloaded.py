@@ -380,9 +380,12 @@ class Offloading(Rule):
         instead (a missing object, other bytes: raised where the value is decoded, so
         that a read of other fields, or ``dynaorm check``, goes on); a request that
         failed after its retries raises."""
+        request = {"Bucket": ref.bucket, "Key": ref.key}
+        if ref.size > 0:  # (one byte more than the reference names at most: an object
+            # replaced by a far larger body is never read whole, its digest differs)
+            request["Range"] = f"bytes=0-{ref.size}"
         try:
-            out = yield Call("s3:GetObject", {"Bucket": ref.bucket, "Key": ref.key},
-                             origins, service=S3)
+            out = yield Call("s3:GetObject", request, origins, service=S3)
         except RequestError as exc:
             if exc.code not in _GONE:
                 raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
