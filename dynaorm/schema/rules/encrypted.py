@@ -296,9 +296,12 @@ class Encryption(Rule):
                                self.scope_attr))
 
     def reads(self, touched: frozenset[str]) -> bool:
-        """With ``key_scope``, an update by key of an encrypted field is read first (the
-        row's tenant chooses the key it is sealed under)."""
-        return self.scope_attr is not None and not touched.isdisjoint(self.names)
+        """With ``key_scope``, an update by key of an encrypted field, or of the
+        ``key_scope`` field itself, is read first (the row's tenant chooses the key its
+        values are sealed under: a row moved to another tenant is sealed anew under that
+        tenant's, or forgetting it would leave them readable)."""
+        return self.scope_attr is not None and (not touched.isdisjoint(self.names) or (
+            self.table.key_scope in touched))
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
