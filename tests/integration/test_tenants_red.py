@@ -4,9 +4,12 @@ tenant's row. The fixtures are tests/integration/test_tenants.py's."""
 
 from __future__ import annotations
 
-import pytest
+import uuid
 
-from dynaorm import DecryptionError, Encrypted, Entity, ForgottenError
+import pytest
+from pydantic import Field
+
+from dynaorm import DecryptionError, Encrypted, Entity, ForgottenError, Session
 from dynaorm.testing import TestBackend
 from tests.integration.test_tenants import ks, kt
 from tests.support.offload import Bucket
@@ -50,3 +53,35 @@ def test_a_row_moved_to_another_tenant_is_forgotten_with_that_tenant(
     ks.forget(scope={"tenant_id": "beta"})
     with pytest.raises((ForgottenError, DecryptionError)):
         tb.session().get(Profile, pid="1", consistent=True)
+
+
+def _code() -> str:
+    return "recovery-" + uuid.uuid4().hex
+
+
+class Vault(Entity):
+    """An encrypted value a default factory makes (a recovery code)."""
+
+    class Meta:
+        table = ks
+        pk = "T#{tenant_id}#VAULT#{vid}"
+        sk = "VAULT"
+
+    tenant_id: str
+    vid: str
+    code: Encrypted[str] = Field(default_factory=_code)
+
+
+@pytest.mark.engines("moto")
+def test_a_keyed_commits_receipt_keeps_no_encrypted_value_in_plaintext(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """A keyed commit's receipt keeps what default factories made (a replay puts it
+    back): an Encrypted value among them must not be kept there in plaintext, or
+    forgetting its tenant leaves it readable in the receipt row."""
+    tb, _ = kt
+    s = Session(ks, idempotency_key="vault-1")
+    vault = Vault(tenant_id="acme", vid="1")
+    s.save(vault)
+    s.commit()
+    ks.forget(scope={"tenant_id": "acme"})
+    assert not any(vault.code in repr(row) for row in tb.scan_raw())
