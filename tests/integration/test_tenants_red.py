@@ -9,7 +9,7 @@ import uuid
 import pytest
 from pydantic import Field
 
-from dynaorm import DecryptionError, Encrypted, Entity, ForgottenError, Session
+from dynaorm import DecryptionError, DynaormError, Encrypted, Entity, ForgottenError, Session
 from dynaorm.testing import TestBackend
 from tests.integration.test_tenants import ks, kt
 from tests.support.offload import Bucket
@@ -77,11 +77,13 @@ def test_a_keyed_commits_receipt_keeps_no_encrypted_value_in_plaintext(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A keyed commit's receipt keeps what default factories made (a replay puts it
     back): an Encrypted value among them must not be kept there in plaintext, or
-    forgetting its tenant leaves it readable in the receipt row."""
+    forgetting its tenant leaves it readable in the receipt row (the commit is refused
+    before sending instead)."""
     tb, _ = kt
     s = Session(ks, idempotency_key="vault-1")
     vault = Vault(tenant_id="acme", vid="1")
     s.save(vault)
-    s.commit()
+    with pytest.raises(DynaormError, match="receipt"):  # (refused before sending)
+        s.commit()
     ks.forget(scope={"tenant_id": "acme"})
     assert not any(vault.code in repr(row) for row in tb.scan_raw())
