@@ -87,3 +87,20 @@ def test_a_keyed_commits_receipt_keeps_no_encrypted_value_in_plaintext(
         s.commit()
     ks.forget(scope={"tenant_id": "acme"})
     assert not any(vault.code in repr(row) for row in tb.scan_raw())
+
+
+@pytest.mark.engines("moto")
+def test_a_ciphertext_of_one_tenant_never_opens_in_another_tenants_row(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """A row whose key_scope attribute was changed outside dynaorm (another tool, a
+    hand fix) still holds values sealed under its old tenant's key: read as the new
+    tenant's row they must not open (forgetting the new tenant would leave them readable,
+    and forgetting the old one would not reach a row that is no longer its)."""
+    tb, _ = kt
+    s = tb.session()
+    s.save(Profile(pid="2", tenant_id="acme", secret="acme's"))
+    s.commit()
+    (row,) = [r for r in tb.scan_raw() if r["pk"] == {"S": "PROFILE#2"}]
+    ks.client.put_item(TableName=ks.name, Item={**row, "tenant_id": {"S": "beta"}})
+    with pytest.raises(DecryptionError):
+        tb.session().get(Profile, pid="2", consistent=True)
