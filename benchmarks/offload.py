@@ -12,7 +12,8 @@ S3: nothing leaves the process):
   one operation, a figure the machine's load does not move.
 - **offloaded**: the requests a get of a row whose value is in S3 sends (one ``GetItem``,
   one ``s3:GetObject``), and those a scan reading 25 such rows sends (25 GETs), with how
-  many GETs were in flight at once (a page's are gathered).
+  many GETs were in flight at once (a page's are gathered); and the requests an insert, a
+  replacement of the value and a delete of such a row send (its S3 ones apart).
 
 Usage::
 
@@ -197,6 +198,18 @@ def main() -> None:
                 assert len([d for d in found if len(d.body) == 200_000]) == 25
                 figures["scan page of 25 offloaded: s3 GETs"] = seen.ops["s3:GetObject"]
                 figures["scan page of 25 offloaded: GETs in flight at once"] = seen.most
+                w = db.session(offload_table)
+                for what, write in (
+                        ("insert", lambda d: w.save(Doc(did="new", title="t", body="n" * 200_000))),
+                        ("replace", lambda d: (setattr(d, "body", "r" * 200_000), w.save(d))),
+                        ("delete", lambda d: w.delete(d))):
+                    loaded = w.get(Doc, did="new", consistent=True)
+                    seen.ops.clear()
+                    write(loaded)
+                    w.commit()
+                    figures[f"offloaded {what}: requests"] = sum(seen.ops.values())
+                    figures[f"offloaded {what}: s3 requests"] = sum(
+                        n for op, n in seen.ops.items() if op.startswith("s3:"))
                 offload_table.db.remove_hook(seen)
     for key, value in figures.items():
         print(f"{key:48} {value:10.1f}")

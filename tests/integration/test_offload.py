@@ -20,6 +20,7 @@ import pytest
 
 from dynaorm import (
     Compressed,
+    ConcurrentModificationError,
     ConditionFailedError,
     DynaormError,
     Encrypted,
@@ -628,3 +629,89 @@ def test_dynaorm_check_repairs_orphans(s3: tuple[TestBackend, Bucket],
     assert main(["check", f"{__name__}:store", "--orphan-age", "0", "--repair"]) == 0
     capsys.readouterr()
     consistent(tb, b)
+
+
+# -- adversaries of the S3 writes: lost answers, a second writer in the window -----------
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("kind", ["lose", "500"])  # (applied; not applied)
+def test_an_upload_whose_answer_is_lost_beside_a_second_writer(
+        s3: tuple[TestBackend, Bucket], kind: str) -> None:
+    """The commit's PutObject is applied and its answer lost (or a 500); inside that
+    window a second writer replaces the value (its own upload, write and removal). The
+    upload is resent to its own key (one object), the first's write then finds the row
+    is not the one it read and fails: its object is removed, the second's value stays. No
+    orphan, no dangling reference, and the failure is said, never a success."""
+    from tests.support.fault_kinds import arm
+
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+    mine = tb.session().get(Doc, doc_id="1", consistent=True)
+
+    def second() -> None:
+        w = tb.session()
+        other = w.get(Doc, doc_id="1", consistent=True)
+        other.body = big(c="s")
+        w.save(other)
+        w.commit()
+
+    seen = Requests(store)
+    with inject_faults(store) as faults:
+        arm(faults, ["s3:PutObject"], kind, after=second)
+        mine.body = big(c="m")
+        s = tb.session()
+        s.save(mine)
+        with pytest.raises(ConcurrentModificationError):
+            s.commit()
+    assert seen.operations.count("s3:PutObject") == 3  # (ours twice, to one key; theirs)
+    assert tb.session().get(Doc, doc_id="1", consistent=True).body == big(c="s")
+    consistent(tb, b)
+    assert len(b.keys()) == 1
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("kind", ["lose", "500"])  # (applied; not applied)
+@pytest.mark.parametrize("move", ["change", "delete", "insert"])
+def test_a_removal_whose_answer_is_lost_beside_a_second_writer(
+        s3: tuple[TestBackend, Bucket], kind: str, move: str) -> None:
+    """The commit applied; the removal of the object it replaced (DeleteObjects) is
+    applied and its answer lost (or a 500); inside that window a second writer changes
+    the row again, deletes it, or (after a delete) saves a new entity at the same key.
+    The resent removal takes exactly the objects the first commit replaced, never the
+    second writer's: the bucket holds what the rows reference, every row reads."""
+    from tests.support.fault_kinds import arm
+
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+    mine = tb.session().get(Doc, doc_id="1", consistent=True)
+
+    def second() -> None:
+        w = tb.session()
+        if move == "insert":
+            w.save(Doc(doc_id="1", body=big(c="i")))
+        else:
+            other = w.get(Doc, doc_id="1", consistent=True)
+            if move == "delete":
+                w.delete(other)
+            else:
+                other.body = big(c="s")
+                w.save(other)
+        w.commit()
+
+    with inject_faults(store) as faults:
+        arm(faults, ["s3:DeleteObjects"], kind, after=second)
+        s = tb.session()
+        if move == "insert":
+            s.delete(mine)
+        else:
+            mine.body = big(c="m")
+            s.save(mine)
+        s.commit()
+    got = tb.session().get(Doc, doc_id="1", consistent=True)
+    want = {"insert": big(c="i"), "change": big(c="s"), "delete": None}[move]
+    assert (got.body if got is not None else None) == want
+    consistent(tb, b)
+    assert len(b.keys()) == (0 if move == "delete" else 1)

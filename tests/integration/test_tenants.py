@@ -436,3 +436,161 @@ def test_a_forked_child_reads_and_forgets_with_its_own_locks(
     keys._held.clear()  # (this process reads the key table again: the child's forget)
     with pytest.raises(ForgottenError):
         tb.session().get(Account, tenant_id="acme", account_id="1", consistent=True)
+
+
+# -- adversaries: lost answers of the key table's writes, a second writer in the window --
+@pytest.mark.engines("moto")
+def test_a_forget_whose_answer_is_lost_says_it_forgot_beside_a_second_forget(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """The tombstone's put applied and its answer lost; inside that window another
+    process forgets the same tenant (its put fails its condition: it reads ours, ``now``
+    false) and a writer of that tenant is refused (it reads the tombstone). The resent put
+    fails its condition too, yet this call did destroy the key: ``now`` and its time,
+    never "already forgotten" (the one call that forgot says so; the audit row is ours)."""
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    seed(tb)
+    seen: list[Any] = []
+
+    def second() -> None:
+        from dynaorm.schema.rules.tenants import tenant_keys
+
+        seen.append(ks.forget(scope={"tenant_id": "acme"}))
+        tenant_keys(ks, ks.keyring)._held.clear()  # (a writer of another process)
+        s = tb.session()
+        s.save(Account(tenant_id="acme", account_id="9", iban="late"))
+        with pytest.raises(ForgottenError):
+            s.commit()
+
+    faults = FaultInjector(ks.key_table)
+    ks.db.add_hook(faults)
+    try:
+        faults.lose_answer("PutItem", after=second)
+        first = ks.forget(scope={"tenant_id": "acme"})
+    finally:
+        ks.db.remove_hook(faults)
+    (other,) = seen
+    assert first.now and not other.now
+    assert other.forgotten_at == first.forgotten_at
+    (tomb,) = [r for r in keys_of(tb) if "forgotten" in r]
+    assert tomb["forgotten"]["S"] == first.forgotten_at
+    with pytest.raises(ForgottenError):
+        tb.session().get(Account, tenant_id="acme", account_id="1", consistent=True)
+    beta = tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
+    assert beta is not None and beta.iban == "beta-IBAN"
+    assert tb.session().get(Account, tenant_id="acme", account_id="9") is None
+
+
+@pytest.mark.engines("moto")
+def test_a_writer_in_a_lost_forgets_window_makes_no_key(kt: tuple[TestBackend, Bucket]
+                                                        ) -> None:
+    """A tenant never seen is forgotten; its tombstone's answer is lost, and inside the
+    window a writer of that tenant tries to make its key: its conditioned put fails, it
+    reads the tombstone and is refused (``ForgottenError``): no key is ever made for it."""
+    from dynaorm.schema.rules.tenants import tenant_keys
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    refused: list[BaseException] = []
+
+    def writer() -> None:
+        tenant_keys(ks, ks.keyring)._held.clear()  # (another process: nothing cached)
+        s = tb.session()
+        s.save(Account(tenant_id="delta", account_id="1", iban="d"))
+        try:
+            s.commit()
+        except ForgottenError as exc:
+            refused.append(exc)
+
+    faults = FaultInjector(ks.key_table)
+    ks.db.add_hook(faults)
+    try:
+        faults.lose_answer("PutItem", after=writer)
+        assert ks.forget(scope={"tenant_id": "delta"}).now
+    finally:
+        ks.db.remove_hook(faults)
+    assert len(refused) == 1
+    rows = keys_of(tb)
+    assert len(rows) == 1 and "forgotten" in rows[0] and "wrapped" not in rows[0]
+    assert not [r for r in tb.scan_raw() if r.get("tenant_id") == {"S": "delta"}]
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("kind", ["lose", "lose500", "500"])
+def test_a_key_made_under_a_lost_answer_is_the_one_stored(
+        kt: tuple[TestBackend, Bucket], kind: str) -> None:
+    """A tenant's first write makes its key; the key table's put meets a lost answer
+    (applied) or a 500 (not applied), and inside that window a second process writes for
+    the same tenant (it makes the key, or finds the first's). The first never seals
+    under a key that is not the stored one: one key, both values read."""
+    from dynaorm.schema.rules.tenants import TenantKeys, tenant_keys
+    from dynaorm.testing import FaultInjector
+    from tests.support.fault_kinds import arm
+
+    tb, _ = kt
+    fresh = TenantKeys(ks, ks.keyring)
+
+    def second() -> None:
+        from dynaorm.schema.rules import tenants
+
+        mine = tenants._KEYS[ks]
+        tenants._KEYS[ks] = fresh  # (another process: a cache of its own)
+        try:
+            s = tb.session()
+            s.save(Account(tenant_id="new", account_id="2", iban="second"))
+            s.commit()
+        finally:
+            tenants._KEYS[ks] = mine
+
+    faults = FaultInjector(ks.key_table)
+    ks.db.add_hook(faults)
+    try:
+        arm(faults, ["PutItem"], kind, after=second)
+        s = tb.session()
+        s.save(Account(tenant_id="new", account_id="1", iban="first"))
+        s.commit()
+    finally:
+        ks.db.remove_hook(faults)
+    rows = [r for r in keys_of(tb) if r["scope"]["M"]["tenant_id"]["S"] == "new"]
+    assert len(rows) == 1
+    assert tenant_keys(ks, ks.keyring).ring("new").key_id.endswith("/" + rows[0]["kid"]["S"])
+    tenant_keys(ks, ks.keyring)._held.clear()  # (read back through the key table)
+    r = tb.session()
+    assert r.get(Account, tenant_id="new", account_id="1", consistent=True).iban == "first"
+    assert r.get(Account, tenant_id="new", account_id="2", consistent=True).iban == "second"
+
+
+@pytest.mark.engines("moto")
+def test_a_rewrap_whose_answer_is_lost_is_counted_beside_a_second_rewrap(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """Rotation wraps a tenant's key anew (a conditioned update of its key table item);
+    the update is applied and its answer lost, and inside that window a second reencrypt
+    finds the key already under the current keyring key (nothing to do). The resent
+    update fails its condition on what this one wrote: it rewrapped, and says so (one
+    rewrap counted in all); the tenant reads once the old keyring key is dropped."""
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    seed(tb)
+    ks.keyring = StaticKeyring(OLD, previous=[KEY])
+    counted: list[int] = []
+
+    def second() -> None:
+        counted.append(run_local(reencrypt(Account, scope={"tenant_id": "beta"}),
+                                 workers=1).rewrapped)
+
+    faults = FaultInjector(ks.key_table)
+    ks.db.add_hook(faults)
+    try:
+        faults.lose_answer("UpdateItem", after=second)
+        report = run_local(reencrypt(Account, scope={"tenant_id": "beta"}), workers=1)
+    finally:
+        ks.db.remove_hook(faults)
+    assert report.failed == [] and report.rewrapped == 1 and counted == [0]
+    ks.keyring = StaticKeyring(OLD)
+    from dynaorm.schema.rules.tenants import tenant_keys
+
+    tenant_keys(ks, ks.keyring)._held.clear()
+    got = tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
+    assert got is not None and got.iban == "beta-IBAN"

@@ -317,7 +317,8 @@ class TenantKeys:
         """Wrap the key of the tenant ``value`` anew under the table keyring's current
         key where a key of its ``previous`` wraps it (rotation): one conditioned update of
         its key table item (a forget, or another rewrap, meanwhile wins). Whether this
-        call wrapped it."""
+        call wrapped it (an update resent after its answer was lost fails its condition
+        on what it wrote: it reads the item, and says so)."""
         tok = token(value)
         item = (yield from self._read([tok], origins)).get(tok)
         if item is None or "forgotten" in item or item["key_id"]["S"] == str(self.base.key_id):
@@ -335,9 +336,10 @@ class TenantKeys:
                     ":k": {"S": str(self.base.key_id)}, ":w": {"B": wrapped},
                     ":was_k": {"S": was_id}, ":was_w": {"B": was}}}, origins)
         except RequestError as exc:
-            if exc.code == "ConditionalCheckFailedException":
-                return False
-            raise
+            if exc.code != "ConditionalCheckFailedException":
+                raise
+            now = (yield from self._read([tok], origins)).get(tok) or {}
+            return now.get("wrapped") == {"B": wrapped}  # (a resent update: ours applied)
         return True
 
     def drop(self, tok: str, found: Forgotten) -> None:
@@ -374,12 +376,14 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
              ) -> Proto[Forgotten]:
     """Destroy the key of the tenant ``value`` of ``table``: its key table item
     replaced by a tombstone saying when (the audit row), unless it is one already
-    (idempotent: that one's time is kept). Returns what is recorded."""
+    (idempotent: that one's time is kept). Returns what is recorded. The tombstone holds
+    this call's own id (``by``): a put resent after its answer was lost fails its
+    condition on the tombstone it wrote, and still says it forgot (``now``)."""
     tok, field = token(value), table.key_scope or "?"
-    at = _now()
+    at, by = _now(), os.urandom(8).hex()
     scope = {field: value}
     request = {"TableName": table.key_table, "Item": {
-        TENANT: {"S": tok}, "forgotten": {"S": at},
+        TENANT: {"S": tok}, "forgotten": {"S": at}, "by": {"S": by},
         "scope": {"M": {field: {"S": value}}}},
         "ConditionExpression": "attribute_not_exists(#f)",
         "ExpressionAttributeNames": {"#f": "forgotten"}}
@@ -392,7 +396,8 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
                                      "Key": {TENANT: {"S": tok}}, "ConsistentRead": True},
                          origins)
         stored = out.get("Item") or {}
-        found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)), False)
+        found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)),
+                          stored.get("by") == {"S": by})
     else:
         found = Forgotten(scope, at, True)
     tenant_keys(table, base).drop(tok, found)
