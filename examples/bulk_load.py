@@ -57,10 +57,10 @@ class Order(Versioned):
 
 
 def source() -> list[Entity]:
-    """What an upstream system hands over: 300 customers with three orders each, one of
+    """What an upstream system hands over: 100 customers with three orders each, one of
     them under a taken e-mail, one at a taken key."""
     out: list[Entity] = []
-    for n in range(300):
+    for n in range(100):
         out.append(Customer(customer_id=f"c{n:04d}", email=f"c{n:04d}@example.com",
                             name=f"Customer {n}"))
         out += [Order(customer_id=f"c{n:04d}", order_id=f"o{k}", total=10 * k + n,
@@ -88,7 +88,7 @@ def main() -> None:
                   f"field {getattr(failure.error, 'field', None)!r}")
         print(f"check: {len(check_table(shop).problems)} problem(s)")
         print(f"items: {len(db.scan_raw())} (the 2 customers before: 4 with their guards; "
-              "299 customers and 900 orders loaded: 2,398)")
+              "99 customers and 300 orders loaded: 798)")
         print(f"c0001's orders: {len(s.query(Order, customer_id='c0001').all())}")
         again = jobs.load(shop, source(), s3="s3://example-loads/shop", name="first", poll=0)
         print(f"run again with the same name: {again.loaded} loaded, "

@@ -240,6 +240,12 @@ LANDED = 166_595  # (166,053 + the +538 and +4 above: merged after issue 80's se
 LANDED = 168_925
 #: merging red85 (issue 85's red team) on main: +2 (testing's ``s3_factory`` made public)
 LANDED = 168_927
+#: the examples on the public door: dynaorm.testing exports s3_factory (+2)
+LANDED = 168_929  # (both: main's +2 and issue 84's)
+#: issue 84's red team (red84): +109 in 0.5's modules (an update of the key_scope field
+#: read first, a value of another tenant refused in a row, a receipt's encrypted made value
+#: refused)
+LANDED = 169_038
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

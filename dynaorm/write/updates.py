@@ -41,7 +41,6 @@ from dynaorm.values.expressions import (
     Rule,
     all_of,
     exists,
-    not_exists,
     rename_paths,
     size_is,
 )
@@ -469,7 +468,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             if name not in self._spec.field_names:  # a path: where its parent is (DynamoDB
                 # refuses a path into nothing, and sets an index past the end at the end)
                 rules.append(Rule("AND", (size_is(parent, ">", int(index[:-1])) if attr[-1] == "]"
-                                          else exists(attr.rpartition(".")[0]),),
+                                          else F(attr.rpartition(".")[0]).exists(),),
                                   f"{name!r}: its parent is not stored"))
             if method not in ("add", "append", "prepend"):
                 continue
@@ -490,7 +489,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                     if not alone and op == "<=":
                         raise self._where_err(name, f"{method}() of {k} breaks {rule}={limit}")
                     cond = size_is(attr, op, limit - k)
-                rules.append(Rule("AND", (not_exists(attr) | cond if alone else cond,),
+                rules.append(Rule("AND", (F(attr).not_exists() | cond if alone else cond,),
                                   f"field {name!r}: the result of {method}() must keep "
                                   f"{rule}={limit}"))
         return rules
