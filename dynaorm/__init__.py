@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.errors import ModelFileError
     from dynaorm.protocol.tracing import Tracing
     from dynaorm.schema.inspection import Inspection, inspect
+    from dynaorm.schema.rows import RowKind
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
@@ -134,6 +135,7 @@ __all__ = [
     "RequestError",
     "RequestEvent",
     "RequestNotSentError",
+    "RowKind",
     "Rule",
     "Scan",
     "ScopeError",
@@ -183,6 +185,7 @@ _LAZY = {
     "explain": "dynaorm.core.explain",
     "infer": "dynaorm.client.infer",
     "Previous": "dynaorm.schema.rules.previous",
+    "RowKind": "dynaorm.schema.rows",
     "StagedUpdate": "dynaorm.write.updates",
     "StoredAs": "dynaorm.values.formats",
     "Tracing": "dynaorm.protocol.tracing",

@@ -24,7 +24,9 @@ instrumentations: by the package's entry points (``[project.entry-points."GROUP"
 The entry points of every group are read once a process, when one is first asked for
 (``import dynaorm`` reads none); :func:`forget` has them read again (a package installed
 while the process runs). A name two distributions register is the first's on
-``sys.path``.
+``sys.path``, but dynaorm's own names (``iam``, ``json``, ``iceberg``, ``opentelemetry``...)
+and ``parquet`` (the built-in export format) are never another package's: such an entry
+point is left out with a ``RuntimeWarning`` naming it.
 """
 
 from __future__ import annotations
@@ -69,16 +71,31 @@ def _every() -> dict[str, Mapping[str, EntryPoint]]:
     (``tests/system/test_plugins.py`` holds them equal), but where two installs of one
     distribution are on the path and the first declares none of these groups."""
     found: dict[str, dict[str, EntryPoint]] = {group: {} for group in GROUPS}
+    theirs: list[EntryPoint] = []
     seen = set()
     for dist in distributions():
         text = dist.read_text("entry_points.txt")
         if text and "[dynaorm." in text and (name := _name(dist)) not in seen:
             seen.add(name)  # (an install shadowed by an earlier one of its name: not read)
             for point in dist.entry_points:
-                if point.group in found:
-                    found[point.group].setdefault(point.name, point)
+                if point.group in found and name == "dynaorm":
+                    found[point.group][point.name] = point  # (dynaorm's own: never taken)
+                elif point.group in found:
+                    theirs.append(point)
+    own = {group: (*points, *_BUILT_IN.get(group, ())) for group, points in found.items()}
+    for point in theirs:
+        if point.name in own[point.group]:
+            warnings.warn(f"dynaorm: the {point.group} entry point {point.name!r} "
+                          f"({point.value}) takes a name of dynaorm's own: left out",
+                          RuntimeWarning, stacklevel=3)
+        else:
+            found[point.group].setdefault(point.name, point)
     return {group: MappingProxyType(dict(sorted(points.items())))
             for group, points in found.items()}
+
+
+#: the names a group's built-ins hold without an entry point
+_BUILT_IN: Final = {EXPORT_FORMATS: ("parquet",)}
 
 
 def _name(dist: Distribution) -> str:

@@ -36,17 +36,21 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import (
     DataRecord,
 )
 
-from dynaorm._types import Item
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, RequestError
-from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.steps import call
-from dynaorm.schema.rules.receipts import EXPIRES, POWERTOOLS_TYPE
-from dynaorm.schema.streams import Change
+from dynaorm import Change, DynaormError, Operation, RequestError, RowKind, Table
+from dynaorm.rules import call
 
 __all__ = ["POWERTOOLS_TYPE", "DynaormPersistenceLayer", "UnclaimedRecordError", "changes"]
 
+#: the type name of a Powertools idempotency record (its partition key's start)
+POWERTOOLS_TYPE = "dynaorm:idempotency"
+#: the row kind of the records (:meth:`dynaorm.Table.keeps`: ``dynaorm iam``, exports and
+#: ``check`` read it from the model)
+RECORDS = RowKind("Powertools idempotency record", POWERTOOLS_TYPE, "{hashed key}",
+                  writer="dynaorm.powertools.DynaormPersistenceLayer")
+Item = dict[str, dict[str, Any]]
 _STATUS, _DATA, _HASH, _IN_PROGRESS = "status", "data", "validation", "in_progress_expiration"
+#: the expiry attribute of a record on a table without a TTL attribute
+_EXPIRES = "_expires"
 
 
 class UnclaimedRecordError(DynaormError):
@@ -63,6 +67,7 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
             raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
                                "cannot keep Powertools' idempotency records")
         self.table = table
+        table.keeps(RECORDS)
 
     # -- the rows ----------------------------------------------------------------------
     def _key(self, idempotency_key: str) -> Item:
@@ -72,7 +77,7 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
 
     @property
     def _expiry(self) -> str:
-        return self.table.ttl or EXPIRES
+        return self.table.ttl or _EXPIRES
 
     def _record(self, idempotency_key: str, item: Item) -> DataRecord:
         """The record a stored row holds."""

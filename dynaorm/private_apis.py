@@ -1,21 +1,21 @@
-"""Every private attribute of a dependency that dynaorm relies on, in one place.
+"""Every private attribute of a dependency that dynaorm's core relies on, in one place.
 
 Each function names the library, the attribute and why no public way serves; when a
-dependency changes one of them, this is the only module to mend. Dependencies are
-imported when a function is called (``import dynaorm`` loads none of them).
+dependency changes one of them, this is the only module of the core to mend. A surface
+keeps those only it relies on in a module of its own, so it can leave with them
+(:mod:`dynaorm.testing.private_apis`: moto's and OpenTelemetry's, for the test backend;
+:mod:`dynaorm.lake.private_apis`: pyiceberg's).
+Dependencies are imported when a function is called (``import dynaorm`` loads none of
+them).
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "iceberg_require_snapshot", "moto_active", "moto_dynamodb_route",
-           "moto_nested", "moto_sizes_unchecked", "unobserved"]
+           "config_options", "moto_active"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -69,61 +69,6 @@ def moto_active() -> bool:
     return bool(getattr(stubber, "enabled", False))
 
 
-def moto_nested() -> bool:
-    """Whether a caller's own ``mock_aws`` block is open (moto keeps its settings then).
-
-    moto: ``MockAWS._nested_count``; nested mocks have no public counter."""
-    from moto.core.models import MockAWS
-
-    return bool(getattr(MockAWS, "_nested_count", 0))
-
-
-def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
-    """Route every request moto answers as DynamoDB to ``dispatch`` (a handler class's
-    ``dispatch``), and the endpoints ``url_bases`` (regular expressions) to it too.
-
-    moto: ``moto.dynamodb.urls.url_bases`` and ``url_paths`` (which the backend's
-    ``urls`` and a moto server's app read when made) and
-    ``moto.backend_index.backend_url_patterns`` (the in-process mock's routing table);
-    moto has no public way to answer an operation it lacks (``SearchVectors``) or an
-    endpoint of a service it does not know (DynamoDB's vector-search endpoints)."""
-    import re
-
-    import moto.backend_index as index
-    import moto.dynamodb.urls as urls
-
-    for base in url_bases:
-        if base not in urls.url_bases:
-            urls.url_bases.append(base)
-            index.backend_url_patterns.append(("dynamodb", re.compile(base)))
-    urls.url_paths["{0}/"] = dispatch
-
-
-_SIZES = threading.local()  # .off: moto's own item size check is off on this thread
-
-
-@contextmanager
-def moto_sizes_unchecked() -> Iterator[None]:
-    """For the block, on this thread, moto stores items whatever their size: dynaorm's
-    emulator checks DynamoDB's 400 KB (as DynamoDB counts it) in front of moto, whose own
-    check refuses items from 405,000 bytes as it counts them (a binary value counted as
-    its base64 text), below DynamoDB's 409,600.
-
-    moto: ``moto.dynamodb.models.dynamo_type.LimitedSizeDict.__setitem__``, the check
-    every item's attributes go through; moto has no setting for the limit."""
-    from moto.dynamodb.models.dynamo_type import LimitedSizeDict as Limited
-
-    checked = Limited.__setitem__
-    if checked.__name__ != "<lambda>":  # (not replaced yet)
-        Limited.__setitem__ = lambda self, key, value: (  # type: ignore[method-assign]
-            dict.__setitem__ if getattr(_SIZES, "off", False) else checked)(self, key, value)
-    before, _SIZES.off = getattr(_SIZES, "off", False), True
-    try:
-        yield
-    finally:
-        _SIZES.off = before
-
-
 def checked_aiohttp_session() -> type[Any]:
     """aiobotocore's ``AIOHTTPSession`` whose connector never hands a pooled connection
     to the next request while it holds bytes no request asked for (an extra answer, the
@@ -156,38 +101,3 @@ def checked_aiohttp_session() -> type[Any]:
             return connector
 
     return CheckedSession
-
-
-@contextmanager
-def unobserved() -> Iterator[None]:
-    """For the block, OpenTelemetry's instrumentations (botocore's) make no span: the
-    requests dynaorm's test backend sends for itself are no part of the program's trace.
-
-    OpenTelemetry: ``opentelemetry.context._SUPPRESS_INSTRUMENTATION_KEY``, the key every
-    instrumentation checks; the public ``suppress_instrumentation`` lives in
-    ``opentelemetry-instrumentation``, which an application with the API alone lacks.
-    Nothing is done while OpenTelemetry is not imported."""
-    context = sys.modules.get("opentelemetry.context")
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    if context is None or key is None:
-        yield
-        return
-    token = context.attach(context.set_value(key, True))
-    try:
-        yield
-    finally:
-        context.detach(token)
-
-
-def iceberg_require_snapshot(tx: Any) -> None:
-    """Make pyiceberg transaction ``tx`` commit only onto the table's snapshot it was
-    planned on (``main`` as it was, or still absent), as its snapshot producers require.
-
-    pyiceberg: ``Transaction._apply(updates, requirements)``. A transaction that only
-    sets properties (an export with no rows onto an empty table) has no producer, and no
-    public call adds a requirement; the lake's order of exports (``dynaorm.as-of``) must
-    never be written over a snapshot committed since it was checked."""
-    from pyiceberg.table.update import AssertRefSnapshotId
-
-    tx._apply((), (AssertRefSnapshotId(snapshot_id=tx.table_metadata.current_snapshot_id,
-                                       ref="main"),))

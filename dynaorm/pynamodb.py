@@ -58,13 +58,9 @@ from pydantic import (
     PlainSerializer,
 )
 
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError
-from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.table import GSI, LSI
-from dynaorm.values.codec import Kind, kinds
-from dynaorm.values.expressions import Condition, F
-from dynaorm.values.keys import KEY_TYPES
+import dynaorm
+from dynaorm import GSI, LSI, Condition, DynaormError, Entity, F, Table
+from dynaorm.codec import Kind, fields_of, item_of, kinds
 
 try:
     from pynamodb.attributes import (
@@ -92,9 +88,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is not instal
                       name=exc.name) from exc
 
 if TYPE_CHECKING:
-    from dynaorm.aio.session import AsyncSession
-    from dynaorm.sync.session import Session
-    from dynaorm.write.updates import StagedUpdate
+    from dynaorm import AsyncSession, Session, StagedUpdate
 
 __all__ = ["PynamoDBEntity", "entity_from_pynamodb", "table_from_pynamodb",
            "utc_datetime_string", "versioned_delete", "versioned_save", "versioned_update"]
@@ -118,17 +112,13 @@ class PynamoDBEntity(Entity):
 
     def to_pynamodb(self) -> Model:
         """This object as an instance of its PynamoDB model (the item it is stored as)."""
-        spec = spec_of(type(self))
-        item = encode_entity(self, spec)
-        model = type(self).__pynamodb_model__
-        return model.from_raw_data(item)
+        return type(self).__pynamodb_model__.from_raw_data(item_of(self))
 
     @classmethod
     def from_pynamodb(cls, instance: Model) -> Any:
         """A new (unsaved) object of this entity holding the values of a PynamoDB model
         instance."""
-        spec = spec_of(cls)
-        return cls.model_validate(spec.decode_fields(instance.serialize(null_check=False)))
+        return cls.model_validate(fields_of(cls, instance.serialize(null_check=False)))
 
 
 # -- value conversions (each both ways: what PynamoDB stores <-> what Python holds) --------
@@ -219,7 +209,7 @@ _ANY = Annotated[Any, BeforeValidator(_plain)]
 # -- attribute -> field --------------------------------------------------------------------
 def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
     """The attribute class whose encoding ``attr`` uses: one of :data:`_FIELD_TYPES`, or
-    a class a registered kind names (:attr:`dynaorm.values.codec.Kind.pynamodb`); a
+    a class a registered kind names (:attr:`dynaorm.codec.Kind.pynamodb`); a
     subclass that keeps its serialize/deserialize counts as it, typed maps as MapAttribute."""
     cls = type(attr)
     if isinstance(attr, MapAttribute) and not isinstance(attr, DynamicMapAttribute):
@@ -377,7 +367,7 @@ def _indexes(model: type[Model]) -> dict[str, Index[Any]]:
 
 
 def _key_type(attr: Attribute[Any]) -> str:
-    if attr.attr_type not in KEY_TYPES:
+    if attr.attr_type not in ("S", "N", "B"):
         raise DynaormError(f"key attribute {attr.attr_name!r} of type {attr.attr_type} "
                            "cannot be a DynamoDB key")
     return str(attr.attr_type)
@@ -614,12 +604,9 @@ def _expected(obj: Entity, field: str) -> int | None:
     """The version the stored item must hold: the one loaded (whatever the object says
     now: staging twice after a failed commit conditions on the same version), else the
     object's own."""
-    state = obj._dynaorm_state
-    if state is None:
-        value = getattr(obj, field)
-        return None if value is None else int(value)
-    av = state.item.get(spec_of(type(obj)).attr(field))
-    return int(av["N"]) if av is not None and "N" in av else None
+    loaded = dynaorm.inspect(obj).loaded
+    value = getattr(obj, field) if loaded is None else loaded.get(field)
+    return None if value is None else int(value)
 
 
 def _version_condition(field: str, expected: int | None) -> Condition:

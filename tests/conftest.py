@@ -207,9 +207,9 @@ def _detached_hooks() -> Iterator[None]:
     must not see the next test's requests), and the suite's table is bound as it was
     before the test (a module-level fixture that set ``app.max_wait`` outside
     ``use_tables`` would leave it for every later module)."""
-    bound = app._binding()
+    bound = app.binding()
     yield
-    app._restore(bound)
+    app.restore(bound)
     from dynaorm.client.client import live_clients
 
     for client in live_clients():

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from dynaorm.aio.reads import AsyncSearch, AsyncTerminals
+from dynaorm.client.session import run_op
 
 __all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
@@ -88,3 +89,9 @@ class BlockingAsyncSession(_Blocking):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         _run(self._target.__aexit__(exc_type, exc, tb))
+
+    def run(self, op: Any) -> Any:
+        """Run an operation made with this adapter (its steps are its blocking calls), as
+        :meth:`dynaorm.Session.run` does."""
+        with self._target._stage.held():
+            return run_op(op)

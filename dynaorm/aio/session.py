@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
 from dynaorm.client.client import Client, _aiobotocore, session_target
-from dynaorm.client.session import BaseSession
+from dynaorm.client.session import BaseSession, Op, arun_op
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
@@ -55,6 +55,13 @@ class AsyncSession(BaseSession):
 
     async def __aenter__(self) -> AsyncSession:
         return self
+
+    async def run(self, op: Op[R]) -> R:
+        """Run ``op``, the generator of steps :meth:`dynaorm.Session.run` takes, each
+        step's call awaited (a step that answers no awaitable is sent back as it
+        answered): one operation, written once, for both kinds of session."""
+        with self._stage.held():
+            return await arun_op(op)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -210,6 +211,15 @@ class Client:
         self._keyring = keyring
 
     # -- settings --------------------------------------------------------------------
+    @property
+    def configured_endpoint(self) -> str | None:
+        """Where the client's DynamoDB requests go: ``endpoint_url``, else the endpoint
+        configured for DynamoDB (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, the
+        profile's), else ``None``: AWS's own for the region (or an in-process moto, which
+        answers inside botocore). The botocore session is read only when no endpoint is
+        given."""
+        return self.endpoint_url or configured_endpoint(None, self._botocore_session())
+
     def _botocore_session(self) -> Any:
         with self._lock:
             if self._session is None:
@@ -345,7 +355,13 @@ class Client:
         """Make the tracers found (group ``dynaorm.tracers``), each a function of this
         client, by name: each told how the client routes attempts, if it asks
         (``route``)."""
-        self._named = {name: self._routed(make(self)) for name, make in loaded(TRACERS).items()}
+        self._named = {}
+        for name, make in loaded(TRACERS).items():
+            try:
+                self._named[name] = self._routed(make(self))
+            except Exception as exc:  # (a package's tracer breaks no client: said, left out)
+                warnings.warn(f"dynaorm: the tracer {name!r} cannot be made: "
+                              f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
         self._tracers = tuple(self._named.values())
 
     def _routed(self, hook: Any) -> Any:

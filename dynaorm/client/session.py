@@ -6,9 +6,11 @@ the driver and for whether hooks listen, which the pure floors never do."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
@@ -28,12 +30,83 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
-__all__ = ["BaseSession"]
+__all__ = ["BaseSession", "Op", "arun_op", "run_op"]
 
 T = TypeVar("T", bound=Entity)
+R = TypeVar("R")
+#: an operation written once for both kinds of session (:meth:`dynaorm.Session.run`): a
+#: generator of steps, each a call of the session taking no argument, sent back what the
+#: call returned; what it returns is the operation's result
+Op = Generator[Callable[[], Any], Any, R]
+
+
+def run_op(op: Op[R]) -> R:
+    """``op`` driven to its end, each step called (:meth:`dynaorm.Session.run`). A step
+    that answers an awaitable (an AsyncSession's call) is refused before it starts: its
+    coroutine is closed unstarted, so nothing of it is sent."""
+    driver = _drive(op)
+    try:
+        pending = driver.send(None)
+    except StopIteration as done:
+        return cast(R, done.value)
+    close = getattr(pending, "close", None)
+    if close is not None:
+        close()  # (a coroutine never started: nothing of the step ran)
+    driver.close()
+    raise TypeError("Session.run: a step answered an awaitable (an AsyncSession's call: "
+                    "run the operation with AsyncSession.run)")
+
+
+async def arun_op(op: Op[R]) -> R:
+    """``op`` driven to its end, each step called, and awaited when it answers an
+    awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
+    ``op``; an interrupt (a cancellation) closes it, then goes on."""
+    driver = _drive(op)
+    sent: Any = None
+    failed: BaseException | None = None
+    while True:
+        try:
+            pending = driver.send(sent) if failed is None else driver.throw(failed)
+        except StopIteration as done:
+            return cast(R, done.value)
+        try:
+            sent, failed = await pending, None
+        except BaseException as exc:  # (thrown back: an interrupt closes op in _drive)
+            sent, failed = None, exc
+
+
+def _drive(op: Op[R]) -> Generator[Any, Any, R]:
+    """The one runner of an operation: each step called, an exception it raises thrown
+    into ``op``; an awaitable a step answers yielded to the driver (which awaits it, or
+    refuses it). ``op`` runs once, from its start; an interrupt (a cancellation, a
+    ``KeyboardInterrupt``) closes it and goes on, even when ``op`` will not close."""
+    if not isinstance(op, Generator):
+        raise TypeError(f"Session.run takes an operation, a generator of steps, not "
+                        f"{type(op).__name__}")
+    if inspect.isgenerator(op) and inspect.getgeneratorstate(op) != inspect.GEN_CREATED:
+        raise ValueError("Session.run: this operation was already run (or is running): "
+                         "an operation runs once, from its start")
+    sent, failed = None, None
+    while True:
+        try:
+            step = op.send(sent) if failed is None else op.throw(failed)
+        except StopIteration as done:
+            return cast(R, done.value)
+        try:
+            sent, failed = step(), None
+            if inspect.isawaitable(sent):
+                sent = yield sent
+        except Exception as exc:
+            sent, failed = None, exc
+        except BaseException as interrupt:
+            try:
+                op.close()
+            except Exception as exc:  # (op yielded or raised as it closed: said, not kept)
+                interrupt.add_note(f"the operation did not close: {exc!r}")
+            raise
+
+
 L = TypeVar("L", bound="Lease")
-
-
 
 
 class BaseSession:
@@ -75,6 +148,19 @@ class BaseSession:
         """The :class:`~dynaorm.Client` the session sends through (its table's, as the
         table is bound now, or the one it was made with)."""
         return cast("Client", self._stage.client)
+
+    @property
+    def scope(self) -> Mapping[str, Any] | None:
+        """The tenant scope the session holds to, as it was given (``scope=``; read-only),
+        ``None`` when unscoped: ``Session(table, scope=other.scope)`` is held alike."""
+        scope = self._stage.scope
+        return None if scope is None else MappingProxyType(scope.given)
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The key the session's commits apply at most once for, unless ``commit()``
+        names another (``idempotency_key=``; read-only), ``None`` when it was given none."""
+        return self._stage.idempotency_key
 
     @property
     def _driver(self) -> Any:

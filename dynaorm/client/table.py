@@ -219,12 +219,14 @@ class Table(TableSchema, KeysPerTenant):
         self._client = None
         self._share(None)
 
-    def _binding(self) -> tuple[Any, ...]:
-        """What the table is bound to now (for :meth:`_restore`: test fixtures that point
-        a module's table elsewhere for a while)."""
+    def binding(self) -> tuple[Any, ...]:
+        """What the table is bound to now (its client, or the connection keywords it binds
+        with), to :meth:`restore` later: a test fixture that points a module's table
+        elsewhere for a while (:func:`dynaorm.testing.use_tables`)."""
         return self._given, dict(self._settings), self._client
 
-    def _restore(self, binding: tuple[Any, ...]) -> None:
+    def restore(self, binding: tuple[Any, ...]) -> None:
+        """Bind the table again as :meth:`binding` found it."""
         self._share(None)
         self._given, self._settings, self._client = binding
         if self._client is not None:

@@ -458,15 +458,27 @@ def _get_request(table: TableSchema, key: PlainKey, consistent: bool) -> dict[st
     return request
 
 
-def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool = False,
+def explain(x: Any, entity: type[Entity] | None = None, /, *,
+            items: Sequence[Any] | None = None, consistent: bool = False,
             **key: Any) -> Explanation:
     """What ``x`` will send and cost, sending nothing (see the module): a session with
     staged work (its next commit), a query, a scan or a vector search (``items``: the
     objects it would return, for their units), or an entity class with its key fields (a get;
-    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find). An
-    adapter (``__wrapped__``: the blocking one over an ``AsyncSession`` that
-    ``TestBackend(session_kind="async")`` gives) is explained as what it wraps."""
+    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find).
+    ``explain(session, Entity, **key)``: that get or find in ``session``, refused as the
+    session would refuse it (an entity of another client, a key outside its scope:
+    :class:`~dynaorm.ScopeError`). An adapter (``__wrapped__``: the blocking one over an
+    ``AsyncSession`` that ``TestBackend(session_kind="async")`` gives) is explained as
+    what it wraps."""
     x = getattr(x, "__wrapped__", x)
+    if entity is not None:
+        stage = getattr(x, "_stage", None)
+        if stage is None:
+            raise TypeError(f"explain(session, Entity, **key) takes a session; got {x!r}")
+        spec = stage.spec(entity)
+        if stage.scope is not None:
+            stage.scope.fields(spec, key, "explain")
+        return _get(entity, key, items, consistent)
     if isinstance(x, type) and issubclass(x, Entity):
         return _get(x, key, items, consistent)
     if key:

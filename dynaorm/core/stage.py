@@ -7,7 +7,8 @@ take the stage; :class:`dynaorm.client.session.BaseSession` holds one for each s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import PlainKey
@@ -37,7 +38,7 @@ class Stage:
     identities."""
 
     __slots__ = ("_given", "idempotency_key", "key_commits", "keyed", "scope", "table",
-                 "writes")
+                 "takes", "writes")
 
     def __init__(self, table: TableSchema | None, client: object = None,
                  scope: Mapping[str, Any] | None = None) -> None:
@@ -55,6 +56,22 @@ class Stage:
         #: the commits of writes made under that key so far (a later one of other writes
         #: is a mismatch: its error says why)
         self.key_commits = 0
+        #: how many times :meth:`take` took the staged writes (a commit): :meth:`held`
+        self.takes = 0
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """One operation's staging (``Session.run``): when it fails, what it staged since
+        it began, or since its last commit, is dropped; what was staged before it stays
+        staged unless it committed it. Its half is never written by a later commit."""
+        before, takes = dict(self.writes), self.takes
+        try:
+            yield
+        except BaseException:
+            self.writes.clear()
+            if self.takes == takes:
+                self.writes.update(before)
+            raise
 
     @property
     def client(self) -> Any:
@@ -136,6 +153,7 @@ class Stage:
         entity's table is checked again to be in the scope (a table may have been rebound
         since it was staged: its writes would go elsewhere)."""
         self.keyed = False
+        self.takes += 1
         try:
             for entry in self.writes.values():
                 spec = self.spec(entry._entity)

@@ -16,7 +16,7 @@ from typing import Any
 
 from dynaorm.errors import DynaormError, ModelFileError
 from dynaorm.plugins import FORMATS as GROUP
-from dynaorm.plugins import found
+from dynaorm.plugins import found, loaded
 
 __all__ = ["FORMATS", "READABLE", "as_text", "export", "read"]
 
@@ -27,8 +27,8 @@ def __getattr__(name: str) -> tuple[str, ...]:
     table, not its entities). Read when first asked for."""
     if name == "FORMATS":
         return tuple(found(GROUP))
-    if name == "READABLE":
-        return tuple(n for n in found(GROUP) if hasattr(_module(n), "from_format"))
+    if name == "READABLE":  # (one that cannot be loaded is left out, said: loaded())
+        return tuple(n for n, format in loaded(GROUP).items() if hasattr(format, "from_format"))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

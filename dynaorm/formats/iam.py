@@ -10,7 +10,7 @@ DynamoDB's fine-grained condition keys).
 
 With a scope field, every statement but ``SearchVectors`` holds a
 ``dynamodb:LeadingKeys`` condition built from the key grammar
-(:meth:`~dynaorm.schema.templates.KeyTemplate.scope_prefix`, contract 23): one pattern
+(:meth:`dynaorm.keys.KeyTemplate.scope_prefix`, contract 23): one pattern
 per partition key template a scoped role reaches (each kind of row its entities write,
 their previous layouts', each index it queries), the template's literal start, the
 field bound to the principal's tag ``aws:PrincipalTag/FIELD``, then the field's
@@ -19,9 +19,10 @@ principal's own keys begin so), or nothing when the key ends at the field. What 
 scope cannot prove (a template without the field, or where it is not the first field,
 is formatted or converted, or is the whole key; two templates whose literal starts
 begin one another; a Scan, a search) is named: ``dynaorm iam`` exits 2. A scoped write
-role is granted its own receipts (``dynaorm:receipt#<scope value>#...``); rows that do
-not render the scope (Powertools' idempotency records) are named by
-:func:`unbound_rows` and left out (the policy still printed).
+role is granted its own receipts (``dynaorm:receipt#<scope value>#...``); the row kinds
+of the model whose keys do not render the scope (Powertools' idempotency records, once a
+``DynaormPersistenceLayer`` is made on the table) are named by :func:`unbound_rows` and
+left out (the policy still printed).
 
 Reads the model's plain data only; each template is parsed by the one key grammar."""
 
@@ -32,8 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynaorm.errors import KeyTemplateError
-from dynaorm.schema.templates import KeyTemplate
+from dynaorm.keys import KeyTemplate, KeyTemplateError, parse
 
 __all__ = ["READS", "escape", "leading_key", "to_format", "unbound_rows"]
 
@@ -49,9 +49,6 @@ _WRITES: dict[str, tuple[str, ...]] = {
     "TransactWriteItems": ("PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem",
                            "GetItem"),
 }
-#: the key prefix of Powertools' idempotency records (dynaorm.powertools), which render
-#: no scope
-_POWERTOOLS = "dynaorm:idempotency"
 
 
 def _arn(table: str, index: str | None, where: Mapping[str, str]) -> str:
@@ -86,10 +83,10 @@ def _granted(model: Mapping[str, Any], role: str, scope: str | None) -> _Grants:
             grants.uncovered += _rows_outside(entity, scope, grants.leading[""])
         for pattern in patterns:
             grants.add(entity, pattern)
-    if role == "write" and scope is not None:  # (the table's own rows: its receipts)
+    if role == "write" and scope is not None:  # (the table's own rows that render it)
         grants.leading[""] += [_Prefix(f"{r['type']}#", "#", "", f"{r['role']}s",
                                        next(iter(r["key"].values())))
-                               for r in _own(model)]
+                               for r in _own(model) if r.get("scoped", True)]
     return grants
 
 
@@ -158,24 +155,26 @@ class _Grants:
 
 
 def _own(model: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The rows the table keeps for itself: the receipts of idempotent commits, keyed
-    ``<type>#<scope value>#...#<digest>`` in a scoped session (scope fields in the order
-    of their names)."""
+    """The kinds of row the table keeps beside its entities' (:class:`dynaorm.RowKind`):
+    the receipts of idempotent commits, keyed ``<type>#<scope value>#...#<digest>`` in a
+    scoped session (``scoped``: scope fields in the order of their names), and those a
+    surface registered (Powertools' records)."""
     return list(model["table"].get("rows", ()))
 
 
 def unbound_rows(model: Mapping[str, Any], role: str, scope: str | None) -> list[str]:
     """The rows a write role held to ``scope`` may need and is not granted, because
-    their keys do not render the scope: Powertools' idempotency records
-    (:class:`dynaorm.powertools.DynaormPersistenceLayer`, keyed
+    their keys do not render the scope: the row kinds of the model that are not
+    ``scoped`` (Powertools' idempotency records, keyed
     ``dynaorm:idempotency#<hashed key>``), never granted to every tenant (one could read
     another's record, or claim its key first). Receipts of ``commit(idempotency_key=)``
     render the session's scope and are granted: they are not named."""
     if role != "write" or scope is None:
         return []
-    return [f"Powertools idempotency records (partition key '{_POWERTOOLS}#<hashed key>') "
-            f"do not carry {{{scope}}}: not granted, so this role cannot use "
-            "DynaormPersistenceLayer"]
+    return [f"{r['role']}s (partition key {next(iter(r['key'].values()))!r}) do not carry "
+            f"{{{scope}}}: not granted, so this role cannot write them "
+            f"({r.get('writer') or r['type']})" for r in _own(model)
+            if not r.get("scoped", True)]
 
 
 def _sid(name: str) -> str:
@@ -230,7 +229,7 @@ def _patterns(found: list[_Prefix], scope: str | None) -> list[str]:
 
 def _parse(template: str) -> KeyTemplate | None:
     try:
-        return KeyTemplate.parse(template)
+        return parse(template)
     except KeyTemplateError:
         return None
 

@@ -30,12 +30,9 @@ from typing import Any, Final
 
 import pydantic
 
+from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
-from dynaorm.schema.checks import could_overlap, literal_outranks
-from dynaorm.schema.rules.receipts import OWN_PREFIX, OWN_TYPES
-from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.schema.rules.versioned import VERSION_TTL
-from dynaorm.schema.templates import KeyTemplate
+from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outranks
 
 __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
 
@@ -49,7 +46,6 @@ _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "enti
 #: (an edge package the model floors cannot import: their type names, as it declares them)
 _GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
-_OWN_KEYS: Final = tuple(f"{t}#" for t in sorted(OWN_TYPES))
 _LANGGRAPH: Final = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
                                "LangGraphLease"})
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
@@ -762,7 +758,7 @@ class _Entity:
 
     def meets(self, other: _Entity) -> bool:
         """Whether some key could fit both entities' templates and neither outranks the
-        other (:func:`~dynaorm.schema.checks.literal_outranks`): dynaorm refuses such a
+        other (:func:`~dynaorm.keys.literal_outranks`): dynaorm refuses such a
         pair on a table without a type attribute."""
         (pk, sk), (theirs, their_sk) = self.pk_sk(), other.pk_sk()
         if not could_overlap(pk, theirs) or (sk is not None and their_sk is not None
@@ -1068,12 +1064,11 @@ def _settle(entities: list[_Entity], items: Sequence[tuple[Item, dict[str, str]]
 
 def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
-    entity claims: a receipt or Powertools record (by its type value, or by its partition
-    key on a table without a type attribute), a row of ``dynaorm.langgraph``."""
-    if kind is not None:
-        return kind in OWN_TYPES or kind in _LANGGRAPH
+    entity claims: a row kind's (a receipt, a Powertools record, a surface's:
+    :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row of
+    ``dynaorm.langgraph``."""
     pk = _text(item.get(table["pk"]))
-    return pk is not None and pk.startswith(_OWN_KEYS)
+    return kind in _LANGGRAPH or (pk is not None and pk.startswith(OWN_PREFIX))
 
 
 def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,

@@ -58,26 +58,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
-from dynaorm._types import Item
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError
+from dynaorm import DynaormError, Entity, F, Operation, Rate, Table
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
+from dynaorm.keys import key_value
 from dynaorm.plugins import EXPORT_FORMATS, found
-from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.policy import Rate
-from dynaorm.schema.entity import Entity, prepare_rows, spec_of
-from dynaorm.schema.rules.encrypted import Encryption
-from dynaorm.schema.rules.indexes import Membership
-from dynaorm.schema.rules.receipts import own_row
-from dynaorm.schema.rules.revision import Revision
-from dynaorm.schema.rules.stamps import Stamping
-from dynaorm.schema.rules.versioned import Versioning
+from dynaorm.schema.entity import prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
-from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
+
+Item = dict[str, Any]  # (a stored row, DynamoDB JSON)
 
 if TYPE_CHECKING:
     import argparse
@@ -305,9 +297,15 @@ def _item(line: bytes, record: Any, where: str) -> Item:
 
 
 _IMAGES = ("Item", "Keys", "NewImage", "OldImage")
-#: the rules whose export hooks only leave attributes out, and, with encrypted fields left
-#: out, whose decoding is nothing (an entity with no other rule is read the fast way)
-_LEAVE_OUT = (Revision, Membership, Encryption)
+#: the rules (by name) whose export hooks only leave attributes out, and, with encrypted
+#: fields left out, whose decoding is nothing (an entity with no other rule is read the
+#: fast way)
+_LEAVE_OUT = ("revision", "indexes", "encrypted")
+
+
+def _rule(hook: Any) -> str | None:
+    """The name of the rule whose bound method ``hook`` is."""
+    return getattr(getattr(hook, "__self__", None), "name", None)
 
 
 def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
@@ -392,7 +390,7 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     """The ``FilterSpecification`` of an export of ``classes`` (``chosen``: fewer than all
     of the table's: their type names) within ``prefixes`` (:func:`scope_prefixes`):
     ``None`` when it would keep every item."""
-    from dynaorm.values.expressions import F, Placeholders, all_of
+    from dynaorm.values.expressions import Placeholders
 
     parts = []
     key_condition = None
@@ -407,7 +405,9 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     if chosen and table.type_attribute is not None:
         parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
                                                           for c in classes)))
-    condition = all_of(parts)
+    condition = None
+    for part in parts:
+        condition = part if condition is None else condition & part
     if condition is None and key_condition is None:
         return None
     ph = Placeholders()
@@ -681,11 +681,11 @@ class _Reader:
     def __init__(self, spec: EntitySpec, decrypt: bool) -> None:
         self.spec = spec
         self.hooks = [h for h in spec.rules.exporters
-                      if not (decrypt and isinstance(getattr(h, "__self__", None), Encryption))]
+                      if not (decrypt and _rule(h) == "encrypted")]
         self.omitted = frozenset() if decrypt else frozenset(spec.encrypted.values())
         #: the TTL attribute whose passed time leaves a row out, as reads skip it (an
         #: entity with a TTL field or timestamps)
-        self.expires = spec.table.ttl if spec.rules.get(Stamping) is not None else None
+        self.expires = spec.table.ttl if "stamps" in spec.rules.by_name else None
         layout = spec.previous
         self.old = None if layout is None else frozenset(
             a for a, n in layout.fields_by_attr.items() if n in self.omitted)
@@ -708,16 +708,15 @@ class _Reader:
         """Whether the vector way reads this entity's rows (:mod:`dynaorm.jobs.vector`):
         as the fast way, or a versioned entity's whose only other rule is its versions
         (its latest copies read so, its version rows told apart by their sort key)."""
-        return self._plain(Versioning)
+        return self._plain("versioned")
 
-    def _plain(self, *also: type[Any]) -> bool:
-        """:attr:`fast`, the rules ``also`` allowed too."""
+    def _plain(self, *also: str) -> bool:
+        """:attr:`fast`, the rules named ``also`` allowed too."""
         spec = self.spec
-        rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
-                                                        *spec.rules.keepers)]
+        rules = [_rule(h) for h in (*self.hooks, *spec.rules.decoders, *spec.rules.keepers)]
         return (not spec.kinds and spec.previous is None and self.expires is None and all(
-            isinstance(r, (*_LEAVE_OUT, *also)) and not (
-                isinstance(r, Encryption) and not self.omitted) for r in rules))
+            r in (*_LEAVE_OUT, *also) and not (r == "encrypted" and not self.omitted)
+            for r in rules))
 
     def keeps(self, item: Item) -> bool:
         """Whether the stored row ``item`` of this entity is exported: neither past its
@@ -919,7 +918,7 @@ class _Export:
     def _unclaimed(self, item: Item) -> None:
         """Count a row no entity claims, by its type attribute's value, unless the
         table's own (a receipt, a Powertools record: never exported)."""
-        if own_row(self.table, item):
+        if self.table.own_row(item):
             return
         name = item.get(self.table.type_attribute or "", {}).get("S", "?")
         self.counts.unclaimed[name] = self.counts.unclaimed.get(name, 0) + 1

@@ -479,7 +479,8 @@ def _latest(items: Any, sk: str, history: bool) -> tuple[Any, list[int]]:
     them) and which its version rows left out (``history=False``; with it: per row,
     read into the history dataset). :class:`Unfit` for a sort key not text, or a row
     holding a version row's own attributes."""
-    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL, parse_version_sk
+    from dynaorm.codec import VERSION_KEYS, VERSION_TTL
+    from dynaorm.keys import parse_version_sk
 
     keys = pc.struct_field(pc.struct_field(items, sk), "S")
     if keys.null_count or any(pc.struct_field(items, a).null_count != len(items)
@@ -544,7 +545,7 @@ def _readable(type_attribute: str, entities: Mapping[str, tuple[type[Any], Entit
     """The entities of ``entities`` read by vectors, and the arrow type of an ``Item``
     holding all their attributes (the type attribute's and, for a table with a sort key,
     whether a row is a version's)."""
-    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
+    from dynaorm.codec import VERSION_KEYS, VERSION_TTL
 
     found: list[_Entity] = []
     present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)

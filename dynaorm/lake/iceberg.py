@@ -44,7 +44,7 @@ from typing import Any
 
 from dynaorm import LakeError
 from dynaorm.jobs import ExportReport, Job
-from dynaorm.private_apis import iceberg_require_snapshot
+from dynaorm.lake.private_apis import iceberg_require_snapshot
 
 __all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "lake_job",
            "lake_schema", "load_catalog"]

@@ -203,9 +203,10 @@ def ttl_of(ttl: object, *, store: bool = False) -> Any:
 
 class Runner:
     """Runs an op (a generator of calls, given a session of ``self.table`` in
-    ``self.scope``) on a ``Session`` (``_run``) or an ``AsyncSession`` (``_arun``): one
-    implementation for both. A :class:`DynaormError` a call raises is thrown into the op,
-    for it to handle or let through."""
+    ``self.scope``) by :meth:`dynaorm.Session.run` (``_run``) or
+    :meth:`dynaorm.AsyncSession.run` (``_arun``): one implementation for both, on the
+    session's own runner. An exception a call raises is thrown into the op, for it to
+    handle or let through."""
 
     table: Table
     scope: dict[str, str]
@@ -237,40 +238,16 @@ class Runner:
 
     def _run(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None) -> Any:
         with lock.sync if lock is not None else nullcontext():
-            return self._drive(op, *args)
-
-    def _drive(self, op: Callable[..., Op], *args: Any) -> Any:
-        steps, sent = op(Session(self.table, scope=self.scope or None), *args), None
-        failed: DynaormError | None = None
-        while True:
-            try:
-                step = steps.throw(failed) if failed else steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            try:
-                sent, failed = step(), None
-            except DynaormError as exc:
-                sent, failed = None, exc
+            session = Session(self.table, scope=self.scope or None)
+            return session.run(op(session, *args))
 
     async def _arun(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None
                     ) -> Any:
+        session = AsyncSession(self.table, scope=self.scope or None)
         if lock is None:
-            return await self._adrive(op, *args)
+            return await session.run(op(session, *args))
         async with lock.alock:
-            return await self._adrive(op, *args)
-
-    async def _adrive(self, op: Callable[..., Op], *args: Any) -> Any:
-        steps, sent = op(AsyncSession(self.table, scope=self.scope or None), *args), None
-        failed: DynaormError | None = None
-        while True:
-            try:
-                step = steps.throw(failed) if failed else steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            try:
-                sent, failed = await step(), None
-            except DynaormError as exc:
-                sent, failed = None, exc
+            return await session.run(op(session, *args))
 
 
 class Saver(Runner, BaseCheckpointSaver[int]):

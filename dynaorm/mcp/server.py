@@ -14,24 +14,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dynaorm._version import __version__
-from dynaorm.aio.session import AsyncSession
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, ScopeError
+from dynaorm import AsyncSession, DynaormError, Entity, ScopeError, Session, Table, __version__
 from dynaorm.mcp.tools import (
     KEYED_READS,
     Cursors,
     Embed,
     Tool,
     ToolError,
-    arun,
     check_arguments,
     message_of,
     run,
     tools_of,
 )
-from dynaorm.schema.entity import Entity
-from dynaorm.sync.session import Session
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -146,8 +140,8 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
         if not threads:
             return call(tool, args, tenant)
         if tool.kind in KEYED_READS and _on_asyncio(table):  # (no thread: not blocking)
-            return await arun(tool, args, AsyncSession(table, scope=tenant or None), tenant,
-                              embed, tools, cursors)
+            return await run(tool, args, AsyncSession(table, scope=tenant or None), tenant,
+                             embed, tools, cursors)
         return await anyio.to_thread.run_sync(call, tool, args, tenant)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -9,8 +9,8 @@ JSON (``model_dump(mode="json")``: its serializers; encrypted fields left out, `
 base64 text: :func:`dump`), pages with their opaque cursors, hits with their scores; its
 arguments are validated as the entity validates JSON (``bytes`` from base64 text). An
 adapter's own rows (``__dynaorm_internal__``) get no tools. Each tool's operation is one
-generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session`
-(:func:`run`) or an :class:`~dynaorm.AsyncSession` (:func:`arun`).
+generator of session calls (:func:`_op`), driven by a :class:`~dynaorm.Session` or an
+:class:`~dynaorm.AsyncSession` (:meth:`~dynaorm.Session.run`).
 """
 
 from __future__ import annotations
@@ -30,27 +30,27 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
 from pydantic_core.core_schema import ErrorType
 
-from dynaorm.client.table import Table
-from dynaorm.core.explain import explain
-from dynaorm.core.scope import Scope
-from dynaorm.errors import (
+from dynaorm import (
     ConcurrentModificationError,
     ConditionFailedError,
     DynaormError,
+    Entity,
+    F,
     InvalidCursorError,
     ItemDecodeError,
     ScopeError,
+    Session,
+    Table,
+    explain,
 )
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
-from dynaorm.values.expressions import F
 
 if TYPE_CHECKING:
-    from dynaorm.aio.session import AsyncSession
-    from dynaorm.sync.session import Session
+    from dynaorm import AsyncSession
 
 __all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
-           "ToolError", "arun", "check_arguments", "dump", "json_of", "message_of", "run",
+           "ToolError", "check_arguments", "dump", "json_of", "message_of", "run",
            "tools_of"]
 
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
@@ -317,19 +317,18 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
         raise DynaormError(f"writes= names {internal}: rows an adapter keeps for itself "
                            "(__dynaorm_internal__), which get no tools")
     scoped = frozenset(scope)
+    # (what a session scoped so refuses, it refuses as it builds a query: no tool offers it)
+    probe = Session(table, scope=dict.fromkeys(scoped, "x")) if scoped else None
     out: dict[str, Tool] = {}
     for name in sorted(table.entities):
         entity = table.entities[name]
-        spec = spec_of(entity)
-        if not _offered(entity):
+        if not _offered(entity) or not _covered(probe, entity):
             continue
-        if scoped and not _coverable(spec, scoped):
-            continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
         json_of(entity)  # (built now: never while calls are served)
-        for p in patterns_of(spec):
+        for p in patterns_of(spec_of(entity)):
             tool = _read_tool(p, fields, defs, scoped, embed)
-            if tool is not None and _covered(tool, scoped):
+            if tool is not None and _covered(probe, entity, tool):
                 out[tool.name] = tool
         if name in allowed:
             out.update((t.name, t) for t in _write_tools(entity, fields, defs, scoped))
@@ -348,27 +347,20 @@ def _offered(entity: type[Entity]) -> bool:
     return not getattr(entity, "__dynaorm_internal__", False)
 
 
-def _coverable(spec: Any, scoped: frozenset[str]) -> bool:
-    """Whether a session scoped by ``scoped`` takes the entity of ``spec``."""
-    try:
-        Scope(dict.fromkeys(scoped, "x")).entity(spec)
-    except ScopeError:
-        return False
-    return True
-
-
-def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
-    """Whether a scoped session can run ``tool`` (an index query or a search the scope
-    cannot hold is left out)."""
-    if not scoped:
+def _covered(probe: Session | None, entity: type[Entity], tool: Tool | None = None) -> bool:
+    """Whether a session scoped as ``probe`` takes ``entity``, and runs ``tool`` of it (an
+    index query or a search the scope cannot hold is left out)."""
+    if probe is None:
         return True
-    spec = spec_of(tool.entity)
     try:
-        if tool.kind == "query" and tool.pattern is not None:
-            Scope(dict.fromkeys(scoped, "x")).index(spec, tool.pattern.index)
+        if tool is None or tool.kind == "query":
+            probe.query(entity, index=None if tool is None or tool.pattern is None
+                        else tool.pattern.index)
         elif tool.kind == "search":
+            spec = spec_of(entity)
             index = spec.table.vector_index(tool.extra["index"])
-            return all(spec.attr(f) in (index.partition, *index.filters) for f in scoped)
+            return all(spec.attr(f) in (index.partition, *index.filters)
+                       for f in probe.scope or ())
     except ScopeError:
         return False
     return True
@@ -425,40 +417,16 @@ class Cursors:
                 "one") from exc
 
 
-def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
-        embed: Embed | None, tools: Mapping[str, Tool], cursors: Cursors | None = None
-        ) -> Any:
+def run(tool: Tool, args: dict[str, Any], session: Session | AsyncSession,
+        scope: Mapping[str, Any], embed: Embed | None, tools: Mapping[str, Tool],
+        cursors: Cursors | None = None) -> Any:
     """Execute ``tool`` with ``args`` (checked against its schema) in ``session``: its
-    JSON result (pages' cursors given and taken by ``cursors``, the server's)."""
-    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
-    while True:
-        try:
-            step = steps.send(sent) if failed is None else steps.throw(failed)
-        except StopIteration as done:
-            return done.value
-        try:
-            sent, failed = step(), None
-        except Exception as exc:  # (thrown into the op: it handles it or lets it through)
-            sent, failed = None, exc
+    JSON result (pages' cursors given and taken by ``cursors``, the server's); by an
+    ``AsyncSession``, a coroutine of it (``session.run``: one operation, either kind)."""
+    return session.run(_op(tool, args, session, scope, embed, tools, cursors))
 
 
-async def arun(tool: Tool, args: dict[str, Any], session: AsyncSession,
-               scope: Mapping[str, Any], embed: Embed | None, tools: Mapping[str, Tool],
-               cursors: Cursors | None = None) -> Any:
-    """:func:`run` by an ``AsyncSession``: the same operation, its steps awaited."""
-    steps, sent, failed = _op(tool, args, session, scope, embed, tools, cursors), None, None
-    while True:
-        try:
-            step = steps.send(sent) if failed is None else steps.throw(failed)
-        except StopIteration as done:
-            return done.value
-        try:
-            sent, failed = await step(), None
-        except Exception as exc:
-            sent, failed = None, exc
-
-
-#: the tools a server runs on its event loop (by an ``AsyncSession``: :func:`arun`)
+#: the tools a server runs on its event loop (by an ``AsyncSession``)
 KEYED_READS = frozenset({"get", "find"})
 
 
@@ -475,9 +443,7 @@ def _op(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, Any]
     keys = _values(entity, _scoped_args(given, scope, tool.keys))
     if tool.kind in KEYED_READS:
         if explained:
-            if (held := session._stage.scope) is not None:  # (refused as a call is)
-                held.fields(spec_of(entity), keys, "explain")
-            return explain(entity, **keys)
+            return explain(session, entity, **keys)  # (refused as the call would be)
         call = session.get if tool.kind == "get" else session.find
         found = yield partial(call, entity, **keys)
         return {"item": None if found is None else dump(found)}
@@ -520,6 +486,9 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
     need and keeps the idempotency key's receipt (a retry is a replay). ``version`` is an
     If-Match, a condition on the stored version."""
     entity, key = tool.entity, args.get("idempotency_key")
+    if explained and key is not None:  # (as the commit it would be: keyed, its receipt)
+        session = type(session)(session.table or session.client, scope=session.scope,
+                                idempotency_key=key)
     fields = entity.model_fields
     keys = _values(entity, _scoped_args({n: args[n] for n in tool.keys if n in args}, scope,
                                         tool.keys))
@@ -535,8 +504,7 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
         staged = staged.returning() if match is None else staged.returning().where(match)
     else:
         session.delete(entity, condition=match, **keys)
-    if explained:  # (as the commit it would be: keyed, with its receipt)
-        session._stage.idempotency_key = key
+    if explained:
         try:
             return explain(session)
         finally:

@@ -17,8 +17,7 @@ import time
 from typing import Any, Final
 
 from dynaorm._version import __version__
-from dynaorm.protocol.capacity import slug
-from dynaorm.protocol.hooks import DYNAMODB, Attempt
+from dynaorm.protocol.hooks import Attempt
 
 __all__ = ["CAPACITY", "DURATION", "SYSTEM", "Metrics", "roles"]
 
@@ -40,7 +39,7 @@ def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
         response = attempt.response
         if not response or not response.get("ConsumedCapacity"):
             return {}  # (none reported: nothing to split)
-        return {(entity, slug(role)): units
+        return {(entity, role.replace(" ", "_")): units
                 for (entity, role), units in attempt.capacity_by_role.items()}
     except (AttributeError, TypeError, ValueError):
         return {}
@@ -76,7 +75,7 @@ class Metrics:
         """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``;
         ``tables``: the tables it names) with ``instruments``: its duration and the
         capacity it consumed by role."""
-        if attempt.service != DYNAMODB:
+        if attempt.service != "dynamodb":  # (another service's: KMS)
             return
         elapsed = time.perf_counter() - clock
         duration, capacity = instruments

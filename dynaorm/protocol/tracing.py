@@ -57,7 +57,7 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase, logger
+from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing", "tracer"]
@@ -69,6 +69,7 @@ ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")
 OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
 
 _TRACE: Final = "opentelemetry.trace"
+_DYNAMODB: Final = "dynamodb"  # (Attempt.service of a request to DynamoDB)
 _UNKNOWN: Final = object()
 #: whether OpenTelemetry's API makes its global provider from the environment on first
 #: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
@@ -295,7 +296,7 @@ class Tracing(Hook):
         return None if isinstance(tracer, trace.NoOpTracer) else tracer
 
     # -- the hook ----------------------------------------------------------------------
-    def on_start(self, phase: Phase) -> object:
+    def on_start(self, phase: Operation | Attempt) -> object:
         """Start the span of an operation or of an attempt (with a meter provider alone:
         the attempt's clock; in an operation its sampler dropped: no span)."""
         tracer = self._tracer
@@ -314,7 +315,7 @@ class Tracing(Hook):
             return None
         return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
-    def on_end(self, phase: Phase, token: Any) -> object:
+    def on_end(self, phase: Operation | Attempt, token: Any) -> object:
         """End the span ``on_start`` started, with the outcome on it."""
         if token is None:  # (by the phase, not the token's class: after a reload of this
             return None  # module, a token made before it is of the class it replaced)
@@ -378,7 +379,7 @@ class Tracing(Hook):
         botocore (sync) or aiobotocore (async) instrumentation of that client makes its
         span (the instrumentor is a singleton, looked up, never imported)."""
         session = attempt.within.session if attempt.within is not None else "sync"
-        if attempt.service != DYNAMODB:  # another service (KMS): botocore's client, in a
+        if attempt.service != _DYNAMODB:  # another service (KMS): botocore's client, in a
             session = "sync"  # worker thread under an async session
         elif self._routes is None or not self._routes(session):
             return False, False
@@ -424,7 +425,10 @@ class Tracing(Hook):
             try:  # (a meter that fails loses its points, never the attempt's span)
                 self.metrics.record(self._meters, attempt, sent.clock, server, found, tables)
             except Exception:
-                logger().exception("recording the metrics of %s failed", attempt.operation)
+                import logging
+
+                logging.getLogger("dynaorm").exception("recording the metrics of %s failed",
+                                                       attempt.operation)
         span = sent.span
         if span is False or (span is None and sent.botocore and attempt.sent):
             return  # metrics alone, an operation sampled out; botocore's span
@@ -433,7 +437,7 @@ class Tracing(Hook):
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
             self._tally(opened, attempt, _table_units(attempt) if found else 0.0, by_role)
-        where = (server, by_role) if attempt.service == DYNAMODB else (
+        where = (server, by_role) if attempt.service == _DYNAMODB else (
             _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
         self._close_attempt(span, attempt, sent, opened, where, tables)
 

@@ -35,13 +35,11 @@ from dynaorm.errors import DynaormError
 from dynaorm.schema.described import described, own_key
 from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
-from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.values.formats import StoredAs
-from dynaorm.values.records import Role
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
            "describe_type", "entity_model", "index_model", "lands_in", "model_of",
@@ -478,13 +476,10 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
 
 
 def receipt_row(table: TableSchema) -> dict[str, Any]:
-    """The row the table keeps for itself, beside its entities' (an idempotent commit's
-    receipt, ``commit(idempotency_key=)``: one in each table the commit writes): its
-    role, type name, key shape and how long it is kept."""
-    key = f"{RECEIPT_TYPE}#{{hash of the key}}"
-    return {"role": Role.RECEIPT.value, "type": RECEIPT_TYPE,
-            "key": {table.pk: key} if table.sk is None else {table.pk: key, table.sk: key},
-            "ttl_seconds": int(table.receipts_ttl.total_seconds())}
+    """The receipts' row kind (an idempotent commit's receipt, ``commit(idempotency_key=)``:
+    one in each table the commit writes): its role, type name, key shape and how long it
+    is kept (:class:`~dynaorm.RowKind`)."""
+    return table.row_kinds[0].data(table)
 
 
 def model_of(table: TableSchema) -> dict[str, Any]:
@@ -498,7 +493,7 @@ def model_of(table: TableSchema) -> dict[str, Any]:
                   "type_attribute": table.type_attribute,
                   "revision_attribute": table.revision_attribute, "ttl": table.ttl,
                   "stream": table.stream, "indexes": [index_model(i) for i in _indexes(table)],
-                  "rows": [receipt_row(table)],
+                  "rows": [kind.data(table) for kind in table.row_kinds],
                   "settings": table.declared_settings.data()},
         "entities": [entity_model(s) for s in specs],
     }

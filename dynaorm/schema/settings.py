@@ -18,9 +18,24 @@ from typing import Any, Final, TypedDict
 
 from dynaorm.errors import SettingsError
 
-__all__ = ["INSIGHTS", "Declared", "Pair", "TableSettings", "check_billing", "check_index",
-           "check_pair", "create_params", "declared_indexes", "drift", "parse_settings",
-           "settings_of", "table_drift", "unapplied"]
+__all__ = [
+    "INSIGHTS",
+    "Declared",
+    "Pair",
+    "TableSettings",
+    "check_billing",
+    "check_index",
+    "check_pair",
+    "create_params",
+    "declared_indexes",
+    "drift",
+    "most",
+    "parse_settings",
+    "settings_of",
+    "table_drift",
+    "unapplied",
+    "warm",
+]
 
 #: a (reads, writes) pair: units per second (warm throughput) or request units (maximum)
 Pair = tuple[int | None, int | None]

@@ -303,8 +303,7 @@ class EntitySpec:
         """The table key; for versioned entities the latest copy (or version ``version``)."""
         vals = self._with_shard(values, "primary") if self.shards else values
         key = {self.table.pk: self.pk.render(vals, self.name)}
-        if self._may_render_own and own_row(self.table, {self.table.pk: {"S": key[
-                self.table.pk]}}):
+        if self._may_render_own and key[self.table.pk].startswith(OWN_PREFIX):
             field = self.pk.fields[0]
             raise KeyTemplateError(
                 f"{self.name}: field {field!r} value {values.get(field)!r} renders the key "

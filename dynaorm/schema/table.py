@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
@@ -20,6 +20,10 @@ from dynaorm.schema.places import (
     offload_location,
 )
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
+from dynaorm.values.keys import OWN_PREFIX
+
+if TYPE_CHECKING:
+    from dynaorm.schema.rows import RowKind
 
 __all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
            "VectorIndex", "check_name", "offload_location"]
@@ -248,6 +252,7 @@ class TableSchema:
         #: unless a client shares one registry between its Table objects of this table
         self._own = (self.entities, self.retired)
         self._client: Any = None
+        self._kinds: dict[str, RowKind] = {}  # (a surface's row kinds: keeps)
 
     @property
     def key_table(self) -> str | None:
@@ -285,6 +290,38 @@ class TableSchema:
         """Bind the table to its client (:class:`dynaorm.Table` does; a schema cannot)."""
         return None
 
+    # -- the rows it keeps for itself and for surfaces ------------------------------
+    @property
+    def row_kinds(self) -> tuple[RowKind, ...]:
+        """The kinds of row the table keeps beside its entities' (:class:`~dynaorm.RowKind`):
+        the receipts of idempotent commits, then those registered by :meth:`keeps`."""
+        from dynaorm.schema.rows import receipts
+
+        return (receipts(self.receipts_ttl), *self._kinds.values())
+
+    def keeps(self, kind: RowKind) -> RowKind:
+        """Describe a kind of row a surface keeps in this table (by its type: the same
+        kind registered again is kept once; another kind under a type kept, the receipts'
+        or the unique guards', is refused). ``dynaorm.powertools`` registers its records
+        so."""
+        from dynaorm.schema.rows import DYNAORM_TYPES
+
+        kept = self._kinds.get(kind.type)
+        if kind.type in DYNAORM_TYPES or kept not in (None, kind):
+            raise DynaormError(f"table {self.name!r}: the row type {kind.type!r} is taken "
+                               f"(by {DYNAORM_TYPES.get(kind.type) or kept}): give this "
+                               "kind a type of its own")
+        self._kinds[kind.type] = kind
+        return kind
+
+    def own_row(self, item: Mapping[str, Any] | None) -> bool:
+        """Whether ``item``, a stored item of the table (DynamoDB JSON) or its key, is a
+        row kept beside its entities' (:attr:`row_kinds`, or a kind this process has not
+        registered: its partition key is in dynaorm's reserved namespace), never an
+        entity's."""
+        pk = None if item is None else item.get(self.pk)
+        return isinstance(pk, dict) and str(pk.get("S", "")).startswith(OWN_PREFIX)
+
     # -- entity registry -----------------------------------------------------------
     def register(self, entity: type[Any], type_name: str, previous: str | None = None
                  ) -> None:
@@ -302,6 +339,10 @@ class TableSchema:
                entity: type[Any], type_name: str, previous: str | None) -> None:
         """:meth:`register` in the registry ``entities`` / ``retired``."""
         for name in (type_name, previous):
+            if name is not None and name.startswith(OWN_PREFIX):
+                raise DynaormError(f"table {self.name!r}: {_qualified(entity)}'s type name "
+                                   f"{name!r} begins with {OWN_PREFIX!r}, reserved for "
+                                   "dynaorm's own rows (guards, receipts, row kinds)")
             other = None if name is None else entities.get(name) or retired.get(name)
             if other is not None and _qualified(other) != _qualified(entity):
                 gone = name in retired and name not in entities

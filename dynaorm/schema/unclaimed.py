@@ -32,7 +32,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
-from dynaorm.schema.rules.receipts import OWN_TYPES, own_row
+from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.keys import key_av
@@ -284,9 +284,10 @@ def _unranked(entity: Any, row: RuleRow, owner: Any, ranked: bool) -> DynaormErr
 
 def claimed_names(table: Any) -> frozenset[str]:
     """Every type name a class of ``table`` claims: its own ``type_name`` and the one its
-    ``Meta.previous`` declares, plus dynaorm's own items (unique guards, receipts,
-    Powertools records) and those of the rows its rules add (:func:`rule_rows`)."""
-    names = {GUARD_TYPE, *OWN_TYPES, *table.entities}
+    ``Meta.previous`` declares, plus unique guards and the rows its rules add
+    (:func:`rule_rows`); a row keyed in dynaorm's namespace (a receipt, a surface's row
+    kind's) is claimed too (:func:`unclaimed_name`)."""
+    names = {GUARD_TYPE, *table.entities}
     for cls in table.entities.values():
         spec = cls.__dynaorm_spec__
         if spec.previous is not None:
@@ -303,8 +304,9 @@ def unclaimed_name(table: Any, item: Item) -> str | None:
         return None
     value = item.get(attr)
     name = value.get("S") if isinstance(value, dict) else None
-    if not isinstance(name, str) or name in table.entities or name == GUARD_TYPE:
-        return None  # (most items: a class's or a guard; the rest looks at every class)
+    if not isinstance(name, str) or name in table.entities or (
+            name.startswith(OWN_PREFIX) and own_row(table, item)):
+        return None  # (most items: a class's or dynaorm's; the rest looks at every class)
     return None if name in claimed_names(table) else name
 
 

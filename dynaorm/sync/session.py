@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from dynaorm.client.client import Client, session_target
-from dynaorm.client.session import BaseSession
+from dynaorm.client.session import BaseSession, Op, run_op
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
@@ -49,6 +49,33 @@ class Session(BaseSession):
 
     def __enter__(self) -> Session:
         return self
+
+    def run(self, op: Op[R]) -> R:
+        """Run ``op``, an operation written once for both kinds of session: a generator
+        that yields *steps*, each a call of this session taking no argument
+        (``session.commit``, ``functools.partial(session.get, User, user_id="u1")``,
+        ``query.all``), and is sent back what the step returned; an exception a step
+        raises is thrown into it at that ``yield`` (to handle, or to let through). What
+        the generator returns, ``run`` returns. Staging calls (``save``, ``delete``,
+        ``update``) send nothing and need no step. :meth:`dynaorm.AsyncSession.run`
+        drives the same generator, awaiting each step. An operation runs once; when it
+        fails, what it staged since it began (or since its last commit) is dropped, so no
+        later commit writes half of it::
+
+            def rename(s, user_id, name):
+                user = yield partial(s.get, User, user_id=user_id)
+                user.name = name
+                s.save(user)
+                yield s.commit
+                return user
+
+            s = Session(app)
+            user = s.run(rename(s, "u1", "Ada"))
+            a = AsyncSession(app)  # in asyncio: the same operation
+            user = await a.run(rename(a, "u1", "Ada"))
+        """
+        with self._stage.held():
+            return run_op(op)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

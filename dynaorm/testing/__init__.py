@@ -41,30 +41,36 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dynaorm._types import Item
+from dynaorm import (
+    Attempt,
+    Hook,
+    Operation,
+    RequestError,
+    Session,
+    Table,
+    ThrottledError,
+    ThrottlingReason,
+)
 from dynaorm.client.client import in_process_mock
-from dynaorm.client.table import Table
-from dynaorm.errors import RequestError, ThrottledError
-from dynaorm.private_apis import moto_nested, moto_sizes_unchecked
-from dynaorm.protocol.events import ThrottlingReason
-from dynaorm.protocol.hooks import Attempt, Hook, Phase
-from dynaorm.protocol.steps import call
-from dynaorm.sync.session import Session
+from dynaorm.codec import decode_item
+from dynaorm.keys import key_order, key_value
+from dynaorm.rules import call
 from dynaorm.testing.bulk import BULK_WRITES, bulk_pace, s3_factory
 from dynaorm.testing.emulator import _WRITES as SIZED
 from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
 from dynaorm.testing.exports import full_export, incremental_export
+from dynaorm.testing.private_apis import moto_nested, moto_sizes_unchecked
 from dynaorm.testing.proxy import fault_proxy
 from dynaorm.testing.vectors import serve_vectors
-from dynaorm.values.codec import decode_item
-from dynaorm.values.keys import key_order, key_value
 
 __all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "bulk_pace", "fault_proxy",
            "index_lag", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 __all__ += ["full_export", "incremental_export", "s3_factory"]  # exports to S3, made locally
+
+Item = dict[str, dict[str, Any]]  # (an item as DynamoDB JSON)
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'
@@ -184,7 +190,7 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
     globals in user code: they are repointed in place and restored afterwards). ``wire``:
     the wire they send over for the block (``None``: as they say).
     """
-    saved = [(t.name, t._binding()) for t in tables]
+    saved = [(t.name, t.binding()) for t in tables]
     checked = False
     try:
         for t in tables:
@@ -206,7 +212,7 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
         finally:
             for t, (name, binding) in zip(tables, saved, strict=True):
                 t.name = name
-                t._restore(binding)
+                t.restore(binding)
 
 
 @contextmanager
@@ -368,7 +374,7 @@ class FaultInjector(Hook):
             return None
 
     # -- the hook --------------------------------------------------------------------
-    def on_start(self, phase: Phase) -> object:
+    def on_start(self, phase: Operation | Attempt) -> object:
         """Before an attempt: a throttle or server error answers it without sending; a
         lost answer lets it go (and is remembered for :meth:`on_end`)."""
         if not isinstance(phase, Attempt) or (
@@ -383,7 +389,7 @@ class FaultInjector(Hook):
                        if rule.kind == "throttle" else _error(phase.operation, rule.kind))
         return rule if rule.after is not None else None
 
-    def on_end(self, phase: Phase, token: Any) -> object:
+    def on_end(self, phase: Operation | Attempt, token: Any) -> object:
         """After an attempt to lose: the server applied it; ``after()`` runs in the
         window (a coroutine is returned to be awaited: an async session awaits it, a sync
         one refuses it), then the attempt fails as possibly applied. An attempt the

@@ -44,12 +44,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from dynaorm import DynaormError, RequestError, TableNotFoundError
 from dynaorm.client.botocore import botocore_error, create_client, method_name
-from dynaorm.errors import DynaormError, RequestError, TableNotFoundError
-from dynaorm.private_apis import moto_sizes_unchecked, unobserved
+from dynaorm.codec import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.protocol.events import Reason
 from dynaorm.testing.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
-from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
+from dynaorm.testing.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.wire import render
 
 __all__ = ["ANSWERS", "INDEX_READS", "MIRROR_SUFFIX", "EmbeddedTransport", "Emulator",
@@ -645,7 +645,7 @@ class EmbeddedTransport:
              ) -> dict[str, Any]:
         """Send ``request`` through the emulator (``reader`` is ignored); moto stores the
         items the emulator lets through whatever their size (its own limit is lower than
-        DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`), for the writes
+        DynamoDB's: :func:`~dynaorm.testing.private_apis.moto_sizes_unchecked`), for the writes
         whose sizes it checks only (a PartiQL write: moto's check holds)."""
         if operation not in _WRITES and operation not in BULK_WRITES:
             return self.emulator.handle(operation, request, self.wire.send, self._own)

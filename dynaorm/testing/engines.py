@@ -20,9 +20,7 @@ import ipaddress
 import os
 from urllib.parse import urlparse
 
-from dynaorm.client.settings import configured_endpoint
-from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError
+from dynaorm import DynaormError, Table
 from dynaorm.private_apis import moto_active
 
 __all__ = ["AWS_DOMAINS", "TEST_HOSTS", "NotATestEngineError", "check_test_engine"]
@@ -122,12 +120,9 @@ def check_test_engine(table: Table) -> None:
     domain. Without an endpoint, outside moto, requests go to AWS with the credential
     chain's credentials: deleting the table there could delete production data; a host
     name or address elsewhere may lead there too."""
-    client = table.db
     if moto_active():
         return
-    # an endpoint given is the endpoint: the botocore session (and its config files) is
-    # read only when none is, so the plain environment never makes one
-    endpoint = client.endpoint_url or configured_endpoint(None, client._botocore_session())
+    endpoint = table.db.configured_endpoint
     aws = bool(endpoint) and _on_aws(endpoint or "")
     if endpoint and not aws and _test_host(endpoint):  # (localhost.amazonaws.com: AWS's)
         return

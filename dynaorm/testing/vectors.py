@@ -38,7 +38,7 @@ def serve_vectors() -> None:
     """Make moto's DynamoDB answer vector indexes and ``SearchVectors`` (once a process)."""
     with _ROUTED:
         if not _routed:
-            from dynaorm.private_apis import moto_dynamodb_route
+            from dynaorm.testing.private_apis import moto_dynamodb_route
 
             moto_dynamodb_route(_vector_handler().dispatch, _SEARCH_ENDPOINTS)
             _routed.append(True)

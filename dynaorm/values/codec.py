@@ -360,7 +360,9 @@ def binary_from_json(value: Any) -> Any:
 
 
 def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:
-    """Decode an item; with ``names``, only those attributes."""
+    """An item's attribute values (DynamoDB JSON) as Python values, with no entity: text,
+    numbers (``int`` or ``Decimal``), ``bytes``, sets, lists and dicts; with ``names``, only
+    those attributes."""
     out: dict[str, Any] = {}
     for k in item if names is None else names:
         got = item.get(k)

@@ -15,8 +15,13 @@ from typing import Any
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
 
-__all__ = ["KEY_TYPES", "BinaryKey", "NumberKey", "key_av", "key_id", "key_order", "key_value",
-           "number_key", "wire_key"]
+__all__ = ["KEY_TYPES", "OWN_PREFIX", "BinaryKey", "NumberKey", "key_av", "key_id", "key_order",
+           "key_value", "number_key", "wire_key"]
+
+#: what the partition key of every row a table keeps for itself or for a surface begins with
+#: (a receipt's ``dynaorm:receipt#...``, any row kind's: ``dynaorm.RowKind``): no entity's
+#: key may (refused when rendered)
+OWN_PREFIX = "dynaorm:"
 
 #: The key attribute types DynamoDB knows.
 KEY_TYPES = frozenset({"S", "N", "B"})

@@ -698,14 +698,14 @@ def test_a_repair_that_may_have_applied_says_its_outcome_is_unknown(db: TestBack
     """(0.5) Outcomes are proofs for check --repair too: a fix whose attempts all met a
     500 may have been applied; it is reported failed as unknown, never as refused."""
     _users(db, 4)
-    before = app._binding()
+    before = app.binding()
     app.max_wait = 0
     try:
         with inject_faults(app) as faults:
             faults.server_error("TransactWriteItems", times=None)
             result = check_table(app, fix=True)
     finally:
-        app._restore(before)
+        app.restore(before)
     assert (result.repaired, result.failed) == (0, 1)
     (repair,) = result.repairs
     assert not repair.ok and repair.message.startswith("outcome unknown (may have been")

@@ -236,7 +236,7 @@ def test_connect_keeps_the_given_clients_settings_and_hooks(db: TestBackend) -> 
     given.add_hook(seen)
     one = Table(app.name, client=given)
     two = Table("dynaorm-other", client=given)
-    bound = one._binding()
+    bound = one.binding()
     one.connect(db.endpoint_url)
     two.connect(db.endpoint_url)
     try:
@@ -247,4 +247,4 @@ def test_connect_keeps_the_given_clients_settings_and_hooks(db: TestBackend) -> 
         assert one.exists()
         assert seen.ops == ["DescribeTable"]
     finally:
-        one._restore(bound)
+        one.restore(bound)

@@ -349,9 +349,9 @@ def moving(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Test
     from tests.support.migration_models import mig, old
 
     with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        saved = (old.name, old._binding())
+        saved = (old.name, old.binding())
         old.name = mig.name
-        old._restore((None, {}, Client(mig.endpoint_url)))
+        old.restore((None, {}, Client(mig.endpoint_url)))
         mig.return_consumed_capacity = "INDEXES"
         tb.table.on_request(SEEN.append)
         try:
@@ -359,7 +359,7 @@ def moving(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Test
         finally:
             mig.return_consumed_capacity = None
             old.name = saved[0]
-            old._restore(saved[1])
+            old.restore(saved[1])
             del SEEN[:]
 
 

@@ -242,7 +242,7 @@ def test_a_replay_reports_the_capacity_its_own_requests_reported(
     entity's replay reads its last version first), when the client asks reads for it.
     (moto reports no capacity for transactions, only for reads.)"""
     reports = engine_of(request) != "moto"
-    before = db.table._binding()
+    before = db.table.binding()
     db.table.return_consumed_capacity = mode
     key = f"capacity-{mode}-{db.session_kind}-{RUN}"
     events: list[Any] = []
@@ -256,7 +256,7 @@ def test_a_replay_reports_the_capacity_its_own_requests_reported(
         s2.save(Audit(equipment_id="e1", part="p", auditor="a"))
         replay = s2.commit(idempotency_key=key)
     finally:
-        db.table._restore(before)
+        db.table.restore(before)
     assert replay.replayed
     (cancelled,) = [e for e in events if e.operation == "TransactWriteItems"]
     assert cancelled.error is not None and cancelled.consumed_capacity == {}
@@ -463,14 +463,14 @@ def test_receipts_are_rows_of_the_plan(db: TestBackend) -> None:
     """A keyed commit's receipt is a row of its plan: hooks are told its origin (one per
     action of the transaction, the receipt's role ``receipt``), as for every other row."""
     events: list[Any] = []
-    before = db.table._binding()
+    before = db.table.binding()
     db.table.on_request(events.append)
     try:
         s = db.session()
         s.save(User(username="ann", email="ann@example.com"))
         s.commit(idempotency_key=f"rows-{db.session_kind}-{RUN}")
     finally:
-        db.table._restore(before)
+        db.table.restore(before)
     (sent,) = [e for e in events if e.operation == "TransactWriteItems"]
     assert len(sent.origins) == len(sent.request["TransactItems"]) == 4
     assert [role for _, _, role in sent.origins].count("receipt") == 1

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.sync_only  # (DDL only: one path for sync and async)
 def created(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Table]:
     """The design's table created on the engine under a name of its own, then deleted."""
     table = design(request.param)
-    bound, name = table._binding(), table.name
+    bound, name = table.binding(), table.name
     table.name = f"{name[:200]}-red63{worker_suffix()}"
     table.connect(backend)
     try:
@@ -48,7 +48,7 @@ def created(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Tab
                 table.delete()
         finally:
             table.name = name
-            table._restore(bound)
+            table.restore(bound)
 
 
 def _keys(found: list[Mapping[str, Any]] | None) -> list[tuple[str, str]]:

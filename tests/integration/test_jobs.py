@@ -378,14 +378,14 @@ def test_client_rate_holds_reads_to_the_budget(db: TestBackend) -> None:
 def mig_db(ddb_local: str) -> Iterator[TestBackend]:
     """``mig`` on DynamoDB Local, with ``old`` (its previous design) naming the same table."""
     with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        saved = (old.name, old._binding())
+        saved = (old.name, old.binding())
         old.name = mig.name  # (the previous release: another process, a client of its own)
-        old._restore((None, {}, dynaorm.Client(mig.endpoint_url)))
+        old.restore((None, {}, dynaorm.Client(mig.endpoint_url)))
         try:
             yield tb
         finally:
             old.name = saved[0]
-            old._restore(saved[1])
+            old.restore(saved[1])
 
 
 def test_migrate_and_check_as_jobs_in_processes(mig_db: TestBackend) -> None:

@@ -92,14 +92,14 @@ def _both_designs(current: Table, previous: Table, backend: str | None,
         # over the same wire, on a client of its own (the previous release ran in another
         # process: one client's Table objects of one table share one type-name registry,
         # where the two designs' classes would claim each other's names), put back after
-        saved = (previous.name, previous._binding())
+        saved = (previous.name, previous.binding())
         previous.name = current.name
-        previous._restore((None, {}, Client(current.endpoint_url, wire=wire or "dynaorm")))
+        previous.restore((None, {}, Client(current.endpoint_url, wire=wire or "dynaorm")))
         try:
             yield tb
         finally:
             previous.name = saved[0]
-            previous._restore(saved[1])
+            previous.restore(saved[1])
 
 
 @pytest.fixture

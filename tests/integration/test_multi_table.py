@@ -313,13 +313,13 @@ def test_a_table_rebound_after_staging_is_refused_at_commit(
     s = both.session()
     s.save(Note(note_id="n1"))
     s.save(Entry(account="a", entry_id="e", amount=1, reference="R"))
-    bound = ledger._binding()
+    bound = ledger.binding()
     ledger.connect("http://127.0.0.1:9")
     try:
         with pytest.raises(DynaormError, match=ledger.name):
             s.commit()
     finally:
-        ledger._restore(bound)  # (the fixture deletes it where it was made)
+        ledger.restore(bound)  # (the fixture deletes it where it was made)
     assert seen.calls == [] and both.scan(app) == []
     seen.clear()
     s.commit()  # the stage was dropped: nothing left to send

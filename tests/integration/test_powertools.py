@@ -223,3 +223,24 @@ def test_a_user_rules_rows_are_its_changes_never_a_failed_item(db: TestBackend) 
         record = {**_record(db, 9, keys, "REMOVE"), "dynamodb": {"Keys": keys}}
         change = changes(record, db.table)
         assert change is not None and change.role == "rule" and change.kind == "remove"
+
+
+def test_the_layer_registers_its_records_in_the_model() -> None:
+    """Contract 24: the records are a row kind of the table (``table.keeps``), which what
+    reads the model reads there (``dynaorm iam`` names them for a scoped write role: their
+    keys render no scope), not a constant of its own."""
+    from dynaorm import Table
+    from dynaorm.formats import iam
+
+    table = Table("powertools-kinds")
+    assert [k["role"] for k in table.model()["table"]["rows"]] == ["receipt"]
+    assert iam.unbound_rows(table.model(), "write", "tenant_id") == []
+    DynaormPersistenceLayer(table)
+    DynaormPersistenceLayer(table)  # (registered once)
+    _, records = table.model()["table"]["rows"]
+    key = f"{POWERTOOLS_TYPE}#{{hashed key}}"
+    assert records == {"role": "Powertools idempotency record", "type": POWERTOOLS_TYPE,
+                       "key": {"pk": key, "sk": key}, "ttl_seconds": None, "scoped": False,
+                       "writer": "dynaorm.powertools.DynaormPersistenceLayer"}
+    [note] = iam.unbound_rows(table.model(), "write", "tenant_id")
+    assert repr(key) in note and "DynaormPersistenceLayer" in note

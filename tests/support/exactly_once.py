@@ -50,12 +50,12 @@ class Stock(Entity):
 def no_waits() -> Iterator[None]:
     """The test table's writes never wait out a throttle (a fault test's retries are
     immediate); restored after."""
-    before = app._binding()
+    before = app.binding()
     app.max_wait = 0
     try:
         yield
     finally:
-        app._restore(before)
+        app.restore(before)
 
 
 def key_of(db: TestBackend, name: str) -> str:
@@ -105,7 +105,7 @@ def tables_beside(db: TestBackend, *tables: Table, wire: str | None = None
                   ) -> Iterator[TestBackend]:
     """``tables``, fresh on ``db``'s engine, bound as the test table is (so to its one
     client: a session commits them in one transaction); ``db`` back."""
-    saved = [t._binding() for t in tables]
+    saved = [t.binding() for t in tables]
     for t in tables:
         t.max_wait = app.max_wait
     try:
@@ -116,4 +116,4 @@ def tables_beside(db: TestBackend, *tables: Table, wire: str | None = None
             yield db
     finally:
         for t, binding in zip(tables, saved, strict=True):
-            t._restore(binding)
+            t.restore(binding)

@@ -59,15 +59,15 @@ def tb(backend: str | None, aws: None) -> Iterator[TestBackend]:
 
     with mock_aws(), moto_backend(), use_tables(exports, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as b:
-        saved = (old_exports.name, old_exports._binding())
+        saved = (old_exports.name, old_exports.binding())
         old_exports.name = exports.name
-        old_exports._restore((None, {}, Client(exports.endpoint_url)))
+        old_exports.restore((None, {}, Client(exports.endpoint_url)))
         _s3().create_bucket(Bucket="exports")
         try:
             yield b
         finally:
             old_exports.name = saved[0]
-            old_exports._restore(saved[1])
+            old_exports.restore(saved[1])
 
 
 def export_profiles() -> list[Profile]:

@@ -1,5 +1,5 @@
 """A type of the tests' own, registered once as a kind of stored value
-(:mod:`dynaorm.values.codec`): :class:`Money`, a value object of whole cents stored as a
+(:mod:`dynaorm.codec`): :class:`Money`, a value object of whole cents stored as a
 number, and the entities and PynamoDB attribute that hold it. Importing this module
 registers it (before the entities are defined)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import model_validator
 
 from dynaorm import Entity
-from dynaorm.values.codec import register, stored_as
+from dynaorm.codec import register, stored_as
 from tests.support.models import app
 
 __all__ = ["MONEY", "Money", "Priced", "PricedChecked"]

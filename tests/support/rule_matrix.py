@@ -461,14 +461,14 @@ def point_old(m: Matrix, wire: str | None) -> Iterator[None]:
     """The old layout's table pointed where the current one is, on a client of its own
     (the previous release ran in another process), put back afterwards."""
     assert m.old_table is not None
-    saved = (m.old_table.name, m.old_table._binding())
+    saved = (m.old_table.name, m.old_table.binding())
     m.old_table.name = m.table.name
-    m.old_table._restore((None, {}, Client(m.table.endpoint_url, wire=wire or "dynaorm")))
+    m.old_table.restore((None, {}, Client(m.table.endpoint_url, wire=wire or "dynaorm")))
     try:
         yield
     finally:
         m.old_table.name = saved[0]
-        m.old_table._restore(saved[1])
+        m.old_table.restore(saved[1])
 
 
 def answers_missing() -> dict[str, list[str]]:

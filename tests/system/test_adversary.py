@@ -603,10 +603,10 @@ def local(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBacke
 
     if engine_of(request) != "local":
         pytest.skip("the adversary runs on DynamoDB Local, the reference engine")
-    before = app._binding()
+    before = app.binding()
     app.max_wait = 0  # faults are retried without waiting
     yield db
-    app._restore(before)
+    app.restore(before)
 
 
 def test_the_adversary_finds_nothing(local: TestBackend) -> None:

@@ -43,10 +43,10 @@ from tests.support.models import Audit, Note, User, app
 def _no_waits() -> Iterator[None]:
     """Retries without waiting, for the module's tests: the suite's table is bound back as
     it was afterwards (it is shared with every other module)."""
-    before = app._binding()
+    before = app.binding()
     app.max_wait = 0
     yield
-    app._restore(before)
+    app.restore(before)
 
 
 def _notes(db: TestBackend) -> list[tuple[str, str, list[str]]]:

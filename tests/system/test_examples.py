@@ -468,6 +468,14 @@ def check_counter(run: Run) -> None:
     assert "final views: 114" in run.out
 
 
+def check_surface(run: Run) -> None:
+    assert "by a Session: loans=1" in run.out and "by an AsyncSession: loans=2" in run.out
+    assert "another tenant's book: refused" in run.out
+    assert "every key of tenant t1 begins (('TENANT#', '{tenant_id}'), True)" in run.out
+    assert "row kinds: ['receipt', 'surface note']" in run.out
+    assert "books a scan reads: ['b1']" in run.out
+
+
 def check_nested_profile(run: Run) -> None:
     assert ("address: Bergen 0150; logins=1; history=['login']; prefs={'theme': 'dark'}"
             in run.out)
@@ -688,6 +696,7 @@ CHECKS = {
     "key_layouts": check_key_layouts,
     "backfill_job": check_backfill_job,
     "counter": check_counter,
+    "surface": check_surface,
     "nested_profile": check_nested_profile,
     "migration": check_migration,
     "state_machine": check_state_machine,

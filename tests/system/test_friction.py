@@ -101,7 +101,7 @@ def test_moto_server_logs_no_line_per_request(capfd: pytest.CaptureFixture[str],
 
     caplog.set_level(logging.INFO)
     table = Doc.Meta.table
-    saved = table._binding()
+    saved = table.binding()
     try:
         with moto_server() as url:
             table.connect(url)
@@ -110,7 +110,7 @@ def test_moto_server_logs_no_line_per_request(capfd: pytest.CaptureFixture[str],
                 s.save(Counter(id="d1"))
             assert Session(table).get(Counter, id="d1") is not None
     finally:
-        table._restore(saved)
+        table.restore(saved)
     out, err = capfd.readouterr()
     assert "HTTP/1.1" not in out + err + caplog.text
 

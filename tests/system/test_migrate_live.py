@@ -40,16 +40,16 @@ PAGE = 100
 @pytest.fixture
 def local(ddb_local: str) -> Iterator[TestBackend]:
     with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        saved = (old.name, old._binding())  # (use_tables' own seam: restored below)
+        saved = (old.name, old.binding())  # (use_tables' own seam: restored below)
         old.name = mig.name  # (on a client of its own: the old release's process)
-        old._restore((None, {}, Client(ddb_local)))
+        old.restore((None, {}, Client(ddb_local)))
         tb.table.client  # noqa: B018 - one shared client before the threads race
         old.client  # noqa: B018
         try:
             yield tb
         finally:
             old.name = saved[0]
-            old._restore(saved[1])
+            old.restore(saved[1])
 
 
 def _seed(n: int) -> None:

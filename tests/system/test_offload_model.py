@@ -245,12 +245,12 @@ def store(backend: str | None, request: pytest.FixtureRequest,
     with bucket(backend, request, monkeypatch, model_store) as b, use_tables(
             model_store, endpoint_url=backend, name_suffix=worker_suffix(),
             wire=wire_of(request)) as tb:
-        before = model_store._binding()
+        before = model_store.binding()
         model_store.max_wait = 0  # (faults are retried without waiting)
         try:
             yield tb, b
         finally:
-            model_store._restore(before)
+            model_store.restore(before)
 
 
 def test_no_orphan_and_no_dangling_reference(store: tuple[TestBackend, Bucket]) -> None:

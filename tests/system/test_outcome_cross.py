@@ -74,10 +74,10 @@ def local(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestB
     vault.keyring = StaticKeyring(KEY, mac_key=KEY)
     with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
-        before = vault._binding()
+        before = vault.binding()
         vault.max_wait = 0  # faults are retried without waiting
         yield tb
-        vault._restore(before)
+        vault.restore(before)
 
 
 def _get(account_id: str = "a1") -> Any:

@@ -67,10 +67,10 @@ KEY = {"pk": "WALLET#w1", "sk": "WALLET"}
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:
-    before = app._binding()
+    before = app.binding()
     app.max_wait = 0
     yield
-    app._restore(before)
+    app.restore(before)
 
 
 def _other(db: TestBackend) -> Session:

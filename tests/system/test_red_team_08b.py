@@ -1,5 +1,5 @@
 """Red team of four changes merged for 0.8, by someone who wrote none of them: the MCP
-get/find calls on the event loop (issue 70, :func:`dynaorm.mcp.tools.arun`), the
+get/find calls on the event loop (issue 70, :func:`dynaorm.mcp.tools.run` by an AsyncSession), the
 receipt digest's shortcuts (key70), the ranking of rule rows by template specificity
 (r73, :meth:`KeyTemplate.covers`) and the separator of an inferred model (``_separator``).
 Each test states what must never happen. Nothing here depends on the engine: moto only."""
@@ -27,7 +27,7 @@ from dynaorm import DynaormError, Entity, IdempotencyMismatchError, Session, Tab
 from dynaorm.aio.session import AsyncSession
 from dynaorm.errors import KeyTemplateError
 from dynaorm.mcp.server import prepare
-from dynaorm.mcp.tools import arun, check_arguments, message_of, run
+from dynaorm.mcp.tools import check_arguments, message_of, run
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules.receipts import digest
 from dynaorm.schema.templates import KeyTemplate
@@ -63,9 +63,9 @@ def customers(moto: None) -> Iterator[None]:
 def _answer(tool: Any, args: dict[str, Any], scope: dict[str, Any], tools: Any,
             on_loop: bool) -> tuple[str, Any]:
     """What a call answers (its result, or the tool error's text), by the threaded
-    server's sync path (``run``) or the event loop's (``arun``)."""
+    server's sync path (``run``) or the event loop's (``run`` by an AsyncSession)."""
     async def read() -> Any:
-        return await arun(tool, dict(args), AsyncSession(tenants, scope=scope or None),
+        return await run(tool, dict(args), AsyncSession(tenants, scope=scope or None),
                           scope, None, tools)
     try:
         check_arguments(tool, args)
@@ -95,7 +95,7 @@ def test_a_get_or_find_on_the_event_loop_answers_what_the_sync_path_answers(
         customers: None, scoped: str | None, name: str, args: dict[str, Any]) -> None:
     """For any arguments (a missing item, hostile key values, another tenant named, an
     argument the tool does not take), with and without a tenant scope: the event loop's
-    :func:`arun` gives the same result or the same tool error text as :func:`run`,
+    :func:`run` by an AsyncSession gives the same result or the same tool error text as :func:`run`,
     and never an encrypted value."""
     scope = {} if scoped is None else {"tenant_id": scoped}
     tools, _ = prepare(tenants, scope=scope)

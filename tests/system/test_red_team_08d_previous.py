@@ -109,15 +109,15 @@ def both(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBa
     previous release's process), put back after."""
     wire = wire_of(request)
     with use_tables(cur, endpoint_url=backend, name_suffix=worker_suffix(), wire=wire) as tb:
-        saved = (old.name, old._binding())
+        saved = (old.name, old.binding())
         old.name = cur.name
-        old._restore((None, {}, Client(cur.endpoint_url, wire=wire or "dynaorm")))
+        old.restore((None, {}, Client(cur.endpoint_url, wire=wire or "dynaorm")))
         cur.max_wait = 0
         try:
             yield tb
         finally:
             old.name = saved[0]
-            old._restore(saved[1])
+            old.restore(saved[1])
 
 
 def _rows(tb: TestBackend) -> dict[tuple[str, str], dict[str, Any]]:

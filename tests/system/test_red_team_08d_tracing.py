@@ -179,7 +179,7 @@ def test_sampled_and_dropped_operations_from_many_threads() -> None:
         return Reply(answer(json_body({})))
 
     with serving(script) as server:
-        bound = loop._binding()
+        bound = loop.binding()
         try:
             loop.connect(server.url)
             loop.wire = "dynaorm"
@@ -201,7 +201,7 @@ def test_sampled_and_dropped_operations_from_many_threads() -> None:
             assert not errors, errors
         finally:
             loop.db.tracing.tracer_provider = None
-            loop._restore(bound)
+            loop.restore(bound)
     spans = exporter.get_finished_spans()
     ops = [s for s in spans if s.parent is None]
     attempts = [s for s in spans if s.parent is not None]

@@ -75,13 +75,13 @@ def _hostile(body: bytes, wire: str, rows: Sequence[dict[str, Any]] = ()) -> Ite
         return Reply(answer(json_body({"Responses": {hv.name: list(rows)}})))
 
     with serving(script) as server:
-        bound = hv._binding()
+        bound = hv.binding()
         try:
             hv.connect(server.url)
             hv.wire, hv.max_attempts = wire, 1
             yield
         finally:
-            hv._restore(bound)
+            hv.restore(bound)
 
 
 def _plain(embedding: Any) -> list[float] | None:
@@ -182,14 +182,14 @@ class SecretPt(Entity):
 @pytest.fixture
 def enc(backend: str | None) -> Iterator[TestBackend]:
     with use_tables(ev, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        saved = (ev_old.name, ev_old._binding())
+        saved = (ev_old.name, ev_old.binding())
         ev_old.name = ev.name
-        ev_old._restore((None, {}, Client(ev.endpoint_url, wire="dynaorm")))
+        ev_old.restore((None, {}, Client(ev.endpoint_url, wire="dynaorm")))
         try:
             yield tb
         finally:
             ev_old.name = saved[0]
-            ev_old._restore(saved[1])
+            ev_old.restore(saved[1])
 
 
 @pytest.mark.engines("moto")

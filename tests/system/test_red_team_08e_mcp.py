@@ -1,14 +1,14 @@
 """Red team 08e, the MCP server's async path (``server``: a get or find awaited by an
-:class:`~dynaorm.AsyncSession` on the event loop through :func:`dynaorm.mcp.tools.arun`,
-any other call in a worker thread) and ``arun`` itself: what must never happen.
+:class:`~dynaorm.AsyncSession` on the event loop (``AsyncSession.run``),
+any other call in a worker thread) and ``run`` by it itself: what must never happen.
 
 - concurrent tool calls on one event loop (saves, updates, deletes and gets of the same
   and of different items) with answers lost at the wire (``inject_faults``): a call is
   told something untrue (a save "ok" whose item is not what is stored, a save refused
   that is stored, two creates of one item both "ok"), or what a tool stored differs from
   what a ``Session`` save stores of the same JSON;
-- a write cancelled mid-commit (``arun``, at any point of its attempts): the table holds
-  anything but what it held before or what the whole commit writes, or the caller is
+- a write cancelled mid-commit (by an AsyncSession, at any point of its attempts): the
+  table holds anything but what it held before or what the whole commit writes, or the caller is
   told it succeeded or failed when it was cancelled; a retry with its idempotency key
   writes it twice;
 - a call after the event loop that made the session closed, or on loops in threads at
@@ -35,7 +35,7 @@ from pydantic import ConfigDict
 
 import dynaorm.mcp
 from dynaorm import AsyncSession, Attempt, Entity, Hook, Session, Table
-from dynaorm.mcp.tools import arun, tools_of
+from dynaorm.mcp.tools import run, tools_of
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support.mcp_client import text
 
@@ -315,8 +315,8 @@ class _CancelAt(Hook):
        lost=st.integers(0, 1), item=_ITEM)
 def test_a_write_cancelled_mid_commit_is_all_or_nothing(
         cdb: TestBackend, kind: str, at: int, lost: int, item: dict[str, Any]) -> None:
-    """``arun`` of a write with an idempotency key, cancelled at its ``at``-th attempt
-    event (an answer lost first, or not): it raises ``CancelledError`` (or, cancelled
+    """A write (by an AsyncSession) with an idempotency key, cancelled at its ``at``-th
+    attempt event (an answer lost first, or not): it raises ``CancelledError`` (or, cancelled
     after its last await, answers the truth); the table holds what it held before or
     what the whole write makes; retried with its key, it is applied once."""
     tag = uuid.uuid4().hex[:8]
@@ -336,7 +336,7 @@ def test_a_write_cancelled_mid_commit_is_all_or_nothing(
     hook = _CancelAt(at)
 
     async def once() -> Any:
-        return await arun(tool, dict(args), AsyncSession(crates), {}, None, tools)
+        return await run(tool, dict(args), AsyncSession(crates), {}, None, tools)
 
     crates.db.add_hook(hook)
     try:
@@ -372,7 +372,7 @@ def test_a_write_cancelled_mid_commit_is_all_or_nothing(
 
 # == loops closed, loops in threads ===========================================================
 def test_a_session_used_again_after_its_loop_closed(cdb: TestBackend) -> None:
-    """An ``AsyncSession`` that ran a tool on one event loop, used by ``arun`` on another
+    """An ``AsyncSession`` that ran a tool on one event loop, used by ``run`` on another
     after the first closed: it answers as on the first (or refuses clearly; never a
     hang or a wrong answer)."""
     tools = tools_of(crates, ["Crate"])
@@ -381,7 +381,7 @@ def test_a_session_used_again_after_its_loop_closed(cdb: TestBackend) -> None:
     session = AsyncSession(crates)
 
     async def get() -> Any:
-        return await arun(tools["get_crate"], {"crate_id": "kept"}, session, {}, None,
+        return await run(tools["get_crate"], {"crate_id": "kept"}, session, {}, None,
                           tools)
 
     first = asyncio.run(get())
@@ -393,7 +393,7 @@ def test_a_session_used_again_after_its_loop_closed(cdb: TestBackend) -> None:
         assert second == first and first["item"]["n"] == 3
 
     async def save() -> Any:
-        return await arun(tools["save_crate"], {"item": {"crate_id": "late", "n": 4}},
+        return await run(tools["save_crate"], {"item": {"crate_id": "late", "n": 4}},
                           AsyncSession(crates), {}, None, tools)
 
     assert asyncio.run(save()) == {"replayed": False, "item": {

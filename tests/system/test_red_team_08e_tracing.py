@@ -71,14 +71,14 @@ def loopback() -> Iterator[str]:
     """``loop_table`` bound to a loopback server answering every request with ``{}`` (a
     get finds nothing), on dynaorm's own wire; its tracing hook restored after."""
     with serving(lambda n, request: Reply(answer(json_body({})))) as server:
-        bound = loop_table._binding()
+        bound = loop_table.binding()
         try:
             loop_table.connect(server.url)
             loop_table.wire = "dynaorm"
             yield server.url
         finally:
             loop_table.db.tracing = Tracing()
-            loop_table._restore(bound)
+            loop_table.restore(bound)
 
 
 def _ids(spans: list[ReadableSpan]) -> list[int]:

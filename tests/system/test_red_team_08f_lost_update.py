@@ -91,10 +91,10 @@ def cdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend
     with use_tables(crates, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
         tb.session_kind = db.session_kind
-        before = crates._binding()
+        before = crates.binding()
         crates.max_wait = 0
         yield tb
-        crates._restore(before)
+        crates.restore(before)
 
 
 def _fresh(db: TestBackend) -> str:

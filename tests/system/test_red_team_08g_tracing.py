@@ -428,7 +428,7 @@ def test_an_async_operation_cancelled_mid_attempt_ends_its_spans() -> None:
         return Reply(answer(json_body({})))
 
     with serving(reply) as server:
-        bound = shop._binding()
+        bound = shop.binding()
         try:
             shop.connect(server.url)
             shop.wire = "dynaorm"
@@ -464,7 +464,7 @@ def test_an_async_operation_cancelled_mid_attempt_ends_its_spans() -> None:
         finally:
             gate.set()
             shop.db.tracing.tracer_provider = None
-            shop._restore(bound)
+            shop.restore(bound)
 
 
 # == a subclass of the tracer =============================================================
@@ -660,7 +660,7 @@ def test_an_operation_run_again_after_a_quiet_run_is_traced(
 
     monkeypatch.delitem(sys.modules, "opentelemetry.instrumentation", raising=False)
     with serving(lambda n, request: Reply(answer(json_body({})))) as server:
-        bound = shop._binding()
+        bound = shop.binding()
         try:
             shop.connect(server.url)
             shop.wire = "dynaorm"
@@ -685,7 +685,7 @@ def test_an_operation_run_again_after_a_quiet_run_is_traced(
                 "DynamoDB.GetItem", "dynaorm.reencrypt"]
         finally:
             shop.db.tracing = type(shop.db.tracing)()
-            shop._restore(bound)
+            shop.restore(bound)
 
 
 def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> None:
@@ -714,7 +714,7 @@ def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> 
             return None
 
     with serving(reply) as server:
-        bound = shop._binding()
+        bound = shop.binding()
         try:
             shop.connect(server.url)
             shop.wire = "dynaorm"
@@ -738,4 +738,4 @@ def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> 
             assert op.attributes is not None and op.attributes["dynaorm.outcome"] == "ok"
         finally:
             shop.db.tracing = type(shop.db.tracing)()
-            shop._restore(bound)
+            shop.restore(bound)

@@ -151,9 +151,9 @@ def _tables(m: Matrix, backend: str | None, request: pytest.FixtureRequest,
                                         name_suffix=worker_suffix(), wire=wire))
     if m.old_table is not None:
         stack.enter_context(point_old(m, wire))
-    before = m.table._binding()
+    before = m.table.binding()
     m.table.max_wait = 0
-    stack.callback(m.table._restore, before)
+    stack.callback(m.table.restore, before)
     return tb
 
 

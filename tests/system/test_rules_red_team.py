@@ -69,10 +69,10 @@ def local(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestB
         pytest.skip("the reference engine: DynamoDB Local (tokens applied at most once)")
     with use_tables(club, endpoint_url=backend, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
-        before = club._binding()
+        before = club.binding()
         club.max_wait = 0  # faults are retried without waiting
         yield tb
-        club._restore(before)
+        club.restore(before)
 
 
 _runs = itertools.count()

@@ -121,7 +121,8 @@ def test_a_policy_the_grammar_proves_exits_0(capsys: pytest.CaptureFixture[str])
     assert main(["iam", f"{__name__}:dashed", "--role", "write", "--scope", SCOPE]) == 0
     out, err = capsys.readouterr()
     assert _leading(json.loads(out)) == [f"T-{TAG}-*", f"dynaorm:receipt#{TAG}#*"]
-    assert "cannot cover" not in err and "Powertools" in err
+    # (no Powertools layer made on the table: its records are no row kind to name)
+    assert "cannot cover" not in err and "Powertools" not in err
 
 
 # -- the property: a pattern matches every key of its tenant and none of another's ----------

@@ -17,7 +17,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from pydantic import Field
 
-from dynaorm import GSI, Entity, Table, Unique, Vector, VectorIndex
+from dynaorm import GSI, Entity, RowKind, Table, Unique, Vector, VectorIndex
 from dynaorm.cli.explain import explain_patterns
 from dynaorm.cli.main import main
 from dynaorm.formats import iam
@@ -26,6 +26,9 @@ from tests.support.designs import DESIGNS, design
 from tests.support.iam_eval import Check, allowed, checks_of
 
 tenants = Table("iam_tenants", indexes=[GSI("by_status", pk="gsi1pk", sk="gsi1sk")])
+#: the row kind a surface registers (``dynaorm.powertools`` registers its records so)
+tenants.keeps(RowKind("Powertools idempotency record", "dynaorm:idempotency", "{hashed key}",
+                      writer="dynaorm.powertools.DynaormPersistenceLayer"))
 
 
 class Account(Entity):
@@ -216,7 +219,8 @@ def test_a_scoped_write_role_is_granted_its_own_receipts_only(
     granted its tenant's receipts exactly: never another tenant's, never an unscoped
     session's (``dynaorm:receipt#<digest>``, which any tenant could claim first), never
     with no tag or a wildcard tag; a read role (it never commits) is granted none.
-    Powertools' records render no scope: named beside the policy, not granted."""
+    A row kind the model lists that renders no scope (Powertools' records): named beside
+    the policy, not granted."""
     digest = _receipt().hashed
     model = tenants.model()
     plain, _ = iam.to_format(model, "write")
@@ -235,7 +239,7 @@ def test_a_scoped_write_role_is_granted_its_own_receipts_only(
         for check in _receipt_checks(other):
             assert not allowed(scoped, check, {"tenant_id": "x"}), check
     [note] = iam.unbound_rows(model, "write", "tenant_id")
-    assert "'dynaorm:idempotency#<hashed key>'" in note and "DynaormPersistenceLayer" in note
+    assert "'dynaorm:idempotency#{hashed key}'" in note and "DynaormPersistenceLayer" in note
     assert "receipt" not in note
     assert iam.unbound_rows(model, "read", "tenant_id") == []
     assert iam.unbound_rows(model, "write", None) == []

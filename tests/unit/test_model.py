@@ -33,6 +33,8 @@ def _entity(model: dict[str, Any], name: str) -> dict[str, Any]:
 def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() -> None:
     model = app.model()
     assert model["dynaorm_model"] == FORMAT == 1
+    assert [r["type"] for r in model["table"]["rows"][1:]] == [
+        k.type for k in app.row_kinds[1:]]
     assert model["table"] == {
         "name": "dynaorm-tests", "pk": "pk", "sk": "sk", "key_types": {},
         "type_attribute": "_type", "revision_attribute": "_rev", "ttl": None, "stream": None,
@@ -46,7 +48,11 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
         "rows": [{"role": "receipt", "type": "dynaorm:receipt",
                   "key": {"pk": "dynaorm:receipt#{hash of the key}",
                           "sk": "dynaorm:receipt#{hash of the key}"},
-                  "ttl_seconds": 7 * 86400}],
+                  "ttl_seconds": 7 * 86400, "scoped": True,
+                  "writer": "Session.commit(idempotency_key=)"},
+                 # (a kind a surface registered on this process's table, Powertools'
+                 # records once tests/integration/test_powertools.py ran, follows it)
+                 *model["table"]["rows"][1:]],
         "settings": {"warm_throughput": None, "max_on_demand": None, "pitr_days": None,
                      "deletion_protection": None, "contributor_insights": None, "tags": {}}}
     user = _entity(model, "User")

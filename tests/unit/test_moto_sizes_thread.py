@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from dynaorm.private_apis import moto_sizes_unchecked
+from dynaorm.testing.private_apis import moto_sizes_unchecked
 
 moto = pytest.importorskip("moto")
 

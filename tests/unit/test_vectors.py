@@ -323,13 +323,13 @@ def hostile(body: bytes | Reply, wire: str, rows: Sequence[dict[str, Any]] = ()
         return Reply(answer(json_body({"Responses": {docs.name: found}})))
 
     with serving(script) as server:
-        bound = docs._binding()
+        bound = docs.binding()
         try:
             docs.connect(server.url)
             docs.wire, docs.max_attempts = wire, 1
             yield
         finally:
-            docs._restore(bound)
+            docs.restore(bound)
 
 
 def searched(kind: str, top: int = 3, index: str = "by_distance") -> Any:

@@ -158,8 +158,9 @@ class Layout(Before):
 
     def owns(self, item: Item | None) -> bool:
         """Whether ``item`` is stored in this (old) layout: the old type name (on a table
-        with a type attribute) and a table key the old templates parse."""
-        if item is None:
+        with a type attribute) and a table key the old templates parse; a row the table
+        keeps beside its entities' (``dynaorm:...``) never is, whatever its key parses as."""
+        if item is None or self.table.own_row(item):
             return False
         type_attr = self.table.type_attribute
         if type_attr is not None:

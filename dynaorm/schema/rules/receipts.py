@@ -50,23 +50,18 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.schema.rules.encrypted import is_encrypted
 from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 
-__all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "OWN_TYPES", "POWERTOOLS_TYPE",
-           "RECEIPT_TYPE", "Receipting", "Receipts", "Replay", "digest", "made", "made_paths",
-           "own_row"]
+__all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "RECEIPT_TYPE", "Receipting",
+           "Receipts", "Replay", "digest", "made", "made_paths", "own_row"]
 
 #: the type name of a receipt row
 RECEIPT_TYPE: Final = "dynaorm:receipt"
-#: the type name of an AWS Lambda Powertools idempotency record kept by
-#: :class:`dynaorm.powertools.DynaormPersistenceLayer`
-POWERTOOLS_TYPE: Final = "dynaorm:idempotency"
-#: dynaorm's own rows that no entity claims and no read returns
-OWN_TYPES: Final = frozenset({RECEIPT_TYPE, POWERTOOLS_TYPE})
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
 DEFAULT_TTL: Final = timedelta(days=7)
-#: the expiry attribute of a Powertools record on a table without a TTL attribute
+#: the expiry attribute of a receipt 0.7 wrote on a table without a TTL attribute
 EXPIRES: Final = "_expires"
 #: a receipt's own attributes: named under dynaorm's prefix, so none is a key or index
 #: attribute of a table that keeps receipts (one that is is refused: :meth:`Receipts.start`)
@@ -75,28 +70,15 @@ DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE = (f"dynaorm:{a}" for a in (
 ATTRIBUTES: Final = frozenset({DIGEST, NONCE, REV, AT, RESULT, EXPIRY, MADE})
 
 
-#: the text every own row's partition key begins with: no entity's key template may
-#: (:func:`~dynaorm.schema.checks.check_mapping`)
-OWN_PREFIX: Final = "dynaorm:"
-
-
 def own_row(table: Any, item: Item | None) -> bool:
-    """Whether ``item``, a stored row of ``table`` (or its key), is one of dynaorm's own
-    rows that no entity claims (a receipt, a Powertools record): never a result, a
-    finding or a change, on a table with a type attribute (by its value) or without one
-    (by its partition key, which an entity's key may never render: ``{id}`` fits any
-    text). The one test of it: every place that tells an entity's item by its key shape
-    asks it (:meth:`~dynaorm.schema.spec.EntitySpec.outranked`)."""
-    if item is None:
-        return False
-    value = item.get(table.type_attribute or "")
-    if isinstance(value, dict) and value.get("S") in OWN_TYPES:
-        return True
-    pk = item.get(table.pk)  # (a keys-only image, or a table without a type attribute)
-    return isinstance(pk, dict) and str(pk.get("S", "")).startswith(_PREFIXES)
-
-
-_PREFIXES = tuple(f"{t}#" for t in sorted(OWN_TYPES))
+    """Whether ``item``, a stored row of ``table`` (or its key), is one of the rows a table
+    keeps beside its entities' (a receipt; a surface's, such as a Powertools record:
+    :attr:`dynaorm.Table.row_kinds`): never a result, a finding or a
+    change, on a table with a type attribute or without one. Told by its partition key,
+    in the namespace an entity's key may never render (``{id}`` fits any text): the one
+    test of it, which every place that tells an entity's item by its key shape asks
+    (:meth:`~dynaorm.schema.spec.EntitySpec.outranked`)."""
+    return bool(table.own_row(item))
 
 
 def _text(value: Any) -> str:

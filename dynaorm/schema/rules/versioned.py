@@ -60,13 +60,16 @@ def version_sk(base: str, version: int | None) -> str:
 
 
 def parse_version_sk(sk: str) -> tuple[int, str] | None:
-    """Inverse of :func:`version_sk`: ``(version, base)``, or ``None``."""
+    """A versioned entity's row's sort key read back (the inverse of :func:`version_sk`):
+    ``(version, base)``, its version (``0``: the latest copy, ``v0_...``) and the entity's
+    own sort key; ``None`` for a sort key of no version row."""
     if sk.startswith(LATEST_PREFIX):
         return 0, sk[len(LATEST_PREFIX):]
     head, sep, base = sk.partition("_")
     digits = head[1:]
-    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
-        return None
+    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not (
+            digits.isascii() and digits.isdigit()) or not int(digits):
+        return None  # (only what version_sk writes: ASCII digits, a version from 1)
     return int(digits), base
 
 

@@ -1,0 +1,40 @@
+"""What dynaorm stores, public (contract 24, "One public door"): the registry of the kinds
+of value a field holds (:class:`Kind`, :func:`kinds`, and :func:`register` with
+:func:`stored_as` for a class of your own: the guide's "Field types, and adding one"), an
+entity object's stored item both ways (:func:`item_of`, :func:`fields_of`), an item's
+values with no entity (:func:`decode_item`), DynamoDB's count of its size
+(:func:`item_size`, :func:`value_size`, :data:`MAX_ITEM_BYTES`), and how dynaorm's own rows
+of an entity are stored (a unique guard's type, :data:`GUARD_TYPE`; what a version row
+keeps aside, :data:`VERSION_TTL` and :data:`VERSION_KEYS`; its sort key read back,
+:func:`dynaorm.keys.parse_version_sk`), for code outside dynaorm that reads or writes items
+itself (a bridge to another library, an exporter, inference, a test engine). Pure: it
+sends nothing; a session reads and writes items."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules.unique import GUARD_TYPE
+from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
+from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
+from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
+
+__all__ = ["GUARD_TYPE", "MAX_ITEM_BYTES", "VERSION_KEYS", "VERSION_TTL", "Kind", "decode_item",
+           "fields_of", "item_of", "item_size", "kinds", "register", "stored_as", "value_size"]
+
+
+def item_of(obj: Entity) -> dict[str, Any]:
+    """The item ``obj`` is stored as (DynamoDB JSON): its keys, its index keys, the type
+    attribute and its fields, encoded as a save encodes them now (what the rules add
+    when writing, a revision or a version, is not in it)."""
+    return encode_entity(obj, spec_of(type(obj)))
+
+
+def fields_of(entity: type[Entity], item: Mapping[str, Any]) -> dict[str, Any]:
+    """The field values a stored item of ``entity`` (DynamoDB JSON) holds, by field name,
+    decoded as a read decodes them (through the entity's rules: a compressed field
+    expanded, an encrypted one decrypted): ``entity.model_validate(...)`` makes a new
+    object of them."""
+    return spec_of(entity).decode_fields(dict(item))

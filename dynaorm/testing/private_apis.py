@@ -1,0 +1,92 @@
+"""Every private attribute of a dependency that the testing plugin (:mod:`dynaorm.testing`)
+relies on, in one place (the core's are :mod:`dynaorm.private_apis`): moto's nesting
+counter, DynamoDB routing and item-size check, and OpenTelemetry's key that suppresses
+instrumentations for the test backend's own requests. Each function names the library,
+the attribute and why no public way serves. Dependencies are imported when a function is
+called."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["moto_dynamodb_route", "moto_nested", "moto_sizes_unchecked", "unobserved"]
+
+
+def moto_nested() -> bool:
+    """Whether a caller's own ``mock_aws`` block is open (moto keeps its settings then).
+
+    moto: ``MockAWS._nested_count``; nested mocks have no public counter."""
+    from moto.core.models import MockAWS
+
+    return bool(getattr(MockAWS, "_nested_count", 0))
+
+
+def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
+    """Route every request moto answers as DynamoDB to ``dispatch`` (a handler class's
+    ``dispatch``), and the endpoints ``url_bases`` (regular expressions) to it too.
+
+    moto: ``moto.dynamodb.urls.url_bases`` and ``url_paths`` (which the backend's
+    ``urls`` and a moto server's app read when made) and
+    ``moto.backend_index.backend_url_patterns`` (the in-process mock's routing table);
+    moto has no public way to answer an operation it lacks (``SearchVectors``) or an
+    endpoint of a service it does not know (DynamoDB's vector-search endpoints)."""
+    import re
+
+    import moto.backend_index as index
+    import moto.dynamodb.urls as urls
+
+    for base in url_bases:
+        if base not in urls.url_bases:
+            urls.url_bases.append(base)
+            index.backend_url_patterns.append(("dynamodb", re.compile(base)))
+    urls.url_paths["{0}/"] = dispatch
+
+
+_SIZES = threading.local()  # .off: moto's own item size check is off on this thread
+
+
+@contextmanager
+def moto_sizes_unchecked() -> Iterator[None]:
+    """For the block, on this thread, moto stores items whatever their size: dynaorm's
+    emulator checks DynamoDB's 400 KB (as DynamoDB counts it) in front of moto, whose own
+    check refuses items from 405,000 bytes as it counts them (a binary value counted as
+    its base64 text), below DynamoDB's 409,600.
+
+    moto: ``moto.dynamodb.models.dynamo_type.LimitedSizeDict.__setitem__``, the check
+    every item's attributes go through; moto has no setting for the limit."""
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict as Limited
+
+    checked = Limited.__setitem__
+    if checked.__name__ != "<lambda>":  # (not replaced yet)
+        Limited.__setitem__ = lambda self, key, value: (  # type: ignore[method-assign]
+            dict.__setitem__ if getattr(_SIZES, "off", False) else checked)(self, key, value)
+    before, _SIZES.off = getattr(_SIZES, "off", False), True
+    try:
+        yield
+    finally:
+        _SIZES.off = before
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """For the block, OpenTelemetry's instrumentations (botocore's) make no span: the
+    requests dynaorm's test backend sends for itself are no part of the program's trace.
+
+    OpenTelemetry: ``opentelemetry.context._SUPPRESS_INSTRUMENTATION_KEY``, the key every
+    instrumentation checks; the public ``suppress_instrumentation`` lives in
+    ``opentelemetry-instrumentation``, which an application with the API alone lacks.
+    Nothing is done while OpenTelemetry is not imported."""
+    context = sys.modules.get("opentelemetry.context")
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    if context is None or key is None:
+        yield
+        return
+    token = context.attach(context.set_value(key, True))
+    try:
+        yield
+    finally:
+        context.detach(token)
