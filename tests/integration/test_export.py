@@ -219,6 +219,9 @@ def test_the_embedded_default_s_own_export_reads_like_a_scan(
     _assert_datasets(tmp_path, entities)
 
 
+# moto only: what is read is the export's files in S3 (moto's, on every engine alike); the
+# table only fills them
+@pytest.mark.engines("moto")
 def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
         tb: TestBackend, tmp_path: Path) -> None:
     """A missing manifest, a truncated data file, a corrupt line and an ION export are
@@ -399,6 +402,7 @@ def test_two_classes_of_one_name_write_two_datasets(backend: str | None, aws: No
             export(twins, tmp_path, entities=[odd])
 
 
+@pytest.mark.engines("moto")  # (refused before anything is sent)
 def test_options_are_checked(tb: TestBackend, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="encrypted= is 'omit' or 'decrypt'"):
         export(exports, tmp_path, encrypted="plain")
@@ -503,6 +507,8 @@ def test_a_hostile_s3_is_an_export_error_naming_the_file(
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
 
 
+# moto only: pickling, and what each Scan asks (its request), are dynaorm's on every engine
+@pytest.mark.engines("moto")
 def test_tasks_and_reports_pickle_and_a_rate_holds_the_scans(tb: TestBackend, tmp_path: Path
                                                              ) -> None:
     """A task crosses processes (pickled: the entity classes by reference); the report

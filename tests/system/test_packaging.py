@@ -57,6 +57,7 @@ def _key() -> str:
     declared = [project["dependencies"], project["optional-dependencies"]]
     digest = hashlib.sha256(json.dumps(declared).encode())
     digest.update(sys.version.encode())
+    digest.update(b"venvs without pip")  # (how they are made: see _venv)
     return digest.hexdigest()[:16]
 
 
@@ -89,25 +90,32 @@ VENVS = {"empty": None, "plain": "", "testing": "[testing]", "async": "[async]",
          "pynamodb": "[pynamodb]", "otel": "[otel]"}
 
 
+def _pip(bin_dir: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """This interpreter's pip acting on the venv of ``bin_dir`` (``pip --python``)."""
+    return _run(sys.executable, "-m", "pip", "--python", bin_dir / "python", *args)
+
+
 def _venv(name: str, wheel: Path, extra: str | None) -> Path:
-    """A cached venv holding ``wheel`` (with ``extra``); returns its bin directory."""
+    """A cached venv holding ``wheel`` (with ``extra``); returns its bin directory. Made
+    without pip (``--without-pip``; this interpreter's pip installs into it): ensurepip
+    cost ~3 s of CPU a venv, six of them on every cold cache (every CI run), and pip
+    itself is nothing a user's install of dynaorm holds."""
     home = CACHE / _key() / name
     bin_dir = home / "bin"
     ready = home / ".ready"
     if not ready.exists():
         shutil.rmtree(home, ignore_errors=True)
-        _run(sys.executable, "-m", "venv", home)
+        _run(sys.executable, "-m", "venv", "--without-pip", home)
         if extra is not None:
-            _run(bin_dir / "python", "-m", "pip", "install", "--quiet", f"{wheel}{extra}")
+            _pip(bin_dir, "install", "--quiet", f"{wheel}{extra}")
         ready.touch()
     elif extra is not None:  # the dependencies are there: swap in the wheel just built
-        _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--no-deps",
-             "--force-reinstall", wheel)
+        _pip(bin_dir, "install", "--quiet", "--no-deps", "--force-reinstall", wheel)
     return bin_dir
 
 
 def _distributions(bin_dir: Path) -> set[str]:
-    out = _run(bin_dir / "python", "-m", "pip", "list", "--format=json").stdout
+    out = _pip(bin_dir, "list", "--format=json").stdout
     return {d["name"].lower().replace("_", "-") for d in json.loads(out)}
 
 
