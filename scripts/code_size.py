@@ -275,6 +275,9 @@ LANDED = 170_531
 #: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
 #: exactly that, on main's 170,531 (issues 80, 82 and 81 with their red teams: merged).
 LANDED = 172_861
+#: issue 84's red team (red84: +105 on its branch): an update of the key_scope field read
+#: first, a value of another tenant refused in a row, a receipt's encrypted made value refused
+LANDED = 172_966
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
