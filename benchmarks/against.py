@@ -62,9 +62,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OPS = ("get", "put", "tx3", "query25", "query1000", "get+save")
+#: ``idempotency.py``'s commits (``--only keyed``): a new user's 3-Put commit, plain and
+#: under an idempotency key
+KEYED_OPS = ("commit", "commit-keyed")
+#: ``wire.py``'s scoped side by side (``--only scoped``): each op unscoped and scoped
+SCOPED = ("query25", "query1000", "gsi25", "gsi1000", "scan25", "scan1000")
+SCOPED_OPS = tuple(f"{kind}-{op}" for op in SCOPED for kind in ("unscoped", "scoped"))
 #: calls counted per op, as a share of ``--calls`` (a 1,000-item page is ~40x a get)
 SHARE = {"get": 1.0, "put": 1.0, "tx3": 1.0, "query25": 1.0, "query1000": 0.1,
-         "get+save": 1.0}
+         "get+save": 1.0,
+         **{op: 0.1 if op.endswith("1000") else 1.0 for op in SCOPED_OPS},
+         "commit": 1.0, "commit-keyed": 1.0}
 #: bytecode of both checkouts and of site-packages, outside the checkouts
 PYCACHE = Path(tempfile.gettempdir()) / "dynaorm-against-pycache"
 
@@ -134,7 +142,14 @@ def _wire_ops(root: Path, endpoint: str) -> dict[str, Callable[[], object]]:
     import dynaorm
 
     assert Path(dynaorm.__file__).resolve().is_relative_to(root), dynaorm.__file__
-    return wire.make_dynaorm(endpoint, "dynaorm")
+    ops = wire.make_dynaorm(endpoint, "dynaorm")
+    for op, (plain, scoped) in wire.scoped_pairs(endpoint).items():
+        ops[f"unscoped-{op}"], ops[f"scoped-{op}"] = plain, scoped
+    import idempotency
+
+    cases = idempotency._cases(endpoint)
+    ops["commit"], ops["commit-keyed"] = cases["commit"], cases["commit, keyed"]
+    return ops
 
 
 def wire_child(root: Path, endpoint: str, calls: int, warmup: int, counted: bool,
@@ -147,7 +162,13 @@ def wire_child(root: Path, endpoint: str, calls: int, warmup: int, counted: bool
     ops = _wire_ops(root, endpoint)
     for op in names:
         fn = ops[op]
-        check_answer("dynaorm", op, fn())
+        if op in KEYED_OPS:
+            fn()
+        elif op in SHARE and "scoped" not in op:
+            check_answer("dynaorm", op, fn())
+        else:  # (a scoped side by side's op: a full page)
+            size = int(op.rpartition("-")[2].lstrip("querygsican"))
+            assert len(fn()) == size, op  # type: ignore[arg-type]
         for _ in range(max(1, int(warmup * SHARE[op]))):
             fn()
         n = max(1, int(calls * SHARE[op])) if counted else 0
@@ -210,16 +231,16 @@ def perf(args: list[str], env: dict[str, str]) -> int:
 
 
 def wire_figures(root: Path, endpoint: str, calls: int, warmup: int, counter: str,
-                 keep: Path | None) -> dict[str, float]:
-    """Instructions per call of each op with ``root``'s dynaorm."""
+                 keep: Path | None, ops: tuple[str, ...] = OPS) -> dict[str, float]:
+    """Instructions per call of each op of ``ops`` with ``root``'s dynaorm."""
     env = environment(root)
     child = [__file__, "--wire-child", str(root), endpoint, str(calls), str(warmup)]
-    n = {op: max(1, int(calls * SHARE[op])) for op in OPS}
+    n = {op: max(1, int(calls * SHARE[op])) for op in ops}
     if counter == "perf":  # (the whole process: a child that calls minus one that does not)
         return {op: (perf([*child, "1", op], env) - perf([*child, "0", op], env)) / n[op]
-                for op in OPS}
-    counts = callgrind([*child, "1", ",".join(OPS)], env, keep)
-    return {op: counts[i] / n[op] for i, op in enumerate(OPS)}
+                for op in ops}
+    counts = callgrind([*child, "1", ",".join(ops)], env, keep)
+    return {op: counts[i] / n[op] for i, op in enumerate(ops)}
 
 
 def cold_figure(root: Path, name: str, endpoint: str, counter: str) -> int:
@@ -238,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=100,
                         help="calls counted per op (a tenth for query1000)")
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--only", choices=("wire", "cold"))
+    parser.add_argument("--only", choices=("wire", "cold", "scoped", "keyed"),
+                        help="scoped: wire.py's scoped side by side alone (each op unscoped "
+                        "and scoped, and their ratio on each side); keyed: "
+                        "idempotency.py's commit, plain and keyed")
     parser.add_argument("--counter", choices=("callgrind", "perf"),
                         default="callgrind" if shutil.which("valgrind") else "perf")
     parser.add_argument("--keep", type=Path, help="keep the wire children's callgrind dumps "
@@ -267,8 +291,9 @@ def main(argv: list[str] | None = None) -> int:
             for side, root in roots.items():
                 keep = args.keep / side if args.keep else None
                 jobs.setdefault("wire", {})[side] = pool.submit(
-                    wire_figures, root, endpoint, args.calls, args.warmup, args.counter, keep)
-        if args.only != "wire":
+                    wire_figures, root, endpoint, args.calls, args.warmup, args.counter, keep,
+                    {"scoped": SCOPED_OPS, "keyed": KEYED_OPS}.get(args.only or "", OPS))
+        if args.only not in ("wire", "scoped", "keyed"):
             for name in COLD:
                 for side, root in roots.items():
                     jobs.setdefault(name, {})[side] = pool.submit(
@@ -287,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | ---: | ---: |")
     for name, f in figures.items():
         print(f"| {name} | {f['A']:,.0f} | {f['B']:,.0f} | {f['B'] / f['A']:.3f} |")
+    if args.only == "scoped":
+        print("\n| op | scoped / unscoped, A | scoped / unscoped, B |")
+        print("| --- | ---: | ---: |")
+        for op in SCOPED:
+            plain, scoped = figures[f"unscoped-{op}"], figures[f"scoped-{op}"]
+            print(f"| {op} | {scoped['A'] / plain['A']:.3f} | {scoped['B'] / plain['B']:.3f} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"a": str(roots["A"]), "b": str(roots["B"]),

@@ -14,7 +14,9 @@ what the next use costs. Caches kept:
   items straight from their wire form, and per set of types the validator of a whole
   answer's bytes (:mod:`dynaorm.values.fastload`), or ``None``;
 - ``read.selections``: per kind of read (entity types, source), the
-  :class:`~dynaorm.read.selection.Selection` every such read shares.
+  :class:`~dynaorm.read.selection.Selection` every such read shares;
+  ``read.scoped_selections``: the same of scoped reads, per scope's values (the 4,096
+  latest).
 - ``records.declared``: per entity class, the attributes it writes;
   ``updates.model_rules``: per entity class, whether an update touches its rules;
 

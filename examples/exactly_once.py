@@ -2,7 +2,8 @@
 redelivery, a retried Lambda) commits with the message id as its idempotency key; the
 second run applies nothing and says so (``replayed``), and other writes under a used key
 are refused. A commit across two tables keeps a receipt in each: the writes of one of
-them alone under its key are other writes, refused too.
+them alone under its key are other writes, refused too. A client given a receipts table
+keeps every receipt there: a key is then known to every table it writes.
 
 Run: ``python examples/exactly_once.py [--endpoint-url URL]``
 """
@@ -37,6 +38,8 @@ class Balance(Entity):
 
 
 ledger = Table("dynaorm-example-exactly-once-ledger")
+#: where a client may keep every receipt of its keyed commits (``Client(receipts=)``)
+receipts = Table("dynaorm-example-exactly-once-receipts", pk="id", sk=None)
 
 
 class Entry(Entity):
@@ -60,7 +63,7 @@ def handle(db: object, message_id: str, order_id: str, cents: int) -> bool:
 
 
 def main() -> None:
-    with run(shop, "exactly once with an idempotency key", also=[ledger]) as db:
+    with run(shop, "exactly once with an idempotency key", also=[ledger, receipts]) as db:
         assert handle(db, "msg-1", "o1", 500) is False  # applied
         assert handle(db, "msg-1", "o1", 500) is True  # redelivered: applied nothing
         balance = db.session().get(Balance, customer="ada")
@@ -83,6 +86,23 @@ def main() -> None:
             print("msg-3 across two tables, then the ledger's write alone: refused")
         else:
             raise AssertionError("a subset of a two-table commit applied again")
+        s.rollback()
+        # without a receipts table, a key used on the shop is unknown to the ledger; with
+        # one (Client(receipts=...), here set on the tables' client), every keyed commit
+        # keeps its one receipt there: the key is known whatever tables it writes
+        shop.db.receipts = receipts
+        try:
+            s.save(Payment(order_id="o4", cents=100))
+            s.commit(idempotency_key="msg-4")
+            s.save(Entry(order_id="o4", cents=100))  # the ledger alone, same key
+            try:
+                s.commit(idempotency_key="msg-4")
+            except IdempotencyMismatchError:
+                print("with a receipts table: msg-4 on the shop, then on the ledger: refused")
+            else:
+                raise AssertionError("a key used on the shop applied on the ledger")
+        finally:
+            shop.db.receipts = None
 
 
 if __name__ == "__main__":

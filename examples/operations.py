@@ -55,6 +55,8 @@ def main() -> None:
     print("IAM actions:", ", ".join(a.split(":")[1] for a in table["Action"]))
     print("IAM leading keys:", json.dumps(
         table["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]))
+    print("IAM refuses tags holding:", json.dumps(
+        table["Condition"]["StringNotLike"]["aws:PrincipalTag/tenant_id"]))
     print("what the scope cannot cover:", uncovered or "nothing")
 
 

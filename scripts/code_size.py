@@ -251,6 +251,18 @@ LANDED = 167_385
 #: keyed as stored, a versioned latest copy conditioned whole, one LangGraph recognizer
 #: (schema/unclaimed.py, shared by inference and check), a computed field declared
 LANDED = 168_429
+#: issue 81 (0.8's promises kept): +1,528 counted here, merged after issue 80's door and red team
+#: (+2,032 by module, with those in NEW_FEATURES). The key grammar answers a scope's key test and a
+#: scan's filter itself (KeyTemplate.matcher, matcher_all, leading_text; core/scope.py's second
+#: regex gone: templates.py +766), stale keys skipped on every read path with the scoped reads'
+#: shared caches (core/scope.py +265, read/selection.py +248, schema/entity.py +135, core/lookups.py
+#: +121, the reads' asks +39), the receipts home (client.py +122, the rule's homes and origin_in
+#: +140, the commit's ask +20), IAM's tag refusal (+103), a transaction's missing tables named
+#: (+24), moto's mock serving AsyncSession (+22)
+LANDED = 169_956  # (measured on main after issue 82's red team and issue 81)
+#: issue 81's red team (+581 by its branch: scoped writes by key guarded against a stale
+#: key's row, errors holding no other tenant's object, tenant exports, a one-field key)
+LANDED = 170_531
 #: issue 84 (values of any size, keys per tenant): its modules are NEW_FEATURES; what they
 #: need in 0.5's modules is +2,330 (measured after issues 80, 82 and 83: merged): the
 #: placing hooks and their resolution in the rules (+515: ``place``, ``holds``, ``publish``,
@@ -261,9 +273,11 @@ LANDED = 168_429
 #: creation (+244), the commit's and the plan's hand-over to the placing module (+150), the
 #: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
 #: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
-#: exactly that, on main's 168,429 (issue 80's door, its red team and issue 82's red
-#: team: merged; +2,329 there).
-LANDED = 170_758
+#: exactly that, on main's 170,531 (issues 80, 82 and 81 with their red teams: merged).
+LANDED = 172_861
+#: issue 84's red team (red84: +105 on its branch): an update of the key_scope field read
+#: first, a value of another tenant refused in a row, a receipt's encrypted made value refused
+LANDED = 172_966
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -226,6 +226,11 @@ class BotocoreWire:
     loop's aiobotocore client, made by the loop's first request."""
 
     botocore = True
+    #: inside moto's in-process mock that the caller started (``mock_aws``): moto answers
+    #: botocore's client only (aiobotocore's answers there are no awaitables: every
+    #: ``AsyncSession`` request failed with a ``TypeError``), so :meth:`asend` sends on a
+    #: worker thread, as the test backend's transport does
+    in_process = False
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner
@@ -369,9 +374,13 @@ class BotocoreWire:
 
     async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
                     ) -> dict[str, Any]:
-        """Send ``request`` once through this loop's aiobotocore client."""
+        """Send ``request`` once through this loop's aiobotocore client; inside moto's
+        in-process mock that the caller started (:attr:`in_process`), through botocore's
+        client on a worker thread."""
         import asyncio
 
+        if self.in_process:
+            return await asyncio.to_thread(self.send, operation, request)
         try:
             made = await self.aio()
             answer: dict[str, Any] = await getattr(made, method_name(operation))(**request)
@@ -391,3 +400,4 @@ class BotocoreWire:
         keeper = self._keepers.get(asyncio.get_running_loop())
         if keeper is not None:
             await keeper.aclose()
+

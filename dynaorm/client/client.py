@@ -127,7 +127,8 @@ class Client:
     may wait; ``return_consumed_capacity``: ``"INDEXES"``, ``"TOTAL"`` or ``"NONE"`` for
     every request that takes one (``None``: writes ask for ``INDEXES``, reads for nothing).
     ``keyring``: the keyring (:class:`~dynaorm.StaticKeyring`, :class:`~dynaorm.KmsKeyring`)
-    of the ``Encrypted`` fields of its tables that have none of their own.
+    of the ``Encrypted`` fields of its tables that have none of their own. ``receipts``:
+    the table that keeps the receipts of its keyed commits (:attr:`receipts`).
 
     ``with Client() as db`` / ``async with Client() as db`` close its connections at the
     end (:meth:`close`, :meth:`aclose`); a later request opens new ones.
@@ -137,7 +138,8 @@ class Client:
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
                  max_wait: float = 10.0, return_consumed_capacity: str | None = None,
                  keyring: Any = None, rate: Rate | None = None,
-                 verify: bool | str | None = None) -> None:
+                 verify: bool | str | None = None,
+                 receipts: TableSchema | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         if (verify is not None and not isinstance(verify, bool | str)) or verify == "":
@@ -153,6 +155,8 @@ class Client:
         self._keyring: Any = None
         self._registries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.keyring = keyring
+        self._receipts: TableSchema | None = None
+        self.receipts = receipts
         self.config = config
         """The ``botocore.config.Config`` given (``None``: none)."""
         self.wire = wire
@@ -209,6 +213,29 @@ class Client:
                   for e in list(entities.values())  # tables without a keyring of their own)
                   if e.__dynaorm_spec__.table.keyring is None)
         self._keyring = keyring
+
+    @property
+    def receipts(self) -> TableSchema | None:
+        """The table that keeps the receipts of this client's keyed commits (``None``:
+        each keyed commit keeps one in every table it writes, 0.8's rule). With one, a
+        keyed commit writes its one receipt there, in the same transaction, so a key is
+        known to every table a keyed commit of this client writes (see
+        :doc:`exactly once </guide/exactly-once>`). A table that cannot keep receipts
+        (keys that are not strings, key or index attributes named as a receipt's) is
+        refused when it is set."""
+        return self._receipts
+
+    @receipts.setter
+    def receipts(self, table: TableSchema | None) -> None:
+        if table is not None:
+            if not isinstance(table, TableSchema):
+                raise DynaormError(f"Client: receipts= takes the Table that keeps the "
+                                   f"receipts of keyed commits, got {table!r}")
+            why = table.receipts.keyed()[0]
+            if why:
+                raise DynaormError(f"Client: receipts= table {table.name!r}: {why}, so it "
+                                   "cannot keep receipts")
+        self._receipts = table
 
     # -- settings --------------------------------------------------------------------
     @property
@@ -447,7 +474,8 @@ class Client:
                 found = Client(endpoint_url, key[1], config=self.config, wire=self.wire,
                                max_attempts=self._max_attempts, max_wait=self.max_wait,
                                return_consumed_capacity=self.return_consumed_capacity,
-                               verify=self.verify, keyring=self.keyring, rate=self.rate)
+                               verify=self.verify, keyring=self.keyring, rate=self.rate,
+                               receipts=self.receipts)
                 found._hooks = self._hooks
                 for mine, theirs in zip(self._tracers, found._tracers, strict=True):
                     vars(theirs).update({k: v for k, v in vars(mine).items()
@@ -475,7 +503,8 @@ class Client:
         if moto_active() or (in_process_mock_depth() and in_process(
                 configured_endpoint(self.endpoint_url, self._botocore_session()))):
             wrap = _IN_PROCESS[-1] if _IN_PROCESS else None  # (moto answers inside
-            return self._boto if wrap is None else wrap(self._boto)  # botocore's client)
+            self._boto.in_process = True  # botocore's client: asend's go on a thread)
+            return self._boto if wrap is None else wrap(self._boto)
         return WIRES[self.wire](self)
 
     def _transport_for(self, operation: str) -> Transport:

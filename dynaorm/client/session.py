@@ -234,7 +234,10 @@ class BaseSession:
         ``condition=`` the commit also requires it on the stored item."""
         from dynaorm.write.save import SaveEntry
 
-        self._stage.add(SaveEntry(obj, overwrite, condition_given(condition, obj)))
+        given = condition_given(condition, obj)
+        if overwrite and obj._dynaorm_state is None:  # (over an item never read)
+            given = self._stage.by_key(obj, given)
+        self._stage.add(SaveEntry(obj, overwrite, given))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
@@ -248,7 +251,10 @@ class BaseSession:
             # read at commit (consistently), like any never-loaded object
         elif fields:
             raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
-        self._stage.add(DeleteEntry(obj, history, condition_given(condition, obj)))
+        given = condition_given(condition, obj)
+        if obj._dynaorm_state is None:  # (by key: the stored item never read)
+            given = self._stage.by_key(obj, given)
+        self._stage.add(DeleteEntry(obj, history, given))
 
     @overload
     def update(self, target: type[T], /, *, upsert: bool = False,
@@ -264,6 +270,10 @@ class BaseSession:
         if isinstance(target, type):
             key = self._stage.key(self._stage.spec(target), fields)
             staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
+            guard = self._stage.by_key(target, None)
+            if guard is not None:  # (a scoped session: a stale key's row is not its)
+                staged.where(guard)
+                staged.scope_guard = guard
         else:
             if fields:
                 raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
@@ -281,6 +291,9 @@ class BaseSession:
         from dynaorm.write.updates import StagedCheck
 
         key = self._stage.key(self._stage.spec(entity), fields)
+        scope = self._stage.scope
+        if isinstance(condition, Condition) and scope is not None:  # (asked of the
+            condition = condition & scope.guard(self._stage.spec(entity))  # scope's row)
         self._stage.add(StagedCheck(entity, key, condition))
 
     @overload
@@ -356,9 +369,11 @@ class BaseSession:
             table.index(index)
         chosen = check_segments(segment, segments)
         scope = self._stage.scope
-        scan = kind(entities, index, chosen, segments, _driver=self._driver,
-                    _budget=budget_of(rate), _scope=scope)
-        return scan if scope is None else scope.scan(scan)
+        if scope is None:
+            return kind(entities, index, chosen, segments, _driver=self._driver,
+                        _budget=budget_of(rate))
+        return kind(entities, index, chosen, segments, _driver=self._driver,
+                    _budget=budget_of(rate), _scope=scope, _filter=scope.key_filter(entities))
 
     def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
                 top: int, fields: Mapping[str, Any]) -> Any:

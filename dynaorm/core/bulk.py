@@ -187,11 +187,20 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
         by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k, _, _ in targets
                   if spec.rules.before.key(k, spec.name) is not None]
+        if stage.scope is not None and not by_key:  # (scoped: each conditioned on the
+            # stored item being the scope's, which a batch delete cannot say)
+            guard = stage.by_key(objs, None)
+            by_key = [(k, DeleteEntry(objs.model_construct(**k), condition=guard))
+                      for k, _, _ in targets]
         targets = [] if by_key else targets
     elif keys is not None:
         raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:
         targets, loaded = yield from _deletes_of_objects(stage, objs)
+        if stage.scope is not None:  # (never-loaded objects: as keys are, above)
+            by_key = [(obj, DeleteEntry(obj, condition=stage.by_key(obj, None)))
+                      for obj, _, _ in targets]
+            targets = []
     grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
     for target, cls, k in targets:
         check_batch_delete(cls, k)  # the gate every write passes
@@ -202,7 +211,7 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
                                      for t, k in c], result)
               for table, c in _chunks((table, (each, k)) for table, each, k in grouped.values())]
     protos += [_single_p(single, observed, result) for single in loaded]
-    protos += [_by_key_p(entry, key, observed, result) for key, entry in by_key]
+    protos += [_by_key_p(entry, key, observed, result, stage) for key, entry in by_key]
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
@@ -299,13 +308,13 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
     result.written.append(obj)
 
 
-def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult
-              ) -> Proto[None]:
+def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult,
+              stage: Stage | None = None) -> Proto[None]:
     """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
     read under both layouts, then deleted where it is (its old row, guards and all), or
     already gone (deleted, as asked); reported as ``key``."""
     try:
-        yield from commit_p([entry], observed)
+        yield from commit_p([entry], observed, stage=stage)  # (scoped: its errors too)
     except ItemNotFoundError:
         pass  # (gone under both layouts: deleted, as asked)
     except DynaormError as exc:

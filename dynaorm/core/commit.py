@@ -39,12 +39,14 @@ from typing import Any, cast
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
     ConcurrentModificationError,
+    ConditionFailedError,
     DynaormError,
     IdempotencyMismatchError,
     ItemExistsError,
     ItemGoneError,
     ItemNotFoundError,
     RequestError,
+    _HoldsItem,
 )
 from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
@@ -105,7 +107,8 @@ def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
     not keyed; checked when nothing is staged too), inside the scope of ``stage`` when it
     has one: started by the receipts rule of the first table written (``table.receipts``:
-    each table's own)."""
+    each table's own), kept where its client says (``Client(receipts=)``: that table;
+    else every table written)."""
     if key is None:
         return None
     if not isinstance(key, str) or not key or len(key) > 2048:
@@ -114,7 +117,8 @@ def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     if not staged:
         return None
     scope = None if stage is None or stage.scope is None else stage.scope.values
-    return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope)
+    home = None if stage is None else getattr(stage.client, "receipts", None)
+    return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope, home)
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
@@ -128,21 +132,37 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""
-    if stage is None or idempotency_key is None or not staged or (
-            idempotency_key != stage.idempotency_key):
-        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
-    earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
     try:
-        return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
-    except IdempotencyMismatchError as exc:
-        if not earlier:
-            raise
-        raise IdempotencyMismatchError(
-            f"{exc.args[0]}. This session was made with idempotency_key="
-            f"{idempotency_key!r:.80}, which applies to every commit of the session, and "
-            f"{earlier} earlier commit(s) of it used the key: give each commit its own "
-            "key (s.commit(idempotency_key=...)) or each its own session",
-            key=exc.key) from exc
+        if stage is None or idempotency_key is None or not staged or (
+                idempotency_key != stage.idempotency_key):
+            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+        earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
+        try:
+            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+        except IdempotencyMismatchError as exc:
+            if not earlier:
+                raise
+            raise IdempotencyMismatchError(
+                f"{exc.args[0]}. This session was made with idempotency_key="
+                f"{idempotency_key!r:.80}, which applies to every commit of the session, "
+                f"and {earlier} earlier commit(s) of it used the key: give each commit its "
+                "own key (s.commit(idempotency_key=...)) or each its own session",
+                key=exc.key) from exc
+    except _HoldsItem as exc:  # (a scoped session's error: the scope's stored objects only)
+        if stage is not None and stage.scope is not None:
+            _in_scope(exc, stage.scope)
+        raise
+
+
+def _in_scope(exc: _HoldsItem, scope: Any) -> None:
+    """``exc`` with no stored object the scope does not hold (a stale key's row, whose
+    fields name another tenant: a scoped session never sees it, on an error either)."""
+    def held(obj: Any) -> Any:
+        return obj if obj is None or scope.holds(spec_of(type(obj)), obj) else None
+
+    exc.item = held(exc.item)
+    if isinstance(exc, ConditionFailedError) and exc.failures:
+        exc.failures = [(e, k, held(i)) for e, k, i in exc.failures]
 
 
 def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,

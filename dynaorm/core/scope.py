@@ -1,37 +1,44 @@
 """A session's tenant scope (pure): ``Session(table, scope={"tenant_id": "t1"})`` reads
 and writes only items whose keys render the scope's fields with the scope's values.
 
-What is inside the scope is decided by an item's **key**, never by its attributes:
-:meth:`Scope.admits` parses the stored partition key with the entity's key template (the
-grammar of :mod:`dynaorm.schema.templates`) and compares the fields it gives back with
-the scope's values; a key the grammar cannot parse is never admitted. Every key a scoped
-session renders is admitted before it is sent, and every item a scoped read returns is
-admitted before it is decoded (a query of the table's own partition is admitted once, by
-its partition key: every item it returns holds that key). A read whose answers are read
-straight into objects admits each result by its partition key's text
-(:meth:`Scope.admitter`: the same decision, cheaper).
+What is inside the scope is decided by an item's **key**: :meth:`Scope.admits` parses the
+stored partition key with the entity's key template (the grammar of
+:mod:`dynaorm.schema.templates`) and compares the fields it gives back with the scope's
+values; a key the grammar cannot parse is never admitted. A row whose stored scope fields
+disagree with its key's parse (a *stale key*: a row 0.7 wrote for tenant ``acme-corp`` at
+``T-acme-corp-123`` parses as tenant ``acme``'s) is not admitted either
+(:meth:`Scope.stored`, :meth:`Scope.holds`): a scoped read returns an object only when its
+key and its own fields both say the scope. Every key a scoped session renders is admitted
+before it is sent, and every item a scoped read returns is admitted before it is decoded
+(a query of the table's own partition is admitted once, by its partition key: every item
+it returns holds that key; its stored fields are still asked). A read whose answers are
+read straight into objects admits each result by its partition key's text (the grammar's
+own test, :meth:`~dynaorm.schema.templates.KeyTemplate.matcher`) and its objects' fields
+(:meth:`Scope.holder`).
 
 One check, in the session's planning (:class:`~dynaorm.core.stage.Stage` asks it), shared
 by the sync and async sessions: every key a lookup, a query, a search or a staged write
 renders is checked against the scope before anything is sent, and an entity whose
 partition key does not carry every scope field, or a unique rule whose guard key is not
 scoped by them, is refused. Scans are *filtered by key* (a ``FilterExpression`` every
-partition key inside the scope satisfies: ``begins_with`` its proven prefix); a vector
+partition key inside the scope satisfies, as the grammar says it); a vector
 search is *scoped* through the index's partition attribute or a filter attribute, else
 refused. Every refusal is a :class:`~dynaorm.ScopeError`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import functools
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from dynaorm.errors import DynaormError, ScopeError
-from dynaorm.schema.spec import EntitySpec
-from dynaorm.schema.templates import KeyTemplate, _Field, render_value
+from dynaorm.schema.spec import EntitySpec, annotation_adapter
+from dynaorm.schema.templates import KeyTemplate, render_value
+from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
 from dynaorm.values.keys import key_value
 
@@ -68,9 +75,15 @@ def _same_int(got: Any, want: str) -> bool:
     return (isinstance(got, str) and _INT.fullmatch(got) is not None
             and _INT.fullmatch(want) is not None and int(got) == int(want))
 
-#: (entity class, *scope items) -> :meth:`Scope.admitter`'s decision on a partition key's
-#: text (built once per class and scope, not once a session)
-_ADMITTERS: dict[tuple[Any, ...], Callable[[str], object]] = {}
+#: (entity class, *scope items) -> :meth:`Scope.admitter_all`'s decision on partition keys'
+#: texts (built once per class and scope, not once a session)
+_ADMITTERS: dict[tuple[Any, ...], Callable[[list[str]], bool]] = {}
+#: (entity class, *scope items) -> :meth:`Scope.holder`
+_HOLDERS: dict[tuple[Any, ...], Callable[[list[Any]], bool]] = {}
+#: (scope items with their types) -> the :class:`Scope` of them (:meth:`Scope.of`)
+_SCOPES: dict[tuple[Any, ...], Scope] = {}
+#: (entity class, index, *scope items) whose queries a scope allows (:meth:`Scope.index`)
+_INDEXED: set[tuple[Any, ...]] = set()
 
 
 #: (entity classes, *scope items) -> :meth:`Scope.key_filter`
@@ -80,87 +93,47 @@ _KEY_FILTERS: dict[tuple[Any, ...], Condition | None] = {}
 def _key_test(template: KeyTemplate, values: Mapping[str, str]
               ) -> tuple[str, tuple[str, ...]]:
     """What a partition key that ``template`` parses into the scope ``values`` holds, as
-    ``(op, texts)``: ``("=", (prefix,))`` or ``("begins_with", (prefix,))`` with the
-    prefix :meth:`KeyTemplate.scope_prefix` proves, else ``("contains", values)`` (each
-    field's text is part of the key); ``("", ())`` (nothing said) for a template that is
-    not of strings."""
-    if template.key_type != "S" or _formatted(template, values):
-        return "", ()  # (a padded integer's key text is not the scope's: '-005', '-5')
-    proven = template.scope_prefix(values)
-    if proven is None:
-        return "contains", tuple(values.values())
-    parts, exact = proven
-    text = "".join(values[seg.name] if isinstance(seg, _Field) else part
-                   for part, seg in zip(parts, template.segments, strict=False))
-    return ("=" if exact else "begins_with"), (text,)
+    the grammar says it (:meth:`KeyTemplate.leading_text`), as ``(op, texts)``: ``("=",
+    (key,))``; ``("begins_with", (prefix, *inner))`` (and contains each of ``inner``);
+    ``("contains", inner)``; ``("", ())`` (nothing said: no filter)."""
+    prefix, whole, inner = template.leading_text(values)
+    if whole:
+        return "=", (prefix,)
+    if prefix:
+        return "begins_with", (prefix, *inner)
+    return ("contains", inner) if inner else ("", ())
 
 
-def _formatted(template: KeyTemplate, values: Mapping[str, str]) -> bool:
-    """Whether ``template`` renders a scope field with a format (an integer's zero
-    padding: its key text is not the scope's, and :meth:`Scope._parses` compares it as
-    a number)."""
-    return any(isinstance(seg, _Field) and seg.spec and seg.name in values
-               for seg in template.segments)
-
-
-def _all_contain(pk: str, texts: tuple[str, ...]) -> Condition:
-    """``contains(pk, text)`` for each of ``texts``, ANDed."""
-    found = F(pk).contains(texts[0])
-    for text in texts[1:]:
-        found = found & F(pk).contains(text)
+def _all_contain(pk: str, texts: tuple[str, ...]) -> Condition | None:
+    """``contains(pk, text)`` for each of ``texts``, ANDed (``None``: none)."""
+    found: Condition | None = None
+    for text in texts:
+        found = F(pk).contains(text) if found is None else found & F(pk).contains(text)
     return found
 
 
-def _never(_: str) -> bool:
-    return False
+def _key_condition(pk: str, op: str, texts: tuple[str, ...]) -> Condition:
+    """The filter of one :func:`_key_test` (never ``("", ())``)."""
+    if op == "=":
+        return F(pk) == texts[0]
+    if op == "begins_with":
+        head = F(pk).begins_with(texts[0])
+        inner = _all_contain(pk, texts[1:])
+        return head if inner is None else head & inner
+    found = _all_contain(pk, texts)
+    assert found is not None
+    return found
 
 
-def key_admitter(template: KeyTemplate, values: Mapping[str, str]
-                 ) -> Callable[[str], object] | None:
-    """The decision of one ``"S"`` partition key template on a key's text (a plain
-    ``str``): truthy exactly when ``template.parse_key(text)`` gives every scope field
-    (``values``: name -> text) its value. Built from the template's own segments: its
-    literal texts, each scope field's value in its place (a value its field's slot cannot
-    hold, or a scope field the template lacks: nothing is admitted), every other field's
-    slot as :meth:`KeyTemplate.parse_key` matches it; one string comparison when no other
-    field is left (the key is then the prefix :meth:`KeyTemplate.scope_prefix` proves),
-    else one regular expression. ``None`` for a template it does not cover (a typed key,
-    a field named twice)."""
-    if template.key_type != "S" or len(set(template.fields)) != len(template.fields) or (
-            _formatted(template, values)):  # (a padded integer: _parses compares numbers)
-        return None
-    if template.single is not None:  # (the whole key is the field)
-        want = values.get(template.single)
-        return _never if want is None or set(values) != {template.single} else want.__eq__
-    if not set(values) <= set(template.fields):
-        return _never
-    parts: list[str] = []
-    fixed = True
-    for seg in template.segments:
-        if isinstance(seg, str):
-            parts.append(re.escape(seg))
-            continue
-        assert isinstance(seg, _Field)
-        excluded = "#" + seg.sep + seg.also
-        if seg.name in values:
-            want = values[seg.name]
-            if not want or any(c in excluded for c in want):
-                return _never  # (no key parses to it: its slot cannot hold it)
-            parts.append(re.escape(want))
-        else:
-            fixed = False
-            parts.append(f"[^{re.escape(excluded)}]+")
-    if fixed:  # (literals and scope values: one key)
-        return "".join(s if isinstance(s, str) else values[s.name]
-                       for s in template.segments).__eq__
-    return re.compile("".join(parts)).fullmatch
+def _every(test: Callable[[str | None], object], keys: list[str]) -> bool:
+    return all(map(test, keys))
 
 
 class Scope:
     """The fields a scoped session holds to fixed values (``values``: as keys render them;
     ``given``: as the caller gave them, for filters)."""
 
-    __slots__ = ("_covered", "given", "selections", "values")
+    __slots__ = ("_covered", "given", "values")
 
     def __init__(self, scope: Mapping[str, Any]) -> None:
         if not isinstance(scope, Mapping) or not scope:
@@ -176,8 +149,26 @@ class Scope:
         self.given = dict(scope)
         self.values = values
         self._covered: set[type[Any]] = set()
-        #: the scoped read selections of this scope (:func:`dynaorm.read.selection.selection`)
-        self.selections: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, scope: Mapping[str, Any]) -> Scope:
+        """The scope of ``scope`` (as :class:`Scope` makes it), one object shared by the
+        sessions of the same scope (what it decides depends on its values alone; a web
+        service makes a scoped session a request): kept for the 4,096 latest scopes of
+        hashable values."""
+        try:
+            # (repr too: equal values may render other keys, Decimal('1') and
+            # Decimal('1.0'), 0.0 and -0.0: each its own scope)
+            known = tuple((k, type(v), v, repr(v)) for k, v in scope.items())
+            found = _SCOPES.get(known)
+        except (TypeError, AttributeError):  # (unhashable values; not a mapping)
+            return cls(scope)
+        if found is None:
+            found = cls(scope)
+            if len(_SCOPES) >= 4096:
+                _SCOPES.pop(next(iter(_SCOPES)), None)
+            _SCOPES[known] = found
+        return found
 
     def __repr__(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.values.items())
@@ -231,6 +222,9 @@ class Scope:
         """Refuse a query of a secondary index whose partition does not carry the scope."""
         if index is None:
             return
+        known = (spec.cls, index, *self.values.items())
+        if known in _INDEXED:
+            return
         native = spec.table.native(index)
         if native is not None:
             carried = {f for f in self.values if spec.attr(f) in native.hash_keys}
@@ -244,11 +238,15 @@ class Scope:
             raise ScopeError(f"{spec.name}: index {index!r} is not partitioned by the scope "
                              f"field(s) {missing}: a query of it could read another "
                              f"tenant's items, so a session scoped to {self} refuses it")
+        if len(_INDEXED) < 4096:
+            _INDEXED.add(known)
 
     # -- keys: what is inside the scope -------------------------------------------------
     def admits(self, spec: EntitySpec, item: Mapping[str, Any]) -> bool:
-        """Whether the stored item ``item`` of ``spec`` is inside the scope, by its table
-        partition key alone (:meth:`admits_key`); a missing or malformed one is not."""
+        """Whether the stored item ``item`` of ``spec`` is inside the scope: its table
+        partition key is (:meth:`admits_key`; a missing or malformed one is not), and
+        its stored scope fields agree with that key's parse (:meth:`stored`: a row whose
+        attributes name another scope than its key, a stale key, is not)."""
         found = _PKS.get(spec.cls) or _templates(spec)
         av = item.get(found[0])
         if type(av) is not dict:
@@ -259,21 +257,84 @@ class Scope:
                 text = key_value(av)
             except DynaormError:  # (a malformed key attribute)
                 return False
-        return self._parses(found[1], text)
+        return self._parses(found[1], text) and self.stored(spec, item)
 
-    def admitter(self, spec: EntitySpec) -> Callable[[str], object]:
-        """:meth:`admits` of an item of ``spec`` whose partition key attribute is the
-        string ``text`` (``{"S": text}``), as one call on the text (truthy: admitted):
-        exactly :meth:`admits_key`'s decision, made cheaply where the entity has one
-        partition template of strings (:func:`key_admitter`), else that method itself.
-        Kept per (class, scope)."""
+    def stored(self, spec: EntitySpec, item: Mapping[str, Any]) -> bool:
+        """Whether the stored scope fields of ``item`` (a row of ``spec`` whose partition
+        key is inside the scope) hold the scope's values: each field's attribute, read as
+        the entity reads it, renders the scope's text (a field stored only in the key,
+        absent here, is the key's). A row 0.7 wrote for tenant ``acme-corp`` at
+        ``T-acme-corp-123`` parses under the grammar as tenant ``acme``'s (its document
+        ``corp-123``): it says ``acme-corp``, so it is no row of ``acme``'s (a stale
+        key: ``dynaorm check`` reports it)."""
+        for name, want in self.values.items():
+            av = item.get(spec.attr(name))
+            if av is None or (type(av) is dict and av.get("S") == want):
+                continue
+            try:
+                value = annotation_adapter(spec.cls, name).validate_python(
+                    decode_value(av))
+            except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError,
+                    DynaormError):  # (a malformed attribute: no value of the scope's)
+                return False
+            if not self._same(name, value):
+                return False
+        return True
+
+    def holds(self, spec: EntitySpec, obj: Any) -> bool:
+        """Whether the entity object ``obj`` (read from a row whose key is inside the
+        scope) holds the scope's values in its scope fields (:meth:`stored`'s decision,
+        on the object: its fields were read from the row's attributes, or its key)."""
+        values = obj.__dict__
+        for name, want in self.values.items():
+            value = values.get(name)
+            if not (type(value) is str and value == want) and not self._same(name, value):
+                return False
+        return True
+
+    def _same(self, name: str, value: Any) -> bool:
+        """Whether the field value ``value`` renders as the scope's text of ``name``."""
+        if value is None:
+            return False
+        try:
+            return render_value(value) == self.values[name]
+        except (ValueError, TypeError):
+            return False
+
+    def holder(self, spec: EntitySpec) -> Callable[[list[Any]], bool]:
+        """:meth:`holds` of every object of a page read from the answer's bytes (each of
+        ``spec``; truthy: all of them): a plain comparison of each scope field where its
+        values are the scope's text, else :meth:`holds` of each. Kept per (class,
+        scope)."""
+        known = (spec.cls, *self.values.items())
+        found = _HOLDERS.get(known)
+        if found is not None:
+            return found
+        checks = [(operator.attrgetter(name), want) for name, want in self.values.items()]
+
+        def hold(objs: list[Any]) -> bool:
+            for get, want in checks:  # (each object's value the scope's text, counted)
+                if list(map(get, objs)).count(want) != len(objs):
+                    return all(self.holds(spec, o) for o in objs)
+            return True
+
+        if len(_HOLDERS) < 4096:
+            _HOLDERS[known] = hold
+        return hold
+
+    def admitter_all(self, spec: EntitySpec) -> Callable[[list[str]], bool]:
+        """:meth:`admits_key` of a list of string partition keys' texts at once (``True``:
+        every one is admitted): the grammar's own test of them
+        (:meth:`KeyTemplate.matcher_all`) where the entity has one partition template of
+        strings and the scope's fields are plain in it, else the parse of each (a
+        previous layout's too, a padded integer). Kept per (class, scope)."""
         known = (spec.cls, *self.values.items())
         found = _ADMITTERS.get(known)
         if found is None:
             templates = (_PKS.get(spec.cls) or _templates(spec))[1]
-            found = key_admitter(templates[0], self.values) if len(templates) == 1 else None
-            if found is None:  # (a previous layout's too: parsed as admits_key does)
-                return functools.partial(self._parses, templates)
+            found = templates[0].matcher_all(self.values) if len(templates) == 1 else None
+            if found is None:
+                found = functools.partial(_every, functools.partial(self._parses, templates))
             if len(_ADMITTERS) < 4096:
                 _ADMITTERS[known] = found
         return found
@@ -336,6 +397,23 @@ class Scope:
                                  f"{value!r}, which is outside this session's scope "
                                  f"({self}); nothing was sent")
 
+    def guard(self, spec: EntitySpec) -> Condition:
+        """What a write by key (of an item the session never read: a delete or an update
+        by key, a save that overwrites, a bulk delete) requires of the stored item: each
+        scope field's attribute absent or the scope's value (as ``spec`` holds it). A
+        stale key's row (its key
+        parses into the scope, its fields name another: a row 0.7 wrote for ``acme-corp``
+        at ``T-acme-corp-123``) is refused, as a scoped read skips it."""
+        found: Condition | None = None
+        for name, value in self.given.items():
+            with contextlib.suppress(ValueError, TypeError):  # (the value as the entity
+                # holds it: a scope may name an int as "5")
+                value = annotation_adapter(spec.cls, name).validate_python(value)
+            held = F(name).not_exists() | (F(name) == value)
+            found = held if found is None else found & held
+        assert found is not None  # (a scope names one field at least)
+        return found
+
     # -- reads ------------------------------------------------------------------------
     def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,
               fields: Mapping[str, Any]) -> None:
@@ -345,24 +423,15 @@ class Scope:
             self.index(spec, index)
             self.fields(spec, fields, "a query")
 
-    def scan(self, scan: S) -> S:
-        """A scan filtered to the scope by keys (:meth:`key_filter`: the server returns
-        only items whose partition keys may be inside it; each is then admitted by its
-        key, as every scoped read's items are)."""
-        cond = self.key_filter(tuple(getattr(scan, "_entities", ())))
-        if cond is None:
-            return scan
-        found: Condition | None = getattr(scan, "_filter", None)
-        return dataclasses.replace(scan, _filter=cond if found is None else found & cond)
-
     def key_filter(self, entities: tuple[type[Any], ...]) -> Condition | None:
         """The ``FilterExpression`` that holds a scan of ``entities`` to the scope by the
-        table's partition key, what every key :meth:`admits_key` admits satisfies: per
-        partition template (the previous layout's too), ``pk = prefix`` or
-        ``begins_with(pk, prefix)`` with the prefix :meth:`KeyTemplate.scope_prefix` proves,
-        else ``contains(pk, value)`` for each scope field; ORed. ``None`` (no filter: the
-        client's check alone) where a template is not of strings, or a field of some
-        entity is stored under the partition key's name. Kept per (entities, scope)."""
+        table's partition key, what every key :meth:`admits_key` admits satisfies, as the
+        grammar says it (:meth:`KeyTemplate.leading_text`): per partition template (the
+        previous layout's too), ``pk = key``, or ``begins_with(pk, prefix)`` and
+        ``contains(pk, text)`` of each scope text after the prefix; ORed. ``None`` (no
+        filter: the client's check alone) where a template says nothing (a key that is not
+        of strings), or a field of some entity is stored under the partition key's name.
+        Kept per (entities, scope). (A stale key's row passes it: the client skips it.)"""
         known = (entities, *self.values.items())
         if known in _KEY_FILTERS:
             return _KEY_FILTERS[known]
@@ -376,8 +445,7 @@ class Scope:
         found: Condition | None = None
         if ("", ()) not in tests:
             for op, texts in tests:
-                cond = F(pk) == texts[0] if op == "=" else F(pk).begins_with(
-                    texts[0]) if op == "begins_with" else _all_contain(pk, texts)
+                cond = _key_condition(pk, op, texts)
                 found = cond if found is None else found | cond
         if len(_KEY_FILTERS) < 4096:
             _KEY_FILTERS[known] = found

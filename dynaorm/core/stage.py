@@ -45,7 +45,7 @@ class Stage:
         self.table = table
         self._given = client
         #: the tenant scope every key is checked against (``None``: unscoped)
-        self.scope = None if scope is None else Scope(scope)
+        self.scope = None if scope is None else Scope.of(scope)
         self.writes: dict[int, StagedWrite] = {}
         #: whether the writes :meth:`take` took last are of an entity whose rules prepare
         #: (key material: its commit asks for it; a plain commit asks nothing)
@@ -119,6 +119,15 @@ class Stage:
         key = spec.primary_key(fields, version)
         self.scope.key(spec, key, "a key")  # (parsed back: the key decides the scope)
         return key
+
+    def by_key(self, entity: Any, condition: Condition | None) -> Condition | None:
+        """``condition`` of a write by key of ``entity`` (a class or an object; of an
+        item never read) held to the scope: ANDed with :meth:`Scope.guard` in a scoped
+        session (a stale key's row is not its)."""
+        if self.scope is None:
+            return condition
+        guard = self.scope.guard(self.spec(entity))
+        return guard if condition is None else condition & guard
 
     def add(self, entry: StagedWrite) -> None:
         """Stage ``entry`` (one of an object: its key must render, and a write of the same

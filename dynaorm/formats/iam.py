@@ -15,7 +15,10 @@ per partition key template a scoped role reaches (each kind of row its entities 
 their previous layouts', each index it queries), the template's literal start, the
 field bound to the principal's tag ``aws:PrincipalTag/FIELD``, then the field's
 separator and ``*`` (a value of the field never holds its separator, so only the
-principal's own keys begin so), or nothing when the key ends at the field. What the
+principal's own keys begin so), or nothing when the key ends at the field; and a
+``StringNotLike`` condition on that tag refuses a principal whose tag holds one of the
+field's separators or ``#`` (a tag ``acme-corp`` under ``T-${tag}-*`` would otherwise read
+tenant ``acme``'s ``T-acme-corp-123``: the grammar's rule holds the tag too). What the
 scope cannot prove (a template without the field, or where it is not the first field,
 is formatted or converted, or is the whole key; two templates whose literal starts
 begin one another; a Scan, a search) is named: ``dynaorm iam`` exits 2. A scoped write
@@ -35,7 +38,7 @@ from typing import Any
 
 from dynaorm.keys import KeyTemplate, KeyTemplateError, parse
 
-__all__ = ["READS", "escape", "leading_key", "to_format", "unbound_rows"]
+__all__ = ["READS", "escape", "leading_key", "tag_refusals", "to_format", "unbound_rows"]
 
 #: the operations a read role sends (a pattern of any other operation writes)
 READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "SearchVectors"})
@@ -64,11 +67,13 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
     if role not in ("read", "write"):
         raise ValueError(f"role must be 'read' or 'write', got {role!r}")
     grants = _granted(model, role, scope)
+    held: frozenset[str] = frozenset()
     if scope is not None:
         refused = {e["name"]: _refused(e, scope) for e in model["entities"]}
         for found in grants.leading.values():
             grants.uncovered += _apart(found, refused, scope)
-    statements = _policy_statements(grants, model["table"]["name"], scope, where or {})
+        held = frozenset({"#"}).union(*refused.values())
+    statements = _policy_statements(grants, model["table"]["name"], scope, where or {}, held)
     return ({"Version": "2012-10-17", "Statement": statements},
             list(dict.fromkeys(grants.uncovered)))
 
@@ -91,19 +96,22 @@ def _granted(model: Mapping[str, Any], role: str, scope: str | None) -> _Grants:
 
 
 def _policy_statements(grants: _Grants, table: str, scope: str | None,
-                where: Mapping[str, str]) -> list[dict[str, Any]]:
+                       where: Mapping[str, str], refused: frozenset[str] = frozenset()
+                       ) -> list[dict[str, Any]]:
     """The policy's statements granting ``grants`` on the table named ``table``: one
-    for the table, one per index, one for the vector searches."""
+    for the table, one per index, one for the vector searches; ``refused``: the
+    characters no value of the scope field holds (a principal whose tag holds one is
+    refused)."""
     on_table, on_index, searched = grants.on_table, grants.on_index, grants.searched
     leading = grants.leading
     statements = []
     if on_table:
         statements.append(_statement("Table", on_table, [_arn(table, None, where)],
-                                     scope, _patterns(leading[""], scope)))
+                                     scope, _patterns(leading[""], scope), refused))
     for name in sorted(on_index):
         statements.append(_statement(f"Index{_sid(name)}", on_index[name],
                                      [_arn(table, name, where)], scope,
-                                     _patterns(leading.get(name, []), scope)))
+                                     _patterns(leading.get(name, []), scope), refused))
     if searched:
         statements.append({"Sid": "SearchVectors", "Effect": "Allow",
                            "Action": ["dynamodb:SearchVectors"],
@@ -182,15 +190,26 @@ def _sid(name: str) -> str:
 
 
 def _statement(sid: str, actions: Iterable[str], resources: list[str], scope: str | None,
-               leading: list[str]) -> dict[str, Any]:
+               leading: list[str], refused: frozenset[str] = frozenset()) -> dict[str, Any]:
     found: dict[str, Any] = {"Sid": sid, "Effect": "Allow",
                              "Action": [f"dynamodb:{a}" for a in sorted(actions)],
                              "Resource": resources}
     if scope is not None:  # (Null: a request without leading keys, a Scan, is refused)
         found["Condition"] = {
             "ForAllValues:StringLike": {"dynamodb:LeadingKeys": leading},
-            "Null": {"dynamodb:LeadingKeys": "false"}}
+            "Null": {"dynamodb:LeadingKeys": "false"},
+            # (a tag holding a separator of the field would let the pattern reach into
+            # another tenant's keys: T-${tag}-* with the tag acme-corp reads acme's
+            # T-acme-corp-123; no tenant the grammar allows holds one)
+            "StringNotLike": {f"aws:PrincipalTag/{scope}": tag_refusals(refused)}}
     return found
+
+
+def tag_refusals(refused: Iterable[str]) -> list[str]:
+    """The ``StringNotLike`` patterns of a principal's tag that holds one of the
+    characters ``refused`` (the scope field's separators, ``#``): ``*<c>*`` each, the
+    character as IAM's literal where it is a wildcard (:func:`escape`)."""
+    return [f"*{escape(c)}*" for c in sorted(set(refused) | {"#"})]
 
 
 def escape(text: str) -> str:

@@ -31,9 +31,10 @@ claims, typically after a class was renamed: every read skips it; the fix is
 ``Meta.type_name`` or ``Meta.previous``), ``unclaimed-item`` (on a table without a type
 attribute, an item whose key fits no entity's templates and that is none of dynaorm's own
 rows: another tool's guard, a kind of item no class maps) and ``stale-key`` (an item whose
-table key no
-longer matches its key templates: moving it changes its identity; load and save it under
-the new key).
+table key no longer matches its key templates, or whose fields render no key today: a row
+0.7 wrote for tenant ``acme-corp`` at ``T-acme-corp-123``, which the grammar reads as
+tenant ``acme``'s, and which a scoped session therefore skips; moving it changes its
+identity; load and save it under the new key).
 Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
 applies to the items as they were scanned. :func:`repair` sends them.
@@ -460,9 +461,9 @@ class _Auditor:
             except DynaormError as exc:  # (a value the key grammar refuses: a row 0.7
                 # stored, whose key the grammar reads otherwise than its attributes say)
                 self.problems.append(Problem("stale-key", key, (
-                    f"{spec.name} fields render no key today ({exc}); a scoped session "
-                    "decides by the key, so fix by hand (load it and save it under a "
-                    "valid key, then delete the old item)")))
+                    f"{spec.name} fields render no key today ({exc}); the grammar reads "
+                    "its key as other values, so a scoped session skips it: fix by hand "
+                    "(load it and save it under a valid key, then delete the old item)")))
                 continue
             if want != self.plain(key) or (spec.versioned and parsed is None):
                 shown = " | ".join(want.values())

@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
 from dynaorm import DynaormError, Entity, F, Operation, Rate, Table
+from dynaorm.core.scope import Scope
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
@@ -356,7 +357,8 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
                  fn=_task, files=files, options=(
                      ("to", os.fspath(to)), ("entities", classes),
                      ("history", bool(history)), ("encrypted", encrypted), ("kind", read),
-                     ("view", view), ("source", source or ""), ("scope", prefixes)))
+                     ("view", view), ("source", source or ""), ("scope", prefixes),
+                     ("scope_values", None if scope is None else dict(scope))))
     if kind is None:
         return job
     return kind.job(job, Staged(os.fspath(to), tuple(datasets_of(job)), source_of(job),
@@ -981,7 +983,8 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
     or read the data files ``files`` of an export to S3 (``options["kind"]``), and write
     its parts."""
     run = _Export(table, segment, options)
-    scoped = _in_scope(table, options.get("scope"))
+    scoped = _in_scope(table, options.get("scope"), options.get("scope_values"),
+                       options["entities"])
     try:
         with _collector_paused():
             if options["kind"] == "scan":
@@ -1002,14 +1005,28 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
         raise
 
 
-def _in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None
+def _in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None,
+              values: Mapping[str, Any] | None = None, classes: Sequence[Any] = ()
               ) -> Callable[[Item | None], bool] | None:
     """Whether a stored item is in an export's scope (``None``: no scope): its partition
-    key starts with its entity's proven prefix (:func:`scope_prefixes`; exact: is it)."""
+    key starts with its entity's proven prefix (:func:`scope_prefixes`; exact: is it),
+    and its stored scope fields (``values``: the scope as given) are the scope's (a
+    stale key's row, whose key parses into the scope while its fields name another
+    tenant, is not: :meth:`~dynaorm.core.scope.Scope.stored`, as a scoped read skips
+    it)."""
     if prefixes is None:
         return None
     kind, pk = table.type_attribute, table.pk
     anyone = sorted(set(prefixes.values()))
+    held = None if not values else Scope(values)
+    specs = {spec_of(c).type_name: spec_of(c) for c in classes}
+
+    def stored(name: Any, item: Item) -> bool:
+        if held is None:
+            return True
+        spec = specs.get(name) if isinstance(name, str) else None
+        return all(held.stored(s, item) for s in (
+            [spec] if spec is not None else specs.values()))
 
     def scoped(item: Item | None) -> bool:
         key = (item or {}).get(pk, {}).get("S")
@@ -1018,7 +1035,8 @@ def _in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None
         name = (item or {}).get(kind, {}).get("S") if kind is not None else None
         mine = [prefixes[name]] if isinstance(name, str) and name in prefixes else (
             anyone if kind is None else [])
-        return any(key == p if exact else key.startswith(p) for p, exact in mine)
+        return any(key == p if exact else key.startswith(p) for p, exact in mine) and (
+            stored(name, item or {}))
     return scoped
 
 

@@ -635,8 +635,9 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
         return  # (the plain case, checked without the full validator)
     errors = sorted(_validator(tool).iter_errors(args),
                     key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        said = "; ".join(_refusal(e) for e in errors[:5])
+    if errors:  # (one refusal said once: jsonschema reports a missing name per name, each
+        # naming all that are missing)
+        said = "; ".join(list(dict.fromkeys(_refusal(e) for e in errors))[:5])
         raise ToolError(f"{tool.name}: arguments refused: {said}")
 
 

@@ -146,9 +146,11 @@ class QuerySpec(ReadSpec[T]):
         # (one type on the table: its key condition reads latest copies only)
         several = len(self._entities) > 1 and plan.index is None
         scope = self._scope
+        keys = True
         if scope is not None and (plan.index is None or table.index(plan.index).is_local):
             # the table's own partition (an LSI's too): every item the query returns holds
-            # the partition key it names, admitted here once, by its grammar
+            # the partition key it names, admitted here once, by its grammar (each item's
+            # stored scope fields are still asked: a stale key's row says another scope)
             for entity in self._entities:
                 spec = spec_of(entity)
                 for value in plan.pk_values:
@@ -156,11 +158,11 @@ class QuerySpec(ReadSpec[T]):
                         raise ScopeError(f"{spec.name}: a query of the partition {value!r}"
                                          f", outside this session's scope ({scope}); "
                                          "nothing was sent")
-            scope = None
+            keys = False
         return selection(self._entities, plan.index, sk_attr=plan.sk_attr,
                          exclude=plan.exclude, history_base=plan.history_base,
                          latest_only=several or table.native(plan.index) is not None,
-                         scope=scope)
+                         scope=scope, scope_keys=keys)
 
     def _describe(self) -> str:
         names = "/".join(e.__name__ for e in self._entities)

@@ -260,7 +260,9 @@ class SearchSpec(Generic[T]):
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
             elif old.owns(row):  # (read as current, as a scan reads it)
-                hits.append(Hit((yield from old.owner(spec, row, FETCHING)), score))
+                obj = yield from old.owner(spec, row, FETCHING)
+                if self._within is None or self._within.holds(spec, obj):
+                    hits.append(Hit(obj, score))  # (else a stale key's row: not a hit)
             else:
                 sel.foreign(row)
                 hits.skipped += 1

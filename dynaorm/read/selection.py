@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,8 +102,12 @@ class Selection(Generic[T]):
     #: (:meth:`~dynaorm.schema.rules.Rule.keeps`): asked of each of their rows
     keeping: frozenset[str] = frozenset()
     #: a scoped session's :class:`~dynaorm.core.scope.Scope` (``None``: unscoped): an item
-    #: is a result only when its stored key is inside it (``scope.admits(spec, item)``)
+    #: is a result only when its stored key is inside it and its stored scope fields say
+    #: so too (``scope.admits(spec, item)``)
     scope: Any = None
+    #: whether each result's partition key is admitted (``False``: a query of one
+    #: partition the scope admitted before sending; its items' stored fields are asked)
+    scope_keys: bool = True
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
@@ -139,8 +144,8 @@ class Selection(Generic[T]):
         if name is None or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
-        if self.scope is not None and not self.scope.admits(self.types[name][1], item):
-            return False  # (another scope's key, whatever its attributes say)
+        if self.scope is not None and not self._scoped(self.types[name][1], item):
+            return False  # (another scope's key, or attributes of another scope: stale)
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
         if self.history_base is not None and self.table_sk:
@@ -163,11 +168,27 @@ class Selection(Generic[T]):
         if name is None or name not in self.types or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
-        if self.scope is not None and not self.scope.admits(self.types[name][1], item):
+        if self.scope is not None and not self._scoped(self.types[name][1], item):
             return False
         if name in self.version_keyed and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(self.layout.latest)
         return True
+
+    def _scoped(self, spec: EntitySpec, item: Item) -> bool:
+        """Whether the scope admits ``item`` (its key and its stored scope fields; only
+        the latter where the partition was admitted before sending)."""
+        if self.scope_keys:
+            return bool(self.scope.admits(spec, item))
+        return bool(self.scope.stored(spec, item))
+
+    @functools.cached_property
+    def scope_attrs(self) -> tuple[str, ...]:
+        """The stored attributes of the scope's fields in the requested types (what a
+        read projected to some attributes reads too, for :meth:`keep` to ask them)."""
+        if self.scope is None:
+            return ()
+        return tuple(dict.fromkeys(spec.attr(name) for _, spec in self.types.values()
+                                   for name in self.scope.values))
 
     def position(self, item: Item | T) -> Item | Callable[[], Item]:
         """The ExclusiveStartKey that resumes right after ``item``; after an object read
@@ -243,15 +264,24 @@ class Selection(Generic[T]):
         strict bound, history, latest copies among several types, a rule that keeps some
         rows from the results), or whose items are read again by key. Scoped: each
         result's stored partition key is admitted as :meth:`keep` admits it (the scope's
-        :meth:`~dynaorm.core.scope.Scope.admitter` of each type)."""
+        :meth:`~dynaorm.core.scope.Scope.admitter_all` of each type)."""
         if (self.shapeless or self.fetch or self.by_shape
                 or self.ttl_attr is not None or self.exclude is not None
                 or self.history_base is not None or self.latest_only or self.keeping):
             return None
         if self.scope is not None:
-            return answer_reader(self.types, {name: self.scope.admitter(spec)
-                                              for name, (_, spec) in self.types.items()})
+            return answer_reader(self.types, *self._scope_tests)
         return answer_reader(self.types)
+
+    @functools.cached_property
+    def _scope_tests(self) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The scope's tests of an answer read from its bytes, per type: of its items'
+        partition keys (``None`` where they were admitted before sending) and of its
+        objects' scope fields."""
+        scope = self.scope
+        keys = {name: scope.admitter_all(spec) for name, (_, spec) in self.types.items()}
+        return (keys if self.scope_keys else None,
+                {name: scope.holder(spec) for name, (_, spec) in self.types.items()})
 
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
@@ -322,29 +352,37 @@ def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) ->
 #: reads: what a read of the same types from the same source selects and decodes the same
 #: way (a frozen record, shared by every such read; its cached properties filled once)
 _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
+#: the same, of scoped reads: by the read and the scope's values (a Selection's scope
+#: decides by its values alone)
+_SCOPED: dict[tuple[Any, ...], Selection[Any]] = cache("read.scoped_selections")
 
 
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
-              latest_only: bool = False, scope: Any = None) -> Selection[T]:
+              latest_only: bool = False, scope: Any = None,
+              scope_keys: bool = True) -> Selection[T]:
     """The :class:`Selection` of a read of ``entities`` from the table or ``index``
     (``latest_only``: a versioned type's rows are results only as its latest copies,
     where no key condition says so): one per kind of read, kept (``read.selections``),
     except where it holds a key value (``exclude``, ``history_base``) or snapshots the
     table's entities (a table without a type attribute, whose later classes change what
     its reads skip): those are built for each read. With ``scope`` (a scoped session's
-    :class:`~dynaorm.core.scope.Scope`), its results are only the items whose stored keys
-    it admits (kept in the scope's own ``selections``)."""
+    :class:`~dynaorm.core.scope.Scope`), its results are only the items it admits (by
+    their keys, unless ``scope_keys`` is false, and by their stored scope fields), kept
+    per scope's values as well (a web service makes a scoped session a request)."""
     if scope is not None:
-        read = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
-        scoped: Selection[T] | None = scope.selections.get(read)
+        read = (tuple(entities), index, sk_attr, exclude, history_base, latest_only,
+                scope_keys, *scope.values.items())
+        scoped: Selection[T] | None = _SCOPED.get(read)
         if scoped is None:
             scoped = dataclasses.replace(selection(
                 entities, index, sk_attr=sk_attr, exclude=exclude,
-                history_base=history_base, latest_only=latest_only), scope=scope)
-            if len(scope.selections) < 64 and not scoped.shapeless:  # (a session's
-                # few kinds of read; a table without a type attribute: built each read)
-                scope.selections[read] = scoped
+                history_base=history_base, latest_only=latest_only), scope=scope,
+                scope_keys=scope_keys)
+            if exclude is None and history_base is None and not scoped.shapeless:
+                if len(_SCOPED) >= 4096:  # (many tenants: the oldest let go)
+                    _SCOPED.pop(next(iter(_SCOPED)), None)
+                _SCOPED[read] = scoped  # (a table without a type attribute: each read)
         return scoped
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)

@@ -296,6 +296,8 @@ class ReadSpec(Generic[T]):
         attrs = [] if sel.keeping else list(sel.key_attrs)  # (a rule keeps: whole rows)
         if attrs and not sel.by_shape:
             attrs.append(sel.type_attr)
+        if attrs:  # (a scoped read asks each item's stored scope fields too)
+            attrs += sel.scope_attrs
         counted = 0
         cap = self._limit
         pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
@@ -343,7 +345,7 @@ class ReadSpec(Generic[T]):
         items apart), or whole where they are read by key or a rule's ``keeps`` reads
         them."""
         attrs = () if sel.fetch or sel.keeping else dict.fromkeys(
-            [*names, *sel.key_attrs, sel.type_attr])
+            [*names, *sel.key_attrs, sel.type_attr, *sel.scope_attrs])
         return (yield from self._collect_p(sel, list(attrs)))
 
     def _operation_of(self, terminal: str | None = None) -> Operation:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import operator
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
@@ -234,7 +233,8 @@ class LoadedItems(list[Any]):
 
 
 def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
-                  admit: Mapping[str, Callable[[str], object]] | None = None
+                  admit: Mapping[str, Callable[[list[str]], bool]] | None = None,
+                  hold: Mapping[str, Callable[[list[Any]], bool]] | None = None
                   ) -> Reader | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
@@ -247,7 +247,11 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     that answer and every later one of the read decode the plain way, so errors stay the
     plain path's). ``None`` when some type is not for it (no fast validator, a rule that
     decodes its rows or keeps some from the results, number or binary keys, stored names,
-    a TTL)."""
+    a TTL). A scoped read's answer is read so only when each result's stored partition
+    key passes ``admit`` of its type (type name -> a test of a list of keys' texts;
+    ``None``: keys not asked) and its objects pass ``hold`` (type name -> a test of a list of its
+    objects: their scope fields), else the plain way, which leaves out what they
+    refuse."""
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
     # (a placing rule's references are maps, which the fast way never reads: an answer
@@ -265,6 +269,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     refused = False
     admits = None if admit is None else {cls: admit[name] for name, (cls, _) in types.items()}
     only = None if admits is None or len(admits) != 1 else next(iter(admits.values()))
+    holds = None if hold is None else {cls: hold[name] for name, (cls, _) in types.items()}
 
     def read(data: bytes) -> dict[str, Any] | None:
         nonlocal refused
@@ -291,6 +296,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
                 objs = [objs[at] for at in places]
             if admits is not None and not _admitted(admits, only, pks, objs, places):
                 return None  # (another scope's key, or no keys read: the plain way)
+            if holds is not None and not _held(holds, objs):
+                return None  # (a stale key: fields of another scope; the plain way)
             # each object marked persisted, in C: (its page, its place), made its state
             # (InstanceState.on_page) when first asked for (raw_state)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
@@ -305,8 +312,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     return collector_paused(read)  # (see there: the page's objects made at once)
 
 
-def _admitted(admits: Mapping[type[Any], Callable[[str], object]],
-              only: Callable[[str], object] | None, pks: list[Any] | None,
+def _admitted(admits: Mapping[type[Any], Callable[[list[str]], bool]],
+              only: Callable[[list[str]], bool] | None, pks: list[Any] | None,
               objs: list[Any], places: Iterable[int]) -> bool:
     """Whether every result ``objs`` of a scoped answer (at ``places`` of its items) has
     its stored partition key (``pks``, read beside them) in the scope; ``False`` when no
@@ -314,12 +321,17 @@ def _admitted(admits: Mapping[type[Any], Callable[[str], object]],
     if pks is None:
         return False
     if only is not None and type(places) is count:
-        return all(map(only, map(_P, pks)))
-    return all(admits[type(o)](pks[at]["p"]) for o, at in zip(objs, places, strict=False))
+        return only(pks)
+    return all(admits[type(o)]([pks[at]]) for o, at in zip(objs, places, strict=False))
 
 
-#: the partition key text of an entry of a scoped answer's ``Pks``
-_P = operator.itemgetter("p")
+def _held(holds: Mapping[type[Any], Callable[[list[Any]], bool]], objs: list[Any]) -> bool:
+    """Whether every result ``objs`` of a scoped answer holds the scope in its fields."""
+    if len(holds) == 1:
+        return next(iter(holds.values()))(objs)
+    return all(holds[type(o)]([o]) for o in objs)
+
+
 
 #: what decoding an attribute value that is not of DynamoDB's shapes raises (``{"N":
 #: "abc"}``, ``{"L": 5}``, an unknown tag, a bare string): an ItemDecodeError instead

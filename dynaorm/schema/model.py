@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import operator
+import re
 import types
 import typing
 import uuid
@@ -439,8 +440,16 @@ def _key_parts(pk: Any, sk: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _snake(name: str) -> str:
-    out = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).strip("_")
-    return "".join(c if c.isalnum() else "_" for c in out).replace("__", "_")
+    """``name`` in snake case for a pattern's (and an MCP tool's) name, an acronym kept
+    whole: ``Deal`` -> ``deal``, ``ByTenant`` -> ``by_tenant``, ``GSI1`` -> ``gsi1``,
+    ``HTTPLog`` -> ``http_log``, ``my-index`` -> ``my_index``."""
+    out = _WORDS.sub("_", name).lower()
+    return re.sub(r"_+", "_", "".join(c if c.isalnum() else "_" for c in out)).strip("_")
+
+
+#: where a name's words part: a capital after a lowercase letter or a digit, and the last
+#: capital of an acronym before a lowercase letter (``HTTPLog``: ``HTTP``, ``Log``)
+_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def declared_patterns(spec: EntitySpec) -> list[AccessPattern]:

@@ -13,7 +13,7 @@ import functools
 import itertools
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -77,7 +77,7 @@ class _Field:
             return "#"
         if self.sep and self.sep in text:
             return self.sep
-        return next((c for c in self.also if c in text), None)
+        return next((c for c in self.also if c in text), None) if self.also else None
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,15 @@ class KeyTemplate:
         if seg.conversion:
             text = _CONVERSIONS[seg.conversion](text)
         if check and self.single is not None and text:
-            return text  # one field: nothing to split, so '#' is allowed
+            # one field: nothing to split, so '#' is allowed, unless another template of
+            # the entity gives the field a separator (``also``: '#' among them)
+            bad = next((c for c in seg.also if c in text), None)
+            if bad is None:
+                return text
+            raise KeyTemplateError(
+                f"{owner}: field {seg.name!r} value {value!r} contains {bad!r}, a "
+                "separator that follows it in another key template of the entity; it "
+                f"cannot go into key {self.source!r}", field=seg.name)
         refused = seg.refused(text) if check and text else None
         if check and (not text or refused):
             why = "is empty" if not text else (
@@ -191,7 +199,11 @@ class KeyTemplate:
         return text
 
     def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
-        """Render the full key from ``values`` (a mapping of field name to value)."""
+        """Render the full key from ``values`` (a mapping of field name to value). Every
+        path checks each value by :meth:`_Field.refused`'s rule (``#``, the field's
+        separator, its separators in the entity's other templates): a plain ``str``
+        value is rendered as itself once checked (the rule inlined where the field
+        refuses ``#`` and its separator alone), any other by :meth:`_render_field`."""
         if self.key_type != "S":
             return self._typed(values, owner)
         if not self.fields:  # a constant key ("PROFILE"), rendered once
@@ -208,12 +220,12 @@ class KeyTemplate:
                 out.append(seg)
                 continue
             # the common case first: a plain str value under a field without format or
-            # conversion renders as itself (the same rule as _render_field's, inlined)
+            # conversion renders as itself (_Field.refused's rule, inlined: a field
+            # refusing more than '#' and its separator is checked by _render_field)
             value = values.get(seg.name)
             if (type(value) is str and value and not seg.spec and seg.conversion is None
-                    and (single is not None or ("#" not in value
-                                                and (not seg.sep or seg.sep not in value)
-                                                and not seg.also))):
+                    and not seg.also and (single is not None or (
+                        "#" not in value and (not seg.sep or seg.sep not in value)))):
                 out.append(value)
             else:
                 out.append(self._render_field(seg, values, owner))
@@ -222,13 +234,15 @@ class KeyTemplate:
     @functools.cached_property
     def _prefixed(self) -> tuple[str, str] | None:
         """``(literal, field)`` of a template that is a literal then one plain field (no
-        format or conversion), the common key: :meth:`render` answers a plain str value
-        for it without its loop; ``None`` for any other template."""
+        format or conversion) refusing ``#`` alone (it ends the key; no other template
+        of the entity gives it a separator), the common key: :meth:`render` answers a
+        plain str value for it without its loop; ``None`` for any other template (0.8's
+        shortcut ignored the separators of the entity's other templates)."""
         if len(self.segments) != 2:
             return None
         literal, seg = self.segments
         if (isinstance(literal, str) and isinstance(seg, _Field) and not seg.spec
-                and seg.conversion is None):
+                and seg.conversion is None and seg.refuses == {"#"}):
             return literal, seg.name
         return None
 
@@ -338,8 +352,15 @@ class KeyTemplate:
     def refusing(self, refused: Mapping[str, frozenset[str]]) -> KeyTemplate:
         """This template with each field also refusing the characters ``refused`` names
         for it (its separators in the entity's other templates); itself when none adds."""
-        if self.single is not None or self.key_type != "S":
+        if self.key_type != "S":
             return self
+        if self.single is not None:  # (one field: its value may hold '#', nothing to
+            # split, but none of its separators in the entity's other templates)
+            seg = self.segments[0]
+            assert isinstance(seg, _Field)
+            also = "".join(sorted(refused.get(seg.name, frozenset())))
+            return self if also == seg.also else dataclasses.replace(
+                self, segments=(dataclasses.replace(seg, also=also),))
         segments = tuple(
             dataclasses.replace(s, also="".join(sorted(refused.get(s.name, frozenset())
                                                        - {"#", s.sep})))
@@ -375,24 +396,143 @@ class KeyTemplate:
 
     @functools.cached_property
     def _pattern(self) -> re.Pattern[str]:
-        # a field named twice ("AT#{at}#M#{at:%Y-%m}") is captured once: a repeat rendered
-        # alike must hold the same text (a key whose two differ is none of the template's),
-        # one rendered otherwise is matched, not captured
+        return re.compile(self._regex({}) or "(?!)")
+
+    def _regex(self, fixed: Mapping[str, str]) -> str | None:
+        """The regular expression of this template's keys (of strings, of more than one
+        field) whose fields ``fixed`` names hold exactly the text it gives them: the one
+        reading of the grammar, which :meth:`parse_key` (nothing fixed) and
+        :meth:`matcher` compile. Each literal stands for itself; each field is the text
+        its slot may hold (anything but ``#``, its separator and its separators in the
+        entity's other templates: a field ends where its separator begins, so a key
+        parses one way at most), captured by name; a fixed field is its text instead
+        (``None``: its slot cannot hold that text, so no key parses to it). A field
+        named twice (``"AT#{at}#M#{at:%Y-%m}"``) is captured once: a repeat rendered alike
+        must hold the same text (a key whose two differ is none of the template's), one
+        rendered otherwise is matched, not captured. A fixed field must be plain (no
+        format or conversion): :meth:`matcher` asks only those."""
         first: dict[str, _Field] = {}
         parts = []
         for s in self.segments:
             if isinstance(s, str):
                 parts.append(re.escape(s))
                 continue
-            text = f"[^{re.escape('#' + s.sep + s.also)}]+"
+            refused = "#" + s.sep + s.also
+            text = f"[^{re.escape(refused)}]+"
             seen = first.setdefault(s.name, s)
-            if seen is s:
+            alike = (seen.spec, seen.conversion) == (s.spec, s.conversion)
+            if s.name in fixed and alike:
+                want = fixed[s.name]  # (a repeat is the first's text, as a backreference)
+                if seen is s and (not want or any(c in refused for c in want)):
+                    return None
+                parts.append(re.escape(want))
+            elif seen is s:
                 parts.append(f"(?P<{s.name}>{text})")
-            elif (seen.spec, seen.conversion) == (s.spec, s.conversion):
+            elif alike:
                 parts.append(f"(?P={s.name})")
             else:
                 parts.append(f"(?:{text})")
-        return re.compile("".join(parts))
+        return "".join(parts)
+
+    def matcher(self, fixed: Mapping[str, str]) -> Callable[[str], object] | None:
+        """The test, on a key's text (a plain ``str``), of whether :meth:`parse_key`
+        parses it and gives each field ``fixed`` names (name -> text) exactly its text:
+        truthy exactly then. Built from :meth:`_regex`, the same reading of the grammar
+        as :meth:`parse_key`'s, with the fixed fields' texts in their slots (one string
+        comparison when no other field is left: the key is then one text). ``None`` for
+        what it does not decide: a typed (``N``/``B``) key, or a fixed field rendered
+        with a format or a conversion (its key text is not the text given: ask
+        :meth:`parse_key`). A fixed name the template lacks: nothing matches. ``fixed``
+        names one field at least."""
+        if self.key_type != "S" or any(
+                isinstance(s, _Field) and s.name in fixed and (s.spec or s.conversion)
+                for s in self.segments):
+            return None
+        if not set(fixed) <= set(self.fields):
+            return _never
+        if self.single is not None:  # (the whole key is the field)
+            return fixed[self.single].__eq__
+        found = self._regex(fixed)
+        if found is None:
+            return _never
+        prefix, whole, _ = self.leading_text(fixed)  # (whole: literals and fixed texts,
+        return prefix.__eq__ if whole else re.compile(found).fullmatch  # one key)
+
+    def matcher_all(self, fixed: Mapping[str, str]) -> Callable[[list[str]], bool] | None:
+        """:meth:`matcher` of a whole list of keys at once (``True``: every key matches),
+        ``None`` where :meth:`matcher` is. Where the template is the fixed fields' text
+        (:meth:`leading_text`'s ``prefix``) then one field's slot (``TENANT#{t}#T#{id}``
+        fixed on ``t``), each key is that prefix then text the slot holds (non-empty,
+        none of the characters it refuses): asked of the whole list joined, by counting
+        (the same decision as the slot's pattern, without a match per key); else
+        :meth:`matcher` of each."""
+        test = self.matcher(fixed)
+        if test is None:
+            return None
+        if test is _never:
+            return lambda keys: not keys
+        prefix = self.leading_text(fixed)[0]
+        rest = self._after(fixed)
+        if rest is None:
+            return lambda keys: all(map(test, keys))
+        refused = "#" + rest.sep + rest.also
+        if "\0" in refused or "\0" in prefix:  # (the sentinel below: then key by key)
+            return lambda keys: all(map(test, keys))
+        head, empty = "\0" + prefix, "\0" + prefix + "\0"
+        inside = [(c, prefix.count(c)) for c in refused]
+
+        def every(keys: list[str]) -> bool:
+            n = len(keys)
+            if not n:
+                return True
+            # each key between sentinels: it begins with the prefix (counted: the
+            # prefix holds no sentinel, so two never overlap), is more than the prefix,
+            # and its slot holds no refused character (counted over the whole text)
+            text = "\0" + "\0".join(keys) + "\0"
+            if text.count("\0") != n + 1:  # (a key holding the sentinel: key by key)
+                return all(map(test, keys))
+            return (text.count(head) == n and empty not in text
+                    and all(text.count(c) == n * k for c, k in inside))
+
+        return every
+
+    def _after(self, fixed: Mapping[str, str]) -> _Field | None:
+        """The template's last segment, when it is the one field left after the fixed
+        fields' text (what :meth:`matcher_all` reads as a slot), else ``None``: more is
+        left, or that field is fixed, or named twice (a repeat must hold the first's)."""
+        *head, last = self.segments
+        if not isinstance(last, _Field) or last.name in fixed or self.fields.count(
+                last.name) != 1 or any(not isinstance(s, str) and s.name not in fixed
+                                       for s in head):
+            return None
+        return last
+
+    def leading_text(self, fixed: Mapping[str, str]) -> tuple[str, bool, tuple[str, ...]]:
+        """What every key whose parse gives the fields ``fixed`` names their texts (every
+        key :meth:`matcher` matches) holds, as text: ``(prefix, whole, inner)``. It
+        begins with ``prefix`` (the template's literals and the fixed fields' texts from
+        its start up to its first other field, or one rendered with a format or a
+        conversion), is exactly ``prefix`` when ``whole`` (the template ends there), and
+        contains each text of ``inner`` (the plain fixed fields' texts after the
+        prefix). ``("", False, ())`` for a typed key."""
+        if self.key_type != "S":
+            return "", False, ()
+        out: list[str] = []
+        inner: list[str] = []
+        stopped = False
+        for s in self.segments:
+            if isinstance(s, str):
+                if not stopped:
+                    out.append(s)
+                continue
+            plain = s.name in fixed and not s.spec and s.conversion is None
+            if stopped or not plain:
+                stopped = True
+                if plain and fixed[s.name] not in inner:
+                    inner.append(fixed[s.name])
+                continue
+            out.append(fixed[s.name])
+        return "".join(out), not stopped, tuple(inner)
 
     # -- specificity -----------------------------------------------------------------
     def covers(self, other: KeyTemplate) -> bool:
@@ -416,6 +556,11 @@ class KeyTemplate:
 
     def __str__(self) -> str:
         return self.source
+
+
+def _never(_: str) -> bool:
+    """The test of a key that nothing matches (:meth:`KeyTemplate.matcher`)."""
+    return False
 
 
 #: the first of the marker characters :meth:`KeyTemplate.covers` renders fields as (in

@@ -34,6 +34,7 @@ a class registered with ``stored_as``                      its base's
 from __future__ import annotations
 
 import gc
+import operator
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
@@ -104,8 +105,8 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
     (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
     :func:`json.loads` reads them; ``None`` when some type has no fast validator (or the
     schema cannot be built). With ``pk_attr`` (a scoped read), ``Pks`` beside ``Items``:
-    each item's string partition key ``{"p": text}`` (an item without one refuses the
-    answer). Built once per set of types."""
+    each item's string partition key's text (an item without one refuses the answer).
+    Built once per set of types."""
     if any(fast is None for _, fast in types.values()):
         return None
     key = (type_attr, key_attrs, pk_attr, *sorted(
@@ -114,6 +115,11 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
     found: Callable[[bytes], dict[str, Any]] | None = _cached(key, lambda: _answer(
         type_attr, types, key_attrs, pk_attr))
     return found
+
+
+#: the partition key text of an entry of a scoped answer's ``Pks`` (taken in Rust: each
+#: entry is the text itself)
+_P = operator.itemgetter("p")
 
 
 def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
@@ -138,10 +144,12 @@ def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | No
                       "schema": {"type": "dict", "values_schema": items}},
         "Keys": {"type": "typed-dict-field", "required": False, "validation_alias": "Responses",
                  "schema": {"type": "dict", "values_schema": keys}}}
-    if pk_attr is not None:  # (a scoped read: each item's partition key text)
-        pks = {"type": "list", "items_schema": {"type": "typed-dict", "fields": {"p": {
-            "type": "typed-dict-field", "schema": {"type": "str", "strict": True},
-            "validation_alias": [pk_attr, "S"]}}}}
+    if pk_attr is not None:  # (a scoped read: each item's partition key text, a str)
+        pks = {"type": "list", "items_schema": {
+            "type": "function-after", "function": {"type": "no-info", "function": _P},
+            "schema": {"type": "typed-dict", "fields": {"p": {
+                "type": "typed-dict-field", "schema": {"type": "str", "strict": True},
+                "validation_alias": [pk_attr, "S"]}}}}}
         fields["Pks"] = {"type": "typed-dict-field", "required": False,
                          "validation_alias": "Items", "schema": pks}
     answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": fields}

@@ -63,7 +63,8 @@ class Origin(NamedTuple):
     @property
     def table(self) -> Any:
         """The table the action writes to: its entity's (guards and version rows live
-        beside their owner)."""
+        beside their owner; a receipt kept in its client's receipts table says otherwise:
+        :func:`~dynaorm.schema.rules.receipts.origin_in`)."""
         return self.entity.__dynaorm_spec__.table
 
 

@@ -42,7 +42,7 @@ from dynaorm.errors import (
     TableNotFoundError,
     ThrottledError,
 )
-from dynaorm.protocol.events import Reason, ThrottlingReason, shape_problem, table_of
+from dynaorm.protocol.events import Reason, ThrottlingReason, shape_problem, tables_of
 from dynaorm.protocol.policy import THROTTLE_CODES
 from dynaorm.values.codec import binary_from_json
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
@@ -221,9 +221,12 @@ def request_error(operation: str, request: dict[str, Any], code: str, message: s
                Reason(str(r["Code"]), r.get("Message"), r.get("Item"))
                for r in (raw if isinstance(raw, list) else ()) if isinstance(r, dict)]
     item = fields.get("Item")
-    if code == "ResourceNotFoundException":
-        err: RequestError = TableNotFoundError(
-            operation, code, f"{message} (table {table_of(request)!r})", reasons)
+    if code == "ResourceNotFoundException":  # (a transaction's: any of its tables, a
+        names = tables_of(request)  # receipts table among them: each named)
+        where = (f"table {names[0]!r}" if len(names) == 1 else
+                 f"one of the tables {', '.join(map(repr, names))}" if names else "table None")
+        err: RequestError = TableNotFoundError(operation, code, f"{message} ({where})",
+                                               reasons)
     elif code in THROTTLE_CODES:  # (the member is throttlingReasons in a ThrottlingException)
         raw = fields.get("ThrottlingReasons", fields.get("throttlingReasons"))
         err = ThrottledError(operation, code, message, [

@@ -28,7 +28,12 @@ from pydantic.fields import FieldInfo
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
+from dynaorm.errors import (
+    ConditionFailedError,
+    DynaormError,
+    InvalidValueError,
+    ItemNotFoundError,
+)
 from dynaorm.schema.checks import BOUND_OPS
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
@@ -129,6 +134,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._loaded = loaded
         self._actions: dict[str, tuple[str, Any]] = {}  # field -> (method, python value)
         self._where: Condition | None = None
+        #: what the stored item must hold to be the session's scope's (a scoped update by
+        #: key: :meth:`~dynaorm.core.stage.Stage.by_key`), asked of an item read first
+        self.scope_guard: Condition | None = None
         self._returning = False
         self._result: T | None = None
         self._known = False
@@ -341,6 +349,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",
                                     entity=self.entity, key=self.key)
+        guard = self.scope_guard
+        if guard is not None and not rename_paths(guard, self._spec.renames,
+                                                  self._spec.kinds).holds(item):
+            # (a stale key's row: its fields name another scope; planned on, its values
+            # would be rendered into keys and errors)
+            raise ConditionFailedError(f"{self._spec.name} {self.key}: the condition given "
+                                       "did not hold", entity=self.entity, key=self.key)
         return self, self.entity._from_item(item, self._spec)._dynaorm_state
 
     def _refuse_old_layout(self, old: PlainKey, reads: Reads) -> Reading[None]:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError
+from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError, Session
 from dynaorm.caches import cache, caches, clear_caches
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend
@@ -60,6 +60,7 @@ def _scenario(db: TestBackend) -> tuple[list[tuple[str, dict[str, Any]]], list[A
     got: list[Any] = [s.get(User, user_id="u1")]
     got.append(s.query(Note, note_id="n1").all())
     got.append(s.query(Note, note_id="n1").values("body", "tags"))
+    got.append(Session(db.table, scope={"note_id": "n1"}).query(Note, note_id="n1").all())
     user = got[0]
     user.full_name = "Ann B"
     s.save(user)

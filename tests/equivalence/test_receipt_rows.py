@@ -97,7 +97,7 @@ def test_a_receipt_put_is_built_as_rendering_and_the_gate_make_it(
         shape: str, key: str, scope: dict[str, str] | None, written: list[dict[str, str]],
         read: list[dict[str, str]], made: bool) -> None:
     entity = SHAPES[shape]
-    receipting = Receipting([entity], key, "0" * 64, scope)
+    receipting = Receipting([(entity, entity.__dynaorm_spec__.table)], key, "0" * 64, scope)
     receipting.sent = [("GetItem", {"Key": k}) for k in read]
     if made:
         receipting.made.append(("abc", entity(thing_id="t"), [("thing_id",)]))
@@ -112,7 +112,7 @@ def test_a_receipt_put_is_built_as_rendering_and_the_gate_make_it(
 
 def test_a_receipt_over_400_kb_is_refused_as_before() -> None:
     entity = SHAPES["pk and sk, no TTL"]
-    receipting = Receipting([entity], "k", "0" * 64)
+    receipting = Receipting([(entity, entity.__dynaorm_spec__.table)], "k", "0" * 64)
     small = [_Op({"pk": "x" * 1000, "sk": "y"}) for _ in range(50)]
     (row,) = receipting.rows(small)  # type: ignore[arg-type]
     assert row.built is not None and row.built.size < MAX_ITEM_BYTES

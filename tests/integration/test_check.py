@@ -42,8 +42,10 @@ from dynaorm.jobs.checking import ProgressBar, check_table, item_count, progress
 from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.read.batches import MAX_BATCH_ROUNDS
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.conftest import wire_of
 from tests.support.models import Audit, User, app
 from tests.support.recording import FlakyBatches, Requests, send
+from tests.support.tenant_models import plant_stale_rows, stale
 from tests.support.user_rules import audited_entities
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
@@ -854,6 +856,25 @@ def test_a_user_rules_rows_are_no_finding(db: TestBackend,
     if db.endpoint_url:
         args += ["--endpoint-url", db.endpoint_url]
     assert main(args) == 0, capsys.readouterr().out
+
+
+def test_a_stale_key_a_scoped_session_skips_is_reported(db: TestBackend,
+                                                          request: pytest.FixtureRequest
+                                                          ) -> None:
+    """The rows 0.7 wrote for tenant ``acme-corp`` (``T-acme-corp-123``, and under a
+    previous layout ``M-acme-corp-9``), whose keys the grammar reads as acme's and which
+    acme's scoped session skips (contract 24), are each a ``stale-key`` finding naming
+    the separator, never repaired; acme's own rows are none."""
+    with use_tables(stale, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        plant_stale_rows()
+        problems = audit_items(stale, db.scan_raw(stale))
+        assert sorted((p.kind, p.key, p.repairable) for p in problems) == [
+            ("stale-key", ("M-acme-corp-9", "MOVED"), False),
+            ("stale-key", ("T-acme-corp-123", "PAPER"), False)]
+        assert all("'-'" in p.detail and "scoped session skips" in p.detail
+                   for p in problems)
+        assert repair(stale, problems) == []
 
 
 @pytest.mark.engines("moto")

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from dynaorm import DynaormError, Entity, F, Session
+from dynaorm import DynaormError, Entity, F, KeyTemplateError, Session
 from dynaorm.testing import TestBackend
 from tests.support.models import Audit, TplSparse, app
+from tests.support.recording import Requests
 
 # -- entities ----------------------------------------------------------------------------
 
@@ -404,3 +405,49 @@ def test_multi_entity_query_with_a_versioned_type_reads_latest_copies(db: TestBa
     assert [type(r).__name__ for r in rows] == ["IEquipment", "Audit"]
     assert isinstance(rows[1], Audit) and rows[1].notes == "second"
     assert s.query(Audit, IEquipment, equipment_id="E9").reverse().all() == rows[::-1]
+
+
+# -- a separator an index refuses, on every render path (contract 24) ----------------------
+class SepDoc(Entity):
+    """``tenant_id`` is followed by ``-`` in its index key: no value of it may hold one,
+    in any key of the entity (its table key ``SEPDOC#{tenant_id}`` too)."""
+
+    class Meta:
+        table = app
+        pk = "SEPDOC#{tenant_id}"
+        sk = "DOC#{doc_id}"
+        indexes = {"gsi1": ("{tenant_id}-{category}", "{doc_id}")}
+
+    tenant_id: str
+    doc_id: str
+    category: str | None = None
+
+
+@pytest.mark.engines("moto")
+def test_a_separator_of_another_template_is_refused_on_every_render_path(
+        db: TestBackend) -> None:
+    """``tenant_id="a-b"``: a save that leaves the (sparse) index out, an upsert, a get, a
+    query and a delete by key each refuse it before anything is sent, as the save with a
+    category does (0.8's shortcut for ``LITERAL{field}`` checked only ``#``)."""
+    rec = Requests(app)
+    s = db.session()
+    attempts = {
+        "save without the index": lambda: (s.save(SepDoc(tenant_id="a-b", doc_id="1")),
+                                           s.commit()),
+        "save with the index": lambda: (s.save(SepDoc(tenant_id="a-b", doc_id="1",
+                                                      category="x")), s.commit()),
+        "upsert": lambda: (s.update(SepDoc, upsert=True, tenant_id="a-b", doc_id="2")
+                           .set(category=None), s.commit()),
+        "get": lambda: s.get(SepDoc, tenant_id="a-b", doc_id="1"),
+        "query": lambda: s.query(SepDoc, tenant_id="a-b").all(),
+        "delete by key": lambda: (s.delete(SepDoc, tenant_id="a-b", doc_id="1"), s.commit()),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(KeyTemplateError, match="'-'") as info:
+            attempt()
+        assert "SepDoc" in str(info.value) and "tenant_id" in str(info.value), what
+        s.rollback()
+    assert rec.calls == [] and db.scan_raw() == []
+    s.save(SepDoc(tenant_id="ab", doc_id="1"))
+    s.commit()
+    assert s.get(SepDoc, tenant_id="ab", doc_id="1") is not None

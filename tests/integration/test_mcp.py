@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import dynaorm.mcp
-from dynaorm import Attempt, Hook, Session
+from dynaorm import AsyncSession, Attempt, Entity, Hook, Session, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
@@ -427,3 +427,49 @@ def test_over_http_the_tenant_comes_from_the_request_header(
             nobody = asyncio.run(as_tenant({}))
     assert ok(t1)["item"]["name"] == "n-t1" and ok(t2)["item"]["name"] == "n-t2"
     assert "X-Tenant-Id" in failed(nobody)
+
+
+# -- a server tested on moto's own mock_aws, as a user's test does (issue 81) ----------------
+own_mock = Table("dynaorm-mcp-own-mock")
+
+
+class Pin(Entity):
+    class Meta:
+        table = own_mock
+        pk = "PIN#{pin_id}"
+        sk = "PIN"
+        unique = ("code",)
+
+    pin_id: str
+    code: str
+
+
+def test_a_server_on_moto_s_own_mock_answers_every_tool(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Inside the caller's ``mock_aws`` (no dynaorm test backend), a get or find runs on
+    an ``AsyncSession`` on the loop, whose requests aiobotocore cannot get answered by
+    moto: every such call answered ``TypeError: the call failed``. They are sent by
+    botocore's client on a worker thread, so the server answers (and an
+    ``AsyncSession`` reads) as on any engine."""
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        own_mock.create()
+        with Session(own_mock) as s:
+            s.save(Pin(pin_id="p1", code="c1"))
+
+        async def go() -> list[Any]:
+            async with Client(dynaorm.mcp.server(own_mock)) as client:
+                return [await client.call_tool(name, args) for name, args in (
+                    ("get_pin", {"pin_id": "p1"}), ("find_pin_by_code", {"code": "c1"}),
+                    ("get_pin", {"pin_id": "none"}))]
+
+        got, found, missing = asyncio.run(go())
+        assert ok(got)["item"] == ok(found)["item"] == {"pin_id": "p1", "code": "c1"}
+        assert ok(missing)["item"] is None
+
+        async def read() -> Any:
+            return await AsyncSession(own_mock).get(Pin, pin_id="p1")
+
+        assert asyncio.run(read()) == Pin(pin_id="p1", code="c1")

@@ -9,7 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+
+from pydantic import Field
 
 from dynaorm import CommitResult, Entity, Session, Table
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
@@ -24,6 +27,9 @@ RUN = uuid.uuid4().hex[:8]
 orders = Table("dynaorm-once-orders", pk="PK", sk="SK", type_attribute="kind")
 #: a third table, keyed as the test table is
 stock = Table("dynaorm-once-stock")
+#: the table a client keeps its receipts in (``Client(receipts=)``), with a TTL attribute
+#: and key names of its own
+home = Table("dynaorm-once-receipts", pk="id", sk=None, ttl="gone_at")
 
 
 class Order(Entity):
@@ -44,6 +50,24 @@ class Stock(Entity):
 
     sku: str
     left: int = 0
+
+
+class DigestStamped(Entity):
+    """A note with the times a commit stamps (``created_at`` only where the object holds
+    none) and an id a default factory makes: what a keyed commit's digest counts is
+    decided per object (contract 24)."""
+
+    class Meta:
+        table = app
+        pk = "DSTAMPED#{stamped_id}"
+        sk = "STAMPED"
+        timestamps = ("created_at", "updated_at")
+
+    stamped_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    body: str = ""
+    n: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @contextmanager
@@ -117,3 +141,17 @@ def tables_beside(db: TestBackend, *tables: Table, wire: str | None = None
     finally:
         for t, binding in zip(tables, saved, strict=True):
             t.restore(binding)
+
+
+@contextmanager
+def receipts_home(db: TestBackend, wire: str | None = None) -> Iterator[Table]:
+    """:data:`home`, fresh on ``db``'s engine, named the receipts table of the test table's
+    client for the block (``client.receipts``), and not after."""
+    with tables_beside(db, home, wire=wire):
+        client = app.db
+        before = client.receipts
+        client.receipts = home
+        try:
+            yield home
+        finally:
+            client.receipts = before

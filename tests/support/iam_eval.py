@@ -19,7 +19,9 @@ policy conditions for fine-grained access control"):
   needs the key present; ``StringLike`` with ``*`` (any run, the empty one too) and ``?``
   (one character), ``${*}``, ``${?}``, ``${$}`` literal, ``${aws:PrincipalTag/K}`` the
   principal's tag (none: the condition fails): :func:`string_like`, written from those
-  rules (no shell glob: ``fnmatch`` reads ``[...]`` as a class).
+  rules (no shell glob: ``fnmatch`` reads ``[...]`` as a class);
+- ``StringNotLike`` / ``StringLike`` on ``aws:PrincipalTag/K``: the principal's tag
+  against the patterns (a negated operator on a key the request context lacks holds).
 """
 
 from __future__ import annotations
@@ -158,8 +160,12 @@ def _like(pattern: str, value: str, tags: Mapping[str, str]) -> bool:
 def _conditions(conditions: Mapping[str, Any], check: Check, tags: Mapping[str, str]) -> bool:
     for operator, tests in conditions.items():
         for key, wanted in tests.items():
-            assert key == "dynamodb:LeadingKeys", key
             wanted = wanted if isinstance(wanted, list) else [wanted]
+            if key.startswith("aws:PrincipalTag/"):
+                if not _tag_condition(operator, wanted, tags.get(key.split("/", 1)[1])):
+                    return False
+                continue
+            assert key == "dynamodb:LeadingKeys", key
             if operator == "Null":
                 if (check.leading is None) != (wanted == ["true"]):
                     return False
@@ -170,6 +176,18 @@ def _conditions(conditions: Mapping[str, Any], check: Check, tags: Mapping[str, 
             else:
                 raise AssertionError(f"operator {operator} not evaluated here")
     return True
+
+
+def _tag_condition(operator: str, wanted: list[str], tag: str | None) -> bool:
+    """A condition on the principal's tag ``tag`` (``None``: the principal has none):
+    ``StringLike`` (a missing key fails it) or ``StringNotLike`` (true when the tag
+    matches none of ``wanted``; a missing key satisfies a negated operator: IAM User
+    Guide, "Condition operators", keys absent from the request context)."""
+    if operator == "StringNotLike":
+        return tag is None or not any(string_like(w, tag) for w in wanted)
+    if operator == "StringLike":
+        return tag is not None and any(string_like(w, tag) for w in wanted)
+    raise AssertionError(f"operator {operator} not evaluated here")
 
 
 def allowed(policy: Mapping[str, Any], check: Check, tags: Mapping[str, str]) -> bool:

@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -35,7 +37,14 @@ from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.conftest import engine_of
-from tests.support.exactly_once import key_of, lost_commit, no_waits, notes, second_writer
+from tests.support.exactly_once import (
+    DigestStamped,
+    key_of,
+    lost_commit,
+    no_waits,
+    notes,
+    second_writer,
+)
 from tests.support.models import Note
 
 
@@ -250,3 +259,95 @@ def test_a_different_set_order_digests_the_same_and_a_changed_value_is_a_mismatc
             s.commit(idempotency_key=key_of(db, "digest"))
         assert db.scan() == before
     assert issubclass(Note, Entity)
+
+
+# -- the digest is decided per object (contract 24) -------------------------------------------
+_MOMENTS = st.sampled_from([None, datetime(2026, 1, 1, tzinfo=UTC),
+                            datetime(2026, 1, 2, tzinfo=UTC)])
+_GIVEN = st.fixed_dictionaries({}, optional={
+    "stamped_id": st.sampled_from(["s1", "s2"]), "body": st.sampled_from(["", "a", "b"]),
+    "n": st.integers(0, 2), "created_at": _MOMENTS, "updated_at": _MOMENTS})
+
+
+def _caller_gave(given: dict[str, Any]) -> dict[str, Any]:
+    """What a commit of ``DigestStamped(**given)`` writes of the caller's: every value but the
+    id a factory made (not given), the updated time (always stamped) and a created time
+    left ``None`` (stamped)."""
+    obj = DigestStamped(**given)
+    return {n: v for n, v in obj.__dict__.items() if not (
+        (n == "stamped_id" and n not in given) or n == "updated_at"
+        or (n == "created_at" and v is None))}
+
+
+def _digest_of(given: dict[str, Any]) -> str:
+    return digest([SaveEntry(DigestStamped(**given))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_GIVEN, min_size=2, max_size=8))
+def test_objects_differing_in_a_value_the_caller_gave_never_share_a_digest(
+        objects: list[dict[str, Any]]) -> None:
+    """Digested one after another in one process (the first object of the class no
+    longer decides what the others' digests leave out): two objects share a digest
+    exactly when they agree on every value the caller gave. (0.8 cached the stamped
+    fields per class from the first object: after one without ``created_at``, a retry
+    with another ``created_at`` was replayed.)"""
+    digests = [_digest_of(g) for g in objects]
+    for (a, da), (b, db_) in itertools.combinations(zip(objects, digests, strict=True), 2):
+        assert (da == db_) is (_caller_gave(a) == _caller_gave(b)), (a, b)
+
+
+_DIGESTS = textwrap.dedent("""
+    import json, sys
+    from datetime import datetime
+    from dynaorm.schema.rules.receipts import digest
+    from dynaorm.write.save import SaveEntry
+    from tests.support.exactly_once import DigestStamped
+    out = []
+    for given in json.loads(sys.argv[1]):
+        if given.get("created_at"):
+            given["created_at"] = datetime.fromisoformat(given["created_at"])
+        if given.get("updated_at"):
+            given["updated_at"] = datetime.fromisoformat(given["updated_at"])
+        out.append(digest([SaveEntry(DigestStamped(**given))]))
+    print(json.dumps(out))
+""")
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_GIVEN, min_size=4, max_size=12))
+def test_another_process_digests_each_object_alike(objects: list[dict[str, Any]]) -> None:
+    """Another process, digesting the same objects in the reverse order (another first
+    object of the class), gives each the digest this one does; so two objects of other
+    values the caller gave never share one across processes either."""
+    here = [_digest_of(g) for g in objects]
+    sent = [{k: v.isoformat() if isinstance(v, datetime) else v for k, v in g.items()}
+            for g in reversed(objects)]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    out = subprocess.run([sys.executable, "-c", _DIGESTS, json.dumps(sent)], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    there = list(reversed(json.loads(out.stdout.strip().splitlines()[-1])))
+    assert there == here
+    for (a, da), (b, db_) in itertools.combinations(zip(objects, there, strict=True), 2):
+        assert (da == db_) is (_caller_gave(a) == _caller_gave(b)), (a, b)
+
+
+@pytest.mark.engines("moto")
+def test_a_retry_with_another_created_time_is_a_mismatch(db: TestBackend) -> None:
+    """One keyed insert without ``created_at``, then a retry under the same key giving
+    one: other writes (``IdempotencyMismatchError``, nothing written), as another process
+    says; the same retry without it is replayed."""
+    key = key_of(db, "stamped")
+    s = db.session()
+    s.save(DigestStamped(stamped_id="st1", body="x"))
+    assert not s.commit(idempotency_key=key).replayed
+    stored = db.session().get(DigestStamped, stamped_id="st1")
+    assert stored is not None and stored.created_at is not None
+    s.save(DigestStamped(stamped_id="st1", body="x", created_at=datetime(2020, 1, 1, tzinfo=UTC)))
+    with pytest.raises(IdempotencyMismatchError):
+        s.commit(idempotency_key=key)
+    s.rollback()
+    after = db.session().get(DigestStamped, stamped_id="st1")
+    assert after is not None and after.created_at == stored.created_at
+    s.save(DigestStamped(stamped_id="st1", body="x"))
+    assert s.commit(idempotency_key=key).replayed

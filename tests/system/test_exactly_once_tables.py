@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,12 +22,14 @@ from tests.conftest import wire_of
 from tests.support.exactly_once import (
     Order,
     Stock,
+    home,
     key_of,
     lost_commit,
     no_waits,
     notes,
     orders,
     receipts,
+    receipts_home,
     second_writer,
     stock,
     tables_beside,
@@ -133,31 +134,121 @@ def test_other_tables_overlapping_the_first_commit_s_are_a_mismatch(
     assert _everything(db) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
-    "A ConditionCheck of the receipt's absence in every other table bound to the client "
-    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
-    "(deleted, or not yet created) failed every keyed commit of the client, and which "
-    "tables are bound depends on what the process touched first"))
-def test_a_key_reused_on_tables_the_first_commit_did_not_write_is_refused(
+def test_without_a_receipts_home_a_key_is_known_to_the_tables_it_wrote(
         three: TestBackend) -> None:
-    """A keyed commit checks every other table bound to its client for a live receipt
-    of its key (a ConditionCheck each): the key first used on the test table is known to
-    a commit writing ``stock`` alone, and to one of another session on ``stock``'s own
-    table; nothing is written."""
+    """0.8's rule, kept where the client names no receipts table (contract 24): a key
+    first used on the test table is unknown to a commit writing ``stock`` alone, which
+    applies (the guide's "One key, several tables")."""
     db, key = three, key_of(three, "disjoint")
     s = db.session()
     s.save(Note(note_id="n1", body="x"))
+    s.commit(idempotency_key=key)
+    other = db.session(stock)
+    other.save(Stock(sku="k1", left=3))
+    assert not other.commit(idempotency_key=key).replayed
+    assert len(receipts(db, stock)) == 1
+
+
+# -- a receipts home: Client(receipts=TABLE) (contract 24) --------------------------------------
+@pytest.fixture
+def homed(three: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """``three``'s tables and the receipts home, named on their client."""
+    with receipts_home(three, wire=wire_of(request)):
+        yield three
+
+
+def _home_receipts(db: TestBackend) -> list[dict[str, Any]]:
+    return [i for i in db.scan(home) if i.get("dynaorm:digest")]
+
+
+def test_with_a_receipts_home_a_key_is_known_to_every_table_its_client_writes(
+        homed: TestBackend) -> None:
+    """Its one receipt in the home, none in the tables written: a later commit under the
+    key writing ``stock`` alone, from a session of the test table or of ``stock``'s own,
+    meets it (a mismatch, nothing written); the same writes replay."""
+    db, key = homed, key_of(homed, "home-disjoint")
+    s = db.session()
+    _both(s)
     first = s.commit(idempotency_key=key)
     (sent,) = [b for op, b in first.requests if op == "TransactWriteItems"]
-    assert sorted(a["ConditionCheck"]["TableName"] for a in sent["TransactItems"]
-                  if "ConditionCheck" in a) == sorted([orders.name, stock.name])
+    kept = [a["Put"]["TableName"] for a in sent["TransactItems"]
+            if "Put" in a and "dynaorm:digest" in a["Put"]["Item"]]
+    assert kept == [home.name] and len(sent["TransactItems"]) == 3
+    assert receipts(db) == receipts(db, orders) == [] and len(_home_receipts(db)) == 1
+    (stored,) = _home_receipts(db)
+    assert int(stored["gone_at"]) > time.time()  # (the home's TTL attribute)
     before = _everything(db)
     for session in (db.session(), db.session(stock)):
         session.save(Stock(sku="k1", left=3))
-        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
+        with pytest.raises(IdempotencyMismatchError, match=home.name):
             session.commit(idempotency_key=key)
-    assert _everything(db) == before and receipts(db, stock) == []
+        session.rollback()
+    assert _everything(db) == before and len(_home_receipts(db)) == 1
+    again = db.session()
+    _both(again)
+    assert again.commit(idempotency_key=key).replayed and _cents(db) == 5
+
+
+def test_with_a_receipts_home_a_lost_answer_is_settled_by_it(homed: TestBackend) -> None:
+    """The transaction applies, every answer lost, a plain writer changing the note in
+    each window: the home's receipt says the commit applied (never
+    OutcomeUnknownError), the add applied once; a subset in the window is a mismatch."""
+    db, key = homed, key_of(homed, "home-lost")
+    errors: list[str] = []
+
+    def window() -> None:
+        second_writer(db.table, "n1")()
+        with Session(stock) as twin:
+            twin.save(Stock(sku="k1", left=1))
+            try:
+                twin.commit(idempotency_key=key)
+            except IdempotencyMismatchError as exc:
+                errors.append(type(exc).__name__)
+
+    result, faults = lost_commit(db, key, _both, after=window)
+    assert not result.replayed and faults.sent["TransactWriteItems"] >= 2
+    assert notes(db) == {"n1": "theirs"} and _cents(db) == 5
+    assert set(errors) == {"IdempotencyMismatchError"} and db.scan(stock) == []
+
+
+@pytest.mark.engines("moto")
+def test_a_receipts_home_that_does_not_exist_fails_every_keyed_commit(
+        three: TestBackend) -> None:
+    """What a home costs: every keyed commit of its client writes there, so one missing
+    fails them all (the engine's error, nothing written); plain commits go on."""
+    from dynaorm import DynaormError, Table
+
+    client, missing = app.db, Table("dynaorm-once-no-such-home", pk="id", sk=None)
+    before = client.receipts
+    client.receipts = missing
+    try:
+        s = three.session()
+        s.save(Note(note_id="n1", body="x"))
+        with pytest.raises(DynaormError, match=missing.name):
+            s.commit(idempotency_key=key_of(three, "home-missing"))
+        s.rollback()
+        assert notes(three) == {}
+        s.save(Note(note_id="n1", body="x"))
+        s.commit()
+        assert notes(three) == {"n1": "x"}
+    finally:
+        client.receipts = before
+
+
+def test_with_a_receipts_home_a_scoped_key_is_the_tenant_s(homed: TestBackend) -> None:
+    """In scoped sessions the home's receipt key renders the scope: two tenants' commits
+    under one key are two receipts, neither blocks the other."""
+    from tests.support.tenant_models import Tag, tenants
+
+    db = homed
+    key = key_of(db, "home-scoped")
+    with tables_beside(db, tenants):
+        for tenant in ("t1", "t2"):
+            s = Session(tenants, scope={"tenant_id": tenant})
+            s.save(Tag(tenant_id=tenant, tag="g1", note="x"))
+            assert not s.commit(idempotency_key=key).replayed
+        ids = sorted(str(i["id"]) for i in _home_receipts(db))
+        assert [i.split("#")[1] for i in ids] == ["t1", "t2"]
 
 
 def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writes() -> None:
@@ -175,38 +266,6 @@ def test_a_replay_is_a_replay_only_if_every_receipt_it_meets_is_of_the_same_writ
     for stored in ([(app, same), (orders, other)], [(orders, other), (app, same)]):
         with pytest.raises(IdempotencyMismatchError, match=orders.name):
             receipt.explain(stored)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "a key is known to the tables its commits wrote (guide: 'One key, several tables'). "
-    "A ConditionCheck of the receipt's absence in every other table bound to the client "
-    "was built for 0.8 and withdrawn before landing: a bound table that does not exist "
-    "(deleted, or not yet created) failed every keyed commit of the client, and which "
-    "tables are bound depends on what the process touched first"))
-def test_a_key_whose_receipt_expired_in_one_table_is_still_known_to_it(
-        three: TestBackend) -> None:
-    """The orders receipt of a two-table commit expires first (a shorter receipts_ttl):
-    an orders-only commit under the key still meets the test table's receipt (checked:
-    a mismatch, nothing written), and the two-table writes again replay."""
-    db, key = three, key_of(three, "mixed")
-    before_ttl = orders.receipts_ttl
-    orders.receipts_ttl = timedelta(seconds=1)
-    try:
-        s = db.session()
-        _both(s)
-        s.commit(idempotency_key=key)
-        time.sleep(2.1)
-        before = _everything(db)
-        s2 = db.session()
-        s2.update(Order, order_id="o1", upsert=True).add(cents=5)
-        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
-            s2.commit(idempotency_key=key)
-        assert _everything(db) == before
-        s3 = db.session()
-        _both(s3)
-        assert s3.commit(idempotency_key=key).replayed and _cents(db) == 5
-    finally:
-        orders.receipts_ttl = before_ttl
 
 
 # -- the 100-action limit ---------------------------------------------------------------------

@@ -170,6 +170,7 @@ def check_operations(run: Run) -> None:
         in run.out
     assert ('IAM leading keys: ["TENANT#${aws:PrincipalTag/tenant_id}#*", '
             '"dynaorm:receipt#${aws:PrincipalTag/tenant_id}#*"]') in run.out
+    assert 'IAM refuses tags holding: ["*#*"]' in run.out
     assert "what the scope cannot cover: nothing" in run.out
 
 
@@ -445,6 +446,7 @@ def check_exactly_once(run: Run) -> None:
     assert "after two deliveries of msg-1: balance -500 (debited once)" in run.out
     assert "refused: IdempotencyMismatchError" in run.out
     assert "msg-3 across two tables, then the ledger's write alone: refused" in run.out
+    assert "with a receipts table: msg-4 on the shop, then on the ledger: refused" in run.out
 
 
 def check_lake(run: Run) -> None:

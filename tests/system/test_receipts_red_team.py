@@ -453,14 +453,10 @@ def test_check_reports_a_0_7_row_whose_key_parses_to_another_tenant(rdb: TestBac
     assert result.unrepairable == 1 and "T-acme-corp-123" in result.problems[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a scoped session decides by the key alone (contract 23), so acme's session returns "
-    "0.7's row of acme-corp (key T-acme-corp-123 parses as acme's doc corp-123) with "
-    "tenant_id='acme-corp' and corp's data: only `dynaorm check` tells (a stale-key "
-    "finding). A read that also refused a row whose scope attribute disagrees with its "
-    "key would close it; that touches the fast scoped reader (issue 68's 5% budget)"))
 def test_a_scoped_session_never_returns_a_row_whose_attributes_name_another_tenant(
         rdb: TestBackend) -> None:
+    """(was a strict xfail of 0.8: acme's session returned the row; contract 24 skips a
+    row whose stored scope fields disagree with its key's parse, a stale key)"""
     _plant_0_7_row()
     with Session(rr, scope={"tenant_id": "acme"}) as acme:
         got = acme.get(Dash, tenant_id="acme", doc_id="corp-123")

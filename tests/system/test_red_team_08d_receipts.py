@@ -122,7 +122,7 @@ def test_the_built_receipt_is_the_generic_render_for_any_values(
         objs = [Odd(odd_id=i, **values) for i in ids]
     finally:
         _MADE.clear()
-    receipting = Receipting([Odd], key, digest(objs))
+    receipting = Receipting([(Odd, Odd.__dynaorm_spec__.table)], key, digest(objs))
     receipting.made.extend((f"h{n}", o, [("made_text",), ("made_num",)])
                            for n, o in enumerate(objs))
     (row,) = receipting.rows([Put(o.__dynaorm_spec__.primary_key(o.__dict__), {}, None,
@@ -143,7 +143,7 @@ class _Op:
 def test_the_receipts_400_kb_refusal_is_the_gates_at_the_boundary(over: int) -> None:
     """A receipt whose item is exactly 400 KB is sent; one byte more is refused; the built
     size and the generic item size agree on either side."""
-    receipting = Receipting([Odd], "k", "0" * 64)
+    receipting = Receipting([(Odd, Odd.__dynaorm_spec__.table)], "k", "0" * 64)
     probe = [_Op({"pk": "x" * 1000, "sk": "S"}) for _ in range(300)]
     (row,) = receipting.rows(probe)  # type: ignore[arg-type]
     assert row.built is not None

@@ -296,3 +296,22 @@ def test_an_excluded_field_in_a_unique_rule_or_an_index_must_be_in_the_table_key
         with pytest.raises(DynaormError, match=f"'site' has exclude=True .*but {used}"):
             _define_reading({"pk": "X#{device}", "sk": "X", **extra},
                     "    device: str\n    site: str = Field('', exclude=True)")
+
+
+# -- a client's receipts table (Client(receipts=), contract 24) -----------------------------
+def test_a_receipts_table_that_cannot_keep_receipts_is_refused() -> None:
+    from dynaorm import Client
+
+    with pytest.raises(DynaormError, match="receipts= takes the Table"):
+        Client(receipts="receipts")  # type: ignore[arg-type]
+    numbered = Table("numbered-receipts", key_types={"pk": "N"}, sk=None)
+    with pytest.raises(DynaormError, match="keys are not strings"):
+        Client(receipts=numbered)
+    clashing = Table("clashing-receipts", pk="dynaorm:digest", sk=None)
+    with pytest.raises(DynaormError, match="named as a receipt's"):
+        Client(receipts=clashing)
+    home = Table("dynaorm-receipts", pk="id", sk=None)
+    client = Client(receipts=home)
+    assert client.receipts is home
+    client.receipts = None
+    assert client.receipts is None

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dynaorm import Entity, KeyTemplateError, Table
 from dynaorm.cli.main import main
 from dynaorm.formats import iam
-from tests.support.iam_eval import string_like
+from tests.support.iam_eval import Check, allowed, string_like
 
 SCOPE = "tenant_id"
 TAG = "${aws:PrincipalTag/tenant_id}"
@@ -50,6 +50,15 @@ def _matches(patterns: list[str], key: str, tag: str) -> bool:
     return any(string_like(p, key, {SCOPE: tag}) for p in patterns)
 
 
+def _gets(policy: dict[str, Any], key: str, tag: str, table: str = "iam_grammar_dashed"
+          ) -> bool:
+    """Whether ``policy`` lets a principal tagged ``tag`` read the item at partition key
+    ``key`` (a GetItem on the table, IAM's evaluation: ``tests/support/iam_eval``)."""
+    check = Check("GetItem", f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}",
+                  (key,))
+    return allowed(policy, check, {SCOPE: tag})
+
+
 def _key(**values: str) -> str:
     """Doc's partition key as its write path renders it (the grammar's refusals too)."""
     return str(Doc.__dynaorm_spec__.pk.render(values, "Doc"))
@@ -66,12 +75,20 @@ def test_a_dashed_template_binds_the_tenant_by_its_separator() -> None:
         _key(tenant_id="acme-corp", doc_id="123")
     mine = _key(tenant_id="acme", doc_id="corp-123")
     assert mine == "T-acme-corp-123" and _matches(_leading(policy), mine, "acme")
-    # a principal tag holding the separator is the misconfiguration the IAM page warns of:
-    # no pattern can keep 'acme-corp' out of acme's 'T-acme-corp-...'
+    # no LeadingKeys pattern can keep a tag 'acme-corp' out of acme's 'T-acme-corp-...'
+    # (0.8 left it to the IAM page's warning): the policy refuses a principal whose tag
+    # holds a separator of the field (StringNotLike), so it reads nothing
     assert _matches(_leading(policy), mine, "acme-corp")
+    (statement,) = policy["Statement"]
+    assert statement["Condition"]["StringNotLike"] == {
+        f"aws:PrincipalTag/{SCOPE}": ["*#*", "*-*"]}
+    assert _gets(policy, mine, "acme") and not _gets(policy, mine, "acme-corp")
+    assert not _gets(policy, _key(tenant_id="acme", doc_id="1"), "acme-corp")
+    assert not _gets(policy, mine, "a#b") and _gets(policy, mine, "acme")
     for other in ("acmecorp", "acm", "acme2", "cme"):
         key = _key(tenant_id=other, doc_id="1")
         assert not _matches(_leading(policy), key, "acme"), key
+        assert not _gets(policy, key, "acme"), key
 
 
 def test_a_key_that_ends_at_the_scope_field_is_matched_exactly() -> None:
@@ -201,7 +218,16 @@ def test_a_proven_pattern_matches_its_tenants_keys_and_no_other(
     keys += [(f"dynaorm:receipt#{tenant}#{'0' * 40}", tenant if role == "write" else "")
              for tenant in tenants if tenant and "#" not in tenant]
     for tag in {data.draw(_tag, label="tag"), *tenants}:
-        if not tag or any(c in tag for c in refused):
-            continue  # (a tag holding a separator: a misconfiguration, see the IAM page)
+        if not tag:
+            continue
+        held = [(k, t) for k, t in keys if t == tag][:2] + keys[:2]  # (IAM's whole
+        # evaluation of a few keys: the patterns' of every key below)
+        if any(c in tag for c in refused | {"#"}):  # (a tag holding a separator: refused
+            for key, _ in held:                      # by the policy's StringNotLike)
+                assert not _gets(policy, key, tag, table.name), (templates, key, tag)
+            continue
         for key, tenant in keys:
             assert _matches(patterns, key, tag) == (tenant == tag), (templates, key, tag)
+        for key, tenant in held:
+            if role == "read" or not key.startswith("dynaorm:"):
+                assert _gets(policy, key, tag, table.name) == (tenant == tag), (key, tag)

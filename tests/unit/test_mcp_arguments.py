@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
-from dynaorm import Entity, Table
+from dynaorm import GSI, Entity, Table
 from dynaorm.mcp.tools import ToolError, _quick, check_arguments, json_of, tools_of
 from tests.support.tenant_models import shelf, tenants
 
@@ -143,3 +143,53 @@ def test_base64_arguments_are_read_as_the_entity_reads_its_json() -> None:
     with pytest.raises(ValidationError, match=r"pets\.1\._Dog\.bark\n.*base64"):
         json_of(_Kennel).validator.validate_json(json.dumps(
             {**item, "pets": [{"kind": "cat", "purr": "gA"}, {"kind": "dog", "bark": "no!"}]}))
+
+
+# -- small traps (issue 81) ------------------------------------------------------------------
+_traps = Table("mcp_traps", indexes=[GSI("GSI1", pk="gsi1pk", sk="gsi1sk"),
+                                     GSI("ByOwner", pk="gsi2pk", sk="gsi2sk")])
+
+
+class Deal(Entity):
+    class Meta:
+        table = _traps
+        pk = "DEAL#{deal_id}"
+        sk = "DEAL"
+        indexes = {"GSI1": ("STAGE#{stage}", "{deal_id}"),
+                   "ByOwner": ("OWNER#{owner}", "{deal_id}")}
+
+    deal_id: str
+    stage: str
+    owner: str
+    amount: int
+    region: str
+
+
+class HTTPLog(Entity):
+    class Meta:
+        table = _traps
+        pk = "LOG#{log_id}"
+        sk = "LOG"
+
+    log_id: str
+
+
+def test_an_index_or_entity_named_in_capitals_gives_a_readable_tool_name() -> None:
+    """``GSI1`` was ``query_deal_on_g_s_i1``, ``HTTPLog`` ``get_h_t_t_p_log``: an acronym
+    stays one word."""
+    names = set(tools_of(_traps, ["Deal"]))
+    assert {"query_deal_on_gsi1", "query_deal_on_by_owner", "get_http_log",
+            "save_deal"} <= names
+    assert not any("g_s_i" in n or "h_t_t_p" in n for n in names), names
+
+
+def test_missing_arguments_are_named_once() -> None:
+    """A save missing four fields said "missing required arguments ..." four times
+    (jsonschema reports each name, each error naming all): said once, naming all."""
+    save = tools_of(_traps, ["Deal"])["save_deal"]
+    with pytest.raises(ToolError) as info:
+        check_arguments(save, {"item": {"deal_id": "d1"}})
+    said = str(info.value)
+    assert said.count("missing required argument") == 1, said
+    for name in ("stage", "owner", "amount", "region"):
+        assert f"'item/{name}'" in said, said

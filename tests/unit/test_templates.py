@@ -385,3 +385,157 @@ def test_a_prefix_through_a_field_is_the_template_as_written(data: st.DataObject
         assert key is None or key.startswith(prefix.render(values))
     with pytest.raises(KeyTemplateError, match="has no field 'nope'"):
         template.prefix_through("nope")
+
+
+# -- one checked render, one reading of the grammar (contract 24) ---------------------------
+#: characters of literals and values: every separator a template may hold, and plain ones
+_CHARS = "#-_:|.a1"
+_NAMES = ("a", "b", "t", "u")
+_TEXT = st.text(alphabet=_CHARS, min_size=1, max_size=4)
+
+
+@st.composite
+def _any_templates(draw: Any) -> KeyTemplate:
+    """A key template of string keys: literals and fields (a field may be named twice),
+    alternating; a field may carry ``!u``/``!l`` or a format; sometimes exactly one
+    field; sometimes its fields also refuse another template's separators."""
+    names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=3))
+    also = draw(st.dictionaries(st.sampled_from(names), st.frozensets(
+        st.sampled_from("-_:|."), min_size=1, max_size=2), max_size=2))
+    if len(names) == 1 and draw(st.booleans()):  # ("{a}", or the common "LIT{a}")
+        head = draw(st.sampled_from(["", draw(_TEXT)]))
+        return KeyTemplate.parse(head + "{" + names[0] + "}").refusing(also)
+    out: list[str] = []
+    if draw(st.booleans()):
+        out.append(draw(_TEXT))
+    for i, name in enumerate(names):
+        extra = draw(st.sampled_from(["", "", "", "!u", "!l", ":>3"]))
+        out.append("{" + name + extra + "}")
+        if i < len(names) - 1 or draw(st.booleans()):
+            out.append(draw(_TEXT))
+    return KeyTemplate.parse("".join(out)).refusing(also)
+
+
+def _slow_render(template: KeyTemplate, values: dict[str, Any]) -> str:
+    """The template rendered field by field through its one checked function."""
+    return "".join(s if isinstance(s, str) else template._render_field(s, values, "X")
+                   for s in template.segments)
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=_any_templates(), data=st.data())
+def test_every_render_path_checks_through_one_function(template: KeyTemplate,
+                                                       data: st.DataObject) -> None:
+    """``render``'s shortcuts (a literal then one field; plain str values) refuse exactly
+    what rendering each field through its checked function refuses, and render the same
+    key (``T#{tenant_id}`` beside ``{tenant_id}-{category}``: ``a-b`` is refused by both)."""
+    values = {n: data.draw(st.text(alphabet=_CHARS, max_size=4)) for n in template.fields}
+    try:
+        slow: str | None = _slow_render(template, values)
+    except KeyTemplateError:
+        slow = None
+    try:
+        fast: str | None = template.render(values, "X")
+    except KeyTemplateError:
+        fast = None
+    assert fast == slow, (template.source, [s for s in template.segments], values)
+
+
+def test_a_field_refusing_another_template_s_separator_is_refused_on_the_shortcut() -> None:
+    template = KeyTemplate.parse("T#{tenant_id}").refusing({"tenant_id": frozenset("-")})
+    with pytest.raises(KeyTemplateError, match="another key template"):
+        template.render({"tenant_id": "a-b"}, "Doc")
+    assert template.render({"tenant_id": "ab"}, "Doc") == "T#ab"
+
+
+def _keys(template: KeyTemplate, values: dict[str, str], draw: Any) -> str:
+    """A key: the template's literals and, per field, the fixed value or another text;
+    then perhaps cut, grown or replaced."""
+    parts = []
+    for seg in template.segments:
+        if isinstance(seg, str):
+            parts.append(seg)
+        else:
+            own = values.get(seg.name)
+            parts.append(own if own is not None and draw(st.booleans()) else draw(_TEXT))
+    key = "".join(parts)
+    how = draw(st.sampled_from(["as is", "as is", "cut", "grown", "random"]))
+    if how == "cut":
+        key = key[:draw(st.integers(0, len(key)))]
+    elif how == "grown":
+        key = key + draw(_TEXT) if draw(st.booleans()) else draw(_TEXT) + key
+    elif how == "random":
+        key = draw(st.text(alphabet=_CHARS, max_size=12))
+    return key
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=_any_templates(), data=st.data())
+def test_the_matcher_is_the_parse_and_the_leading_text_holds(template: KeyTemplate,
+                                                             data: st.DataObject) -> None:
+    """``matcher(fixed)`` (a scoped read's test of a key) is truthy exactly when
+    ``parse_key`` gives each fixed field its text, or is ``None`` where a fixed field is
+    formatted or converted (then the parse decides); every key it matches holds what
+    ``leading_text`` says (a scoped scan's server-side filter never leaves out a key the
+    scope admits)."""
+    chosen = data.draw(st.lists(st.sampled_from([*template.fields, "zz"]), min_size=1,
+                                max_size=len(template.fields) + 1, unique=True))
+    fixed = {n: data.draw(st.text(alphabet=_CHARS.replace("#", ""), min_size=1, max_size=3))
+             for n in chosen}
+    test = template.matcher(fixed)
+    if test is None:
+        assert any(not isinstance(s, str) and s.name in fixed and (s.spec or s.conversion)
+                   for s in template.segments)
+        return
+    prefix, whole, inner = template.leading_text(fixed)
+    for _ in range(6):
+        key = _keys(template, fixed, data.draw)
+        parsed = template.parse_key(key)
+        says = parsed is not None and all(parsed.get(n) == v for n, v in fixed.items())
+        assert bool(test(key)) is says, (template.source, fixed, key)
+        if says:
+            assert key == prefix if whole else key.startswith(prefix), (key, prefix)
+            assert all(t in key for t in inner), (key, inner)
+
+
+def test_the_cases_an_attacker_tries_are_named() -> None:
+    """A tenant whose value extends ours, a key missing its tail, a tail holding ``#``,
+    the one-field template. (``T-acme-corp-1`` parses as acme's doc ``corp-1``: its row's
+    own fields decide whether it is acme's, see tests/integration/test_scope_keys.py.)"""
+    template = KeyTemplate.parse("T-{tenant_id}-{doc_id}")
+    test = template.matcher({"tenant_id": "acme"})
+    assert test is not None
+    assert test("T-acme-123") and test("T-acme-corp-1") and not test("T-acmecorp-1")
+    assert not test("T-acme-") and not test("T-acme") and not test("T-acme-1#2")
+    assert template.leading_text({"tenant_id": "acme"}) == ("T-acme-", False, ())
+    memo = KeyTemplate.parse("TENANT#{tenant_id}")
+    exact = memo.matcher({"tenant_id": "t1"})
+    assert exact is not None and exact("TENANT#t1") and not exact("TENANT#t1x")
+    assert memo.leading_text({"tenant_id": "t1"}) == ("TENANT#t1", True, ())
+    single = KeyTemplate.parse("{tenant_id}").matcher({"tenant_id": "t1"})
+    assert single is not None and single("t1") and not single("t1#x")
+    inner = KeyTemplate.parse("DOC#{doc_id}#T#{tenant_id}")
+    assert inner.leading_text({"tenant_id": "t1"}) == ("DOC#", False, ("t1",))
+    assert KeyTemplate.parse("{n}", key_type="N").matcher({"n": "1"}) is None
+    assert KeyTemplate.parse("A#{t}").matcher({"t": "a#b"})("A#a#b") is False  # type: ignore[misc]
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=_any_templates(), data=st.data())
+def test_the_matcher_of_a_list_is_the_matcher_of_each(template: KeyTemplate,
+                                                      data: st.DataObject) -> None:
+    """``matcher_all`` (a scoped page's keys at once) is ``all`` of ``matcher`` (so of the
+    parse): lists of keys some of which do not parse or parse to other values."""
+    chosen = data.draw(st.lists(st.sampled_from([*template.fields, "zz"]), min_size=1,
+                                max_size=len(template.fields) + 1, unique=True))
+    fixed = {n: data.draw(st.text(alphabet=_CHARS.replace("#", ""), min_size=1, max_size=3))
+             for n in chosen}
+    test, every = template.matcher(fixed), template.matcher_all(fixed)
+    assert (test is None) is (every is None)
+    if test is None or every is None:
+        return
+    for _ in range(4):
+        keys = [_keys(template, fixed, data.draw) for _ in range(data.draw(st.integers(0, 4)))]
+        if keys and data.draw(st.booleans()):  # (a key holding the sentinel of a join)
+            keys[0] = "\0".join([keys[0], *keys[1:2]])
+        assert every(keys) is all(test(k) for k in keys), (template.source, fixed, keys)

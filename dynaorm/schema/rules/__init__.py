@@ -674,8 +674,10 @@ class Rules:
         #: no condition of the insert looks (under the previous layout's key)
         self.reads_insert = bool(self._hooked("prepare_write")) and self.before is not NO_BEFORE
         self.adders = self._hooked("rows")
-        #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
-        self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
+        #: the ``reads`` of the rules that add rows, or that say when an update by key
+        #: is read first (:meth:`Rule.reads`)
+        self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows
+                             or type(r).reads is not Rule.reads)
         self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")
 

@@ -299,9 +299,12 @@ class Encryption(Rule):
                                self.scope_attr))
 
     def reads(self, touched: frozenset[str]) -> bool:
-        """With ``key_scope``, an update by key of an encrypted field is read first (the
-        row's tenant chooses the key it is sealed under)."""
-        return self.scope_attr is not None and not touched.isdisjoint(self.names)
+        """With ``key_scope``, an update by key of an encrypted field, or of the
+        ``key_scope`` field itself, is read first (the row's tenant chooses the key its
+        values are sealed under: a row moved to another tenant is sealed anew under that
+        tenant's, or forgetting it would leave them readable)."""
+        return self.scope_attr is not None and (not touched.isdisjoint(self.names) or (
+            self.table.key_scope in touched))
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
@@ -344,6 +347,15 @@ class Encryption(Rule):
         if self.fields.keys().isdisjoint(item):  # (none stored: no keyring needed)
             return item
         keyring, bound = self._opener(), self._bound(item)
+        tenant = self.tenant(item)  # (a value sealed for another tenant than the one its
+        if tenant is not None:  # row names never opens in it; a projection may name none)
+            for attr in self.fields.keys() & item.keys():
+                found = header_of(item[attr])
+                if found is not None and not keyring.sealed_for(found[0], tenant):
+                    raise DecryptionError(
+                        f"field {self.fields[attr]!r} is sealed under another tenant's key "
+                        f"({found[0]!r}) than its row's ({self.table.key_scope}={tenant!r})",
+                        field=self.fields[attr], key_id=found[0])
         return {a: v if a not in self.fields else self._open(keyring, v, bound, a)
                 for a, v in item.items()}
 

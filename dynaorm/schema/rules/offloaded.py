@@ -35,8 +35,10 @@ an ``AsyncSession``; this module does no I/O.
 - **Release**: :meth:`Offloading.release`, once the outcome is known: applied, the objects
   of the rows it replaced or deleted that no row of the commit references any more are
   removed (never before: a failed commit keeps the old values); not applied, what it
-  uploaded is removed. An unknown outcome removes nothing (``dynaorm check`` reports an
-  object no row references; ``--repair`` removes it).
+  uploaded is removed. An unknown outcome removes nothing, not even what a fresh read of
+  its rows does not reference (another writer may have moved a row, its objects with it,
+  to a key the commit never names): ``dynaorm check`` reports an object no row
+  references; ``--repair`` removes it.
 - **Read**: :meth:`Offloading.prepare` fetches the referenced objects of the rows a read
   is about to decode (a page's in parallel, one GET each), checks each against its
   ``sha256`` and puts its bytes beside its reference (in the row: a loaded object keeps
@@ -214,12 +216,10 @@ def _value(ref: Reference, body: bytes) -> AttributeValue:
 class Published(NamedTuple):
     """What a commit's :meth:`Offloading.publish` did: the objects it uploaded, those of
     the rows the commit replaces or deletes that none of its rows references after it
-    (removed once it applied), and the keys of its rows (read again when its outcome
-    stays unknown)."""
+    (removed once it applied)."""
 
     uploaded: tuple[Reference, ...]
     dropped: tuple[Reference, ...]
-    rows: tuple[PlainKey, ...] = ()
 
 
 def delete_objects(refs: Iterable[Reference], origins: tuple[Any, ...] = ()
@@ -380,9 +380,12 @@ class Offloading(Rule):
         instead (a missing object, other bytes: raised where the value is decoded, so
         that a read of other fields, or ``dynaorm check``, goes on); a request that
         failed after its retries raises."""
+        request = {"Bucket": ref.bucket, "Key": ref.key}
+        if ref.size > 0:  # (one byte more than the reference names at most: an object
+            # replaced by a far larger body is never read whole, its digest differs)
+            request["Range"] = f"bytes=0-{ref.size}"
         try:
-            out = yield Call("s3:GetObject", {"Bucket": ref.bucket, "Key": ref.key},
-                             origins, service=S3)
+            out = yield Call("s3:GetObject", request, origins, service=S3)
         except RequestError as exc:
             if exc.code not in _GONE:
                 raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
@@ -530,10 +533,7 @@ class Offloading(Rule):
             if isinstance(exc, Exception):  # (closed or cancelled: nothing more is sent)
                 yield from self._removed(uploaded, origins, "a failed upload's")
             raise
-        rows = tuple({tuple(sorted(op.key.items())): op.key for op in ops
-                      if op.origin.role in _ROWS}.values())
-        return Published(tuple(uploaded), tuple(r for u, r in before.items() if u not in after),
-                         rows)
+        return Published(tuple(uploaded), tuple(r for u, r in before.items() if u not in after))
 
     def _rows_of(self, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]
                  ) -> tuple[dict[str, Reference], dict[str, tuple[Reference, Held | None]],
@@ -588,21 +588,15 @@ class Offloading(Rule):
 
     def release(self, published: Any, applied: bool | None) -> Generator[Any, Any, None]:
         """Applied: the objects the commit's rows no longer reference go; not applied:
-        what it uploaded goes; unknown: every attempt of it is over, so what its rows,
-        read again now, do not reference of the objects it uploaded or would have
-        released goes (each object is one row's: no other row holds it)."""
+        what it uploaded goes; unknown: nothing goes. A fresh read of the commit's own
+        rows cannot prove an object unreferenced: another writer inside the window may
+        have moved a row (its objects with it) to a key the commit never names; what is
+        left is an orphan ``dynaorm check`` reports and ``--repair`` removes."""
         assert isinstance(published, Published)
-        origins = () if self.entity is None else (self.entity,)
         if applied is None:
-            try:
-                rows = yield from self._rows(list(published.rows), origins)
-            except RequestError:
-                return  # (nothing known: left for dynaorm check)
-            held = {ref.uri for row in rows for ref in references(row).values()}
-            refs: tuple[Reference, ...] = tuple(
-                r for r in (*published.uploaded, *published.dropped) if r.uri not in held)
-        else:
-            refs = published.dropped if applied else published.uploaded
+            return
+        origins = () if self.entity is None else (self.entity,)
+        refs = published.dropped if applied else published.uploaded
         if refs:
             yield from self._removed(refs, origins, "a replaced value's" if applied
                                      else "an unapplied commit's")
@@ -610,7 +604,16 @@ class Offloading(Rule):
     def _removed(self, refs: Iterable[Reference], origins: tuple[Any, ...], what: str
                  ) -> Generator[Any, Any, None]:
         """Remove ``refs``' objects; a failure is logged (``dynaorm check`` finds what is
-        left), never raised."""
+        left), never raised. Only this table's own objects (under its ``offload`` prefix and
+        its name) are ever removed: a reference to any other (a row of a table restored
+        from a backup under another name names the original's; a row another tool wrote)
+        may be another table's row's too."""
+        assert self.table.offload is not None
+        bucket, prefix = offload_location(self.table.offload)
+        mine = f"s3://{bucket}/{prefix}{self.table.name}/"
+        refs = [r for r in refs if r.uri.startswith(mine)]
+        if not refs:
+            return
         try:
             refused = yield from delete_objects(refs, origins)
         except RequestError as exc:

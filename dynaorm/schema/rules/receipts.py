@@ -48,6 +48,7 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.rules.encrypted import is_encrypted
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
@@ -287,13 +288,19 @@ def _plain(value: str | int | float) -> str | int | float:
 
 def _entity(obj: Any) -> str:
     """An entity object: its class, the key it was loaded at, and its field values but
-    those its rules stamp on a write or pin to the version it was loaded at."""
+    those its rules pin to the version it was loaded at (per class) or stamp on this
+    object's write (decided per object: a created time is stamped only where the object
+    holds none, so one the caller gave counts)."""
     cls = type(obj)
-    skip = _SKIP.get(cls)
-    if skip is None:
+    found = _PINNED.get(cls)
+    if found is None:
         rules = cls.__dynaorm_spec__.rules
-        skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
-                                                     *rules.stamp(obj, False), *rules.pin(0)))
+        found = _PINNED[cls] = (frozenset(f for f, _ in rules.pin(0)),
+                                rules if rules.stampers else None)
+    skip, stamping = found
+    if stamping is not None:
+        skip = skip.union(f for f, _ in (*stamping.stamp(obj, True),
+                                         *stamping.stamp(obj, False)))
     state = _state(obj)
     if state is None and (factory := made(obj)):
         skip = skip | factory
@@ -320,8 +327,9 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: the fields each entity class's rules stamp or pin (left out of the digest)
-_SKIP: dict[type, frozenset[str]] = {}
+#: per entity class, the fields its rules pin (left out of the digest) and its rules where
+#: some stamp (what they stamp is asked of each object), else ``None``
+_PINNED: dict[type, tuple[frozenset[str], Any]] = {}
 
 
 # -- the receipt ---------------------------------------------------------------------------
@@ -340,29 +348,40 @@ class Receipts:
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
 
-    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None
-              ) -> Receipting | None:
+    def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
+              home: Any = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key`` (checked by
         the commit): one in each table its writes go to (by name, so the same writes staged
-        in any order find them), keyed inside ``scope`` (a scoped session's fields and
-        values, as keys render them); ``None`` when nothing was staged. A table written
-        whose keys are not strings, or whose key or index attributes are named as a
+        in any order find them), or one in ``home`` (the client's receipts table,
+        ``Client(receipts=)``), keyed inside ``scope`` (a scoped session's fields and
+        values, as keys render them); ``None`` when nothing was staged. A table that keeps
+        them whose keys are not strings, or whose key or index attributes are named as a
         receipt's, is refused."""
         if not staged:
             return None
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
-        for entity in written.values():
-            table = entity.__dynaorm_spec__.table
+        homes = []
+        for name in sorted(written):  # (each table's entity, in the order of their names)
+            homes.append((written[name], written[name].__dynaorm_spec__.table))
+        if home is not None:
+            homes = [(homes[0][0], home)]
+        for _, table in homes:
             why = table.receipts.keyed()[0]
             if why:
                 raise DynaormError(f"table {table.name!r}: {why}, so it cannot keep "
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
-        receipting = Receipting([written[n] for n in sorted(written)], key, _digest(texts),
-                                scope)
+        receipting = Receipting(homes, key, _digest(texts), scope)
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
+                fields = type(obj).model_fields
+                if sealed := sorted({str(p[0]) for p in paths if p[0] in fields
+                                     and is_encrypted(fields[str(p[0])])}):
+                    raise DynaormError(
+                        f"{type(obj).__name__}: Encrypted {sealed} made by a default "
+                        "factory cannot be kept by a keyed commit's receipt (it keeps them "
+                        "as plaintext for a replay to put back): give the value")
                 receipting.made.append((_short(text), obj, paths))
         return receipting
 
@@ -442,13 +461,15 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches), a
     check of each other table it may write; its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "entities", "hashed", "key", "made", "nonce", "now", "sent",
+    __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
                  "token", "value")
 
-    def __init__(self, written: list[Any], key: str, staged_digest: str,
+    def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
-        #: an entity class of each table written (the order of their receipts in the plan)
-        self.entities = written
+        #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
+        #: class written (its actions' origin) and the table that keeps the receipt (each
+        #: table written; or the client's receipts table, one)
+        self.homes = homes
         self.key = key
         self.digest = staged_digest
         # the receipt's key: the scope's values (by field name) and a hash of the scope
@@ -506,13 +527,13 @@ class Receipting:
                                 ("TransactWriteItems", [op.key for op in ops])])
         rev, now = self.token[:16], int(time.time())
         rows: list[Op] = []
-        for entity in self.entities:
-            table = entity.__dynaorm_spec__.table
+        for entity, table in self.homes:
             key = self.where(table)
             expiry = table.ttl or EXPIRY
             item = self.item(rev, result, table)
+            kind = Origin if table is entity.__dynaorm_spec__.table else origin_in(table)
             rows.append(Put(key, item, _Free(table.pk, expiry, now),
-                            Origin(entity, key, Role.RECEIPT, Fail.EXISTS),
+                            kind(entity, key, Role.RECEIPT, Fail.EXISTS),
                             _built(table, item, expiry, now)))
         return rows
 
@@ -638,8 +659,7 @@ class Receipting:
         ``None``: no receipt. A receipt of other writes raises
         :class:`~dynaorm.errors.IdempotencyMismatchError`."""
         stored = []
-        for entity in self.entities:
-            table = entity.__dynaorm_spec__.table
+        for _, table in self.homes:
             live = self.live((yield from read(table, self.where(table))), table)
             if live is not None:
                 stored.append((table, live))
@@ -676,6 +696,26 @@ class Receipting:
                                    consumed_capacity=dict(recorded.consumed_capacity)
                                    if recorded is not None else {}),
                       self.restore(stored[0][1]))
+
+
+def origin_in(table: Any) -> type[Origin]:
+    """The kind of :class:`~dynaorm.values.records.Origin` of an action that writes
+    ``table`` whatever its entity's table is (a receipt kept in the client's receipts
+    table, ``Client(receipts=)``): its ``table`` is ``table``. Made once per table."""
+    found = _ORIGINS.get(id(table))
+    if found is None or found[0] is not table:
+        def held(_: Any) -> Any:
+            return table
+
+        kind = type("OriginIn", (Origin,), {"__slots__": (), "table": property(
+            held, doc="The table the action writes to.")})
+        found = _ORIGINS[id(table)] = (table, kind)
+    origin: type[Origin] = found[1]
+    return origin
+
+
+#: :func:`origin_in` of each table, by ``id`` (with the table: an id is never mistaken)
+_ORIGINS: dict[int, tuple[Any, type[Origin]]] = {}
 
 
 def _at(obj: Any, path: Sequence[str | int]) -> Any:

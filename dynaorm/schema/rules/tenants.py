@@ -182,6 +182,13 @@ class TenantKeys:
             raise self._gone(tok, found)
         return bytes(found.unwrap(key_id, wrapped))
 
+    def sealed_for(self, key_id: str, tenant: str) -> bool:
+        """Whether a value sealed under ``key_id`` may be opened in a row of ``tenant``:
+        one sealed under that tenant's key, or under the table's keyring (before the table
+        declared ``key_scope``); never one sealed under another tenant's."""
+        return not key_id.startswith(TENANT_PREFIX) or key_id.startswith(
+            f"{TENANT_PREFIX}{token(tenant)}/")
+
     def forgotten(self, tok: str) -> Forgotten | None:
         """The tenant ``tok`` as forgotten, where this process knows it is."""
         entry = self._held.get(tok)
