@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any, TypedDict
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
@@ -35,6 +36,8 @@ vault = Table("lg_offload_sealed", offload="s3://placeholder/v/",
               keyring=StaticKeyring(os.urandom(32)))
 memories = Table("lg_offload_store", offload="s3://placeholder/v/")
 plain = Table("lg_offload_plain")
+#: every value past one byte kept in S3: LangGraph's conformance suite through S3
+everything = Table("lg_offload_all", offload="s3://placeholder/v/", offload_threshold=1)
 #: incompressible, well past an item's 400 KB even compressed
 BIG = 500_000
 
@@ -42,8 +45,9 @@ BIG = 500_000
 @pytest.fixture
 def s3(backend: str | None, request: pytest.FixtureRequest,
        monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestBackend, Bucket]]:
-    with bucket(backend, request, monkeypatch, agents, vault, memories) as b, use_tables(
-            agents, vault, memories, plain, endpoint_url=backend,
+    with bucket(backend, request, monkeypatch, agents, vault, memories, everything
+                ) as b, use_tables(agents, vault, memories, plain, everything,
+                                   endpoint_url=backend,
             name_suffix=worker_suffix()) as tb:
         yield tb, b
 
@@ -278,3 +282,22 @@ def test_a_single_writer_put_again_of_its_head_through_the_lease(
     assert found is not None and found.checkpoint["channel_values"]["blob"] == again
     assert len(b.keys()) == 1
     consistent(tb, b, agents)
+
+
+def test_langgraphs_conformance_suite_passes_with_every_value_in_s3(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """LangGraph's checkpointer conformance suite (every capability it detects) on a
+    table whose threshold keeps every checkpoint, metadata and write in S3; after it, the
+    bucket holds exactly what the rows reference."""
+    tb, b = s3
+
+    @checkpointer_test(name="dynaorm.langgraph.Saver (offloaded)")
+    async def saver() -> AsyncIterator[Saver]:
+        yield Saver(everything)
+
+    report = asyncio.run(validate(saver))
+    assert report.results and all(
+        r.passed and not r.tests_failed for r in report.results.values()), {
+        n: r.failures for n, r in report.results.items()}
+    assert b.keys()
+    consistent(tb, b, everything)
