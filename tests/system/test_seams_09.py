@@ -111,3 +111,113 @@ def test_the_inferred_model_of_an_optional_epoch_time_saves_numbers(moto: None) 
             s.save(old)
         stored = {i["visit_id"]["S"]: i.get("expires") for i in b.scan_raw()}
         assert stored["new"] == {"N": EPOCH} and stored["v0"] == {"N": EPOCH}, stored
+
+
+# -- (d) x (c): an operation run by Session.run holding a lease -----------------------------
+work = Table("seams09_work")
+
+
+class Doc(Entity):
+    class Meta:
+        table = work
+        pk = "T#{tenant_id}#D#{doc_id}"
+        sk = "DOC"
+
+    tenant_id: str
+    doc_id: str
+    n: int = 0
+
+
+class JobLease(Lease):
+    class Meta:
+        table = work
+        pk = "T#{tenant_id}#LEASE#{job}"
+        sk = "LEASE"
+
+    tenant_id: str
+    job: str
+
+
+def _leased(s: Session, holder: str, n: int) -> Any:
+    """Acquire the job's lease with a first write, then hold it for a second: one
+    operation, as a surface writes it for ``Session.run``."""
+    lease = s.lease(JobLease, holder=holder, duration=timedelta(seconds=30),
+                    tenant_id="acme", job="j")
+    s.save(Doc(tenant_id="acme", doc_id="d1", n=n))
+    yield s.commit
+    doc = yield partial(s.get, Doc, tenant_id="acme", doc_id="d1")
+    s.lease(lease)
+    doc.n = n + 1
+    s.save(doc)
+    yield s.commit
+    return lease
+
+
+def test_a_run_refused_its_lease_leaves_nothing_for_a_later_commit(moto: None) -> None:
+    """A second holder's operation is refused at its first commit (``LeaseError``) and
+    nothing it staged is stored, then or by the session's next commit; a scoped session
+    reaches no other tenant's lease, by key or by the lease object."""
+    with use_tables(work) as b:
+        first = Session(work)
+        lease = first.run(_leased(first, "w1", 1))
+        before = b.scan_raw()
+        second = Session(work)
+        with pytest.raises(LeaseError):
+            second.run(_leased(second, "w2", 10))
+        assert b.scan_raw() == before
+        second.save(Doc(tenant_id="acme", doc_id="d2"))
+        second.commit()
+        rows = {i["sk"]["S"] + i["pk"]["S"]: i for i in b.scan_raw()}
+        assert len(rows) == 3 and rows["DOCT#acme#D#d1"]["n"] == {"N": "2"}
+        assert rows["LEASET#acme#LEASE#j"]["holder"] == {"S": "w1"}
+        other = Session(work, scope={"tenant_id": "globex"})
+        with pytest.raises(ScopeError):
+            other.lease(JobLease, holder="g", duration=timedelta(seconds=30),
+                        tenant_id="acme", job="j")
+        with pytest.raises(ScopeError):
+            other.lease(lease)
+
+
+# -- (f) x (a): a bulk load of StoredAs times, loaded and saved back ------------------------
+stamped = Table("seams09_stamped")
+
+
+class Event(Entity):
+    class Meta:
+        table = stamped
+        pk = "T#{tenant_id}#E#{event_id}"
+        sk = "EVENT"
+        unique = ("ref",)
+        versioned = True
+
+    tenant_id: str
+    event_id: str
+    ref: str
+    total: int = 0
+    placed: Annotated[datetime, StoredAs.EPOCH_SECONDS] | None = None
+    seen: Annotated[datetime | None, StoredAs("%Y/%m/%d %H:%M")] = None
+
+
+def test_a_loaded_entity_stores_its_formats_and_a_save_back_keeps_them(moto: None) -> None:
+    """``jobs.load`` renders each time in its ``StoredAs`` format (the optional one too),
+    as ``save`` does; a loaded object changed elsewhere and saved back keeps both as
+    stored, the latest copy and the new version row alike."""
+    import boto3
+
+    from dynaorm.jobs import load
+
+    with use_tables(stamped) as b:
+        boto3.client("s3").create_bucket(Bucket="seams09-loads")
+        report = load(stamped, [Event(tenant_id="acme", event_id=f"e{n}", ref=f"r{n}",
+                                      placed=WHEN, seen=WHEN) for n in range(2)],
+                      s3="s3://seams09-loads/runs", name="first", poll=0)
+        assert report.loaded == 2 and not report.failures
+        with Session(stamped) as s:
+            got = s.get(Event, tenant_id="acme", event_id="e1")
+            assert got is not None and got.placed == WHEN and got.seen == WHEN
+            got.total = 7
+            s.save(got)
+        rows = [i for i in b.scan_raw() if "event_id" in i]
+        assert len(rows) == 5  # (two latest copies, three version rows)
+        assert all(i["placed"] == {"N": EPOCH} and i["seen"] == {"S": "2026/01/01 10:30"}
+                   for i in rows), rows
