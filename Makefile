@@ -125,6 +125,8 @@ bench-all: $(STAMP) ddb-local
 	$(BIN)/python benchmarks/jobs.py
 	$(BIN)/python benchmarks/vectors.py --json $(BENCH_OUT)/vectors.json
 	$(BIN)/python benchmarks/export.py --memory
+	$(BIN)/python benchmarks/encryption.py --json $(BENCH_OUT)/encryption.json
+	$(BIN)/python benchmarks/offload.py --json $(BENCH_OUT)/offload.json
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:

@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""An encrypted get and put beside a plain one (contract 20): client time per operation of
+"""An encrypted get and put beside a plain one (contract 20), and beside one sealed under
+its row's tenant's key (contract 24, ``key_scope``: at most 1.2x the encrypted one once the
+tenant's key is cached): client time per operation of
 an entity with three ``Encrypted`` fields against the same entity without, on an
 in-process moto (DynamoDB and KMS: nothing leaves the process), and the KMS calls the
 steady state makes (none: the keyring's data key is cached, ``max_age``/``max_uses``), and
@@ -37,14 +39,17 @@ from dynaorm.testing import moto_backend, use_tables  # noqa: E402
 
 plain_table = Table("bench-plain")
 secret_table = Table("bench-encrypted")
+#: contract 24: the same values sealed under each row's tenant's key (``key_scope``)
+tenant_table = Table("bench-tenants", key_scope="tenant")
 
 
 class Plain(Entity):
     class Meta:
         table = plain_table
-        pk = "P#{pid}"
+        pk = "T#{tenant}#P#{pid}"
         sk = "P"
 
+    tenant: str = "acme"  # (each entity of one shape: only their rules differ)
     pid: str
     name: str
     ssn: str
@@ -55,9 +60,24 @@ class Plain(Entity):
 class Secret(Entity):
     class Meta:
         table = secret_table
-        pk = "P#{pid}"
+        pk = "T#{tenant}#P#{pid}"
         sk = "P"
 
+    tenant: str = "acme"
+    pid: str
+    name: str
+    ssn: Encrypted[str]
+    notes: Encrypted[str]
+    score: Encrypted[int]
+
+
+class Tenanted(Entity):
+    class Meta:
+        table = tenant_table
+        pk = "T#{tenant}#P#{pid}"
+        sk = "P"
+
+    tenant: str = "acme"
     pid: str
     name: str
     ssn: Encrypted[str]
@@ -86,12 +106,14 @@ def main() -> None:
         kms = boto3.client("kms")
         calls: list[str] = []
         kms.meta.events.register("before-call.kms.*", lambda model, **_: calls.append(model.name))
-        secret_table.keyring = (KmsKeyring(kms.create_key()["KeyMetadata"]["KeyId"], client=kms)
-                                if args.keyring == "kms" else StaticKeyring(os.urandom(32)))
-        with use_tables(plain_table, secret_table) as db:
+        secret_table.keyring = tenant_table.keyring = (
+            KmsKeyring(kms.create_key()["KeyMetadata"]["KeyId"], client=kms)
+            if args.keyring == "kms" else StaticKeyring(os.urandom(32)))
+        with use_tables(plain_table, secret_table, tenant_table) as db:
             figures: dict[str, float] = {}
             for name, cls, table in (("plain", Plain, plain_table),
-                                     ("encrypted", Secret, secret_table)):
+                                     ("encrypted", Secret, secret_table),
+                                     ("key_scope", Tenanted, tenant_table)):
                 s = db.session(table)
 
                 def put(i: int, s: Any = s, cls: Any = cls) -> None:
@@ -100,7 +122,7 @@ def main() -> None:
                     s.commit()
 
                 def get(i: int, s: Any = s, cls: Any = cls) -> None:
-                    s.get(cls, pid=str(i % 50))
+                    s.get(cls, pid=str(i % 50), tenant="acme")
 
                 put(0)  # warm-up: the first data key (GenerateDataKey), and its first read
                 get(0)  # (Decrypt, once per data key): the steady state makes no KMS call
@@ -118,6 +140,9 @@ def main() -> None:
                     it, sp), args.ops * 10)
     for key, value in figures.items():
         print(f"{key:40} {value:10.1f}")
+    for what in ("put", "get", "encode", "load"):  # (issue 84's budget: at most 1.2)
+        ratio = figures[f"key_scope {what} us"] / figures[f"encrypted {what} us"]
+        print(f"key_scope / encrypted {what:18} {ratio:10.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
 

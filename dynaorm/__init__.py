@@ -19,6 +19,7 @@ from dynaorm.errors import (
     ConflictError,
     DecryptionError,
     DynaormError,
+    ForgottenError,
     IdempotencyMismatchError,
     InvalidCursorError,
     InvalidValueError,
@@ -32,6 +33,7 @@ from dynaorm.errors import (
     LakeError,
     LeaseError,
     MultipleResultsError,
+    OffloadError,
     OutcomeUnknownError,
     RequestError,
     RequestNotSentError,
@@ -72,6 +74,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.schema.rules.offloaded import Offloaded
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
     from dynaorm.values.formats import StoredAs
@@ -99,6 +102,7 @@ __all__ = [
     "Entity",
     "Explanation",
     "F",
+    "ForgottenError",
     "Grouped",
     "Hit",
     "Hits",
@@ -120,6 +124,8 @@ __all__ = [
     "LeaseError",
     "ModelFileError",
     "MultipleResultsError",
+    "OffloadError",
+    "Offloaded",
     "Operation",
     "OutcomeUnknownError",
     "Page",
@@ -172,6 +178,7 @@ _LAZY = {
     "Encrypted": "dynaorm.schema.rules.encrypted",
     "KmsKeyring": "dynaorm.schema.rules.keyrings",
     "StaticKeyring": "dynaorm.schema.rules.keyrings",
+    "Offloaded": "dynaorm.schema.rules.offloaded",
     "Inspection": "dynaorm.schema.inspection",
     "ModelFileError": "dynaorm.errors",
     "Explanation": "dynaorm.core.explain",

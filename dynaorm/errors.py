@@ -13,6 +13,7 @@ __all__ = [
     "ConflictError",
     "DecryptionError",
     "DynaormError",
+    "ForgottenError",
     "IdempotencyMismatchError",
     "InvalidCursorError",
     "InvalidValueError",
@@ -27,6 +28,7 @@ __all__ = [
     "LeaseError",
     "ModelFileError",
     "MultipleResultsError",
+    "OffloadError",
     "OutcomeUnknownError",
     "RequestError",
     "RequestNotSentError",
@@ -84,6 +86,23 @@ class KeyringError(DynaormError):
         self.key_id = key_id
         """The id of the key at fault (a KMS key id, alias or ARN as the keyring names
         it; a :class:`~dynaorm.StaticKeyring`'s key id)."""
+
+
+class ForgottenError(KeyringError):
+    """The key of a tenant was destroyed (``table.forget(scope=...)``, ``dynaorm forget``):
+    an encrypted value of that tenant does not open, wherever its copy lives (a live
+    row, a version row, an offloaded object, a backup or an export holding ciphertext),
+    and a write that would seal one for it is refused before anything is sent. ``scope``
+    names the tenant (``{field: value}``); ``forgotten_at`` is when its key was destroyed
+    (ISO-8601, UTC)."""
+
+    def __init__(self, message: str, *, key_id: str, scope: dict[str, Any] | None = None,
+                 forgotten_at: str | None = None) -> None:
+        super().__init__(message, key_id=key_id)
+        self.scope = scope
+        """The tenant whose key is gone, as ``{key_scope field: value}``."""
+        self.forgotten_at = forgotten_at
+        """When its key was destroyed (ISO-8601, UTC; ``None``: unknown)."""
 
 
 class KeyTemplateError(DynaormError, ValueError):
@@ -437,6 +456,20 @@ class SettingsError(DynaormError, ValueError):
     ``max_on_demand=``, ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``,
     ``tags=``), refused when the ``Table`` or ``GSI`` is declared, before anything is
     sent."""
+
+
+class OffloadError(DynaormError):
+    """A value kept in S3 (an ``Offloaded`` field of a table with ``offload=``) cannot be
+    written or read: its upload failed after its retries (raised before the commit is
+    sent: nothing of it is stored, and what it uploaded is removed), or the object a row
+    references is missing or holds other bytes than the reference says (a dangling
+    reference: ``dynaorm check`` reports it; no read returns another value in its place).
+    ``uri`` names the object (``s3://bucket/key``; ``None``: not one object)."""
+
+    def __init__(self, message: str, *, uri: str | None = None) -> None:
+        super().__init__(message)
+        self.uri = uri
+        """The S3 object at fault (``s3://bucket/key``), if one is."""
 
 
 class LakeError(DynaormError):

@@ -12,8 +12,12 @@ A rule that reads before a write of its entity is planned answers
 :meth:`Rule.prepare_write` (the versioned rule: the last version kept at a new object's
 key): a generator that yields each read as data, a step made by :func:`call` (``out =
 yield from call("Query", request, (change.entity,))``), which the sync or async client
-sends and answers, and returns what it found; the commit plans the write on it. See
-docs/guide/rules.md.
+sends and answers, and returns what it found; the commit plans the write on it.
+
+A rule that keeps values outside the table (a placing rule, as ``Offloaded`` is) answers
+:meth:`Rule.place`, :meth:`Rule.holds`, :meth:`Rule.publish` and :meth:`Rule.release`
+with the same records (and :class:`Update`); its ``decode`` raises :class:`Unplaced` for
+a value not at hand. See docs/guide/rules.md.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from dynaorm.schema.rules import (
     Rows,
     Rule,
     Shape,
+    Unplaced,
     register_rule,
 )
-from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
 
 __all__ = ["NO_ROWS", "Change", "ConditionCheck", "Declaration", "Delete", "Explained",
-           "Fail", "Origin", "Put", "Role", "Rows", "Rule", "Shape", "call", "register_rule"]
+           "Fail", "Origin", "Put", "Role", "Rows", "Rule", "Shape", "Unplaced", "Update",
+           "call", "register_rule"]

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from dynaorm import Entity, Table
 from dynaorm.testing import TestBackend, moto_backend, moto_server, use_tables
 
-__all__ = ["keys", "run", "served", "show", "table_keys"]
+__all__ = ["bucket", "keys", "run", "served", "show", "table_keys"]
 
 T = TypeVar("T")
 
@@ -87,3 +87,22 @@ def table_keys(db: TestBackend, title: str, extra: Sequence[str] = ()) -> list[d
         cols += [f"{a}={item[a]!r}" for a in extra if a in item]
         print("    " + " | ".join(cols))
     return items
+
+
+@contextmanager
+def bucket(name: str, endpoint_url: str | None) -> Generator[str]:
+    """An S3 bucket for an example's offloaded values: moto's in-process S3 beside the
+    in-process DynamoDB (``endpoint_url`` ``None``), else a moto server's, started for the
+    block and configured as an application configures S3 (``AWS_ENDPOINT_URL_S3``).
+    Yields the bucket's ``s3://`` URI."""
+    import boto3
+
+    with ExitStack() as stack:
+        endpoint = None if endpoint_url is None else stack.enter_context(moto_server())
+        if endpoint is not None:
+            os.environ["AWS_ENDPOINT_URL_S3"] = endpoint
+            stack.callback(os.environ.pop, "AWS_ENDPOINT_URL_S3", None)
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="x", aws_secret_access_key="x")
+        s3.create_bucket(Bucket=name)
+        yield f"s3://{name}"

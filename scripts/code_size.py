@@ -263,6 +263,21 @@ LANDED = 169_956  # (measured on main after issue 82's red team and issue 81)
 #: issue 81's red team (+581 by its branch: scoped writes by key guarded against a stale
 #: key's row, errors holding no other tenant's object, tenant exports, a one-field key)
 LANDED = 170_531
+#: issue 84 (values of any size, keys per tenant): its modules are NEW_FEATURES; what they
+#: need in 0.5's modules is +2,330 (measured after issues 80, 82 and 83: merged): the
+#: placing hooks and their resolution in the rules (+515: ``place``, ``holds``, ``publish``,
+#: ``release``, a placing rule decoding first, ``Unplaced``), the Encrypted rule sealing
+#: under a tenant's key and opening through the tenants' keys (+434), the keyrings' keys of
+#: their own (+331: ``new_key``, ``wrap``, ``unwrapped``, KMS ``Encrypt``), two errors
+#: (+115), the check comparing objects (+164), the table's options and its key table's
+#: creation (+244), the commit's and the plan's hand-over to the placing module (+150), the
+#: ``dynaorm forget`` and ``--orphan-age`` options (+100), the snapshot keeping references,
+#: a search and an update's answer prepared, streamed S3 bodies read (+~250). Raised by
+#: exactly that, on main's 170,531 (issues 80, 82 and 81 with their red teams: merged).
+LANDED = 172_861
+#: issue 84's red team (red84: +105 on its branch): an update of the key_scope field read
+#: first, a value of another tenant refused in a row, a receipt's encrypted made value refused
+LANDED = 172_966
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -312,6 +327,12 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/langgraph",
     # 0.8, issue 72: the model of a table you already have (inference and its driver)
     "dynaorm/formats/infer.py", "dynaorm/client/infer.py",
+    # 0.9, issue 84: values of any size (Offloaded, the objects check compares) and keys
+    # per tenant (key_scope, forget, sealed bytes, the forget command)
+    "dynaorm/schema/rules/offloaded.py", "dynaorm/write/placing.py",
+    "dynaorm/jobs/offloads.py", "dynaorm/schema/places.py",
+    "dynaorm/schema/rules/tenants.py", "dynaorm/schema/tenancy.py",
+    "dynaorm/client/tenancy.py", "dynaorm/cli/forget.py",
     # 0.9, issue 80: what packages add found by entry point (commands, formats, export
     # formats, tracers)
     "dynaorm/plugins.py",

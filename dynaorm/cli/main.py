@@ -22,6 +22,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 
@@ -38,6 +39,7 @@ from dynaorm.cli.command import (
     load_attribute,
     load_table,
 )
+from dynaorm.cli.forget import add_forget_command
 from dynaorm.cli.load import add_load_command
 from dynaorm.cli.model import add_model_commands
 from dynaorm.client.table import Table
@@ -243,7 +245,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     else:
         result = _with_progress(args, table, lambda bar: check_table(
             table, fix=args.repair, checkpoint=args.checkpoint, page_size=args.page_size,
-            progress=bar))
+            progress=bar, orphan_age=timedelta(minutes=args.orphan_age)))
     if result.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
     from dynaorm.core.settings import drift_p
@@ -395,6 +397,17 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
     return chosen
 
 
+def _minutes(text: str) -> float:
+    """``--orphan-age``'s check: a number of minutes, at least 0."""
+    try:
+        found = float(text)
+    except ValueError:
+        found = -1.0
+    if not found >= 0:
+        raise argparse.ArgumentTypeError(f"a number of minutes >= 0, got {text!r}")
+    return found
+
+
 def _rate(args: argparse.Namespace) -> Rate | None:
     units = (args.read_units, args.write_units)
     return None if units == (None, None) else Rate(*units)
@@ -489,6 +502,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     connection_options(p)
     p.set_defaults(run=cmd_create_table)
+    add_forget_command(sub)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                        description="Print every entity registered on every Table in MODULE "
                                    "(or only on TABLE): key templates, unique rules, "
@@ -504,9 +518,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                    "items, owners whose guard is missing (also after a unique "
                                    "rule was added), latest copies of versioned entities that "
                                    "differ from their newest version, index key attributes "
-                                   "that no longer match their templates, and items whose "
-                                   "table key no longer matches (reported, never moved). "
-                                   "Exit 1 when problems remain.")
+                                   "that no longer match their templates, items whose "
+                                   "table key no longer matches (reported, never moved), "
+                                   "and on a table with offload=, references to missing "
+                                   "objects and objects no row references (--repair removes "
+                                   "these). Exit 1 when problems remain.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.add_argument("--repair", action="store_true",
                    help="fix what can be fixed as each page is checked, each fix one "
@@ -514,6 +530,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="FILE", default=None,
                    help="record progress in FILE after every page; an unfinished run "
                         "recorded there continues where it stopped")
+    p.add_argument("--orphan-age", metavar="MINUTES", type=_minutes, default=60,
+                   help="an offloaded object no row references is reported (and removed "
+                        "by --repair) only when written at least MINUTES before the check "
+                        "began (default 60: a commit uploads before it writes its row)")
     _scanning(p)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",

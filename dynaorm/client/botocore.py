@@ -295,11 +295,16 @@ class BotocoreWire:
         """Send a request to another service (``operation`` named ``service:Name``) once,
         through ``via`` (a botocore client of that service; a region name: the owner's
         client of that region; ``None``: the owner's own): its failures mapped as
-        DynamoDB's are (:func:`botocore_error`)."""
+        DynamoDB's are (:func:`botocore_error`). A streamed body (S3's ``GetObject``) is
+        read whole here, so the answer a protocol gets is plain data (its bytes)."""
         service, _, name = operation.partition(":")
         try:
             client = self.service(service, via) if via is None or isinstance(via, str) else via
             answer: dict[str, Any] = getattr(client, method_name(name))(**request)
+            body: Any = answer.get("Body")
+            if hasattr(body, "read"):
+                with body:  # (its connection goes back to the pool)
+                    answer["Body"] = body.read()
             return answer
         except Exception as exc:
             _raise(operation, request, exc)

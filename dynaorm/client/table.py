@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from dynaorm._types import Item
 from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
+from dynaorm.client.tenancy import KeysPerTenant
 from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.settings import Declared, TableSettings
-from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
+from dynaorm.schema.table import GSI, LSI, OFFLOAD_THRESHOLD, TableSchema, VectorIndex
+from dynaorm.schema.tenancy import key_schema
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
@@ -63,7 +65,7 @@ class _Setting:
         table._rebind({self.name: value})
 
 
-class Table(TableSchema):
+class Table(TableSchema, KeysPerTenant):
     """A DynamoDB table shared by any number of entity types (single-table design),
     bound to a :class:`~dynaorm.Client`.
 
@@ -79,6 +81,11 @@ class Table(TableSchema):
     and ``max_on_demand=`` (``(reads, writes)``; a ``GSI`` takes them too), ``pitr_days=``
     (1-35), ``deletion_protection=``, ``contributor_insights=`` (``"accessed"`` or
     ``"throttled"``) and ``tags=`` (a bad value: :class:`~dynaorm.SettingsError`).
+    ``offload=`` (``"s3://BUCKET/PREFIX"``) and ``offload_threshold=`` (bytes, 64 KiB by
+    default): where the values of ``Offloaded`` fields above the threshold are kept
+    (docs/guide/offloading.md). ``key_scope=`` (a field) and ``key_table=`` (default
+    ``<name>-keys``): every ``Encrypted`` value sealed under its row's tenant's key, kept
+    in that table of its own (:meth:`forget`, :meth:`seal`; docs/guide/tenants.md).
     """
 
     endpoint_url = _Setting()
@@ -104,13 +111,17 @@ class Table(TableSchema):
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None,
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7),
+                 receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
+                 offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
+                 key_table: str | None = None,
                  **settings: Unpack[Declared]) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
                          revision_attribute=revision_attribute, vector_indexes=vector_indexes,
-                         receipts_ttl=receipts_ttl, **settings)
+                         receipts_ttl=receipts_ttl, offload=offload,
+                         offload_threshold=offload_threshold, key_scope=key_scope,
+                         key_table=key_table, **settings)
         given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
             endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
             strict=True) if v is not None}
@@ -292,6 +303,8 @@ class Table(TableSchema):
         Safe to call from several processes at once: what another caller has done or is
         doing (an index, the stream, TTL) is waited for, not an error."""
         self.db.driver.run(create_p(self, wait), self._admin("create_table"))
+        if self.key_scope is not None:  # (its tenants' keys: a table of its own)
+            self.db.driver.run(create_p(key_schema(self), wait), self._admin("create_table"))
 
     def index_status(self) -> dict[str, str]:
         """Each index (vector indexes too) by name: ``"ACTIVE"``, ``"CREATING"``,
@@ -315,8 +328,12 @@ class Table(TableSchema):
         return found
 
     def delete(self, wait: float = 300.0) -> None:
-        """Delete the table; no error if it does not exist."""
+        """Delete the table (and its key table, with ``key_scope``: every tenant's key
+        with it); no error if it does not exist."""
         self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
+        if self.key_scope is not None:
+            self.db.driver.run(delete_p(key_schema(self), wait), self._admin("delete_table"))
+
 
 
 def _held(module: str, name: str) -> Table:

@@ -63,6 +63,7 @@ from dynaorm.values.state import DELETED
 from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
+from dynaorm.write.placing import settled_p
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
 
@@ -264,7 +265,8 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = (), receipt: Any = None) -> Proto[Any]:
+           prepared: Sequence[Prepared] = (), receipt: Any = None,
+           outside: bool = True) -> Proto[Any]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that
     needs), unless an attempt that may have been applied was. Closed on its way, the
@@ -273,6 +275,10 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     write.costs.shares_of`). With a ``receipt`` (an idempotent commit: always a
     transaction, its receipts rows of ``plan``) its failures are settled by it first
     (a replay: its :class:`~dynaorm.schema.rules.receipts.Replay`, not a response)."""
+    if outside and plan.outside:  # (what its entities' rules do outside the table, around
+        # it: write.placing.settled_p; a plain commit's plan has nothing outside)
+        return (yield from settled_p(plan, prepared, send_p(
+            plan, outcomes, observed, prepared, receipt, outside=False)))
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)

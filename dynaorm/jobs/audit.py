@@ -50,7 +50,7 @@ from typing import Any, Literal, get_args
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, RequestError
+from dynaorm.errors import DynaormError, OffloadError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call
 from dynaorm.read.pager import DONE, Pager
@@ -93,7 +93,7 @@ __all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed"
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type",
-               "unclaimed-item"]
+               "unclaimed-item", "dangling-ref", "orphan-object"]
 #: what :attr:`CheckResult.unclaimed <dynaorm.jobs.checking.CheckResult>` counts the items
 #: of a table without a type attribute that no entity claims under
 UNTYPED = "(no type attribute)"
@@ -253,7 +253,7 @@ class _Auditor:
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
             return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
-        except ValueError:
+        except (ValueError, OffloadError):
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
 
     def owners(self) -> Iterator[tuple[Item, EntitySpec, dict[str, Any]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from dynaorm.jobs.audit import (
     scan_pages,
 )
 from dynaorm.jobs.checkpoint import CheckpointError, advance, existing, parse
+from dynaorm.jobs.offloads import ORPHAN_AGE, judged_objects, referenced
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
@@ -83,6 +85,10 @@ class CheckResult:
     #: without a type attribute, the items no entity's key templates fit, under
     #: ``"(no type attribute)"``)
     unclaimed: dict[str, int] = field(default_factory=dict)
+    #: the objects of the table's offload prefix compared with its rows' references
+    #: (``None``: not compared: no ``offload=``, one segment, or a resumed run, which
+    #: did not see every reference)
+    objects: int | None = None
 
     @property
     def left(self) -> int:
@@ -319,13 +325,17 @@ def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
 
 def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | None = None,
                 page_size: int | None = None, progress: Callable[[int], None] | None = None,
-                segment: tuple[int, int] | None = None) -> CheckResult:
+                segment: tuple[int, int] | None = None,
+                orphan_age: timedelta = ORPHAN_AGE) -> CheckResult:
     """Audit ``table`` page by page (and repair each page when ``fix``).
 
     With ``checkpoint``, progress is recorded after every page and an unfinished run
     recorded there is continued; ``progress`` gets the running count of scanned items.
     ``segment``: ``(i, n)``, only scan segment ``i`` of ``n`` (a task of
-    :func:`dynaorm.jobs.check`).
+    :func:`dynaorm.jobs.check`). A table with ``offload=``: once the scan is done, the
+    objects of its prefix are compared with its rows' references
+    (:mod:`dynaorm.jobs.offloads`: dangling references, and objects no row references
+    older than ``orphan_age`` before the check began, which ``fix`` removes).
     """
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, fix)
@@ -333,7 +343,13 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     repairs: list[Repair] = []
     if progress is not None:
         progress(state.scanned)
+    began = datetime.now(UTC)
+    objects = table.offload is not None and segment is None and not resumed
+    refs: dict[str, tuple[Key, str]] = {}
+    key_of = _Auditor(table, []).key_of
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
+        if objects:
+            refs.update(referenced(page, key_of))
         problems = []
         context = _context(table, page) if page else []
         keyed(table, [*page, *context])
@@ -356,6 +372,15 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
             state.failed += sum(not r.ok for r in done)
             state.resolved += resolved
         advance(path, state, len(page), last, progress)
+    counted = None
+    if objects:
+        found = judged_objects(table, refs, began, orphan_age, fix, page_size)
+        state.problems += map(str, found.problems)
+        state.unrepairable += found.unrepairable
+        repairs += found.repairs
+        state.repaired += found.repaired
+        state.resolved += found.resolved
+        counted = found.objects
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
                        state.repaired, state.failed, resumed, state.resolved,
-                       dict(state.unclaimed))
+                       dict(state.unclaimed), counted)

@@ -26,12 +26,13 @@ encrypted field of a versioned entity): reload and save again.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, RequestError
+from dynaorm.errors import DynaormError, ForgottenError, RequestError
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import ROUNDS, Job, Task, job_of
 from dynaorm.protocol.hooks import Operation
@@ -39,6 +40,7 @@ from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.encrypted import Encryption, keyring_of
+from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import Fail, Origin, Role, Update
@@ -61,18 +63,30 @@ class ReencryptReport:
     failed: list[str] = field(default_factory=list)
     #: rows of the entity scanned
     scanned: int = 0
+    #: rows of a forgotten tenant (``key_scope``): nothing to re-seal, nothing read
+    forgotten: int = 0
+    #: tenants' keys (``key_scope``) wrapped anew under the keyring's current key
+    rewrapped: int = 0
 
 
-def reencrypt(entity: type[Entity], *, segments: int = 1, rate: Rate | None = None) -> Job:
+def reencrypt(entity: type[Entity], *, segments: int = 1, rate: Rate | None = None,
+              scope: Mapping[str, Any] | None = None) -> Job:
     """Every ``Encrypted`` value of ``entity`` (rows, latest copies, version rows, rows in
     a previous layout) sealed anew under its table's keyring's current key, where it is
     not already: a :class:`~dynaorm.jobs.Job` (one task per scan segment) whose merged
-    report is a :class:`ReencryptReport`."""
+    report is a :class:`ReencryptReport`. On a table with ``key_scope``, each value under
+    its tenant's key (a value sealed before the table declared it moves under it), and
+    each tenant's key wrapped under a key of the keyring's ``previous`` wrapped anew under
+    its current one; ``scope`` (``{key_scope field: value}``): that tenant's rows only.
+    A forgotten tenant's rows are counted apart (``forgotten``), not failed. A value kept
+    in S3 (``Offloaded``) is left as it is: the next save of its object seals it anew."""
     spec = spec_of(entity)
     if spec.rules.get(Encryption) is None:
         raise DynaormError(f"reencrypt job: {entity.__name__} has no Encrypted fields")
     keyring_of(spec.table)  # (refuses a table without one)
-    return job_of("reencrypt", entity, segments, rate, fn=run_task)
+    tenant = None if scope is None else tenant_of(spec.table, scope)
+    return job_of("reencrypt", entity, segments, rate, fn=run_task,
+                  options=(("tenant", tenant),))
 
 
 def run_task(task: Task, table: Table) -> ReencryptReport:
@@ -82,19 +96,35 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
     assert rule is not None
     outcomes: Counter[str] = Counter()
     failed: list[str] = []
+    only = dict(task.options).get("tenant")
+    tenants: set[str] = set()
+    rewrapped = 0
     for page, _ in scan_pages(table, None, None, "reencrypt", (task.segment, task.segments)):
         for item in page:
             old = spec.rules.before.stores(spec, item)
             if not (old or spec.owns(item)):
                 continue
             rows = rule.renamed(spec.previous.fields_by_attr) if old and spec.previous else rule
+            tenant = rows.tenant(item)
+            if only is not None and tenant != only:
+                continue
+            if tenant is not None and tenant not in tenants:
+                tenants.add(tenant)
+                rewrapped += _rewrapped(table, task.entity_class, tenant)
             outcome = _reseal(table, task.entity_class, rows, item)
             outcomes[outcome] += 1
-            if outcome not in ("resealed", "current", "gone"):
+            if outcome not in ("resealed", "current", "gone", "forgotten"):
                 key = {a: key_value(item[a]) for a in spec.table_key_attrs}
                 failed.append(f"{task.entity_class.__name__} {key}: {outcome}")
     return ReencryptReport(outcomes["resealed"], outcomes["current"], failed,
-                           sum(outcomes.values()))
+                           sum(outcomes.values()), outcomes["forgotten"], rewrapped)
+
+
+def _rewrapped(table: Table, entity: type[Entity], tenant: str) -> int:
+    """1 when the key of ``tenant`` was wrapped anew under the keyring's current key (it
+    was under a key of its ``previous``), else 0."""
+    return int(table.db.driver.run(rewrap_p(table, tenant, (entity,)),
+                                   Operation("reencrypt", (table.name,), (entity,))))
 
 
 def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | None) -> str:
@@ -118,6 +148,8 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
         except RequestError as exc:
             if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):
                 return str(exc)
+        except ForgottenError:
+            return "forgotten"
         except DynaormError as exc:
             return str(exc)
         got: dict[str, Any] = driver.run(call("GetItem", {

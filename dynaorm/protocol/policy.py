@@ -38,10 +38,11 @@ _TRANSIENT = frozenset({
     "InternalServerError", "InternalFailure", "ServiceUnavailable",
     "TransactionInProgressException", "LimitExceededException",
     "TransactionConflictException", "ConnectionError",
+    "SlowDown", "InternalError", "RequestTimeout",  # (S3's: offloaded values)
 })
 #: the error codes of a throttled request (a :class:`~dynaorm.ThrottledError`)
 THROTTLE_CODES = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException",
-                            "RequestLimitExceeded"})
+                            "RequestLimitExceeded", "SlowDown"})
 #: a transaction's cancellation reasons that say an action was throttled
 _THROTTLED_ACTIONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",

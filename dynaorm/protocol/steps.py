@@ -69,11 +69,13 @@ _DEBUG = 10
 CAPACITY_OPERATIONS: Final = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
     "BatchWriteItem", "TransactGetItems", "TransactWriteItems", "SearchVectors"})
-#: the requests a capacity budget holds: those that consume capacity units, and the KMS
-#: requests of keyrings (named ``service:Name``), which wait on it, consuming none; not a
+#: the requests a capacity budget holds: those that consume capacity units, and the
+#: requests to other services that rules send (named ``service:Name``: the KMS requests of
+#: keyrings, the S3 requests of offloaded values), which wait on it, consuming none; not a
 #: table's administration, nor a vector search (metered apart, in bytes)
 HELD_OPERATIONS: Final = (CAPACITY_OPERATIONS - {"SearchVectors"}) | {
-    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac"}
+    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac", "kms:Encrypt", "s3:PutObject",
+    "s3:GetObject", "s3:DeleteObjects", "s3:ListObjectsV2", "s3:HeadObject"}
 
 
 @dataclass(frozen=True, slots=True)

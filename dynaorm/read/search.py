@@ -39,7 +39,7 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import FETCHING, batch_get_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.checks import JOB_MARK
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import VectorIndex
 from dynaorm.values.codec import encode_value
@@ -250,6 +250,7 @@ class SearchSpec(Generic[T]):
                 hits.skipped += 1
         stored = {} if not wanted else (yield from batch_get_p(
             spec.table.name, [key for key, _ in wanted], origins=self._entities))
+        yield from _prepared(sel, stored, found)
         rows = iter(wanted)
         for hit in found:
             key, score = next(rows) if hit is None else hit
@@ -302,3 +303,12 @@ class SearchSpec(Generic[T]):
             raise BadAnswerError(OPERATION, "ConnectionError",
                                  f"an answer that is not DynamoDB's: {problem}")
         return found
+
+
+def _prepared(sel: Selection[Any], stored: Mapping[Any, Item],
+              found: list[tuple[Item, float] | None]) -> Proto[None]:
+    """What the hits' rules need before they decode (key material, offloaded values):
+    the rows read by key and those the index answered whole."""
+    if sel.preparing:
+        yield from prepare_rows(sel.preparing, [*stored.values(), *(
+            hit[0] for hit in found if hit is not None)])

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey, Reader
-from dynaorm.errors import DecryptionError, DynaormError, InvalidValueError, ItemDecodeError
+from dynaorm.errors import (
+    DecryptionError,
+    DynaormError,
+    InvalidValueError,
+    ItemDecodeError,
+    KeyringError,
+    OffloadError,
+)
 from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
@@ -184,8 +191,8 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
             plain_names is not None) else spec.decode_fields(item)
-    except (ItemDecodeError, DecryptionError):
-        raise
+    except (ItemDecodeError, DecryptionError, KeyringError, OffloadError):
+        raise  # (what a rule found: a key missing or forgotten, an object missing)
     except _MALFORMED as exc:  # an attribute value that is not DynamoDB's: never raw
         raise _decode_error(cls, spec, item, exc) from exc
     try:
@@ -204,6 +211,8 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     key_attrs = spec.table_key_attrs
     if spec.rules.transforms:  # the snapshot keeps what they stored (ciphertexts...)
         decoded = {}
+    elif spec.rules.held and decoded:  # (and a rule's references, as stored)
+        decoded = {k: v for k, v in decoded.items() if k not in spec.rules.held}
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
         key = spec.primary_key(obj.__dict__)
@@ -245,7 +254,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     refuse."""
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
-    if type_attr is None or any(spec.rules.decoders or spec.rules.keepers or spec.renames
+    # (a placing rule's references are maps, which the fast way never reads: an answer
+    # holding one is declined, and read the plain way, its references fetched first)
+    if type_attr is None or any(spec.rules.opaque or spec.rules.keepers or spec.renames
                                 or spec.table.key_types or spec.table.ttl for spec in specs):
         return None
     key_attrs, table = specs[0].table_key_attrs, specs[0].table

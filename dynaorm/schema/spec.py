@@ -38,6 +38,7 @@ from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
+from dynaorm.schema.rules.tenants import TenantKeys
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 #: the rule modules, imported for their registration (every one builds for every entity)
 #: (the previous-layout rule registers when the first entity declaring ``Meta.previous``
 #: is built: its module is not loaded before)
-_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning)
+_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning,
+          TenantKeys)  # (and the tenants' keys of a key_scope table's Encrypted fields)
 
 __all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 

@@ -13,13 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
+from dynaorm.schema.places import (
+    OFFLOAD_THRESHOLD,
+    checked_key_scope,
+    checked_offload,
+    offload_location,
+)
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 from dynaorm.values.keys import OWN_PREFIX
 
 if TYPE_CHECKING:
     from dynaorm.schema.rows import RowKind
 
-__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
+__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
+           "VectorIndex", "check_name", "offload_location"]
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
@@ -28,6 +35,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 #: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
 MAX_DIMENSIONS = 4096
+
 
 
 def check_name(kind: str, name: object) -> None:
@@ -168,7 +176,9 @@ class TableSchema:
                  stream: str | None = None, keyring: Any = None,
                  revision_attribute: str | None = "_rev",
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7), **settings: Any) -> None:
+                 receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
+                 offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
+                 key_table: str | None = None, **settings: Any) -> None:
         check_name("table", name)
         if not isinstance(receipts_ttl, timedelta) or receipts_ttl <= timedelta(0):
             raise DynaormError(f"table {name!r}: receipts_ttl must be a positive timedelta, "
@@ -227,6 +237,13 @@ class TableSchema:
         """The operational settings declared (``warm_throughput=``, ``max_on_demand=``,
         ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``, ``tags=``):
         ``create()`` applies them, ``Table.settings()`` reads the live ones."""
+        self.offload, self.offload_threshold = checked_offload(name, offload, offload_threshold)
+        """Where values of ``Offloaded`` fields above ``offload_threshold`` bytes are kept
+        (``"s3://BUCKET/PREFIX"``; ``None``: nowhere, every value in its row)."""
+        self.key_scope, self._key_table = checked_key_scope(name, key_scope, key_table)
+        """The field whose value chooses the data key of each ``Encrypted`` value
+        (``key_scope=``: a key per tenant, kept in the table :attr:`key_table`; ``None``:
+        the keyring's keys for every row)."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
         self.retired: dict[str, type[Any]] = {}
@@ -236,6 +253,14 @@ class TableSchema:
         self._own = (self.entities, self.retired)
         self._client: Any = None
         self._kinds: dict[str, RowKind] = {}  # (a surface's row kinds: keeps)
+
+    @property
+    def key_table(self) -> str | None:
+        """The table that keeps the tenants' keys (``key_table=``, by default
+        ``<name>-keys``; ``None``: no ``key_scope``)."""
+        if self.key_scope is None:
+            return None
+        return self._key_table or f"{self.name}-keys"
 
     @property
     def keyring(self) -> Any:

@@ -116,6 +116,8 @@ def _render(value: Any) -> AttributeValue:
         return {"BOOL": value}
     if value is None:
         return {"NULL": True}
+    if isinstance(value, dict):  # (a map's subclass: a reference carrying its object)
+        return value
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 

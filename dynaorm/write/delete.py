@@ -85,7 +85,7 @@ class DeleteEntry(ObjectWrite):
         # (the revision it was loaded with: a change another writer stored since is never
         # deleted unseen)
         revision = {a for a in (spec.table.revision_attribute,) if a}
-        conds = [exists(spec.table.pk), *stored_as(state.item, revision),
+        conds = [exists(spec.table.pk), *stored_as(state.item, revision | spec.rules.held),
                  *unchanged(spec, old_values, spec.unique_fields, state.item)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)

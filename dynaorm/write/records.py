@@ -240,9 +240,10 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
     # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
     # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
-    # (a time of a stored format is written only when it changed: another writer's text)
+    # (a time of a stored format is written only when it changed: another writer's text;
+    # a rule's references to values kept outside the table: as stored)
     kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items()
-                               if not isinstance(k, StoredAs))) if spec.kinds else spec.encrypted
+                               if not isinstance(k, StoredAs)), *spec.rules.held)
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 

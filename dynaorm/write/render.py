@@ -17,6 +17,7 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import Rules
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
@@ -40,6 +41,7 @@ from dynaorm.values.records import (
     Update,
 )
 from dynaorm.values.revision import stamp_of
+from dynaorm.write.placing import placed, placing
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
@@ -218,6 +220,9 @@ class WritePlan:
     stamped: tuple[bool, ...] = field(init=False, repr=False, compare=False)
     #: the bytes each action adds to the request, in order
     sizes: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: the specs of its entities whose rules do something outside the table around it
+    #: (:mod:`dynaorm.write.placing`; none: a plain commit's)
+    outside: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stamped", tuple(map(stamps, self.ops)))
@@ -302,9 +307,15 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
+    outside = placing(ops) if Rules.outside else ()
+    if outside:  # (values a rule keeps outside the table: placed once every row is built)
+        ops, outcomes, outside = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:
         ops += receipt.rows(ops)
-    return WritePlan(tuple(ops)), outcomes
+    plan = WritePlan(tuple(ops))
+    if outside:
+        object.__setattr__(plan, "outside", tuple(outside))
+    return plan, outcomes
 
 
 def _op_id(op: Op) -> tuple[Any, ...]:

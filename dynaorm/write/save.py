@@ -262,12 +262,13 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     values, and every attribute unless an overwrite), and the put of the new one where
     nothing is (its origin names the new key, as the rows that follow it do)."""
     unique_fields = spec.unique_fields
-    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item)]
+    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item),
+             *stored_as(state.item, spec.rules.held)]  # (a rule's references: as read)
     if not entry.overwrite:  # the move copies every attribute: none may have changed,
         # and none the class writes may have appeared (a value set after the load)
         keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
         guard += as_loaded(spec, state.item, {k for k in keys if k} | {
-            spec.attr(f) for f in unique_fields})
+            spec.attr(f) for f in unique_fields} | spec.rules.held)
     b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
     b.owner = key  # (onto an item whose TTL has passed: gone for reads, as for an insert)
     return Put(key, item, free(spec.table.pk, spec.table.ttl), b.origin(Role.ROW, Fail.EXISTS))
@@ -292,7 +293,9 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
         # exact (read by the commit just before planning)
         cond = all_of([exists(spec.table.pk), *unchanged(
-            spec, old_values, unique_fields, state.item)]) if unique_fields else None
+            spec, old_values, unique_fields, state.item),
+            *stored_as(state.item, spec.rules.held)]) if unique_fields or (
+            spec.rules.held) else None  # (a rule's references: as read just before)
     else:
         cond = update_condition(spec, state, old_values, touched)
     caller = entry.condition

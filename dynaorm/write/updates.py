@@ -594,6 +594,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if item is None and (self._returning or single):
             item = yield from reads.item(self._spec.table, self.key)
         if item is not None:
+            if self._spec.rules.preparers:  # (the answer's item: what its rules need)
+                yield from reads.kit.prepare((self._spec,), (item,))
             self._result, self._known = self.entity._from_item(item, self._spec), True
 
 

@@ -163,3 +163,45 @@ def test_a_refused_row_is_never_shown_in_the_error(tb: TestBackend) -> None:
         assert refused.value.field == "meta"
         assert refused.value.key_id == ("?" if cid == "0002" else "retired")
         assert not [s for s in (*SECRETS, "gpack") if s in shown], shown
+
+
+# -- keys per tenant (contract 24): a sealed saver's and store's values under the tenant's key
+tenanted = Table("langgraph_tenants", ttl="expires_at", keyring=RING, key_scope="tenant_id")
+
+
+def test_sealed_agent_state_is_sealed_under_its_tenants_key_and_forgotten_with_it(
+        backend: str | None) -> None:
+    """On a table with ``key_scope``, a sealed saver and store scoped to a tenant seal
+    every value under that tenant's key (its ciphertexts name it); forgetting the
+    tenant makes its checkpoints, writes and memories unreadable (``ForgottenError``)
+    and refuses new ones, while another tenant's read and write as before."""
+    from dynaorm import ForgottenError
+
+    with use_tables(tenanted, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        savers = {t: Saver(tenanted, scope={"tenant_id": t}, sealed=True)
+                  for t in ("acme", "beta")}
+        stores = {t: Store(tenanted, scope={"tenant_id": t}, sealed=True)
+                  for t in ("acme", "beta")}
+        done = {}
+        for t in ("acme", "beta"):
+            done[t] = _put(savers[t], "th", "0001", [f"{t}: {SECRETS[0]}"])
+            savers[t].put_writes(done[t], [("messages", SECRETS[2])], "task")
+            stores[t].put(("memories",), "m1", {"text": SECRETS[1]})
+        raw = tb.scan_raw()
+        assert _leaks(tb) == []
+        sealed = [v["B"] for row in raw for k, v in row.items()
+                  if k in ("data", "meta", "value") and "B" in v]
+        assert sealed and all(bytes(b)[2:9] == b"tenant/" for b in sealed)
+        tenanted.forget(scope={"tenant_id": "acme"})
+        with pytest.raises(ForgottenError):
+            savers["acme"].get_tuple(done["acme"])
+        with pytest.raises(ForgottenError):
+            stores["acme"].get(("memories",), "m1")
+        with pytest.raises(ForgottenError):
+            _put(savers["acme"], "th2", "0001", ["more"])
+        found = savers["beta"].get_tuple(done["beta"])
+        assert found is not None and found.checkpoint["channel_values"] == {
+            "messages": [f"beta: {SECRETS[0]}"]}
+        assert found.pending_writes == [("task", "messages", SECRETS[2])]
+        item = stores["beta"].get(("memories",), "m1")
+        assert item is not None and item.value == {"text": SECRETS[1]}

@@ -36,6 +36,7 @@ from dynaorm import (
     DynaormError,
     Encrypted,
     Entity,
+    Offloaded,
     Previous,
     StaticKeyring,
     Table,
@@ -46,9 +47,10 @@ from dynaorm._types import Item
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import RULES, SURFACES, Rule
 from dynaorm.schema.rules.encrypted import open_value
+from dynaorm.schema.rules.offloaded import references
 from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
-from dynaorm.values.codec import decode_value
+from dynaorm.values.codec import binary_from_json, decode_value
 from tests.support import user_rules
 from tests.support.user_rules import REVERSED
 
@@ -106,6 +108,10 @@ DECLARED: dict[str, Declared] = {
     # (from 9 bytes on: "secret-a" is stored as it is, "secret-a2" compressed; on the
     # encrypted field of ``encrypted``: compressed, then sealed)
     "compressed": Declared(fields={"secret": (Annotated[str, Compressed(min_size=9)], "")}),
+    # (above 8 bytes: "secret-a" stays in its row, "secret-a2" goes to S3; a ciphertext or
+    # a compressed value always does; the bucket is the cell's: see tests/support/offload.py)
+    "offloaded": Declared(fields={"secret": (Offloaded[str], "")},
+                          table={"offload": "s3://placeholder/m/", "offload_threshold": 8}),
     # a user's rule (tests/support/user_rules.py: the text stored reversed)
     "reversed": Declared(fields={"motto": (Annotated[str, REVERSED], "")}),
     # (a class of that old layout writes the old items: see build)
@@ -216,6 +222,8 @@ class Matrix:
     prefix: str
     old_table: Table | None = None
     old_cls: type[Entity] | None = None
+    #: the S3 bucket of ``offloaded`` (set by the cell that runs it)
+    bucket: Any = None
 
     def has(self, rule: str) -> bool:
         return rule in self.combo
@@ -310,6 +318,7 @@ class Matrix:
         a key carries besides, e.g. a backfill's marker), guards naming their owners,
         ciphertexts that open only in their own row."""
         rows = {**(expired or {}), **live}
+        raw = self.unplaced(raw)
         by_key = {(key_of(i)): i for i in raw}
         want: dict[tuple[str, str], str] = {self.key(ident): "row" for ident in rows}
         holders: dict[str, str] = {}  # guard pk -> its owner's id (a live owner wins)
@@ -334,6 +343,30 @@ class Matrix:
                 if role == "version" else rows[ident].__dict__
             self._assert_fields(item, values)
         self.assert_sealed(raw)
+
+    def unplaced(self, raw: list[Item]) -> list[Item]:
+        """``raw`` with each reference to an offloaded value replaced by the value its
+        object holds (read from the bucket behind dynaorm's back), after checking that
+        the bucket holds exactly the objects the rows reference (no orphan, no dangling
+        reference) and that the values above the threshold, and only those, are there."""
+        if not self.has("offloaded"):
+            return raw
+        refs = {r.uri: r for item in raw for r in references(item).values()}
+        assert self.bucket.uris() == set(refs), (self.name, sorted(self.bucket.uris()),
+                                                 sorted(refs))
+        out = []
+        for item in raw:
+            found = dict(item)
+            for attr, ref in references(item).items():
+                body = self.bucket.body(ref.uri)
+                found[attr] = {"S": body.decode()} if ref.tag == "S" else {"B": body} if (
+                    ref.tag == "B") else binary_from_json(json.loads(body))
+            if "secret" in found and not self.has("encrypted") and not self.has("compressed"):
+                inline = "secret" not in references(item)
+                assert inline == (len(found["secret"].get("S", "").encode()) <= 8), (
+                    self.name, item["secret"])
+            out.append(found)
+        return out
 
     def _assert_guard(self, item: Item, owner: Entity, more: set[str]) -> None:
         assert set(item) == self.guard_attributes() | more, (self.name, sorted(item))

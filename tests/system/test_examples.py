@@ -193,6 +193,26 @@ def check_encrypted_fields(run: Run) -> None:
     assert "another keyring: DecryptionError on field 'ssn'" in run.out
 
 
+def check_offloaded_values(run: Run) -> None:
+    assert "d1 body in its row: True" in run.out
+    assert "d2 body is a reference: ['dynaorm:offloaded']" in run.out
+    assert "d2 body read back: 1200000 characters" in run.out
+    assert "renamed, S3 requests: []" in run.out
+    assert "new body, S3 requests: ['s3:PutObject', 's3:DeleteObjects']" in run.out
+    assert "check: 0 problems, 0 objects" in run.out
+
+
+def check_tenant_keys(run: Run) -> None:
+    assert "tenant keys in dynaorm-example-tenants-keys 2" in run.out
+    assert "each value names its tenant's key: [b'tenant/', b'tenant/']" in run.out
+    assert "forgot acme at the same time, twice" in run.out
+    assert "acme's email: ForgottenError {'tenant_id': 'acme'}" in run.out
+    assert "acme's other fields: [{'name': 'Ada'}]" in run.out
+    assert "globex reads as before: hank@globex.io" in run.out
+    assert "a write for acme: refused before sending" in run.out
+    assert "sealed bytes open: b'agent state'" in run.out
+
+
 def check_key_rotation(run: Run) -> None:
     assert "stored under: ['OLD: 14']" in run.out
     assert "re-sealed 7 rows, 0 current, 0 failed" in run.out
@@ -659,6 +679,8 @@ def check_model_and_cost(run: Run) -> None:
 
 CHECKS = {
     "bulk_load": check_bulk_load,
+    "offloaded_values": check_offloaded_values,
+    "tenant_keys": check_tenant_keys,
     "export_datasets": check_export_datasets,
     "lake": check_lake,
     "exactly_once": check_exactly_once,

@@ -56,6 +56,8 @@ DOCUMENTED |= {"infer"}  # (0.8: the model of a table you already have)
 DOCUMENTED |= {"Lease", "LeaseError"}  # (0.9: leases, a commit checking a holder's epoch)
 DOCUMENTED |= {"StoredAs"}  # (0.9, issue 82: a time field's stored format)
 DOCUMENTED |= {"RowKind"}  # (0.9, issue 80: a table's own row kinds, the public door)
+DOCUMENTED |= {"Offloaded", "OffloadError", "ForgottenError"}  # (0.9: values of any size,
+# keys per tenant)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

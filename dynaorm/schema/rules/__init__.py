@@ -53,6 +53,15 @@ hook                    what the rule does there
                         (:class:`Explained`), from the stored row the failure returned
 ``export``              what an export writes of a stored row (``None``: not a row to
                         export)
+``place``               a write record of a planned commit (every row built) with the
+                        values the rule keeps outside the table put there: a reference
+                        in their place (its ``decode`` puts them back, first of all)
+``holds``               the attributes a write that replaces or deletes the entity's row
+                        conditions on as read (so that the rule knows what it replaced)
+``publish``             what the rule does outside the table once a commit is planned,
+                        before it is sent (protocol steps: the uploads)
+``release``             what it does once the commit's outcome is known (applied: remove
+                        what no row references any more; not applied: what it published)
 ======================  ==============================================================
 
 :class:`Rules` resolves an entity's rules once into one tuple per hook, holding only the
@@ -104,6 +113,7 @@ __all__ = [
     "Rule",
     "Rules",
     "Shape",
+    "Unplaced",
     "Values",
     "Writing",
     "build_rules",
@@ -124,7 +134,8 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "pin", "prepare", "prepare_write", "rows", "reads", "explain", "export")
+                "stamp", "pin", "prepare", "prepare_write", "rows", "reads", "explain", "export",
+                "place", "holds", "publish", "release")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -181,6 +192,12 @@ class Declaration:
     def attr(self, name: str) -> str:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
+
+
+class Unplaced(LookupError):
+    """A value a placing rule keeps outside the table (:meth:`Rule.place`) is not at
+    hand where a row is decoded: the read or write did not prepare its rows first (a
+    programming error, never a request made there)."""
 
 
 class Shape(str):
@@ -564,6 +581,49 @@ class Rule:
         """What an export writes of the stored row ``item`` (``None``: nothing)."""
         return item
 
+    def place(self, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]
+              ) -> list[Op]:
+        """``ops``, the write records of the entity's rows in a commit being planned
+        (every row of it built: version rows, guards, a move's), with the values this rule
+        keeps outside the table put there, a reference in their place (``known``: the
+        item stored at a key as the plan read it, ``None``: not read), checked against
+        DynamoDB's limits afterwards. A rule that places values decodes them back in
+        :meth:`decode`, before every other rule decodes (whatever its :attr:`order`; a
+        value not at hand raises :class:`Unplaced`); the other rules' ``prepare``,
+        ``encode`` (its ``stored``) and ``decode`` see rows with the values put back.
+        By default ``ops`` as they are."""
+        return list(ops)
+
+    def holds(self) -> frozenset[str]:
+        """The attributes of the entity's row that a write replacing or deleting it (an
+        overwrite, a key move, a delete) conditions on as it read them, so that what the
+        rule's :meth:`publish` is told was replaced was (the references of values kept
+        outside the table)."""
+        return frozenset()
+
+    def publish(self, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]
+                ) -> Generator[Any, Any, Any]:
+        """What the rule does outside the table once a commit is planned, before it is
+        sent, for ``ops`` (the plan's write records of the entity) and ``known`` (the item
+        stored at a key as the plan read it, ``None``: not read), as protocol steps (the
+        uploads of offloaded values: a ``Call`` each, the client sends them); returns
+        what :meth:`release` is handed. A failure raises before anything is sent, after
+        undoing what it did."""
+        return None
+        yield  # (does nothing)
+
+    def release(self, published: Any, applied: bool | None) -> Generator[Any, Any, None]:
+        """What the rule does once the outcome of the commit it published for is settled
+        (``published``: what :meth:`publish` returned; ``applied``: the commit applied,
+        ``False``: it proved not to, ``None``: its outcome stayed unknown, but nothing of
+        it applies any more): remove what no row references any more, or what it
+        published for a commit that did not apply (unknown: as a fresh read of its rows
+        shows). Not asked of a commit closed while it was sending (what it published
+        stays: ``dynaorm check`` reports it). A failure here is logged, never raised: the
+        commit's outcome stands."""
+        return
+        yield  # (does nothing)
+
 
 class Rules:
     """An entity's rules, resolved once into one tuple per hook (``encoders``,
@@ -572,11 +632,16 @@ class Rules:
     one field are undone last first); ``transforms``: whether a decoder changes values
     (:attr:`Rule.transforms`)."""
 
-    __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "own", "pin", "prepare_write",
-                 "preparers", "readers", "reads_insert", "rebinders", "redactors", "refusers",
-                 "sort_keys",
-                 "stampers", "store", "transforms")
+    __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encode_raw",
+                 "encoders", "explainers", "exporters", "held", "keepers", "opaque", "own", "pin",
+                 "placers", "prepare_write", "prepared_first", "preparers", "publishers",
+                 "readers",
+                 "reads_insert", "rebinders", "redactors", "refusers",
+                 "sort_keys", "stampers", "store", "transforms", "unplacers")
+
+    #: whether an entity's rules of this process do something outside the table (a
+    #: placing rule: ``Offloaded``): until one does, a commit's plan asks nothing of it
+    outside: ClassVar[bool] = False
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -586,16 +651,13 @@ class Rules:
         self.store = next(iter(self._hooked("store")), Rule().store)
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
-        self.decoders = self._hooked("decode")[::-1]
-        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
-                              for r in rules)
+        self._placing(rules)
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.stampers = self._hooked("stamp")
         #: the :meth:`Rule.pin` of the rule that pins the entity's own row (none: nothing)
         self.pin = next(iter(self._hooked("pin")), Rule().pin)
-        self.preparers = self._hooked("prepare")
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
         #: the layout of its rows' sort keys (:attr:`Rule.sort_keys`; plain by default)
@@ -612,10 +674,41 @@ class Rules:
         #: no condition of the insert looks (under the previous layout's key)
         self.reads_insert = bool(self._hooked("prepare_write")) and self.before is not NO_BEFORE
         self.adders = self._hooked("rows")
-        #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
-        self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
+        #: the ``reads`` of the rules that add rows, or that say when an update by key
+        #: is read first (:meth:`Rule.reads`)
+        self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows
+                             or type(r).reads is not Rule.reads)
         self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")
+
+    def _placing(self, rules: tuple[Rule, ...]) -> None:
+        """The hooks of the rules that keep values outside the table (:meth:`Rule.place`):
+        their decoders put the values back first and they prepare first (the rows the
+        other rules see), and an encoder of theirs sees a stored row as stored."""
+        placing = {id(r) for r in rules if type(r).place is not Rule.place}
+        self.placers = self._hooked("place")
+        if placing or any(type(r).publish is not Rule.publish for r in rules):
+            Rules.outside = True
+        #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
+        #: as stored, its references)
+        self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
+        decoders = self._hooked("decode")[::-1]
+        self.unplacers = tuple(d for d in decoders if _owner(d) in placing)
+        #: the decoders of the rules that transform values in the row itself
+        self.opaque = tuple(d for d in decoders if _owner(d) not in placing)
+        self.decoders = (*self.unplacers, *self.opaque)
+        # (a placing rule's references are maps, which no fast read takes: rows holding
+        # none read as if it had no decode)
+        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
+                              and id(r) not in placing for r in rules)
+        #: the attributes a write replacing or deleting the row conditions on as read
+        self.held: frozenset[str] = frozenset().union(*(r.holds() for r in rules))
+        self.publishers = self._hooked("publish")
+        prepares = self._hooked("prepare")
+        first = tuple(p for p in prepares if _owner(p) in placing)
+        self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
+        #: how many of :attr:`preparers` are placing rules' (they come first)
+        self.prepared_first = len(first)
 
     def _hooked(self, hook: str) -> tuple[Callable[..., Any], ...]:
         base = getattr(Rule, hook)
@@ -630,9 +723,24 @@ class Rules:
         return bool(self.all)
 
     def encode(self, item: Item, key: PlainKey, stored: Item | None = None) -> None:
-        """Every rule's :meth:`Rule.encode` of ``item``, in order."""
-        for encode in self.encoders:
-            encode(item, key, stored)
+        """Every rule's :meth:`Rule.encode` of ``item``, in order (``stored`` with the
+        values a placing rule keeps outside put back where it holds them; a placing rule
+        sees it as stored, its references)."""
+        view = stored if stored is None or not self.unplacers else self.unplace(
+            stored, strict=False)
+        for encode, raw in zip(self.encoders, self.encode_raw, strict=True):
+            encode(item, key, stored if raw else view)
+
+    def unplace(self, item: Item, strict: bool = True) -> Item:
+        """``item`` with the values the placing rules keep outside the table put back
+        (``strict=False``: a value not at hand is left as its reference)."""
+        for decode in self.unplacers:
+            try:
+                item = decode(item)
+            except Unplaced:
+                if strict:
+                    raise
+        return item
 
     def rebind(self, row: Item, source: Item) -> None:
         """Every rule's :meth:`Rule.rebind` of ``row``, copied from ``source``."""
@@ -673,8 +781,12 @@ class Rules:
 
     def prepare(self, items: tuple[Item, ...] = (), writing: bool = False,
                 values: Values = no_values) -> Generator[Any, Any, None]:
-        """Every rule's :meth:`Rule.prepare`, in order (a protocol)."""
-        for prepare in self.preparers:
+        """Every rule's :meth:`Rule.prepare`, in order (a protocol): the placing rules'
+        first, then the others' on the rows with those values put back."""
+        placed = self.prepared_first
+        for at, prepare in enumerate(self.preparers):
+            if placed and at == placed and items:  # (the placing rules' are first)
+                items = tuple(self.unplace(i, strict=False) for i in items)
             yield from prepare(items, writing, values)
 
     def rows(self, change: Change) -> Rows:
@@ -701,6 +813,11 @@ class Rules:
             if found is not None:
                 return found
         return Explained(origin.fail)
+
+
+def _owner(hook: Callable[..., Any]) -> int:
+    """The id of the rule a resolved hook (a bound method) belongs to."""
+    return id(getattr(hook, "__self__", None))
 
 
 #: the plain layout: every sort key as its template renders it

@@ -22,18 +22,19 @@ import functools
 import json
 import os
 import typing
-from collections.abc import Collection, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DecryptionError, DynaormError, KeyringError
+from dynaorm.errors import DecryptionError, DynaormError, ForgottenError, KeyringError
 from dynaorm.schema.rules import Declaration, Rule, Values, no_values, register
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "NotPrepared", "aesgcm",
+__all__ = ["ENCRYPTED", "ROW_BOUND", "TENANT_KEYS", "Encrypted", "Encryption", "NotPrepared",
+           "aesgcm",
            "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of", "markers",
            "open_value", "seal_value"]
 
@@ -46,6 +47,12 @@ ROW_BOUND = 2
 ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
+
+
+#: what gives the tenants' keys of a ``key_scope`` table: ``(table, keyring)`` ->
+#: :class:`~dynaorm.schema.rules.tenants.TenantKeys` (set by that module when it loads,
+#: which the spec imports: this module does not import it back)
+TENANT_KEYS: list[Callable[[Any, Any], Any]] = []
 
 
 class NotPrepared(RuntimeError):
@@ -105,7 +112,7 @@ def open_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, A
         text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
             blob[end:end + 12], blob[end + 12:], _aad(table, bound, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
-    except NotPrepared:
+    except (NotPrepared, ForgottenError):
         raise
     except Exception as exc:
         raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} (missing "
@@ -189,6 +196,9 @@ class Encryption(Rule):
     table: Any
     versioned: bool
     entity: type[Any] | None = None
+    #: the stored attribute of the table's ``key_scope`` field (``None``: no key_scope):
+    #: each row's values are sealed under its tenant's key
+    scope_attr: str | None = None
     name = "encrypted"
     order = 50
     answers = {
@@ -225,26 +235,76 @@ class Encryption(Rule):
         fields = _encrypted(decl.cls, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
                             decl.indexes)
         _compared(decl.owner, decl.table, fields, bool(decl.meta.get("versioned")))
-        return cls(fields, decl.table, bool(decl.meta.get("versioned")),
-                   decl.cls) if fields else None
+        if not fields:
+            return None
+        scope = decl.table.key_scope
+        if scope is not None and (scope not in decl.field_names or scope in fields.values()):
+            raise DynaormError(
+                f"{decl.owner}: Encrypted {sorted(fields.values())} on table "
+                f"{decl.table.name!r} (key_scope={scope!r}) need the field {scope!r}, "
+                "not encrypted: its value chooses the tenant key each row is sealed under")
+        return cls(fields, decl.table, bool(decl.meta.get("versioned")), decl.cls,
+                   None if scope is None else decl.attr(scope))
+
+    def _keys(self) -> Any:
+        """The tenants' keys of the table (``key_scope``), else ``None``."""
+        if self.scope_attr is None:
+            return None
+        return TENANT_KEYS[0](self.table, keyring_of(self.table))
+
+    def _opener(self) -> Any:
+        """What opens a stored value: the tenants' keys (which open a value sealed before
+        ``key_scope`` with the table's keyring), else the table's keyring."""
+        keys = self._keys()
+        return keyring_of(self.table) if keys is None else keys
+
+    def tenant(self, item: Mapping[str, Any]) -> str | None:
+        """The tenant of the row ``item`` (its ``key_scope`` field's value, as text;
+        ``None``: no key_scope, or none stored)."""
+        av = item.get(self.scope_attr or "")
+        found = None if av is None else av.get("S", av.get("N"))
+        return None if found is None else str(found)
+
+    def _sealer(self, item: Mapping[str, Any]) -> Any:
+        """The keyring a value of the row ``item`` is sealed with: its tenant's (a
+        forgotten one raises :class:`~dynaorm.ForgottenError`), else the table's."""
+        keys = self._keys()
+        return keyring_of(self.table) if keys is None else keys.sealer(self, item)
 
     def prepare(self, items: tuple[Item, ...], writing: bool,
                 values: Values = no_values) -> Generator[Any, Any, None]:
         """The keyring's data keys of the values sealed in ``items`` (any row, any
         attribute: under an old layout's name too; a value under a key the keyring does
-        not hold is skipped), and, ``writing``, one for new values."""
+        not hold is skipped), and, ``writing``, one for new values. With ``key_scope``:
+        the keys of the tenants those values are sealed under, and, ``writing``, of the
+        tenants of the rows written (made where a tenant has none)."""
         wrapped = dict.fromkeys(found for item in items for av in item.values()
-                                if "B" in av and (found := header_of(av)) is not None)
-        if wrapped or writing:
-            origins = () if self.entity is None else (self.entity,)
+                                if type(av) is dict and "B" in av  # (a malformed member:
+                                and (found := header_of(av)) is not None)  # decode says)
+        origins = () if self.entity is None else (self.entity,)
+        keys = self._keys()
+        if keys is not None:
+            yield from keys.prepare_rows(self, items, wrapped, writing, values, origins)
+        elif wrapped or writing:
             yield from keyring_of(self.table).prepare(wrapped, writing=writing,
                                                       origins=origins)
 
     def renamed(self, attributes: Mapping[str, str]) -> Encryption:
         """This rule for rows whose fields are stored under other attribute names
         (``attributes``: stored name -> field name; a previous layout's)."""
+        scope = self.table.key_scope
         return Encryption({a: n for a, n in attributes.items() if n in self.names},
-                          self.table, self.versioned)
+                          self.table, self.versioned, self.entity, None if scope is None else
+                          next((a for a, n in attributes.items() if n == scope),
+                               self.scope_attr))
+
+    def reads(self, touched: frozenset[str]) -> bool:
+        """With ``key_scope``, an update by key of an encrypted field, or of the
+        ``key_scope`` field itself, is read first (the row's tenant chooses the key its
+        values are sealed under: a row moved to another tenant is sealed anew under that
+        tenant's, or forgetting it would leave them readable)."""
+        return self.scope_attr is not None and (not touched.isdisjoint(self.names) or (
+            self.table.key_scope in touched))
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
@@ -263,36 +323,53 @@ class Encryption(Rule):
                           self._legacy(bound))
 
     def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
-        keyring, bound = keyring_of(self.table), self._bound(item)
+        if self.fields.keys().isdisjoint(item):
+            return
+        keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
         same = stored is not None and self._bound(stored) == bound
         for attr in self.fields.keys() & item.keys():
             old = stored.get(attr) if same and stored is not None else None
             if old is None or not _current(keyring, old) or self._open(
-                    keyring, old, bound, attr) != item[attr]:
+                    opener, old, bound, attr) != item[attr]:
                 old = seal_value(keyring, item[attr], self.table.name, bound, attr)
             item[attr] = old
 
     def rebind(self, row: Item, source: Item) -> None:
-        keyring, bound, was = keyring_of(self.table), self._bound(row), self._bound(source)
+        if self.fields.keys().isdisjoint(row):
+            return
+        keyring, opener = self._sealer(row), self._opener()
+        bound, was = self._bound(row), self._bound(source)
         for attr in self.fields.keys() & row.keys():
-            row[attr] = seal_value(keyring, self._open(keyring, row[attr], was, attr),
+            row[attr] = seal_value(keyring, self._open(opener, row[attr], was, attr),
                                    self.table.name, bound, attr)
 
     def decode(self, item: Item) -> Item:
         if self.fields.keys().isdisjoint(item):  # (none stored: no keyring needed)
             return item
-        keyring, bound = keyring_of(self.table), self._bound(item)
+        keyring, bound = self._opener(), self._bound(item)
+        tenant = self.tenant(item)  # (a value sealed for another tenant than the one its
+        if tenant is not None:  # row names never opens in it; a projection may name none)
+            for attr in self.fields.keys() & item.keys():
+                found = header_of(item[attr])
+                if found is not None and not keyring.sealed_for(found[0], tenant):
+                    raise DecryptionError(
+                        f"field {self.fields[attr]!r} is sealed under another tenant's key "
+                        f"({found[0]!r}) than its row's ({self.table.key_scope}={tenant!r})",
+                        field=self.fields[attr], key_id=found[0])
         return {a: v if a not in self.fields else self._open(keyring, v, bound, a)
                 for a, v in item.items()}
 
     def resealed(self, item: Item) -> Item:
         """The ciphertexts of ``item``, a stored row, that are not of this format under
-        the keyring's current key, each sealed anew for the row (``jobs.reencrypt``:
-        rotation to the end)."""
-        keyring, bound = keyring_of(self.table), self._bound(item)
-        return {a: seal_value(keyring, self._open(keyring, av, bound, a), self.table.name,
+        the keyring's current key (with ``key_scope``: its tenant's), each sealed anew
+        for the row (``jobs.reencrypt``: rotation to the end)."""
+        if self.fields.keys().isdisjoint(item):
+            return {}
+        keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
+        return {a: seal_value(keyring, self._open(opener, av, bound, a), self.table.name,
                               bound, a)
-                for a, av in item.items() if a in self.fields and not _current(keyring, av)}
+                for a, av in item.items() if a in self.fields and "B" in av  # (not one
+                and not _current(keyring, av)}  # kept in S3: a save of its object seals it)
 
     def refuse(self, use: str, name: str) -> None:
         if name not in self.names or use in ("set", "set_default", "remove", "projection"):

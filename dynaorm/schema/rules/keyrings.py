@@ -90,6 +90,38 @@ class Keyring:
     def _mac(self, text: str, origins: tuple[Any, ...]) -> Proto[str]:
         raise NotImplementedError  # pragma: no cover
 
+    def _wrap(self, key: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
+        raise NotImplementedError  # pragma: no cover
+
+    # -- keys of their own (a protocol each) -------------------------------------------
+    def new_key(self, origins: tuple[Any, ...] = ()) -> Proto[tuple[bytes, bytes]]:
+        """A data key of its own, never used for anything else (a tenant's key:
+        ``Table(key_scope=...)``), and its form wrapped under :attr:`key_id`; a request
+        that fails is :class:`~dynaorm.KeyringError`. Nothing is cached."""
+        return (yield from self._asked(self._new(origins), self.key_id))
+
+    def wrap(self, key: bytes, origins: tuple[Any, ...] = ()) -> Proto[bytes]:
+        """``key`` (a data key already in use: a tenant's) wrapped under :attr:`key_id`,
+        as :meth:`unwrap` opens it (rotation: a key wrapped under an older key of
+        ``previous`` wrapped anew)."""
+        return (yield from self._asked(self._wrap(key, origins), self.key_id))
+
+    def unwrapped(self, key_id: str, wrapped: bytes, origins: tuple[Any, ...] = ()
+                  ) -> Proto[bytes]:
+        """The data key ``wrapped`` under ``key_id`` (one of :attr:`key_ids`), asked for
+        now and not cached (a tenant's key: its own cache keeps it); a key it does not
+        hold, or one that does not unwrap, is :class:`~dynaorm.KeyringError`."""
+        if key_id not in self.key_ids:
+            raise KeyringError(f"{self!r}: key {key_id!r} is not in this keyring",
+                               key_id=key_id)
+        try:
+            return (yield from self._asked(self._unwrap(key_id, wrapped, origins), key_id))
+        except KeyringError:
+            raise
+        except Exception as exc:  # (a StaticKeyring's: a wrapped key that does not open)
+            raise KeyringError(f"{self!r}: a key wrapped under {key_id!r} does not unwrap "
+                               f"({exc!r})", key_id=key_id) from exc
+
     # -- preparing (a protocol) --------------------------------------------------------
     def prepare(self, wrapped: Iterable[tuple[str, bytes]] = (), macs: Iterable[str] = (), *,
                 writing: bool = False, origins: tuple[Any, ...] = ()) -> Proto[None]:
@@ -285,6 +317,11 @@ class StaticKeyring(Keyring):
         return hmac.new(self._mac_key, text.encode(), "sha256").hexdigest()
         yield  # (asks for nothing)
 
+    def _wrap(self, key: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
+        nonce = os.urandom(12)
+        return nonce + bytes(aesgcm(self._by_id[self.key_id]).encrypt(nonce, key, b"dk"))
+        yield  # (asks for nothing)
+
 
 class KmsKeyring(Keyring):
     """Data keys from AWS KMS: ``GenerateDataKey`` under ``key_id``, ``Decrypt`` under it
@@ -328,6 +365,11 @@ class KmsKeyring(Keyring):
         out = yield from self._kms("Decrypt", {"CiphertextBlob": wrapped, "KeyId": key_id},
                                    origins)
         return bytes(out["Plaintext"])
+
+    def _wrap(self, key: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
+        out = yield from self._kms("Encrypt", {"KeyId": self.key_id, "Plaintext": key},
+                                   origins)
+        return bytes(out["CiphertextBlob"])
 
     def _mac(self, text: str, origins: tuple[Any, ...]) -> Proto[str]:
         if self.mac_key_id is None:

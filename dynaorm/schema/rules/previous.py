@@ -694,8 +694,10 @@ class PreviousLayout(Rule):
         old = layout.fields_by_attr
         # (in reverse order, as the rules' own decoders; a rule that reads attributes by
         # name reads them under the old names where it offers ``renamed``)
+        # (a placing rule's values are put back first, whatever its order)
         decoders = tuple(rule.renamed(old).decode if hasattr(rule, "renamed") else rule.decode
-                         for rule in reversed(list(decl.built.values()))
+                         for rule in sorted(reversed(list(decl.built.values())),
+                                            key=lambda r: type(r).place is Rule.place)
                          if type(rule).decode is not Rule.decode)
         return cls(dataclasses.replace(layout, decoders=decoders))
 

@@ -48,6 +48,7 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.rules.encrypted import is_encrypted
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
@@ -374,6 +375,13 @@ class Receipts:
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
+                fields = type(obj).model_fields
+                if sealed := sorted({str(p[0]) for p in paths if p[0] in fields
+                                     and is_encrypted(fields[str(p[0])])}):
+                    raise DynaormError(
+                        f"{type(obj).__name__}: Encrypted {sealed} made by a default "
+                        "factory cannot be kept by a keyed commit's receipt (it keeps them "
+                        "as plaintext for a replay to put back): give the value")
                 receipting.made.append((_short(text), obj, paths))
         return receipting
 
