@@ -1,7 +1,8 @@
 """The seams of release 0.9 (contract 24), attacked pair by pair by someone who wrote none
 of them: the round trip and ``StoredAs`` (a), inference (b), leases (c), the public door's
-``Session.run`` (d), scoped sessions (e), bulk loads (f). Each test states what must never
-happen where two surfaces meet. Nothing here depends on the engine: moto only."""
+``Session.run`` (d), scoped sessions (e), bulk loads (f), offloaded values and keys per
+tenant (g). Each test states what must never happen where two surfaces meet. Nothing here
+depends on the engine: moto only."""
 
 from __future__ import annotations
 
@@ -16,7 +17,19 @@ from typing import Annotated, Any
 
 import pytest
 
-from dynaorm import Entity, Lease, LeaseError, ScopeError, Session, StoredAs, Table
+from dynaorm import (
+    DynaormError,
+    Encrypted,
+    Entity,
+    Lease,
+    LeaseError,
+    Offloaded,
+    ScopeError,
+    Session,
+    StaticKeyring,
+    StoredAs,
+    Table,
+)
 from dynaorm.testing import TestBackend, moto_backend, use_tables
 
 pytestmark = [pytest.mark.engines("moto"), pytest.mark.sync_only]
@@ -221,3 +234,80 @@ def test_a_loaded_entity_stores_its_formats_and_a_save_back_keeps_them(moto: Non
         assert len(rows) == 5  # (two latest copies, three version rows)
         assert all(i["placed"] == {"N": EPOCH} and i["seen"] == {"S": "2026/01/01 10:30"}
                    for i in rows), rows
+
+
+# -- (f) x (g), (b) x (g): offloaded values, keys per tenant, forget -------------------------
+OFFLOAD_BUCKET = "seams09-offload"
+kept = Table("seams09_kept", offload=f"s3://{OFFLOAD_BUCKET}/v/", offload_threshold=1024,
+             keyring=StaticKeyring(b"k" * 32), key_scope="tenant_id")
+
+
+class Paper(Entity):
+    class Meta:
+        table = kept
+        pk = "T#{tenant_id}#P#{paper_id}"
+        sk = "PAPER"
+
+    tenant_id: str
+    paper_id: str
+    title: str = ""
+    body: Offloaded[str] = ""
+    secret: Encrypted[str] | None = None
+
+
+@pytest.fixture
+def papers(moto: None) -> Iterator[tuple[TestBackend, Any]]:
+    """``kept`` on moto, its offload bucket and a bucket for loads' staging, in moto's
+    S3 (boto3's client of it)."""
+    import boto3
+
+    with use_tables(kept) as b:
+        s3 = boto3.client("s3")
+        for name in (OFFLOAD_BUCKET, "seams09-loads"):
+            s3.create_bucket(Bucket=name)
+        yield b, s3
+
+
+def _objects(s3: Any) -> list[str]:
+    return [o["Key"] for o in s3.list_objects_v2(Bucket=OFFLOAD_BUCKET).get("Contents", [])]
+
+
+def test_a_bulk_load_never_stores_a_reference_to_a_value_it_did_not_upload(
+        papers: tuple[TestBackend, Any]) -> None:
+    """An entity whose ``Offloaded`` value is above the table's threshold is refused by
+    ``jobs.load`` (its save uploads the value before the commit, which a bulk put cannot),
+    the whole load with it, nothing written: the load stored rows whose references named
+    objects never uploaded, every such value lost (a read failed, ``OffloadError``). A
+    load whose values all stay in their rows, sealed under the tenant's key, stores and
+    reads back."""
+    from dynaorm.jobs import load
+
+    b, s3 = papers
+    big = [Paper(tenant_id="acme", paper_id=f"p{n}", body="x" * 5000, secret="s")
+           for n in range(2)]
+    with pytest.raises(DynaormError, match="outside the table"):
+        load(kept, big, s3="s3://seams09-loads/runs", name="big", poll=0)
+    assert b.scan_raw() == [] and _objects(s3) == []
+    small = [Paper(tenant_id="acme", paper_id="q", body="short", secret="s")]
+    assert load(kept, small, s3="s3://seams09-loads/runs", name="small", poll=0).loaded == 1
+    with Session(kept) as s:
+        got = s.get(Paper, tenant_id="acme", paper_id="q")
+        assert got is not None and (got.body, got.secret) == ("short", "s")
+
+
+def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
+        papers: tuple[TestBackend, Any]) -> None:
+    """``dynaorm check`` of a table whose entity has an ``Encrypted`` field beside an
+    ``Offloaded`` one names a row whose object is gone (``dangling-ref``), as it does
+    without the encrypted field: it raised ``OffloadError`` from the rows' preparing, and
+    checked nothing."""
+    from dynaorm.jobs.checking import check_table
+
+    _, s3 = papers
+    with Session(kept) as s:
+        s.save(Paper(tenant_id="acme", paper_id="p1", body="x" * 5000, secret="s"))
+        s.save(Paper(tenant_id="acme", paper_id="p2", body="y" * 5000, secret="t"))
+    s3.delete_object(Bucket=OFFLOAD_BUCKET, Key=sorted(_objects(s3))[0])
+    result = check_table(kept, orphan_age=timedelta(0))
+    assert result.scanned == 2
+    assert [p.split()[0] for p in result.problems] == ["dangling-ref"], result.problems
