@@ -23,6 +23,7 @@ from dynaorm import (
     Entity,
     Lease,
     LeaseError,
+    OffloadError,
     Offloaded,
     ScopeError,
     Session,
@@ -300,7 +301,7 @@ def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
     """``dynaorm check`` of a table whose entity has an ``Encrypted`` field beside an
     ``Offloaded`` one names a row whose object is gone (``dangling-ref``), as it does
     without the encrypted field: it raised ``OffloadError`` from the rows' preparing, and
-    checked nothing."""
+    checked nothing. A read of that row still refuses."""
     from dynaorm.jobs.checking import check_table
 
     _, s3 = papers
@@ -311,3 +312,7 @@ def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
     result = check_table(kept, orphan_age=timedelta(0))
     assert result.scanned == 2
     assert [p.split()[0] for p in result.problems] == ["dangling-ref"], result.problems
+    with Session(kept) as s:  # (a read of it still refuses: its value is gone)
+        with pytest.raises(OffloadError, match="missing"):
+            for paper_id in ("p1", "p2"):
+                s.get(Paper, tenant_id="acme", paper_id=paper_id)
