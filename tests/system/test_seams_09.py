@@ -23,8 +23,8 @@ from dynaorm import (
     Entity,
     Lease,
     LeaseError,
-    OffloadError,
     Offloaded,
+    OffloadError,
     ScopeError,
     Session,
     StaticKeyring,
@@ -312,10 +312,9 @@ def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
     result = check_table(kept, orphan_age=timedelta(0))
     assert result.scanned == 2
     assert [p.split()[0] for p in result.problems] == ["dangling-ref"], result.problems
-    with Session(kept) as s:  # (a read of it still refuses: its value is gone)
-        with pytest.raises(OffloadError, match="missing"):
-            for paper_id in ("p1", "p2"):
-                s.get(Paper, tenant_id="acme", paper_id=paper_id)
+    with Session(kept) as s, pytest.raises(OffloadError, match="missing"):
+        for paper_id in ("p1", "p2"):  # (a read of it still refuses: its value is gone)
+            s.get(Paper, tenant_id="acme", paper_id=paper_id)
 
 
 @pytest.mark.xfail(strict=True, reason=(
