@@ -327,16 +327,13 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
         attrs[sig].update(a for a in item if a not in keys)
     refused: set[tuple[Any, Any]] = set()
     while True:
-        pair = next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
-                     if (a, b) not in refused and (at := _word_apart(a, b)) is not None
-                     and _alike(attrs[a], attrs[b], exact=not at[2])), None)
+        pair = _word_pair(attrs, refused)
         if pair is None:
             return sigs
         a, b, (part, pos) = pair
         merged = tuple(tuple("*" if (p, q) == (part, pos) else t for q, t in enumerate(toks))
                        for p, toks in enumerate(a))
-        if any(_fits(other, merged) and not _alike(attrs[other], attrs[a] | attrs[b])
-               for other in attrs if other not in (a, b)):
+        if _covers_other(attrs, a, b, merged):
             # (its template would cover another entity's keys: ``{sk}#{sk_2}`` beside
             # ``ORDER#{order_id}``, which dynaorm cannot tell apart without a type)
             refused.add((a, b))
@@ -344,6 +341,23 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
         held = attrs.pop(a) | attrs.pop(b)
         attrs[merged] = attrs.get(merged, set()) | held
         sigs = [merged if sig in (a, b) else sig for sig in sigs]
+
+
+def _word_pair(attrs: Mapping[tuple[Any, ...], set[str]], refused: set[tuple[Any, Any]]
+               ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, int]] | None:
+    """The first two signatures of ``attrs`` (not ``refused``) a word apart whose items
+    hold alike attributes, with the (key part, token) where they differ; else ``None``."""
+    return next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
+                 if (a, b) not in refused and (at := _word_apart(a, b)) is not None
+                 and _alike(attrs[a], attrs[b], exact=not at[2])), None)
+
+
+def _covers_other(attrs: Mapping[tuple[Any, ...], set[str]], a: tuple[Any, ...],
+                  b: tuple[Any, ...], merged: tuple[Any, ...]) -> bool:
+    """Whether ``merged`` (``a`` and ``b`` as one) fits the keys of another signature of
+    ``attrs`` whose items hold other attributes (another entity's)."""
+    return any(_fits(other, merged) and not _alike(attrs[other], attrs[a] | attrs[b])
+               for other in attrs if other not in (a, b))
 
 
 def _fits(sig: tuple[Any, ...], template: tuple[Any, ...]) -> bool:
@@ -497,6 +511,13 @@ def _template(group: _Group, attr: str, plain: bool = False
         return None
     width = _width(group, attr, [t for _, t in present])
     fits = [(n, t) for n, t in present if len(t) == width]
+    return _segments(group, attr, fits, width), {n for n, _ in fits}
+
+
+def _segments(group: _Group, attr: str, fits: Sequence[tuple[int, tuple[str, ...]]],
+              width: int) -> list[str | _Slot]:
+    """The segments of ``attr``'s template from the token lists ``fits`` (``width`` each):
+    a token every item holds alike as a literal word, else a slot."""
     parts: list[str | _Slot] = []
     roles = [_roles(t) for _, t in fits]
     for pos in range(width):
@@ -507,7 +528,7 @@ def _template(group: _Group, attr: str, plain: bool = False
         else:
             tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
-    return parts, {n for n, _ in fits}
+    return parts
 
 
 def _width(group: _Group, attr: str, present: Sequence[tuple[str, ...]]) -> int:
@@ -622,15 +643,23 @@ def _merge(kinds: Sequence[dict[str, Any]], members: bool = False) -> dict[str, 
     if not real or (members and len(real) < len(kinds)):
         return {"type": "any"}
     names = {k["type"] for k in real}
+    return _merge_names(names) if len(names) > 1 else _merge_one(real)
+
+
+def _merge_names(names: set[str]) -> dict[str, Any]:
+    """The one type of values of two or more model types ``names``."""
     number = {"type": "decimal" if "decimal" in names else "integer"}
-    if names <= _NUMBERS and len(names) == 2:
+    if names <= _NUMBERS:
         return number
-    if names <= _TEXTS and len(names) >= 2:
+    if names <= _TEXTS:
         return {"type": "string"}
-    if names <= _TEXTS | _NUMBERS and len(names) >= 2:
+    if names <= _TEXTS | _NUMBERS:
         return {"type": "union", "of": [{"type": "string"}, number]}
-    if len(names) > 1:
-        return {"type": "any"}
+    return {"type": "any"}
+
+
+def _merge_one(real: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The one type of values ``real`` (none ``null``) all of one model type."""
     kind = real[0]["type"]
     if kind == "union":  # (two-typed on every item: a fraction on one makes it decimal)
         numbers = {t["type"] for k in real for t in k["of"]} & _NUMBERS
