@@ -183,16 +183,7 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     loaded: list[Single] = []
     by_key: list[tuple[Any, DeleteEntry]] = []  # (a migration window: both layouts read)
     if isinstance(objs, type):
-        spec = _bulk_spec(stage, objs, "delete_many")
-        targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
-        by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k, _, _ in targets
-                  if spec.rules.before.key(k, spec.name) is not None]
-        if stage.scope is not None and not by_key:  # (scoped: each conditioned on the
-            # stored item being the scope's, which a batch delete cannot say)
-            guard = stage.by_key(objs, None)
-            by_key = [(k, DeleteEntry(objs.model_construct(**k), condition=guard))
-                      for k, _, _ in targets]
-        targets = [] if by_key else targets
+        targets, by_key = _deletes_of_keys(stage, objs, keys)
     elif keys is not None:
         raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:
@@ -217,6 +208,23 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         if isinstance(target, Entity):
             target._dynaorm_state = DELETED  # deleted: saving it again inserts
     result.raise_if_failed("delete_many")
+
+
+def _deletes_of_keys(stage: Stage, cls: type[Entity], keys: Iterable[Mapping[str, Any]] | None
+                     ) -> tuple[list[tuple[Any, type[Entity], PlainKey]],
+                                list[tuple[Any, DeleteEntry]]]:
+    """``delete_many(Entity, keys)``: the batch deletes, or (a key rule, a scope) the
+    deletes one by one, each conditioned as a single delete is."""
+    spec = _bulk_spec(stage, cls, "delete_many")
+    targets = [(k, cls, stage.key(spec, k)) for k in keys or ()]
+    by_key = [(k, DeleteEntry(cls.model_construct(**k))) for k, _, _ in targets
+              if spec.rules.before.key(k, spec.name) is not None]
+    if stage.scope is not None and not by_key:  # (scoped: each conditioned on the
+        # stored item being the scope's, which a batch delete cannot say)
+        guard = stage.by_key(cls, None)
+        by_key = [(k, DeleteEntry(cls.model_construct(**k), condition=guard))
+                  for k, _, _ in targets]
+    return ([] if by_key else targets), by_key
 
 
 def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]

@@ -435,33 +435,35 @@ class _Load:
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if keys else {}
         for cls, records in batch:
-            found: list[Found] = []
-            for record in records:
-                ident = key_id(_key_of(self.table, record["Item"]))
-                if read_back or said[ident][0] == FAILED:  # (an item there: as if its
-                    # condition refused it; unless this settling took it back since it was
-                    # read: a clash with an entity of the load that was not stored is none)
-                    now = None if ident in self.deleted else stored.get(ident)
-                    found.append((FAILED, now) if now is not None else (UNKNOWN, None))
-                else:
-                    found.append(said[ident])
+            found = self.found(records, said, stored, read_back)
             if all(what == APPLIED for what, _ in found):
                 yield "loaded", (cls, records), None
                 continue
             error = self.outcome(cls, records, found)
             yield ("loaded" if error is None else "failed"), (cls, records), error
 
+    def found(self, records: list[dict[str, Any]], said: dict[Any, Found],
+              stored: dict[Any, Any], read_back: bool) -> list[Found]:
+        """What became of each of an entity's rows: the report's word, or (read back,
+        or a refusal the report claims) what the table holds at its key."""
+        found: list[Found] = []
+        for record in records:
+            ident = key_id(_key_of(self.table, record["Item"]))
+            if read_back or said[ident][0] == FAILED:  # (an item there: as if its
+                # condition refused it; unless this settling took it back since it was
+                # read: a clash with an entity of the load that was not stored is none)
+                now = None if ident in self.deleted else stored.get(ident)
+                found.append((FAILED, now) if now is not None else (UNKNOWN, None))
+            else:
+                found.append(said[ident])
+        return found
+
     def outcome(self, cls: type[Entity], records: list[dict[str, Any]],
                 found: list[Found]) -> DynaormError | None:
         """The error of an entity with a row not written (its written rows deleted)."""
-        rev_attr = self.table.revision_attribute
-        own = next((r["Item"] for r in records if rev_attr and rev_attr in r["Item"]),
-                   records[0]["Item"])
-        try:
-            planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
-                own[rev_attr]) if rev_attr and rev_attr in own else None))
-        except DynaormError as exc:  # (the model changed since the load's input was made)
-            return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
+        planned = self.replanned(cls, records)
+        if isinstance(planned, DynaormError):
+            return planned
         at_of = {key_id(_key_of(self.table, r["Item"])): n for n, r in enumerate(records)}
         order = [at_of.get(key_id(_key_of(self.table, input_record(planned, n)["Item"])))
                  for n in range(len(planned.plan.ops))]
@@ -478,7 +480,26 @@ class _Load:
         if all(what == APPLIED for what, _ in ordered):
             return None
         error: DynaormError | None = self.run_p(outcome_p(planned, ordered))
-        deletes = rollback(planned, ordered)
+        self.roll_back(rollback(planned, ordered))
+        return error
+
+    def replanned(self, cls: type[Entity], records: list[dict[str, Any]]
+                  ) -> Loaded | DynaormError:
+        """The load's plan of an entity from its rendered rows (its own row, at the
+        revision it holds), or the error saying it no longer plans."""
+        rev_attr = self.table.revision_attribute
+        own = next((r["Item"] for r in records if rev_attr and rev_attr in r["Item"]),
+                   records[0]["Item"])
+        try:
+            planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
+                own[rev_attr]) if rev_attr and rev_attr in own else None))
+        except DynaormError as exc:  # (the model changed since the load's input was made)
+            return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
+        return planned
+
+    def roll_back(self, deletes: list[tuple[bool, dict[str, Any]]]) -> None:
+        """Delete the written rows of an entity not loaded (each conditioned as written);
+        a row changed since is left, and listed (its owner row: every row of it)."""
         for at, (owner, delete) in enumerate(deletes):
             try:
                 self.send("DeleteItem", delete)
@@ -492,7 +513,6 @@ class _Load:
                     self.left += [f"{d['TableName']} {d['Key']}" for _, d in deletes[at:]]
                     break
                 self.left.append(f"{delete['TableName']} {delete['Key']}")
-        return error
 
     def claimed(self, cls: type[Entity], planned: Loaded, found: list[Found]
                 ) -> set[Any] | None:

@@ -489,21 +489,11 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
     if explained and key is not None:  # (as the commit it would be: keyed, its receipt)
         session = type(session)(session.table or session.client, scope=session.scope,
                                 idempotency_key=key)
-    fields = entity.model_fields
     keys = _values(entity, _scoped_args({n: args[n] for n in tool.keys if n in args}, scope,
                                         tool.keys))
     pinned, expected = tool.extra.get("version"), args.get("version")
     match = None if pinned is None or expected is None else F(pinned) == expected
-    staged: Any = None
-    if tool.kind == "save":
-        staged = json_of(entity).validator.validate_json(
-            json.dumps(_scoped_args(args["item"], scope, fields)))
-        session.save(staged)
-    elif tool.kind == "update":
-        staged = session.update(entity, **keys).set(**_values(entity, args["set"]))
-        staged = staged.returning() if match is None else staged.returning().where(match)
-    else:
-        session.delete(entity, condition=match, **keys)
+    staged = _stage_write(tool, args, session, scope, keys, match)
     if explained:
         try:
             return explain(session)
@@ -528,6 +518,23 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
     if tool.kind != "delete":
         result["item"] = None if staged is None else dump(staged)
     return result
+
+
+def _stage_write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, Any],
+                 keys: dict[str, Any], match: Any) -> Any:
+    """:func:`_write`'s save, update (returning the item) or delete, staged on
+    ``session``; ``match`` the If-Match condition or ``None``."""
+    entity = tool.entity
+    if tool.kind == "save":
+        staged = json_of(entity).validator.validate_json(
+            json.dumps(_scoped_args(args["item"], scope, entity.model_fields)))
+        session.save(staged)
+        return staged
+    if tool.kind == "update":
+        staged = session.update(entity, **keys).set(**_values(entity, args["set"]))
+        return staged.returning() if match is None else staged.returning().where(match)
+    session.delete(entity, condition=match, **keys)
+    return None
 
 
 def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Any,

@@ -235,19 +235,8 @@ class SearchSpec(Generic[T]):
     def _search_p(self) -> Proto[Hits[T]]:
         out = yield from call(OPERATION, self._request(), self._entities)
         sel, hits, spec = self._selection(), Hits[T](), spec_of(self._entities[0])
-        old, whole = spec.rules.before, bool(asked(spec, self._index))
-        wanted: list[tuple[Item, float]] = []
-        found: list[tuple[Item, float] | None] = []  # (None: the next of ``wanted``)
-        for item, score in self._admitted(spec, out.get("SearchResults") or []):
-            if whole and sel.keep(item) and not old.owns(item):
-                found.append((item, score))  # (the stored item, its vector the index's copy)
-            elif sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
-                    old.owns(item)):
-                wanted.append(({a: item[a] for a in spec.table_key_attrs}, score))
-                found.append(None)
-            elif not expired(item, sel.ttl_attr):
-                sel.foreign(item)  # (a type name no class claims is noted, once)
-                hits.skipped += 1
+        old = spec.rules.before
+        wanted, found = self._sorted(sel, spec, hits, out.get("SearchResults") or [])
         stored = {} if not wanted else (yield from batch_get_p(
             spec.table.name, [key for key, _ in wanted], origins=self._entities))
         yield from _prepared(sel, stored, found)
@@ -267,6 +256,26 @@ class SearchSpec(Generic[T]):
                 sel.foreign(row)
                 hits.skipped += 1
         return hits
+
+    def _sorted(self, sel: Selection[T], spec: Any, hits: Hits[T], results: Any
+                ) -> tuple[list[tuple[Item, float]], list[tuple[Item, float] | None]]:
+        """The admitted hits in order: each the item the index holds (``found``) when it
+        is the whole stored item, else ``None`` and its key to read (``wanted``); a hit
+        no class claims noted and skipped."""
+        old, whole = spec.rules.before, bool(asked(spec, self._index))
+        wanted: list[tuple[Item, float]] = []
+        found: list[tuple[Item, float] | None] = []  # (None: the next of ``wanted``)
+        for item, score in self._admitted(spec, results):
+            if whole and sel.keep(item) and not old.owns(item):
+                found.append((item, score))  # (the stored item, its vector the index's copy)
+            elif sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
+                    old.owns(item)):
+                wanted.append(({a: item[a] for a in spec.table_key_attrs}, score))
+                found.append(None)
+            elif not expired(item, sel.ttl_attr):
+                sel.foreign(item)  # (a type name no class claims is noted, once)
+                hits.skipped += 1
+        return wanted, found
 
     def _admitted(self, spec: Any, results: Any) -> list[tuple[Item, float]]:
         """:meth:`_checked`'s hits, less those whose key is another scope's whatever their

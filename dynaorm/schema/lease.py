@@ -85,18 +85,8 @@ def stage(session: Any, lease: type[L] | L, *, holder: str | None,
     lease as the commit stores it."""
     more = dict(values or {})
     if isinstance(lease, type):
-        if not issubclass(lease, Lease):
-            raise DynaormError(f"lease() takes a Lease entity, not {lease.__name__}")
-        if holder is None or duration is None or release:
-            raise DynaormError("lease(Entity, ...) acquires: it takes holder= and "
-                               "duration=, not release=")
-        now = int(lease.clock() * 1000)
-        until = now + _millis(duration)
-        acquired = lease(**key, **more, holder=holder, epoch=epoch or ksuid(), until=until)
-        session.update(lease, upsert=True, **key).set(
-            **more, holder=holder, epoch=acquired.epoch, until=until).where(
-            _both(acquiring(holder, now), where))
-        return acquired
+        return _acquire(session, lease, holder=holder, duration=duration, release=release,
+                        epoch=epoch, more=more, where=where, key=key)
     if not isinstance(lease, Lease) or lease.epoch is None:
         raise DynaormError("lease(obj) holds or releases a Lease an acquire returned")
     if key or holder is not None or epoch is not None:
@@ -112,3 +102,22 @@ def stage(session: Any, lease: type[L] | L, *, holder: str | None,
             duration or timedelta(0))
     session.update(cls, upsert=True, **found).set(**more).where(condition)
     return lease.model_copy(update=more)
+
+
+def _acquire(session: Any, lease: type[L], *, holder: str | None,
+             duration: timedelta | None, release: bool, epoch: str | None,
+             more: dict[str, Any], where: Condition | None, key: Mapping[str, Any]) -> L:
+    """:func:`stage`'s acquire: an upsert of ``lease`` by ``key``, conditioned on the
+    lease being free, expired or the holder's own."""
+    if not issubclass(lease, Lease):
+        raise DynaormError(f"lease() takes a Lease entity, not {lease.__name__}")
+    if holder is None or duration is None or release:
+        raise DynaormError("lease(Entity, ...) acquires: it takes holder= and "
+                           "duration=, not release=")
+    now = int(lease.clock() * 1000)
+    until = now + _millis(duration)
+    acquired = lease(**key, **more, holder=holder, epoch=epoch or ksuid(), until=until)
+    session.update(lease, upsert=True, **key).set(
+        **more, holder=holder, epoch=acquired.epoch, until=until).where(
+        _both(acquiring(holder, now), where))
+    return acquired

@@ -244,14 +244,7 @@ def parse_settings(table: Mapping[str, Any], backups: Mapping[str, Any] | None,
     """The settings of a live table from DescribeTable's ``Table``, DescribeContinuousBackups,
     DescribeContributorInsights and ListTagsOfResource's ``Tags`` (``None``: the endpoint
     has no such API, named in ``unknown``)."""
-    pitr = ((backups or {}).get("ContinuousBackupsDescription") or {}).get(
-        "PointInTimeRecoveryDescription") or {}
-    days = (pitr.get("RecoveryPeriodInDays") or 35) if pitr.get(
-        "PointInTimeRecoveryStatus") in ("ENABLED", "ENABLING") else None
-    insights = insights or {}
-    mode = _MODES.get(insights.get("ContributorInsightsMode") or "ACCESSED_AND_THROTTLED_KEYS"
-                      ) if insights.get("ContributorInsightsStatus") in ("ENABLED",
-                                                                         "ENABLING") else None
+    days, mode = _pitr_days(backups), _insights_mode(insights)
     indexes = {g["IndexName"]: (_pair(g.get("WarmThroughput"), _WARM),
                                 _pair(g.get("OnDemandThroughput"), _MOST))
                for g in table.get("GlobalSecondaryIndexes") or []}
@@ -264,6 +257,23 @@ def parse_settings(table: Mapping[str, Any], backups: Mapping[str, Any] | None,
                          _pair(table.get("OnDemandThroughput"), _MOST), days,
                          table.get("DeletionProtectionEnabled"), mode,
                          {t["Key"]: t["Value"] for t in tags or []}, indexes, unknown)
+
+
+def _pitr_days(backups: Mapping[str, Any] | None) -> int | None:
+    """The recovery period of point-in-time recovery (DescribeContinuousBackups), or
+    ``None`` when it is off."""
+    pitr = ((backups or {}).get("ContinuousBackupsDescription") or {}).get(
+        "PointInTimeRecoveryDescription") or {}
+    return (pitr.get("RecoveryPeriodInDays") or 35) if pitr.get(
+        "PointInTimeRecoveryStatus") in ("ENABLED", "ENABLING") else None
+
+
+def _insights_mode(insights: Mapping[str, Any] | None) -> Any:
+    """The contributor insights mode (DescribeContributorInsights), or ``None`` when off."""
+    insights = insights or {}
+    return _MODES.get(insights.get("ContributorInsightsMode") or "ACCESSED_AND_THROTTLED_KEYS"
+                      ) if insights.get("ContributorInsightsStatus") in ("ENABLED",
+                                                                         "ENABLING") else None
 
 
 #: the settings DescribeTable reports, and the member it reports each in

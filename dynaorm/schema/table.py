@@ -206,12 +206,7 @@ class TableSchema:
         self.stream = stream
         """The stream view type ``create()`` enables, if any."""
         self._keyring: Any = keyring  # (no entity yet: nothing to refuse it for)
-        if revision_attribute is not None and (not isinstance(revision_attribute, str) or not
-                                               revision_attribute or revision_attribute in {
-                                                   pk, sk, type_attribute}):
-            raise DynaormError(f"table {name!r}: revision_attribute must name an attribute "
-                               f"other than the keys and the type attribute, or be None; got "
-                               f"{revision_attribute!r}")
+        _check_revision(name, revision_attribute, {pk, sk, type_attribute})
         self.revision_attribute = revision_attribute
         """The attribute every write stamps with a fresh revision, which proves a lost
         answer's outcome (``None``: none is written; see failure-semantics.md)."""
@@ -227,10 +222,7 @@ class TableSchema:
         self._key_attrs = key_attrs
         self.key_types: dict[str, str] = _key_types(name, key_types, key_attrs)
         """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
-        if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
-                                or ttl == type_attribute or ttl in self.vector_attributes):
-            raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
-                               f"got {ttl!r}")
+        _check_ttl(name, ttl, key_attrs | {type_attribute} | set(self.vector_attributes))
         self.ttl = ttl
         """The TTL attribute ``create()`` enables (UpdateTimeToLive), if any."""
         self.declared_settings: TableSettings = settings_of(f"table {name!r}", **settings)
@@ -528,6 +520,24 @@ def _key_schema(hash_keys: Sequence[str], range_keys: Sequence[str | None]
     """A ``KeySchema``: the ``hash_keys``, then the ``range_keys``."""
     return [{"AttributeName": a, "KeyType": "HASH"} for a in hash_keys] + [
         {"AttributeName": a, "KeyType": "RANGE"} for a in range_keys]
+
+
+def _check_revision(name: str, revision_attribute: str | None, taken: set[Any]) -> None:
+    """``revision_attribute=`` refused unless ``None`` or an attribute other than the
+    keys and the type attribute (``taken``)."""
+    if revision_attribute is not None and (not isinstance(revision_attribute, str) or not
+                                           revision_attribute or revision_attribute in taken):
+        raise DynaormError(f"table {name!r}: revision_attribute must name an attribute "
+                           f"other than the keys and the type attribute, or be None; got "
+                           f"{revision_attribute!r}")
+
+
+def _check_ttl(name: str, ttl: str | None, taken: set[Any]) -> None:
+    """``ttl=`` refused unless ``None`` or a non-key attribute (``taken``: the keys', the
+    type attribute, the vector attributes)."""
+    if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in taken):
+        raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
+                           f"got {ttl!r}")
 
 
 def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[str, GSI | LSI]:

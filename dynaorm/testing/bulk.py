@@ -689,6 +689,12 @@ def _check_start(request: dict[str, Any]) -> None:
             k not in ("ERROR", "CONDITION_CHECK_FAILURE") for k in kinds):
         raise _invalid(op, "1 validation error detected: OutputType must list ERROR and/or "
                            "CONDITION_CHECK_FAILURE")
+    _check_start_options(op, request)
+
+
+def _check_start_options(op: str, request: dict[str, Any]) -> None:
+    """:func:`_check_start`'s optional members: ``MaxWriteRequestUnits``,
+    ``PerformanceTier``, ``ClientToken``."""
     units = request.get("MaxWriteRequestUnits")
     if units is not None and (isinstance(units, bool) or not isinstance(units, int)
                               or units < _MIN_UNITS):
