@@ -278,8 +278,11 @@ LANDED = 172_861
 #: issue 84's red team (red84: +105 on its branch): an update of the key_scope field read
 #: first, a value of another tenant refused in a row, a receipt's encrypted made value refused
 LANDED = 172_966
+#: the seams red team of 0.9 (seams09: +114): a field-level kind on an Optional's arm
+#: (inference's ``Annotated[T, StoredAs] | None``), a gone offloaded value left as its reference
+LANDED = 173_080
 #: complexity split (cx2): +473
-LANDED = 173_439
+LANDED = 173_553
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

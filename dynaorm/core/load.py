@@ -90,7 +90,8 @@ def plan_load_p(obj: Entity, rev: str | None = None) -> Proto[Loaded]:
     """``obj``'s insert, planned as ``save`` plans a new object (what its rules read or
     ask for first included: key material, a migration window's old key), stamped with
     ``rev`` (default: a fresh revision). Refused (:class:`~dynaorm.DynaormError`) for an
-    object that is not new, or whose insert is not puts alone."""
+    object that is not new, whose insert is not puts alone, or that keeps a value outside
+    the table (``Offloaded``)."""
     if obj._dynaorm_state is not None:
         raise DynaormError(f"{type(obj).__name__} {spec_of(type(obj)).primary_key(obj.__dict__)}"
                            " was loaded from the table: a bulk load inserts new objects only")
@@ -99,6 +100,9 @@ def plan_load_p(obj: Entity, rev: str | None = None) -> Proto[Loaded]:
     if not plan.ops or not all(isinstance(op, Put) for op in plan.ops):
         raise DynaormError(f"{type(obj).__name__}'s insert is not puts alone (a migration "
                            "window's old row to check?): load it with save")
+    if plan.outside:  # (its save uploads them before the commit: a bulk put cannot)
+        raise DynaormError(f"{type(obj).__name__}'s insert keeps values outside the table "
+                           "(Offloaded, above the table's offload_threshold): load it with save")
     return Loaded(obj, plan, rev or new_revision())
 
 

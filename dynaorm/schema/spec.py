@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -528,9 +530,21 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
 
 def _field_kinds(cls: type[Any]) -> dict[str, Kind]:
     """The fields given a :class:`~dynaorm.values.codec.Kind` in their ``Annotated``
-    metadata, with it."""
+    metadata, with it: the field's own, or its ``Optional``'s arm's
+    (``Annotated[datetime, StoredAs.ISO_Z] | None``, as inference prints it)."""
     return {name: kind for name, info in cls.model_fields.items()
-            for kind in info.metadata if isinstance(kind, Kind)}
+            for kind in (*info.metadata, *_optional_metadata(info.annotation))
+            if isinstance(kind, Kind)}
+
+
+def _optional_metadata(annotation: Any) -> tuple[Any, ...]:
+    """The ``Annotated`` metadata of an ``X | None``'s one other arm (none otherwise)."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return ()
+    arms = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if len(arms) != 1 or typing.get_origin(arms[0]) is not Annotated:
+        return ()
+    return tuple(arms[0].__metadata__)
 
 
 def _null_fields(cls: type[Any]) -> frozenset[str]:

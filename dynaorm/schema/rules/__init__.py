@@ -87,7 +87,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, OffloadError
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import encode_value
@@ -732,11 +732,12 @@ class Rules:
 
     def unplace(self, item: Item, strict: bool = True) -> Item:
         """``item`` with the values the placing rules keep outside the table put back
-        (``strict=False``: a value not at hand is left as its reference)."""
+        (``strict=False``: a value not at hand, or gone from where it was kept, is left
+        as its reference: the rules after see the row, and ``check`` names it)."""
         for decode in self.unplacers:
             try:
                 item = decode(item)
-            except Unplaced:
+            except (Unplaced, OffloadError):
                 if strict:
                     raise
         return item
