@@ -37,37 +37,57 @@ def _read_type(at: At) -> dict[str, Any]:
     elif kind == "map":
         out["values"] = _read_type(at.get("values", dict, "a type"))
     elif kind == "enum":
-        values = at.get("values", list, "a list of values")
-        out["values"] = values.value
-        if len({(type(v), json.dumps(v)) for v in out["values"]}) < len(out["values"]):
-            raise values.fail("an enum's values are each given once")  # (Literal drops one)
+        _read_enum(at, out)
     elif kind == "union":
-        of = at.get("of", list, "a list of types")
-        members = [_read_type(t) for t in of.items()]  # (a union in a union: its types)
-        out["of"] = [m for t in members for m in (
-            t["of"] if t["type"] == "union" and "vector" not in t else [t])]
-        if len({json.dumps(t, sort_keys=True) for t in out["of"]}) < len(out["of"]):
-            raise of.fail("a union's types are each given once")  # (X | X is X)
+        _read_union(at, out)
     elif kind == "object":
-        out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
-        out["fields"] = _read_fields(at.get("fields", list, "fields"))
-        for f, place in zip(out["fields"], at.get("fields").items(), strict=True):
-            if f["stored"] != f["name"]:  # (dynaorm stores a nested field under its name)
-                raise place.get("stored").fail("a nested model's field is stored under its "
-                                               f"name, {f['name']!r}")
+        _read_object(at, out)
     vector = at.get("vector", int, "a number of dimensions", default=None).value
     if vector is not None:
         out["vector"] = vector
     stored = at.get("stored_as", str, "a time's stored format", default=None)
     if stored.value is not None:
-        if kind != "datetime":
-            raise stored.fail("a stored format is a datetime's")
-        try:
-            StoredAs(stored.value)
-        except DynaormError as exc:
-            raise stored.fail(str(exc)) from None
+        _check_stored_as(stored, kind)
         out["stored_as"] = stored.value
     return out
+
+
+def _read_enum(at: At, out: dict[str, Any]) -> None:
+    """An enum's values, each given once (``Literal`` drops one)."""
+    values = at.get("values", list, "a list of values")
+    out["values"] = values.value
+    if len({(type(v), json.dumps(v)) for v in out["values"]}) < len(out["values"]):
+        raise values.fail("an enum's values are each given once")  # (Literal drops one)
+
+
+def _read_union(at: At, out: dict[str, Any]) -> None:
+    """A union's types, each given once, a union in it flattened into its types."""
+    of = at.get("of", list, "a list of types")
+    members = [_read_type(t) for t in of.items()]  # (a union in a union: its types)
+    out["of"] = [m for t in members for m in (
+        t["of"] if t["type"] == "union" and "vector" not in t else [t])]
+    if len({json.dumps(t, sort_keys=True) for t in out["of"]}) < len(out["of"]):
+        raise of.fail("a union's types are each given once")  # (X | X is X)
+
+
+def _read_object(at: At, out: dict[str, Any]) -> None:
+    """A nested model: its name and fields, each stored under its name."""
+    out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
+    out["fields"] = _read_fields(at.get("fields", list, "fields"))
+    for f, place in zip(out["fields"], at.get("fields").items(), strict=True):
+        if f["stored"] != f["name"]:  # (dynaorm stores a nested field under its name)
+            raise place.get("stored").fail("a nested model's field is stored under its "
+                                           f"name, {f['name']!r}")
+
+
+def _check_stored_as(stored: At, kind: str) -> None:
+    """Refuses a stored format that is not a datetime's, or not one dynaorm reads."""
+    if kind != "datetime":
+        raise stored.fail("a stored format is a datetime's")
+    try:
+        StoredAs(stored.value)
+    except DynaormError as exc:
+        raise stored.fail(str(exc)) from None
 
 
 def _read_fields(at: At) -> list[dict[str, Any]]:

@@ -267,9 +267,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
         return None
     fields = {name: spec.field_names for name, (_, spec) in types.items()}
     refused = False
-    admits = None if admit is None else {cls: admit[name] for name, (cls, _) in types.items()}
-    only = None if admits is None or len(admits) != 1 else next(iter(admits.values()))
-    holds = None if hold is None else {cls: hold[name] for name, (cls, _) in types.items()}
+    admits, only, holds = None, None, None  # (unscoped: no call made for them)
+    if admit is not None or hold is not None:
+        admits, only, holds = _scope_tests(types, admit, hold)
 
     def read(data: bytes) -> dict[str, Any] | None:
         nonlocal refused
@@ -286,11 +286,10 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
             page = LoadedPage(data, key_attrs, type_attr, fields)
             places: Iterable[int] = count()
             if dict in map(type, objs):  # items of other types: not results of a query
-                if "Items" not in answer or any(type(o) is dict and o["type"] in types
-                                                for o in objs):
+                if "Items" not in answer or _refused_among(objs, types):
                     refused = True  # (or an item of its types the fast way refuses)
                     return None
-                if any(type(o) is dict and o["type"] not in table.entities for o in objs):
+                if _unclaimed_among(objs, table.entities):
                     return None  # (a type name no class may claim: the plain read tells)
                 places = [at for at, o in enumerate(objs) if type(o) is not dict]
                 objs = [objs[at] for at in places]
@@ -310,6 +309,30 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)
+
+
+def _scope_tests(types: Mapping[str, tuple[type[Any], EntitySpec]],
+                 admit: Mapping[str, Callable[[list[str]], bool]] | None,
+                 hold: Mapping[str, Callable[[list[Any]], bool]] | None) -> tuple[
+        dict[type[Any], Callable[[list[str]], bool]] | None,
+        Callable[[list[str]], bool] | None, dict[type[Any], Callable[[list[Any]], bool]] | None]:
+    """A scoped read's tests by class (see :func:`answer_reader`): its keys' (``admits``),
+    the one test when it reads one type (``only``), its objects' (``holds``)."""
+    admits = None if admit is None else {cls: admit[name] for name, (cls, _) in types.items()}
+    only = None if admits is None or len(admits) != 1 else next(iter(admits.values()))
+    holds = None if hold is None else {cls: hold[name] for name, (cls, _) in types.items()}
+    return admits, only, holds
+
+
+def _refused_among(objs: list[Any], types: Mapping[str, Any]) -> bool:
+    """Whether an answer's items left as dicts hold one of the read's ``types`` (one the
+    fast way refused)."""
+    return any(type(o) is dict and o["type"] in types for o in objs)
+
+
+def _unclaimed_among(objs: list[Any], entities: Mapping[str, Any]) -> bool:
+    """Whether an answer's items left as dicts hold a type name no class may claim."""
+    return any(type(o) is dict and o["type"] not in entities for o in objs)
 
 
 def _admitted(admits: Mapping[type[Any], Callable[[list[str]], bool]],

@@ -187,16 +187,22 @@ class KeyTemplate:
                 f"cannot go into key {self.source!r}", field=seg.name)
         refused = seg.refused(text) if check and text else None
         if check and (not text or refused):
-            why = "is empty" if not text else (
-                "contains '#'" if refused == "#" else
-                f"contains {refused!r}, the separator that follows it in the key" if (
-                    refused == seg.sep) else
-                f"contains {refused!r}, a separator that follows it in another key "
-                "template of the entity")
-            raise KeyTemplateError(
-                f"{owner}: field {seg.name!r} value {value!r} {why}; "
-                f"it cannot go into key {self.source!r}", field=seg.name)
+            raise self._refusal(seg, value, text, refused, owner)
         return text
+
+    def _refusal(self, seg: _Field, value: Any, text: str, refused: str | None,
+                 owner: str) -> KeyTemplateError:
+        """The error for ``value`` of ``seg`` rendered as ``text``: empty, or holding the
+        separator ``refused``."""
+        why = "is empty" if not text else (
+            "contains '#'" if refused == "#" else
+            f"contains {refused!r}, the separator that follows it in the key" if (
+                refused == seg.sep) else
+            f"contains {refused!r}, a separator that follows it in another key "
+            "template of the entity")
+        return KeyTemplateError(
+            f"{owner}: field {seg.name!r} value {value!r} {why}; "
+            f"it cannot go into key {self.source!r}", field=seg.name)
 
     def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
         """Render the full key from ``values`` (a mapping of field name to value). Every

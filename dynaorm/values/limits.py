@@ -149,9 +149,7 @@ def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequen
         elif kind == "SET" or (kind == "DEFAULT" and old is None):
             out[name] = av
         elif kind in ("APPEND", "PREPEND"):
-            before = list(old["L"]) if old and "L" in old else []
-            after = list(av.get("L", []))
-            out[name] = {"L": before + after if kind == "APPEND" else after + before}
+            out[name] = _appended(kind, old, av)
         elif kind == "ADD":
             out[name] = _add(old, av)
         elif kind == "DELETE" and old is not None:
@@ -162,6 +160,13 @@ def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequen
             else:
                 out.pop(name, None)
     return out
+
+
+def _appended(kind: str, old: AttributeValue | None, av: AttributeValue) -> AttributeValue:
+    """The list an ``APPEND`` (or ``PREPEND``) of ``av`` makes of ``old``."""
+    before = list(old["L"]) if old and "L" in old else []
+    after = list(av.get("L", []))
+    return {"L": before + after if kind == "APPEND" else after + before}
 
 
 def with_members(item: Item, members: Sequence[Member]) -> Item:

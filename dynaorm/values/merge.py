@@ -63,16 +63,18 @@ def merge_items(stored: Item, old: Item, new: Item,
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
             item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths)}
-            whole = len(paths) > MAX_MEMBER_PATHS
-            for path, _ in paths:
-                if "" in path:
-                    whole = True  # (a member no path can name)
-            if whole:
+            if len(paths) > MAX_MEMBER_PATHS or any("" in path for path, _ in paths):
                 to_set[name] = item[name]  # (many members, or one no path names: "")
             else:
                 members += paths
             continue
         item[name] = to_set[name] = _merged(was, before, av) if "L" in av else av
+    return Merged(to_set, _left_out(item, old, new, drop), members, item)
+
+
+def _left_out(item: Item, old: Item, new: Item, drop: frozenset[str] | set[str]) -> list[str]:
+    """The attributes ``old`` held and ``new`` does not (what an update removes), taken
+    out of ``item`` with those of ``drop`` neither holds."""
     remove = []
     if len(old) > len(new) or not old.keys() <= new.keys():
         remove = [name for name in old if name not in new and name in item]
@@ -81,7 +83,7 @@ def merge_items(stored: Item, old: Item, new: Item,
     for name in drop:
         if name in item and name not in new and name not in old:
             del item[name]
-    return Merged(to_set, remove, members, item)
+    return remove
 
 
 def _maps(*avs: AttributeValue) -> bool:
@@ -124,16 +126,13 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     members as stored where it did not change (found where it was, else wherever it
     moved: a sorted list keeps each member's form), and a changed map member merged with
     the stored one at its place; anything else is ``new``."""
-    if (stored is None or old is None or type(new) is not dict or type(new.get("L")) is not list
-            or type(old.get("L")) is not list or type(stored.get("L")) is not list
-            or len(stored["L"]) != len(old["L"])):
+    if stored is None or old is None or not _lists(stored, old, new):
         return new
     was, before, now = stored["L"], old["L"], new["L"]
     out: list[AttributeValue | None] = [None] * len(now)
     free = [True] * len(before)
     for n, av in enumerate(now):  # unchanged members: as stored
-        at = n if n < len(before) and free[n] and before[n] == av else next(
-            (i for i, b in enumerate(before) if free[i] and b == av), None)
+        at = _unchanged_at(before, free, n, av)
         if at is not None:
             free[at] = False
             out[n] = was[at]
@@ -145,3 +144,19 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
             else:
                 out[n] = av
     return {"L": [av for av in out if av is not None]}
+
+
+def _lists(stored: AttributeValue, old: AttributeValue, new: AttributeValue) -> bool:
+    """Whether ``stored``, ``old`` and ``new`` are all lists, ``stored`` as long as
+    ``old``."""
+    return not (type(new) is not dict or type(new.get("L")) is not list
+                or type(old.get("L")) is not list or type(stored.get("L")) is not list
+                or len(stored["L"]) != len(old["L"]))
+
+
+def _unchanged_at(before: list[AttributeValue], free: list[bool], n: int,
+                  av: AttributeValue) -> int | None:
+    """Where in ``before`` the member ``av`` (at ``n`` now) was, unchanged and not yet
+    claimed: its own place first, else wherever it moved; ``None`` if it changed."""
+    return n if n < len(before) and free[n] and before[n] == av else next(
+        (i for i, b in enumerate(before) if free[i] and b == av), None)

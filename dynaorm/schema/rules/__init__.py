@@ -699,8 +699,7 @@ class Rules:
         self.decoders = (*self.unplacers, *self.opaque)
         # (a placing rule's references are maps, which no fast read takes: rows holding
         # none read as if it had no decode)
-        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
-                              and id(r) not in placing for r in rules)
+        self.transforms = _transforming(rules, placing)
         #: the attributes a write replacing or deleting the row conditions on as read
         self.held: frozenset[str] = frozenset().union(*(r.holds() for r in rules))
         self.publishers = self._hooked("publish")
@@ -814,6 +813,13 @@ class Rules:
             if found is not None:
                 return found
         return Explained(origin.fail)
+
+
+def _transforming(rules: tuple[Rule, ...], placing: set[int]) -> bool:
+    """Whether a rule of ``rules`` that keeps no value outside (not in ``placing``)
+    transforms values in the row when it decodes."""
+    return any(r.transforms and type(r).decode is not Rule.decode and id(r) not in placing
+               for r in rules)
 
 
 def _owner(hook: Callable[..., Any]) -> int:

@@ -126,6 +126,14 @@ def _loaded(av: Any) -> Any:
         raise ValueError(f"not an attribute value: {kind!r}")
     if kind in ("SS", "NS", "BS") and not all(isinstance(v, str) for v in value):
         raise ValueError(f"not a set of text: {kind!r}")
+    if kind == "NULL" and value is not True:
+        raise ValueError("NULL is true")
+    return _loaded_value(kind, value, av)
+
+
+def _loaded_value(kind: str, value: Any, av: Any) -> Any:
+    """The attribute value ``av`` (``{kind: value}``, of its kind's JSON type) as
+    :func:`_loaded` gives it: its binary values bytes again, its numbers checked."""
     if kind == "B":
         return {"B": base64.b64decode(value, validate=True)}
     if kind == "BS":
@@ -134,8 +142,6 @@ def _loaded(av: Any) -> Any:
         return {"N": _number(value)}
     if kind == "NS":
         return {"NS": [_number(v) for v in value]}
-    if kind == "NULL" and value is not True:
-        raise ValueError("NULL is true")
     if kind == "M":
         return {"M": {k: _loaded(v) for k, v in value.items()}}
     if kind == "L":
