@@ -10,9 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from dynaorm.errors import DynaormError
-from dynaorm.schema.rules.receipts import RECEIPT_TYPE
-from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.values.keys import OWN_PREFIX
+from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, RECEIPT_TYPE
 
 __all__ = ["DYNAORM_TYPES", "RowKind", "receipts"]
 

@@ -48,9 +48,9 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
-from dynaorm.schema.rules.encrypted import is_encrypted
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
+from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 
@@ -58,7 +58,6 @@ __all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "RECEIPT_TYPE",
            "Receipts", "Replay", "digest", "made", "made_paths", "own_row"]
 
 #: the type name of a receipt row
-RECEIPT_TYPE: Final = "dynaorm:receipt"
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
 DEFAULT_TTL: Final = timedelta(days=7)
 #: the expiry attribute of a receipt 0.7 wrote on a table without a TTL attribute
@@ -375,9 +374,8 @@ class Receipts:
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
-                fields = type(obj).model_fields
-                if sealed := sorted({str(p[0]) for p in paths if p[0] in fields
-                                     and is_encrypted(fields[str(p[0])])}):
+                encrypted = set(obj.__dynaorm_spec__.encrypted.values())  # (field names)
+                if sealed := sorted({str(p[0]) for p in paths if p[0] in encrypted}):
                     raise DynaormError(
                         f"{type(obj).__name__}: Encrypted {sealed} made by a default "
                         "factory cannot be kept by a keyed commit's receipt (it keeps them "

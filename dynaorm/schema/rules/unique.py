@@ -33,6 +33,7 @@ from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
+from dynaorm.values.keys import GUARD_TYPE
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.ttl import encode_ttl
 
@@ -144,7 +145,6 @@ OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_ty
 
 
 #: a guard item's type attribute value
-GUARD_TYPE = "dynaorm:unique"
 
 
 # -- the guard items ------------------------------------------------------------------
