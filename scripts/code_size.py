@@ -369,6 +369,9 @@ LANGGRAPH_BUDGET = 10_687
 #: the head accepted, prune/delete_for_runs/delete_thread change the lease only as read, a
 #: retry that finds its writes stored after an unknown outcome says so: +211
 LANGGRAPH_BUDGET = 10_898
+#: complexity split (lgcx): +579 (the saver's and store's D/E functions split into named
+#: helpers, each at most 18: the def lines and calls they add)
+LANGGRAPH_BUDGET = 11_477
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before
