@@ -369,9 +369,13 @@ LANGGRAPH_BUDGET = 10_687
 #: the head accepted, prune/delete_for_runs/delete_thread change the lease only as read, a
 #: retry that finds its writes stored after an unknown outcome says so: +211
 LANGGRAPH_BUDGET = 10_898
+#: issue 83's large values (lgoff): the saver's and store's values Offloaded on a table with
+#: offload=, its deletes and copies by commits there (save_many/delete_many refuse it), a put
+#: there an insert first (an overwrite would read the row): +298
+LANGGRAPH_BUDGET = 11_196
 #: complexity split (lgcx): +579 (the saver's and store's D/E functions split into named
-#: helpers, each at most 18: the def lines and calls they add)
-LANGGRAPH_BUDGET = 11_477
+#: helpers, each at most 18: the def lines and calls they add), on main's 11,196 (lgoff)
+LANGGRAPH_BUDGET = 11_775
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

@@ -7,11 +7,13 @@ root one is not empty) holds the whole checkpoint, its channel values inline and
 compressed (:class:`dynaorm.Compressed`), and its metadata; each pending write
 (``...#W#<task_id>#<idx>``, compressed) sorts right after its checkpoint, so one ``Query``
 (newest first) reads a checkpoint with its writes. ``put`` is one write of one item (its
-values are in it: no blob rows, so nothing to keep in step); a checkpoint whose compressed
-row passes DynamoDB's 400 KB is refused with :class:`dynaorm.ItemTooLargeError` before
-anything is sent (no parts: a part would cost a read of several items on every
-``get_tuple``). ``put_writes`` is one commit (past 100 rows, one a 100, read by no one
-until all are in); a task's retry writes the same keys again.
+values are in it: no blob rows, so nothing to keep in step); on a table with ``offload=``
+the values are ``Offloaded`` (a large one kept in S3 by the session, the deletes and copies
+by commits); elsewhere a checkpoint whose compressed row passes DynamoDB's 400 KB is
+refused with :class:`dynaorm.ItemTooLargeError` before anything is sent (no parts: a part
+would cost a read of several items on every ``get_tuple``). ``put_writes`` is one commit
+(past 100 rows, one a 100, read by no one until all are in); a task's retry writes the
+same keys again.
 Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession` for the
 ``a...`` methods), scoped when ``scope=`` is given.
 
@@ -61,10 +63,12 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    ItemExistsError,
     ItemNotFoundError,
     KeyringError,
     Lease,
     LeaseError,
+    Offloaded,
     OutcomeUnknownError,
     Session,
     Table,
@@ -118,6 +122,10 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
                                "give every saver of the table the same sealed=")
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
+    meta: Any = Encrypted[bytes] if sealed else bytes
+    if table.offload:  # (a large value goes to the table's S3, through the model's rule)
+        large: Any = Offloaded  # (a generic alias, applied to a type made here)
+        blob, meta = large[blob], large[meta]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
     def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
@@ -142,7 +150,7 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
         "total": int | None}, total=None)
     return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
         "parent": str | None, "run_id": str | None,
-        "meta": Encrypted[bytes] if sealed else bytes, "data": blob},
+        "meta": meta, "data": blob},
         parent=None, run_id=None), write, lease
 
 
@@ -406,10 +414,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
              metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
-        s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get("checkpoint_id"),
-                       run_id=str(md["run_id"]) if md.get("run_id") else None,
-                       meta=self._dump(md), data=self._dump(checkpoint), **self._stamp()),
-               overwrite=True)
+        meta, data = self._dump(md), self._dump(checkpoint)
         root = not conf.get("checkpoint_ns")
         # (time travel is a fork meant; a write of no run is a direct call, unless the
         # LangGraph installed names no run (fence.controlled): then a step of no run
@@ -417,9 +422,21 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         deliberate = md.get("source") in ("fork", "update") or (
             fence is not None and fence.tenure is None and (
                 controlled() or md.get("source") == "input"))
-        yield from self._commit(s, fence, cid if fence and root and idle(checkpoint) else None,
-                                extends=(conf.get("checkpoint_id"),) if root and not
-                                deliberate else None, head=cid if root else None)
+        # (an overwrite of an offloaded row reads what it replaces: there, a put inserts,
+        # and only a put again of a stored checkpoint overwrites)
+        for again in (False, True) if self.table.offload else (True,):
+            s.save(self.cp(**self._at(conf), checkpoint_id=cid, parent=conf.get(
+                "checkpoint_id"), run_id=str(md["run_id"]) if md.get("run_id") else None,
+                meta=meta, data=data, **self._stamp()), overwrite=again)
+            try:
+                yield from self._commit(
+                    s, fence, cid if fence and root and idle(checkpoint) else None, extends=(
+                        conf.get("checkpoint_id"),) if root and not deliberate else None,
+                    head=cid if root else None)
+                break
+            except ItemExistsError:
+                if again:
+                    raise
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
 
@@ -552,9 +569,13 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         forgets it (the next run starts from what is left), unless a put moved the head
         since the thread was read."""
         for cls in self.cp, self.w:
+            gone = [r for r in found if type(r) is cls and (
+                doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+            if self.table.offload:  # (rows holding objects: deleted as read, by commits)
+                yield from _each(s, gone, s.delete)
+                continue
             keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
-                    for r in found if type(r) is cls and (
-                        doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+                    for r in gone]
             if keys:
                 yield partial(s.delete_many, cls, keys)
         for lease in (r for r in found if type(r) is self.lease_row):
@@ -591,7 +612,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         found = yield from self._thread(s, source)
         copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
                   if type(r) is not self.lease_row]  # (the copy is a thread of its own)
-        if copies:
+        if self.table.offload:  # (each copy uploads objects of its own)
+            yield from _each(s, copies, partial(s.save, overwrite=True))
+        elif copies:
             yield partial(s.save_many, copies)
 
     def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
@@ -861,6 +884,26 @@ def _page_size(cid: str | None, limit: int | None) -> int:
     """The page :meth:`Saver.list` reads a thread by: 500, or about what ``limit`` takes
     (a checkpoint and its writes) when no checkpoint is named."""
     return 500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500)
+
+
+def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
+    """Stage ``stage(row)`` for each of ``rows`` and commit, a transaction (100 rows) at a
+    time: the path of a table with ``offload=``, whose rows ``save_many`` and
+    ``delete_many`` refuse (they condition nothing, so cannot know what objects they
+    replace). A row another writer deleted or changed since the read is left to it: that
+    commit (or one whose outcome is unknown) is run again one row a commit, each proving
+    its row's end, the rows it refuses left out."""
+    for at in range(0, len(rows), _ROWS):
+        chunk = rows[at:at + _ROWS]
+        for r in chunk:
+            stage(r)
+        try:
+            yield s.commit
+        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError):
+            for r in chunk:
+                stage(r)
+                with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):
+                    yield s.commit
 
 
 def _sk(ns: str, checkpoint_id: str) -> str:

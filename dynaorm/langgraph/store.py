@@ -17,9 +17,10 @@ length, for the refresh on read).
 A batch runs as LangGraph's ``InMemoryStore`` runs one: every read sees the store as it
 was before the batch (reads are consistent), then its puts and deletes (the last op of a
 key wins) are written in bulk (``save_many``, ``delete_many``: ``BatchWriteItem``, not
-one transaction; a delete of a missing item is no error). The
-steps are written once, as a generator of calls on a session that :meth:`Store.batch`
-runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
+one transaction; a delete of a missing item is no error; on a table with ``offload=`` the
+value is ``Offloaded``, and the writes a commit an item: ``save_many`` refuses offloaded
+rows). The steps are written once, as a generator of calls on a session that
+:meth:`Store.batch` runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from dynaorm import (
     Entity,
     F,
     ItemNotFoundError,
+    Offloaded,
     Session,
     Table,
     TableNotFoundError,
@@ -96,9 +98,10 @@ def memory_entity(table: Table, scope: Iterable[str] = (), sealed: bool = False
         return found
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
+    value: Any = Encrypted[Compressed[str]] if sealed else Compressed[str]
     hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                             "value": Encrypted[Compressed[str]] if sealed else
-                             Compressed[str], "ttl_minutes": float | None,
+                             "value": cast(Any, Offloaded)[value] if table.offload else value,
+                             "ttl_minutes": float | None,
                              "expires": datetime | None}
     body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
                             "__annotations__": hints, "Meta": type("Meta", (), meta),
@@ -214,6 +217,15 @@ class Store(Runner, BaseStore):
         gone = [{"path": path, **self.scope} for path, op in writes.items() if op.value is None]
         for key in gone:  # (a key no delete may take: refused before anything is written)
             Session(self.table).delete(E, **key)  # type: ignore[arg-type]
+        if self.table.offload:  # (save_many/delete_many refuse offloaded rows: a commit
+            for obj in objs:       # an item, each knowing the objects it replaces)
+                s.save(obj, overwrite=True)
+                yield s.commit
+            for key in gone:
+                s.delete(E, **key)
+                with suppress(ItemNotFoundError):
+                    yield s.commit
+            return
         try:
             yield lambda: s.save_many(objs)
             yield lambda: s.delete_many(E, gone)

@@ -104,6 +104,20 @@ REQUESTS: dict[str, list[dict[str, Any]]] = {
     "UpdateContinuousBackups": [{"TableName": "app", "PointInTimeRecoverySpecification": {
         "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 14}}],
     "DescribeContinuousBackups": [{"TableName": "app"}],
+    # a filtered export (issue 85: jobs.export(start_export=), the bulk service's emulator)
+    "ExportTableToPointInTime": [{
+        "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/app",
+        "S3Bucket": "exports", "S3Prefix": "app/x", "ExportFormat": "DYNAMODB_JSON",
+        "ExportType": "FULL_EXPORT", "ClientToken": "0f" * 16,
+        "FilterSpecification": {
+            "KeyConditionExpression": "#k = :k", "FilterExpression": "#t IN (:a, :b)",
+            "ExpressionAttributeNames": {"#k": "pk", "#t": "_type"},
+            "ExpressionAttributeValues": {":k": {"S": "T#acme"}, ":a": {"S": "Order"},
+                                          ":b": {"B": b"\x00"}}}}],
+    "DescribeExport": [{"ExportArn":
+                        "arn:aws:dynamodb:us-east-1:123456789012:table/app/export/01"}],
+    "ListExports": [{"TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/app",
+                     "MaxResults": 25, "NextToken": "t"}],
     "UpdateContributorInsights": [{"TableName": "app", "ContributorInsightsAction": "ENABLE",
                                    "ContributorInsightsMode": "THROTTLED_KEYS"}],
     "DescribeContributorInsights": [{"TableName": "app"}],
