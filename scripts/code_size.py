@@ -382,6 +382,9 @@ LANGGRAPH_BUDGET = 10_898
 #: offload=, its deletes and copies by commits there (save_many/delete_many refuse it), a put
 #: there an insert first (an overwrite would read the row): +298
 LANGGRAPH_BUDGET = 11_196
+#: complexity split (lgcx): +579 (the saver's and store's D/E functions split into named
+#: helpers, each at most 18: the def lines and calls they add), on main's 11,196 (lgoff)
+LANGGRAPH_BUDGET = 11_775
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

@@ -191,12 +191,7 @@ def ttl_of(ttl: object, *, store: bool = False) -> Any:
         if ttl.get("sweep_interval_minutes") is not None:
             _positive(ttl["sweep_interval_minutes"], "ttl's sweep_interval_minutes")
         if store:
-            if ttl.get("default_ttl") is not None:
-                _positive(ttl["default_ttl"], "ttl's default_ttl (minutes)")
-            for flag in ("refresh_on_read", "omit_expired"):
-                if not isinstance(ttl.get(flag, True), bool):
-                    raise TypeError(f"ttl's {flag} must be a bool")
-            return dict(ttl)
+            return _store_ttl(ttl)
         if ttl.get("strategy", "delete") != "delete":
             raise ValueError(f"ttl: strategy {ttl['strategy']!r}: a saver's rows expire "
                              "(DynamoDB's TTL deletes them); prune() keeps the latest")
@@ -209,6 +204,16 @@ def ttl_of(ttl: object, *, store: bool = False) -> Any:
     if store:
         return {"default_ttl": length.total_seconds() / 60, "refresh_on_read": True}
     return length
+
+
+def _store_ttl(ttl: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A store's ``TTLConfig``, its keys known (see :func:`ttl_of`), checked."""
+    if ttl.get("default_ttl") is not None:
+        _positive(ttl["default_ttl"], "ttl's default_ttl (minutes)")
+    for flag in ("refresh_on_read", "omit_expired"):
+        if not isinstance(ttl.get(flag, True), bool):
+            raise TypeError(f"ttl's {flag} must be a bool")
+    return dict(ttl)
 
 
 class Runner:
@@ -334,10 +339,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return None, None
         t, zero = fence.tenure, timedelta(0)
         values = {**self._stamp(), **({} if head is None else {"head": head})}
-        where = None if extends is None else F("head").not_exists() if extends[
-            0] is None else F("head").not_exists() | (F("head") == extends[0])
-        if where is not None and head is not None:  # (or the head is this very one: the
-            where = where | (F("head") == head)  # put again, its first answer lost)
+        where = _extends(extends, head)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)
@@ -348,8 +350,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                           None else self.lease * _SLACK, epoch=t.epoch, values=values,
                           where=where, **fence.thread)
             return now, got if head is not None else None
-        stays = parks is None and ((t.parked is not None and (head is None or head <= t.parked))
-                                   or now - t.renewed < self.lease.total_seconds() * (_SLACK - 1))
+        return self._held(s, fence, t, parks, head, values, where, now)
+
+    def _held(self, s: Any, fence: Fence, t: Tenure, parks: str | None, head: str | None,
+              values: dict[str, Any], where: Any, now: float) -> tuple[float | None, Any]:
+        """:meth:`_guard`'s action of a run that holds the lease already."""
+        stays = self._stays(t, parks, head, now)
         until = 0 if parks is not None else None if stays else int(
             (now + self.lease.total_seconds() * _SLACK) * 1000)
         if t.row is not None and (head is not None or until is not None):
@@ -368,6 +374,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             got = s.lease(known, duration=self.lease * _SLACK, values=values, where=where)
         return (None if parks is not None else now), got if (
             t.row is not None or head is not None) else None
+
+    def _stays(self, t: Tenure, parks: str | None, head: str | None, now: float) -> bool:
+        """Whether a write of a run holding the lease leaves it as it is (no park, no
+        renewal): parked it stays, or it renewed lately."""
+        return parks is None and ((t.parked is not None and (head is None or head <= t.parked))
+                                  or now - t.renewed < self.lease.total_seconds() * (_SLACK - 1))
 
     def _commit(self, s: Any, fence: Fence | None, parks: str | None,
                 extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
@@ -440,14 +452,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         another run's, re-raises the unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
-        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
-            writes) > per else None
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
-        rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
-                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), total=total, **self._stamp())
-                for i, (channel, value) in enumerate(writes)]
+        rows = self._write_rows(conf, writes, task_id, task_path, per)
         kept: set[int] = set()
         unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
@@ -457,11 +464,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                         conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
             todo = [r for r in rows if r.idx not in kept]
             try:
-                for at in range(0, max(len(todo), 1), per):
-                    for r in todo[at:at + per]:
-                        s.save(r, overwrite=r.idx < 0)
-                    yield from self._commit(s, fence, parks if at + per >= len(todo)
-                                            else None)
+                yield from self._save_writes(s, todo, per, fence, parks)
                 return
             except ThreadBusyError:
                 if unknown is not None and not todo:  # (all stored, maybe by the first
@@ -471,6 +474,26 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 if retry:
                     raise
                 unknown = exc if isinstance(exc, OutcomeUnknownError) else None
+
+    def _write_rows(self, conf: Mapping[str, Any], writes: Sequence[tuple[str, Any]],
+                    task_id: str, task_path: str, per: int) -> list[Any]:
+        """A task's writes as rows, each holding the count of its regular writes
+        (``total``) when they take more than one commit (``per`` rows)."""
+        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
+            writes) > per else None
+        return [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
+                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
+                       value=self._dump(value), total=total, **self._stamp())
+                for i, (channel, value) in enumerate(writes)]
+
+    def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
+                     parks: str | None) -> Op:
+        """Commit the rows ``todo``, ``per`` a commit (at least one commit: the lease's
+        action), the last one parking the lease at ``parks``."""
+        for at in range(0, max(len(todo), 1), per):
+            for r in todo[at:at + per]:
+                s.save(r, overwrite=r.idx < 0)
+            yield from self._commit(s, fence, parks if at + per >= len(todo) else None)
 
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:
@@ -495,17 +518,23 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 cid = top[0].checkpoint_id
                 q = s.query(self.cp, self.w, **self._pk(conf["thread_id"])).reverse(
                     ).begins_with(ns="_" + ns, checkpoint_id=cid)
-            q = q.page_size(500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500))
+            q = q.page_size(_page_size(cid, limit))
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
+        return (yield from self._pages(q, near, limit_read, filter or {}, limit))
+
+    def _pages(self, q: Any, near: Callable[[Any], bool], limit_read: int | None,
+               filter: dict[str, Any], limit: int | None) -> Op:
+        """:meth:`_list`'s pages of ``q`` read until ``limit_read`` checkpoints are near
+        (``None``: all), as tuples."""
         found: list[Any] = []
         cursor = None
         while True:  # (newest first: a checkpoint's writes have come before it)
             page = yield partial(q.page, cursor)
             found, cursor = found + page.items, page.cursor
             if cursor is None or (limit_read and sum(map(near, found)) >= limit_read):
-                return self._tuples(found, near, filter or {}, limit)
+                return self._tuples(found, near, filter, limit)
 
     def _tuples(self, found: list[Any], near: Callable[[Any], bool], filter: dict[str, Any],
                 limit: int | None) -> list[CheckpointTuple]:
@@ -624,26 +653,38 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return values[key]
         needed: set[tuple[str, str]] = set()
         for key in kept & rows.keys():
-            versions = self._load(rows[key].data)["channel_versions"]
-            counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot")
-                          or ())
-            open_ = {c for c in versions if c not in stored(key) and (
-                not counted or c in counted)}
-            path: list[tuple[str, str]] = []
-            depth, at = 0, rows[key].parent
-            while open_ and at is not None and (key[0], at) in rows:
-                here = (key[0], at)
-                path.append(here)
-                for ch in [c for c in open_ if c in stored(here)]:
-                    open_.discard(ch)
-                    if counted or isinstance(stored(here)[ch], _DeltaSnapshot):
-                        depth = len(path)
-                at = rows[here].parent
-            if (counted and open_) or any(ch in written.get(h, ()) for h in path
-                                        for ch in open_):
-                depth = len(path)  # (a channel without a seed: its history is the chain)
-            needed.update(path[:depth])
+            needed.update(self._chain(key, rows, written, stored))
         return needed
+
+    def _open(self, key: tuple[str, str], row: Any,
+              stored: Callable[[tuple[str, str]], dict[str, Any]]) -> tuple[set[str], set[str]]:
+        """The channels a checkpoint's metadata counts as ``DeltaChannel``s, and those of
+        its channels it stores no value of (of the counted ones, when some are)."""
+        versions = self._load(row.data)["channel_versions"]
+        counted = set(self._load(row.meta).get("counters_since_delta_snapshot") or ())
+        return counted, {c for c in versions if c not in stored(key) and (
+            not counted or c in counted)}
+
+    def _chain(self, key: tuple[str, str], rows: dict[tuple[str, str], Any],
+               written: dict[tuple[str, str], set[str]],
+               stored: Callable[[tuple[str, str]], dict[str, Any]]) -> list[tuple[str, str]]:
+        """The ancestors of the checkpoint ``key`` it reads its ``DeltaChannel`` values
+        from (see :meth:`_needed`)."""
+        counted, open_ = self._open(key, rows[key], stored)
+        path: list[tuple[str, str]] = []
+        depth, at = 0, rows[key].parent
+        while open_ and at is not None and (key[0], at) in rows:
+            here = (key[0], at)
+            path.append(here)
+            for ch in [c for c in open_ if c in stored(here)]:
+                open_.discard(ch)
+                if counted or isinstance(stored(here)[ch], _DeltaSnapshot):
+                    depth = len(path)
+            at = rows[here].parent
+        if (counted and open_) or any(ch in written.get(h, ()) for h in path
+                                    for ch in open_):
+            depth = len(path)  # (a channel without a seed: its history is the chain)
+        return path[:depth]
 
     def _history(self, s: Any, config: RunnableConfig, channels: Sequence[str]) -> Op:
         """A ``DeltaChannel``'s history (see :meth:`get_delta_channel_history`): one paged
@@ -786,11 +827,7 @@ class _Walk:
             self.rows[r.checkpoint_id] = r
             self.last = r.checkpoint_id
             if not self.started and self.target in (None, r.checkpoint_id):
-                self.started, self.at = True, r.parent  # (the newest, or the one named)
-                self.done = r.parent is None
-                counters = self.saver._load(r.meta).get("counters_since_delta_snapshot")
-                if counters and all(c in counters for c in self.channels):
-                    self.depth = max(counters[c][1] for c in self.channels) + 2
+                self._start(r)
         if not self.started and self.last is not None and self.target is not None and _sk(
                 self.ns, self.last) < _sk(self.ns, self.target):
             self.started = self.done = True  # (no such checkpoint: nothing to walk)
@@ -800,6 +837,15 @@ class _Walk:
         if self.started and not self.done and self.last is not None and _sk(
                 self.ns, self.last) < _sk(self.ns, str(self.at)):
             self.done = True  # (read past where the parent sorts: it is not stored)
+
+    def _start(self, r: Any) -> None:
+        """Start the walk at ``r`` (the newest checkpoint, or the one named): its parent
+        next, and as deep as its metadata counts, when it counts every channel."""
+        self.started, self.at = True, r.parent
+        self.done = r.parent is None
+        counters = self.saver._load(r.meta).get("counters_since_delta_snapshot")
+        if counters and all(c in counters for c in self.channels):
+            self.depth = max(counters[c][1] for c in self.channels) + 2
 
     def _visit(self, row: Any) -> None:
         channels = self.saver._load(row.data)["channel_values"]
@@ -822,6 +868,22 @@ class _Walk:
                 entry["seed"] = self.seeds[ch]
             out[ch] = entry
         return out
+
+
+def _extends(extends: tuple[str | None] | None, head: str | None) -> Any:
+    """The condition a put that ``extends`` the thread's head stages on the lease row
+    (``None``: none): the head is the parent named (or none yet), or this very one."""
+    where = None if extends is None else F("head").not_exists() if extends[
+        0] is None else F("head").not_exists() | (F("head") == extends[0])
+    if where is not None and head is not None:  # (or the head is this very one: the
+        where = where | (F("head") == head)  # put again, its first answer lost)
+    return where
+
+
+def _page_size(cid: str | None, limit: int | None) -> int:
+    """The page :meth:`Saver.list` reads a thread by: 500, or about what ``limit`` takes
+    (a checkpoint and its writes) when no checkpoint is named."""
+    return 500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500)
 
 
 def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:

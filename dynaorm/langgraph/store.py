@@ -194,8 +194,9 @@ class Store(Runner, BaseStore):
                 yield s.commit  # deleted or put again since the read, it is left alone)
         return results
 
-    def _write(self, s: Any, writes: dict[str, PutOp]) -> Steps:
-        E, texts = self.entity, {}
+    def _texts(self, writes: dict[str, PutOp]) -> dict[str, str]:
+        """The text to embed of each write that has some (none without embeddings)."""
+        texts = {}
         if self.embeddings:
             for path, op in writes.items():
                 fields = op.index or cast(IndexConfig, self.index_config).get("fields") or ["$"]
@@ -203,6 +204,10 @@ class Store(Runner, BaseStore):
                     t for f in fields for t in get_text_at_path(op.value, f)]
                 if got:
                     texts[path] = "\n".join(got)
+        return texts
+
+    def _write(self, s: Any, writes: dict[str, PutOp]) -> Steps:
+        E, texts = self.entity, self._texts(writes)
         vectors = dict(zip(texts, (yield self._embed(s, "embed_documents", list(texts.values())))
                            if texts else (), strict=True))
         objs = [E(path=path, value=_json(op.value), ttl_minutes=op.ttl, **self.scope,
