@@ -472,12 +472,12 @@ def test_any_load_cancelled_anywhere_and_resumed_ends_consistent(
 def test_every_rule_at_once_is_stored_as_the_rules_imply_and_clashes_by_field(
         backend: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """One entity with every rule of the registry but a previous layout and an offloaded
-    value (revision, timestamps and TTL, shards, indexes, a vector, compressed, encrypted, the user's rule,
-    unique, versioned): loaded rows are exactly what the rules imply (its guard a MAC of
-    the encrypted value, carrying its owner's TTL; its version row apart from the indexes;
-    ciphertexts that open only in their own row); an encrypted unique value taken is a
-    clash naming its field; a value held by an owner whose TTL has passed is claimed, as a
-    save claims it; ``dynaorm check`` clean."""
+    value (revision, timestamps and TTL, shards, indexes, a vector, compressed, encrypted,
+    the user's rule, unique, versioned): loaded rows are exactly what the rules imply (its
+    guard a MAC of the encrypted value, carrying its owner's TTL; its version row apart
+    from the indexes; ciphertexts that open only in their own row); an encrypted unique
+    value taken is a clash naming its field; a value held by an owner whose TTL has passed
+    is claimed, as a save claims it; ``dynaorm check`` clean."""
     from moto import mock_aws
 
     # (an offloaded value is refused by a load: test_seams_09's, with its S3)

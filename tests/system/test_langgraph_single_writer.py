@@ -121,6 +121,19 @@ def _rows(tb: TestBackend) -> list[Any]:
     return [i for i in tb.scan_raw() if i["sk"]["S"] != "L#"]
 
 
+def _settled(tb: TestBackend) -> list[Any]:
+    """The thread's rows once A's writes stopped landing: LangGraph hands a task's
+    ``put_writes`` to its background executor even under ``durability="sync"``, so the
+    start task's writes may land after A is inside its node (seen under load)."""
+    rows, deadline = _rows(tb), time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        if (again := _rows(tb)) == rows:
+            return rows
+        rows = again
+    raise AssertionError("A's rows never settled")
+
+
 def test_a_second_worker_is_refused_while_the_first_runs(tb: TestBackend,
                                                           clock: Clock) -> None:
     """B's turn while A is inside a node: ThreadBusyError before anything of B's is
@@ -130,7 +143,7 @@ def test_a_second_worker_is_refused_while_the_first_runs(tb: TestBackend,
     with cf.ThreadPoolExecutor(1) as pool:
         running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
         assert gate.inside.wait(30)
-        before = _rows(tb)
+        before = _settled(tb)
         with pytest.raises(ThreadBusyError) as busy:
             b.invoke({"m": ["b's"]}, CONFIG)
         assert _rows(tb) == before
@@ -151,6 +164,7 @@ def test_a_worker_paused_past_its_lease_is_refused_on_its_next_write(
     with cf.ThreadPoolExecutor(1) as pool:
         running = pool.submit(a.invoke, {"m": ["block"]}, CONFIG, durability="sync")
         assert gate.inside.wait(30)
+        _settled(tb)
         clock.now += LEASE.total_seconds() * 4 / 3 + 1
         assert b.invoke({"m": ["b's"]}, CONFIG)["m"] == ["block", "b's", "thought", "reply"]
         after_b = _rows(tb)
