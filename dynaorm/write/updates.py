@@ -134,9 +134,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._loaded = loaded
         self._actions: dict[str, tuple[str, Any]] = {}  # field -> (method, python value)
         self._where: Condition | None = None
-        #: what the stored item must hold to be the session's scope's (a scoped update by
-        #: key: :meth:`~dynaorm.core.stage.Stage.by_key`), asked of an item read first
         self.scope_guard: Condition | None = None
+        """What the stored item must hold to be the session's scope's (a scoped update by
+        key), asked of an item read first; ``None`` unscoped."""
         self._returning = False
         self._result: T | None = None
         self._known = False

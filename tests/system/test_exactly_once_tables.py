@@ -235,14 +235,15 @@ def test_a_receipts_home_that_does_not_exist_fails_every_keyed_commit(
         client.receipts = before
 
 
-def test_with_a_receipts_home_a_scoped_key_is_the_tenant_s(homed: TestBackend) -> None:
+def test_with_a_receipts_home_a_scoped_key_is_the_tenant_s(
+        homed: TestBackend, request: pytest.FixtureRequest) -> None:
     """In scoped sessions the home's receipt key renders the scope: two tenants' commits
     under one key are two receipts, neither blocks the other."""
     from tests.support.tenant_models import Tag, tenants
 
     db = homed
     key = key_of(db, "home-scoped")
-    with tables_beside(db, tenants):
+    with tables_beside(db, tenants, wire=wire_of(request)):
         for tenant in ("t1", "t2"):
             s = Session(tenants, scope={"tenant_id": tenant})
             s.save(Tag(tenant_id=tenant, tag="g1", note="x"))

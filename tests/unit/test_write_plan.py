@@ -270,11 +270,22 @@ def test_versioned_update() -> None:
     assert _request(SaveEntry(a))["TransactItems"] == [
         {"Put": {"TableName": T, "Item": _audit_item("v00000008_P1", 8, HOSTILE), **ABSENT}},
         {"Put": {"TableName": T, "Item": _audit_item("v0_P1", 8, HOSTILE),
-                 # at the version and the revision loaded (none: a row before 0.5)
-                 "ConditionExpression": "(#n0 = :v0) AND (attribute_not_exists(#n1))",
+                 # at the version and the revision loaded (none: a row before 0.5), and
+                 # (0.9: it is put whole) every other attribute as loaded, the ones a
+                 # version row keeps aside absent as they were: another tool's change since
+                 # the load is a conflict, never put over
+                 "ConditionExpression": (
+                     "(#n0 = :v0) AND (attribute_not_exists(#n1)) AND (#n2 = :v1) AND "
+                     "(#n3 = :v2) AND (#n4 = :v3) AND (#n5 = :v4) AND (#n6 = :v5) AND "
+                     "(attribute_not_exists(#n7)) AND (attribute_not_exists(#n8))"),
                  "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                 "ExpressionAttributeNames": {"#n0": "version", "#n1": "_rev"},
-                 "ExpressionAttributeValues": {":v0": {"N": "7"}}}},
+                 "ExpressionAttributeNames": {
+                     "#n0": "version", "#n1": "_rev", "#n2": "_type", "#n3": "auditor",
+                     "#n4": "equipment_id", "#n5": "notes", "#n6": "part",
+                     "#n7": "_version_keys", "#n8": "_version_ttl"},
+                 "ExpressionAttributeValues": {
+                     ":v0": {"N": "7"}, ":v1": {"S": "Audit"}, ":v2": {"S": ""},
+                     ":v3": {"S": "E1"}, ":v4": {"S": ""}, ":v5": {"S": "P1"}}}},
     ]
 
 
