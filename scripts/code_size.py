@@ -287,6 +287,8 @@ LANDED = 173_215
 LANDED = 173_688
 #: an import circle broken (dynaorm's own row types on the floor below the schema, values/keys.py)
 LANDED = 173_707
+#: StagedUpdate.scope_guard documented in the reference (its docstring: +1)
+LANDED = 173_708
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
