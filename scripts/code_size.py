@@ -387,6 +387,9 @@ LANGGRAPH_BUDGET = 11_196
 #: complexity split (lgcx): +579 (the saver's and store's D/E functions split into named
 #: helpers, each at most 18: the def lines and calls they add), on main's 11,196 (lgoff)
 LANGGRAPH_BUDGET = 11_775
+#: delete_thread's lease first, then a second read (writes of a run in its window were left
+#: behind a deleted lease: CI on DynamoDB Local): +117
+LANGGRAPH_BUDGET = 11_892
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

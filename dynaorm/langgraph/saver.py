@@ -563,11 +563,10 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
-        """Delete the checkpoints ``doomed`` (``None``: the thread, its lease too, unless a
-        run wrote the thread since it was read: its lease is kept) with
-        their writes; a lease left naming a deleted checkpoint as the thread's head
-        forgets it (the next run starts from what is left), unless a put moved the head
-        since the thread was read."""
+        """Delete the checkpoints ``doomed`` (``None``: every one ``found``) with their
+        writes; a lease left naming a deleted checkpoint as the thread's head forgets it
+        (the next run starts from what is left), unless a put moved the head since the
+        thread was read."""
         for cls in self.cp, self.w:
             gone = [r for r in found if type(r) is cls and (
                 doomed is None or (r.ns, r.checkpoint_id) in doomed)]
@@ -579,20 +578,34 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             if keys:
                 yield partial(s.delete_many, cls, keys)
         for lease in (r for r in found if type(r) is self.lease_row):
-            key = self._pk(lease.thread_id)
-            if doomed is None:  # (as read: one a run moved since holds a write unseen)
-                s.delete(self.lease_row, **key, condition=_as_read(lease, "epoch") & _as_read(
-                    lease, "head"))
-                with suppress(ItemNotFoundError, ConditionFailedError):
-                    yield s.commit
-            elif lease.head is not None and ("_", lease.head) in doomed:
-                s.update(self.lease_row, **key).remove("head").where(
+            if doomed is not None and lease.head is not None and ("_", lease.head) in doomed:
+                s.update(self.lease_row, **self._pk(lease.thread_id)).remove("head").where(
                     _as_read(lease, "head"))  # (a put since the read moved it: kept)
                 with suppress(ItemNotFoundError, ConditionFailedError):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        yield from self._drop(s, (yield from self._thread(s, thread_id)))
+        """Every row of the thread, its lease first, as read (a run that wrote since keeps
+        it): a write of a run holding the lease lands before it goes, and a second read
+        finds it, or is refused after. Rows first, a write landing between the read and
+        the lease's delete was left behind (found on DynamoDB Local)."""
+        found = yield from self._thread(s, thread_id)
+        lease = next((r for r in found if type(r) is self.lease_row), None)
+        if lease is not None and (yield from self._unlease(s, lease)):
+            again = yield from self._thread(s, thread_id)
+            if not any(type(r) is self.lease_row for r in again):  # (no run took it since)
+                found = again
+        yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
+
+    def _unlease(self, s: Any, lease: Any) -> Op:
+        """Delete the thread's lease as read: whether it went."""
+        s.delete(self.lease_row, **self._pk(lease.thread_id), condition=_as_read(
+            lease, "epoch") & _as_read(lease, "head"))
+        try:
+            yield s.commit
+        except (ItemNotFoundError, ConditionFailedError):
+            return False
+        return True
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
         """A run's checkpoints with their writes, less those a checkpoint kept still

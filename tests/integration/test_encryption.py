@@ -309,7 +309,9 @@ def test_an_update_seals_the_value_it_sets_bound_to_the_item(eb: TestBackend) ->
     s.update(s.get(Patient, patient_id="p2")).set(ssn="444")
     s.commit()
     raw = _raw(eb, "p1")
-    assert set(raw["ssn"]) == {"B"} and "333" not in str(eb.scan_raw())
+    texts = [v for i in eb.scan_raw() for a in i.values() for t, v in a.items() if t in "SN"]
+    assert set(raw["ssn"]) == {"B"} and not [  # (a random _rev or digest may hold "333")
+        t for t in texts if t == "333" or t.endswith("#333")]
     assert (s.get(Patient, patient_id="p1").ssn, s.get(Patient, patient_id="p1").score) == (
         "333", 9)
     assert s.get(Patient, patient_id="p2").ssn == "444"

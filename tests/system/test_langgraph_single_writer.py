@@ -376,6 +376,32 @@ def test_a_put_inside_a_delete_threads_window_keeps_the_threads_lease(
     assert tb.scan_raw() == []
 
 
+def test_writes_inside_a_delete_threads_window_go_with_the_thread(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI on DynamoDB Local: delete_thread reads the thread, then A (which holds it) puts
+    writes, which leave the lease as it is. Before, the rows went first and the lease
+    after: A's writes were left in a thread with no lease. The lease goes first now, and
+    a second read finds what landed before it; A's next write is refused."""
+    a = Saver(agents, single_writer=True, lease=LEASE)
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    deleter = Saver(agents)
+    read, calls = deleter._thread, []
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        if not calls:
+            calls.append(thread_id)
+            _writes(a, "A", "0002", "late")
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    deleter.delete_thread("th")
+    assert tb.scan_raw() == []
+    with pytest.raises(ThreadBusyError, match="no lease is stored"):
+        _writes(a, "A", "0002", "later")
+    assert tb.scan_raw() == []
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease
