@@ -327,15 +327,34 @@ class Client:
                     capacity=self.return_consumed_capacity, hooks=hooks,
                     budget=self._budget, meter=self._meter)
                 self._traced = {}
-        for i, tracer in enumerate(self._tracers):  # the one check per operation while
-            if tracer.active():  # none is active (each asked once: those before said no)
-                active = (tracer, *(t for t in self._tracers[i + 1:] if t.active()))
-                traced = self._traced.get(active)
-                if traced is None:
-                    traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))
-                    self._traced[active] = traced
-                return traced
+        try:
+            for i, tracer in enumerate(self._tracers):  # the one check per operation while
+                if tracer.active():  # none is active (each asked once: those before said no)
+                    active = (tracer, *(t for t in self._tracers[i + 1:] if t.active()))
+                    traced = self._traced.get(active)
+                    if traced is None:
+                        traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))
+                        self._traced[active] = traced
+                    return traced
+        except Exception:  # (a found tracer's switch that raises: said, left out)
+            self._leave_out_broken()
         return policy
+
+    def _leave_out_broken(self) -> None:
+        """Leave out of this client the tracers whose ``active()`` raises, each said in a
+        RuntimeWarning, as a tracer that cannot be made is (an operation meanwhile runs
+        untraced)."""
+        with self._lock:
+            named = dict(self._named)
+            for name, tracer in self._named.items():
+                try:
+                    tracer.active()
+                except Exception as exc:
+                    del named[name]
+                    warnings.warn(f"dynaorm: the tracer {name!r} is left out: its active() "
+                                  f"raised {type(exc).__name__}: {exc}", RuntimeWarning,
+                                  stacklevel=4)
+            self._named, self._tracers, self._traced = named, tuple(named.values()), {}
 
     def capacity(self, reset: bool = False) -> dict[str, dict[str, float]]:
         """The capacity units this client's requests consumed, by entity and row role
