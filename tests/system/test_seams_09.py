@@ -317,11 +317,6 @@ def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
             s.get(Paper, tenant_id="acme", paper_id=paper_id)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the key table's rows are keyed by the tenant's bare token (32 hex), outside dynaorm's "
-    "reserved namespace, so the one test of an own row (Table.own_row: the partition key "
-    "starts with OWN_PREFIX) cannot tell them; the fix is the key table's format (a key "
-    "such as 'dynaorm:tenant#<token>', issue 84's), not a shape check in inference"))
 def test_inference_of_a_key_table_prints_no_entity(papers: tuple[TestBackend, Any]) -> None:
     """``dynaorm model --infer`` of a table's key table (``key_scope``: each tenant's
     wrapped key, a forgotten tenant's tombstone) counts its rows as dynaorm's own, as it

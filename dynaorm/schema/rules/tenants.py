@@ -5,7 +5,9 @@
 **Where the keys are.** Each tenant's key (256 random bits) is wrapped by the table's
 keyring (KMS ``GenerateDataKey``, or a :class:`~dynaorm.StaticKeyring`) and kept as one
 item of a *key table* of its own (``Table(key_table=...)``, by default
-``<table>-keys``): partition key ``tenant`` (a SHA-256 of the tenant's value), the
+``<table>-keys``): partition key ``tenant`` (``dynaorm:tenant#`` and 32 hex digits of
+the SHA-256 of the tenant's value: dynaorm's own namespace, so inference and ``check``
+count it as dynaorm's row, never an entity's), the
 wrapped key, the id of the keyring key that wrapped it and of the tenant key itself, when
 it was made. ``table.create()`` creates that table without point-in-time recovery, a
 stream or a TTL, so the table's own backups, point-in-time restores, exports and lake
@@ -47,6 +49,7 @@ from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.rules.encrypted import TENANT_KEYS, NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.rules.keyrings import Keyring
 from dynaorm.schema.table import TableSchema
+from dynaorm.values.keys import OWN_PREFIX
 
 __all__ = ["TENANT", "TENANT_KEY_AGE", "TENANT_PREFIX", "Forgotten", "TenantKeys",
            "TenantRing", "forget_p", "key_schema", "tenant_keys", "token", "tokens_of"]
@@ -61,6 +64,13 @@ _MADE = threading.Lock()
 
 #: the start of the key id of a value sealed under a tenant's key
 TENANT_PREFIX: Final = "tenant/"
+#: the start of a key table item's key (then the tenant's token)
+_ITEM: Final = f"{OWN_PREFIX}tenant#"
+
+
+def _key(tok: str) -> dict[str, Any]:
+    """The key of tenant ``tok``'s item in the key table."""
+    return {TENANT: {"S": _ITEM + tok}}
 
 
 def token(value: str) -> str:
@@ -262,13 +272,12 @@ class TenantKeys:
         name = str(self.table.key_table)
         found: dict[str, dict[str, Any]] = {}
         for at in range(0, len(toks), 100):
-            pending: dict[str, Any] = {name: {"Keys": [{TENANT: {"S": t}} for t in
-                                                       toks[at:at + 100]],
+            pending: dict[str, Any] = {name: {"Keys": [_key(t) for t in toks[at:at + 100]],
                                               "ConsistentRead": True}}
             while pending:
                 out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
                 for item in (out.get("Responses") or {}).get(name, []):
-                    found[item[TENANT]["S"]] = item
+                    found[str(item[TENANT]["S"]).removeprefix(_ITEM)] = item
                 pending = out.get("UnprocessedKeys") or {}
         return found
 
@@ -292,7 +301,7 @@ class TenantKeys:
         writer that made one first wins: its key is read and used."""
         key, wrapped = yield from self.base.new_key(origins)
         kid = os.urandom(8).hex()
-        item = {TENANT: {"S": tok}, "kid": {"S": kid}, "key_id": {"S": str(self.base.key_id)},
+        item = {**_key(tok), "kid": {"S": kid}, "key_id": {"S": str(self.base.key_id)},
                 "wrapped": {"B": wrapped}, "created": {"S": _now()},
                 "scope": {"M": {self.table.key_scope or "?": {"S": value}}}}
         try:
@@ -301,7 +310,7 @@ class TenantKeys:
                                    "ExpressionAttributeNames": {"#t": TENANT}},
                        origins, idempotent=False,
                        probe=Call("GetItem", {"TableName": self.table.key_table,
-                                              "Key": {TENANT: {"S": tok}},
+                                              "Key": _key(tok),
                                               "ConsistentRead": True}, origins),
                        unapplied=lambda stored: stored is None)
         except RequestError as exc:
@@ -328,7 +337,7 @@ class TenantKeys:
         wrapped = yield from self.base.wrap(key, origins)
         try:
             yield Call("UpdateItem", {
-                "TableName": self.table.key_table, "Key": {TENANT: {"S": tok}},
+                "TableName": self.table.key_table, "Key": _key(tok),
                 "UpdateExpression": "SET #k = :k, #w = :w",
                 "ConditionExpression": "#k = :was_k AND #w = :was_w",
                 "ExpressionAttributeNames": {"#k": "key_id", "#w": "wrapped"},
@@ -383,7 +392,7 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
     at, by = _now(), os.urandom(8).hex()
     scope = {field: value}
     request = {"TableName": table.key_table, "Item": {
-        TENANT: {"S": tok}, "forgotten": {"S": at}, "by": {"S": by},
+        **_key(tok), "forgotten": {"S": at}, "by": {"S": by},
         "scope": {"M": {field: {"S": value}}}},
         "ConditionExpression": "attribute_not_exists(#f)",
         "ExpressionAttributeNames": {"#f": "forgotten"}}
@@ -393,7 +402,7 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
         if exc.code != "ConditionalCheckFailedException":
             raise
         out = yield Call("GetItem", {"TableName": table.key_table,
-                                     "Key": {TENANT: {"S": tok}}, "ConsistentRead": True},
+                                     "Key": _key(tok), "ConsistentRead": True},
                          origins)
         stored = out.get("Item") or {}
         found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)),
