@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dynaorm.errors import OffloadError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules import Unplaced
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
@@ -36,5 +38,10 @@ def fields_of(entity: type[Entity], item: Mapping[str, Any]) -> dict[str, Any]:
     """The field values a stored item of ``entity`` (DynamoDB JSON) holds, by field name,
     decoded as a read decodes them (through the entity's rules: a compressed field
     expanded, an encrypted one decrypted): ``entity.model_validate(...)`` makes a new
-    object of them."""
-    return spec_of(entity).decode_fields(dict(item))
+    object of them. It sends nothing: a value kept in S3 (``Offloaded``) is an
+    :class:`~dynaorm.OffloadError` naming it (a session's read fetches it)."""
+    try:
+        return spec_of(entity).decode_fields(dict(item))
+    except Unplaced as exc:
+        raise OffloadError(f"{exc}: fields_of sends nothing; read it through a session"
+                           ) from None

@@ -162,6 +162,24 @@ def test_a_large_value_is_kept_in_s3_and_read_back(s3: tuple[TestBackend, Bucket
     consistent(tb, b)
 
 
+@pytest.mark.engines("moto")
+def test_codec_fields_of_an_offloaded_row_says_to_read_it_through_a_session(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """``dynaorm.codec.fields_of`` sends nothing, so it cannot fetch an offloaded value:
+    an OffloadError naming the field and its object (it raised ``Unplaced``, a placing
+    rule's signal to a read that did not prepare its rows, not a DynaormError)."""
+    from dynaorm import codec
+
+    tb, _ = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", title="t", body=big()))
+    s.commit()
+    (row,) = rows(tb)
+    with pytest.raises(OffloadError, match=r"Doc\.body: .*s3://.* read it through a session"):
+        codec.fields_of(Doc, row)
+    assert codec.fields_of(Doc, {**row, "body": {"S": "inline"}})["body"] == "inline"
+
+
 def test_a_value_over_400_kb_is_saved_when_offloaded(s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
     s = tb.session()
