@@ -398,8 +398,9 @@ LANGGRAPH_BUDGET = 11_775
 #: behind a deleted lease: CI on DynamoDB Local): +117
 LANGGRAPH_BUDGET = 11_892
 #: red_late: a run taking the thread between delete_thread's lease delete and its second
-#: read left the writes landed before on the deleted checkpoints behind: +89
-LANGGRAPH_BUDGET = 11_981
+#: read left the writes landed before on the deleted checkpoints behind: +89; and a step
+#: of the holder (its writes, then a put moving the lease) in the window: +1
+LANGGRAPH_BUDGET = 11_982
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

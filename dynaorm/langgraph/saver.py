@@ -585,19 +585,20 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of the thread, its lease first, as read (a run that wrote since keeps
-        it): a write of a run holding the lease lands before it goes, and a second read
-        finds it, or is refused after. Rows first, a write landing between the read and
-        the lease's delete was left behind (found on DynamoDB Local). A run that took the
-        thread after the lease went keeps what it wrote; the writes of a checkpoint read
-        go with it still (landed before the lease went, or a new run's on a checkpoint
-        deleted: either left behind a checkpoint no more)."""
+        """Every row of the thread, its lease first, as read: a write of a run holding the
+        lease lands before it goes, and a second read finds it, or is refused after. Rows
+        first, a write landing between the read and the lease's delete was left behind
+        (found on DynamoDB Local). A run that wrote since (its lease moved: kept) or took
+        the thread after the lease went keeps what it wrote, but the writes of a
+        checkpoint read go with it (a step's, landed before its next put moved the lease:
+        left behind a checkpoint no more)."""
         found = yield from self._thread(s, thread_id)
         lease = next((r for r in found if type(r) is self.lease_row), None)
-        if lease is not None and (yield from self._unlease(s, lease)):
+        if lease is not None:
+            gone = yield from self._unlease(s, lease)
             again = yield from self._thread(s, thread_id)
-            if not any(type(r) is self.lease_row for r in again):  # (no run took it since)
-                found = again
+            if gone and not any(type(r) is self.lease_row for r in again):
+                found = again  # (no run took it since)
             else:
                 read = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
                 found = [r for r in found if type(r) is not self.w or (
