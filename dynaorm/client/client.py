@@ -176,13 +176,14 @@ class Client:
         self._boto: BotocoreWire = BotocoreWire(self)  # botocore's client and aiobotocore's
         self._hooks: tuple[HookLike, ...] = ()
         self._named: dict[str, Any] = {}  # the tracers found, by name (and in _tracers)
+        self._left_out: dict[str, str] = {}  # those left out since, by name: why
         self._made_tracers()
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
         self._meter = Meter()
         self.rate = rate
-        self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
+        self._traced: dict[tuple[int, ...], Policy] = {}  # by the ids of the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self._origin: Client | None = None  # the client this one is pointed from
         #: per table name, the type-name registry its Table objects bound here share
@@ -327,34 +328,40 @@ class Client:
                     capacity=self.return_consumed_capacity, hooks=hooks,
                     budget=self._budget, meter=self._meter)
                 self._traced = {}
+        tracers, asked = self._tracers, None
         try:
-            for i, tracer in enumerate(self._tracers):  # the one check per operation while
-                if tracer.active():  # none is active (each asked once: those before said no)
-                    active = (tracer, *(t for t in self._tracers[i + 1:] if t.active()))
-                    traced = self._traced.get(active)
-                    if traced is None:
-                        traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))
-                        self._traced[active] = traced
-                    return traced
-        except Exception:  # (a found tracer's switch that raises: said, left out)
-            self._leave_out_broken()
-        return policy
+            for i, asked in enumerate(tracers):  # the one check per operation while none
+                if asked.active():  # is active (each asked once: those before said no)
+                    active = [asked]
+                    for asked in tracers[i + 1:]:
+                        if asked.active():
+                            active.append(asked)
+                    break
+            else:
+                return policy
+        except Exception as exc:  # (a tracer's switch that raises: said, left out)
+            self._leave_out(asked, exc)
+            return policy
+        key = tuple(map(id, active))  # (by identity: a tracer's own == or hash is not asked)
+        traced = self._traced.get(key)
+        if traced is None:
+            traced = dataclasses.replace(policy, hooks=(*active, *policy.hooks))
+            self._traced[key] = traced
+        return traced
 
-    def _leave_out_broken(self) -> None:
-        """Leave out of this client the tracers whose ``active()`` raises, each said in a
-        RuntimeWarning, as a tracer that cannot be made is (an operation meanwhile runs
-        untraced)."""
+    def _leave_out(self, tracer: Any, exc: Exception) -> None:
+        """Leave ``tracer``, whose ``active()`` raised ``exc``, out of this client, said in
+        a RuntimeWarning, as a tracer that cannot be made is (the operation that asked it
+        runs untraced); :attr:`tracing` says so after, if it was that one."""
         with self._lock:
-            named = dict(self._named)
-            for name, tracer in self._named.items():
-                try:
-                    tracer.active()
-                except Exception as exc:
-                    del named[name]
-                    warnings.warn(f"dynaorm: the tracer {name!r} is left out: its active() "
-                                  f"raised {type(exc).__name__}: {exc}", RuntimeWarning,
-                                  stacklevel=4)
-            self._named, self._tracers, self._traced = named, tuple(named.values()), {}
+            name = next((n for n, t in self._named.items() if t is tracer), None)
+            if name is None:  # (left out or replaced by another thread meanwhile)
+                return
+            self._named = {n: t for n, t in self._named.items() if n != name}
+            self._tracers, self._traced = tuple(self._named.values()), {}
+            self._left_out[name] = f"its active() raised {type(exc).__name__}: {exc}"
+        warnings.warn(f"dynaorm: the tracer {name!r} is left out: {self._left_out[name]}",
+                      RuntimeWarning, stacklevel=4)
 
     def capacity(self, reset: bool = False) -> dict[str, dict[str, float]]:
         """The capacity units this client's requests consumed, by entity and row role
@@ -386,6 +393,10 @@ class Client:
         replace it. :class:`~dynaorm.DynaormError` where none is registered (dynaorm's
         entry points not installed)."""
         found = self._named.get(OPENTELEMETRY)
+        if found is None and OPENTELEMETRY in self._left_out:
+            raise DynaormError(f"the tracer {OPENTELEMETRY!r} was left out of this client: "
+                               f"{self._left_out[OPENTELEMETRY]} (assign client.tracing "
+                               "to put one in again)")
         if found is None:
             raise DynaormError(f"no tracer {OPENTELEMETRY!r} is registered (entry-point group "
                                "dynaorm.tracers): is dynaorm installed, not only on sys.path?")
@@ -395,13 +406,14 @@ class Client:
     def tracing(self, hook: Any) -> None:
         with self._lock:
             self._named = {**self._named, OPENTELEMETRY: self._routed(hook)}
+            self._left_out.pop(OPENTELEMETRY, None)
             self._tracers, self._traced = tuple(self._named.values()), {}
 
     def _made_tracers(self) -> None:
         """Make the tracers found (group ``dynaorm.tracers``), each a function of this
         client, by name: each told how the client routes attempts, if it asks
         (``route``)."""
-        self._named = {}
+        self._named, self._left_out = {}, {}
         for name, make in loaded(TRACERS).items():
             try:
                 self._named[name] = self._routed(make(self))
@@ -496,9 +508,11 @@ class Client:
                                verify=self.verify, keyring=self.keyring, rate=self.rate,
                                receipts=self.receipts)
                 found._hooks = self._hooks
-                for mine, theirs in zip(self._tracers, found._tracers, strict=True):
-                    vars(theirs).update({k: v for k, v in vars(mine).items()
-                                         if not k.startswith("_")})  # (their settings)
+                for name, mine in self._named.items():  # (by name: one left out here is
+                    theirs = found._named.get(name)  # not, there, until it raises there)
+                    if theirs is not None:
+                        vars(theirs).update({k: v for k, v in vars(mine).items()
+                                             if not k.startswith("_")})  # (their settings)
                 found._listeners = list(self._listeners)
                 found._label, found._origin = self._label, self
                 self._pointed[key] = found

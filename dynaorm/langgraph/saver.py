@@ -585,16 +585,25 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of the thread, its lease first, as read (a run that wrote since keeps
-        it): a write of a run holding the lease lands before it goes, and a second read
-        finds it, or is refused after. Rows first, a write landing between the read and
-        the lease's delete was left behind (found on DynamoDB Local)."""
+        """Every row of the thread, its lease first, as read: a write of a run holding the
+        lease lands before it goes, and a second read finds it, or is refused after. Rows
+        first, a write landing between the read and the lease's delete was left behind
+        (found on DynamoDB Local). A run that wrote since (its lease moved: kept) or took
+        the thread after the lease went keeps what it wrote, but the writes of a
+        checkpoint read go with it (a step's, landed before its next put moved the lease:
+        left behind a checkpoint no more)."""
         found = yield from self._thread(s, thread_id)
         lease = next((r for r in found if type(r) is self.lease_row), None)
-        if lease is not None and (yield from self._unlease(s, lease)):
+        if lease is not None:
+            gone = yield from self._unlease(s, lease)
             again = yield from self._thread(s, thread_id)
-            if not any(type(r) is self.lease_row for r in again):  # (no run took it since)
-                found = again
+            if gone and not any(type(r) is self.lease_row for r in again):
+                found = again  # (no run took it since)
+            else:
+                read = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
+                found = [r for r in found if type(r) is not self.w or (
+                    r.ns, r.checkpoint_id) not in read] + [r for r in again if type(
+                        r) is self.w and (r.ns, r.checkpoint_id) in read]
         yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
 
     def _unlease(self, s: Any, lease: Any) -> Op:

@@ -402,6 +402,65 @@ def test_writes_inside_a_delete_threads_window_go_with_the_thread(
     assert tb.scan_raw() == []
 
 
+@pytest.mark.parametrize("who", ["B", None])
+def test_writes_inside_a_delete_threads_window_go_when_another_takes_the_thread(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, who: str | None
+        ) -> None:
+    """Red team: as above, A's writes land on 0002 after delete_thread's first read; then,
+    its lease gone, B (another run, or a put of no run) takes the thread before the
+    second read, which so finds a lease. Before, only the rows of the first read went:
+    A's writes were left behind their deleted checkpoint. B keeps what it wrote, and
+    goes on from it."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    deleter = Saver(agents)
+    read, calls = deleter._thread, []
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        if calls:  # (the second read: the lease is gone)
+            _put(b, who, "0002", "0003")
+        found = yield from read(s, thread_id)
+        if not calls:
+            calls.append(thread_id)
+            _writes(a, "A", "0002", "late")
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    deleter.delete_thread("th")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0003#"]
+    with pytest.raises(ThreadBusyError):
+        _writes(a, "A", "0002", "later")
+    _put(b, who, "0003", "0004", last=True)
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0003#", "C#_#0004#"]
+
+
+def test_a_step_inside_a_delete_threads_window_leaves_no_write_behind(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team: delete_thread reads the thread, then A (which holds it) ends a step: its
+    writes on 0002, then its put of 0003, which moves the lease (kept: A goes on). Before,
+    only the rows of the first read went: the step's writes were left behind their
+    deleted checkpoint 0002. They go with it."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001")
+    _put(a, "A", "0001", "0002")
+    deleter = Saver(agents)
+    read, calls = deleter._thread, []
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        found = yield from read(s, thread_id)
+        if not calls:
+            calls.append(thread_id)
+            _writes(a, "A", "0002", "step")
+            _put(a, "A", "0002", "0003")
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    deleter.delete_thread("th")
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0003#"]
+    with pytest.raises(ThreadBusyError):
+        _put(b, "B", "0002", "0004")
+    _put(a, "A", "0003", "0004", last=True)
+
+
 def test_writes_whose_answer_is_lost_while_the_lease_lapses_and_another_takes_it(
         tb: TestBackend, clock: Clock) -> None:
     """A's writes applied (A held the thread), the answer lost; in the window A's lease

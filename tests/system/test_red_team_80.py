@@ -12,6 +12,7 @@ import asyncio
 import sys
 import warnings
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from dynaorm import (
     AsyncSession,
     DynaormError,
     Entity,
+    Hook,
     KeyTemplateError,
     Previous,
     RowKind,
@@ -361,6 +363,82 @@ def test_a_tracer_whose_switch_raises_breaks_no_operation(tmp_path: Path) -> Non
                 assert "flaky" not in client._named
     finally:
         sys.modules.pop("flaky_tracer", None)
+
+
+class _Switch(Hook):
+    """A tracer whose ``active()`` raises on the asks ``raises`` names (counted from 1),
+    counting the operations it traced."""
+
+    def __init__(self, raises: Any = lambda n: True) -> None:
+        self.asked, self.raises, self.traced = 0, raises, 0
+
+    def active(self) -> bool:
+        self.asked += 1
+        if self.raises(self.asked):
+            raise RuntimeError("this tracer's switch is broken")
+        return True
+
+    def on_start(self, phase: Any) -> None:
+        self.traced += 1
+
+
+@dataclass(init=False)
+class _Unhashable(_Switch):
+    """A tracer a dataclass makes unhashable (its ``__eq__``, no ``__hash__``)."""
+
+
+def test_a_raising_switch_left_out_is_said_by_client_tracing() -> None:
+    """Red team: the hook a user gives ``client.tracing`` raising in ``active()`` is left
+    out as one found is; ``client.tracing`` then said no tracer was registered, "is
+    dynaorm installed?" (untrue), and ``Table.connect`` of a table given the client raised
+    ``ValueError`` (it paired the tracers by position, one now missing). It says the
+    tracer was left out and why; connect works; a hook assigned again traces."""
+    from dynaorm import Client
+    from dynaorm.testing import moto_backend
+
+    client = Client(region="us-east-1")
+    with moto_backend():
+        table = Table(f"red-switch-{id(client)}", sk=None, client=client)
+        client.tracing = _Switch()
+        with pytest.warns(RuntimeWarning, match="'opentelemetry' is left out: its active"):
+            table.create()
+        with pytest.raises(DynaormError, match="left out of this client: its active"):
+            client.tracing  # noqa: B018
+        Table(f"red-switch-2-{id(client)}", sk=None, client=client).connect(
+            "http://127.0.0.1:9")
+        client.tracing = working = _Switch(lambda n: False)
+        assert table.exists() and working.traced > 0
+
+
+@pytest.mark.parametrize("kind", ["once", "unhashable"])
+def test_a_switch_that_raises_once_is_left_out_and_one_that_cannot_be_hashed_traces(
+        kind: str) -> None:
+    """Red team: every exception of the tracers' check was caught, then each ``active()``
+    asked again, and only those that raised again left out: one that raised once was
+    kept, unsaid, that operation untraced (the guide says left out the first time); a
+    tracer that cannot be hashed (a dataclass) raised ``TypeError`` in the policies'
+    cache, never again, and never traced, unsaid. The one that raised is left out; the
+    cache keys tracers by identity."""
+    from dynaorm import Client
+    from dynaorm.testing import moto_backend
+
+    client = Client(region="us-east-1")
+    with moto_backend():
+        table = Table(f"red-switch-{kind}-{id(client)}", sk=None, client=client)
+        if kind == "once":
+            client.tracing = _Switch(lambda n: n == 1)
+            with pytest.warns(RuntimeWarning, match="'opentelemetry' is left out"):
+                table.create()
+            assert table.exists()
+            with pytest.raises(DynaormError, match="left out"):
+                client.tracing  # noqa: B018
+            return
+        client.tracing = unhashable = _Unhashable(lambda n: False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            table.create()
+            assert table.exists()
+        assert unhashable.traced > 0
 
 
 def test_a_broken_model_format_breaks_no_other_format(tmp_path: Path) -> None:
