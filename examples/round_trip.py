@@ -38,6 +38,8 @@ class Contact(Entity):
     prefs: Prefs = Prefs()
     # the old code parses strptime('%Y-%m-%dT%H:%M:%SZ'): dynaorm writes that form too
     seen: Annotated[datetime | None, StoredAs("%Y-%m-%dT%H:%M:%SZ")] = None
+    # a list's members keep their format too (as `dynaorm model --infer` prints them)
+    logins: list[Annotated[datetime, StoredAs("%Y-%m-%dT%H:%M:%SZ")]] = []
 
 
 def main() -> None:
@@ -46,6 +48,7 @@ def main() -> None:
         crm.client.put_item(TableName=crm.name, Item={
             **key, "name": {"S": "Ann"}, "score": {"N": "1.50"},
             "seen": {"S": "2026-01-02T03:04:05Z"}, "source": {"S": "import-2019"},
+            "logins": {"L": [{"S": "2026-01-02T03:04:05Z"}]},
             "prefs": {"M": {"theme": {"S": "light"}, "beta": {"BOOL": True}}}})
         s = db.session()
         ann = s.get(Contact, contact_id="c1")
@@ -53,11 +56,13 @@ def main() -> None:
         print(f"read: {ann.name}, seen {ann.seen.isoformat() if ann.seen else None}")
         ann.prefs.theme = "dark"
         ann.seen = datetime(2026, 11, 27, 9, 30, 56, 761229, tzinfo=UTC)
+        ann.logins.append(ann.seen)
         s.save(ann)
         s.commit()
         item = crm.client.get_item(TableName=crm.name, Key=key, ConsistentRead=True)["Item"]
         print(f"prefs: {item['prefs']}")
         print(f"seen: {item['seen']['S']}")
+        print(f"logins: {[m['S'] for m in item['logins']['L']]}")
         print(f"untouched: score {item['score']['N']}, source {item['source']['S']}")
         parsed = datetime.strptime(item["seen"]["S"], "%Y-%m-%dT%H:%M:%SZ")
         print(f"the old code parses it: {parsed}")

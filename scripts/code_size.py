@@ -296,6 +296,10 @@ LANDED = 173_807
 #: unsaid), client.tracing says it was, connect pairs tracers by name, the policies'
 #: cache by identity (an unhashable tracer never traced, unsaid): +116
 LANDED = 173_923
+#: kinds given to a field's members (``list[Annotated[datetime, StoredAs(...)]]``, a nested
+#: model's or a mapping's time, as inference prints them) stored their way, as a field's own
+#: kind is (StoredMembers, members_kind: they were written in dynaorm's ISO form)
+LANDED = 174_706
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

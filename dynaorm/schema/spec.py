@@ -50,6 +50,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
+from dynaorm.values.formats import members_kind
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
 
@@ -531,10 +532,16 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
 def _field_kinds(cls: type[Any]) -> dict[str, Kind]:
     """The fields given a :class:`~dynaorm.values.codec.Kind` in their ``Annotated``
     metadata, with it: the field's own, or its ``Optional``'s arm's
-    (``Annotated[datetime, StoredAs.ISO_Z] | None``, as inference prints it)."""
-    return {name: kind for name, info in cls.model_fields.items()
-            for kind in (*info.metadata, *_optional_metadata(info.annotation))
-            if isinstance(kind, Kind)}
+    (``Annotated[datetime, StoredAs.ISO_Z] | None``, as inference prints it), or one
+    storing the kinds given to its members (:func:`~dynaorm.values.formats.members_kind`:
+    ``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested model's time)."""
+    found = {name: kind for name, info in cls.model_fields.items()
+             for kind in (*info.metadata, *_optional_metadata(info.annotation))
+             if isinstance(kind, Kind)}
+    for name, info in cls.model_fields.items():  # (a kind inside: a list's members' kind)
+        if name not in found and (members := members_kind(info.annotation)) is not None:
+            found[name] = members
+    return found
 
 
 def _optional_metadata(annotation: Any) -> tuple[Any, ...]:

@@ -23,11 +23,15 @@ attribute's, not its keys'.
 from __future__ import annotations
 
 import re
+import types
+import typing
+from collections import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any, ClassVar
+from functools import partial
+from typing import Annotated, Any, ClassVar
 
 from pydantic_core import core_schema
 
@@ -35,7 +39,7 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind
 
-__all__ = ["StoredAs"]
+__all__ = ["StoredAs", "StoredMembers", "members_kind"]
 
 _ISO_Z = "iso-z"
 _ISO_Z_MILLIS = "iso-z-millis"
@@ -168,6 +172,91 @@ def _exact_seconds(value: datetime) -> Decimal:
     delta = value - _EPOCH
     return (Decimal(delta.days * 86400 + delta.seconds)
             + Decimal(delta.microseconds) / 1_000_000)
+
+
+# -- kinds inside a field's members ----------------------------------------------------------
+#: how one value of a declared type is stored, given its default encoding
+_Patch = Callable[[Any, AttributeValue], AttributeValue]
+
+
+class StoredMembers(Kind):
+    """The field-level kind of a field whose members are of a kind given in their own
+    ``Annotated`` metadata (``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested
+    model's ``StoredAs`` time, as inference prints them): the field is stored as any value
+    of its type, each such member its kind's way (:func:`members_kind`). A value that is
+    one member (an operand of ``contains``) is stored as a member."""
+
+
+def members_kind(annotation: Any) -> StoredMembers | None:
+    """The :class:`StoredMembers` kind of a field of type ``annotation`` when a kind is
+    given to its members (in a list, a tuple, a mapping's values, a nested model's fields,
+    an ``Optional``); ``None`` when none is."""
+    from dynaorm.values.codec import encode_value
+
+    patch = _patch(annotation, set())
+    return None if patch is None else StoredMembers(
+        "members of their own kinds", (object,), "", lambda v: patch(v, encode_value(v)))
+
+
+def _patch(annotation: Any, seen: set[type]) -> _Patch | None:
+    """How a value of ``annotation`` is stored given its default encoding, where a kind
+    is given inside it (``None``: nowhere)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        kind = next((m for m in annotation.__metadata__ if isinstance(m, Kind)), None)
+        return _kind_patch(kind) if kind else _patch(args[0], seen)
+    if origin in (typing.Union, types.UnionType):
+        arms = [a for a in args if a is not type(None)]
+        return _patch(arms[0], seen) if len(arms) == 1 else None
+    if origin in (list, tuple, abc.Sequence, abc.MutableSequence) and args and (
+            origin is not tuple or args[-1] is Ellipsis):
+        member = _patch(args[0], seen)
+        return None if member is None else partial(_list, member)
+    if origin in (dict, abc.Mapping, abc.MutableMapping) and len(args) == 2:
+        member = _patch(args[1], seen)
+        return None if member is None else partial(_map, member)
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields") and (
+            annotation not in seen):
+        return _model_patch(annotation, seen | {annotation})
+    return None
+
+
+def _list(member: _Patch, value: Any, av: AttributeValue) -> AttributeValue:
+    if isinstance(value, list | tuple) and "L" in av:
+        return {"L": [member(v, a) for v, a in zip(value, av["L"], strict=True)]}
+    return member(value, av)  # (one member: an operand of contains)
+
+
+def _map(member: _Patch, value: Any, av: AttributeValue) -> AttributeValue:
+    if not isinstance(value, dict) or "M" not in av:
+        return av
+    return {"M": {k: member(v, a) for v, (k, a) in zip(value.values(), av["M"].items(),
+                                                        strict=True)}}
+
+
+def _kind_patch(kind: Kind) -> _Patch:
+    return lambda value, av: av if value is None else kind.encode(value)
+
+
+def _model_patch(model: type[Any], seen: set[type]) -> _Patch | None:
+    """A nested model's (dumped as a dict keyed by field names, as stored)."""
+    fields: dict[str, _Patch] = {}
+    for name, info in model.model_fields.items():
+        kind = next((m for m in info.metadata if isinstance(m, Kind)), None)
+        if (found := _kind_patch(kind) if kind else _patch(info.annotation, seen)):
+            fields[name] = found
+    if not fields:
+        return None
+
+    def patch(value: Any, av: AttributeValue) -> AttributeValue:
+        if not isinstance(value, dict) or "M" not in av:
+            return av
+        members = dict(av["M"])
+        for name, found in fields.items():
+            if name in members and name in value:
+                members[name] = found(value[name], members[name])
+        return {"M": members}
+    return patch
 
 
 StoredAs.ISO_Z = StoredAs(_ISO_Z)

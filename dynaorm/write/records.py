@@ -30,7 +30,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
 from dynaorm.values.expressions import Condition
-from dynaorm.values.formats import StoredAs
+from dynaorm.values.formats import StoredAs, StoredMembers
 from dynaorm.values.keys import key_id
 from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
@@ -243,7 +243,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     # (a time of a stored format is written only when it changed: another writer's text;
     # a rule's references to values kept outside the table: as stored)
     kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items()
-                               if not isinstance(k, StoredAs)), *spec.rules.held)
+                               if not isinstance(k, StoredAs | StoredMembers)),
+            *spec.rules.held)
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
                                          if a in item and a in state.item}}
 

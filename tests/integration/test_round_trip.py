@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from dynaorm import GSI, Entity, Previous, Session, StoredAs, Table
+from dynaorm import GSI, Entity, F, Previous, Session, StoredAs, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 
@@ -180,6 +180,105 @@ def test_a_time_stored_in_its_format_is_written_in_it(db: TestBackend) -> None:
     assert stored is not None
     assert stored["seen"] == {"S": "2026-11-27T09:30:56Z"}
     assert datetime.strptime(stored["seen"]["S"], "%Y-%m-%dT%H:%M:%SZ")  # the old code's
+
+
+# -- kinds given to members: a list's times, a nested model's, a mapping's ------------------
+Z = "%Y-%m-%dT%H:%M:%SZ"
+
+
+class Stamp(BaseModel):
+    at: Annotated[datetime, StoredAs(Z)]
+    note: str = ""
+
+
+class Log(Entity):
+    """As ``dynaorm model --infer`` prints another writer's lists and maps of times."""
+
+    class Meta:
+        table = crm
+        type_name = "Log"
+        pk = "L#{lid}"
+        sk = "LOG"
+
+    lid: str
+    seen: list[Annotated[datetime, StoredAs(Z)]] = []
+    last: Stamp | None = None
+    by_day: dict[str, Annotated[datetime, StoredAs.EPOCH_SECONDS]] = {}
+    stamps: list[Stamp] | None = None
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _log_raw(lid: str) -> dict[str, Any]:
+    found: dict[str, Any] = crm.client.get_item(
+        TableName=crm.name, Key={"PK": {"S": f"L#{lid}"}, "SK": {"S": "LOG"}},
+        ConsistentRead=True)["Item"]
+    return found
+
+
+def _in_format(item: dict[str, Any]) -> None:
+    """Every time of ``item`` stored as the old code parses it: text by ``Z``, epochs as
+    whole numbers."""
+    texts = [m["S"] for m in item["seen"]["L"]] + [item["last"]["M"]["at"]["S"]] + [
+        m["M"]["at"]["S"] for m in item.get("stamps", {}).get("L", [])]
+    for text in texts:
+        assert datetime.strptime(text, Z), text
+    for number in item["by_day"]["M"].values():
+        assert set(number) == {"N"} and number["N"].isdigit(), number
+
+
+@pytest.mark.engines("moto")  # (what is written is the client's: one engine)
+def test_times_inside_lists_maps_and_nested_models_are_written_in_their_format(
+        db: TestBackend) -> None:
+    """Seen on issue 82's own models: a list of times, a map of them and a nested model's
+    time, printed by inference with their format (``list[Annotated[datetime,
+    StoredAs(...)]]``), were written in dynaorm's ISO form, which the old code's strptime
+    refuses: the kind was the field's only, never its members'."""
+    crm.client.put_item(TableName=crm.name, Item={
+        "PK": {"S": "L#1"}, "SK": {"S": "LOG"}, "_type": {"S": "Log"},
+        "seen": {"L": [{"S": "2026-01-02T03:04:05Z"}]},
+        "last": {"M": {"at": {"S": "2026-01-02T03:04:05Z"}, "note": {"S": "n"}}},
+        "by_day": {"M": {"mon": {"N": "1767323045"}}}})
+    s = db.session()
+    log = s.get(Log, lid="1")
+    assert log.seen == [at("2026-01-02T03:04:05")] and log.by_day["mon"] == log.seen[0]
+    log.seen.append(at("2026-11-27T09:30:56.761229"))
+    log.last = Stamp(at=at("2026-11-27T09:30:56"), note="m")
+    log.by_day["tue"] = at("2026-11-28T00:00:00")
+    log.stamps = [Stamp(at=at("2026-11-29T00:00:00"))]
+    s.save(log)
+    s.commit()
+    stored = _log_raw("1")
+    _in_format(stored)
+    assert stored["seen"]["L"] == [{"S": "2026-01-02T03:04:05Z"}, {"S": "2026-11-27T09:30:56Z"}]
+    assert stored["by_day"]["M"] == {"mon": {"N": "1767323045"}, "tue": {"N": "1795824000"}}
+    again = db.session().get(Log, lid="1")
+    assert again.seen[1] == at("2026-11-27T09:30:56") and again.last == log.last
+
+
+@pytest.mark.engines("moto", "local")  # (the condition is the engine's)
+def test_updates_and_conditions_store_members_in_their_format(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Log(lid="2", seen=[at("2026-01-01T00:00:00")], last=Stamp(at=at("2026-01-01T00:00:00")),
+               by_day={"a": at("2026-01-01T00:00:00")}))
+    s.commit()
+    _in_format(_log_raw("2"))
+    s.update(Log, lid="2").append(seen=[at("2026-02-01T00:00:00.5")]).where(
+        F("seen").contains(at("2026-01-01T00:00:00")))
+    s.commit()
+    stored = _log_raw("2")
+    _in_format(stored)
+    assert [m["S"] for m in stored["seen"]["L"]] == ["2026-01-01T00:00:00Z",
+                                                    "2026-02-01T00:00:00Z"]
+    s.update(Log, lid="2").set(last=Stamp(at=at("2026-03-01T00:00:00")),
+                               by_day={"b": at("2026-03-01T00:00:00")})
+    s.commit()
+    stored = _log_raw("2")
+    _in_format(stored)
+    assert stored["by_day"]["M"] == {"b": {"N": "1772323200"}}
+    assert db.session().get(Log, lid="2").last == Stamp(at=at("2026-03-01T00:00:00"))
 
 
 # -- the property -----------------------------------------------------------------------------

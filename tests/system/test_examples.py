@@ -534,6 +534,7 @@ def check_round_trip(run: Run) -> None:
     assert "read: Ann, seen 2026-01-02T03:04:05+00:00" in run.out
     assert "prefs: {'M': {'theme': {'S': 'dark'}, 'beta': {'BOOL': True}}}" in run.out
     assert "seen: 2026-11-27T09:30:56Z" in run.out
+    assert "logins: ['2026-01-02T03:04:05Z', '2026-11-27T09:30:56Z']" in run.out
     assert "untouched: score 1.5" in run.out  # (DynamoDB keeps 1.50 as 1.5; moto as sent)
     assert "source import-2019" in run.out
     assert "the old code parses it: 2026-11-27 09:30:56" in run.out
