@@ -26,6 +26,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.values.codec import encode_value
+from dynaorm.values.formats import kind_at
 
 __all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
 
@@ -411,7 +412,7 @@ def rename_paths(cond: Condition, names: Mapping[str, str],
     if not isinstance(cond, _Test):
         return cond
     head, dot, rest = cond.path.partition(".")
-    kind = None if dot or "[" in head or not kinds else kinds.get(head)
+    kind = kind_at(kinds, cond.path) if kinds else None  # (a path's: a member's kind)
     if kind is not None and cond.op not in ("attribute_exists", "attribute_not_exists"):
         cond = replace(cond, args=tuple(a if type(a) is _Raw else _Raw(kind.encode(a))
                                         for a in cond.args))

@@ -26,7 +26,7 @@ import re
 import types
 import typing
 from collections import abc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_FLOOR, Decimal
@@ -39,7 +39,7 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind
 
-__all__ = ["StoredAs", "StoredMembers", "members_kind"]
+__all__ = ["StoredAs", "StoredMembers", "kind_at", "members_kind"]
 
 _ISO_Z = "iso-z"
 _ISO_Z_MILLIS = "iso-z-millis"
@@ -179,12 +179,38 @@ def _exact_seconds(value: datetime) -> Decimal:
 _Patch = Callable[[Any, AttributeValue], AttributeValue]
 
 
+@dataclass(frozen=True, eq=False)
 class StoredMembers(Kind):
     """The field-level kind of a field whose members are of a kind given in their own
     ``Annotated`` metadata (``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested
     model's ``StoredAs`` time, as inference prints them): the field is stored as any value
     of its type, each such member its kind's way (:func:`members_kind`). A value that is
     one member (an operand of ``contains``) is stored as a member."""
+
+    annotation: Any = None
+
+    def at(self, path: str) -> StoredMembers | None:
+        """The kind of the value at ``path`` inside the field (``.at``, ``[0]``: a member
+        set or compared by path), ``None`` when no kind is given there."""
+        annotation = self.annotation
+        for name in re.findall(r"\.([^.\[]+)|\[\d+\]", path):
+            while typing.get_origin(annotation) in (Annotated, typing.Union, types.UnionType):
+                args = tuple(a for a in typing.get_args(annotation) if a is not type(None))
+                if typing.get_origin(annotation) is Annotated and any(
+                        isinstance(m, Kind) for m in annotation.__metadata__):
+                    return None  # (inside a value of a kind: a time has no members)
+                annotation = args[0] if len(args) == 1 or typing.get_origin(
+                    annotation) is Annotated else None
+            args, fields = typing.get_args(annotation), getattr(annotation, "model_fields", {})
+            if not name:  # (a list index)
+                annotation = args[0] if args else None
+            elif name in fields:  # (a nested model's field, its metadata with it)
+                info = fields[name]
+                annotation = Annotated[(info.annotation, *info.metadata)] if (
+                    info.metadata) else info.annotation
+            else:  # (a mapping's value)
+                annotation = args[1] if len(args) == 2 else None
+        return members_kind(annotation)
 
 
 def members_kind(annotation: Any) -> StoredMembers | None:
@@ -195,7 +221,18 @@ def members_kind(annotation: Any) -> StoredMembers | None:
 
     patch = _patch(annotation, set())
     return None if patch is None else StoredMembers(
-        "members of their own kinds", (object,), "", lambda v: patch(v, encode_value(v)))
+        "members of their own kinds", (object,), "", lambda v: patch(v, encode_value(v)),
+        annotation=annotation)
+
+
+def kind_at(kinds: Mapping[str, Kind], path: str) -> Kind | None:
+    """The kind a value at attribute ``path`` (a field's name, or a path into it:
+    ``last.at``, ``seen[0]``) is stored by, of the field-level ``kinds``; ``None``: none."""
+    name = re.split(r"[.\[]", path, maxsplit=1)[0]
+    kind = kinds.get(name)
+    if kind is None or name == path:
+        return kind
+    return kind.at(path[len(name):]) if isinstance(kind, StoredMembers) else None
 
 
 def _patch(annotation: Any, seen: set[type]) -> _Patch | None:

@@ -49,6 +49,7 @@ from dynaorm.values.expressions import (
     rename_paths,
     size_is,
 )
+from dynaorm.values.formats import kind_at
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState
@@ -370,7 +371,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         python = field_adapter(self.entity, name).dump_python(value, mode="python")
         try:
             python = self._spec.rules.store(name, python, self._spec.name)
-            kind = self._spec.kinds.get(name)
+            kind = kind_at(self._spec.kinds, name)  # (a path's: its member's kind)
             return encode_value(python) if kind is None or python is None else kind.encode(python)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from exc

@@ -281,6 +281,30 @@ def test_updates_and_conditions_store_members_in_their_format(db: TestBackend) -
     assert db.session().get(Log, lid="2").last == Stamp(at=at("2026-03-01T00:00:00"))
 
 
+@pytest.mark.engines("moto")  # (the operands and values sent are the client's: one engine)
+def test_members_set_and_compared_by_path_are_in_their_format(db: TestBackend) -> None:
+    """Red team: a member reached by path (``F("last.at")``, ``F("seen[0]")``,
+    ``F("by_day.a")``) took no kind (the field's was looked up by the whole path): an
+    update's ``set`` wrote it in dynaorm's ISO form, and a condition or filter compared
+    with it was ISO text against the stored format, so a true condition failed
+    (ConditionFailedError) and a filter missed the item a save had just written."""
+    s = db.session()
+    s.save(Log(lid="3", seen=[at("2026-01-01T00:00:00")], last=Stamp(at=at("2026-01-01T00:00:00")),
+               by_day={"a": at("2026-01-01T00:00:00")}))
+    s.commit()
+    first = at("2026-01-01T00:00:00")
+    for where in (F("last.at") == first, F("seen[0]") == first, F("by_day.a") == first):
+        assert [x.lid for x in db.session().query(Log, lid="3").filter(where)] == ["3"], where
+    s.update(Log, lid="3").set(F("last.at"), at("2026-04-01T00:00:00")).set(
+        F("seen[0]"), at("2026-04-01T00:00:00.5")).set(
+        F("by_day.a"), at("2026-04-01T00:00:00")).where(F("last.at") == first)
+    s.commit()
+    stored = _log_raw("3")
+    _in_format(stored)
+    assert stored["last"]["M"]["at"] == stored["seen"]["L"][0] == {"S": "2026-04-01T00:00:00Z"}
+    assert stored["by_day"]["M"] == {"a": {"N": "1775001600"}}
+
+
 # -- the property -----------------------------------------------------------------------------
 UTF8 = st.characters(codec="utf-8")
 TEXT = st.text(UTF8, max_size=6)
