@@ -304,6 +304,9 @@ LANDED = 174_706
 #: kind (StoredMembers.at, kind_at): set by path it was written in ISO form, and compared by
 #: path a true condition failed, a filter missed: +333
 LANDED = 175_039
+#: red_late2: a model inside itself (a tree's children) patched as the outer one, a set's
+#: times too (both were written in ISO form): +123
+LANDED = 175_162
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

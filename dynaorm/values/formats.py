@@ -219,7 +219,7 @@ def members_kind(annotation: Any) -> StoredMembers | None:
     an ``Optional``); ``None`` when none is."""
     from dynaorm.values.codec import encode_value
 
-    patch = _patch(annotation, set())
+    patch = _patch(annotation, {}, lazy=True) if _patch(annotation, {}) else None
     return None if patch is None else StoredMembers(
         "members of their own kinds", (object,), "", lambda v: patch(v, encode_value(v)),
         annotation=annotation)
@@ -235,31 +235,38 @@ def kind_at(kinds: Mapping[str, Kind], path: str) -> Kind | None:
     return kind.at(path[len(name):]) if isinstance(kind, StoredMembers) else None
 
 
-def _patch(annotation: Any, seen: set[type]) -> _Patch | None:
+def _patch(annotation: Any, seen: dict[type, list[_Patch | None]],
+           lazy: bool = False) -> _Patch | None:
     """How a value of ``annotation`` is stored given its default encoding, where a kind
-    is given inside it (``None``: nowhere)."""
+    is given inside it (``None``: nowhere). A model inside itself (a tree's children) is
+    patched as the outer one once it is made (``lazy``), else cut (whether a kind is given
+    anywhere, found without it: ``seen``, the models around, their patches when made)."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is Annotated:
         kind = next((m for m in annotation.__metadata__ if isinstance(m, Kind)), None)
-        return _kind_patch(kind) if kind else _patch(args[0], seen)
+        return _kind_patch(kind) if kind else _patch(args[0], seen, lazy)
     if origin in (typing.Union, types.UnionType):
         arms = [a for a in args if a is not type(None)]
-        return _patch(arms[0], seen) if len(arms) == 1 else None
-    if origin in (list, tuple, abc.Sequence, abc.MutableSequence) and args and (
-            origin is not tuple or args[-1] is Ellipsis):
-        member = _patch(args[0], seen)
+        return _patch(arms[0], seen, lazy) if len(arms) == 1 else None
+    if origin in (list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Set,
+                  abc.MutableSet) and args and (origin is not tuple or args[-1] is Ellipsis):
+        member = _patch(args[0], seen, lazy)
         return None if member is None else partial(_list, member)
     if origin in (dict, abc.Mapping, abc.MutableMapping) and len(args) == 2:
-        member = _patch(args[1], seen)
+        member = _patch(args[1], seen, lazy)
         return None if member is None else partial(_map, member)
-    if isinstance(annotation, type) and hasattr(annotation, "model_fields") and (
-            annotation not in seen):
-        return _model_patch(annotation, seen | {annotation})
-    return None
+    if not (isinstance(annotation, type) and hasattr(annotation, "model_fields")):
+        return None
+    if annotation in seen:
+        cell = seen[annotation]
+        return (lambda v, av: cell[0](v, av) if cell[0] else av) if lazy else None
+    made: list[_Patch | None] = []
+    made.append(_model_patch(annotation, {**seen, annotation: made}, lazy))
+    return made[0]
 
 
 def _list(member: _Patch, value: Any, av: AttributeValue) -> AttributeValue:
-    if isinstance(value, list | tuple) and "L" in av:
+    if isinstance(value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
         return {"L": [member(v, a) for v, a in zip(value, av["L"], strict=True)]}
     return member(value, av)  # (one member: an operand of contains)
 
@@ -275,12 +282,13 @@ def _kind_patch(kind: Kind) -> _Patch:
     return lambda value, av: av if value is None else kind.encode(value)
 
 
-def _model_patch(model: type[Any], seen: set[type]) -> _Patch | None:
+def _model_patch(model: type[Any], seen: dict[type, list[_Patch | None]],
+                 lazy: bool) -> _Patch | None:
     """A nested model's (dumped as a dict keyed by field names, as stored)."""
     fields: dict[str, _Patch] = {}
     for name, info in model.model_fields.items():
         kind = next((m for m in info.metadata if isinstance(m, Kind)), None)
-        if (found := _kind_patch(kind) if kind else _patch(info.annotation, seen)):
+        if (found := _kind_patch(kind) if kind else _patch(info.annotation, seen, lazy)):
             fields[name] = found
     if not fields:
         return None

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
 from dynaorm import GSI, Entity, F, Previous, Session, StoredAs, Table
+from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 
@@ -303,6 +304,50 @@ def test_members_set_and_compared_by_path_are_in_their_format(db: TestBackend) -
     _in_format(stored)
     assert stored["last"]["M"]["at"] == stored["seen"]["L"][0] == {"S": "2026-04-01T00:00:00Z"}
     assert stored["by_day"]["M"] == {"a": {"N": "1775001600"}}
+
+
+class Node(BaseModel):
+    at: Annotated[datetime, StoredAs(Z)]
+    kids: list[Node] = []
+
+
+class Bare(BaseModel):
+    kids: list[Bare] = []
+
+
+class Tree(Entity):
+    class Meta:
+        table = crm
+        type_name = "Tree"
+        pk = "T#{tid}"
+        sk = "TREE"
+
+    tid: str
+    root: Node | None = None
+    days: set[Annotated[datetime, StoredAs(Z)]] = set()
+    bare: Bare | None = None
+
+
+@pytest.mark.engines("moto")  # (what is written is the client's: one engine)
+def test_times_of_a_model_inside_itself_and_of_a_set_are_written_in_their_format(
+        db: TestBackend) -> None:
+    """Red team: a model inside itself (a tree's children) was cut, and a set's members
+    never looked at: the root's time was written in its format, its children's and a
+    set's in dynaorm's ISO form. A model inside itself holding no kind costs nothing."""
+    s = db.session()
+    s.save(Tree(tid="1", root=Node(at=at("2026-01-01T00:00:00"), kids=[
+        Node(at=at("2026-02-01T00:00:00"), kids=[Node(at=at("2026-03-01T00:00:00"))])]),
+        days={at("2026-04-01T00:00:00")}, bare=Bare(kids=[Bare()])))
+    s.commit()
+    stored = crm.client.get_item(TableName=crm.name, Key={"PK": {"S": "T#1"}, "SK": {
+        "S": "TREE"}}, ConsistentRead=True)["Item"]
+    child = stored["root"]["M"]["kids"]["L"][0]["M"]
+    assert child["at"] == {"S": "2026-02-01T00:00:00Z"}
+    assert child["kids"]["L"][0]["M"]["at"] == {"S": "2026-03-01T00:00:00Z"}
+    assert stored["days"] == {"L": [{"S": "2026-04-01T00:00:00Z"}]}
+    again = db.session().get(Tree, tid="1")
+    assert again.root.kids[0].kids[0].at == at("2026-03-01T00:00:00")  # type: ignore[union-attr]
+    assert set(spec_of(Tree).kinds) == {"root", "days"}  # (not bare: a tree of no times)
 
 
 # -- the property -----------------------------------------------------------------------------
