@@ -255,13 +255,18 @@ def _patch(annotation: Any, seen: dict[type, list[_Patch | None]],
     if origin in (dict, abc.Mapping, abc.MutableMapping) and len(args) == 2:
         member = _patch(args[1], seen, lazy)
         return None if member is None else partial(_map, member)
-    if not (isinstance(annotation, type) and hasattr(annotation, "model_fields")):
-        return None
-    if annotation in seen:
-        cell = seen[annotation]
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return _model(annotation, seen, lazy)
+    return None
+
+
+def _model(model: type[Any], seen: dict[type, list[_Patch | None]], lazy: bool
+           ) -> _Patch | None:
+    if model in seen:  # (inside itself: the outer one's patch, once made)
+        cell = seen[model]
         return (lambda v, av: cell[0](v, av) if cell[0] else av) if lazy else None
     made: list[_Patch | None] = []
-    made.append(_model_patch(annotation, {**seen, annotation: made}, lazy))
+    made.append(_model_patch(model, {**seen, model: made}, lazy))
     return made[0]
 
 
