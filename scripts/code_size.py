@@ -307,6 +307,9 @@ LANDED = 175_039
 #: red_late2: a model inside itself (a tree's children) patched as the outer one, a set's
 #: times too (both were written in ISO form), its own helper (complexity): +162
 LANDED = 175_201
+#: a filter's operand in a query of several entities that store a field differently:
+#: the first kind that takes it (merged_kinds: Log's kind refused Note's text)
+LANDED = 175_394
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -28,6 +28,7 @@ from dynaorm.read.selection import BATCH_GET, Selection
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.paths import check_names
 from dynaorm.values.expressions import Condition, Placeholders, rename_paths
+from dynaorm.values.formats import merged_kinds
 from dynaorm.values.keys import key_id
 
 __all__ = ["Page", "ReadSpec"]
@@ -133,7 +134,7 @@ class ReadSpec(Generic[T]):
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
         check_names(self._entities, condition)
-        kinds = {n: k for e in self._entities for n, k in spec_of(e).kinds.items()}
+        kinds = merged_kinds([spec_of(e) for e in self._entities])
         if kinds:  # (values compared with a field-level kind's field: as it stores them)
             condition = rename_paths(condition, {}, kinds)
         combined = condition if self._filter is None else self._filter & condition
