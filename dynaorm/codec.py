@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dynaorm.errors import OffloadError
+from dynaorm.errors import KeyringError, OffloadError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import Unplaced
+from dynaorm.schema.rules.encrypted import NotPrepared
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
@@ -39,9 +40,15 @@ def fields_of(entity: type[Entity], item: Mapping[str, Any]) -> dict[str, Any]:
     decoded as a read decodes them (through the entity's rules: a compressed field
     expanded, an encrypted one decrypted): ``entity.model_validate(...)`` makes a new
     object of them. It sends nothing: a value kept in S3 (``Offloaded``) is an
-    :class:`~dynaorm.OffloadError` naming it (a session's read fetches it)."""
+    :class:`~dynaorm.OffloadError` naming it, a value sealed under a key this process has
+    not unwrapped (a KMS ``Decrypt`` no read asked yet) a :class:`~dynaorm.KeyringError`
+    (a session's read asks for both)."""
     try:
         return spec_of(entity).decode_fields(dict(item))
     except Unplaced as exc:
         raise OffloadError(f"{exc}: fields_of sends nothing; read it through a session"
+                           ) from None
+    except NotPrepared as exc:
+        raise KeyringError(f"{exc}: fields_of sends nothing; read it through a session",
+                           key_id=str(getattr(spec_of(entity).table.keyring, "key_id", "?"))
                            ) from None

@@ -769,6 +769,23 @@ def kv(backend: str | None, request: pytest.FixtureRequest,
             kvault.keyring = None
 
 
+@pytest.mark.engines("moto")
+def test_codec_fields_of_a_sealed_row_whose_key_is_not_at_hand_says_so(kv: Kms) -> None:
+    """``dynaorm.codec.fields_of`` sends nothing: a row sealed under a data key this
+    process has not unwrapped (KMS ``Decrypt`` not asked) is a KeyringError saying to read
+    it through a session (red team: it raised NotPrepared, a RuntimeError)."""
+    from dynaorm import codec
+
+    s = kv.tb.session()
+    _save(s, Member(member_id="m1", email="ada@example.com"))
+    (row,) = [i for i in kv.tb.scan_raw() if i["pk"]["S"].startswith("MEMBER#")]
+    kvault.keyring = kv.keyring()  # another process: nothing unwrapped yet
+    with pytest.raises(KeyringError, match="fields_of sends nothing"):
+        codec.fields_of(Member, row)
+    assert kv.tb.session().get(Member, member_id="m1") is not None  # (a read asks KMS)
+    assert codec.fields_of(Member, row)["email"] == "ada@example.com"  # (now at hand)
+
+
 def test_kms_requests_are_requests_of_the_client(kv: Kms) -> None:
     """GenerateDataKey and GenerateMac are requests of the commit that needs them, Decrypt
     of the read that first meets a data key: each an attempt the client's hooks see, for
