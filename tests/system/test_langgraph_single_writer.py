@@ -15,7 +15,7 @@ import operator
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from datetime import timedelta
 from typing import Annotated, Any, TypedDict
@@ -376,6 +376,24 @@ def test_a_put_inside_a_delete_threads_window_keeps_the_threads_lease(
     assert tb.scan_raw() == []
 
 
+def _window(monkeypatch: pytest.MonkeyPatch, deleter: Saver,
+            first: Callable[[], Any] | None = None,
+            second: Callable[[], Any] | None = None) -> None:
+    """A second writer in ``deleter``'s window: ``first`` runs right after its first read
+    of the thread, ``second`` right before its next one."""
+    read, reads = deleter._thread, []
+
+    def in_the_window(s: Any, thread_id: str) -> Any:
+        if len(reads) == 1 and second is not None:
+            second()
+        found = yield from read(s, thread_id)
+        reads.append(thread_id)
+        if len(reads) == 1 and first is not None:
+            first()
+        return found
+    monkeypatch.setattr(deleter, "_thread", in_the_window)
+
+
 def test_writes_inside_a_delete_threads_window_go_with_the_thread(
         tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     """CI on DynamoDB Local: delete_thread reads the thread, then A (which holds it) puts
@@ -386,15 +404,7 @@ def test_writes_inside_a_delete_threads_window_go_with_the_thread(
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     deleter = Saver(agents)
-    read, calls = deleter._thread, []
-
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        found = yield from read(s, thread_id)
-        if not calls:
-            calls.append(thread_id)
-            _writes(a, "A", "0002", "late")
-        return found
-    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    _window(monkeypatch, deleter, first=lambda: _writes(a, "A", "0002", "late"))
     deleter.delete_thread("th")
     assert tb.scan_raw() == []
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
@@ -415,17 +425,8 @@ def test_writes_inside_a_delete_threads_window_go_when_another_takes_the_thread(
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     deleter = Saver(agents)
-    read, calls = deleter._thread, []
-
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        if calls:  # (the second read: the lease is gone)
-            _put(b, who, "0002", "0003")
-        found = yield from read(s, thread_id)
-        if not calls:
-            calls.append(thread_id)
-            _writes(a, "A", "0002", "late")
-        return found
-    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    _window(monkeypatch, deleter, first=lambda: _writes(a, "A", "0002", "late"),
+            second=lambda: _put(b, who, "0002", "0003"))  # (the lease is gone by then)
     deleter.delete_thread("th")
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0003#"]
     with pytest.raises(ThreadBusyError):
@@ -444,16 +445,8 @@ def test_a_step_inside_a_delete_threads_window_leaves_no_write_behind(
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     deleter = Saver(agents)
-    read, calls = deleter._thread, []
-
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        found = yield from read(s, thread_id)
-        if not calls:
-            calls.append(thread_id)
-            _writes(a, "A", "0002", "step")
-            _put(a, "A", "0002", "0003")
-        return found
-    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    _window(monkeypatch, deleter, first=lambda: (_writes(a, "A", "0002", "step"),
+                                                 _put(a, "A", "0002", "0003")))
     deleter.delete_thread("th")
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0003#"]
     with pytest.raises(ThreadBusyError):
