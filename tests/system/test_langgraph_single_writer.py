@@ -330,13 +330,8 @@ def test_a_put_inside_a_prunes_window_keeps_the_threads_head(
     _put(a, "A", "0001", "0002")
     _put(a, "A", "0002", "0003")
     deleter = Saver(agents)
-    read = deleter._thread
-
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        found = yield from read(s, thread_id)
-        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
-        return found
-    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    _window(monkeypatch, deleter, first=lambda: _put(  # (A parks the thread at 0004)
+        a, "A", "0003", "0004", last=True))
     if how == "prune":
         deleter.prune(["th"], strategy="delete")
     else:
@@ -360,13 +355,8 @@ def test_a_put_inside_a_delete_threads_window_keeps_the_threads_lease(
     _put(a, "A", "0001", "0002")
     _put(a, "A", "0002", "0003")
     deleter = Saver(agents)
-    read = deleter._thread
-
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        found = yield from read(s, thread_id)
-        _put(a, "A", "0003", "0004", last=True)  # (A parks the thread at 0004)
-        return found
-    monkeypatch.setattr(deleter, "_thread", in_the_window)
+    _window(monkeypatch, deleter, first=lambda: _put(  # (A parks the thread at 0004)
+        a, "A", "0003", "0004", last=True))
     deleter.delete_thread("th")
     with pytest.raises(ThreadBusyError):
         _put(b, "B", "0003", "0005")
