@@ -23,6 +23,7 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.checks import (
     check_mapping,
+    check_nested_kinds,
     check_reserved,
     check_rules,
     key_attr_templates,
@@ -616,6 +617,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
                                     type_name, indexes, shards))
     check_reserved(owner, table, renames, field_names, rules)
+    check_nested_kinds(cls)
     unique = rules.get(Uniqueness)
     uniques = () if unique is None else unique.rules
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),

@@ -22,6 +22,7 @@ import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from dynaorm import (
     GSI,
@@ -1324,3 +1325,37 @@ def test_a_hostile_kms_answer_is_a_keyring_error_never_a_key() -> None:
             assert info.value.key_id == "k"
             with pytest.raises(NotPrepared):
                 ring.data_key()
+
+
+class Card(BaseModel):
+    brand: str
+    pan: str
+
+
+class Wallet(Entity):
+    """A nested model sealed whole: the way out the refusal of ``Encrypted`` inside a
+    nested model names (tests/unit/test_definitions.py)."""
+
+    class Meta:
+        table = vault
+        pk = "WALLET#{wallet_id}"
+        sk = "WALLET"
+
+    wallet_id: str
+    card: Encrypted[Card]
+    cards: Encrypted[list[Card]] = []
+
+
+def test_a_nested_model_sealed_whole_is_never_stored_in_plaintext(eb: TestBackend) -> None:
+    """Contract 25: a card number inside a nested model is sealed with it (0.9 accepted
+    ``Encrypted`` on the nested model's field and stored the number in plaintext)."""
+    s = eb.session()
+    w = Wallet(wallet_id="w1", card=Card(brand="visa", pan="4111111111111111"),
+               cards=[Card(brand="amex", pan="378282246310005")])
+    _save(s, w)
+    raw = next(i for i in eb.scan_raw() if i["pk"]["S"] == "WALLET#w1")
+    assert set(raw["card"]) == {"B"} and set(raw["cards"]) == {"B"}
+    for pan in ("4111111111111111", "378282246310005"):
+        assert not _in_plain(pan, *eb.scan_raw()) and pan.encode() not in b"".join(
+            bytes(a["B"]) for a in raw.values() if "B" in a)
+    assert s.get(Wallet, wallet_id="w1") == w

@@ -5,6 +5,7 @@ tests/integration/test_table.py."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import pytest
@@ -315,3 +316,69 @@ def test_a_receipts_table_that_cannot_keep_receipts_is_refused() -> None:
     assert client.receipts is home
     client.receipts = None
     assert client.receipts is None
+
+
+# -- a rule's kind inside a field's value (contract 25, "One value tree") --------------------
+def _kinds() -> dict[str, Any]:
+    from dynaorm import Compressed, Encrypted, Offloaded, Vector
+
+    return {"Encrypted": Encrypted[str], "Compressed": Compressed[str],
+            "Offloaded": Offloaded[str], "Vector": Annotated[list[float], Vector(3)]}
+
+
+@pytest.mark.parametrize("kind", ["Encrypted", "Compressed", "Offloaded", "Vector"])
+@pytest.mark.parametrize("shape", ["model", "list of models", "mapping of models",
+                                   "optional model", "optional list", "list of lists"])
+def test_a_rules_kind_inside_a_fields_value_is_refused_naming_its_path(
+        kind: str, shape: str) -> None:
+    """0.9 stored a nested model's ``Encrypted`` field in plaintext (and ignored a nested
+    ``Compressed`` or ``Offloaded``): a rule's kind is applied to whole fields only, so one
+    declared inside a value is refused when the class is defined, with its path."""
+    from pydantic import BaseModel, create_model
+
+    marked = _kinds()[kind]
+    card: Any = create_model("Card", brand=(str, ...), pan=(marked, ...), __base__=BaseModel)
+    annotation, path = {
+        "model": (card, "wallet.pan"), "list of models": (list[card], "wallet[].pan"),
+        "mapping of models": (dict[str, card], "wallet{}.pan"),
+        "optional model": (card | None, "wallet.pan"),
+        "optional list": (list[marked] | None, "wallet[]"),
+        "list of lists": (list[list[marked]], "wallet[][]")}[shape]
+    with pytest.raises(DynaormError, match=re.escape(
+            f"Holder.{path}: {kind} inside a field's value is not applied")):
+        class Holder(Entity):
+            class Meta:
+                table = app
+                pk = "H#{holder_id}"
+                sk = "H"
+
+            holder_id: str
+            wallet: annotation  # type: ignore[valid-type]
+
+
+def test_a_rules_kind_a_fields_rules_read_is_kept() -> None:
+    """What the rules do read stays allowed: a kind on the field, on its ``Optional``'s
+    arm or on its members' first level (the whole field is sealed), a value kind
+    (``StoredAs``) anywhere, a model inside itself."""
+    from datetime import datetime
+
+    from pydantic import BaseModel
+
+    from dynaorm import Encrypted, StoredAs
+
+    class Stamp(BaseModel):
+        at: Annotated[datetime, StoredAs.ISO_Z]
+        children: list[Stamp] = []
+
+    class Kept(Entity):
+        class Meta:
+            table = app
+            pk = "K#{kept_id}"
+            sk = "K"
+
+        kept_id: str
+        whole: Encrypted[Stamp] | None = None
+        members: list[Encrypted[str]] = []
+        stamp: Stamp | None = None
+
+    assert Kept.__dynaorm_spec__ is not None
