@@ -372,7 +372,7 @@ def test_a_rules_kind_a_fields_rules_read_is_kept() -> None:
 
     class Kept(Entity):
         class Meta:
-            table = app
+            table = Table("dynaorm-kinds-kept")  # (not app: its model() describes its classes)
             pk = "K#{kept_id}"
             sk = "K"
 
