@@ -19,6 +19,11 @@ what the next use costs. Caches kept:
   latest).
 - ``records.declared``: per entity class, the attributes it writes;
   ``updates.model_rules``: per entity class, whether an update touches its rules;
+- ``receipts.factories``, ``receipts.fields``, ``receipts.pinned``: per entity (or staged
+  write) class, what a keyed commit's digest leaves out or walks; ``receipts.conditions``:
+  a receipt's condition text per key and expiry attribute; ``state.slots``: the slots a
+  loaded state's subclass adds; ``exports.clients``: the S3 clients of exports, per
+  endpoint and credentials.
 
 A leaf module: it imports nothing of dynaorm.
 """

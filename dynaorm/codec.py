@@ -18,7 +18,7 @@ from typing import Any
 from dynaorm.errors import KeyringError, OffloadError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import Unplaced
-from dynaorm.schema.rules.encrypted import NotPrepared
+from dynaorm.schema.rules.keyrings import NotPrepared
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as

@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
 from dynaorm import DynaormError, Entity, F, Operation, Rate, Table
+from dynaorm.caches import cache
 from dynaorm.core.scope import Scope
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
@@ -157,7 +158,7 @@ def _s3() -> Any:
     return client
 
 
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS: dict[tuple[Any, ...], Any] = cache("exports.clients")
 _CLIENTS_LOCK = threading.Lock()
 
 

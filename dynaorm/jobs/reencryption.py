@@ -39,7 +39,8 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
-from dynaorm.schema.rules.encrypted import Encryption, keyring_of
+from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq
 from dynaorm.values.keys import key_value

@@ -14,7 +14,8 @@ from typing import Any
 
 from dynaorm.errors import DecryptionError, DynaormError
 from dynaorm.protocol.steps import Proto
-from dynaorm.schema.rules.encrypted import header_of, keyring_of, open_value, seal_value
+from dynaorm.schema.rules.encrypted import header_of, open_value, seal_value
+from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.rules.tenants import TENANT_PREFIX, Forgotten, key_schema, tenant_keys, token
 from dynaorm.schema.rules.tenants import forget_p as _forget_p
 from dynaorm.schema.table import TableSchema

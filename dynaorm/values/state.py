@@ -187,7 +187,7 @@ _REALIZING: Final = threading.Lock()
 
 
 #: the slots a state's subclass adds, by class (see :meth:`InstanceState.revised`)
-_SLOTS: dict[type[Any], tuple[str, ...]] = {}
+_SLOTS: dict[type[Any], tuple[str, ...]] = cache("state.slots")
 
 
 class InstanceState:

@@ -17,7 +17,6 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules import Rules
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
@@ -290,7 +289,9 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
+    places = False
     for index, (entry, state) in enumerate(entries):
+        places = places or spec_of(entry._entity).rules.places
         entry_ops, outcome = entry._plan_ops(state, index)
         if outcome is not None:
             outcomes.append(outcome)
@@ -307,7 +308,7 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    outside = placing(ops) if Rules.outside else ()
+    outside = placing(ops) if places else ()
     if outside:  # (values a rule keeps outside the table: placed once every row is built)
         ops, outcomes, outside = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:

@@ -48,14 +48,8 @@ from dynaorm import (
 )
 from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.jobs import ReencryptReport, reencrypt, run_local
-from dynaorm.schema.rules.encrypted import (
-    NotPrepared,
-    _aad,
-    aesgcm,
-    header_of,
-    open_value,
-    seal_value,
-)
+from dynaorm.schema.rules.encrypted import _aad, header_of, open_value, seal_value
+from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests

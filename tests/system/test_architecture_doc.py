@@ -25,7 +25,8 @@ DOC = (ROOT / "docs" / "architecture.md").read_text()
 PROSE = re.sub(r"```.*?```", "", DOC, flags=re.S)
 NUMBERS = {w: n for n, w in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve"))}
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty"))}
 
 #: names the doc gives that no module of the project defines: DynamoDB's API and its
 #: attributes, botocore's, pydantic's, pyiceberg's, OpenTelemetry's and Python's own,

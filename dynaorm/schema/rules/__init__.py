@@ -634,14 +634,10 @@ class Rules:
 
     __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encode_raw",
                  "encoders", "explainers", "exporters", "held", "keepers", "opaque", "own", "pin",
-                 "placers", "prepare_write", "prepared_first", "preparers", "publishers",
+                 "placers", "places", "prepare_write", "prepared_first", "preparers", "publishers",
                  "readers",
                  "reads_insert", "rebinders", "redactors", "refusers",
                  "sort_keys", "stampers", "store", "transforms", "unplacers")
-
-    #: whether an entity's rules of this process do something outside the table (a
-    #: placing rule: ``Offloaded``): until one does, a commit's plan asks nothing of it
-    outside: ClassVar[bool] = False
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -687,8 +683,9 @@ class Rules:
         other rules see), and an encoder of theirs sees a stored row as stored."""
         placing = {id(r) for r in rules if type(r).place is not Rule.place}
         self.placers = self._hooked("place")
-        if placing or any(type(r).publish is not Rule.publish for r in rules):
-            Rules.outside = True
+        #: whether a rule does something outside the table (a placing rule: ``Offloaded``;
+        #: or one that publishes): a commit of no such entity asks nothing of them
+        self.places = bool(placing) or any(type(r).publish is not Rule.publish for r in rules)
         #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
         #: as stored, its references)
         self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)

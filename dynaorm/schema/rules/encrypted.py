@@ -18,25 +18,24 @@ they got, so a steady-state commit or read makes no KMS call.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
 import typing
-from collections.abc import Callable, Collection, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DecryptionError, DynaormError, ForgottenError, KeyringError
+from dynaorm.errors import DecryptionError, DynaormError, ForgottenError
 from dynaorm.schema.rules import Declaration, Rule, Values, no_values, register
+from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm, keyring_of
+from dynaorm.schema.rules.tenants import tenant_keys
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "TENANT_KEYS", "Encrypted", "Encryption", "NotPrepared",
-           "aesgcm",
-           "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of", "markers",
-           "open_value", "seal_value"]
+__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "is_encrypted",
+           "markers", "open_value", "seal_value"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -49,18 +48,6 @@ Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
 
 
-#: what gives the tenants' keys of a ``key_scope`` table: ``(table, keyring)`` ->
-#: :class:`~dynaorm.schema.rules.tenants.TenantKeys` (set by that module when it loads,
-#: which the spec imports: this module does not import it back)
-TENANT_KEYS: list[Callable[[Any, Any], Any]] = []
-
-
-class NotPrepared(RuntimeError):
-    """Key material used before it was asked for: a read or a write that did not prepare
-    its entity's rules (:meth:`~dynaorm.schema.rules.Rule.prepare`) first. A programming
-    error, never a blocking call in its place."""
-
-
 def markers(info: Any) -> list[Any]:
     """A pydantic field's metadata, of ``Annotated[T, ...]`` or ``Annotated[T, ...] | None``
     (the markers of ``Encrypted``, ``Vector`` and ``Compressed``)."""
@@ -71,14 +58,6 @@ def markers(info: Any) -> list[Any]:
 def is_encrypted(info: Any) -> bool:
     """Whether a pydantic field is ``Encrypted[...]`` (or ``Encrypted[...] | None``)."""
     return ENCRYPTED in markers(info)
-
-
-@functools.lru_cache(64)
-def aesgcm(key: bytes) -> Any:
-    """AES-GCM under ``key`` (``cryptography``: the extra ``dynaorm[encryption]``)."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # dynaorm[encryption]
-
-    return AESGCM(key)
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
@@ -132,30 +111,6 @@ def header_of(av: Any) -> tuple[str, bytes] | None:
         return bytes(blob[2:2 + n]).decode(), bytes(blob[4 + n:end])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
-
-
-def keyring_of(table: Any) -> Any:
-    """The keyring of ``table`` (``Table(keyring=)``, else its client's)."""
-    if not hasattr(found := table.keyring or getattr(table.db, "keyring", None), "data_key"):
-        raise DynaormError(f"table {table.name!r}: Encrypted fields need a Table/Client keyring=")
-    return found
-
-
-def bound_keyring(table: Any) -> Any:
-    """The keyring ``table`` has now (its own, else that of a client it is bound to;
-    ``None``: none yet), found without binding it to a client."""
-    return table.keyring or getattr(getattr(table, "_client", None), "keyring", None)
-
-
-def check_macs(keyring: Any, owner: str, fields: Collection[str]) -> None:
-    """Refuse ``keyring`` for the unique encrypted ``fields`` of ``owner`` unless it has a
-    MAC key (``mac_key_id``): :class:`~dynaorm.KeyringError`, before anything is sent."""
-    if keyring is not None and getattr(keyring, "mac_key_id", "") is None:
-        raise KeyringError(
-            f"{owner}: unique Encrypted {sorted(fields)} need a keyring with a MAC key, "
-            f"whose guards do not change when data keys rotate; {keyring!r} has none "
-            "(KmsKeyring(..., mac_key_id=<an HMAC_256 key>), StaticKeyring(..., mac_key=...))",
-            key_id=str(getattr(keyring, "key_id", "?")))
 
 
 def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
@@ -250,7 +205,7 @@ class Encryption(Rule):
         """The tenants' keys of the table (``key_scope``), else ``None``."""
         if self.scope_attr is None:
             return None
-        return TENANT_KEYS[0](self.table, keyring_of(self.table))
+        return tenant_keys(self.table, keyring_of(self.table))
 
     def _opener(self) -> Any:
         """What opens a stored value: the tenants' keys (which open a value sealed before

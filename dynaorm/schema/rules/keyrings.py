@@ -16,23 +16,64 @@ blocking call. A :class:`StaticKeyring` computes everything itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
 import threading
 import time
 import weakref
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 from typing import Any, Final, TypeVar
 
-from dynaorm.errors import KeyringError, RequestError
+from dynaorm.errors import DynaormError, KeyringError, RequestError
 from dynaorm.protocol.policy import retryable
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.schema.rules.encrypted import NotPrepared, aesgcm, check_macs
 
-__all__ = ["CACHED", "Keyring", "KmsKeyring", "StaticKeyring"]
+__all__ = ["CACHED", "Keyring", "KmsKeyring", "NotPrepared", "StaticKeyring", "aesgcm",
+           "bound_keyring", "check_macs", "keyring_of"]
 
 R = TypeVar("R")
+
+
+class NotPrepared(RuntimeError):
+    """Key material used before it was asked for: a read or a write that did not prepare
+    its entity's rules (:meth:`~dynaorm.schema.rules.Rule.prepare`) first. A programming
+    error, never a blocking call in its place."""
+
+
+@functools.lru_cache(64)
+def aesgcm(key: bytes) -> Any:
+    """AES-GCM under ``key`` (``cryptography``: the extra ``dynaorm[encryption]``)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # dynaorm[encryption]
+
+    return AESGCM(key)
+
+
+def keyring_of(table: Any) -> Any:
+    """The keyring of ``table`` (``Table(keyring=)``, else its client's)."""
+    if not hasattr(found := table.keyring or getattr(table.db, "keyring", None), "data_key"):
+        raise DynaormError(f"table {table.name!r}: Encrypted fields need a Table/Client keyring=")
+    return found
+
+
+def bound_keyring(table: Any) -> Any:
+    """The keyring ``table`` has now (its own, else that of a client it is bound to;
+    ``None``: none yet), found without binding it to a client."""
+    return table.keyring or getattr(getattr(table, "_client", None), "keyring", None)
+
+
+def check_macs(keyring: Any, owner: str, fields: Collection[str]) -> None:
+    """Refuse ``keyring`` for the unique encrypted ``fields`` of ``owner`` unless it has a
+    MAC key (``mac_key_id``): :class:`~dynaorm.KeyringError`, before anything is sent."""
+    if keyring is not None and getattr(keyring, "mac_key_id", "") is None:
+        raise KeyringError(
+            f"{owner}: unique Encrypted {sorted(fields)} need a keyring with a MAC key, "
+            f"whose guards do not change when data keys rotate; {keyring!r} has none "
+            "(KmsKeyring(..., mac_key_id=<an HMAC_256 key>), StaticKeyring(..., mac_key=...))",
+            key_id=str(getattr(keyring, "key_id", "?")))
+
+
 #: entries each cache of a keyring keeps (unwrapped data keys; MACs), the oldest dropped
 #: first (never one a running prepare asked for)
 CACHED: Final = 4096

@@ -41,6 +41,7 @@ from decimal import Decimal
 from typing import Any, Final, NamedTuple
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import (
     DynaormError,
     IdempotencyMismatchError,
@@ -184,7 +185,7 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
 _LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes, Decimal})
 
 #: the fields of each entity class a default factory fills
-_FACTORIES: dict[type, frozenset[str]] = {}
+_FACTORIES: dict[type, frozenset[str]] = cache("receipts.factories")
 
 
 def _write(entry: Any) -> str:
@@ -199,7 +200,7 @@ def _write(entry: Any) -> str:
 
 
 #: the fields of each dataclass of staged writes, in order (``None``: not a dataclass)
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_FIELDS: dict[type, tuple[str, ...] | None] = cache("receipts.fields")
 
 
 def _canon(value: Any) -> str:
@@ -328,7 +329,7 @@ def _short(text: str) -> str:
 
 #: per entity class, the fields its rules pin (left out of the digest) and its rules where
 #: some stamp (what they stamp is asked of each object), else ``None``
-_PINNED: dict[type, tuple[frozenset[str], Any]] = {}
+_PINNED: dict[type, tuple[frozenset[str], Any]] = cache("receipts.pinned")
 
 
 # -- the receipt ---------------------------------------------------------------------------
@@ -450,7 +451,8 @@ def _whole_size(text: str) -> int:
 
 #: the condition of a receipt's Put (its text and names) by partition key and expiry
 #: attribute (:func:`_built`)
-_CONDITIONS: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+_CONDITIONS: dict[tuple[str, str], tuple[str, dict[str, str]]] = cache(
+    "receipts.conditions")
 
 
 class Receipting:

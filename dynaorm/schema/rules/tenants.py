@@ -46,8 +46,7 @@ from typing import Any, Final
 
 from dynaorm.errors import DynaormError, ForgottenError, KeyringError, RequestError
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.schema.rules.encrypted import TENANT_KEYS, NotPrepared, aesgcm, keyring_of
-from dynaorm.schema.rules.keyrings import Keyring
+from dynaorm.schema.rules.keyrings import Keyring, NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
 
@@ -424,5 +423,3 @@ def _renewed() -> None:
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)
     os.register_at_fork(after_in_child=_renewed)
-
-TENANT_KEYS[:] = [tenant_keys]

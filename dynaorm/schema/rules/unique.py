@@ -29,7 +29,7 @@ from dynaorm.schema.rules import (
     no_values,
     register,
 )
-from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, keyring_of
+from dynaorm.schema.rules.keyrings import bound_keyring, check_macs, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
