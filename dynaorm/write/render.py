@@ -289,13 +289,14 @@ def compile_commit(entries: Sequence[Prepared], receipt: Any = None
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
-    places = False
+    places = False  # (whether a rule of an entity written keeps values outside the table)
     for index, (entry, state) in enumerate(entries):
-        places = places or spec_of(entry._entity).rules.places
         entry_ops, outcome = entry._plan_ops(state, index)
         if outcome is not None:
             outcomes.append(outcome)
         for op in entry_ops:
+            spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
+            places = places or (spec is not None and spec.rules.places)
             if not ops:  # the first action: nothing to merge with (identified lazily)
                 ops.append(op)
                 continue
