@@ -512,6 +512,47 @@ def test_a_rotation_reaches_the_offloaded_values_and_the_old_key_can_go(
         store.keyring = was
 
 
+@pytest.mark.sync_only  # (a writer of the sync client inside the job's request)
+def test_a_rotation_beside_a_writer_of_the_offloaded_value_leaves_nothing(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """A writer replaces the value after the re-encryption uploaded its new object and
+    before its write: the write fails its condition, the object it uploaded is removed,
+    and the row, read again, holds the writer's value under the current key (counted
+    current). Nothing is left in S3 that no row references."""
+    from dynaorm import Hook
+    from dynaorm.jobs import reencrypt, run_local
+
+    tb, b = s3
+    old, new = ("".join(f"{i:05d} {w} " for i in range(900)) for w in ("old", "new"))
+    s = tb.session()
+    s.save(Secret(sid="1", text=old))
+    s.commit()
+    written: list[str] = []
+
+    class Writer(Hook):  # (another writer, in the job's window)
+        def on_start(self, phase: Any) -> object:
+            if phase.operation == "UpdateItem" and not written:
+                written.append("text")
+                r = tb.session()
+                got = r.get(Secret, sid="1", consistent=True)
+                got.text = new
+                r.save(got)
+                r.commit()
+            return None
+
+    was, store.keyring = store.keyring, StaticKeyring(b"n" * 32, previous=[KEY],
+                                                      mac_key=b"m" * 32)
+    try:
+        store.db.add_hook(Writer())
+        report = run_local(reencrypt(Secret), workers=1)
+        assert written and (report.failed, report.resealed, report.current) == ([], 0, 1)
+        store.keyring = StaticKeyring(b"n" * 32, mac_key=b"m" * 32)  # (the old key dropped)
+        assert tb.session().get(Secret, sid="1", consistent=True).text == new
+        consistent(tb, b)
+    finally:
+        store.keyring = was
+
+
 def test_a_failed_upload_sends_nothing_and_leaves_nothing(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
