@@ -328,7 +328,8 @@ def test_reencrypt_to_a_tenants_key_reaches_its_values_kept_in_s3(
     b.put(uri.removeprefix(f"s3://{b.name}/"), legacy)
     ref = raw["notes"]["M"][MARK]["M"]
     ref.update(sha256={"S": hashlib.sha256(legacy).hexdigest()}, size={"N": str(len(legacy))})
-    send(ks, "UpdateItem", {"TableName": ks.name, "Key": bound, "UpdateExpression": "SET notes = :v",
+    send(ks, "UpdateItem", {"TableName": ks.name, "Key": bound,
+                            "UpdateExpression": "SET notes = :v",
                             "ExpressionAttributeValues": {":v": raw["notes"]}})
     assert tb.session().get(Account, tenant_id="acme", account_id="1",
                             consistent=True).notes == "LEGACY " * 100
