@@ -4,8 +4,15 @@ seals every ``Encrypted`` value of an entity anew under its keyring's current ke
 A task scans its segment of the table (consistently) and, for each row of the entity
 (its row or latest copy, every version row, a row still in a previous layout), re-seals
 the ciphertexts that are not of the current format under the keyring's current key, bound
-to that row, in one ``UpdateItem`` conditioned on each of them being as read. Nothing
-else changes: no plaintext, no revision, no version. So:
+to that row, in one ``UpdateItem`` conditioned on each of them being as read. Every sealed
+value of the row is reached, wherever it is kept: the row's values are read as every read
+reads them (:meth:`~dynaorm.schema.rules.Rules.prepare` fetches what a placing rule keeps
+outside the table, ``Offloaded`` values in S3; :meth:`~dynaorm.schema.rules.Rules.unplace`
+puts them back), and the write goes through the entity's placing rules as a commit's
+does (a new object uploaded before it, the old one removed once it applied, the new one
+once it proved not to: :func:`~dynaorm.write.placing.settled_p`); an outcome left unknown
+removes nothing, and an object a fresh read shows no row holds is left for ``dynaorm
+check --repair``. Nothing else changes: no plaintext, no revision, no version. So:
 
 - it never overwrites another writer: a value changed since it was read fails the
   condition, and the row is judged again from a fresh read (a value written by a current
@@ -44,8 +51,9 @@ from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq
 from dynaorm.values.keys import key_value
-from dynaorm.values.records import Fail, Origin, Role, Update
-from dynaorm.write.render import render_op
+from dynaorm.values.records import Fail, Op, Origin, Role, Update
+from dynaorm.write.placing import settled_p
+from dynaorm.write.render import WritePlan, render_op
 
 __all__ = ["ReencryptReport", "reencrypt"]
 
@@ -59,8 +67,8 @@ class ReencryptReport:
     resealed: int = 0
     #: rows under the current key already (by an earlier run, or by another writer)
     current: int = 0
-    #: rows not re-sealed: their keys and why (a value that does not decrypt, a KMS
-    #: failure, a row changing all along)
+    #: rows not re-sealed: their keys and why (a value that does not decrypt, an object
+    #: in S3 missing, a KMS or S3 failure, a row changing all along)
     failed: list[str] = field(default_factory=list)
     #: rows of the entity scanned
     scanned: int = 0
@@ -80,7 +88,8 @@ def reencrypt(entity: type[Entity], *, segments: int = 1, rate: Rate | None = No
     each tenant's key wrapped under a key of the keyring's ``previous`` wrapped anew under
     its current one; ``scope`` (``{key_scope field: value}``): that tenant's rows only.
     A forgotten tenant's rows are counted apart (``forgotten``), not failed. A value kept
-    in S3 (``Offloaded``) is left as it is: the next save of its object seals it anew."""
+    in S3 (``Offloaded``) is reached too: fetched, sealed anew into a new object, the old
+    one removed once the row holds the new one."""
     spec = spec_of(entity)
     if spec.rules.get(Encryption) is None:
         raise DynaormError(f"reencrypt job: {entity.__name__} has no Encrypted fields")
@@ -133,18 +142,25 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     ``"gone"`` (deleted meanwhile), or why not."""
     assert item is not None
     driver, during = table.db.driver, Operation("reencrypt", (table.name,), (entity,))
-    key = {a: key_value(item[a]) for a in spec_of(entity).table_key_attrs}
+    spec = spec_of(entity)
+    key = {a: key_value(item[a]) for a in spec.table_key_attrs}
     for _ in range(ROUNDS):
         if item is None:
             return "gone"
         try:
-            driver.run(rule.prepare((item,), True), during)
-            new = rule.resealed(item)
-            if not new:
+            driver.run(rule.prepare((item,), True), during)  # (a forgotten tenant: here)
+            driver.run(spec.rules.prepare((item,)), during)  # (its values kept in S3
+            row = spec.rules.unplace(item)  # fetched: every sealed value, wherever kept)
+            if not (new := rule.resealed(row)):
                 return "current"
-            update = Update(key, new, (), all_of([raw_eq(a, item[a]) for a in new]),
-                            Origin(entity, key, Role.ROW, Fail.CONCURRENT))
-            driver.run(call(*render_op(update), (entity,), idempotent=False), during)
+            op: Op = Update(key, new, (), all_of([raw_eq(a, item[a]) for a in new]),
+                            Origin(entity, key, Role.ROW, Fail.CONCURRENT), known=item)
+            for place in spec.rules.placers:  # (a value kept in S3: a new object, the old
+                (op,) = place([op], lambda _: None)  # one removed once the row holds it)
+            assert isinstance(op, Update)
+            new = op.set
+            driver.run(settled_p(WritePlan((op,), outside=(spec,)), (), call(
+                *render_op(op), (entity,), idempotent=False)), during)
             return "resealed"
         except RequestError as exc:
             if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):

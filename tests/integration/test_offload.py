@@ -27,6 +27,7 @@ from dynaorm import (
     Entity,
     F,
     ItemTooLargeError,
+    KmsKeyring,
     Offloaded,
     OffloadError,
     StaticKeyring,
@@ -81,6 +82,19 @@ class Secret(Entity):
 
     sid: str
     text: Encrypted[Offloaded[Annotated[str, Compressed(min_size=10)]]] = ""
+
+
+class Journal(Versioned):
+    """Sealed then offloaded, with history: each version row's object holds its own
+    ciphertext."""
+
+    class Meta:
+        table = store
+        pk = "JOURNAL#{jid}"
+        sk = "JOURNAL"
+
+    jid: str
+    entry: Encrypted[Offloaded[str]] = ""
 
 
 class Moving(Entity):
@@ -447,6 +461,96 @@ def test_compressed_then_sealed_then_offloaded(s3: tuple[TestBackend, Bucket]) -
     (row,) = rows(tb)
     assert set(references(row)) == {"text"}
     assert tb.session().get(Secret, sid="1", consistent=True).text == text
+
+
+def test_a_rotation_reaches_the_offloaded_values_and_the_old_key_can_go(
+        s3: tuple[TestBackend, Bucket], backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jobs.reencrypt`` seals the values kept in S3 anew too (rows and version rows,
+    KMS through the client): each gets a new object under the new key, the old object
+    goes once its row holds the new one; with the first key dropped every value reads
+    and ``dynaorm check`` finds nothing (before, they were skipped with ``failed=[]``,
+    and dropping the key lost them)."""
+    from datetime import timedelta
+
+    from dynaorm.jobs import reencrypt, run_local
+    from dynaorm.jobs.checking import check_table
+    from dynaorm.schema.rules.encrypted import header_of
+    from tests.support.offload import kms_for
+
+    tb, b = s3
+    text = "".join(f"{i:05d} secret words " for i in range(400))  # (compresses, still big)
+    kms = kms_for(backend, request, monkeypatch)
+    first, second = (kms.create_key()["KeyMetadata"]["KeyId"] for _ in range(2))
+    mac = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")["KeyMetadata"][
+        "KeyId"]
+    was, store.keyring = store.keyring, KmsKeyring(first, mac_key_id=mac)
+    try:
+        s = tb.session()
+        s.save(Secret(sid="1", text=text))
+        s.save(Secret(sid="2", text="short"))  # (in its row)
+        journal = Journal(jid="1", entry=big(c="1"))
+        s.save(journal)
+        s.commit()
+        journal.entry = big(c="2")
+        s.save(journal)
+        s.commit()
+        assert len(b.keys()) == 4  # (a secret, the latest copy, two version rows)
+        store.keyring = KmsKeyring(second, previous=[first], mac_key_id=mac)
+        for entity, resealed in ((Secret, 2), (Journal, 3)):
+            report = run_local(reencrypt(entity), workers=1)
+            assert report.failed == [] and report.resealed == resealed
+        assert {header_of({"B": b.body(u)})[0] for u in b.uris()} == {second}
+        consistent(tb, b)  # (the old objects removed)
+        store.keyring = KmsKeyring(second, mac_key_id=mac)  # (the first key dropped)
+        r = tb.session()
+        assert r.get(Secret, sid="1", consistent=True).text == text
+        assert r.get(Secret, sid="2", consistent=True).text == "short"
+        assert [v.entry[:1] for v in r.history(Journal, jid="1")] == ["1", "2"]
+        assert check_table(store, orphan_age=timedelta(0)).problems == []
+    finally:
+        store.keyring = was
+
+
+@pytest.mark.sync_only  # (a writer of the sync client inside the job's request)
+def test_a_rotation_beside_a_writer_of_the_offloaded_value_leaves_nothing(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """A writer replaces the value after the re-encryption uploaded its new object and
+    before its write: the write fails its condition, the object it uploaded is removed,
+    and the row, read again, holds the writer's value under the current key (counted
+    current). Nothing is left in S3 that no row references."""
+    from dynaorm import Hook
+    from dynaorm.jobs import reencrypt, run_local
+
+    tb, b = s3
+    old, new = ("".join(f"{i:05d} {w} " for i in range(900)) for w in ("old", "new"))
+    s = tb.session()
+    s.save(Secret(sid="1", text=old))
+    s.commit()
+    written: list[str] = []
+
+    class Writer(Hook):  # (another writer, in the job's window)
+        def on_start(self, phase: Any) -> object:
+            if phase.operation == "UpdateItem" and not written:
+                written.append("text")
+                r = tb.session()
+                got = r.get(Secret, sid="1", consistent=True)
+                got.text = new
+                r.save(got)
+                r.commit()
+            return None
+
+    was, store.keyring = store.keyring, StaticKeyring(b"n" * 32, previous=[KEY],
+                                                      mac_key=b"m" * 32)
+    try:
+        store.db.add_hook(Writer())
+        report = run_local(reencrypt(Secret), workers=1)
+        assert written and (report.failed, report.resealed, report.current) == ([], 0, 1)
+        store.keyring = StaticKeyring(b"n" * 32, mac_key=b"m" * 32)  # (the old key dropped)
+        assert tb.session().get(Secret, sid="1", consistent=True).text == new
+        consistent(tb, b)
+    finally:
+        store.keyring = was
 
 
 def test_a_failed_upload_sends_nothing_and_leaves_nothing(

@@ -13,6 +13,7 @@ tests/system/test_tenant_model.py.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,7 +39,7 @@ from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.jobs import reencrypt, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
-from tests.support.offload import Bucket, bucket
+from tests.support.offload import Bucket, bucket, kms_for
 from tests.support.recording import Requests, send
 
 KEY, OLD = b"t" * 32, b"o" * 32
@@ -299,6 +300,50 @@ def test_reencrypt_moves_a_tenants_values_under_its_key_and_rewraps_it(
     ks.forget(scope={"tenant_id": "acme"})
     report = run_local(reencrypt(Account), workers=1)
     assert report.failed == [] and report.forgotten == 1
+
+
+def test_reencrypt_to_a_tenants_key_reaches_its_values_kept_in_s3(
+        kt: tuple[TestBackend, Bucket], backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An offloaded value sealed before the table declared key_scope (under the keyring
+    itself: KMS) moves under its tenant's key with the rest (``scope=``): once the tenant
+    is forgotten it reads as ``ForgottenError``, and no object left in S3 holds the
+    plaintext or opens without the tenant's key (before, the job skipped it with
+    ``failed=[]``, and it still read in plaintext after the forget)."""
+    from dynaorm.schema.rules.encrypted import header_of, seal_value
+    from dynaorm.schema.rules.offloaded import MARK
+
+    tb, b = kt
+    kms = kms_for(backend, request, monkeypatch)
+    ks.keyring = KmsKeyring(kms.create_key()["KeyMetadata"]["KeyId"])
+    s = tb.session()
+    s.save(Account(tenant_id="acme", account_id="1", name="acme main", notes="acme" * 200))
+    s.commit()
+    (uri,) = b.uris()
+    raw = next(r for r in tb.scan_raw() if r["pk"]["S"] == "T#acme#ACCOUNT#1")
+    bound = {"pk": raw["pk"], "sk": raw["sk"]}
+    ks.db.driver.run(ks.keyring.prepare(writing=True))  # (the keyring's own data key)
+    legacy = bytes(seal_value(ks.keyring, {"S": "LEGACY " * 100}, ks.name, bound,
+                              "notes")["B"])  # (as written before key_scope)
+    b.put(uri.removeprefix(f"s3://{b.name}/"), legacy)
+    ref = raw["notes"]["M"][MARK]["M"]
+    ref.update(sha256={"S": hashlib.sha256(legacy).hexdigest()}, size={"N": str(len(legacy))})
+    send(ks, "UpdateItem", {"TableName": ks.name, "Key": bound,
+                            "UpdateExpression": "SET notes = :v",
+                            "ExpressionAttributeValues": {":v": raw["notes"]}})
+    assert tb.session().get(Account, tenant_id="acme", account_id="1",
+                            consistent=True).notes == "LEGACY " * 100
+    report = run_local(reencrypt(Account, scope={"tenant_id": "acme"}), workers=1)
+    assert report.failed == [] and report.resealed == 1
+    ks.forget(scope={"tenant_id": "acme"})
+    r = tb.session()
+    with pytest.raises(ForgottenError):
+        r.query(Account, tenant_id="acme", account_id="1").values("notes")
+    with pytest.raises(ForgottenError):
+        r.get(Account, tenant_id="acme", account_id="1", consistent=True)
+    bodies = [b.body(u) for u in b.uris()]
+    assert len(bodies) == 1 and not any(b"LEGACY" in x or b"acme" * 20 in x for x in bodies)
+    assert all(header_of({"B": x})[0].startswith("tenant/") for x in bodies)
 
 
 def test_encrypted_fields_need_the_key_scope_field() -> None:

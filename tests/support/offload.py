@@ -3,7 +3,8 @@ in-process beside the in-process moto, else a moto server's beside the engine (D
 Local), configured as an application configures it (``AWS_ENDPOINT_URL_S3``), as
 tests/integration/test_encryption.py does for KMS. :func:`bucket` makes a bucket of its
 own and points a table's ``offload=`` at it; :class:`Bucket` lists, reads and removes its
-objects directly (not through dynaorm)."""
+objects directly (not through dynaorm); :func:`kms_for` is KMS beside it, to make keys for
+an offloading table's ``KmsKeyring``."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dynaorm import Table
 from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.schema.rules.offloaded import references
 
-__all__ = ["Bucket", "bucket", "s3_for"]
+__all__ = ["Bucket", "bucket", "kms_for", "s3_for"]
 
 
 @dataclass
@@ -91,3 +92,16 @@ def bucket(backend: str | None, request: pytest.FixtureRequest,
     finally:
         for table, uri in zip(tables, was, strict=True):
             table.offload = uri
+
+
+def kms_for(backend: str | None, request: pytest.FixtureRequest,
+            monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A boto3 KMS client of the KMS beside the test's engine (moto's in-process one,
+    else a moto server's, which the table's client is pointed at as an application
+    points it: ``AWS_ENDPOINT_URL_KMS``), to make keys with."""
+    endpoint = None if backend is None else request.getfixturevalue("dynaorm_moto_server")
+    if endpoint is not None:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", endpoint)
+    region = resolve_region(None, default_session(), backend)
+    return boto3.client("kms", endpoint_url=endpoint, region_name=region,
+                        aws_access_key_id="x", aws_secret_access_key="x")

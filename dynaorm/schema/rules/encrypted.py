@@ -315,16 +315,16 @@ class Encryption(Rule):
                 for a, v in item.items()}
 
     def resealed(self, item: Item) -> Item:
-        """The ciphertexts of ``item``, a stored row, that are not of this format under
-        the keyring's current key (with ``key_scope``: its tenant's), each sealed anew
-        for the row (``jobs.reencrypt``: rotation to the end)."""
+        """The ciphertexts of ``item``, a stored row (its values kept in S3 put back),
+        that are not of this format under the keyring's current key (with ``key_scope``:
+        its tenant's), each sealed anew for the row (``jobs.reencrypt``: rotation to the
+        end); a value that is no ciphertext raises :class:`~dynaorm.DecryptionError`."""
         if self.fields.keys().isdisjoint(item):
             return {}
         keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
         return {a: seal_value(keyring, self._open(opener, av, bound, a), self.table.name,
                               bound, a)
-                for a, av in item.items() if a in self.fields and "B" in av  # (not one
-                and not _current(keyring, av)}  # kept in S3: a save of its object seals it)
+                for a, av in item.items() if a in self.fields and not _current(keyring, av)}
 
     def refuse(self, use: str, name: str) -> None:
         if name not in self.names or use in ("set", "set_default", "remove", "projection"):
