@@ -267,7 +267,10 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     if validate is None:
         return None
     fields = {name: spec.field_names for name, (_, spec) in types.items()}
-    lists = {cls: spec for cls, spec in types.values() if spec.member_lists}
+    lists = {}  # (a loop: no call of its own on a read's path)
+    for cls, spec in types.values():
+        if spec.member_lists:
+            lists[cls] = spec
     refused = False
     admits, only, holds = None, None, None  # (unscoped: no call made for them)
     if admit is not None or hold is not None:
@@ -303,8 +306,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
             # (InstanceState.on_page) when first asked for (raw_state)
             slots: Iterable[tuple[Any, ...]] = zip(repeat(page), places)
             if lists:  # (and the members of its lists of nested models: see InstanceState)
-                slots = [(page, at, None if (spec := lists.get(type(o))) is None
-                          else spec.members_of(o.__dict__)) for o, at in zip(objs, places, strict=False)]
+                slots = [(page, at, None if (spec := lists.get(type(o))) is None else
+                          spec.members_of(o.__dict__))
+                         for o, at in zip(objs, places, strict=False)]
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"), slots), maxlen=0)
             if "Items" in answer:
                 answer["Items"] = LoadedItems(objs)

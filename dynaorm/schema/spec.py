@@ -198,7 +198,7 @@ class EntitySpec:
         object's state knows those members by identity (:meth:`members_of`), so each
         keeps what it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
         return tuple((n, self.attr(n)) for n, info in self.cls.model_fields.items()
-                     if n not in self.unstored and _nested(info.annotation)[1])
+                     if _nested(info.annotation)[1])
 
     def members_of(self, values: Mapping[str, Any]) -> dict[str, tuple[Any, ...]] | None:
         """The members of ``values``' lists of nested models, by attribute (``None``:
@@ -211,8 +211,8 @@ class EntitySpec:
         """The names of the attributes' nested models' members where one is read by an
         alias, or holds one that is (:data:`~dynaorm.values.merge.Names`)."""
         memo: dict[type[Any], dict[str, Any]] = {}
-        return {self.attr(n): (self.attr(n), inner) for n, info in self.cls.model_fields.items()
-                if (inner := _names(_nested(info.annotation)[0], memo))}
+        return {self.attr(n): (n, inner) for n, info in self.cls.model_fields.items()
+                if (inner := _names(info.annotation, memo))}
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
@@ -584,20 +584,17 @@ def _nested(annotation: Any) -> tuple[type[Any] | None, bool]:
     return model, listed and model is not None
 
 
-def _names(model: type[Any] | None, memo: dict[type[Any], dict[str, Any]]) -> Names:
-    """A nested model's :data:`~dynaorm.values.merge.Names` (``memo``: those built, a
-    model inside itself included)."""
-    if model is None:
-        return {}
-    found = memo.get(model)
-    if found is None:
-        found = memo[model] = {}
-        for name, info in model.model_fields.items():
-            alias = info.validation_alias if isinstance(info.validation_alias, str) else (
-                info.alias or name)
-            inner = _names(_nested(info.annotation)[0], memo)
-            if alias != name or inner:
-                found[name] = (alias, inner)
+def _names(annotation: Any, memo: dict[type[Any], dict[str, Any]]) -> Names:
+    """The :data:`~dynaorm.values.merge.Names` of the nested model of a field's values
+    (``memo``: those built, a model inside itself included)."""
+    model = _nested(annotation)[0]
+    if model is None or model in memo:
+        return {} if model is None else memo[model]
+    found = memo[model] = {}
+    for name, info in model.model_fields.items():
+        alias = v if isinstance(v := info.validation_alias, str) else name
+        if (inner := _names(info.annotation, memo)) or alias != name:
+            found[name] = (alias, inner)
     return found
 
 
