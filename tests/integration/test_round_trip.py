@@ -660,6 +660,7 @@ class Addressed(Entity):
 
     aid: str
     address: Aliased | None = None
+    past: list[Aliased] = []
 
 
 def _raw_key(pk: str, sk: str) -> dict[str, Any]:
@@ -734,18 +735,23 @@ def test_a_change_to_an_aliased_member_reads_back(db: TestBackend) -> None:
     naming) is written there when it changes, not beside it under its field name (where
     the read, by the alias first, would not see it)."""
     put_raw({**_raw_key("A#1", "A"), "_type": {"S": "Addressed"}, "aid": {"S": "1"},
-             "address": {"M": {"zipCode": {"S": "75001"}, "city": {"S": "Paris"}}}})
+             "address": {"M": {"zipCode": {"S": "75001"}, "city": {"S": "Paris"}}},
+             "past": {"L": [{"M": {"zipCode": {"S": "1"}, "city": {"S": "a"}}},
+                            {"M": {"zipCode": {"S": "2"}, "city": {"S": "b"}}}]}})
     s = db.session()
     a = s.get(Addressed, aid="1")
     assert a is not None and a.address is not None and a.address.zip_code == "75001"
     a.address.zip_code = "75002"
+    del a.past[0]  # (and in a list's member, moved)
+    a.past[0].zip_code = "3"
     s.save(a)
     s.commit()
     again = db.session().get(Addressed, aid="1")
     assert again is not None and again.address is not None
-    assert again.address.zip_code == "75002"
+    assert again.address.zip_code == "75002" and again.past == a.past
     stored = crm.client.get_item(TableName=crm.name, Key=_raw_key("A#1", "A"))["Item"]
     assert stored["address"] == {"M": {"zipCode": {"S": "75002"}, "city": {"S": "Paris"}}}
+    assert stored["past"] == {"L": [{"M": {"zipCode": {"S": "3"}, "city": {"S": "b"}}}]}
 
 
 def _member_set(cid: str, member: str, av: dict[str, Any]) -> None:
