@@ -219,8 +219,9 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = spec.stored_key(item)
+    members = spec.members_of(obj.__dict__) if spec.member_lists else None
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
-                                         spec.type_name, key, version))
+                                         spec.type_name, key, version, members))
     return obj
 
 
@@ -266,6 +267,10 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     if validate is None:
         return None
     fields = {name: spec.field_names for name, (_, spec) in types.items()}
+    lists = {}  # (a loop: no call of its own on a read's path)
+    for cls, spec in types.values():
+        if spec.member_lists:
+            lists[cls] = spec
     refused = False
     admits, only, holds = None, None, None  # (unscoped: no call made for them)
     if admit is not None or hold is not None:
@@ -299,8 +304,12 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
                 return None  # (a stale key: fields of another scope; the plain way)
             # each object marked persisted, in C: (its page, its place), made its state
             # (InstanceState.on_page) when first asked for (raw_state)
-            deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
-                      zip(repeat(page), places)), maxlen=0)
+            slots: Iterable[tuple[Any, ...]] = zip(repeat(page), places)
+            if lists:  # (and the members of its lists of nested models: see InstanceState)
+                slots = [(page, at, None if (spec := lists.get(type(o))) is None else
+                          spec.members_of(o.__dict__))
+                         for o, at in zip(objs, places, strict=False)]
+            deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"), slots), maxlen=0)
             if "Items" in answer:
                 answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")

@@ -53,6 +53,7 @@ from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.formats import members_kind
 from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.merge import Names
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -191,6 +192,28 @@ class EntitySpec:
     def attr(self, name: str) -> str:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
+
+    @functools.cached_property
+    def member_lists(self) -> tuple[tuple[str, str], ...]:
+        """The stored fields holding lists of nested models, (name, attribute): a loaded
+        object's state knows those members by identity (:meth:`members_of`), so each
+        keeps what it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
+        return tuple((n, self.attr(n)) for n, info in self.cls.model_fields.items()
+                     if _nested(info.annotation)[1])
+
+    def members_of(self, values: Mapping[str, Any]) -> dict[str, tuple[Any, ...]] | None:
+        """The members of ``values``' lists of nested models, by attribute (``None``:
+        none), as an object's state keeps them."""
+        return {a: tuple(v) for n, a in self.member_lists
+                if type(v := values.get(n)) is list} or None
+
+    @functools.cached_property
+    def member_names(self) -> Names:
+        """The names of the attributes' nested models' members where one is read by an
+        alias, or holds one that is (:data:`~dynaorm.values.merge.Names`)."""
+        memo: dict[type[Any], dict[str, Any]] = {}
+        return {self.attr(n): (n, inner) for n, info in self.cls.model_fields.items()
+                if (inner := _names(info.annotation, memo))}
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
@@ -542,6 +565,37 @@ def _field_kinds(cls: type[Any]) -> dict[str, Kind]:
     for name, info in cls.model_fields.items():  # (a kind inside: a list's members' kind)
         if name not in found and (members := members_kind(info.annotation)) is not None:
             found[name] = members
+    return found
+
+
+def _nested(annotation: Any) -> tuple[type[Any] | None, bool]:
+    """The nested model a field's values are (or are lists of), through ``Optional`` and
+    ``Annotated``, and whether they are lists of it."""
+    listed = False
+    while args := [a for a in typing.get_args(annotation) if a is not type(None)]:
+        origin = typing.get_origin(annotation)
+        if origin is list and not listed:
+            listed = True
+        elif origin is not Annotated and (len(args) > 1 or origin not in (
+                typing.Union, types.UnionType)):
+            break
+        annotation = args[0]
+    model = annotation if isinstance(annotation, type) and hasattr(
+        annotation, "model_fields") else None
+    return model, listed and model is not None
+
+
+def _names(annotation: Any, memo: dict[type[Any], dict[str, Any]]) -> Names:
+    """The :data:`~dynaorm.values.merge.Names` of the nested model of a field's values
+    (``memo``: those built, a model inside itself included)."""
+    model = _nested(annotation)[0]
+    if model is None or model in memo:
+        return {} if model is None else memo[model]
+    found = memo[model] = {}
+    for name, info in model.model_fields.items():
+        alias = v if isinstance(v := info.validation_alias, str) else name
+        if (inner := _names(info.annotation, memo)) or alias != name:
+            found[name] = (alias, inner)
     return found
 
 

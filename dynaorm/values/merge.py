@@ -11,22 +11,33 @@ member by member: the members that changed are written by their paths
 every other member is left as stored. Anything else that changed is written whole, as
 ``new`` renders it, but a list of maps keeps each member's stored form where it did not
 change and the members its nested model does not declare where it did (contract 24,
-"round trip without loss").
+"round trip without loss"): each member of ``new`` is merged with the stored member it was
+read from (``origins``: the loaded object's own members, by identity), never a neighbour's.
+A member stored under the alias its nested model reads it by is written there (``names``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dynaorm._types import AttributeValue, Item
 
-__all__ = ["MAX_MEMBER_PATHS", "Merged", "Path", "merge_items"]
+__all__ = ["MAX_MEMBER_PATHS", "Merged", "Names", "Origins", "Path", "merge_items"]
 
 #: a member's document path: the attribute's name, then each map key (never split on dots)
 Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
+#: the names of a stored map's members (a nested model's fields): a field's name -> the
+#: alias it is read by (itself if none) and the names inside it (a list's: its members')
+Names = Mapping[str, tuple[str, "Names"]]
+#: per list attribute: for each member of ``new``, where in the stored list it was read
+#: (``None``: a new member)
+Origins = Mapping[str, list[int | None]]
+_NONE: Names = {}
+_NONE_AT: Origins = {}
 
 
 @dataclass(slots=True)
@@ -47,28 +58,35 @@ class Merged:
 
 
 def merge_items(stored: Item, old: Item, new: Item,
-                drop: frozenset[str] | set[str] = frozenset()) -> Merged:
+                drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE_AT,
+                names: Names = _NONE) -> Merged:
     """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
-    writes the item without them)."""
+    writes the item without them). ``origins`` says where each member of a list attribute
+    was read (else: an unchanged member wherever it moved, a changed one at its place);
+    ``names``: the attributes' member names (by attribute)."""
     item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
     to_set: Item = {}
     members: list[tuple[Path, AttributeValue | None]] = []
     for name, av in new.items():
         before = old.get(name)
-        if before == av:
-            continue
+        origin = origins.get(name)
+        if before == av and (origin is None or origin == list(range(len(origin)))):
+            continue  # (members alike but moved: written in their new order)
         was = stored.get(name)
+        inner = names.get(name, (name, _NONE))[1]
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
-            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths)}
+            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
+                                          inner)}
             if len(paths) > MAX_MEMBER_PATHS or any("" in path for path, _ in paths):
                 to_set[name] = item[name]  # (many members, or one no path names: "")
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av) if "L" in av else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, origin) if (
+            "L" in av) else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 
@@ -92,23 +110,26 @@ def _maps(*avs: AttributeValue) -> bool:
 
 
 def _merge_map(stored: Item, old: Item, new: Item, path: Path,
-               paths: list[tuple[Path, AttributeValue | None]]) -> Item:
+               paths: list[tuple[Path, AttributeValue | None]], names: Names) -> Item:
     """The members of a stored map merged (see :func:`merge_items`), each write of a
-    member appended to ``paths``."""
+    member appended to ``paths``; a member the stored map holds under its alias is
+    written there."""
     out: Item = {}
     for name, av in new.items():
+        alias, inner = names.get(name, (name, _NONE))
+        key = alias if alias in stored else name
         before = old.get(name)
-        was = stored.get(name)
+        was = stored.get(key)
         if before == av:
             if was is not None:
-                out[name] = was
+                out[key] = was
             continue  # (a member the stored map lacks stays absent: NULL in both)
-        at = (*path, name)
+        at = (*path, key)
         if was is not None and before is not None and _maps(was, before, av):
-            out[name] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths)}
+            out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner)}
             continue
-        out[name] = _merged(was, before, av) if "L" in av else av
-        paths.append((at, out[name]))
+        out[key] = _merged(was, before, av, inner) if "L" in av else av
+        paths.append((at, out[key]))
     for name, av in stored.items():
         if name in out:
             continue
@@ -119,31 +140,40 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
-def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue
-            ) -> AttributeValue:
+def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
+            names: Names = _NONE, origin: list[int | None] | None = None) -> AttributeValue:
     """``new``, written whole, with what ``stored`` holds that the change did not touch
-    kept: a list of maps in all three (no path names a list's member) has each of its
-    members as stored where it did not change (found where it was, else wherever it
-    moved: a sorted list keeps each member's form), and a changed map member merged with
-    the stored one at its place; anything else is ``new``."""
+    kept: a list of maps in all three (no path names a list's member) has each member
+    that ``origin`` says was read from a stored one (else: :func:`_by_value`) as that one
+    was stored where it did not change, and merged with it where it did; a new member,
+    and anything else, is ``new``."""
     if stored is None or old is None or not _lists(stored, old, new):
         return new
     was, before, now = stored["L"], old["L"], new["L"]
-    out: list[AttributeValue | None] = [None] * len(now)
+    if origin is None or len(origin) != len(now):
+        origin = _by_value(before, now)
+    return {"L": [av if at is None else was[at] if before[at] == av else {"M": _merge_map(
+        was[at]["M"], before[at]["M"], av["M"], (), [], names)} if _maps(
+        was[at], before[at], av) else av for av, at in zip(now, origin, strict=True)]}
+
+
+def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[int | None]:
+    """Where each member of ``now`` was in ``before`` when nothing says (a state that
+    does not know its members): an unchanged one, its own place first, else wherever it
+    moved; a changed one, its own place if no unchanged one took it."""
     free = [True] * len(before)
-    for n, av in enumerate(now):  # unchanged members: as stored
-        at = _unchanged_at(before, free, n, av)
+    origin: list[int | None] = []
+    for n, av in enumerate(now):
+        at = n if n < len(before) and free[n] and before[n] == av else next(
+            (i for i, b in enumerate(before) if free[i] and b == av), None)
         if at is not None:
             free[at] = False
-            out[n] = was[at]
-    for n, av in enumerate(now):  # changed ones: merged with the member at their place
-        if out[n] is None:
-            if n < len(before) and free[n] and _maps(was[n], before[n], av):
-                free[n] = False
-                out[n] = {"M": _merge_map(was[n]["M"], before[n]["M"], av["M"], (), [])}
-            else:
-                out[n] = av
-    return {"L": [av for av in out if av is not None]}
+        origin.append(at)
+    for n, at in enumerate(origin):
+        if at is None and n < len(before) and free[n]:
+            free[n] = False
+            origin[n] = n
+    return origin
 
 
 def _lists(stored: AttributeValue, old: AttributeValue, new: AttributeValue) -> bool:
@@ -152,11 +182,3 @@ def _lists(stored: AttributeValue, old: AttributeValue, new: AttributeValue) -> 
     return not (type(new) is not dict or type(new.get("L")) is not list
                 or type(old.get("L")) is not list or type(stored.get("L")) is not list
                 or len(stored["L"]) != len(old["L"]))
-
-
-def _unchanged_at(before: list[AttributeValue], free: list[bool], n: int,
-                  av: AttributeValue) -> int | None:
-    """Where in ``before`` the member ``av`` (at ``n`` now) was, unchanged and not yet
-    claimed: its own place first, else wherever it moved; ``None`` if it changed."""
-    return n if n < len(before) and free[n] and before[n] == av else next(
-        (i for i, b in enumerate(before) if free[i] and b == av), None)

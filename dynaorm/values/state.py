@@ -197,7 +197,7 @@ class InstanceState:
     :meth:`loaded` builds the compact form of an item read from the table.
     """
 
-    __slots__ = ("_data", "_key", "_rendered", "_shape", "version")
+    __slots__ = ("_data", "_key", "_rendered", "_shape", "members", "version")
 
     _key: PlainKey | None
     _data: Item | tuple[Any, ...] | int
@@ -205,10 +205,14 @@ class InstanceState:
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
+    #: the object's members of each list of nested models the item holds, in the stored
+    #: list's order (by attribute; ``None``: not known): a member moved, or another
+    #: deleted, is still known as the one read from its stored map
+    members: Mapping[str, tuple[Any, ...]] | None
 
     def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
-                 version: int | None = None, shape: _Shape | LoadedPage | None = None
-                 ) -> None:
+                 version: int | None = None, shape: _Shape | LoadedPage | None = None,
+                 members: Mapping[str, tuple[Any, ...]] | None = None) -> None:
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
         # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
         # shape: ``item`` is the item's place in it, see :meth:`on_page`)
@@ -217,17 +221,20 @@ class InstanceState:
         self._shape = shape
         self._rendered = None
         self.version = version
+        self.members = members
 
     @classmethod
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
-               version: int | None = None) -> InstanceState:
+               version: int | None = None,
+               members: Mapping[str, tuple[Any, ...]] | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
         value objects are shared); ``key_attrs`` are the table's key attributes (the
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
-        discriminator, whose stored string is replaced by the entity's own one.
+        discriminator, whose stored string is replaced by the entity's own one;
+        ``members``: see :attr:`members`.
         """
         avs = item.values()
         try:
@@ -255,14 +262,15 @@ class InstanceState:
         at = shape.pk_at
         if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
             values[at] = sys.intern(values[at])
-        return InstanceState(key, tuple(values), version, shape)
+        return InstanceState(key, tuple(values), version, shape, members)
 
     @classmethod
-    def on_page(cls, page: LoadedPage, at: int) -> InstanceState:
+    def on_page(cls, page: LoadedPage, at: int,
+                members: Mapping[str, tuple[Any, ...]] | None = None) -> InstanceState:
         """The state of an object validated from item ``at`` of ``page``'s bytes (its
         table not versioned, its keys strings): what :meth:`loaded` gives for that item
         (``page.state_of(at)``), made when first needed."""
-        return InstanceState(None, at, None, page)
+        return InstanceState(None, at, None, page, members)
 
     def _compact(self) -> tuple[_Shape | None, Item | tuple[Any, ...]]:
         """The shape and data of the state, in compact form once a page's state is
@@ -322,12 +330,13 @@ class InstanceState:
             setattr(new, name, getattr(self, name))
         new._key, new._data, new._shape = self.key, {**self.item, **attrs}, None
         new._rendered = None
-        new.version = self.version
+        new.version, new.members = self.version, self.members
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled as its plain form: a page's bytes and a shape stay behind)
-        return InstanceState, (self.key, self.item, self.version)
+        # (pickled as its plain form: a page's bytes and a shape stay behind; its members
+        # with the object's, one pickle keeping them one)
+        return InstanceState, (self.key, self.item, self.version, None, self.members)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InstanceState):

@@ -36,7 +36,7 @@ from dynaorm.values.expressions import (
     stored_as,
 )
 from dynaorm.values.limits import short_repr
-from dynaorm.values.merge import Merged, merge_items
+from dynaorm.values.merge import Merged, Origins, merge_items
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.values.times import stamped
@@ -160,7 +160,7 @@ def _with_unknown(spec: Any, state: InstanceState, reads: Reads
     new = {k: v for k, v in undeclared(spec, stored).items() if k not in loaded}
     if not new:
         return state
-    return InstanceState(state.key, {**loaded, **new}, state.version)
+    return InstanceState(state.key, {**loaded, **new}, state.version, None, state.members)
 
 
 def _with(item: Item, extra: Item) -> Item:
@@ -195,14 +195,17 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     drop = _LEFT.get(spec.cls)
     if drop is None:
         drop = _left_behind(spec)
-    merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
+    origins = _origins(spec, state, values) if state.members else {}
+    merged = merge_items(state.item, old_item, _with(encoded, extra), drop, origins,
+                         spec.member_names)
     writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
         encoded = encode_entity(written, spec, key=key)
-        merged = merge_items(state.item, old_item, _with(encoded, extra), drop)
+        merged = merge_items(state.item, old_item, _with(encoded, extra), drop, origins,
+                             spec.member_names)
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -214,6 +217,25 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     b.around(b.rows(old_values, values, old_key, key, merged.item), row)
     return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded),
                           stamps=pairs)
+
+
+def _origins(spec: EntitySpec, state: InstanceState, values: Mapping[str, Any]) -> Origins:
+    """Where each member of the object's lists of nested models was read in the stored
+    list (by identity: the state's :attr:`~InstanceState.members`; ``None``: a new one).
+    A list none of whose members the state knows (a state handed to another object, or
+    one that does not know them) is left to the merge (by value)."""
+    known, out = state.members or {}, {}
+    for name, attr in spec.member_lists:
+        loaded, now = known.get(attr), values.get(name)
+        if loaded is None or type(now) is not list:
+            continue
+        places: dict[int, list[int]] = {}
+        for at, member in enumerate(loaded):
+            places.setdefault(id(member), []).append(at)
+        origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
+        if origin.count(None) < len(origin):
+            out[attr] = origin
+    return out
 
 
 def _left_behind(spec: EntitySpec) -> frozenset[str]:
@@ -341,7 +363,9 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     values = written.__dict__
     encoded = encode_entity(written, spec, following)
     item = merge_items(state.item, old_item, _with(encoded, extra),  # (untouched: as
-                       _left_behind(spec)).item  # stored)
+                       _left_behind(spec), _origins(spec, state, values) if (  # stored)
+                           state.members) else {},
+                       spec.member_names).item
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     conds = [*spec.rules.pinned(n), *stored_as(state.item, revision),
