@@ -28,10 +28,11 @@ from dynaorm import (
     Session,
     StaticKeyring,
     Table,
+    Versioned,
     ksuid,
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.models import Audit, Note, User, app
 from tests.support.offload import Bucket, bucket, referenced
@@ -621,8 +622,23 @@ class Both(Entity):
     sealed_body: Encrypted[Offloaded[str]] = ""
 
 
+class Logged(Versioned):
+    """Both, versioned: its history."""
+
+    class Meta:
+        table = kept
+        pk = "LOGGED#{sid}"
+        sk = "LOGGED"
+
+    sid: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+    body: Offloaded[str] = ""
+
+
 #: each class's sealed and offloaded fields (an offloaded one's value above the threshold)
-KEPT = {Sealed: ("secret",), Parked: ("body",), Both: ("secret", "body", "sealed_body")}
+KEPT = {Sealed: ("secret",), Parked: ("body",), Both: ("secret", "body", "sealed_body"),
+        Logged: ("secret", "body")}
 
 
 def _first(cls: type[Entity]) -> Entity:
@@ -668,7 +684,7 @@ def test_a_replayed_object_with_sealed_or_offloaded_values_saves_again(
     got = tb.session().get(cls, sid="1")
     assert got == obj and got is not None and got.title == "t"
     rows = [r for r in tb.scan_raw() if r.get("_type", {}).get("S") != RECEIPT_TYPE]
-    assert len(rows) == 1
+    assert len(rows) == (3 if cls is Logged else 1)  # (its version rows: 1, 2)
     assert b.uris() == referenced(rows)  # (no orphan left by the replay, no dangling one)
     obj.title = "again"  # (and the state the update left saves again)
     s.save(obj)
@@ -717,3 +733,28 @@ def test_a_replayed_object_saved_over_a_change_since_is_refused(
     assert tb.session().get(cls, sid="1") == other
     rows = [r for r in tb.scan_raw() if r.get("_type", {}).get("S") != RECEIPT_TYPE]
     assert b.uris() == referenced(rows)
+
+
+def test_a_replay_whose_read_of_the_stored_row_fails_is_still_a_replay(
+        kb: tuple[TestBackend, Bucket]) -> None:
+    """The replayed object's stored state is read after the receipt answered: a failure
+    of that read (S3 refusing the offloaded object) leaves the replay's answer as it is
+    (not an error of a commit that was applied), the object keeps the state its plan made
+    (a save of its offloaded value is refused, never written over what it did not see)."""
+    tb, b = kb
+    key = f"kept-unread-{RUN}"
+    s = tb.session()
+    s.save(_first(Parked))
+    s.commit(idempotency_key=key)
+    stored = tb.session().get(Parked, sid="1")
+    obj = _first(Parked)
+    s.save(obj)
+    with inject_faults(kept) as faults:
+        faults.throttle("s3:GetObject", times=None)
+        assert s.commit(idempotency_key=key).replayed
+    obj.body = "changed " + "y" * 3000
+    s.save(obj)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert tb.session().get(Parked, sid="1") == stored
+    assert b.uris() == referenced(tb.scan_raw())
