@@ -59,7 +59,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.revision import revision_of, stamp_of
-from dynaorm.values.state import DELETED
+from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
@@ -180,10 +180,11 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
             try:
                 prepared = yield from prepare_p(staged, again)
             except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
-                replayed = yield from _replayed(receipt)  # have deleted the item)
-                if replayed is None:
+                replay = None if receipt is None else (  # have deleted the item: its replay)
+                    yield from receipt.replayed(READS.item))
+                if replay is None:
                     raise
-                return replayed
+                return cast(CommitResult, replay.result)
             plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
                 compile_commit(prepared, receipt))
             if not plan.ops:
@@ -199,6 +200,7 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
                     plan, outcomes = yield from keyed_plan_p(prepared, receipt)
                     _stamp(plan, outcomes, receipt.token[:16])
                 settle(outcomes)
+                yield from _as_stored(outcomes, receipt.token[:16])
                 for entry in staged:
                     yield from entry._finish({}, False, READS)
                 first: CommitResult = response.result
@@ -217,13 +219,20 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
     return result if plan.ops else CommitResult()
 
 
-def _replayed(receipt: Any) -> Proto[CommitResult | None]:
-    """A keyed commit's replay, told by its receipts (``None``: not keyed, or no
-    receipt)."""
-    if receipt is None:
-        return None
-    replay = yield from receipt.replayed(READS.item)
-    return None if replay is None else cast(CommitResult, replay.result)
+def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
+    """After a replay, each object whose rules seal or place its values takes its row as
+    read, where it holds the replayed commit's revision ``rev`` (what that commit stored,
+    not what the replay's plan sealed and placed anew); else (changed since, the read
+    failed) the state planned, on which a conditioned write fails."""
+    for outcome in outcomes:
+        state, spec = outcome.state, spec_of(type(outcome.obj))
+        if state is not None and (spec.rules.transforms or spec.rules.held):
+            try:
+                stored = yield from READS.item(spec.table, state.key)
+            except DynaormError:  # (the replay's answer stands)
+                continue
+            if revision_of(spec.table, stored) == rev:
+                outcome.obj._dynaorm_state = InstanceState(state.key, stored, state.version)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,18 +18,24 @@ from pydantic import Field
 from dynaorm import (
     GSI,
     LSI,
+    ConcurrentModificationError,
     DynaormError,
+    Encrypted,
     Entity,
     IdempotencyMismatchError,
     ItemExistsError,
+    Offloaded,
     Session,
+    StaticKeyring,
     Table,
+    Versioned,
     ksuid,
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
-from dynaorm.testing import TestBackend
-from tests.conftest import engine_of
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.conftest import engine_of, wire_of
 from tests.support.models import Audit, Note, User, app
+from tests.support.offload import Bucket, bucket, referenced
 
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
 #: recreate: a key reused by another test's variant would find its token taken)
@@ -569,3 +576,185 @@ def test_a_second_commit_under_the_sessions_key_says_why_it_is_refused(
     fresh.save(Note(note_id="n4", body="fourth"))
     assert not fresh.commit(idempotency_key=f"sess-4-{RUN}").replayed
     assert {n["note_id"] for n in db.scan() if n.get("_type") == "Note"} == {"n1", "n3", "n4"}
+
+
+# -- a replayed object's sealed and offloaded values (issue 88) ----------------------------
+#: a table sealing values (a static keyring) and keeping large ones in S3 (moto's, beside
+#: the engine: tests/support/offload.py)
+kept = Table("idem_kept", offload="s3://placeholder/v/", offload_threshold=1000,
+             keyring=StaticKeyring(b"k" * 32, mac_key=b"m" * 32))
+
+
+class Sealed(Entity):
+    class Meta:
+        table = kept
+        pk = "SEALED#{sid}"
+        sk = "SEALED"
+
+    sid: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+
+
+class Parked(Entity):
+    class Meta:
+        table = kept
+        pk = "PARKED#{sid}"
+        sk = "PARKED"
+
+    sid: str
+    title: str = ""
+    body: Offloaded[str] = ""
+
+
+class Both(Entity):
+    """Sealed, offloaded, and sealed then offloaded."""
+
+    class Meta:
+        table = kept
+        pk = "BOTH#{sid}"
+        sk = "BOTH"
+
+    sid: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+    body: Offloaded[str] = ""
+    sealed_body: Encrypted[Offloaded[str]] = ""
+
+
+class Logged(Versioned):
+    """Both, versioned: its history."""
+
+    class Meta:
+        table = kept
+        pk = "LOGGED#{sid}"
+        sk = "LOGGED"
+
+    sid: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+    body: Offloaded[str] = ""
+
+
+#: each class's sealed and offloaded fields (an offloaded one's value above the threshold)
+KEPT = {Sealed: ("secret",), Parked: ("body",), Both: ("secret", "body", "sealed_body"),
+        Logged: ("secret", "body")}
+
+
+def _first(cls: type[Entity]) -> Entity:
+    return cls(sid="1", title="t", **{f: f"{f}-" + "x" * 3000 for f in KEPT[cls]})
+
+
+@pytest.fixture
+def kb(backend: str | None, request: pytest.FixtureRequest,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestBackend, Bucket]]:
+    """``kept`` on the test's engine, offloading into a bucket of its own."""
+    with bucket(backend, request, monkeypatch, kept) as b, use_tables(
+            kept, endpoint_url=backend, name_suffix=worker_suffix(),
+            wire=wire_of(request)) as tb:
+        yield tb, b
+
+
+def _replayed(tb: TestBackend, cls: type[Entity], key: str) -> Entity:
+    """The object of a keyed commit of ``_first(cls)`` replayed under ``key``."""
+    s = tb.session()
+    s.save(_first(cls))
+    assert not s.commit(idempotency_key=key).replayed
+    obj = _first(cls)
+    s.save(obj)
+    assert s.commit(idempotency_key=key).replayed
+    return obj
+
+
+@pytest.mark.parametrize("cls", list(KEPT), ids=lambda c: c.__name__)
+def test_a_replayed_object_with_sealed_or_offloaded_values_saves_again(
+        kb: tuple[TestBackend, Bucket], cls: type[Entity]) -> None:
+    """A replayed object holds the state of what the replayed commit stored (its
+    revision, its ciphertexts and S3 references as stored): a change of its sealed and
+    offloaded values saves as an update of that row (it raised a false
+    ConcurrentModificationError: its state held the ciphertexts and references the
+    replay's own plan made, which were never stored)."""
+    tb, b = kb
+    obj = _replayed(tb, cls, f"kept-{cls.__name__}-{RUN}")
+    for field in KEPT[cls]:
+        setattr(obj, field, f"{field}-changed-" + "y" * 3000)
+    s = tb.session()
+    s.save(obj)
+    s.commit()
+    got = tb.session().get(cls, sid="1")
+    assert got == obj and got is not None and got.title == "t"
+    rows = [r for r in tb.scan_raw() if r.get("_type", {}).get("S") != RECEIPT_TYPE]
+    assert len(rows) == (3 if cls is Logged else 1)  # (its version rows: 1, 2)
+    assert b.uris() == referenced(rows)  # (no orphan left by the replay, no dangling one)
+    obj.title = "again"  # (and the state the update left saves again)
+    s.save(obj)
+    s.commit()
+    assert tb.session().get(cls, sid="1") == obj
+
+
+@pytest.mark.parametrize("when", ["before the replay", "after the replay"])
+@pytest.mark.parametrize("cls", list(KEPT), ids=lambda c: c.__name__)
+def test_a_replayed_object_saved_over_a_change_since_is_refused(
+        kb: tuple[TestBackend, Bucket], cls: type[Entity], when: str) -> None:
+    """The other side of the test above: another writer's change of the replayed row's
+    sealed and offloaded values, made between the keyed commit and its replay or after
+    the replay, still refuses the replayed object's save of them
+    (ConcurrentModificationError), and the row keeps the other writer's values."""
+    tb, b = kb
+    key = f"kept-since-{cls.__name__}-{when[0]}-{RUN}"
+
+    def other_writer() -> Entity:
+        s = tb.session()
+        other = s.get(cls, sid="1")
+        assert other is not None
+        for field in KEPT[cls]:
+            setattr(other, field, f"{field}-other-" + "z" * 3000)
+        s.save(other)
+        s.commit()
+        return other
+
+    if when == "before the replay":
+        s = tb.session()
+        s.save(_first(cls))
+        s.commit(idempotency_key=key)
+        other = other_writer()
+        obj = _first(cls)
+        s.save(obj)
+        assert s.commit(idempotency_key=key).replayed
+    else:
+        obj = _replayed(tb, cls, key)
+        other = other_writer()
+    for field in KEPT[cls]:
+        setattr(obj, field, f"{field}-mine-" + "w" * 3000)
+    s = tb.session()
+    s.save(obj)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert tb.session().get(cls, sid="1") == other
+    rows = [r for r in tb.scan_raw() if r.get("_type", {}).get("S") != RECEIPT_TYPE]
+    assert b.uris() == referenced(rows)
+
+
+def test_a_replay_whose_read_of_the_stored_row_fails_is_still_a_replay(
+        kb: tuple[TestBackend, Bucket]) -> None:
+    """The replayed object's stored state is read after the receipt answered: a failure
+    of that read (S3 refusing the offloaded object) leaves the replay's answer as it is
+    (not an error of a commit that was applied), the object keeps the state its plan made
+    (a save of its offloaded value is refused, never written over what it did not see)."""
+    tb, b = kb
+    key = f"kept-unread-{RUN}"
+    s = tb.session()
+    s.save(_first(Parked))
+    s.commit(idempotency_key=key)
+    stored = tb.session().get(Parked, sid="1")
+    obj = _first(Parked)
+    s.save(obj)
+    with inject_faults(kept) as faults:
+        faults.throttle("s3:GetObject", times=None)
+        assert s.commit(idempotency_key=key).replayed
+    obj.body = "changed " + "y" * 3000
+    s.save(obj)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert tb.session().get(Parked, sid="1") == stored
+    assert b.uris() == referenced(tb.scan_raw())
