@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 import typing
@@ -425,6 +426,22 @@ def _rule_marker(marker: Any) -> bool:
             else type(marker).__module__.startswith("dynaorm.schema.rules"))
 
 
+def _members(cls: type) -> dict[str, Any]:
+    """The fields of a class a value can hold, with their ``Annotated`` metadata: a
+    pydantic model's, a dataclass's, a ``TypedDict``'s, a ``NamedTuple``'s (none: a
+    class of no such kind)."""
+    if hasattr(cls, "model_fields"):
+        return {name: typing.Annotated[(info.annotation, *info.metadata)] if info.metadata
+                else info.annotation for name, info in cls.model_fields.items()}
+    if dataclasses.is_dataclass(cls) or hasattr(cls, "__required_keys__") or (  # (TypedDict)
+            issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        try:
+            return typing.get_type_hints(cls, include_extras=True)
+        except NameError:  # (a name only its defining function sees: not walked)
+            return {}
+    return {}
+
+
 def _hidden_markers(annotation: Any, path: str, depth: int,
                     models: frozenset[type]) -> Iterable[tuple[str, Any]]:
     """The rule markers of the value tree of ``annotation`` that a field's rules do not
@@ -435,12 +452,9 @@ def _hidden_markers(annotation: Any, path: str, depth: int,
         if depth > 1:
             yield from ((path, m) for m in annotation.__metadata__ if _rule_marker(m))
         yield from _hidden_markers(args[0], path, depth, models)
-    elif isinstance(annotation, type) and hasattr(annotation, "model_fields"):
-        for name, info in dict(annotation.model_fields if annotation not in models
-                               else {}).items():
-            yield from ((f"{path}.{name}", m) for m in info.metadata if _rule_marker(m))
-            yield from _hidden_markers(info.annotation, f"{path}.{name}", 2,
-                                       models | {annotation})
+    elif isinstance(annotation, type) and annotation not in models:
+        for name, member in _members(annotation).items():
+            yield from _hidden_markers(member, f"{path}.{name}", 2, models | {annotation})
     else:
         mapping = isinstance(origin, type) and issubclass(origin, Mapping)
         step = "" if origin in (typing.Union, types.UnionType) else "{}" if mapping else "[]"

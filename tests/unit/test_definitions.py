@@ -5,11 +5,13 @@ tests/integration/test_table.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from dynaorm import GSI, LSI, DynaormError, Entity, Table, Unique
 from tests.support.models import app
@@ -328,6 +330,7 @@ def _kinds() -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", ["Encrypted", "Compressed", "Offloaded", "Vector"])
 @pytest.mark.parametrize("shape", ["model", "list of models", "mapping of models",
+                                   "dataclass", "typed dict",
                                    "optional model", "optional list", "list of lists"])
 def test_a_rules_kind_inside_a_fields_value_is_refused_naming_its_path(
         kind: str, shape: str) -> None:
@@ -338,7 +341,10 @@ def test_a_rules_kind_inside_a_fields_value_is_refused_naming_its_path(
 
     marked = _kinds()[kind]
     card: Any = create_model("Card", brand=(str, ...), pan=(marked, ...), __base__=BaseModel)
+    plain: Any = dataclasses.make_dataclass("Plain", [("brand", str), ("pan", marked)])
+    typed: Any = TypedDict("Typed", {"brand": str, "pan": marked})  # type: ignore[operator]
     annotation, path = {
+        "dataclass": (plain, "wallet.pan"), "typed dict": (list[typed], "wallet[].pan"),
         "model": (card, "wallet.pan"), "list of models": (list[card], "wallet[].pan"),
         "mapping of models": (dict[str, card], "wallet{}.pan"),
         "optional model": (card | None, "wallet.pan"),
