@@ -638,3 +638,34 @@ def test_offloaded_values_are_read_through_the_printed_model(
     assert {k: (o.body, o.lines, o.blob) for k, o in read.items()} == {
         o.doc_id: (o.body, o.lines, o.blob) for o in wrote}
     assert (got.body, got.lines, got.blob) == (wrote[1].body, wrote[1].lines, wrote[1].blob)
+
+
+@pytest.mark.engines("moto")
+def test_an_offloaded_value_whose_object_is_gone_is_reported(
+        backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference whose object is gone (removed behind dynaorm's back): the field is
+    still ``Offloaded``, typed from the values the other rows hold (optional: one value is
+    not known), and its item is reported as one the printed model cannot read (the object
+    named), not placed."""
+    from tests.support.offload import bucket
+
+    module = types.ModuleType(f"offloaded_gone_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_OFFLOADED.format(name=_name("offgone")), module.__dict__)
+    docs, doc = module.docs, module.Doc
+    with bucket(backend, request, monkeypatch, docs) as b, use_tables(
+            docs, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        s.save(doc(doc_id="d0", body="short"))
+        s.save(doc(doc_id="d1", body="b" * 400))
+        s.commit()
+        (uri,) = b.uris()
+        b.remove(uri)
+        model = infer(docs.name, client=docs.client, report=None)
+    fields = {f["name"]: f for f in model["entities"][0]["fields"]}
+    assert (fields["body"]["type"], fields["body"].get("offloaded")) == ("string", True)
+    assert fields["body"]["nullable"]  # (a value not known)
+    unplaced = model["inferred"]["unplaced"]
+    assert unplaced["count"] == 1 and unplaced["keys"] == [{"pk": "DOC#d1", "sk": "DOC"}]
+    assert uri in unplaced["unreadable"][0]
