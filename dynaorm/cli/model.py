@@ -130,7 +130,8 @@ def add_model_commands(sub: Any) -> None:
                    help="read a model file of --format and print entity code")
     p.add_argument("--infer", metavar="TABLE", default=None,
                    help="infer the model of the live table TABLE from a sample of its "
-                        "items (reads only: DescribeTable, DescribeTimeToLive, Scan)")
+                        "items (reads only: DescribeTable, DescribeTimeToLive, Scan, and "
+                        "GetObject of values kept in S3)")
     p.add_argument("--endpoint", "--endpoint-url", dest="endpoint", metavar="URL",
                    default=None, help="with --infer: the DynamoDB endpoint")
     p.add_argument("--region", metavar="R", default=None, help="with --infer: the region")

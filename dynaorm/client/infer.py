@@ -3,10 +3,11 @@
 
 This is the thin driver around :mod:`dynaorm.formats.infer` (pure): it reads the table's
 description, its TTL setting and a sample of its items (a parallel Scan, at most
-``sample`` items, its consumed capacity reported), and nothing else: no request it sends
-writes. The inferred model is turned into entity code (:func:`dynaorm.formats.code.
-code_of`), the code is defined, and the model of what it defines is the answer, so every
-format of ``dynaorm model`` prints it and the code it prints runs as is.
+``sample`` items, its consumed capacity reported), the S3 objects of the values its
+items hold offloaded (``Offloaded``), and nothing else: no request it sends writes. The
+inferred model is turned into entity code (:func:`dynaorm.formats.code.code_of`), the
+code is defined, and the model of what it defines is the answer, so every format of
+``dynaorm model`` prints it and the code it prints runs as is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError
-from dynaorm.formats.infer import InferenceError, Inferred, infer_model, table_of
+from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
            "inferred_code", "read_sample"]
@@ -106,6 +107,28 @@ def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
     return description, ttl, items[:sample], units
 
 
+def _objects(client: Any, region: str, refs: list[Any]) -> list[bytes | Exception]:
+    """The S3 objects of offloaded values (their references ``refs``: GetObject, in
+    parallel, through ``client`` when it is a :class:`~dynaorm.Client`, else one of
+    ``region``): each object's bytes, or the error reading it gave."""
+    from dynaorm.client.client import Client
+    from dynaorm.errors import RequestError
+
+    if not refs:
+        return []
+    s3 = client if isinstance(client, Client) else Client(region=region)
+
+    def body(ref: Any) -> bytes | Exception:
+        try:
+            got: bytes = s3.send("s3:GetObject", ref.request)["Body"]
+        except RequestError as exc:
+            return exc
+        return got
+
+    with ThreadPoolExecutor(max_workers=SEGMENTS) as pool:
+        return list(pool.map(body, refs))
+
+
 def inferred_code(found: Inferred) -> str:
     """The entity code of an inferred model (what ``--format code`` prints), checked by
     defining it."""
@@ -168,7 +191,9 @@ def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
             return "no class of the printed model claims it"
         if change.role in ("guard", "rule"):
             return None  # (a row of a rule of its entity: a unique guard)
-        change.new  # noqa: B018 (decoded on first read)
+        # (its image as the Scan read it, offloaded values read with the sample: nothing
+        # is asked through a client)
+        replace(change, prepare=lambda _, image: image.update(item)).new  # noqa: B018
     except (DynaormError, ValueError) as exc:
         return str(exc).split(": ", 1)[-1][:200]
     return None
@@ -180,6 +205,7 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
         raise InferenceError(f"--sample must be at least 1, got {sample}")
     dynamodb = _client(client, endpoint_url, region)
     description, ttl, items, units = read_sample(dynamodb, table_name, sample)
+    read_offloaded(items, lambda refs: _objects(client, dynamodb.meta.region_name, refs))
     if report is not None:
         print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
               f"{units:g} read capacity units consumed", file=report)

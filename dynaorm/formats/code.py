@@ -19,6 +19,7 @@ from typing import Any, Final
 from dynaorm.errors import ModelFileError
 from dynaorm.formats import read
 from dynaorm.formats._common import named
+from dynaorm.schema.places import OFFLOAD_THRESHOLD
 
 __all__ = ["code_of", "identifier", "import_code"]
 
@@ -39,7 +40,8 @@ _PARSED: Final = {"decimal": "_dec.Decimal", "binary": "bytes.fromhex",
 #: the names a module sees as builtins: no table's variable takes one
 _BUILTINS: Final = frozenset(dir(builtins))
 _TABLE_DEFAULTS: Final = {"pk": "pk", "sk": "sk", "type_attribute": "_type",
-                          "revision_attribute": "_rev", "ttl": None, "stream": None}
+                          "revision_attribute": "_rev", "ttl": None, "stream": None,
+                          "offload": None, "offload_threshold": OFFLOAD_THRESHOLD}
 #: the helper the functions of a design that could not be named call (lambdas)
 _TODO: Final = ["def _todo() -> _t.Any:",
                 '    """A function of the design that could not be named: write it."""',
@@ -150,6 +152,8 @@ class _Writer:
         if f.get("compressed") is not None:
             text = (f"{self.q('_t.Annotated')}[{text}, "
                     f"_d.Compressed(min_size={int(f['compressed'])})]")
+        if f.get("offloaded"):
+            text = f"_d.Offloaded[{text}]"
         if f.get("encrypted"):
             text = f"_d.Encrypted[{text}]"
         if f.get("nullable"):

@@ -33,9 +33,11 @@ import pydantic
 from dynaorm.codec import GUARD_TYPE, VERSION_TTL
 from dynaorm.errors import DynaormError
 from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outranks
+from dynaorm.schema.rules import offloaded
 from dynaorm.schema.unclaimed import langgraph_row
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "slots_of", "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "slots_of",
+           "table_of"]
 
 #: the type attribute names other tools write, tried before any other attribute
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
@@ -964,12 +966,15 @@ def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[st
     out = []
     total = len(group.items)
     for attr, values in attrs.items():
-        avs = list(values.values())
+        avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
+        # reference)
         if attr == table.get("ttl"):
             kind: dict[str, Any] = {"type": "datetime"}
         else:
             kind = _resolved(_merge([_kind(av) for av in avs]), f"{group.name}_{attr}", models)
         out.append(_field(_attr_field_name(attr, names), attr, kind, len(avs) == total, avs))
+        if any(offloaded.reference(av) for av in values.values()):
+            out[-1]["offloaded"] = True
     return out
 
 
@@ -1006,6 +1011,8 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     for e in entities:
         unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
     table["type_attribute"] = type_attr
+    seen = Counter(r.location for i in items for r in offloaded.references(i).values())
+    table["offload"] = seen.most_common(1)[0][0] if seen else None  # (where most went)
     types = table.pop("_types")
     del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
@@ -1014,6 +1021,18 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     gone = {id(i) for i in (*unplaced, *own)}
     return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
                     keys, len(own), [i for i in items if id(i) not in gone])
+
+
+def read_offloaded(items: Sequence[dict[str, Any]],
+                   read: Callable[[list[offloaded.Reference]], Iterable[bytes | Exception]]
+                   ) -> None:
+    """Each reference to an offloaded value (``Offloaded``) of ``items`` with its object's
+    bytes beside it, as a read puts them (``read``: each object's bytes, or the error
+    reading it gave): the value is typed, and the printed model decodes it."""
+    wanted = [(item, attr, ref) for item in items
+              for attr, ref in offloaded.references(item).items()]
+    for (item, attr, ref), body in zip(wanted, read([r for *_, r in wanted]), strict=True):
+        item[attr] = offloaded.fetched(item[attr], ref, body)
 
 
 def key_of(item: Item, table: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dynaorm.formats._common import (
     template,
 )
 from dynaorm.schema.model import OPERATIONS
+from dynaorm.schema.places import OFFLOAD_THRESHOLD
 from dynaorm.values.formats import StoredAs
 
 __all__ = ["from_format", "to_format"]
@@ -131,7 +132,7 @@ def _read_field(at: At) -> dict[str, Any]:
     squeezed = at.get("compressed", int, "a number of bytes", default=None).value
     if squeezed is not None:
         out["compressed"] = squeezed
-    for flag in ("encrypted", "excluded"):
+    for flag in ("encrypted", "excluded", "offloaded"):
         if at.get(flag, bool, "true or false", default=False).value:
             out[flag] = True
     return out
@@ -276,6 +277,9 @@ def _read_json(doc: At) -> dict[str, Any]:
              "key_types": t.get("key_types", dict, "an object", default={}).value,
              "indexes": [_read_index(i) for i in t.get("indexes", list, "a list of indexes",
                                                        default=[]).items()]}
+    table["offload"] = t.get("offload", str, "s3://BUCKET/PREFIX", default=None).value
+    table["offload_threshold"] = t.get("offload_threshold", int, "a number of bytes",
+                                       default=OFFLOAD_THRESHOLD).value
     for key, default in (("type_attribute", "_type"), ("revision_attribute", "_rev"),
                          ("ttl", None), ("stream", None)):
         table[key] = default if key not in t.value else None if t.value[key] is None else (

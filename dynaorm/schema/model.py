@@ -36,6 +36,7 @@ from dynaorm.errors import DynaormError
 from dynaorm.schema.described import described, own_key
 from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
+from dynaorm.schema.rules.offloaded import OFFLOADED
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
@@ -259,6 +260,8 @@ def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:
                            **_default(info)}
     if ENCRYPTED in metadata:
         out["encrypted"] = True
+    if OFFLOADED in metadata:
+        out["offloaded"] = True
     squeezed = next((m for m in metadata if isinstance(m, _Compressed)), None)
     if squeezed is not None:  # (stored binary from min_size bytes on)
         out["compressed"] = squeezed._min_size
@@ -501,7 +504,9 @@ def model_of(table: TableSchema) -> dict[str, Any]:
                   "key_types": dict(sorted(table.key_types.items())),
                   "type_attribute": table.type_attribute,
                   "revision_attribute": table.revision_attribute, "ttl": table.ttl,
-                  "stream": table.stream, "indexes": [index_model(i) for i in _indexes(table)],
+                  "stream": table.stream, **({"offload": table.offload, "offload_threshold":
+                                              table.offload_threshold} if table.offload else {}),
+                  "indexes": [index_model(i) for i in _indexes(table)],
                   "rows": [kind.data(table) for kind in table.row_kinds],
                   "settings": table.declared_settings.data()},
         "entities": [entity_model(s) for s in specs],

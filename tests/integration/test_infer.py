@@ -574,3 +574,98 @@ class Note(Entity):
         table.connect(backend, "us-east-1")
         Saver(table)  # (the printed table takes LangGraph's rows again)
         Store(table)
+
+
+# -- issue 88: a table with offloaded values -------------------------------------------------
+_OFFLOADED = '''
+from typing import Any
+from dynaorm import Entity, Offloaded, Table
+docs = Table({name!r}, offload="s3://placeholder/v/", offload_threshold=200)
+
+class Doc(Entity):
+    class Meta:
+        table = docs
+        pk = "DOC#{{doc_id}}"
+        sk = "DOC"
+    doc_id: str
+    body: Offloaded[str] = ""
+    lines: Offloaded[list[str]] = []
+    blob: Offloaded[bytes] = b""
+'''
+
+
+@pytest.mark.engines("moto")
+def test_offloaded_values_are_read_through_the_printed_model(
+        backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table dynaorm wrote with ``offload=``, some values kept in S3 (moto's), the rows
+    holding references: the printed model declares ``offload=`` (the bucket and prefix
+    its references name), each field holding a reference ``Offloaded`` and typed as the
+    value it holds (``lines``: from the objects alone, every value of it offloaded), and
+    the printed code, imported, reads the values, not the references."""
+    from dynaorm import Session
+    from tests.support.offload import bucket, referenced
+
+    module = types.ModuleType(f"offloaded_model_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_OFFLOADED.format(name=_name("offloaded")), module.__dict__)
+    docs, doc = module.docs, module.Doc
+    wrote = [doc(doc_id="d0", body="short", lines=["x" * 300, "y"], blob=b"\x00" * 500),
+             doc(doc_id="d1", body="b" * 400, lines=["z" * 250], blob=b"\x01\x02"),
+             doc(doc_id="d2", body="c" * 300, lines=["w" * 220], blob=b"\x03" * 300)]
+    with bucket(backend, request, monkeypatch, docs) as b, use_tables(
+            docs, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        for obj in wrote:
+            s.save(obj)
+        s.commit()
+        assert len(referenced(tb.scan_raw())) == 7  # (the short values stay in their rows)
+        code, model = infer_code(docs.name, client=docs.client, report=None)
+        assert model["table"].get("offload") == f"s3://{b.name}/v/", code
+        (entity,) = model["entities"]
+        fields = {f["name"]: f for f in entity["fields"]}
+        assert {n for n, f in fields.items() if f.get("offloaded")} == {"body", "lines",
+                                                                      "blob"}, code
+        assert (fields["body"]["type"], fields["lines"]["type"], fields["lines"]["items"],
+                fields["blob"]["type"]) == ("string", "list", {"type": "string"}, "binary")
+        assert model["inferred"]["unplaced"]["count"] == 0
+        printed = _defined(code)
+        printed.connect(backend, "us-east-1")
+        (cls,) = printed.entities.values()
+        with Session(printed) as s:
+            read = {o.doc_id: o for o in s.scan(cls).all()}
+            got = s.get(cls, doc_id="d1")
+    assert {k: (o.body, o.lines, o.blob) for k, o in read.items()} == {
+        o.doc_id: (o.body, o.lines, o.blob) for o in wrote}
+    assert (got.body, got.lines, got.blob) == (wrote[1].body, wrote[1].lines, wrote[1].blob)
+
+
+@pytest.mark.engines("moto")
+def test_an_offloaded_value_whose_object_is_gone_is_reported(
+        backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference whose object is gone (removed behind dynaorm's back): the field is
+    still ``Offloaded``, typed from the values the other rows hold (optional: one value is
+    not known), and its item is reported as one the printed model cannot read (the object
+    named), not placed."""
+    from tests.support.offload import bucket
+
+    module = types.ModuleType(f"offloaded_gone_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_OFFLOADED.format(name=_name("offgone")), module.__dict__)
+    docs, doc = module.docs, module.Doc
+    with bucket(backend, request, monkeypatch, docs) as b, use_tables(
+            docs, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        s.save(doc(doc_id="d0", body="short"))
+        s.save(doc(doc_id="d1", body="b" * 400))
+        s.commit()
+        (uri,) = b.uris()
+        b.remove(uri)
+        model = infer(docs.name, client=docs.client, report=None)
+    fields = {f["name"]: f for f in model["entities"][0]["fields"]}
+    assert (fields["body"]["type"], fields["body"].get("offloaded")) == ("string", True)
+    assert fields["body"]["nullable"]  # (a value not known)
+    unplaced = model["inferred"]["unplaced"]
+    assert unplaced["count"] == 1 and unplaced["keys"] == [{"pk": "DOC#d1", "sk": "DOC"}]
+    assert uri in unplaced["unreadable"][0]

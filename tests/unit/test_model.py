@@ -208,6 +208,20 @@ def test_every_design_exports_to_code_that_exports_back_to_it(reference: str,
     assert again == exported
 
 
+def test_offload_and_offloaded_fields_are_in_the_model_and_its_code() -> None:
+    """A table's ``offload=`` and ``offload_threshold=`` and its ``Offloaded`` fields
+    (sealed ones too) are in the model, its documented schema, and the code imported
+    from its JSON (issue 88: an inferred model declares them)."""
+    docs = design("examples.offloaded_values:docs")
+    model = docs.model()
+    assert (model["table"]["offload"], model["table"]["offload_threshold"]) == (
+        "s3://placeholder/docs/", 4096)
+    assert any(f.get("offloaded") for e in model["entities"] for f in e["fields"])
+    assert problems(model, _documented_schema()) == []
+    exported, again = roundtrip(model, "json")
+    assert again == exported
+
+
 def test_the_json_code_of_a_design_defines_the_same_model() -> None:
     model = app.model()
     (table,) = defined(code_of([{**model, "entities": [

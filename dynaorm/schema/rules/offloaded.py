@@ -91,6 +91,8 @@ __all__ = [
     "Offloading",
     "Published",
     "delete_objects",
+    "fetched",
+    "held_value",
     "reference",
     "references",
 ]
@@ -150,6 +152,26 @@ class Reference(NamedTuple):
         """``s3://bucket/key``."""
         return f"s3://{self.bucket}/{self.key}"
 
+    @property
+    def location(self) -> str:
+        """The ``offload=`` of the table that wrote the object (its key is
+        ``PREFIX<table>/<random>``): ``s3://BUCKET/PREFIX``."""
+        head = self.key.rsplit("/", 2)
+        return f"s3://{self.bucket}/{head[0] + '/' if len(head) == 3 else ''}"
+
+    @property
+    def request(self) -> dict[str, str]:
+        """The GetObject request of its object: one byte more than the reference names
+        at most (an object replaced by a far larger body is never read whole, its digest
+        differs)."""
+        return {"Bucket": self.bucket, "Key": self.key,
+                **({"Range": f"bytes=0-{self.size}"} if self.size > 0 else {})}
+
+    def holds(self, body: Any) -> bool:
+        """Whether ``body`` (an object's) is the bytes it names."""
+        return isinstance(body, bytes | bytearray) and hashlib.sha256(
+            body).hexdigest() == self.sha256
+
 
 def reference(av: Any) -> Reference | None:
     """What the stored attribute value ``av`` references, when it is a reference (else
@@ -168,6 +190,33 @@ def reference(av: Any) -> Reference | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return found if found.bucket and found.key else None
+
+
+def fetched(av: Any, ref: Reference, body: bytes | Exception) -> Held:
+    """``av`` (a reference to ``ref``) with its object's ``body`` beside it, as a read
+    puts it in its row, or what was found instead (the error reading it gave, other
+    bytes: raised where the value is decoded)."""
+    if not isinstance(body, Exception) and ref.holds(body):
+        return Held(av, body)
+    why = (f"cannot be read: {body}" if isinstance(body, Exception) else
+           "does not hold the bytes its reference names (SHA-256 differs)")
+    return Held(av, b"", error=OffloadError(f"the offloaded value {ref.uri} {why}",
+                                            uri=ref.uri))
+
+
+def held_value(av: Any) -> Any:
+    """The value the stored attribute value ``av`` stands for where it is a reference
+    (else ``av``): the one its object holds, where its bytes are at hand (a
+    :class:`Held` read without error), else ``NULL`` (not known)."""
+    ref = reference(av)
+    if ref is None:
+        return av
+    if type(av) is Held and av.error is None:
+        try:
+            return _value(ref, av.body)
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return {"NULL": True}
 
 
 def _looks_like(av: Any) -> bool:
@@ -380,12 +429,8 @@ class Offloading(Rule):
         instead (a missing object, other bytes: raised where the value is decoded, so
         that a read of other fields, or ``dynaorm check``, goes on); a request that
         failed after its retries raises."""
-        request = {"Bucket": ref.bucket, "Key": ref.key}
-        if ref.size > 0:  # (one byte more than the reference names at most: an object
-            # replaced by a far larger body is never read whole, its digest differs)
-            request["Range"] = f"bytes=0-{ref.size}"
         try:
-            out = yield Call("s3:GetObject", request, origins, service=S3)
+            out = yield Call("s3:GetObject", ref.request, origins, service=S3)
         except RequestError as exc:
             if exc.code not in _GONE:
                 raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
@@ -393,8 +438,7 @@ class Offloading(Rule):
             return OffloadError(f"{self.owner}: the offloaded value {ref.uri} is missing (a "
                                 f"dangling reference): {exc}", uri=ref.uri)
         body = out.get("Body")
-        if not isinstance(body, bytes | bytearray) or hashlib.sha256(body).hexdigest() != (
-                ref.sha256):
+        if not ref.holds(body):
             return OffloadError(f"{self.owner}: the object {ref.uri} does not hold the "
                                 "bytes its reference names (SHA-256 differs)", uri=ref.uri)
         return bytes(body)
