@@ -22,8 +22,7 @@ what the next use costs. Caches kept:
 - ``receipts.factories``, ``receipts.fields``, ``receipts.pinned``: per entity (or staged
   write) class, what a keyed commit's digest leaves out or walks; ``receipts.conditions``:
   a receipt's condition text per key and expiry attribute; ``state.slots``: the slots a
-  loaded state's subclass adds; ``exports.clients``: the S3 clients of exports, per
-  endpoint and credentials.
+  loaded state's subclass adds.
 
 A leaf module: it imports nothing of dynaorm.
 """

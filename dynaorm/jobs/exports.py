@@ -59,7 +59,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
 from dynaorm import DynaormError, Entity, F, Operation, Rate, Table
-from dynaorm.caches import cache
 from dynaorm.core.scope import Scope
 from dynaorm.jobs.audit import scan_pages
 from dynaorm.jobs.job import Job, Task, job_of
@@ -158,7 +157,7 @@ def _s3() -> Any:
     return client
 
 
-_CLIENTS: dict[tuple[Any, ...], Any] = cache("exports.clients")
+_CLIENTS: dict[tuple[Any, ...], Any] = {}  # (clients, not data: no cache of caches.py)
 _CLIENTS_LOCK = threading.Lock()
 
 
