@@ -758,3 +758,83 @@ def test_a_replay_whose_read_of_the_stored_row_fails_is_still_a_replay(
         s.commit()
     assert tb.session().get(Parked, sid="1") == stored
     assert b.uris() == referenced(tb.scan_raw())
+
+
+#: a sealing table without row revisions (``revision_attribute=None``)
+unrevised = Table("idem_unrevised", revision_attribute=None,
+                  keyring=StaticKeyring(b"k" * 32, mac_key=b"m" * 32))
+
+
+class Unrevised(Entity):
+    class Meta:
+        table = unrevised
+        pk = "U#{sid}"
+        sk = "U"
+
+    sid: str
+    secret: Encrypted[str] = ""
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.xfail(strict=True, reason="core/commit.py _as_stored takes the stored row only "
+                   "where it holds the replayed commit's revision: a table without "
+                   "revisions never does, so the replayed object keeps the replay plan's "
+                   "ciphertexts and its next save is a false ConcurrentModificationError")
+def test_a_replayed_sealed_object_saves_again_on_a_table_without_revisions(
+        backend: str | None) -> None:
+    """Defect 4 of issue 88 on a table with ``revision_attribute=None``: the replayed
+    object's change of its ``Encrypted`` value is saved (nobody else wrote the row)."""
+    key = f"unrevised-{RUN}"
+    with use_tables(unrevised, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        s.save(Unrevised(sid="1", secret="a"))
+        s.commit(idempotency_key=key)
+        obj = Unrevised(sid="1", secret="a")
+        s.save(obj)
+        assert s.commit(idempotency_key=key).replayed
+        obj.secret = "b"
+        s.save(obj)
+        s.commit()  # (fails: ConcurrentModificationError)
+        assert tb.session().get(Unrevised, sid="1").secret == "b"
+
+
+class Timed(Entity):
+    """Stamped by dynaorm (``Meta.timestamps``), nothing sealed or placed."""
+
+    class Meta:
+        table = kept
+        pk = "TIMED#{sid}"
+        sk = "TIMED"
+        timestamps = ("created_at", "updated_at")
+
+    sid: str
+    title: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.xfail(strict=True, reason="a replayed object of an entity with Meta.timestamps "
+                   "holds the replay's times (never stored) and its state the replay's "
+                   "plan: its next save is a false ConcurrentModificationError (_as_stored "
+                   "reaches only entities whose rules seal or place values)")
+def test_a_replayed_object_with_timestamps_holds_what_was_stored_and_saves_again(
+        kb: tuple[TestBackend, Bucket]) -> None:
+    """The replayed object's times are the stored ones (not the replay's clock), and a
+    change of it saves."""
+    tb, _ = kb
+    key = f"timed-{RUN}"
+    s = tb.session()
+    s.save(Timed(sid="1", title="a"))
+    s.commit(idempotency_key=key)
+    time.sleep(0.01)
+    obj = Timed(sid="1", title="a")
+    s.save(obj)
+    assert s.commit(idempotency_key=key).replayed
+    stored = tb.session().get(Timed, sid="1")
+    assert stored is not None
+    assert (obj.created_at, obj.updated_at) == (stored.created_at, stored.updated_at)
+    obj.title = "b"
+    s.save(obj)
+    s.commit()
+    assert tb.session().get(Timed, sid="1").title == "b"

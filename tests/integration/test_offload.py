@@ -837,3 +837,44 @@ def test_a_removal_whose_answer_is_lost_beside_a_second_writer(
     assert (got.body if got is not None else None) == want
     consistent(tb, b)
     assert len(b.keys()) == (0 if move == "delete" else 1)
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.sync_only  # (a writer of the sync client inside the job's request)
+@pytest.mark.xfail(strict=True, reason="jobs.reencrypt: a write whose answer was lost and "
+                   "that a fresh read proves applied returns 'resealed' without removing "
+                   "the object it replaced: the old-key copy stays in S3 (the guide: the "
+                   "old object goes once the row holds the new one)")
+@pytest.mark.parametrize("writer", [False, True])
+def test_a_rotation_whose_answer_is_lost_removes_the_object_it_replaced(
+        s3: tuple[TestBackend, Bucket], writer: bool) -> None:
+    """The job's UpdateItem applies and its answer is lost (with, or without, a second
+    writer replacing the value inside that window). The fresh read proves the job's
+    write applied: the object it replaced, sealed under the key the rotation lets go,
+    must not stay in S3 (nor the copy of a tenant's value a forget would not reach)."""
+    from dynaorm.jobs import reencrypt, run_local
+    from tests.support.fault_kinds import arm
+
+    tb, b = s3
+    old = "".join(f"{i:05d} old " for i in range(900))
+    s = tb.session()
+    s.save(Secret(sid="1", text=old))
+    s.commit()
+
+    def second() -> None:
+        w = tb.session()
+        got = w.get(Secret, sid="1", consistent=True)
+        got.text = "".join(f"{i:05d} new " for i in range(900))
+        w.save(got)
+        w.commit()
+
+    was, store.keyring = store.keyring, StaticKeyring(b"n" * 32, previous=[KEY],
+                                                      mac_key=b"m" * 32)
+    try:
+        with inject_faults(store) as faults:
+            arm(faults, ["UpdateItem"], "lose", after=second if writer else None)
+            report = run_local(reencrypt(Secret), workers=1)
+        assert report.failed == [] and report.resealed + report.current == 1
+        consistent(tb, b)  # (fails: the object under the old key is left behind)
+    finally:
+        store.keyring = was
