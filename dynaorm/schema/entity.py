@@ -104,8 +104,14 @@ class Entity(BaseModel):
         return copy
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        memo = {} if memo is None else memo
         copy = super().__deepcopy__(memo)
-        _set_state(copy, raw_state(self))  # immutable: shared
+        state = raw_state(self)  # (immutable: shared, but for the members it knows, which
+        if isinstance(state, InstanceState) and state.members:  # are the copy's own copies)
+            known = state.members
+            state = state.revised({})
+            state.members = {a: tuple(memo.get(id(m), m) for m in ms) for a, ms in known.items()}
+        _set_state(copy, state)
         return copy
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:

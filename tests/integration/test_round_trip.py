@@ -615,10 +615,6 @@ def test_a_list_member_keeps_its_own_undeclared_attributes_when_members_move(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="Entity.__deepcopy__ shares the state, whose members "
-                   "are the original's: the copy's members are unknown to it, the merge "
-                   "falls back to matching by value and a deleted line's serial moves to "
-                   "its neighbour (defect 3 of issue 88 again)")
 @pytest.mark.parametrize("how", ["deepcopy", "model_copy"])
 def test_a_deep_copy_of_a_loaded_object_keeps_each_members_own_attributes(
         db: TestBackend, how: str) -> None:
