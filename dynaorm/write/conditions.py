@@ -19,7 +19,7 @@ from dynaorm.values.expressions import (
     rename_paths,
 )
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState, undeclared
+from dynaorm.values.state import InstanceState
 
 __all__ = [
     "WRITING",
@@ -106,4 +106,4 @@ def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
 
 
 #: what a rule that plans a whole write is handed (a previous layout's move)
-WRITING = Writing(encode_entity, undeclared)
+WRITING = Writing(encode_entity)
