@@ -34,7 +34,6 @@ from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.values.times import Stamps, apply_stamps, stamped
-from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Outcome
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
@@ -245,7 +244,7 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
         seen.add(ident)
         if spec.rules.preparers:  # (key material: the loaded item's)
             yield from prepare_rows((spec,), (state.item,))
-        entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
+        entry = DeleteEntry(obj, condition=all_of(state.as_loaded(spec)))
         loaded.append(_single(entry, state))
     for _, cls, k in targets:
         _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,

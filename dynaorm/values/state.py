@@ -28,16 +28,19 @@ from typing import Any, Final, final
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import ItemDecodeError
-from dynaorm.values.codec import binary_from_json, decode_number
+from dynaorm.values.codec import binary_from_json, decode_number, encode_value
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, stored_as
+from dynaorm.values.merge import Merged, Origins, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
-           "changed_attributes", "decoded_numbers"]
+           "changed_attributes", "declared", "decoded_numbers", "undeclared"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
 _MISSING: Any = object()
 _S = itertools.repeat("S")  # endless: map(dict.get, avs, _S, avs) is av.get("S", av)
 _SHAPES_MAX = 4096
+_Attrs = set[str] | frozenset[str]
 
 
 class _Shape:
@@ -333,6 +336,98 @@ class InstanceState:
         new.version, new.members = self.version, self.members
         return new
 
+    def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
+        """What a save of the object writes (:mod:`dynaorm.values.merge`): its item ``new``
+        (of its field ``values``) merged with the one stored, given ``old``, the stored
+        values as its entity (``spec``) writes them; the attributes the entity does not
+        write kept (:func:`undeclared`), each member of a list of nested models merged
+        with the stored map it was read as (:attr:`members`)."""
+        stored = self.item
+        if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
+            old, new = {**old, **extra}, {**new, **extra}
+        return merge_items(stored, old, new, _left_behind(spec), self._origins(
+            spec, values) if self.members else {}, spec.member_names)
+
+    def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
+        """Where each member of the object's lists of nested models was read in the stored
+        list (by identity: :attr:`members`; ``None``: a new one). A list none of whose
+        members the state knows (a state handed to another object, or one that does not
+        know them) is left to the merge (by value)."""
+        known, out = self.members or {}, {}
+        for name, attr in spec.member_lists:
+            loaded, now = known.get(attr), values.get(name)
+            if loaded is None or type(now) is not list:
+                continue
+            places: dict[int, list[int]] = {}
+            for at, member in enumerate(loaded):
+                places.setdefault(id(member), []).append(at)
+            origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
+            if origin.count(None) < len(origin):
+                out[attr] = origin
+        return out
+
+    def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
+               after: _Attrs = frozenset(), leave: _Attrs | None = None
+               ) -> list[Condition]:
+        """The conditions a write of the whole loaded object rests on: the stored
+        attributes ``before`` still as read, the unique fields' values still ``old``'s
+        (:meth:`unchanged`), the attributes ``after`` as read, and, with ``leave``, the
+        item exactly as loaded but for those (:meth:`as_loaded`)."""
+        stored = self.item
+        return [*stored_as(stored, before), *self.unchanged(spec, old, spec.unique_fields),
+                *stored_as(stored, after), *(() if leave is None else self.as_loaded(spec, leave))]
+
+    def update_guard(self, spec: Any, old: Mapping[str, Any], touched: set[str]
+                     ) -> Condition | None:
+        """An update of the loaded item: it exists, the values its guards and index keys
+        are built from are ``old``'s, and what it writes (``touched``) is still what was
+        read (no lost updates)."""
+        unique_fields = spec.unique_fields
+        depends = set(unique_fields)
+        if spec.indexes:
+            for attr in touched:
+                depends.update(spec.derived_fields(attr))
+        if depends:
+            stored = spec.stored_fields
+            touched_fields = {stored.get(a, a) for a in touched}
+            depends -= touched_fields - unique_fields  # unique values read stay conditioned
+        conds = [exists(spec.table.pk)]
+        if depends:  # (a plain entity's update depends on none)
+            conds += self.unchanged(spec, old, depends)
+        conds += stored_as(self.item, touched - {spec.attr(d) for d in depends}
+                           if depends else touched)
+        return all_of(conds)
+
+    def unchanged(self, spec: Any, old: Mapping[str, Any], names: _Attrs
+                  ) -> list[Condition]:
+        """Conditions that the stored values of fields ``names`` are still what ``old``
+        says (a key-only field's: its key holds it; an encrypted or field-level kind's:
+        its value as read)."""
+        conds: list[Condition] = []
+        for name in sorted(names):
+            attr = spec.attr(name)
+            if name in spec.unstored or spec.rules.transforms or name in spec.kinds:
+                conds += [] if name in spec.unstored else stored_as(self.item, {attr})
+                continue
+            value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
+            conds.append(not_exists(attr) if value is None else raw_eq(attr, encode_value(value)))
+        return conds
+
+    def as_loaded(self, spec: Any, leave: _Attrs = frozenset()) -> list[Condition]:
+        """Conditions that the item is still exactly as loaded, for a write that replaces
+        or removes the whole item (a bulk delete, a key move): every attribute it held
+        still holds its value, and every attribute the class writes that it did not hold
+        (a field left out while ``None``, a sparse index key) is still absent, so a value
+        another writer set after the load is never dropped. ``leave``: attributes the
+        caller conditions otherwise. Every dynaorm write stamps the row's revision, so one
+        since the load fails this, whatever it wrote. (An attribute a writer outside
+        dynaorm added after the load is beyond what a condition can name: see
+        failure-semantics.md.)"""
+        stored = self.item
+        own = declared(spec) | {a for a in (spec.table.revision_attribute,) if a}
+        return [*stored_as(stored, set(stored) - leave),
+                *(not_exists(a) for a in sorted(own - stored.keys() - leave))]
+
     def __reduce__(self) -> tuple[Any, ...]:
         # (pickled as its plain form: a page's bytes and a shape stay behind; its members
         # with the object's, one pickle keeping them one)
@@ -395,3 +490,48 @@ def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue],
     to_set = {k: v for k, v in new.items() if old.get(k) != v}
     to_remove = [k for k in old if k not in new]
     return to_set, to_remove
+
+
+def undeclared(spec: Any, stored: Item) -> Item:
+    """The attributes of a stored item that entity ``spec`` does not write (a newer model
+    version wrote them: rolling deploys): every write that rewrites the item carries them
+    over. Not the entity's fields (by stored name), table keys, its own index keys, the
+    discriminator, nor the version of a versioned entity or its history key."""
+    known = declared(spec)
+    if len(stored) <= len(known) and stored.keys() <= known:
+        return {}
+    return {k: v for k, v in stored.items() if k not in known}
+
+
+def declared(spec: Any) -> frozenset[str]:
+    """Every attribute a stored item of entity ``spec`` may hold that its class writes."""
+    found = _DECLARED.get(spec.cls)
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        # (a computed field's value: the class writes it too, recomputed on each write)
+        names.update(spec.renames.get(n, n) for n in spec.cls.model_computed_fields)
+        if table.type_attribute is not None:
+            names.add(table.type_attribute)
+        names.update(name for name, _ in spec.rules.pin(0))  # (a versioned entity's version)
+        # (a version row's kept TTL, ...; the revision is carried: each write stamps anew)
+        names |= spec.rules.attributes - {table.revision_attribute}
+        found = _DECLARED[spec.cls] = frozenset(names)
+    return found
+
+
+def _left_behind(spec: Any) -> frozenset[str]:
+    """The attributes a stored item may hold that a write of it leaves behind when its
+    values hold none: key-only fields' (written before they became key-only: removed)
+    and the entity's own index keys (a sparse index's entry whose field is ``None``)."""
+    found = _LEFT.get(spec.cls)
+    if found is None:
+        found = _LEFT[spec.cls] = frozenset(
+            {spec.attr(n) for n in spec.unstored} | set(spec.index_attributes))
+    return found
+
+
+#: the attributes each entity class writes (:func:`declared`), and those a write leaves
+#: behind (:func:`_left_behind`), by class
+_DECLARED: dict[type[Any], frozenset[str]] = cache("records.declared")
+_LEFT: dict[type[Any], frozenset[str]] = cache("save.left_behind")

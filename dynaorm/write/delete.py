@@ -13,15 +13,10 @@ from typing import Any
 
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
-from dynaorm.values.expressions import Condition, all_of, exists, stored_as
+from dynaorm.values.expressions import Condition, all_of, exists
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState
-from dynaorm.write.conditions import (
-    WRITING,
-    expect_loaded_version,
-    unchanged,
-    with_condition,
-)
+from dynaorm.write.conditions import WRITING, expect_loaded_version, with_condition
 from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
@@ -85,8 +80,8 @@ class DeleteEntry(ObjectWrite):
         # (the revision it was loaded with: a change another writer stored since is never
         # deleted unseen)
         revision = {a for a in (spec.table.revision_attribute,) if a}
-        conds = [exists(spec.table.pk), *stored_as(state.item, revision | spec.rules.held),
-                 *unchanged(spec, old_values, spec.unique_fields, state.item)]
+        conds = [exists(spec.table.pk), *state.guards(spec, old_values,
+                                                      revision | spec.rules.held)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
         history = (state.version or 0) if self.history else 0  # (its version rows go too)

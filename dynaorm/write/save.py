@@ -27,27 +27,16 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import (
-    Condition,
-    all_of,
-    exists,
-    free,
-    rename_paths,
-    stored_as,
-)
+from dynaorm.values.expressions import Condition, all_of, exists, free, rename_paths
 from dynaorm.values.limits import short_repr
-from dynaorm.values.merge import Merged, Origins, merge_items
+from dynaorm.values.merge import Merged
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, undeclared
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
     WRITING,
-    as_loaded,
     expect_loaded_version,
     expect_stored_version,
-    unchanged,
-    undeclared,
-    update_condition,
     with_condition,
 )
 from dynaorm.write.records import (
@@ -163,12 +152,6 @@ def _with_unknown(spec: Any, state: InstanceState, reads: Reads
     return InstanceState(state.key, {**loaded, **new}, state.version, None, state.members)
 
 
-def _with(item: Item, extra: Item) -> Item:
-    """``item`` plus the undeclared attributes ``extra`` (the item itself when none; an
-    attribute in both, the revision a state kept, as ``extra`` has it: as stored)."""
-    return {**item, **extra} if extra else item
-
-
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: EntitySpec
                ) -> Planned[Outcome]:
     """The ops of a save: an insert (no stored state), a versioned entity's next version,
@@ -182,30 +165,21 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
         return _plan_insert(entry, spec, index)
     old_values, old_item = stored_values(spec, state)
     check_fields(obj, old_values)
-    extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
     following = spec.rules.sort_keys.next(state.version or 0, True)
     if following is not None:  # (its rules number its rows: a versioned entity's next)
-        return _plan_next_version(entry, spec, state, old_values, old_item, index, extra,
-                                  following)
+        return _plan_next_version(entry, spec, state, old_values, old_item, index, following)
     old_key = state.key
-    old_item = _with(old_item, extra)
     values = obj.__dict__
     key = spec.primary_key(values)
     encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
-    drop = _LEFT.get(spec.cls)
-    if drop is None:
-        drop = _left_behind(spec)
-    origins = _origins(spec, state, values) if state.members else {}
-    merged = merge_items(state.item, old_item, _with(encoded, extra), drop, origins,
-                         spec.member_names)
+    merged = state.merged(spec, old_item, encoded, values)
     writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
     pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
         encoded = encode_entity(written, spec, key=key)
-        merged = merge_items(state.item, old_item, _with(encoded, extra), drop, origins,
-                             spec.member_names)
+        merged = state.merged(spec, old_item, encoded, values)
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -218,39 +192,6 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     return b.ops, Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded),
                           stamps=pairs)
 
-
-def _origins(spec: EntitySpec, state: InstanceState, values: Mapping[str, Any]) -> Origins:
-    """Where each member of the object's lists of nested models was read in the stored
-    list (by identity: the state's :attr:`~InstanceState.members`; ``None``: a new one).
-    A list none of whose members the state knows (a state handed to another object, or
-    one that does not know them) is left to the merge (by value)."""
-    known, out = state.members or {}, {}
-    for name, attr in spec.member_lists:
-        loaded, now = known.get(attr), values.get(name)
-        if loaded is None or type(now) is not list:
-            continue
-        places: dict[int, list[int]] = {}
-        for at, member in enumerate(loaded):
-            places.setdefault(id(member), []).append(at)
-        origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
-        if origin.count(None) < len(origin):
-            out[attr] = origin
-    return out
-
-
-def _left_behind(spec: EntitySpec) -> frozenset[str]:
-    """The attributes a stored item may hold that a write of it leaves behind when its
-    values hold none: key-only fields' (written before they became key-only: removed)
-    and the entity's own index keys (a sparse index's entry whose field is ``None``)."""
-    found = _LEFT.get(spec.cls)
-    if found is None:
-        found = _LEFT[spec.cls] = frozenset(
-            {spec.attr(n) for n in spec.unstored} | set(spec.index_attributes))
-    return found
-
-
-#: per entity class: :func:`_left_behind`
-_LEFT: dict[type[Any], frozenset[str]] = cache("save.left_behind")
 
 
 def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
@@ -283,15 +224,14 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     """A loaded object whose primary key changed: delete the old row (as read: its guard
     values, and every attribute unless an overwrite), and the put of the new one where
     nothing is (its origin names the new key, as the rows that follow it do)."""
-    unique_fields = spec.unique_fields
-    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item),
-             *stored_as(state.item, spec.rules.held)]  # (a rule's references: as read)
-    if not entry.overwrite:  # the move copies every attribute: none may have changed,
-        # and none the class writes may have appeared (a value set after the load)
-        keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
-        guard += as_loaded(spec, state.item, {k for k in keys if k} | {
-            spec.attr(f) for f in unique_fields} | spec.rules.held)
-    b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
+    # (a rule's references: as read; unless an overwrite, the move copies every
+    # attribute: none may have changed, and none the class writes may have appeared)
+    keys = {spec.table.pk, spec.table.sk, spec.table.type_attr, *spec.rules.held,
+            *(spec.attr(f) for f in spec.unique_fields)}
+    guard = all_of([exists(spec.table.pk), *state.guards(
+        spec, old_values, after=spec.rules.held, leave=None if entry.overwrite else {
+            k for k in keys if k})])
+    b.ops.append(Delete(state.key, guard, b.origin(Role.ROW, Fail.GONE)))
     b.owner = key  # (onto an item whose TTL has passed: gone for reads, as for an insert)
     return Put(key, item, free(spec.table.pk, spec.table.ttl), b.origin(Role.ROW, Fail.EXISTS))
 
@@ -311,15 +251,13 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
         touched.add(path[0])
     if not touched:
         return None
-    unique_fields = spec.unique_fields
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
-        # exact (read by the commit just before planning)
-        cond = all_of([exists(spec.table.pk), *unchanged(
-            spec, old_values, unique_fields, state.item),
-            *stored_as(state.item, spec.rules.held)]) if unique_fields or (
-            spec.rules.held) else None  # (a rule's references: as read just before)
+        # exact (read by the commit just before planning; a rule's references: as read)
+        cond = all_of([exists(spec.table.pk), *state.guards(
+            spec, old_values, after=spec.rules.held)]) if spec.unique_fields or (
+            spec.rules.held) else None
     else:
-        cond = update_condition(spec, state, old_values, touched)
+        cond = state.update_guard(spec, old_values, touched)
     caller = entry.condition
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
@@ -342,7 +280,7 @@ def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        old_values: Mapping[str, Any], old_item: Item,
-                       index: int, extra: Item, following: int) -> Planned[Outcome]:
+                       index: int, following: int) -> Planned[Outcome]:
     """A loaded versioned entity: the next version row (``following``, where nothing is)
     and the latest copy replaced on the condition that it is still at the version and the
     revision read (deleted with its history and re-inserted, it is at version 1 again:
@@ -355,27 +293,22 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if key != state.key:
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
-    old_item = _with(old_item, extra)
-    if _with(encode_entity(obj, spec, n), extra) == old_item:
+    extra = undeclared(spec, state.item)  # (as stored, in both)
+    if {**encode_entity(obj, spec, n), **extra} == {**old_item, **extra}:
         return [], Outcome(obj, state, version=n)
     pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)
     values = written.__dict__
     encoded = encode_entity(written, spec, following)
-    item = merge_items(state.item, old_item, _with(encoded, extra),  # (untouched: as
-                       _left_behind(spec), _origins(spec, state, values) if (  # stored)
-                           state.members) else {},
-                       spec.member_names).item
+    item = state.merged(spec, old_item, encoded, values).item  # (untouched: as stored)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
-    conds = [*spec.rules.pinned(n), *stored_as(state.item, revision),
-             *unchanged(spec, old_values, spec.unique_fields, state.item)]
-    if not entry.overwrite:  # the put replaces every attribute: none may have changed
-        # since the load (another tool's write moves no version and no revision)
-        leave = {spec.table.pk, spec.table.sk, *revision, *(a for a, _ in spec.rules.pin(n)),
-                 *(spec.attr(f) for f in spec.unique_fields)}
-        conds += as_loaded(spec, state.item, {a for a in leave if a})
-    cond = all_of(conds)
+    # unless an overwrite, the put replaces every attribute: none may have changed since
+    # the load (another tool's write moves no version and no revision)
+    leave = {spec.table.pk, spec.table.sk, *revision, *(a for a, _ in spec.rules.pin(n)),
+             *(spec.attr(f) for f in spec.unique_fields)}
+    cond = all_of([*spec.rules.pinned(n), *state.guards(
+        spec, old_values, revision, leave=None if entry.overwrite else {a for a in leave if a})])
     b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     return b.ops, Outcome(obj, Written(spec, key, item, values, following, encoded),

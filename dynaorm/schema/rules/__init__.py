@@ -391,13 +391,10 @@ class Before:
 
 class Writing(NamedTuple):
     """What a rule that plans a whole write (a previous layout's move) is handed by the
-    phase that asks it, and cannot import: the entity's encoder and the attributes its
-    class does not declare."""
+    phase that asks it, and cannot import: the entity's encoder."""
 
     #: ``(obj, spec, version, key)``: the stored item of ``obj``
     encode: Callable[..., Item]
-    #: ``(spec, item)``: the attributes of the stored ``item`` no class here writes
-    undeclared: Callable[[Any, Item], Item]
 
 
 class Fetching(NamedTuple):

@@ -68,7 +68,7 @@ from dynaorm.values.expressions import (
 from dynaorm.values.keys import key_id, key_order, key_value, wire_key
 from dynaorm.values.merge import merge_items
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
-from dynaorm.values.state import MovedState
+from dynaorm.values.state import MovedState, undeclared
 from dynaorm.values.times import stamped
 from dynaorm.values.ttl import expired
 
@@ -263,7 +263,7 @@ class Layout(Before):
                          _history_rows(spec, state.history, kit), in_place=False)
         key = spec.primary_key(values)
         encoded = kit.encode(written, spec, version, key)
-        item = {**_kept(spec, state.item, kit), **encoded, **_as_stored(
+        item = {**_kept(spec, state.item), **encoded, **_as_stored(
             spec, self.translate(state.item, spec.renames),
             kit.encode(loaded_obj, spec, None if version is None else state.version, key),
             encoded)}
@@ -414,16 +414,16 @@ def _origin(spec: Any, owner: PlainKey, index: int) -> Callable[[Role, Fail], Or
     return lambda role, fail: Origin(spec.cls, owner, role, fail, None, None, index)
 
 
-def _kept(spec: Any, item: Item, kit: Writing) -> Item:
+def _kept(spec: Any, item: Item) -> Item:
     """The attributes of an old-layout row that neither layout declares (written by a
     newer model, or by another tool): a move carries them to the new row, as every write
-    of an item keeps them (``kit.undeclared``). Not the old fields by their old names
-    either, nor any index key of the table (rendered anew)."""
+    of an item keeps them (:func:`~dynaorm.values.state.undeclared`). Not the old fields
+    by their old names either, nor any index key of the table (rendered anew)."""
     table = spec.table
     old = spec.rules.before.fields_by_attr
     index_keys = {a for name in table.indexes if table.native(name) is None
                   for a in table.key_attributes(name)}
-    return {k: v for k, v in kit.undeclared(spec, item).items()
+    return {k: v for k, v in undeclared(spec, item).items()
             if k not in old and k not in index_keys}
 
 
@@ -530,7 +530,7 @@ def _history_rows(spec: Any, history: tuple[Item, ...], kit: Writing
         key = spec.primary_key({**obj.__dict__, "version": n}, n)
         new = kit.encode(obj, spec, n)
         out.append((n, spec.stored_key(row),
-                    {**_kept(spec, row, kit), **keys.row(spec, new, key[spec.table.sk])}))
+                    {**_kept(spec, row), **keys.row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 
 
