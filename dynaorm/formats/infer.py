@@ -1011,8 +1011,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     for e in entities:
         unplaced += [i for i, ok in zip(e.group.items, e.members, strict=True) if not ok]
     table["type_attribute"] = type_attr
-    seen = Counter(r.location for i in items for r in offloaded.references(i).values())
-    table["offload"] = seen.most_common(1)[0][0] if seen else None  # (where most went)
+    table["offload"] = _offload_at(items)
     types = table.pop("_types")
     del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
@@ -1021,6 +1020,13 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     gone = {id(i) for i in (*unplaced, *own)}
     return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),
                     keys, len(own), [i for i in items if id(i) not in gone])
+
+
+def _offload_at(items: Sequence[Item]) -> str | None:
+    """Where most of the offloaded values of ``items`` went (``s3://BUCKET/PREFIX``, the
+    printed table's ``offload=``; ``None``: none is)."""
+    seen = Counter(r.location for i in items for r in offloaded.references(i).values())
+    return seen.most_common(1)[0][0] if seen else None
 
 
 def read_offloaded(items: Sequence[dict[str, Any]],

@@ -24,6 +24,7 @@ from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
+from dynaorm.schema.table import TableSchema
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
 from dynaorm.values.fastload import Fast, collector_paused, fast_answer, fast_validator
 from dynaorm.values.keys import key_av
@@ -297,13 +298,11 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
             page = LoadedPage(data, key_attrs, type_attr, fields)
             places: Iterable[int] = count()
             if dict in map(type, objs):  # items of other types: not results of a query
-                if "Items" not in answer or _refused_among(objs, types):
-                    refused = True  # (or an item of its types the fast way refuses)
+                kept = _of_types(answer, objs, types, table)
+                if type(kept) is not tuple:
+                    refused = kept == "refused"
                     return None
-                if _unclaimed_among(objs, table.entities):
-                    return None  # (a type name no class may claim: the plain read tells)
-                places = [at for at, o in enumerate(objs) if type(o) is not dict]
-                objs = [objs[at] for at in places]
+                places, objs = kept
             if admits is not None and not _admitted(admits, only, pks, objs, places):
                 return None  # (another scope's key, or no keys read: the plain way)
             if holds is not None and not _held(holds, objs):
@@ -324,6 +323,21 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)
+
+
+def _of_types(answer: Mapping[str, Any], objs: list[Any],
+              types: Mapping[str, tuple[type[Any], EntitySpec]], table: TableSchema
+              ) -> tuple[list[int], list[Any]] | str | None:
+    """The places and objects of an answer's items of ``types`` among others' (left as
+    dicts by the fast way): ``"refused"`` when it is no query's (or holds an item of its
+    types the fast way refuses: the read's later answers are read the plain way too),
+    ``None`` when an item's type name no class may claim (the plain read tells)."""
+    if "Items" not in answer or _refused_among(objs, types):
+        return "refused"
+    if _unclaimed_among(objs, table.entities):
+        return None
+    places = [at for at, o in enumerate(objs) if type(o) is not dict]
+    return places, [objs[at] for at in places]
 
 
 def _scope_tests(types: Mapping[str, tuple[type[Any], EntitySpec]],
