@@ -220,19 +220,27 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
 
 
 def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
-    """After a replay, each object whose rules seal or place its values takes its row as
-    read, where it holds the replayed commit's revision ``rev`` (what that commit stored,
-    not what the replay's plan sealed and placed anew); else (changed since, the read
-    failed) the state planned, on which a conditioned write fails."""
+    """After a replay, each object whose rules seal, place or stamp its values (what the
+    replay's plan made anew, never stored) takes its row as read, and the times stamped
+    there, where the row is what the replayed commit stored: it holds that commit's
+    revision ``rev``; on a table that keeps none, its fields (decoded, the stamped ones
+    aside) are the object's, all that a write there compares. Else (changed since, the
+    read failed) the state planned, on which a conditioned write fails."""
     for outcome in outcomes:
-        state, spec = outcome.state, spec_of(type(outcome.obj))
-        if state is not None and (spec.rules.transforms or spec.rules.held):
-            try:
-                stored = yield from READS.item(spec.table, state.key)
-            except DynaormError:  # (the replay's answer stands)
-                continue
-            if revision_of(spec.table, stored) == rev:
-                outcome.obj._dynaorm_state = InstanceState(state.key, stored, state.version)
+        state, obj, spec = outcome.state, outcome.obj, spec_of(type(outcome.obj))
+        rules = spec.rules
+        if state is None or not (rules.transforms or rules.held or rules.stampers):
+            continue
+        try:
+            stored = yield from READS.item(spec.table, state.key)
+            was = spec.cls._from_item(stored, spec).__dict__ if stored else {}
+        except (DynaormError, ValueError):  # (the replay's answer stands)
+            continue
+        times = tuple((name, was.get(name)) for name, _ in outcome.stamps)
+        if revision_of(spec.table, stored) == rev or (
+                spec.table.revision_attribute is None and was == {**obj.__dict__, **dict(times)}):
+            apply_stamps(obj, times)  # type: ignore[arg-type]
+            obj._dynaorm_state = InstanceState(state.key, stored, state.version)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:

@@ -10,9 +10,12 @@ reads them (:meth:`~dynaorm.schema.rules.Rules.prepare` fetches what a placing r
 outside the table, ``Offloaded`` values in S3; :meth:`~dynaorm.schema.rules.Rules.unplace`
 puts them back), and the write goes through the entity's placing rules as a commit's
 does (a new object uploaded before it, the old one removed once it applied, the new one
-once it proved not to: :func:`~dynaorm.write.placing.settled_p`); an outcome left unknown
-removes nothing, and an object a fresh read shows no row holds is left for ``dynaorm
-check --repair``. Nothing else changes: no plaintext, no revision, no version. So:
+once it proved not to: :func:`~dynaorm.write.placing.release_p`); after a lost answer or
+a failed condition, a fresh read of the row says which (:func:`_settled`: a sealed
+value's object is bound to its row, so what that row no longer holds no row ever will),
+and a row still holding every value replaced removes nothing (its new object is left for
+``dynaorm check --repair``). Nothing else changes: no plaintext, no revision, no
+version. So:
 
 - it never overwrites another writer: a value changed since it was read fails the
   condition, and the row is judged again from a fresh read (a value written by a current
@@ -52,7 +55,7 @@ from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import Fail, Op, Origin, Role, Update
-from dynaorm.write.placing import settled_p
+from dynaorm.write.placing import Published, publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
 
 __all__ = ["ReencryptReport", "reencrypt"]
@@ -147,6 +150,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     for _ in range(ROUNDS):
         if item is None:
             return "gone"
+        published: Published = []
         try:
             driver.run(rule.prepare((item,), True), during)  # (a forgotten tenant: here)
             driver.run(spec.rules.prepare((item,)), during)  # (its values kept in S3
@@ -159,20 +163,40 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
                 (op,) = place([op], lambda _: None)  # one removed once the row holds it)
             assert isinstance(op, Update)
             new = op.set
-            driver.run(settled_p(WritePlan((op,), outside=(spec,)), (), call(
-                *render_op(op), (entity,), idempotent=False)), during)
-            return "resealed"
+            published = driver.run(publish_p(WritePlan((op,), outside=(spec,))), during)
+            driver.run(call(*render_op(op), (entity,), idempotent=False), during)
+            got: dict[str, Any] = {"Item": {**item, **new}}
         except RequestError as exc:
             if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):
+                driver.run(release_p(published, False), during)
                 return str(exc)
+            got = driver.run(call("GetItem", {
+                "TableName": table.name, "Key": {a: item[a] for a in key},
+                "ConsistentRead": True}, (entity,)), during)
         except ForgottenError:
             return "forgotten"
         except DynaormError as exc:
             return str(exc)
-        got: dict[str, Any] = driver.run(call("GetItem", {
-            "TableName": table.name, "Key": {a: item[a] for a in key},
-            "ConsistentRead": True}, (entity,)), during)
-        item = got.get("Item")
+        was, item = item, got.get("Item")
+        for applied in _settled(was, new, item):
+            driver.run(release_p(published, applied), during)
         if item is not None and all(item.get(a) == v for a, v in new.items()):
             return "resealed"  # (this run's own write: a fresh nonce is never written twice)
     return f"still changing after {ROUNDS} attempts"
+
+
+def _settled(was: Item, new: Item, now: Item | None) -> tuple[bool, ...]:
+    """What ``now``, the row read afresh after a write of ``new`` over the values of
+    ``was`` failed or lost its answer, proves of it, as the releases of what it placed:
+    ``(True,)`` applied (the row holds a value it wrote: a fresh nonce, a new object, is
+    written once); ``()`` nothing (the row holds every value it replaced: it may still
+    apply); else it never will (it conditions on them, and none comes back: a write
+    conditions on the objects it read, a sealed value is bound to its row, no move
+    carries it), so what it uploaded goes, ``(False,)``, and where the row holds none of
+    them, what it replaced goes too, ``(True, False)`` (its own, or another writer's
+    that removed it already)."""
+    now = now or {}
+    if any(now.get(a) == v for a, v in new.items()):
+        return (True,)
+    kept = sum(now.get(a) == was[a] for a in new)
+    return () if kept == len(new) else (False,) if kept else (True, False)

@@ -776,10 +776,6 @@ class Unrevised(Entity):
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="core/commit.py _as_stored takes the stored row only "
-                   "where it holds the replayed commit's revision: a table without "
-                   "revisions never does, so the replayed object keeps the replay plan's "
-                   "ciphertexts and its next save is a false ConcurrentModificationError")
 def test_a_replayed_sealed_object_saves_again_on_a_table_without_revisions(
         backend: str | None) -> None:
     """Defect 4 of issue 88 on a table with ``revision_attribute=None``: the replayed
@@ -814,10 +810,6 @@ class Timed(Entity):
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="a replayed object of an entity with Meta.timestamps "
-                   "holds the replay's times (never stored) and its state the replay's "
-                   "plan: its next save is a false ConcurrentModificationError (_as_stored "
-                   "reaches only entities whose rules seal or place values)")
 def test_a_replayed_object_with_timestamps_holds_what_was_stored_and_saves_again(
         kb: tuple[TestBackend, Bucket]) -> None:
     """The replayed object's times are the stored ones (not the replay's clock), and a

@@ -426,21 +426,21 @@ class Offloading(Rule):
     def _get(self, ref: Reference, origins: tuple[Any, ...]
              ) -> Generator[Any, Any, bytes | OffloadError]:
         """The bytes of ``ref``'s object, checked against its SHA-256; what was found
-        instead (a missing object, other bytes: raised where the value is decoded, so
-        that a read of other fields, or ``dynaorm check``, goes on); a request that
-        failed after its retries raises."""
+        instead (a missing object, other bytes: raised where the value is decoded, named
+        there by the field's entity, so that a read of other fields, or ``dynaorm
+        check``, goes on); a request that failed after its retries raises."""
         try:
             out = yield Call("s3:GetObject", ref.request, origins, service=S3)
         except RequestError as exc:
             if exc.code not in _GONE:
                 raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
                                    f"read: {exc}", uri=ref.uri) from exc
-            return OffloadError(f"{self.owner}: the offloaded value {ref.uri} is missing (a "
-                                f"dangling reference): {exc}", uri=ref.uri)
+            return OffloadError(f"the offloaded value {ref.uri} is missing (a dangling "
+                                f"reference): {exc}", uri=ref.uri)
         body = out.get("Body")
         if not ref.holds(body):
-            return OffloadError(f"{self.owner}: the object {ref.uri} does not hold the "
-                                "bytes its reference names (SHA-256 differs)", uri=ref.uri)
+            return OffloadError(f"the object {ref.uri} does not hold the bytes its "
+                                "reference names (SHA-256 differs)", uri=ref.uri)
         return bytes(body)
 
     def decode(self, item: Item) -> Item:
@@ -539,7 +539,8 @@ class Offloading(Rule):
                     continue
                 if type(av) is Held:  # (another row's: a copy of its own)
                     if av.error is not None:
-                        raise av.error
+                        raise OffloadError(f"{self.owner}.{self.fields[attr]}: {av.error}",
+                                           uri=ref.uri)
                     changed[attr] = self._new(ref.tag, av.body, ref.sha256)
                     continue
             # (a value: a plain reference no row of the write read is a value of that
