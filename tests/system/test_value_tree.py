@@ -636,16 +636,32 @@ class ValueTreeModel(RuleBasedStateMachine):
         idem = f"k-{self.run}-{next(self.values.count)}"
         for attempt in range(2):
             s = Session(self.table)
-            s.save(self.cls(**self.ident(tenant, key), **values), overwrite=True)
+            obj = self.cls(**self.ident(tenant, key), **values)
+            s.save(obj, overwrite=True)
             before = self.rows()
             result = s.commit(idempotency_key=idem)
             assert result.replayed == (attempt == 1)
             if attempt:
                 self.check_untouched(before, {})
-        obj = self.cls(**self.ident(tenant, key), **values)
         self.remember(obj, values)
         self.applied(tenant, key, self.dump(obj))
         FIGURES["replays"] += 1
+        # The replayed object saved again (it holds the state stored). Left out for an
+        # entity with a sealed or offloaded field: a DEFECT, its save raises a false
+        # ConcurrentModificationError (test_a_replayed_object_saves_again).
+        if data.draw(st.booleans()) and not any(
+                n.has(k) for n in self.fields.values() for k in ("Encrypted", "Offloaded")):
+            field = data.draw(st.sampled_from(sorted(self.fields)))
+            again = self.fresh(data, {field})
+            setattr(obj, field, getattr(self.cls(**self.ident(tenant, key), **{
+                **values, **again}), field))
+            before = self.rows()
+            s.save(obj)
+            s.commit()
+            self.remember(obj, again)
+            self.applied(tenant, key, self.dump(obj))
+            self.check_untouched(before, {(tenant, key): {field}})
+            FIGURES["replayed objects saved"] += 1
 
     def reencrypt(self) -> None:
         """``jobs.reencrypt``: every value under the current key; nothing else changes."""
@@ -700,7 +716,8 @@ class ValueTreeModel(RuleBasedStateMachine):
         else:
             getattr(self, op)(tenant, key, data)
 
-    @rule(op=st.sampled_from(["reencrypt", "rotate", "drop", "forget", "exported"]),
+    @rule(op=st.sampled_from(["reencrypt", "rotate", "to the end", "drop", "forget",
+                              "exported"]),
           tenant=TENANTS)
     def keys_and_copies(self, op: str, tenant: str) -> None:
         """Re-encryption, rotation, dropping the old keys, forgetting a tenant, an export:
@@ -710,6 +727,11 @@ class ValueTreeModel(RuleBasedStateMachine):
         elif op == "rotate":
             self.rotate()
         elif op == "drop" and len(self.keys) > 1 and not self.stale:
+            self.drop()
+        elif op == "to the end" and self.secret_fields:  # (as the encryption guide says)
+            self.rotate()
+            self.reads_are_the_model()
+            self.reencrypt()
             self.drop()
         elif op == "forget" and self.scoped:
             self.forget(tenant)
@@ -798,3 +820,66 @@ def test_an_encrypted_value_is_never_shown_and_every_value_reads(
     print("\nvalue tree figures: " + ", ".join(f"{k}={v}" for k, v in sorted(
         FIGURES.items())))
     assert FIGURES["invariants checked"] > 0
+
+
+# -- defects the property found, each narrowed to one case -----------------------------------
+class Ledger(Versioned):
+    """A versioned entity with a sealed field: the two defects below."""
+
+    class Meta:
+        table = plain_store
+        pk = "LEDGER#{key}"
+        sk = "LEDGER"
+
+    key: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+
+
+@pytest.mark.xfail(strict=True, reason="a versioned entity's update by key (read first, "
+                   "planned as a save) seals its unchanged Encrypted values anew: new "
+                   "ciphertext bytes for values it did not change (a save of the loaded "
+                   "object keeps them)")
+def test_a_versioned_update_by_key_keeps_unchanged_ciphertexts(
+        store: tuple[Store, Bucket]) -> None:
+    tb, _ = store
+    s = Session(plain_store)
+    s.save(Ledger(key="1", secret="s3cret"))
+    s.commit()
+    row = lambda: next(r for r in tb.scan_raw(plain_store) if r["pk"] == {"S": "LEDGER#1"}  # noqa: E731
+                       and r["sk"] == {"S": "v0_LEDGER"})
+    before = row()
+    s.update(Ledger, key="1").set(title="changed")
+    s.commit()
+    assert row()["title"] == {"S": "changed"}
+    assert row()["secret"] == before["secret"]
+
+
+class Note(Entity):
+    class Meta:
+        table = plain_store
+        pk = "NOTE#{key}"
+        sk = "NOTE"
+
+    key: str
+    title: str = ""
+    secret: Encrypted[str] = ""
+
+
+@pytest.mark.xfail(strict=True, reason="after an idempotent replay, saving the replayed "
+                   "object raises a false ConcurrentModificationError where it holds an "
+                   "Encrypted value (issue 88; being fixed beside this)")
+@pytest.mark.parametrize(("cls", "field"), [(Ledger, "title"), (Note, "secret")])
+def test_a_replayed_object_saves_again(store: tuple[Store, Bucket], cls: type[Any],
+                                       field: str) -> None:
+    """A versioned entity changing any field; a plain one changing its sealed field."""
+    for _ in range(2):
+        s = Session(plain_store)
+        obj = cls(key="2", secret="s3cret")
+        s.save(obj, overwrite=True)
+        s.commit(idempotency_key="replayed-2")
+    setattr(obj, field, "again")
+    s.save(obj)
+    s.commit()
+    found = Session(plain_store).get(cls, key="2", consistent=True)
+    assert found is not None and getattr(found, field) == "again"
