@@ -26,6 +26,9 @@ type trees (nested models, lists, mappings, sets, optionals, scalars, to depth 3
 
 On moto and DynamoDB Local (S3 from moto beside each). ``VALUE_TREE_EXAMPLES`` raises the
 number of examples for a long run (default: a few, to keep each engine under a minute).
+
+Defects the property found are narrowed to strict xfails at the end of the module, and
+only their own step is left out of the machine (each place says which).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from pydantic import BaseModel, create_model
@@ -207,9 +210,9 @@ def value_classes(draw: st.DrawFn) -> dict[str, Node]:
     """The fields of a class the machine runs (every kind reached): mostly one field sealed
     whole, often a plain nested model (updates by path go into it)."""
     fields = draw(field_trees(anywhere=False))
-    if draw(st.integers(0, 3)):
-        f0 = fields["f0"]
-        fields["f0"] = Node(f0.shape, tuple(sorted({*f0.kinds, "Encrypted"})), f0.stored,
+    if draw(st.integers(0, 3)):  # (sealed, and often offloaded: S3 holds ciphertext)
+        f0, more = fields["f0"], {"Encrypted"} | ({"Offloaded"} if draw(st.booleans()) else set())
+        fields["f0"] = Node(f0.shape, tuple(sorted({*f0.kinds, *more})), f0.stored,
                             f0.children)
     if draw(st.booleans()):
         model = draw(trees(False, shapes=("model",)))
@@ -409,6 +412,15 @@ class ValueTreeModel(RuleBasedStateMachine):
         FIGURES["scoped" if scoped else "unscoped"] += 1
         for kind in RULE_KINDS:
             FIGURES[f"classes with {kind}"] += any(n.has(kind) for n in fields.values())
+
+    @property
+    def droppable(self) -> bool:
+        """Whether the old keys may be dropped after a re-encryption. Not where a sealed
+        value may be kept in S3 under the table's keyring: a DEFECT, the job skips those
+        values (test_an_offloaded_sealed_value_reads_after_a_rotation_to_the_end); with
+        ``key_scope`` they are sealed under the tenant's key, which the job re-wraps."""
+        return self.scoped or not any(n.has("Offloaded") for f, n in self.fields.items()
+                                      if f in self.secret_fields)
 
     def t(self, tenant: str) -> str:
         return f"{tenant}-{self.run}"
@@ -726,13 +738,14 @@ class ValueTreeModel(RuleBasedStateMachine):
             self.reencrypt()
         elif op == "rotate":
             self.rotate()
-        elif op == "drop" and len(self.keys) > 1 and not self.stale:
+        elif op == "drop" and len(self.keys) > 1 and not self.stale and self.droppable:
             self.drop()
         elif op == "to the end" and self.secret_fields:  # (as the encryption guide says)
             self.rotate()
             self.reads_are_the_model()
             self.reencrypt()
-            self.drop()
+            if self.droppable:
+                self.drop()
         elif op == "forget" and self.scoped:
             self.forget(tenant)
         elif op == "exported" and not self.exports:
@@ -809,8 +822,7 @@ def test_an_encrypted_value_is_never_shown_and_every_value_reads(
     machine = type("Machine", (ValueTreeModel,), {"db": tb, "bucket": b, "logs": logs})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
         max_examples=EXAMPLES or 20, stateful_step_count=12, deadline=None,
-        derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True,
-        **({"phases": [Phase.generate]} if os.environ.get("H5DEV") else {}))
+        derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
     try:
         machine.TestCase().runTest()  # type: ignore[attr-defined]
@@ -883,3 +895,30 @@ def test_a_replayed_object_saves_again(store: tuple[Store, Bucket], cls: type[An
     s.commit()
     found = Session(plain_store).get(cls, key="2", consistent=True)
     assert found is not None and getattr(found, field) == "again"
+
+
+class Archive(Entity):
+    class Meta:
+        table = plain_store
+        pk = "ARCHIVE#{key}"
+        sk = "ARCHIVE"
+
+    key: str
+    body: Offloaded[Encrypted[str]] = ""
+
+
+@pytest.mark.xfail(strict=True, reason="jobs.reencrypt skips values kept in S3: after a "
+                   "rotation run to the end (the old key dropped) an Offloaded[Encrypted] "
+                   "value no longer reads (issue 88; being fixed beside this)")
+def test_an_offloaded_sealed_value_reads_after_a_rotation_to_the_end(
+        store: tuple[Store, Bucket]) -> None:
+    old, new = os.urandom(32), os.urandom(32)
+    plain_store.keyring = StaticKeyring(old)
+    s = Session(plain_store)
+    s.save(Archive(key="1", body="x" * (LIMIT + 100)))
+    s.commit()
+    plain_store.keyring = StaticKeyring(new, previous=[old])
+    assert run_local(reencrypt(Archive)).failed == []
+    plain_store.keyring = StaticKeyring(new)
+    found = Session(plain_store).get(Archive, key="1", consistent=True)
+    assert found is not None and found.body == "x" * (LIMIT + 100)
