@@ -644,11 +644,12 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     type_name = str(meta.get("type_name") or owner)
     if meta.get("previous") is not None:
         import dynaorm.schema.rules.previous  # noqa: F401 (registers its rule)
-    rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
-                                    type_name, indexes, shards))
-    check_reserved(owner, table, renames, field_names, rules)
     root = compile_tree(cls, {})
     check_hidden(owner, root)
+    trees = {step[1:]: node for step, node in root.children}
+    rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
+                                    type_name, indexes, shards, trees=trees))
+    check_reserved(owner, table, renames, field_names, rules)
     unique = rules.get(Uniqueness)
     uniques = () if unique is None else unique.rules
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
@@ -659,9 +660,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         overlaps=overlap_policy(owner, meta.get("overlaps")), key_only=key_only,
         unstored=unstored, indexes=indexes, shards=shards, field_names=field_names,
         renames=renames, null_fields=_null_fields(cls), rules=rules,
-        trees={step[1:]: node for step, node in root.children},
-        kinds={**getattr(rules.get(Membership), "kinds", {}), **{
-            step[1:]: kind for step, node in root.children if (kind := field_kind(node))}},
+        trees=trees, kinds={**getattr(rules.get(Membership), "kinds", {}), **{
+            name: kind for name, node in trees.items() if (kind := field_kind(node))}},
     )
     check_rules(cls, table, spec.layouts, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

@@ -3,8 +3,8 @@ annotations compiled once, when its spec is built (:func:`compile_tree`, kept as
 ``EntitySpec.trees``), into :class:`Node` s that the walks of a value read instead of the
 annotation: a field's kind (:func:`field_kind`), the encoding of the kinds given to its
 members (:class:`StoredMembers`), the kind at a path (:func:`kind_at`: updates,
-conditions and filters by path) and the rule kinds declared where no rule reaches
-(:func:`check_hidden`).
+conditions and filters by path), the kinds a field's rules read (:func:`markers`) and
+the rule kinds declared where no rule reaches (:func:`check_hidden`).
 
 A node's ``shape`` and its ``children`` by step: ``model`` (a pydantic model: a member
 ``.name``), ``record`` (a dataclass, ``TypedDict`` or ``NamedTuple``: ``.name``),
@@ -34,7 +34,8 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError
 from dynaorm.values.codec import Kind, encode_value
 
-__all__ = ["Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind", "kind_at"]
+__all__ = ["Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind", "kind_at",
+           "markers"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
@@ -166,6 +167,12 @@ class StoredMembers(Kind):
         return None if node is None or not _valued(node) else StoredMembers(
             "members of their own kinds", (object,), "",
             lambda v: _encode(node, v, encode_value(v)), node=node)
+
+
+def markers(node: Node) -> list[Any]:
+    """The kinds a field's rules read (:mod:`dynaorm.schema.rules`): the field's own and
+    its first level's (``Encrypted[str] | None``, ``list[Encrypted[str]]``)."""
+    return [*node.kinds, *(k for s, n in node.children if s[:1] != "." for k in n.kinds)]
 
 
 def field_kind(node: Node) -> Kind | None:

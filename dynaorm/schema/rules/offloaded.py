@@ -351,8 +351,7 @@ class Offloading(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Offloading | None:
-        marked = {n: True for n, info in decl.cls.model_fields.items()
-                  if OFFLOADED in markers(info)}
+        marked = {n: True for n, node in decl.trees.items() if OFFLOADED in markers(node)}
         if not marked:
             return None
         if decl.table.offload is None:
