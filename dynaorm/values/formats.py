@@ -23,8 +23,7 @@ attribute's, not its keys'.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_FLOOR, Decimal
@@ -36,7 +35,7 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind
 
-__all__ = ["FirstTaking", "StoredAs", "merged_kinds"]
+__all__ = ["StoredAs"]
 
 _ISO_Z = "iso-z"
 _ISO_Z_MILLIS = "iso-z-millis"
@@ -169,36 +168,6 @@ def _exact_seconds(value: datetime) -> Decimal:
     delta = value - _EPOCH
     return (Decimal(delta.days * 86400 + delta.seconds)
             + Decimal(delta.microseconds) / 1_000_000)
-
-
-class FirstTaking(Kind):
-    """The kind a filter's operand on a field is stored by where the entities of one
-    query give that field different kinds (a ``StoredAs`` time in one, text in another):
-    the first of ``kinds`` that takes the operand (``None``: as any value is stored),
-    else as any value is (:func:`merged_kinds`)."""
-
-
-def merged_kinds(specs: Sequence[Any]) -> dict[str, Kind]:
-    """The field-level kinds of the entity specs of one query, by field name: an
-    entity's own, or :class:`FirstTaking` where the entities holding the field differ."""
-    from dynaorm.values.codec import encode_value
-
-    out: dict[str, Kind] = {}
-    for name in {n for spec in specs for n in spec.kinds}:
-        found = list(dict.fromkeys(spec.kinds.get(name) for spec in specs
-                                   if name in spec.cls.model_fields))
-        if len(found) == 1 and found[0] is not None:
-            out[name] = found[0]
-            continue
-
-        def encode(value: Any, found: list[Kind | None] = found) -> AttributeValue:
-            for kind in found:
-                if kind is not None:
-                    with suppress(InvalidValueError):
-                        return kind.encode(value)
-            return encode_value(value)
-        out[name] = FirstTaking(f"first of {len(found)} kinds", (object,), "", encode)
-    return out
 
 
 StoredAs.ISO_Z = StoredAs(_ISO_Z)

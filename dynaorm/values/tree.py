@@ -26,16 +26,17 @@ import re
 import types
 import typing
 from collections import abc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from dynaorm._types import AttributeValue
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
-__all__ = ["Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind", "kind_at",
-           "markers"]
+__all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
+           "kind_at", "markers", "merged_kinds"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
@@ -133,7 +134,7 @@ def _valued(node: Node, above: frozenset[int] = frozenset()) -> bool:
 
 def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
     """How ``value`` (as pydantic dumps it), ``av`` by default, is stored at ``node``."""
-    if (kind := node.kind) is not None:
+    if kind := node.kind:
         return av if value is None else kind.encode(value)
     walked = node.walked
     if node.shape in ("list", "set"):
@@ -182,16 +183,52 @@ def field_kind(node: Node) -> Kind | None:
     return node.kind or arm.kind or StoredMembers.of(node)
 
 
-def kind_at(kinds: Mapping[str, Kind], path: str) -> Kind | None:
+@dataclass(frozen=True, eq=False)
+class FirstTaking(Kind):
+    """The kind a filter's operand on a field (or a path into it) is stored by where the
+    entities of one query give it different kinds (a ``StoredAs`` time in one, text in
+    another): the first of ``kinds`` that takes the operand (``None``: as any value is
+    stored), else as any value is (:func:`merged_kinds`)."""
+
+    kinds: tuple[Kind | None, ...] = ()
+
+    @staticmethod
+    def of(kinds: Iterable[Kind | None]) -> Kind | None:
+        """The one of ``kinds``, or the first of them that takes a value."""
+        found = tuple(dict.fromkeys(kinds))
+
+        def encode(value: Any) -> AttributeValue:
+            for kind in found:
+                if kind is not None:
+                    with suppress(InvalidValueError):
+                        return kind.encode(value)
+            return encode_value(value)
+        return found[0] if len(found) == 1 else FirstTaking(
+            f"first of {len(found)} kinds", (object,), "", encode, kinds=found)
+
+
+def merged_kinds(specs: Sequence[Any]) -> dict[str, Kind]:
+    """The field-level kinds of the entity specs of one query, by field name: an
+    entity's own, or :class:`FirstTaking` where the entities holding the field differ."""
+    return {name: kind for name in {n for spec in specs for n in spec.kinds} if (
+        kind := FirstTaking.of(spec.kinds.get(name) for spec in specs
+                               if name in spec.cls.model_fields))}
+
+
+def kind_at(kinds: Mapping[str, Kind | None], path: str) -> Kind | None:
     """The kind a value at attribute ``path`` (a field's name, or a path into it:
     ``last.at``, ``seen[0]``) is stored by, of the field-level ``kinds``; ``None``: none."""
     name = re.split(r"[.\[]", path, maxsplit=1)[0]
     kind = kinds.get(name)
-    if not isinstance(kind, StoredMembers) or name == path:
+    if name == path:
         return kind
+    if isinstance(kind, FirstTaking):  # (each entity's at the path)
+        return FirstTaking.of(kind_at({name: k}, path) for k in kind.kinds)
+    if not isinstance(kind, StoredMembers):
+        return None
     node: Node | None = kind.node
     for step in re.findall(r"\.[^.\[]+|\[\d+\]", path[len(name):]):
-        while node is not None and (node.shape == "union" or node.kind is not None):
+        while node and (node.shape == "union" or node.kind):
             node = None if node.kind or len(node.walked) != 1 else node.walked[0]
         node = node and node.child("[]" if step[0] == "[" else step if (
             node.shape == "model") else "{}")

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Rule, register_rule
-from dynaorm.schema.rules.encrypted import markers
 from dynaorm.schema.rules.vectors import Vector
+from dynaorm.values.tree import markers
 
 __all__ = ["Compressed", "Compression"]
 

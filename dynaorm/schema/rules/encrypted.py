@@ -34,8 +34,8 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.tree import Node, markers
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "is_encrypted",
-           "markers", "open_value", "seal_value"]
+__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
+           "seal_value"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -46,11 +46,6 @@ ROW_BOUND = 2
 ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
-
-
-def is_encrypted(node: Node) -> bool:
-    """Whether a field (its value tree) is ``Encrypted[...]`` (or ``Encrypted[...] | None``)."""
-    return ENCRYPTED in markers(node)
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
@@ -111,7 +106,7 @@ def _encrypted(trees: Mapping[str, Node], owner: str, table: TableSchema,
                indexes: tuple[Any, ...]) -> dict[str, str]:
     """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
     native index."""
-    encrypted = {renames.get(n, n): n for n, node in trees.items() if is_encrypted(node)}
+    encrypted = {renames.get(n, n): n for n, node in trees.items() if ENCRYPTED in markers(node)}
     if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
             f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
             i) for a, n in encrypted.items() if a in table.key_names(i))}:

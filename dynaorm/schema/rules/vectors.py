@@ -25,10 +25,11 @@ from pydantic_core import core_schema
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import is_encrypted, markers
+from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.table import MAX_DIMENSIONS
 from dynaorm.values.codec import kind_of
 from dynaorm.values.limits import float32 as float32_plain
+from dynaorm.values.tree import markers
 
 __all__ = ["Vector", "Vectors", "float32", "stored_vector", "vector_of", "vector_values"]
 
@@ -208,7 +209,7 @@ class Vectors(Rule):
                 continue
             problem = (
                 "a vector field cannot be Encrypted (a vector index reads its numbers)"
-                if is_encrypted(node) else "a vector field cannot be in a key template"
+                if ENCRYPTED in markers(node) else "a vector field cannot be in a key template"
                 if name in keyed else
                 f"Vector({marker.dimensions}) on the attribute of index {index.name!r}, "
                 f"whose vectors hold {index.dimensions}" if index is not None
