@@ -28,7 +28,16 @@ from pydantic import BaseModel, create_model
 from dynaorm import Compressed, Encrypted, Offloaded, StoredAs, Vector
 from dynaorm.errors import DynaormError
 from dynaorm.values.codec import Kind, encode_value
-from dynaorm.values.tree import Node, StoredMembers, check_hidden, compile_tree, kind_at
+from dynaorm.values.tree import (
+    FirstTaking,
+    Node,
+    StoredMembers,
+    check_hidden,
+    compile_tree,
+    kind_at,
+    markers,
+    merged_kinds,
+)
 
 ISO = StoredAs.ISO_Z
 EPOCH = StoredAs.EPOCH_SECONDS
@@ -120,12 +129,12 @@ def test_the_kind_at_a_path_is_the_kind_its_node_stores() -> None:
                              {"S": "2026-11-27T09:30:00Z"}]}),
                          ("by_day.mon.at", {"S": "2026-11-27T09:30:00Z"}),
                          ("by_day.mon.children[3].at", {"S": "2026-11-27T09:30:00Z"})):
-        kind = kind_at(kinds, path)  # type: ignore[arg-type]
+        kind = kind_at(kinds, path)
         assert kind is not None, path
         assert kind.encode([when] if path == "seen" else when) == stored, path
     for path in ("last.sku", "last.nothing", "either.sku", "point.when", "seen[0].x",
                  "by_day[0]"):  # (no kind there; a union of several; a record's member)
-        assert kind_at(kinds, path) is None, path  # type: ignore[arg-type]
+        assert kind_at(kinds, path) is None, path
 
 
 # -- the references: 0.9's walks of an annotation -------------------------------------------
@@ -329,3 +338,42 @@ def test_a_hidden_kind_in_a_model_inside_itself_is_refused_once() -> None:
     holder = create_model("Holder", root=(Node_, ...))
     with pytest.raises(DynaormError, match=r"Holder\.root\.secret: Encrypted inside"):
         check_hidden("Holder", _tree(holder))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=_ANNOTATED)
+def test_the_kinds_a_fields_rules_read_are_the_old_walks(pair: _Pair) -> None:
+    """A field's own kinds and its first level's, as the rules read them (0.9 read the
+    pydantic field's metadata and its type's arguments'); in the write's order."""
+    info = create_model("Holder", wallet=(pair[0], ...)).model_fields["wallet"]
+    old = [*info.metadata, *(m for a in typing.get_args(info.annotation)
+                             for m in getattr(a, "__metadata__", ()))]
+    new = markers(_tree(Annotated[(info.annotation, *info.metadata)] if info.metadata
+                        else info.annotation))
+    assert sorted(map(repr, filter(_rule_marker, old))) == sorted(
+        map(repr, filter(_rule_marker, new)))
+
+
+def test_a_query_of_several_entities_stores_an_operand_by_the_first_kind_that_takes_it() -> None:
+    """The entities' kinds of one field differ: the operand of the field, or of a path
+    into it, is stored by the first of their kinds there that takes it."""
+    class Log(BaseModel):
+        seen: list[Annotated[datetime, ISO]] = []
+        last: Line | None = None
+
+    class Note(BaseModel):
+        seen: list[str] = []
+        last: str = ""
+
+    specs = [types.SimpleNamespace(cls=cls, kinds={
+        name: kind for name in cls.model_fields
+        if (kind := StoredMembers.of(_field(cls, name)))}) for cls in (Log, Note)]
+    kinds = merged_kinds(specs)
+    assert isinstance(kinds["seen"], FirstTaking) and isinstance(kinds["last"], FirstTaking)
+    when = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
+    for path, value, stored in (("seen[0]", when, {"S": "2026-11-27T09:30:00Z"}),
+                                ("seen[0]", "x", {"S": "x"}),
+                                ("last.shipped", when, {"N": str(int(when.timestamp()))}),
+                                ("last", "y", {"S": "y"})):
+        found = kind_at(kinds, path)
+        assert found is not None and found.encode(value) == stored, path
