@@ -28,8 +28,8 @@ from dynaorm.read.selection import BATCH_GET, Selection
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.paths import check_names
 from dynaorm.values.expressions import Condition, Placeholders, rename_paths
-from dynaorm.values.formats import merged_kinds
 from dynaorm.values.keys import key_id
+from dynaorm.values.tree import merged_kinds
 
 __all__ = ["Page", "ReadSpec"]
 

@@ -14,9 +14,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import sys
 import types
 import typing
 from collections.abc import Collection, Iterable, Mapping
@@ -417,82 +415,3 @@ def check_reserved(owner: str, table: TableSchema, renames: Mapping[str, str],
             f"{'that attribute' if len(clash) == 1 else 'those attributes'} itself on table "
             f"{table.name!r} (the row revision: Table(revision_attribute=...); store the "
             "field under another name with Field(alias=...))")
-
-
-def _rule_marker(marker: Any) -> bool:
-    """Whether ``marker`` is one of dynaorm's rules' (``Encrypted``, ``Offloaded``,
-    ``Compressed``, ``Vector``: a ``"dynaorm:..."`` text or an object of a rule module), as
-    opposed to a value kind (``StoredAs``, which members take) or anyone else's."""
-    return (marker.startswith("dynaorm:") if isinstance(marker, str)
-            else type(marker).__module__.startswith("dynaorm.schema.rules"))
-
-
-def _members(cls: type) -> dict[str, Any]:
-    """The fields of a class a value can hold, with their ``Annotated`` metadata: a
-    pydantic model's, a dataclass's, a ``TypedDict``'s, a ``NamedTuple``'s (none: a
-    class of no such kind); a name not resolved yet (a forward reference, an annotation's
-    text) resolved in the class's module, else left a ``ForwardRef``."""
-    if hasattr(cls, "model_fields"):
-        found = {name: typing.Annotated[(info.annotation, *info.metadata)] if info.metadata
-                 else info.annotation for name, info in cls.model_fields.items()}
-    elif dataclasses.is_dataclass(cls) or hasattr(cls, "__required_keys__") or (
-            issubclass(cls, tuple) and hasattr(cls, "_fields")):  # (TypedDict, NamedTuple)
-        found = {k: v for c in reversed(cls.__mro__) for k, v in vars(c).get(
-            "__annotations__", {}).items()}
-    else:
-        return {}
-    names = vars(sys.modules.get(cls.__module__, typing))
-    for name, member in found.items():
-        if isinstance(member, str | typing.ForwardRef):
-            text = member if isinstance(member, str) else member.__forward_arg__
-            try:  # (an annotation's text evaluated as typing.get_type_hints does)
-                found[name] = eval(text, dict(names))
-            except Exception:  # (a name only its defining function sees)
-                found[name] = typing.ForwardRef(text)
-    return found
-
-
-def _hidden_markers(annotation: Any, path: str, depth: int,
-                    models: frozenset[type]) -> Iterable[tuple[str, Any]]:
-    """The rule markers of the value tree of ``annotation`` that a field's rules do not
-    reach (they read the field's own and its type's first arguments'; :func:`markers`),
-    with their paths: below a second level, a nested model's fields, a type alias's value;
-    and a ``ForwardRef`` where a name does not resolve (what it holds is not known)."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Annotated:
-        if depth > 1:
-            yield from ((path, m) for m in annotation.__metadata__ if _rule_marker(m))
-        yield from _hidden_markers(args[0], path, depth, models)
-    elif isinstance(annotation, typing.ForwardRef):
-        yield path, annotation
-    elif isinstance(annotation, type) and annotation not in models:
-        for name, member in _members(annotation).items():
-            yield from _hidden_markers(member, f"{path}.{name}", 2, models | {annotation})
-    elif hasattr(annotation, "__value__") and not isinstance(annotation, type):  # (an alias)
-        yield from _hidden_markers(annotation.__value__, path, 2, models)
-    else:
-        mapping = isinstance(origin, type) and issubclass(origin, Mapping)
-        step = "" if origin in (typing.Union, types.UnionType) else "{}" if mapping else "[]"
-        for arg in args[1:] if mapping else args:
-            yield from _hidden_markers(arg, path + step, depth + 1, models)
-
-
-def check_nested_kinds(cls: type[Any]) -> None:
-    """Refuse a rule's kind declared inside a field's value (a nested model's
-    ``Encrypted`` field, ``Optional[list[Compressed[str]]]``): its rule works on whole
-    fields, so the value would be stored without it (a card number in plaintext). The
-    error names the path and the way out: the kind on the entity's own field."""
-    for name, info in cls.model_fields.items():
-        for path, marker in _hidden_markers(info.annotation, name, 0, frozenset({cls})):
-            if isinstance(marker, typing.ForwardRef):
-                raise DynaormError(
-                    f"{cls.__name__}.{path}: {marker.__forward_arg__!r} is not resolved when "
-                    f"{cls.__name__} is defined, so the kinds its value holds cannot be "
-                    "checked; define it first (at module level), or rebuild the model that "
-                    "names it (model_rebuild())")
-            kind = (marker.split(":", 1)[1].capitalize() if isinstance(marker, str)
-                    else type(marker).__name__.lstrip("_"))
-            raise DynaormError(
-                f"{cls.__name__}.{path}: {kind} inside a field's value is not applied (its "
-                f"rule works on whole fields: the value would be stored without it); "
-                f"declare it on the entity's field, as {name}: {kind}[...]")

@@ -23,7 +23,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.checks import (
     check_mapping,
-    check_nested_kinds,
     check_reserved,
     check_rules,
     key_attr_templates,
@@ -51,9 +50,9 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
-from dynaorm.values.formats import members_kind
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.merge import Names
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -126,6 +125,8 @@ class EntitySpec:
     #: field name -> its field-level :class:`~dynaorm.values.codec.Kind` (one given in the
     #: field's ``Annotated`` metadata): how its values are stored, whatever their class
     kinds: Mapping[str, Kind] = field(default_factory=dict)
+    #: field name -> its value tree (:mod:`dynaorm.values.tree`)
+    trees: Mapping[str, Node] = field(default_factory=dict)
 
     # -- the rules' data, as the rules hold it (no copy: asked of them once) ----------
     @functools.cached_property
@@ -553,21 +554,6 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
 
 
 
-def _field_kinds(cls: type[Any]) -> dict[str, Kind]:
-    """The fields given a :class:`~dynaorm.values.codec.Kind` in their ``Annotated``
-    metadata, with it: the field's own, or its ``Optional``'s arm's
-    (``Annotated[datetime, StoredAs.ISO_Z] | None``, as inference prints it), or one
-    storing the kinds given to its members (:func:`~dynaorm.values.formats.members_kind`:
-    ``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested model's time)."""
-    found = {name: kind for name, info in cls.model_fields.items()
-             for kind in (*info.metadata, *_optional_metadata(info.annotation))
-             if isinstance(kind, Kind)}
-    for name, info in cls.model_fields.items():  # (a kind inside: a list's members' kind)
-        if name not in found and (members := members_kind(info.annotation)) is not None:
-            found[name] = members
-    return found
-
-
 def _nested(annotation: Any) -> tuple[type[Any] | None, bool]:
     """The nested model a field's values are (or are lists of), through ``Optional`` and
     ``Annotated``, and whether they are lists of it."""
@@ -597,16 +583,6 @@ def _names(annotation: Any, memo: dict[type[Any], dict[str, Any]]) -> Names:
         if (inner := _names(info.annotation, memo)) or alias != name:
             found[name] = (alias, inner)
     return found
-
-
-def _optional_metadata(annotation: Any) -> tuple[Any, ...]:
-    """The ``Annotated`` metadata of an ``X | None``'s one other arm (none otherwise)."""
-    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
-        return ()
-    arms = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if len(arms) != 1 or typing.get_origin(arms[0]) is not Annotated:
-        return ()
-    return tuple(arms[0].__metadata__)
 
 
 def _null_fields(cls: type[Any]) -> frozenset[str]:
@@ -668,10 +644,12 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     type_name = str(meta.get("type_name") or owner)
     if meta.get("previous") is not None:
         import dynaorm.schema.rules.previous  # noqa: F401 (registers its rule)
+    root = compile_tree(cls, {})
+    check_hidden(owner, root)
+    trees = {step[1:]: node for step, node in root.children}
     rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
-                                    type_name, indexes, shards))
+                                    type_name, indexes, shards, trees=trees))
     check_reserved(owner, table, renames, field_names, rules)
-    check_nested_kinds(cls)
     unique = rules.get(Uniqueness)
     uniques = () if unique is None else unique.rules
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
@@ -682,7 +660,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         overlaps=overlap_policy(owner, meta.get("overlaps")), key_only=key_only,
         unstored=unstored, indexes=indexes, shards=shards, field_names=field_names,
         renames=renames, null_fields=_null_fields(cls), rules=rules,
-        kinds={**getattr(rules.get(Membership), "kinds", {}), **_field_kinds(cls)},
+        trees=trees, kinds={**getattr(rules.get(Membership), "kinds", {}), **{
+            name: kind for name, node in trees.items() if (kind := field_kind(node))}},
     )
     check_rules(cls, table, spec.layouts, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

@@ -26,7 +26,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.values.codec import encode_value
-from dynaorm.values.formats import kind_at
+from dynaorm.values.tree import kind_at
 
 __all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
 

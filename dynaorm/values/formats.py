@@ -23,16 +23,11 @@ attribute's, not its keys'.
 from __future__ import annotations
 
 import re
-import types
-import typing
-from collections import abc
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_FLOOR, Decimal
-from functools import partial
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic_core import core_schema
 
@@ -40,8 +35,7 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind
 
-__all__ = ["FirstTaking", "StoredAs", "StoredMembers", "kind_at", "members_kind",
-           "merged_kinds"]
+__all__ = ["StoredAs"]
 
 _ISO_Z = "iso-z"
 _ISO_Z_MILLIS = "iso-z-millis"
@@ -174,171 +168,6 @@ def _exact_seconds(value: datetime) -> Decimal:
     delta = value - _EPOCH
     return (Decimal(delta.days * 86400 + delta.seconds)
             + Decimal(delta.microseconds) / 1_000_000)
-
-
-# -- kinds inside a field's members ----------------------------------------------------------
-#: how one value of a declared type is stored, given its default encoding
-_Patch = Callable[[Any, AttributeValue], AttributeValue]
-
-
-@dataclass(frozen=True, eq=False)
-class StoredMembers(Kind):
-    """The field-level kind of a field whose members are of a kind given in their own
-    ``Annotated`` metadata (``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested
-    model's ``StoredAs`` time, as inference prints them): the field is stored as any value
-    of its type, each such member its kind's way (:func:`members_kind`). A value that is
-    one member (an operand of ``contains``) is stored as a member."""
-
-    annotation: Any = None
-
-    def at(self, path: str) -> StoredMembers | None:
-        """The kind of the value at ``path`` inside the field (``.at``, ``[0]``: a member
-        set or compared by path), ``None`` when no kind is given there."""
-        annotation = self.annotation
-        for name in re.findall(r"\.([^.\[]+)|\[\d+\]", path):
-            while typing.get_origin(annotation) in (Annotated, typing.Union, types.UnionType):
-                args = tuple(a for a in typing.get_args(annotation) if a is not type(None))
-                if typing.get_origin(annotation) is Annotated and any(
-                        isinstance(m, Kind) for m in annotation.__metadata__):
-                    return None  # (inside a value of a kind: a time has no members)
-                annotation = args[0] if len(args) == 1 or typing.get_origin(
-                    annotation) is Annotated else None
-            args, fields = typing.get_args(annotation), getattr(annotation, "model_fields", {})
-            if not name:  # (a list index)
-                annotation = args[0] if args else None
-            elif name in fields:  # (a nested model's field, its metadata with it)
-                info = fields[name]
-                annotation = Annotated[(info.annotation, *info.metadata)] if (
-                    info.metadata) else info.annotation
-            else:  # (a mapping's value)
-                annotation = args[1] if len(args) == 2 else None
-        return members_kind(annotation)
-
-
-def members_kind(annotation: Any) -> StoredMembers | None:
-    """The :class:`StoredMembers` kind of a field of type ``annotation`` when a kind is
-    given to its members (in a list, a tuple, a mapping's values, a nested model's fields,
-    an ``Optional``); ``None`` when none is."""
-    from dynaorm.values.codec import encode_value
-
-    patch = _patch(annotation, {}, lazy=True) if _patch(annotation, {}) else None
-    return None if patch is None else StoredMembers(
-        "members of their own kinds", (object,), "", lambda v: patch(v, encode_value(v)),
-        annotation=annotation)
-
-
-class FirstTaking(Kind):
-    """The kind a filter's operand on a field is stored by where the entities of one
-    query give that field different kinds (a ``StoredAs`` time in one, text in another):
-    the first of ``kinds`` that takes the operand (``None``: as any value is stored),
-    else as any value is (:func:`merged_kinds`)."""
-
-
-def merged_kinds(specs: Sequence[Any]) -> dict[str, Kind]:
-    """The field-level kinds of the entity specs of one query, by field name: an
-    entity's own, or :class:`FirstTaking` where the entities holding the field differ."""
-    from dynaorm.values.codec import encode_value
-
-    out: dict[str, Kind] = {}
-    for name in {n for spec in specs for n in spec.kinds}:
-        found = list(dict.fromkeys(spec.kinds.get(name) for spec in specs
-                                   if name in spec.cls.model_fields))
-        if len(found) == 1 and found[0] is not None:
-            out[name] = found[0]
-            continue
-
-        def encode(value: Any, found: list[Kind | None] = found) -> AttributeValue:
-            for kind in found:
-                if kind is not None:
-                    with suppress(InvalidValueError):
-                        return kind.encode(value)
-            return encode_value(value)
-        out[name] = FirstTaking(f"first of {len(found)} kinds", (object,), "", encode)
-    return out
-
-
-def kind_at(kinds: Mapping[str, Kind], path: str) -> Kind | None:
-    """The kind a value at attribute ``path`` (a field's name, or a path into it:
-    ``last.at``, ``seen[0]``) is stored by, of the field-level ``kinds``; ``None``: none."""
-    name = re.split(r"[.\[]", path, maxsplit=1)[0]
-    kind = kinds.get(name)
-    if kind is None or name == path:
-        return kind
-    return kind.at(path[len(name):]) if isinstance(kind, StoredMembers) else None
-
-
-def _patch(annotation: Any, seen: dict[type, list[_Patch | None]],
-           lazy: bool = False) -> _Patch | None:
-    """How a value of ``annotation`` is stored given its default encoding, where a kind
-    is given inside it (``None``: nowhere). A model inside itself (a tree's children) is
-    patched as the outer one once it is made (``lazy``), else cut (whether a kind is given
-    anywhere, found without it: ``seen``, the models around, their patches when made)."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is Annotated:
-        kind = next((m for m in annotation.__metadata__ if isinstance(m, Kind)), None)
-        return _kind_patch(kind) if kind else _patch(args[0], seen, lazy)
-    if origin in (typing.Union, types.UnionType):
-        arms = [a for a in args if a is not type(None)]
-        return _patch(arms[0], seen, lazy) if len(arms) == 1 else None
-    if origin in (list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Set,
-                  abc.MutableSet) and args and (origin is not tuple or args[-1] is Ellipsis):
-        member = _patch(args[0], seen, lazy)
-        return None if member is None else partial(_list, member)
-    if origin in (dict, abc.Mapping, abc.MutableMapping) and len(args) == 2:
-        member = _patch(args[1], seen, lazy)
-        return None if member is None else partial(_map, member)
-    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
-        return _model(annotation, seen, lazy)
-    return None
-
-
-def _model(model: type[Any], seen: dict[type, list[_Patch | None]], lazy: bool
-           ) -> _Patch | None:
-    if model in seen:  # (inside itself: the outer one's patch, once made)
-        cell = seen[model]
-        return (lambda v, av: cell[0](v, av) if cell[0] else av) if lazy else None
-    made: list[_Patch | None] = []
-    made.append(_model_patch(model, {**seen, model: made}, lazy))
-    return made[0]
-
-
-def _list(member: _Patch, value: Any, av: AttributeValue) -> AttributeValue:
-    if isinstance(value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
-        return {"L": [member(v, a) for v, a in zip(value, av["L"], strict=True)]}
-    return member(value, av)  # (one member: an operand of contains)
-
-
-def _map(member: _Patch, value: Any, av: AttributeValue) -> AttributeValue:
-    if not isinstance(value, dict) or "M" not in av:
-        return av
-    return {"M": {k: member(v, a) for v, (k, a) in zip(value.values(), av["M"].items(),
-                                                        strict=True)}}
-
-
-def _kind_patch(kind: Kind) -> _Patch:
-    return lambda value, av: av if value is None else kind.encode(value)
-
-
-def _model_patch(model: type[Any], seen: dict[type, list[_Patch | None]],
-                 lazy: bool) -> _Patch | None:
-    """A nested model's (dumped as a dict keyed by field names, as stored)."""
-    fields: dict[str, _Patch] = {}
-    for name, info in model.model_fields.items():
-        kind = next((m for m in info.metadata if isinstance(m, Kind)), None)
-        if (found := _kind_patch(kind) if kind else _patch(info.annotation, seen, lazy)):
-            fields[name] = found
-    if not fields:
-        return None
-
-    def patch(value: Any, av: AttributeValue) -> AttributeValue:
-        if not isinstance(value, dict) or "M" not in av:
-            return av
-        members = dict(av["M"])
-        for name, found in fields.items():
-            if name in members and name in value:
-                members[name] = found(value[name], members[name])
-        return {"M": members}
-    return patch
 
 
 StoredAs.ISO_Z = StoredAs(_ISO_Z)

@@ -30,10 +30,11 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
 from dynaorm.values.expressions import Condition
-from dynaorm.values.formats import StoredAs, StoredMembers
+from dynaorm.values.formats import StoredAs
 from dynaorm.values.keys import key_id
 from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
+from dynaorm.values.tree import StoredMembers
 
 if TYPE_CHECKING:
     from dynaorm.schema.spec import EntitySpec

@@ -49,11 +49,11 @@ from dynaorm.values.expressions import (
     rename_paths,
     size_is,
 )
-from dynaorm.values.formats import kind_at
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.values.times import now
+from dynaorm.values.tree import kind_at
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save

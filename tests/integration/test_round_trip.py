@@ -317,6 +317,7 @@ class Note(Entity):
 
     lid: str
     seen: list[str] = []
+    last: str = ""
 
 
 @pytest.mark.engines("moto")  # (the operand sent is the client's: one engine)
@@ -334,6 +335,24 @@ def test_a_filter_of_several_entities_on_a_field_one_gives_members_a_kind(
     found = db.session().query(Log, Note, lid="4").filter(
         F("seen").contains(at("2026-01-01T00:00:00")))
     assert [type(x).__name__ for x in found] == ["Log"]
+
+
+@pytest.mark.engines("moto")  # (the operand sent is the client's: one engine)
+def test_a_filter_of_several_entities_by_a_path_into_a_field_takes_its_members_kind(
+        db: TestBackend) -> None:
+    """A path into a field's members (``F("seen[0]")``) in a query of several entities
+    that give the field different kinds was compared as any value is stored (ISO text),
+    whatever kind one of them gives the member: the filter missed the item it matched.
+    The member's operand is stored by the first kind at that path that takes it."""
+    s = db.session()
+    first = at("2026-01-01T00:00:00")
+    s.save(Log(lid="5", seen=[first], last=Stamp(at=first)))
+    s.save(Note(lid="5", seen=["x"], last="y"))
+    s.commit()
+    for where, kind in ((F("seen[0]") == first, "Log"), (F("last.at") == first, "Log"),
+                        (F("seen[0]") == "x", "Note"), (F("last") == "y", "Note")):
+        found = db.session().query(Log, Note, lid="5").filter(where)
+        assert [type(x).__name__ for x in found] == [kind], where
 
 
 class Node(BaseModel):

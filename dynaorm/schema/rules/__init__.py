@@ -188,6 +188,8 @@ class Declaration:
     shard_rules: Mapping[str, Any] = field(default_factory=dict)
     #: rules built before this one, by name
     built: Mapping[str, Rule] = field(default_factory=dict)
+    #: field name -> its value tree (:mod:`dynaorm.values.tree`)
+    trees: Mapping[str, Any] = field(default_factory=dict)
 
     def attr(self, name: str) -> str:
         """The stored attribute name of field ``name``."""

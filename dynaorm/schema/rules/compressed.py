@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Rule, register_rule
-from dynaorm.schema.rules.encrypted import markers
 from dynaorm.schema.rules.vectors import Vector
+from dynaorm.values.tree import markers
 
 __all__ = ["Compressed", "Compression"]
 
@@ -83,10 +83,10 @@ else:
     bytes on; ``Annotated[T, Compressed(min_size=n)]`` from ``n`` bytes on."""
 
 
-def _marker(info: Any) -> _Compressed | None:
-    """A pydantic field's ``Compressed`` marker (of ``Compressed[...]``, or of
+def _marker(node: Any) -> _Compressed | None:
+    """A field's ``Compressed`` marker (of its value tree) (of ``Compressed[...]``, or of
     ``Compressed[...] | None``), if it has one."""
-    return next((m for m in markers(info) if isinstance(m, _Compressed)), None)
+    return next((m for m in markers(node) if isinstance(m, _Compressed)), None)
 
 
 def _dumped(av: Mapping[str, Any]) -> bytes:
@@ -223,8 +223,7 @@ class Compression(Rule):
 
     @classmethod
     def build(cls, decl: Any) -> Compression | None:
-        marked = {n: m for n, info in decl.cls.model_fields.items()
-                  if (m := _marker(info)) is not None}
+        marked = {n: m for n, node in decl.trees.items() if (m := _marker(node)) is not None}
         if not marked:
             return None
         for why, names in ((" cannot be in a key or index", _keyed(decl, marked)),

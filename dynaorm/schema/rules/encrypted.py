@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import typing
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
@@ -33,9 +32,10 @@ from dynaorm.schema.rules.tenants import tenant_keys
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
+from dynaorm.values.tree import Node, markers
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "is_encrypted",
-           "markers", "open_value", "seal_value"]
+__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
+           "seal_value"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -46,18 +46,6 @@ ROW_BOUND = 2
 ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
-
-
-def markers(info: Any) -> list[Any]:
-    """A pydantic field's metadata, of ``Annotated[T, ...]`` or ``Annotated[T, ...] | None``
-    (the markers of ``Encrypted``, ``Vector`` and ``Compressed``)."""
-    return [*info.metadata, *(m for a in typing.get_args(info.annotation)
-                              for m in getattr(a, "__metadata__", ()))]
-
-
-def is_encrypted(info: Any) -> bool:
-    """Whether a pydantic field is ``Encrypted[...]`` (or ``Encrypted[...] | None``)."""
-    return ENCRYPTED in markers(info)
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
@@ -113,13 +101,12 @@ def header_of(av: Any) -> tuple[str, bytes] | None:
         return None
 
 
-def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
-               pk: KeyTemplate, sk: KeyTemplate | None, indexes: tuple[Any, ...]
-               ) -> dict[str, str]:
+def _encrypted(trees: Mapping[str, Node], owner: str, table: TableSchema,
+               renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
+               indexes: tuple[Any, ...]) -> dict[str, str]:
     """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
     native index."""
-    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
-                 if is_encrypted(info)}
+    encrypted = {renames.get(n, n): n for n, node in trees.items() if ENCRYPTED in markers(node)}
     if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
             f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
             i) for a, n in encrypted.items() if a in table.key_names(i))}:
@@ -187,7 +174,7 @@ class Encryption(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:
-        fields = _encrypted(decl.cls, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
+        fields = _encrypted(decl.trees, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
                             decl.indexes)
         _compared(decl.owner, decl.table, fields, bool(decl.meta.get("versioned")))
         if not fields:

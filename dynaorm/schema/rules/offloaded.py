@@ -74,13 +74,13 @@ from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
 from dynaorm.schema.rules import NO_ROWS, Change, Declaration, Rows, Rule, Unplaced, register
-from dynaorm.schema.rules.encrypted import markers
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.table import offload_location
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
+from dynaorm.values.tree import markers
 
 __all__ = [
     "MARK",
@@ -351,8 +351,7 @@ class Offloading(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Offloading | None:
-        marked = {n: True for n, info in decl.cls.model_fields.items()
-                  if OFFLOADED in markers(info)}
+        marked = {n: True for n, node in decl.trees.items() if OFFLOADED in markers(node)}
         if not marked:
             return None
         if decl.table.offload is None:

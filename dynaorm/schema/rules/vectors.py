@@ -25,10 +25,11 @@ from pydantic_core import core_schema
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import is_encrypted, markers
+from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.table import MAX_DIMENSIONS
 from dynaorm.values.codec import kind_of
 from dynaorm.values.limits import float32 as float32_plain
+from dynaorm.values.tree import markers
 
 __all__ = ["Vector", "Vectors", "float32", "stored_vector", "vector_of", "vector_values"]
 
@@ -85,10 +86,10 @@ def float32(values: Sequence[Any]) -> list[float]:
     return float32_plain(values)
 
 
-def vector_of(info: Any) -> Vector | None:
-    """The :class:`Vector` marker of a pydantic field (``Annotated[..., Vector(n)]``, or
+def vector_of(node: Any) -> Vector | None:
+    """The :class:`Vector` marker of a field's value tree (``Annotated[..., Vector(n)]``, or
     the same ``| None``), else ``None``."""
-    return next((m for m in markers(info) if isinstance(m, Vector)), None)
+    return next((m for m in markers(node) if isinstance(m, Vector)), None)
 
 
 def vector_values(av: AttributeValue) -> list[float] | None:
@@ -194,8 +195,8 @@ class Vectors(Rule):
         keyed = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
                  *(f for i in decl.indexes for f in i.fields)}
         fields: dict[str, tuple[str, int]] = {}
-        for name, info in decl.cls.model_fields.items():
-            attr, marker = decl.attr(name), vector_of(info)
+        for name, node in decl.trees.items():
+            attr, marker = decl.attr(name), vector_of(node)
             index = by_attribute.get(attr)
             if attr in schema:
                 _check_schema_field(decl, attr, name)
@@ -208,7 +209,7 @@ class Vectors(Rule):
                 continue
             problem = (
                 "a vector field cannot be Encrypted (a vector index reads its numbers)"
-                if is_encrypted(info) else "a vector field cannot be in a key template"
+                if ENCRYPTED in markers(node) else "a vector field cannot be in a key template"
                 if name in keyed else
                 f"Vector({marker.dimensions}) on the attribute of index {index.name!r}, "
                 f"whose vectors hold {index.dimensions}" if index is not None

@@ -1,0 +1,281 @@
+"""One value tree per field (contract 25, "One value tree"): an entity's field
+annotations compiled once, when its spec is built (:func:`compile_tree`, kept as
+``EntitySpec.trees``), into :class:`Node` s that the walks of a value read instead of the
+annotation: a field's kind (:func:`field_kind`), the encoding of the kinds given to its
+members (:class:`StoredMembers`), the kind at a path (:func:`kind_at`: updates,
+conditions and filters by path), the kinds a field's rules read (:func:`markers`) and
+the rule kinds declared where no rule reaches (:func:`check_hidden`).
+
+A node's ``shape`` and its ``children`` by step: ``model`` (a pydantic model: a member
+``.name``), ``record`` (a dataclass, ``TypedDict`` or ``NamedTuple``: ``.name``),
+``list`` and ``set`` (a member ``[]``), ``mapping`` (a value ``{}``), ``union`` (each arm
+but ``None``, step ``""``), ``scalar`` (anything else; a generic's arguments as ``[]``, a
+mapping's values as ``{}``). The encoding and paths walk models, lists, sets, mappings and
+unions of one arm; records and scalars are stored as pydantic dumps them. A model inside
+itself is the same node (a back-reference).
+
+A node's ``kinds``: the value kinds (:class:`~dynaorm.values.codec.Kind`: ``StoredAs``)
+and rule markers (``Compressed``, ``Encrypted``, ``Offloaded``, ``Vector``) of its
+``Annotated`` metadata, in the order a write applies them: ``StoredAs``, ``Compressed``,
+``Encrypted``, ``Offloaded``, then any other."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import types
+import typing
+from collections import abc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from dynaorm._types import AttributeValue
+from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.values.codec import Kind, encode_value
+
+__all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
+           "kind_at", "markers", "merged_kinds"]
+
+_SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
+           set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
+           dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
+_ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
+
+
+@dataclass(eq=False)
+class Node:
+    """One node of a value tree (see the module's docstring)."""
+
+    shape: str
+    kinds: tuple[Any, ...] = ()
+    children: list[tuple[str, Node]] = field(default_factory=list)
+
+    def child(self, step: str) -> Node | None:
+        """The first child at ``step`` (``None``: none)."""
+        return next((n for s, n in self.children if s == step), None)
+
+    @property
+    def kind(self) -> Kind | None:
+        """The node's first value kind."""
+        return next((k for k in self.kinds if isinstance(k, Kind)), None)
+
+    @property
+    def walked(self) -> list[Node]:
+        """The children the encoding and paths walk."""
+        return [n for _, n in self.children] if self.shape in (
+            "list", "set", "mapping", "model", "alias") or (self.shape == "union" and len(
+            self.children) == 1) else []
+
+
+def _name(marker: Any) -> str:
+    return (marker.split(":", 1)[1].capitalize() if isinstance(marker, str)
+            else type(marker).__name__.lstrip("_"))
+
+
+def _rule_marker(marker: Any) -> bool:
+    """Whether ``marker`` is one of dynaorm's rules' (a ``"dynaorm:..."`` text or an object
+    of a rule module), as opposed to a value kind or anyone else's metadata."""
+    return (marker.startswith("dynaorm:") if isinstance(marker, str)
+            else type(marker).__module__.startswith("dynaorm.schema.rules"))
+
+
+def _members(cls: type) -> tuple[str, dict[str, Any]]:
+    """The shape of a class and the members a value of it holds, with their metadata; a
+    name not resolved yet (a forward reference, an annotation's text) resolved in the
+    class's module as ``typing`` does, else left a ``ForwardRef``."""
+    if hasattr(cls, "model_fields"):
+        shape, found = "model", {
+            name: Annotated[(info.annotation, *info.metadata)] if info.metadata
+            else info.annotation for name, info in cls.model_fields.items()}
+    elif dataclasses.is_dataclass(cls) or hasattr(cls, "__required_keys__") or (
+            issubclass(cls, tuple) and hasattr(cls, "_fields")):  # (TypedDict, NamedTuple)
+        shape, found = "record", {k: v for c in reversed(cls.__mro__) for k, v in vars(
+            c).get("__annotations__", {}).items()}
+    else:
+        return "scalar", {}
+    names = vars(sys.modules.get(cls.__module__, typing))
+    for name, member in found.items():
+        if isinstance(member, str | typing.ForwardRef):
+            text = member if isinstance(member, str) else member.__forward_arg__
+            try:
+                found[name] = eval(text, dict(names))
+            except Exception:  # (a name only its defining function sees)
+                found[name] = typing.ForwardRef(text)
+    return shape, found
+
+
+def compile_tree(annotation: Any, models: dict[type, Node]) -> Node:
+    """The tree of ``annotation`` (``models``: the classes' nodes made so far)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        inner = compile_tree(args[0], models)
+        kinds = (*annotation.__metadata__, *inner.kinds)
+        return Node(inner.shape, tuple(sorted(
+            (k for k in kinds if isinstance(k, Kind | typing.ForwardRef) or _rule_marker(k)),
+            key=lambda k: (*_ORDER, _name(k)).index(_name(k)))), inner.children)
+    if isinstance(annotation, typing.ForwardRef):  # (what it holds is not known)
+        return Node("unresolved", (annotation,))
+    if hasattr(annotation, "__value__") and not isinstance(annotation, type):  # (an alias)
+        return Node("alias", (), [("~", compile_tree(annotation.__value__, models))])
+    if isinstance(annotation, type) and origin is None:
+        if annotation not in models:
+            shape, members = _members(annotation)
+            models[annotation] = node = Node(shape)
+            node.children += [(f".{n}", compile_tree(m, models)) for n, m in members.items()]
+        return models[annotation]
+    if origin in (typing.Union, types.UnionType):
+        return Node("union", (), [("", compile_tree(a, models)) for a in args
+                                  if a is not type(None)])
+    return _generic(origin, args, models)
+
+
+def _generic(origin: Any, args: tuple[Any, ...], models: dict[type, Node]) -> Node:
+    """A generic's node: a list, set or mapping of its members (``tuple[X, ...]``), else
+    a scalar whose arguments are its children."""
+    mapping = isinstance(origin, type) and issubclass(origin, abc.Mapping)
+    shape = _SHAPES.get(origin, "scalar") if args and (
+        len(args) == 2 if mapping else origin is not tuple or args[-1] is Ellipsis) else "scalar"
+    return Node(shape, (), [("{}" if mapping else "[]", compile_tree(a, models))
+                            for a in (args[1:] if mapping else args)])
+
+
+def _valued(node: Node, above: frozenset[int] = frozenset()) -> bool:
+    """Whether a value kind is given at or below ``node`` where the encoding walks."""
+    return node.kind is not None or (id(node.children) not in above and any(
+        _valued(n, above | {id(node.children)}) for n in node.walked))
+
+
+def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
+    """How ``value`` (as pydantic dumps it), ``av`` by default, is stored at ``node``."""
+    if kind := node.kind:
+        return av if value is None else kind.encode(value)
+    walked = node.walked
+    if node.shape in ("list", "set"):
+        if isinstance(value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
+            return {"L": [_encode(walked[0], v, a) for v, a in zip(value, av["L"], strict=True)]}
+        return _encode(walked[0], value, av)  # (one member: an operand of contains)
+    if walked and node.shape in ("union", "alias"):
+        return _encode(walked[0], value, av)
+    if not isinstance(value, dict) or "M" not in av:
+        return av
+    if node.shape == "mapping":
+        return {"M": {k: _encode(walked[0], v, a)
+                      for v, (k, a) in zip(value.values(), av["M"].items(), strict=True)}}
+    return {"M": {k: _encode(n, value[k], a) if (n := node.child(f".{k}")) and k in value
+                  else a for k, a in av["M"].items()}} if node.shape == "model" else av
+
+
+@dataclass(frozen=True, eq=False)
+class StoredMembers(Kind):
+    """The field-level kind of a field whose members are of a kind given in their own
+    ``Annotated`` metadata (``list[Annotated[datetime, StoredAs.ISO_Z]]``, a nested
+    model's ``StoredAs`` time, as inference prints them): the field is stored as any value
+    of its type, each such member its kind's way. A value that is one member (an operand
+    of ``contains``) is stored as a member."""
+
+    node: Node | None = None
+
+    @staticmethod
+    def of(node: Node | None) -> StoredMembers | None:
+        """The kind storing the values of ``node`` (``None``: no value kind is given in it)."""
+        return None if node is None or not _valued(node) else StoredMembers(
+            "members of their own kinds", (object,), "",
+            lambda v: _encode(node, v, encode_value(v)), node=node)
+
+
+def markers(node: Node) -> list[Any]:
+    """The kinds a field's rules read (:mod:`dynaorm.schema.rules`): the field's own and
+    its first level's (``Encrypted[str] | None``, ``list[Encrypted[str]]``)."""
+    return [*node.kinds, *(k for s, n in node.children if s[:1] not in ".~" for k in n.kinds)]
+
+
+def field_kind(node: Node) -> Kind | None:
+    """A field's field-level kind: given on it or its ``Optional``'s arm, else the one
+    storing the kinds given to its members."""
+    arm = node.walked[0] if node.shape == "union" and node.walked else node
+    return node.kind or arm.kind or StoredMembers.of(node)
+
+
+@dataclass(frozen=True, eq=False)
+class FirstTaking(Kind):
+    """The kind a filter's operand on a field (or a path into it) is stored by where the
+    entities of one query give it different kinds (a ``StoredAs`` time in one, text in
+    another): the first of ``kinds`` that takes the operand (``None``: as any value is
+    stored), else as any value is (:func:`merged_kinds`)."""
+
+    kinds: tuple[Kind | None, ...] = ()
+
+    @staticmethod
+    def of(kinds: Iterable[Kind | None]) -> Kind | None:
+        """The one of ``kinds``, or the first of them that takes a value."""
+        found = tuple(dict.fromkeys(kinds))
+
+        def encode(value: Any) -> AttributeValue:
+            for kind in found:
+                if kind is not None:
+                    with suppress(InvalidValueError):
+                        return kind.encode(value)
+            return encode_value(value)
+        return found[0] if len(found) == 1 else FirstTaking(
+            f"first of {len(found)} kinds", (object,), "", encode, kinds=found)
+
+
+def merged_kinds(specs: Sequence[Any]) -> dict[str, Kind]:
+    """The field-level kinds of the entity specs of one query, by field name: an
+    entity's own, or :class:`FirstTaking` where the entities holding the field differ."""
+    return {name: kind for name in {n for spec in specs for n in spec.kinds} if (
+        kind := FirstTaking.of(spec.kinds.get(name) for spec in specs
+                               if name in spec.cls.model_fields))}
+
+
+def kind_at(kinds: Mapping[str, Kind | None], path: str) -> Kind | None:
+    """The kind a value at attribute ``path`` (a field's name, or a path into it:
+    ``last.at``, ``seen[0]``) is stored by, of the field-level ``kinds``; ``None``: none."""
+    name = re.split(r"[.\[]", path, maxsplit=1)[0]
+    kind = kinds.get(name)
+    if name == path:
+        return kind
+    if isinstance(kind, FirstTaking):  # (each entity's at the path)
+        return FirstTaking.of(kind_at({name: k}, path) for k in kind.kinds)
+    if not isinstance(kind, StoredMembers):
+        return None
+    node: Node | None = kind.node
+    for step in re.findall(r"\.[^.\[]+|\[\d+\]", path[len(name):]):
+        while node and (node.shape in ("union", "alias") or node.kind):
+            node = None if node.kind or len(node.walked) != 1 else node.walked[0]
+        node = node and node.child("[]" if step[0] == "[" else step if (
+            node.shape == "model") else "{}")
+    return StoredMembers.of(node)
+
+
+def _hidden(node: Node, path: str, depth: int, above: frozenset[int]
+            ) -> Iterator[tuple[str, Any]]:
+    """The rule markers at or below ``node`` with their paths, below a field's second level
+    or in a model's members (a field's rules read its own and its first level's)."""
+    if depth > 1 or node.shape == "unresolved":
+        yield from ((path, m) for m in node.kinds if not isinstance(m, Kind))
+    for step, child in () if id(node.children) in above else node.children:
+        yield from _hidden(child, path + step.strip("~"), 2 if step[:1] in ".~" else depth + 1,
+                           above | {id(node.children)})
+
+
+def check_hidden(owner: str, root: Node) -> None:
+    """Refuse a rule's kind declared inside a field's value (a nested model's
+    ``Encrypted`` field, ``Optional[list[Compressed[str]]]``): its rule works on whole
+    fields, so the value would be stored without it (a card number in plaintext). The
+    error names the path and the way out: the kind on the entity's own field."""
+    for step, node in root.children:
+        for path, marker in _hidden(node, step[1:], 0, frozenset({id(root.children)})):
+            if isinstance(marker, typing.ForwardRef):
+                raise DynaormError(
+                    f"{owner}.{path}: {marker.__forward_arg__!r} is not resolved when {owner} "
+                    "is defined, so the kinds its value holds cannot be checked; define it "
+                    "first (at module level), or rebuild the model that names it "
+                    "(model_rebuild())")
+            raise DynaormError(
+                f"{owner}.{path}: {_name(marker)} inside a field's value is not applied (its "
+                f"rule works on whole fields: the value would be stored without it); "
+                f"declare it on the entity's field, as {step[1:]}: {_name(marker)}[...]")
