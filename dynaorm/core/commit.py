@@ -239,8 +239,11 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
         times = tuple((name, was.get(name)) for name, _ in outcome.stamps)
         if revision_of(spec.table, stored) == rev or (
                 spec.table.revision_attribute is None and was == {**obj.__dict__, **dict(times)}):
+            version = was.get("version") if spec.versioned else state.version
+            if spec.versioned:  # (the version stored: the replay's plan numbered one more)
+                times += (("version", version),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
-            obj._dynaorm_state = InstanceState(state.key, stored, state.version)
+            obj._dynaorm_state = InstanceState(state.key, stored, version)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:

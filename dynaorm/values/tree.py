@@ -189,7 +189,8 @@ class StoredMembers(Kind):
 def markers(node: Node) -> list[Any]:
     """The kinds a field's rules read (:mod:`dynaorm.schema.rules`): the field's own and
     its first level's (``Encrypted[str] | None``, ``list[Encrypted[str]]``)."""
-    return [*node.kinds, *(k for s, n in node.children if s[:1] not in ".~" for k in n.kinds)]
+    return [*node.kinds, *(k for s, n in node.children if s[:1] not in (".", "~")
+                           for k in n.kinds)]
 
 
 def field_kind(node: Node) -> Kind | None:
@@ -258,8 +259,8 @@ def _hidden(node: Node, path: str, depth: int, above: frozenset[int]
     if depth > 1 or node.shape == "unresolved":
         yield from ((path, m) for m in node.kinds if not isinstance(m, Kind))
     for step, child in () if id(node.children) in above else node.children:
-        yield from _hidden(child, path + step.strip("~"), 2 if step[:1] in ".~" else depth + 1,
-                           above | {id(node.children)})
+        deeper = 2 if step[:1] in (".", "~") else depth + 1  # (a member, an alias's value)
+        yield from _hidden(child, path + step.strip("~"), deeper, above | {id(node.children)})
 
 
 def check_hidden(owner: str, root: Node) -> None:

@@ -413,6 +413,15 @@ class ValueTreeModel(RuleBasedStateMachine):
         for kind in RULE_KINDS:
             FIGURES[f"classes with {kind}"] += any(n.has(kind) for n in fields.values())
 
+    @property
+    def droppable(self) -> bool:
+        """Whether the old keys may be dropped after a re-encryption. Not where a sealed
+        value may be kept in S3 under the table's keyring: a DEFECT, the job skips those
+        values (test_an_offloaded_sealed_value_reads_after_a_rotation_to_the_end); with
+        ``key_scope`` they are sealed under the tenant's key, which the job re-wraps."""
+        return self.scoped or not any(n.has("Offloaded") for f, n in self.fields.items()
+                                      if f in self.secret_fields)
+
     def t(self, tenant: str) -> str:
         return f"{tenant}-{self.run}"
 
@@ -649,8 +658,11 @@ class ValueTreeModel(RuleBasedStateMachine):
         self.remember(obj, values)
         self.applied(tenant, key, self.dump(obj))
         FIGURES["replays"] += 1
-        # The replayed object saved again (it holds the state stored)
-        if data.draw(st.booleans()):
+        # The replayed object saved again (it holds the state stored). Left out for an
+        # entity with a sealed or offloaded field: a DEFECT, its save raises a false
+        # ConcurrentModificationError (test_a_replayed_object_saves_again).
+        if data.draw(st.booleans()) and not any(
+                n.has(k) for n in self.fields.values() for k in ("Encrypted", "Offloaded")):
             field = data.draw(st.sampled_from(sorted(self.fields)))
             again = self.fresh(data, {field})
             setattr(obj, field, getattr(self.cls(**self.ident(tenant, key), **{
@@ -726,13 +738,14 @@ class ValueTreeModel(RuleBasedStateMachine):
             self.reencrypt()
         elif op == "rotate":
             self.rotate()
-        elif op == "drop" and len(self.keys) > 1 and not self.stale:
+        elif op == "drop" and len(self.keys) > 1 and not self.stale and self.droppable:
             self.drop()
         elif op == "to the end" and self.secret_fields:  # (as the encryption guide says)
             self.rotate()
             self.reads_are_the_model()
             self.reencrypt()
-            self.drop()
+            if self.droppable:
+                self.drop()
         elif op == "forget" and self.scoped:
             self.forget(tenant)
         elif op == "exported" and not self.exports:
@@ -903,3 +916,26 @@ def test_an_offloaded_sealed_value_reads_after_a_rotation_to_the_end(
     plain_store.keyring = StaticKeyring(new)
     found = Session(plain_store).get(Archive, key="1", consistent=True)
     assert found is not None and found.body == "x" * (LIMIT + 100)
+
+
+class Journal(Versioned):
+    """A versioned entity whose sealed value is kept in S3, overwritten and replayed."""
+
+    class Meta:
+        table = plain_store
+        pk = "JOURNAL#{key}"
+        sk = "JOURNAL"
+
+    key: str
+    pages: Offloaded[Encrypted[list[str]]] = []
+
+
+def test_a_replayed_overwrite_of_a_versioned_entity_with_an_offloaded_sealed_value(
+        store: tuple[Store, Bucket]) -> None:
+    plain_store.keyring = StaticKeyring(os.urandom(32))
+    for attempt in range(2):  # (the second a replay: planned on the row the first wrote)
+        s = Session(plain_store)
+        s.save(Journal(key="1", pages=["first" * LIMIT]), overwrite=True)
+        assert s.commit(idempotency_key="journal-1").replayed == (attempt == 1)
+    found = Session(plain_store).get(Journal, key="1", consistent=True)
+    assert found is not None and found.pages == ["first" * LIMIT]
