@@ -310,6 +310,14 @@ LANDED = 175_201
 #: a filter's operand in a query of several entities that store a field differently:
 #: the first kind that takes it (merged_kinds: Log's kind refused Note's text)
 LANDED = 175_394
+#: issue 88 (0.10, "One value tree"), its first steps, MISSING its budget (below 175,394):
+#: kinds inside a field's value refused (a nested card number was stored in plaintext),
+#: through aliases and unresolved names; re-encryption reaching values in S3 and settling
+#: a lost answer; list members merged with their own stored maps; replays taking their
+#: stored rows; inference of offloaded tables; less the cuts beside them: one compiled
+#: value tree replacing three walks of an annotation, the loaded state rendering its own
+#: merge and conditions, no import-time slot, no latch (+2,045)
+LANDED = 177_439
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
