@@ -59,7 +59,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.revision import revision_of, stamp_of
-from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.values.state import DELETED
 from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
@@ -233,17 +233,17 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
             continue
         try:
             stored = yield from READS.item(spec.table, state.key)
-            was = spec.cls._from_item(stored, spec).__dict__ if stored else {}
+            loaded = spec.cls._from_item(stored, spec) if stored else None
         except (DynaormError, ValueError):  # (the replay's answer stands)
             continue
+        was = {} if loaded is None else loaded.__dict__
         times = tuple((name, was.get(name)) for name, _ in outcome.stamps)
-        if revision_of(spec.table, stored) == rev or (
-                spec.table.revision_attribute is None and was == {**obj.__dict__, **dict(times)}):
-            version = was.get("version") if spec.versioned else state.version
+        if loaded is not None and (revision_of(spec.table, stored) == rev or (
+                spec.table.revision_attribute is None and was == {**obj.__dict__, **dict(times)})):
             if spec.versioned:  # (the version stored: the replay's plan numbered one more)
-                times += (("version", version),)
+                times += (("version", was.get("version")),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
-            obj._dynaorm_state = InstanceState(state.key, stored, version)
+            obj._dynaorm_state = loaded._dynaorm_state  # (as a load of the row makes it)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:

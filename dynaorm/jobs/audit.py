@@ -55,6 +55,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
+from dynaorm.schema.rules.keyrings import NotPrepared
 from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
     OWNER_PK,
@@ -588,7 +589,7 @@ class _Auditor:
             if self.carried(spec, version_row(spec, item, row[sk]["S"])) == self.carried(
                     spec, row):
                 return
-        except DynaormError:
+        except (DynaormError, NotPrepared):  # (or a value bound anew needs a key not asked)
             return  # unreadable with today's keys or class: cannot judge
         wanted = self.latest_of(spec, row, key[1])
         if wanted is None:

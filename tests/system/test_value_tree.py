@@ -927,15 +927,32 @@ class Journal(Versioned):
         sk = "JOURNAL"
 
     key: str
+    title: str = ""
     pages: Offloaded[Encrypted[list[str]]] = []
 
 
 def test_a_replayed_overwrite_of_a_versioned_entity_with_an_offloaded_sealed_value(
         store: tuple[Store, Bucket]) -> None:
+    """A loaded (or replayed) versioned entity whose sealed value is kept in S3 saves a
+    change: its new version row binds the unchanged value anew (0.9 opened the S3
+    reference the row held as if it were a ciphertext: DecryptionError)."""
     plain_store.keyring = StaticKeyring(os.urandom(32))
     for attempt in range(2):  # (the second a replay: planned on the row the first wrote)
         s = Session(plain_store)
         s.save(Journal(key="1", pages=["first" * LIMIT]), overwrite=True)
         assert s.commit(idempotency_key="journal-1").replayed == (attempt == 1)
+    for attempt in range(2):  # (a second key over the first's row: a next version)
+        s = Session(plain_store)
+        journal = Journal(key="1", pages=["second" * LIMIT])
+        s.save(journal, overwrite=True)
+        assert s.commit(idempotency_key="journal-2").replayed == (attempt == 1)
+    journal.title = "again"  # (the replayed object saved again: its history row rebound)
+    s.save(journal)
+    s.commit()
     found = Session(plain_store).get(Journal, key="1", consistent=True)
-    assert found is not None and found.pages == ["first" * LIMIT]
+    assert found is not None and found.pages == ["second" * LIMIT]
+    assert found.title == "again" and found.version == 3
+    history = list(Session(plain_store).history(Journal, key="1"))  # (each version reads)
+    assert [(j.version, j.pages, j.title) for j in history] == [
+        (1, ["first" * LIMIT], ""), (2, ["second" * LIMIT], ""),
+        (3, ["second" * LIMIT], "again")]

@@ -739,7 +739,11 @@ class Rules:
         return item
 
     def rebind(self, row: Item, source: Item) -> None:
-        """Every rule's :meth:`Rule.rebind` of ``row``, copied from ``source``."""
+        """Every rule's :meth:`Rule.rebind` of ``row``, copied from ``source``; a value a
+        placing rule keeps outside (an unchanged value kept in S3, its reference copied)
+        put back first, to be bound anew (and placed anew) as any other."""
+        if self.unplacers and self.rebinders:
+            row.update(self.unplace(row))
         for rebind in self.rebinders:
             rebind(row, source)
 
