@@ -294,7 +294,14 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
     extra = undeclared(spec, state.item)  # (as stored, in both)
-    if {**encode_entity(obj, spec, n), **extra} == {**old_item, **extra}:
+    new, was = {**encode_entity(obj, spec, n), **extra}, {**old_item, **extra}
+    opaque = {*spec.encrypted, *spec.rules.held}  # (values compared: not their ciphertexts,
+    if opaque:  # sealed anew by each encoding, nor the references to where they are kept)
+        new, was = ({a: v for a, v in i.items() if a not in opaque} for i in (new, was))
+        if any(getattr(obj, f) != old_values.get(f) for f in spec.field_names
+               if spec.attr(f) in opaque):
+            was = {}  # (a value changed)
+    if new == was:
         return [], Outcome(obj, state, version=n)
     pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)

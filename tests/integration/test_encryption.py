@@ -1353,3 +1353,21 @@ def test_a_nested_model_sealed_whole_is_never_stored_in_plaintext(eb: TestBacken
         assert not _in_plain(pan, *eb.scan_raw()) and pan.encode() not in b"".join(
             bytes(a["B"]) for a in raw.values() if "B" in a)
     assert s.get(Wallet, wallet_id="w1") == w
+
+
+def test_an_unchanged_save_of_a_versioned_entity_writes_no_version(eb: TestBackend) -> None:
+    """A save of a versioned entity whose sealed value did not change (an overwrite with
+    the same values, a loaded object saved as it is) writes nothing, as a plain entity's
+    does: its values are compared, not their ciphertexts, sealed anew by each encoding
+    (every such save wrote a new version and new ciphertexts)."""
+    s = eb.session()
+    _save(s, Record(record_id="r1", diagnosis="flu"))
+    raw = [i for i in eb.scan_raw() if i["pk"]["S"] == "RECORD#r1"]
+    _save(s, s.get(Record, record_id="r1"))
+    s.save(Record(record_id="r1", diagnosis="flu"), overwrite=True)
+    s.commit()
+    assert [i for i in eb.scan_raw() if i["pk"]["S"] == "RECORD#r1"] == raw
+    s.save(Record(record_id="r1", diagnosis="cold"), overwrite=True)
+    s.commit()
+    assert [(r.version, r.diagnosis) for r in s.history(Record, record_id="r1")] == [
+        (1, "flu"), (2, "cold")]
