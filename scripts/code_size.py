@@ -318,6 +318,10 @@ LANDED = 175_394
 #: value tree replacing three walks of an annotation, the loaded state rendering its own
 #: merge and conditions, no import-time slot, no latch (+2,045)
 LANDED = 177_439
+#: issue 88: a versioned entity's sealed value kept in S3 bound anew to its next version
+#: row (it could not be saved twice), an unchanged save of sealed values writing no
+#: version, a replayed object's state as a load makes it (+126)
+LANDED = 177_565
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
