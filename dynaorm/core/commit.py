@@ -240,7 +240,7 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
         times = tuple((name, was.get(name)) for name, _ in outcome.stamps)
         if loaded is not None and (revision_of(spec.table, stored) == rev or (
                 spec.table.revision_attribute is None and was == {**obj.__dict__, **dict(times)})):
-            if spec.versioned:  # (the version stored: the replay's plan numbered one more)
+            if outcome.version is not None:  # (the version stored: the replay numbered one more)
                 times += (("version", was.get("version")),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
             obj._dynaorm_state = loaded._dynaorm_state  # (as a load of the row makes it)
