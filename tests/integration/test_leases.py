@@ -8,6 +8,7 @@ engine). ``dynaorm.langgraph``'s single writer is built on it
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import timedelta
@@ -216,7 +217,8 @@ class Leases(RuleBasedStateMachine):
     def start(self) -> None:
         self.tenures: dict[str, JobLease] = {}
         self.model: dict[str, Any] | None = None  # (holder, epoch, until)
-        self.job = f"j{id(self)}"
+        self.job = f"j{os.urandom(8).hex()}"  # (id(self) is reused by a later example's
+        # machine once this one is gone: it found this one's lease, a flaky failure in CI)
 
     def _commit(self, stage: Any) -> bool:
         s = self.tb.session()
