@@ -41,8 +41,7 @@ def placing(ops: Sequence[Op]) -> list[Any]:
     found: dict[int, Any] = {}
     for op in ops:
         spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if spec is not None and spec.cls is op.origin.entity and (
-                spec.rules.placers or spec.rules.publishers):
+        if spec is not None and spec.cls is op.origin.entity and spec.rules.places:
             found.setdefault(id(spec), spec)
     return list(found.values())
 

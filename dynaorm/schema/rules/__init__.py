@@ -682,9 +682,6 @@ class Rules:
         other rules see), and an encoder of theirs sees a stored row as stored."""
         placing = {id(r) for r in rules if type(r).place is not Rule.place}
         self.placers = self._hooked("place")
-        #: whether a rule does something outside the table (a placing rule: ``Offloaded``;
-        #: or one that publishes): a commit of no such entity asks nothing of them
-        self.places = bool(placing) or any(type(r).publish is not Rule.publish for r in rules)
         #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
         #: as stored, its references)
         self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
@@ -699,6 +696,9 @@ class Rules:
         #: the attributes a write replacing or deleting the row conditions on as read
         self.held: frozenset[str] = frozenset().union(*(r.holds() for r in rules))
         self.publishers = self._hooked("publish")
+        #: whether a rule does something outside the table (a placing rule: ``Offloaded``;
+        #: or one that publishes): a commit of no such entity asks nothing of them
+        self.places = bool(self.placers or self.publishers)
         prepares = self._hooked("prepare")
         first = tuple(p for p in prepares if _owner(p) in placing)
         self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
