@@ -37,7 +37,7 @@ from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
 __all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "markers", "merged_kinds"]
+           "kind_at", "markers", "merged_kinds", "names", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
@@ -52,6 +52,8 @@ class Node:
     shape: str
     kinds: tuple[Any, ...] = ()
     children: list[tuple[str, Node]] = field(default_factory=list)
+    #: a model's members read by an alias: member -> alias
+    aliases: dict[str, str] = field(default_factory=dict)
 
     def child(self, step: str) -> Node | None:
         """The first child at ``step`` (``None``: none)."""
@@ -123,7 +125,9 @@ def compile_tree(annotation: Any, models: dict[type, Node]) -> Node:
     if isinstance(annotation, type) and origin is None:
         if annotation not in models:
             shape, members = _members(annotation)
-            models[annotation] = node = Node(shape)
+            models[annotation] = node = Node(shape, aliases={n: a for n, i in getattr(
+                annotation, "model_fields", {}).items() if isinstance(
+                a := i.validation_alias, str) and a != n})
             node.children += [(f".{n}", compile_tree(m, models)) for n, m in members.items()]
         return models[annotation]
     if origin in (typing.Union, types.UnionType):
@@ -184,6 +188,30 @@ class StoredMembers(Kind):
         return None if node is None or not _valued(node) else StoredMembers(
             "members of their own kinds", (object,), "",
             lambda v: _encode(node, v, encode_value(v)), node=node)
+
+
+def nested(node: Node) -> tuple[Node | None, bool]:
+    """The model node a field's values are (or are lists of), through ``Optional``, and
+    whether they are lists of it."""
+    listed = False
+    while len(node.walked) == 1 and node.shape in ("union", "list") and not (
+            listed and node.shape == "list"):
+        listed, node = listed or node.shape == "list", node.walked[0]
+    return (node, listed) if node.shape == "model" else (None, False)
+
+
+def names(node: Node, memo: dict[int, Any]) -> Any:
+    """The :data:`~dynaorm.values.merge.Names` of the nested model of a field's values
+    (``memo``: those built, a model inside itself included)."""
+    model = nested(node)[0]
+    if model is None or id(model) in memo:
+        return {} if model is None else memo[id(model)]
+    found = memo[id(model)] = {}
+    for step, child in model.children:
+        alias = model.aliases.get(step[1:], step[1:])
+        if (inner := names(child, memo)) or alias != step[1:]:
+            found[step[1:]] = (alias, inner)
+    return found
 
 
 def markers(node: Node) -> list[Any]:
