@@ -190,13 +190,11 @@ class StoredMembers(Kind):
             lambda v: _encode(node, v, encode_value(v)), node=node)
 
 
-def nested(node: Node) -> tuple[Node | None, bool]:
+def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     """The model node a field's values are (or are lists of), through ``Optional``, and
     whether they are lists of it."""
-    listed = False
-    while len(node.walked) == 1 and node.shape in ("union", "list") and not (
-            listed and node.shape == "list"):
-        listed, node = listed or node.shape == "list", node.walked[0]
+    if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
+        return nested(node.walked[0], listed or node.shape == "list")
     return (node, listed) if node.shape == "model" else (None, False)
 
 
