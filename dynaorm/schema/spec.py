@@ -49,8 +49,7 @@ from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, p
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
-from dynaorm.values.merge import Names
-from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, names, nested
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, nested
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -206,12 +205,10 @@ class EntitySpec:
                 if type(v := values.get(n)) is list} or None
 
     @functools.cached_property
-    def member_names(self) -> Names:
-        """The names of the attributes' nested models' members where one is read by an
-        alias, or holds one that is (:data:`~dynaorm.values.merge.Names`)."""
-        memo: dict[int, Any] = {}
-        return {self.attr(n): (n, inner) for n, node in self.trees.items()
-                if (inner := names(node, memo))}
+    def attr_trees(self) -> Mapping[str, Node]:
+        """The fields' value trees by stored attribute name (what a save's merge walks:
+        :mod:`dynaorm.values.merge`)."""
+        return {self.attr(n): node for n, node in self.trees.items()}
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""

@@ -37,7 +37,7 @@ from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
 __all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "markers", "merged_kinds", "names", "nested"]
+           "kind_at", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
@@ -196,20 +196,6 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
         return nested(node.walked[0], listed or node.shape == "list")
     return (node, listed) if node.shape == "model" else (None, False)
-
-
-def names(node: Node, memo: dict[int, Any]) -> Any:
-    """The :data:`~dynaorm.values.merge.Names` of the nested model of a field's values
-    (``memo``: those built, a model inside itself included)."""
-    model = nested(node)[0]
-    if model is None or id(model) in memo:
-        return {} if model is None else memo[id(model)]
-    found = memo[id(model)] = {}
-    for step, child in model.children:
-        alias = model.aliases.get(step[1:], step[1:])
-        if (inner := names(child, memo)) or alias != step[1:]:
-            found[step[1:]] = (alias, inner)
-    return found
 
 
 def markers(node: Node) -> list[Any]:
