@@ -3,8 +3,11 @@ annotations compiled once, when its spec is built (:func:`compile_tree`, kept as
 ``EntitySpec.trees``), into :class:`Node` s that the walks of a value read instead of the
 annotation: a field's kind (:func:`field_kind`), the encoding of the kinds given to its
 members (:class:`StoredMembers`), the kind at a path (:func:`kind_at`: updates,
-conditions and filters by path), the kinds a field's rules read (:func:`markers`) and
-the rule kinds declared where no rule reaches (:func:`check_hidden`).
+conditions and filters by path), the kinds a field's rules read (:func:`markers`), the
+nested model a field's values are and its members' aliases (:func:`nested`,
+``Node.aliases``: a loaded object's list members, a save's merge with the stored item:
+:mod:`dynaorm.values.merge`) and the rule kinds declared where no rule reaches
+(:func:`check_hidden`).
 
 A node's ``shape`` and its ``children`` by step: ``model`` (a pydantic model: a member
 ``.name``), ``record`` (a dataclass, ``TypedDict`` or ``NamedTuple``: ``.name``),
