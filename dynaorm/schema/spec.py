@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -51,8 +49,7 @@ from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, p
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
-from dynaorm.values.merge import Names
-from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, nested
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -199,8 +196,7 @@ class EntitySpec:
         """The stored fields holding lists of nested models, (name, attribute): a loaded
         object's state knows those members by identity (:meth:`members_of`), so each
         keeps what it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
-        return tuple((n, self.attr(n)) for n, info in self.cls.model_fields.items()
-                     if _nested(info.annotation)[1])
+        return tuple((n, self.attr(n)) for n, node in self.trees.items() if nested(node)[1])
 
     def members_of(self, values: Mapping[str, Any]) -> dict[str, tuple[Any, ...]] | None:
         """The members of ``values``' lists of nested models, by attribute (``None``:
@@ -209,12 +205,10 @@ class EntitySpec:
                 if type(v := values.get(n)) is list} or None
 
     @functools.cached_property
-    def member_names(self) -> Names:
-        """The names of the attributes' nested models' members where one is read by an
-        alias, or holds one that is (:data:`~dynaorm.values.merge.Names`)."""
-        memo: dict[type[Any], dict[str, Any]] = {}
-        return {self.attr(n): (n, inner) for n, info in self.cls.model_fields.items()
-                if (inner := _names(info.annotation, memo))}
+    def attr_trees(self) -> Mapping[str, Node]:
+        """The fields' value trees by stored attribute name (what a save's merge walks:
+        :mod:`dynaorm.values.merge`)."""
+        return {self.attr(n): node for n, node in self.trees.items()}
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
@@ -552,37 +546,6 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
 
 
 
-
-
-def _nested(annotation: Any) -> tuple[type[Any] | None, bool]:
-    """The nested model a field's values are (or are lists of), through ``Optional`` and
-    ``Annotated``, and whether they are lists of it."""
-    listed = False
-    while args := [a for a in typing.get_args(annotation) if a is not type(None)]:
-        origin = typing.get_origin(annotation)
-        if origin is list and not listed:
-            listed = True
-        elif origin is not Annotated and (len(args) > 1 or origin not in (
-                typing.Union, types.UnionType)):
-            break
-        annotation = args[0]
-    model = annotation if isinstance(annotation, type) and hasattr(
-        annotation, "model_fields") else None
-    return model, listed and model is not None
-
-
-def _names(annotation: Any, memo: dict[type[Any], dict[str, Any]]) -> Names:
-    """The :data:`~dynaorm.values.merge.Names` of the nested model of a field's values
-    (``memo``: those built, a model inside itself included)."""
-    model = _nested(annotation)[0]
-    if model is None or model in memo:
-        return {} if model is None else memo[model]
-    found = memo[model] = {}
-    for name, info in model.model_fields.items():
-        alias = v if isinstance(v := info.validation_alias, str) else name
-        if (inner := _names(info.annotation, memo)) or alias != name:
-            found[name] = (alias, inner)
-    return found
 
 
 def _null_fields(cls: type[Any]) -> frozenset[str]:

@@ -13,7 +13,8 @@ every other member is left as stored. Anything else that changed is written whol
 change and the members its nested model does not declare where it did (contract 24,
 "round trip without loss"): each member of ``new`` is merged with the stored member it was
 read from (``origins``: the loaded object's own members, by identity), never a neighbour's.
-A member stored under the alias its nested model reads it by is written there (``names``).
+A member stored under the alias its nested model reads it by is written there (the
+attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
@@ -22,21 +23,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dynaorm._types import AttributeValue, Item
+from dynaorm.values.tree import Node, nested
 
-__all__ = ["MAX_MEMBER_PATHS", "Merged", "Names", "Origins", "Path", "merge_items"]
+__all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "merge_items"]
 
 #: a member's document path: the attribute's name, then each map key (never split on dots)
 Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: the names of a stored map's members (a nested model's fields): a field's name -> the
-#: alias it is read by (itself if none) and the names inside it (a list's: its members')
-Names = Mapping[str, tuple[str, "Names"]]
 #: per list attribute: for each member of ``new``, where in the stored list it was read
 #: (``None``: a new member)
 Origins = Mapping[str, list[int | None]]
-_NONE: Names = {}
 _NONE_AT: Origins = {}
 
 
@@ -59,13 +57,13 @@ class Merged:
 
 def merge_items(stored: Item, old: Item, new: Item,
                 drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE_AT,
-                names: Names = _NONE) -> Merged:
+                nodes: Mapping[str, Node] | None = None) -> Merged:
     """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
     writes the item without them). ``origins`` says where each member of a list attribute
     was read (else: an unchanged member wherever it moved, a changed one at its place);
-    ``names``: the attributes' member names (by attribute)."""
+    ``nodes``: the attributes' value trees (by attribute)."""
     item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
     to_set: Item = {}
     members: list[tuple[Path, AttributeValue | None]] = []
@@ -75,7 +73,7 @@ def merge_items(stored: Item, old: Item, new: Item,
         if before == av and (origin is None or origin == list(range(len(origin)))):
             continue  # (members alike but moved: written in their new order)
         was = stored.get(name)
-        inner = names.get(name, (name, _NONE))[1]
+        inner = (nodes or {}).get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
             item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
@@ -110,13 +108,15 @@ def _maps(*avs: AttributeValue) -> bool:
 
 
 def _merge_map(stored: Item, old: Item, new: Item, path: Path,
-               paths: list[tuple[Path, AttributeValue | None]], names: Names) -> Item:
+               paths: list[tuple[Path, AttributeValue | None]], node: Node | None) -> Item:
     """The members of a stored map merged (see :func:`merge_items`), each write of a
     member appended to ``paths``; a member the stored map holds under its alias is
     written there."""
     out: Item = {}
+    model = node and nested(node)[0]
     for name, av in new.items():
-        alias, inner = names.get(name, (name, _NONE))
+        alias = model.aliases.get(name, name) if model else name
+        inner = model.child(f".{name}") if model else None
         key = alias if alias in stored else name
         before = old.get(name)
         was = stored.get(key)
@@ -141,7 +141,8 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            names: Names = _NONE, origin: list[int | None] | None = None) -> AttributeValue:
+            node: Node | None = None, origin: list[int | None] | None = None
+            ) -> AttributeValue:
     """``new``, written whole, with what ``stored`` holds that the change did not touch
     kept: a list of maps in all three (no path names a list's member) has each member
     that ``origin`` says was read from a stored one (else: :func:`_by_value`) as that one
@@ -153,7 +154,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     if origin is None or len(origin) != len(now):
         origin = _by_value(before, now)
     return {"L": [av if at is None else was[at] if before[at] == av else {"M": _merge_map(
-        was[at]["M"], before[at]["M"], av["M"], (), [], names)} if _maps(
+        was[at]["M"], before[at]["M"], av["M"], (), [], node)} if _maps(
         was[at], before[at], av) else av for av, at in zip(now, origin, strict=True)]}
 
 

@@ -346,7 +346,7 @@ class InstanceState:
         if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
             old, new = {**old, **extra}, {**new, **extra}
         return merge_items(stored, old, new, _left_behind(spec), self._origins(
-            spec, values) if self.members else {}, spec.member_names)
+            spec, values) if self.members else {}, spec.attr_trees)
 
     def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
         """Where each member of the object's lists of nested models was read in the stored

@@ -3,8 +3,11 @@ annotations compiled once, when its spec is built (:func:`compile_tree`, kept as
 ``EntitySpec.trees``), into :class:`Node` s that the walks of a value read instead of the
 annotation: a field's kind (:func:`field_kind`), the encoding of the kinds given to its
 members (:class:`StoredMembers`), the kind at a path (:func:`kind_at`: updates,
-conditions and filters by path), the kinds a field's rules read (:func:`markers`) and
-the rule kinds declared where no rule reaches (:func:`check_hidden`).
+conditions and filters by path), the kinds a field's rules read (:func:`markers`), the
+nested model a field's values are and its members' aliases (:func:`nested`,
+``Node.aliases``: a loaded object's list members, a save's merge with the stored item:
+:mod:`dynaorm.values.merge`) and the rule kinds declared where no rule reaches
+(:func:`check_hidden`).
 
 A node's ``shape`` and its ``children`` by step: ``model`` (a pydantic model: a member
 ``.name``), ``record`` (a dataclass, ``TypedDict`` or ``NamedTuple``: ``.name``),
@@ -37,7 +40,7 @@ from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
 __all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "markers", "merged_kinds"]
+           "kind_at", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
@@ -52,6 +55,8 @@ class Node:
     shape: str
     kinds: tuple[Any, ...] = ()
     children: list[tuple[str, Node]] = field(default_factory=list)
+    #: a model's members read by an alias: member -> alias
+    aliases: dict[str, str] = field(default_factory=dict)
 
     def child(self, step: str) -> Node | None:
         """The first child at ``step`` (``None``: none)."""
@@ -123,7 +128,9 @@ def compile_tree(annotation: Any, models: dict[type, Node]) -> Node:
     if isinstance(annotation, type) and origin is None:
         if annotation not in models:
             shape, members = _members(annotation)
-            models[annotation] = node = Node(shape)
+            models[annotation] = node = Node(shape, aliases={n: a for n, i in getattr(
+                annotation, "model_fields", {}).items() if isinstance(
+                a := i.validation_alias, str) and a != n})
             node.children += [(f".{n}", compile_tree(m, models)) for n, m in members.items()]
         return models[annotation]
     if origin in (typing.Union, types.UnionType):
@@ -184,6 +191,14 @@ class StoredMembers(Kind):
         return None if node is None or not _valued(node) else StoredMembers(
             "members of their own kinds", (object,), "",
             lambda v: _encode(node, v, encode_value(v)), node=node)
+
+
+def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
+    """The model node a field's values are (or are lists of), through ``Optional``, and
+    whether they are lists of it."""
+    if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
+        return nested(node.walked[0], listed or node.shape == "list")
+    return (node, listed) if node.shape == "model" else (None, False)
 
 
 def markers(node: Node) -> list[Any]:
