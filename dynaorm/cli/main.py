@@ -250,8 +250,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
     from dynaorm.core.settings import drift_p
 
-    drifted = [f"setting {line}" for line in table.db.driver.run(
-        drift_p(table), table._admin("describe_table"))]
+    drifted = [f"setting {line}" for line in table._run(drift_p(table), "describe_table")]
     problems = [*drifted, *result.problems]
     print(f"checked table {table.name!r}: {result.scanned} items, "
           f"{len(problems)} problem(s)", file=out)

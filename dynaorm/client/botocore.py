@@ -385,9 +385,7 @@ class BotocoreWire:
             made = await self.aio()
             answer: dict[str, Any] = await getattr(made, method_name(operation))(**request)
             return answer
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # (a cancellation is no Exception: it passes)
             _raise(operation, request, exc)
 
     def close(self) -> None:

@@ -290,9 +290,14 @@ class Table(TableSchema, KeysPerTenant):
     def _admin(self, name: str) -> Operation:
         return Operation(name, (self.name,))
 
+    def _run(self, proto: Any, name: str) -> Any:
+        """What the administration protocol ``proto`` returns, run as operation ``name``
+        on this table through its client."""
+        return self.db.driver.run(proto, self._admin(name))
+
     def exists(self) -> bool:
         """Whether the table exists on its client's endpoint."""
-        return self.db.driver.run(status_p(self), self._admin("describe_table")) is not None
+        return self._run(status_p(self), "describe_table") is not None
 
     def create(self, wait: float = 300.0) -> None:
         """Create the table (on-demand billing) with every index; no error if it exists.
@@ -302,9 +307,9 @@ class Table(TableSchema, KeysPerTenant):
         (:meth:`index_status` tells the rest).
         Safe to call from several processes at once: what another caller has done or is
         doing (an index, the stream, TTL) is waited for, not an error."""
-        self.db.driver.run(create_p(self, wait), self._admin("create_table"))
+        self._run(create_p(self, wait), "create_table")
         if self.key_scope is not None:  # (its tenants' keys: a table of its own)
-            self.db.driver.run(create_p(key_schema(self), wait), self._admin("create_table"))
+            self._run(create_p(key_schema(self), wait), "create_table")
 
     def index_status(self) -> dict[str, str]:
         """Each index (vector indexes too) by name: ``"ACTIVE"``, ``"CREATING"``,
@@ -312,8 +317,7 @@ class Table(TableSchema, KeysPerTenant):
         ``"UPDATING"``, ``"DELETING"``, ``"MISMATCHED"`` (keyed otherwise than declared),
         or ``"MISSING"`` (a declared index the table lacks: ``create()`` adds a global or
         vector one)."""
-        found: dict[str, str] = self.db.driver.run(index_status_p(self),
-                                                   self._admin("describe_table"))
+        found: dict[str, str] = self._run(index_status_p(self), "describe_table")
         return found
 
     def settings(self) -> TableSettings:
@@ -323,16 +327,15 @@ class Table(TableSchema, KeysPerTenant):
         ``declared_settings``."""
         from dynaorm.core.settings import settings_p
 
-        found: TableSettings = self.db.driver.run(settings_p(self),
-                                                  self._admin("describe_table"))
+        found: TableSettings = self._run(settings_p(self), "describe_table")
         return found
 
     def delete(self, wait: float = 300.0) -> None:
         """Delete the table (and its key table, with ``key_scope``: every tenant's key
         with it); no error if it does not exist."""
-        self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
+        self._run(delete_p(self, wait), "delete_table")
         if self.key_scope is not None:
-            self.db.driver.run(delete_p(key_schema(self), wait), self._admin("delete_table"))
+            self._run(delete_p(key_schema(self), wait), "delete_table")
 
 
 

@@ -197,9 +197,7 @@ def actions_of(request: dict[str, Any]) -> int:
 
 def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
     """Capacity units of a response's ``ConsumedCapacity``, by table and ``table/index``."""
-    if not response:
-        return {}
-    raw = response.get("ConsumedCapacity")
+    raw = (response or {}).get("ConsumedCapacity")
     if not raw:
         return {}
     out: dict[str, float] = {}

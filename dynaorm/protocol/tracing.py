@@ -569,8 +569,7 @@ def _answer_attributes(attempt: Attempt, server: dict[str, Any],
     ``attributes`` (returned)."""
     attributes["dynaorm.outcome"] = _attempt_outcome(attempt)
     attributes.update(server)
-    if by_role:
-        attributes.update(by_role)
+    attributes.update(by_role)
     if not attempt.sent:
         attributes["dynaorm.sent"] = False
     request_id = attempt.request_id
