@@ -26,13 +26,11 @@ from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, ForgottenError
-from dynaorm.schema.rules import Declaration, Rule, Values, no_values, register
+from dynaorm.schema.rules import Declaration, Rule, Values, no_values, refuse_stored, register
 from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.rules.tenants import tenant_keys
-from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
-from dynaorm.values.tree import Node, markers
+from dynaorm.values.tree import sealed
 
 __all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
            "seal_value"]
@@ -101,31 +99,6 @@ def header_of(av: Any) -> tuple[str, bytes] | None:
         return None
 
 
-def _encrypted(trees: Mapping[str, Node], owner: str, table: TableSchema,
-               renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
-               indexes: tuple[Any, ...]) -> dict[str, str]:
-    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
-    native index."""
-    encrypted = {renames.get(n, n): n for n, node in trees.items() if ENCRYPTED in markers(node)}
-    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
-            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
-            i) for a, n in encrypted.items() if a in table.key_names(i))}:
-        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
-    return encrypted
-
-
-def _compared(owner: str, table: TableSchema, encrypted: Mapping[str, str],
-              versioned: bool) -> None:
-    """Refuse an ``Encrypted`` field whose stored value DynamoDB or a rule compares as a
-    number: the table's TTL attribute (DynamoDB expires only a number: a sealed one never
-    expired, and reads returned the row past its TTL) and a versioned entity's ``version``
-    (its save's condition: sealed, every save after the first was a false conflict)."""
-    if bad := sorted(n for a, n in encrypted.items()
-                     if a == table.ttl or (versioned and n == "version")):
-        raise DynaormError(f"{owner}: Encrypted {bad} cannot be the TTL attribute or a "
-                           "versioned entity's version (compared as stored)")
-
-
 @register
 @dataclass(frozen=True, slots=True, eq=False)
 class Encryption(Rule):
@@ -174,9 +147,8 @@ class Encryption(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:
-        fields = _encrypted(decl.trees, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
-                            decl.indexes)
-        _compared(decl.owner, decl.table, fields, bool(decl.meta.get("versioned")))
+        fields = {decl.attr(n): n for n in sealed(decl.trees)}
+        decl.uncompared("Encrypted", fields.values())
         if not fields:
             return None
         scope = decl.table.key_scope
@@ -314,24 +286,15 @@ class Encryption(Rule):
                 for a, av in item.items() if a in self.fields and not _current(keyring, av)}
 
     def refuse(self, use: str, name: str) -> None:
-        if name not in self.names or use in ("set", "set_default", "remove", "projection"):
-            return  # (a value set is sealed at the item's key; values() opens it)
-        if use in _USES:
-            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES[use]} (its stored "
-                               "value is ciphertext)")
-        raise DynaormError(f"Encrypted {name!r}: an update cannot {use}() it (save the "
-                           "object)")
+        if name in self.names:  # (a value set is sealed at the item's key; values() opens it)
+            refuse_stored(getattr(self.entity, "__name__", "?"), "Encrypted", name, use,
+                          "its stored value is ciphertext")
 
     def redact(self, name: str, value: Any) -> Any:
         return "<encrypted>" if name in self.names and value is not None else value
 
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k not in self.fields}
-
-
-#: how :meth:`Encryption.refuse` names a use
-_USES = {"condition": "a condition or filter", "key": "a key or index",
-         "path": "a nested path"}
 
 
 def _current(keyring: Any, av: AttributeValue) -> bool:
