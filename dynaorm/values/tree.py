@@ -284,21 +284,11 @@ def check_hidden(owner: str, root: Node) -> None:
 
 # -- where a rule's kind lives: what the rules and the jobs ask -----------------------------
 def holding(trees: Mapping[str, Node], marker: str) -> dict[str, str]:
-    """Every place a value of the rule kind ``marker`` lives, by field name: its node's
-    path (the field itself, a list's member ``cards[]``, a mapping's value ``docs{}``, an
-    ``Optional``'s arm), where a field's rules reach (:func:`markers`; deeper is refused,
-    :func:`check_hidden`). Its rule takes the field's whole value: a job reaching the
-    field reaches every such node."""
-    return {name: name + step for name, node in trees.items() for step, n in reversed(
-        [("", node), *node.children]) if step[:1] not in (".", "~") and marker in n.kinds}
-
-
-def sealed(trees: Mapping[str, Node]) -> dict[str, str]:
-    """Every sealed node (``Encrypted``), by field name (:func:`holding`)."""
-    return holding(trees, "dynaorm:encrypted")
-
-
-def referenced(trees: Mapping[str, Node]) -> dict[str, str]:
-    """Every node whose value may be kept in S3 as a reference (``Offloaded``), by field
-    name (:func:`holding`)."""
-    return holding(trees, "dynaorm:offloaded")
+    """Every place a value of the rule kind ``marker`` lives, by field name, with its
+    node's path (the field itself, a list's member ``cards[]``, a mapping's value
+    ``docs{}``, an ``Optional``'s arm), where a field's rules reach (:func:`markers`;
+    deeper is refused, :func:`check_hidden`): every sealed node (``"dynaorm:encrypted"``),
+    every reference (``"dynaorm:offloaded"``). Its rule takes the field's whole value: a
+    job reaching the field reaches every such node."""
+    return {name: name + step for name, node in trees.items() for step, n in [
+        ("", node), *node.children] if step in ("", "[]", "{}") and marker in n.kinds}

@@ -204,19 +204,19 @@ class Declaration:
         TTL attribute (DynamoDB expires only a number: the row read back past its TTL), a
         versioned entity's ``version`` (its save's condition: every save after the first a
         false conflict), a vector index's field (built before: it reads numbers)."""
-        table, names = self.table, set(names)
-        for why, found in (
-                (" cannot be in a key, an index or a unique rule", {
-                    *self.pk.fields, *(self.sk.fields if self.sk else ()), *keyed,
-                    *(f for index in self.indexes for f in index.fields),
-                    *(n for i in table.indexes if table.native(i) for n in names
-                      if self.attr(n) in table.key_names(i))}),
-                (" cannot be the TTL attribute or a versioned entity's version (compared as "
-                 "stored)", {n for n in names if self.attr(n) == table.ttl or (
-                     n == "version" and self.meta.get("versioned"))}),
-                (f": a vector field cannot be {kind}", getattr(self.built.get(
-                    "vectors"), "names", ()))):
-            if bad := names & set(found):
+        table = self.table
+        keys = {*self.pk.fields, *(self.sk.fields if self.sk else ()), *keyed,
+                *getattr(self.built.get("vectors"), "names", ()),
+                *(f for index in self.indexes for f in index.fields),
+                *(n for i in table.indexes if table.native(i) for n in names
+                  if self.attr(n) in table.key_names(i))}
+        for why, bad in ((" cannot be in a key, an index, a unique rule or a vector index",
+                          keys.intersection(names)),
+                         (" cannot be the TTL attribute or a versioned entity's version "
+                          "(compared as stored)", {n for n in names if self.attr(n) == table.ttl
+                                                   or (n == "version" and self.meta.get(
+                                                       "versioned"))})):
+            if bad:
                 raise DynaormError(f"{self.owner}: {kind} {sorted(bad)}{why}")
 
 

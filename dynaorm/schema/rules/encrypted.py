@@ -30,7 +30,7 @@ from dynaorm.schema.rules import Declaration, Rule, Values, no_values, refuse_st
 from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.rules.tenants import tenant_keys
 from dynaorm.values.codec import binary_from_json
-from dynaorm.values.tree import sealed
+from dynaorm.values.tree import holding
 
 __all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
            "seal_value"]
@@ -140,14 +140,9 @@ class Encryption(Rule):
         "spans": "as messages: no span attribute holds a plaintext",
     }
 
-    @property
-    def names(self) -> frozenset[str]:
-        """The ``Encrypted`` fields' names."""
-        return frozenset(self.fields.values())
-
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:
-        fields = {decl.attr(n): n for n in sealed(decl.trees)}
+        fields = {decl.attr(n): n for n in holding(decl.trees, ENCRYPTED)}
         decl.uncompared("Encrypted", fields.values())
         if not fields:
             return None
@@ -169,14 +164,13 @@ class Encryption(Rule):
     def _opener(self) -> Any:
         """What opens a stored value: the tenants' keys (which open a value sealed before
         ``key_scope`` with the table's keyring), else the table's keyring."""
-        keys = self._keys()
-        return keyring_of(self.table) if keys is None else keys
+        return self._keys() or keyring_of(self.table)
 
     def tenant(self, item: Mapping[str, Any]) -> str | None:
         """The tenant of the row ``item`` (its ``key_scope`` field's value, as text;
         ``None``: no key_scope, or none stored)."""
-        av = item.get(self.scope_attr or "")
-        found = None if av is None else av.get("S", av.get("N"))
+        av = item.get(self.scope_attr or "") or {}
+        found = av.get("S", av.get("N"))
         return None if found is None else str(found)
 
     def _sealer(self, item: Mapping[str, Any]) -> Any:
@@ -206,19 +200,18 @@ class Encryption(Rule):
     def renamed(self, attributes: Mapping[str, str]) -> Encryption:
         """This rule for rows whose fields are stored under other attribute names
         (``attributes``: stored name -> field name; a previous layout's)."""
-        scope = self.table.key_scope
-        return Encryption({a: n for a, n in attributes.items() if n in self.names},
-                          self.table, self.versioned, self.entity, None if scope is None else
-                          next((a for a, n in attributes.items() if n == scope),
-                               self.scope_attr))
+        return Encryption({a: n for a, n in attributes.items() if n in self.fields.values()},
+                          self.table, self.versioned, self.entity, next((
+                              a for a, n in attributes.items() if n == self.table.key_scope),
+                              self.scope_attr))  # (no key_scope: no scope_attr, None)
 
     def reads(self, touched: frozenset[str]) -> bool:
         """With ``key_scope``, an update by key of an encrypted field, or of the
         ``key_scope`` field itself, is read first (the row's tenant chooses the key its
         values are sealed under: a row moved to another tenant is sealed anew under that
         tenant's, or forgetting it would leave them readable)."""
-        return self.scope_attr is not None and (not touched.isdisjoint(self.names) or (
-            self.table.key_scope in touched))
+        return self.scope_attr is not None and (not touched.isdisjoint(
+            self.fields.values()) or self.table.key_scope in touched)
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
@@ -240,9 +233,9 @@ class Encryption(Rule):
         if self.fields.keys().isdisjoint(item):
             return
         keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
-        same = stored is not None and self._bound(stored) == bound
+        same = stored if stored is not None and self._bound(stored) == bound else {}
         for attr in self.fields.keys() & item.keys():
-            old = stored.get(attr) if same and stored is not None else None
+            old = same.get(attr)
             if old is None or not _current(keyring, old) or self._open(
                     opener, old, bound, attr) != item[attr]:
                 old = seal_value(keyring, item[attr], self.table.name, bound, attr)
@@ -286,12 +279,12 @@ class Encryption(Rule):
                 for a, av in item.items() if a in self.fields and not _current(keyring, av)}
 
     def refuse(self, use: str, name: str) -> None:
-        if name in self.names:  # (a value set is sealed at the item's key; values() opens it)
+        if name in self.fields.values():  # (a value set is sealed at the item's key)
             refuse_stored(getattr(self.entity, "__name__", "?"), "Encrypted", name, use,
                           "its stored value is ciphertext")
 
     def redact(self, name: str, value: Any) -> Any:
-        return "<encrypted>" if name in self.names and value is not None else value
+        return "<encrypted>" if name in self.fields.values() and value is not None else value
 
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k not in self.fields}

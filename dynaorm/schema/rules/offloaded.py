@@ -88,7 +88,7 @@ from dynaorm.values.codec import binary_from_json
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
-from dynaorm.values.tree import referenced
+from dynaorm.values.tree import holding
 
 __all__ = [
     "MARK",
@@ -342,7 +342,7 @@ class Offloading(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Offloading | None:
-        marked = referenced(decl.trees)
+        marked = holding(decl.trees, OFFLOADED)
         if not marked:
             return None
         if decl.table.offload is None:
