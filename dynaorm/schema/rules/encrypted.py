@@ -110,7 +110,7 @@ class Encryption(Rule):
     fields: Mapping[str, str]
     table: Any
     versioned: bool
-    entity: type[Any] | None = None
+    entity: type[Any]
     #: the stored attribute of the table's ``key_scope`` field (``None``: no key_scope):
     #: each row's values are sealed under its tenant's key
     scope_attr: str | None = None
@@ -189,7 +189,7 @@ class Encryption(Rule):
         wrapped = dict.fromkeys(found for item in items for av in item.values()
                                 if type(av) is dict and "B" in av  # (a malformed member:
                                 and (found := header_of(av)) is not None)  # decode says)
-        origins = () if self.entity is None else (self.entity,)
+        origins = (self.entity,)
         keys = self._keys()
         if keys is not None:
             yield from keys.prepare_rows(self, items, wrapped, writing, values, origins)
@@ -280,7 +280,7 @@ class Encryption(Rule):
 
     def refuse(self, use: str, name: str) -> None:
         if name in self.fields.values():  # (a value set is sealed at the item's key)
-            refuse_stored(getattr(self.entity, "__name__", "?"), "Encrypted", name, use,
+            refuse_stored(self.entity.__name__, "Encrypted", name, use,
                           "its stored value is ciphertext")
 
     def redact(self, name: str, value: Any) -> Any:
