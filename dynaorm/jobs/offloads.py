@@ -26,7 +26,7 @@ from dynaorm.errors import RequestError
 from dynaorm.jobs.audit import Key, Problem, Repair
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Call
-from dynaorm.schema.rules.offloaded import S3, Reference, delete_objects, reference
+from dynaorm.schema.rules.offloaded import S3, Reference, delete_objects, references
 from dynaorm.schema.table import offload_location
 
 __all__ = ["ORPHAN_AGE", "Found", "Judged", "collect", "compare", "judged_objects",
@@ -41,9 +41,8 @@ def referenced(items: Iterable[Item], key_of: Any) -> dict[str, tuple[Key, str]]
     it) and the attribute of the first that names each."""
     found: dict[str, tuple[Key, str]] = {}
     for item in items:
-        for attr, av in item.items():
-            if isinstance(av, dict) and "M" in av and (ref := reference(av)) is not None:
-                found.setdefault(ref.uri, (key_of(item), attr))
+        for attr, ref in references(item).items():
+            found.setdefault(ref.uri, (key_of(item), attr))
     return found
 
 

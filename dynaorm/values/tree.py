@@ -295,3 +295,15 @@ def check_hidden(owner: str, root: Node) -> None:
                 f"{owner}.{path}: {_name(marker)} inside a field's value is not applied (its "
                 f"rule works on whole fields: the value would be stored without it); "
                 f"declare it on the entity's field, as {step[1:]}: {_name(marker)}[...]")
+
+
+# -- where a rule's kind lives: what the rules and the jobs ask -----------------------------
+def holding(trees: Mapping[str, Node], marker: str) -> dict[str, str]:
+    """Every place a value of the rule kind ``marker`` lives, by field name, with its
+    node's path (the field itself, a list's member ``cards[]``, a mapping's value
+    ``docs{}``, an ``Optional``'s arm), where a field's rules reach (:func:`markers`;
+    deeper is refused, :func:`check_hidden`): every sealed node (``"dynaorm:encrypted"``),
+    every reference (``"dynaorm:offloaded"``). Its rule takes the field's whole value: a
+    job reaching the field reaches every such node."""
+    return {name: name + step for name, node in trees.items() for step, n in [
+        ("", node), *node.children] if step in ("", "[]", "{}") and marker in n.kinds}

@@ -956,3 +956,101 @@ def test_a_replayed_overwrite_of_a_versioned_entity_with_an_offloaded_sealed_val
     assert [(j.version, j.pages, j.title) for j in history] == [
         (1, ["first" * LIMIT], ""), (2, ["second" * LIMIT], ""),
         (3, ["second" * LIMIT], "again")]
+
+
+# -- the jobs reach every sealed node and every reference at the first level ------------------
+class Wallet(Entity):
+    """Sealed and offloaded values as a list's members and a mapping's values (the first
+    level of a field: where a field's rules reach)."""
+
+    class Meta:
+        table = scoped_store
+        pk = "WALLET#{tenant}#{key}"
+        sk = "WALLET"
+
+    tenant: str
+    key: str
+    cards: list[Encrypted[str]] = []
+    docs: dict[str, Offloaded[Encrypted[bytes]]] = {}
+    notes: dict[str, Offloaded[str]] = {}
+
+
+class Purse(Entity):
+    """A :class:`Wallet` on a table without ``key_scope`` (a rotation re-seals its values)."""
+
+    class Meta:
+        table = plain_store
+        pk = "PURSE#{tenant}#{key}"
+        sk = "PURSE"
+
+    tenant: str
+    key: str
+    cards: list[Encrypted[str]] = []
+    docs: dict[str, Offloaded[Encrypted[bytes]]] = {}
+    notes: dict[str, Offloaded[str]] = {}
+
+
+def _wallet(tenant: str, cls: type[Any] = Wallet) -> Any:
+    return cls(tenant=tenant, key="1", cards=["4111-card", "5500-card"],
+               docs={"passport": b"p" * (LIMIT + 50)}, notes={"n": "n" * (LIMIT + 50)})
+
+
+def _row(tb: Store, table: Table, pk: str) -> dict[str, Any]:
+    return next(r for r in tb.scan_raw(table) if r["pk"] == {"S": pk})
+
+
+def test_reencrypt_and_a_rotation_reach_sealed_members_and_offloaded_mapping_values(
+        store: tuple[Store, Bucket]) -> None:
+    """The rotation to the end (the guide's): every sealed value under the new key (the
+    list's sealed members in the row, the mapping's sealed value in a new object; the plain
+    note's object kept), the old key dropped, each value read back."""
+    tb, b = store
+    old, new = os.urandom(32), os.urandom(32)
+    plain_store.keyring = StaticKeyring(old)
+    s = Session(plain_store)
+    s.save(_wallet("t1", Purse))
+    s.commit()
+    row, objects = _row(tb, plain_store, "PURSE#t1#1"), b.uris()
+    plain_store.keyring = StaticKeyring(new, previous=[old])
+    report = run_local(reencrypt(Purse))
+    assert report.failed == [] and report.resealed == 1
+    after = _row(tb, plain_store, "PURSE#t1#1")
+    assert after["cards"] != row["cards"] and after["docs"] != row["docs"]
+    assert after["notes"] == row["notes"] and len(b.uris() - objects) == 1
+    plain_store.keyring = StaticKeyring(new)
+    found = Session(plain_store).get(Purse, tenant="t1", key="1", consistent=True)
+    assert found == _wallet("t1", Purse)
+    assert run_local(reencrypt(Purse)).current == 1
+
+
+def test_a_forgotten_tenants_sealed_members_and_offloaded_values_read_as_forgotten(
+        store: tuple[Store, Bucket]) -> None:
+    tb, _ = store
+    s = Session(scoped_store)
+    for tenant in ("t1", "t2"):
+        s.save(_wallet(tenant))
+    s.commit()
+    scoped_store.forget(scope={"tenant": "t1"})
+    with pytest.raises(ForgottenError):
+        Session(scoped_store).get(Wallet, tenant="t1", key="1", consistent=True)
+    assert Session(scoped_store).get(Wallet, tenant="t2", key="1") == _wallet("t2")
+    report = run_local(reencrypt(Wallet))
+    assert report.failed == [] and report.forgotten == 1
+
+
+def test_check_reads_sealed_members_and_finds_a_reference_in_a_mapping_value_dangling(
+        store: tuple[Store, Bucket]) -> None:
+    """A check of healthy rows finds nothing; an object of a mapping's offloaded value
+    removed behind dynaorm's back is a dangling reference of its row."""
+    from dynaorm.jobs.checking import check_table
+
+    tb, b = store
+    s = Session(scoped_store)
+    s.save(_wallet("t1"))
+    s.commit()
+    result = check_table(scoped_store)
+    assert result.problems == [] and result.objects == 2
+    b.remove(_row(tb, scoped_store, "WALLET#t1#1")["notes"]["M"]["dynaorm:offloaded"]["M"][
+        "uri"]["S"])
+    result = check_table(scoped_store)
+    assert [p for p in result.problems if "dangling-ref" in p and "notes" in p], result.problems

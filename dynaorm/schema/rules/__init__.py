@@ -82,7 +82,7 @@ import the rules, are never imported back.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
@@ -118,6 +118,7 @@ __all__ = [
     "Writing",
     "build_rules",
     "no_values",
+    "refuse_stored",
     "register",
     "register_rule",
 ]
@@ -194,6 +195,40 @@ class Declaration:
     def attr(self, name: str) -> str:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
+
+    def uncompared(self, kind: str, names: Iterable[str], *keyed: str) -> None:
+        """Refuse the fields ``names`` of a rule's ``kind`` (``Compressed``, ``Encrypted``,
+        ``Offloaded``: their stored value is not the value) where a stored value is
+        compared: a key template, an index's key (a template's, a native index's
+        attribute), ``keyed`` (a rule's fields: ``Offloaded``'s unique rules), the table's
+        TTL attribute (DynamoDB expires only a number: the row read back past its TTL), a
+        versioned entity's ``version`` (its save's condition: every save after the first a
+        false conflict), a vector index's field (built before: it reads numbers)."""
+        table = self.table
+        keys = {*self.pk.fields, *(self.sk.fields if self.sk else ()), *keyed,
+                *getattr(self.built.get("vectors"), "names", ()),
+                *(f for index in self.indexes for f in index.fields),
+                *(n for i in table.indexes if table.native(i) for n in names
+                  if self.attr(n) in table.key_names(i))}
+        for why, bad in ((" cannot be in a key, an index, a unique rule or a vector index",
+                          keys.intersection(names)),
+                         (" cannot be the TTL attribute or a versioned entity's version "
+                          "(compared as stored)", {n for n in names if self.attr(n) == table.ttl
+                                                   or (n == "version" and self.meta.get(
+                                                       "versioned"))})):
+            if bad:
+                raise DynaormError(f"{self.owner}: {kind} {sorted(bad)}{why}")
+
+
+def refuse_stored(owner: str, kind: str, field: str, use: str, why: str) -> None:
+    """Refuse a ``use`` (a condition, a key, a path, an update's ``add``...) of ``field``,
+    of a rule's ``kind`` whose stored value is not the value (``why``): only a value set
+    (sealed, compressed, placed as a save's), removed or projected is taken."""
+    if use not in ("set", "set_default", "remove", "projection"):
+        what = {"condition": "a condition or filter", "key": "a key or index",
+                "path": "a nested path"}.get(use, f"an update's {use}()")
+        raise DynaormError(f"{owner}.{field}: {'an' if kind[0] in 'EO' else 'a'} {kind} field "
+                           f"cannot be in {what} ({why}; save the object)")
 
 
 class Unplaced(LookupError):

@@ -40,8 +40,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
-from dynaorm.schema.rules import Rule, register_rule
-from dynaorm.schema.rules.vectors import Vector
+from dynaorm.schema.rules import Rule, refuse_stored, register_rule
 from dynaorm.values.tree import markers
 
 __all__ = ["Compressed", "Compression"]
@@ -159,33 +158,6 @@ def _size(av: Mapping[str, Any]) -> tuple[int, bytes]:
     return len(text), text
 
 
-def _keyed(decl: Any, marked: Mapping[str, Any]) -> set[str]:
-    """The marked fields in a key template, a template index's key or a native index's
-    key attribute."""
-    table = decl.table
-    keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
-            *(f for index in decl.indexes for f in index.fields),
-            *(n for i in table.indexes if table.native(i) for n in marked
-              if decl.attr(n) in table.key_names(i))}
-    return keys & marked.keys()
-
-
-def _compared(decl: Any, marked: Mapping[str, Any]) -> set[str]:
-    """The marked fields whose stored value DynamoDB or a rule compares as a number: the
-    table's TTL attribute (DynamoDB expires only a number; a compressed one was never
-    expired and read back past its TTL) and a versioned entity's ``version`` (its save's
-    condition: compressed, every save after the first was a false conflict)."""
-    ttl = getattr(decl.table, "ttl", None)
-    return {n for n in marked if decl.attr(n) == ttl or (
-        n == "version" and decl.meta.get("versioned"))}
-
-
-def _vectors(decl: Any, marked: Mapping[str, Any]) -> set[str]:
-    """The marked fields that are a vector index's."""
-    return {n for n in marked if any(isinstance(m, Vector)
-                                     for m in decl.cls.model_fields[n].metadata)}
-
-
 @register_rule
 class Compression(Rule):
     """``Compressed[T]`` fields: compressed on every row written from ``min_size`` bytes
@@ -226,12 +198,7 @@ class Compression(Rule):
         marked = {n: m for n, node in decl.trees.items() if (m := _marker(node)) is not None}
         if not marked:
             return None
-        for why, names in ((" cannot be in a key or index", _keyed(decl, marked)),
-                           (" cannot be the TTL attribute or a versioned entity's version "
-                            "(compared as stored)", _compared(decl, marked)),
-                           (": a vector field cannot be Compressed", _vectors(decl, marked))):
-            if names:
-                raise DynaormError(f"{decl.owner}: Compressed {sorted(names)}{why}")
+        decl.uncompared("Compressed", marked)
         return cls({decl.attr(n): (n, m._min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
@@ -267,12 +234,6 @@ class Compression(Rule):
                                f"is not a value Compressed wrote ({exc})") from exc
 
     def refuse(self, use: str, name: str) -> None:
-        names = {n for n, _ in self.fields.values()}
-        if (name not in names and name not in self.fields) or use in (
-                "set", "set_default", "remove", "projection"):
-            return
         field = self.fields[name][0] if name in self.fields else name
-        what = {"condition": "a condition or filter", "key": "a key or index",
-                "path": "a nested path"}.get(use, f"an update's {use}()")
-        raise DynaormError(f"{self.owner}.{field}: a Compressed field cannot be in {what} "
-                           "(its stored value is compressed; save the object)")
+        if field in dict(self.fields.values()):
+            refuse_stored(self.owner, "Compressed", field, use, "its stored value is compressed")

@@ -26,13 +26,11 @@ from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, ForgottenError
-from dynaorm.schema.rules import Declaration, Rule, Values, no_values, register
+from dynaorm.schema.rules import Declaration, Rule, Values, no_values, refuse_stored, register
 from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.rules.tenants import tenant_keys
-from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
-from dynaorm.values.tree import Node, markers
+from dynaorm.values.tree import holding
 
 __all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
            "seal_value"]
@@ -101,31 +99,6 @@ def header_of(av: Any) -> tuple[str, bytes] | None:
         return None
 
 
-def _encrypted(trees: Mapping[str, Node], owner: str, table: TableSchema,
-               renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
-               indexes: tuple[Any, ...]) -> dict[str, str]:
-    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
-    native index."""
-    encrypted = {renames.get(n, n): n for n, node in trees.items() if ENCRYPTED in markers(node)}
-    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
-            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
-            i) for a, n in encrypted.items() if a in table.key_names(i))}:
-        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
-    return encrypted
-
-
-def _compared(owner: str, table: TableSchema, encrypted: Mapping[str, str],
-              versioned: bool) -> None:
-    """Refuse an ``Encrypted`` field whose stored value DynamoDB or a rule compares as a
-    number: the table's TTL attribute (DynamoDB expires only a number: a sealed one never
-    expired, and reads returned the row past its TTL) and a versioned entity's ``version``
-    (its save's condition: sealed, every save after the first was a false conflict)."""
-    if bad := sorted(n for a, n in encrypted.items()
-                     if a == table.ttl or (versioned and n == "version")):
-        raise DynaormError(f"{owner}: Encrypted {bad} cannot be the TTL attribute or a "
-                           "versioned entity's version (compared as stored)")
-
-
 @register
 @dataclass(frozen=True, slots=True, eq=False)
 class Encryption(Rule):
@@ -137,7 +110,7 @@ class Encryption(Rule):
     fields: Mapping[str, str]
     table: Any
     versioned: bool
-    entity: type[Any] | None = None
+    entity: type[Any]
     #: the stored attribute of the table's ``key_scope`` field (``None``: no key_scope):
     #: each row's values are sealed under its tenant's key
     scope_attr: str | None = None
@@ -167,16 +140,10 @@ class Encryption(Rule):
         "spans": "as messages: no span attribute holds a plaintext",
     }
 
-    @property
-    def names(self) -> frozenset[str]:
-        """The ``Encrypted`` fields' names."""
-        return frozenset(self.fields.values())
-
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:
-        fields = _encrypted(decl.trees, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
-                            decl.indexes)
-        _compared(decl.owner, decl.table, fields, bool(decl.meta.get("versioned")))
+        fields = {decl.attr(n): n for n in holding(decl.trees, ENCRYPTED)}
+        decl.uncompared("Encrypted", fields.values())
         if not fields:
             return None
         scope = decl.table.key_scope
@@ -197,14 +164,13 @@ class Encryption(Rule):
     def _opener(self) -> Any:
         """What opens a stored value: the tenants' keys (which open a value sealed before
         ``key_scope`` with the table's keyring), else the table's keyring."""
-        keys = self._keys()
-        return keyring_of(self.table) if keys is None else keys
+        return self._keys() or keyring_of(self.table)
 
     def tenant(self, item: Mapping[str, Any]) -> str | None:
         """The tenant of the row ``item`` (its ``key_scope`` field's value, as text;
         ``None``: no key_scope, or none stored)."""
-        av = item.get(self.scope_attr or "")
-        found = None if av is None else av.get("S", av.get("N"))
+        av = item.get(self.scope_attr or "") or {}
+        found = av.get("S", av.get("N"))
         return None if found is None else str(found)
 
     def _sealer(self, item: Mapping[str, Any]) -> Any:
@@ -223,7 +189,7 @@ class Encryption(Rule):
         wrapped = dict.fromkeys(found for item in items for av in item.values()
                                 if type(av) is dict and "B" in av  # (a malformed member:
                                 and (found := header_of(av)) is not None)  # decode says)
-        origins = () if self.entity is None else (self.entity,)
+        origins = (self.entity,)
         keys = self._keys()
         if keys is not None:
             yield from keys.prepare_rows(self, items, wrapped, writing, values, origins)
@@ -234,19 +200,18 @@ class Encryption(Rule):
     def renamed(self, attributes: Mapping[str, str]) -> Encryption:
         """This rule for rows whose fields are stored under other attribute names
         (``attributes``: stored name -> field name; a previous layout's)."""
-        scope = self.table.key_scope
-        return Encryption({a: n for a, n in attributes.items() if n in self.names},
-                          self.table, self.versioned, self.entity, None if scope is None else
-                          next((a for a, n in attributes.items() if n == scope),
-                               self.scope_attr))
+        return Encryption({a: n for a, n in attributes.items() if n in self.fields.values()},
+                          self.table, self.versioned, self.entity, next((
+                              a for a, n in attributes.items() if n == self.table.key_scope),
+                              self.scope_attr))  # (no key_scope: no scope_attr, None)
 
     def reads(self, touched: frozenset[str]) -> bool:
         """With ``key_scope``, an update by key of an encrypted field, or of the
         ``key_scope`` field itself, is read first (the row's tenant chooses the key its
         values are sealed under: a row moved to another tenant is sealed anew under that
         tenant's, or forgetting it would leave them readable)."""
-        return self.scope_attr is not None and (not touched.isdisjoint(self.names) or (
-            self.table.key_scope in touched))
+        return self.scope_attr is not None and (not touched.isdisjoint(
+            self.fields.values()) or self.table.key_scope in touched)
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
@@ -268,9 +233,9 @@ class Encryption(Rule):
         if self.fields.keys().isdisjoint(item):
             return
         keyring, opener, bound = self._sealer(item), self._opener(), self._bound(item)
-        same = stored is not None and self._bound(stored) == bound
+        same = stored if stored is not None and self._bound(stored) == bound else {}
         for attr in self.fields.keys() & item.keys():
-            old = stored.get(attr) if same and stored is not None else None
+            old = same.get(attr)
             if old is None or not _current(keyring, old) or self._open(
                     opener, old, bound, attr) != item[attr]:
                 old = seal_value(keyring, item[attr], self.table.name, bound, attr)
@@ -314,24 +279,15 @@ class Encryption(Rule):
                 for a, av in item.items() if a in self.fields and not _current(keyring, av)}
 
     def refuse(self, use: str, name: str) -> None:
-        if name not in self.names or use in ("set", "set_default", "remove", "projection"):
-            return  # (a value set is sealed at the item's key; values() opens it)
-        if use in _USES:
-            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES[use]} (its stored "
-                               "value is ciphertext)")
-        raise DynaormError(f"Encrypted {name!r}: an update cannot {use}() it (save the "
-                           "object)")
+        if name in self.fields.values():  # (a value set is sealed at the item's key)
+            refuse_stored(self.entity.__name__, "Encrypted", name, use,
+                          "its stored value is ciphertext")
 
     def redact(self, name: str, value: Any) -> Any:
-        return "<encrypted>" if name in self.names and value is not None else value
+        return "<encrypted>" if name in self.fields.values() and value is not None else value
 
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k not in self.fields}
-
-
-#: how :meth:`Encryption.refuse` names a use
-_USES = {"condition": "a condition or filter", "key": "a key or index",
-         "path": "a nested path"}
 
 
 def _current(keyring: Any, av: AttributeValue) -> bool:

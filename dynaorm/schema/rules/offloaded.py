@@ -73,14 +73,22 @@ from dynaorm.errors import DynaormError, OffloadError, RequestError
 from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
-from dynaorm.schema.rules import NO_ROWS, Change, Declaration, Rows, Rule, Unplaced, register
-from dynaorm.schema.rules.vectors import Vector
+from dynaorm.schema.rules import (
+    NO_ROWS,
+    Change,
+    Declaration,
+    Rows,
+    Rule,
+    Unplaced,
+    refuse_stored,
+    register,
+)
 from dynaorm.schema.table import offload_location
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
-from dynaorm.values.tree import markers
+from dynaorm.values.tree import holding
 
 __all__ = [
     "MARK",
@@ -290,23 +298,6 @@ def delete_objects(refs: Iterable[Reference], origins: tuple[Any, ...] = ()
     return refused
 
 
-def _keyed(decl: Declaration, marked: Mapping[str, Any]) -> set[str]:
-    """The marked fields in a key template, an index key, a unique rule, the TTL, a
-    versioned entity's version or a vector index: refused (a reference is no value any
-    of them can compare)."""
-    table = decl.table
-    unique = {getattr(u, "field", u) for u in decl.meta.get("unique", ()) or ()}
-    keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()), *unique,
-            *(f for index in decl.indexes for f in index.fields),
-            *(n for i in table.indexes if table.native(i) for n in marked
-              if decl.attr(n) in table.key_names(i)),
-            *(n for n in marked if decl.attr(n) == table.ttl),
-            *(n for n in marked if n == "version" and decl.meta.get("versioned")),
-            *(n for n in marked if any(isinstance(m, Vector)
-                                       for m in decl.cls.model_fields[n].metadata))}
-    return keys & marked.keys()
-
-
 @register
 @dataclass(frozen=True, slots=True, eq=False)
 class Offloading(Rule):
@@ -351,18 +342,15 @@ class Offloading(Rule):
 
     @classmethod
     def build(cls, decl: Declaration) -> Offloading | None:
-        marked = {n: True for n, node in decl.trees.items() if OFFLOADED in markers(node)}
+        marked = holding(decl.trees, OFFLOADED)
         if not marked:
             return None
         if decl.table.offload is None:
             raise DynaormError(f"{decl.owner}: Offloaded {sorted(marked)} need a table that "
                                "declares where values go: Table(..., offload='s3://BUCKET/"
                                "PREFIX')")
-        if bad := _keyed(decl, marked):
-            raise DynaormError(f"{decl.owner}: Offloaded {sorted(bad)} cannot be in a key, "
-                               "an index, a unique rule, the TTL, a versioned entity's "
-                               "version or a vector index (a reference is no value to "
-                               "compare)")
+        decl.uncompared("Offloaded", marked, *(getattr(u, "field", u) for u in decl.meta.get(
+            "unique", ()) or ()))
         return cls({decl.attr(n): n for n in marked}, decl.table, decl.owner, decl.type_name,
                    decl.cls)
 
@@ -379,14 +367,9 @@ class Offloading(Rule):
 
     # -- what a write may do ---------------------------------------------------------
     def refuse(self, use: str, name: str) -> None:
-        if (name not in self.names and name not in self.fields) or use in (
-                "set", "set_default", "remove", "projection"):
-            return
-        field_ = self.fields.get(name, name)
-        what = {"condition": "a condition or filter", "key": "a key or index",
-                "path": "a nested path"}.get(use, f"an update's {use}()")
-        raise DynaormError(f"{self.owner}.{field_}: an Offloaded field cannot be in {what} "
-                           "(its stored value may be a reference; save the object)")
+        if (field := self.fields.get(name, name)) in self.names:
+            refuse_stored(self.owner, "Offloaded", field, use,
+                          "its stored value may be a reference")
 
     def rows(self, change: Change) -> Rows:
         """None of its own: overridden so that the entity's writes are planned on the
@@ -408,11 +391,8 @@ class Offloading(Rule):
         """The objects the references of ``items`` name (those not at hand; any
         attribute: a previous layout's rows hold them under old names), fetched in
         parallel and checked, their bytes put beside their references in the rows."""
-        wanted: list[tuple[Item, str, Reference]] = []
-        for item in items:
-            for attr, av in item.items():
-                if type(av) is dict and "M" in av and (ref := reference(av)) is not None:
-                    wanted.append((item, attr, ref))
+        wanted = [(item, a, ref) for item in items for a, ref in references(item).items()
+                  if type(item[a]) is dict]  # (a Held one is at hand)
         if not wanted:
             return
         origins = () if self.entity is None else (self.entity,)

@@ -29,12 +29,14 @@ from dynaorm.schema.rules import (
     no_values,
     register,
 )
+from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.rules.keyrings import bound_keyring, check_macs, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
 from dynaorm.values.keys import GUARD_TYPE
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
+from dynaorm.values.tree import holding
 from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
@@ -343,8 +345,6 @@ def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
     MAC of its value (its table's keyring's): a keyring
     without a MAC key on its table is refused here."""
     raw, owner, fields = decl.meta.get("unique"), decl.owner, decl.field_names
-    encryption = decl.built.get("encrypted")
-    encrypted: frozenset[str] = getattr(encryption, "names", frozenset())
     if isinstance(raw, str | Unique):
         raw = (raw,)
     rules = []
@@ -357,7 +357,7 @@ def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
             raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
         scope = None if spec.scope is None else field_template(spec.scope, "unique scope",
                                                                owner, fields, False)
-        mac = decl.table if spec.field in encrypted else None
+        mac = decl.table if spec.field in holding(decl.trees, ENCRYPTED) else None
         rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope,
                                 mac))
     if macs := [r.field for r in rules if r.mac is not None]:  # (a keyring bound later:
