@@ -165,20 +165,15 @@ class EntitySpec:
         layout: Layout | None = getattr(rule, "before", None)
         return layout
 
-    @functools.cached_property
-    def key_templates(self) -> tuple[KeyTemplate, ...]:
-        """Every key template of the entity: the table key's, each index's, each unique
-        guard's scope and the previous layout's (what the key grammar holds values to)."""
+    def separators(self, name: str) -> frozenset[str]:
+        """The characters the key grammar refuses in a value of field ``name``: ``#`` and
+        the separator that follows it in any template it appears in (contract 23): the
+        table key's, each index's, each unique guard's scope and the previous layout's."""
         before = self.previous
         found = [self.pk, self.sk, *(t for i in self.indexes for t in (i.pk, i.sk)),
                  *(r.scope for r in self.uniques),
                  *(() if before is None else (before.pk, before.sk))]
-        return tuple(t for t in found if t is not None)
-
-    def separators(self, name: str) -> frozenset[str]:
-        """The characters the key grammar refuses in a value of field ``name``: ``#`` and
-        the separator that follows it in any template it appears in (contract 23)."""
-        return frozenset().union(*(t.separators(name) for t in self.key_templates))
+        return frozenset().union(*(t.separators(name) for t in found if t is not None))
 
     @functools.cached_property
     def encrypted(self) -> Mapping[str, str]:
@@ -417,7 +412,7 @@ class EntitySpec:
     def fits(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates, and no
         other entity's literal key claims it (:meth:`outranked`)."""
-        return self.fits_shape(item) and not self.outranked(item)
+        return self.fits_layout(item, self.pk, self.sk) and not self.outranked(item)
 
     def outranked(self, item: Item) -> bool:
         """Whether another claim on ``item``'s key wins over this entity's templates: an
@@ -461,10 +456,6 @@ class EntitySpec:
     def _templated(self) -> bool:
         """Whether a table key template of this entity has a field."""
         return not self.pk.is_literal or (self.sk is not None and not self.sk.is_literal)
-
-    def fits_shape(self, item: Item) -> bool:
-        """Whether the table key of ``item`` fits this entity's key templates."""
-        return self.fits_layout(item, self.pk, self.sk)
 
     def fits_layout(self, item: Item, pk: KeyTemplate, sk: KeyTemplate | None) -> bool:
         """Whether the table key of ``item`` fits the templates ``pk``/``sk`` of one of
