@@ -466,15 +466,11 @@ class EntitySpec:
 
 
 # -- building a spec from Meta -------------------------------------------------------------
-def _rule_options() -> tuple[str, ...]:
-    """The ``Meta`` options the registered rules read besides dynaorm's own
-    (:attr:`Rule.options`: a registered rule's option is known)."""
-    return tuple(o for kind in RULES.values() for o in kind.options)
-
-
 def collect_meta(cls: type[Any]) -> dict[str, Any]:
     """Meta options, each from the nearest class in the MRO whose Meta sets it."""
     options: dict[str, Any] = {}
+    # (and the options the registered rules read: :attr:`Rule.options`)
+    known = (*META_OPTIONS, *(o for kind in RULES.values() for o in kind.options))
     for klass in cls.__mro__:
         meta = klass.__dict__.get("Meta")
         if meta is None:
@@ -482,8 +478,7 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
         for name, value in vars(meta).items():
             if name.startswith("_"):
                 continue
-            if name not in META_OPTIONS and name not in _rule_options():
-                known = (*META_OPTIONS, *_rule_options())
+            if name not in known:
                 raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
                                    f"(known: {', '.join(known)})")
             options.setdefault(name, value)
@@ -500,12 +495,6 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
 
 
 
-def _meta_table(meta: Mapping[str, Any], owner: str) -> TableSchema:
-    """``Meta.table``, refused unless it is a dynaorm :class:`~dynaorm.Table`."""
-    table = meta.get("table")
-    if not isinstance(table, TableSchema):
-        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
-    return table
 
 
 
@@ -584,7 +573,9 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     owner = cls.__name__
     if meta.get("pk") is None:
         return None
-    table = _meta_table(meta, owner)
+    table = meta.get("table")
+    if not isinstance(table, TableSchema):
+        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
     shards = shard_rules(meta, owner, table)
     pk, sk = _table_templates(meta, owner, table, field_names, "primary" in shards)
     indexes = tuple(declared_index(owner, table, field_names, name, templates, name in shards,
