@@ -419,7 +419,8 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         shapes=tuple((s.type_name, _shape_checks(s, index))
                      for _, s in specs) if by_shape else (),
         renames=_renames(specs), ttl_attr=table.ttl, shapeless=shapeless,
-        table_specs=_table_specs(table) if shapeless else (),
+        table_specs=tuple(e.__dynaorm_spec__ for e in table.entities.values()) if shapeless
+        else (),  # (every entity of the table: to tell another type's item from a foreign one)
         table=table,
         preparing=tuple(s for _, s in specs if s.rules.preparers),
         keeping=frozenset(s.type_name for _, s in specs if s.rules.keepers),
@@ -436,8 +437,3 @@ def _renames(specs: Sequence[tuple[Any, EntitySpec]]) -> dict[str, str]:
                 raise DynaormError(f"field {name!r} is stored as {renames[name]!r} in one "
                                    f"requested type and as {attr!r} in another")
     return renames
-
-
-def _table_specs(table: TableSchema) -> tuple[EntitySpec, ...]:
-    """Every entity of ``table`` (to tell another type's item from a foreign one)."""
-    return tuple(e.__dynaorm_spec__ for e in table.entities.values())

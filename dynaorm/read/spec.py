@@ -169,12 +169,11 @@ class ReadSpec(Generic[T]):
         scan's ``Limit`` counts items evaluated, so an answer may hold far more results
         than such a read takes: only those it takes are decoded)."""
         n = len(positions)
-        requests = ([self._request(0, sel, attrs=attrs)] if n == 1 else
-                    [self._request(i, sel, attrs=attrs) for i in range(n)])
+        requests = [self._request(i, sel, attrs=attrs) for i in range(n)]
         ordered = self._ordered
         reader = None if attrs or (n > 1 if ordered else self._limit is not None) else (
             sel.reader())
-        return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
+        return Pager(requests, positions, sel.kept, sel.position, ordered=ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
                      foreign=sel.foreign, reader=reader)
 

@@ -332,10 +332,10 @@ def _of_types(answer: Mapping[str, Any], objs: list[Any],
     dicts by the fast way): ``"refused"`` when it is no query's (or holds an item of its
     types the fast way refuses: the read's later answers are read the plain way too),
     ``None`` when an item's type name no class may claim (the plain read tells)."""
-    if "Items" not in answer or _refused_among(objs, types):
+    if "Items" not in answer or any(type(o) is dict and o["type"] in types for o in objs):
         return "refused"
-    if _unclaimed_among(objs, table.entities):
-        return None
+    if any(type(o) is dict and o["type"] not in table.entities for o in objs):
+        return None  # (an item left as a dict whose type name no class may claim)
     places = [at for at, o in enumerate(objs) if type(o) is not dict]
     return places, [objs[at] for at in places]
 
@@ -351,17 +351,6 @@ def _scope_tests(types: Mapping[str, tuple[type[Any], EntitySpec]],
     only = None if admits is None or len(admits) != 1 else next(iter(admits.values()))
     holds = None if hold is None else {cls: hold[name] for name, (cls, _) in types.items()}
     return admits, only, holds
-
-
-def _refused_among(objs: list[Any], types: Mapping[str, Any]) -> bool:
-    """Whether an answer's items left as dicts hold one of the read's ``types`` (one the
-    fast way refused)."""
-    return any(type(o) is dict and o["type"] in types for o in objs)
-
-
-def _unclaimed_among(objs: list[Any], entities: Mapping[str, Any]) -> bool:
-    """Whether an answer's items left as dicts hold a type name no class may claim."""
-    return any(type(o) is dict and o["type"] not in entities for o in objs)
 
 
 def _admitted(admits: Mapping[type[Any], Callable[[list[str]], bool]],

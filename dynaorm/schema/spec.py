@@ -165,20 +165,15 @@ class EntitySpec:
         layout: Layout | None = getattr(rule, "before", None)
         return layout
 
-    @functools.cached_property
-    def key_templates(self) -> tuple[KeyTemplate, ...]:
-        """Every key template of the entity: the table key's, each index's, each unique
-        guard's scope and the previous layout's (what the key grammar holds values to)."""
+    def separators(self, name: str) -> frozenset[str]:
+        """The characters the key grammar refuses in a value of field ``name``: ``#`` and
+        the separator that follows it in any template it appears in (contract 23): the
+        table key's, each index's, each unique guard's scope and the previous layout's."""
         before = self.previous
         found = [self.pk, self.sk, *(t for i in self.indexes for t in (i.pk, i.sk)),
                  *(r.scope for r in self.uniques),
                  *(() if before is None else (before.pk, before.sk))]
-        return tuple(t for t in found if t is not None)
-
-    def separators(self, name: str) -> frozenset[str]:
-        """The characters the key grammar refuses in a value of field ``name``: ``#`` and
-        the separator that follows it in any template it appears in (contract 23)."""
-        return frozenset().union(*(t.separators(name) for t in self.key_templates))
+        return frozenset().union(*(t.separators(name) for t in found if t is not None))
 
     @functools.cached_property
     def encrypted(self) -> Mapping[str, str]:
@@ -417,7 +412,7 @@ class EntitySpec:
     def fits(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates, and no
         other entity's literal key claims it (:meth:`outranked`)."""
-        return self.fits_shape(item) and not self.outranked(item)
+        return self.fits_layout(item, self.pk, self.sk) and not self.outranked(item)
 
     def outranked(self, item: Item) -> bool:
         """Whether another claim on ``item``'s key wins over this entity's templates: an
@@ -462,10 +457,6 @@ class EntitySpec:
         """Whether a table key template of this entity has a field."""
         return not self.pk.is_literal or (self.sk is not None and not self.sk.is_literal)
 
-    def fits_shape(self, item: Item) -> bool:
-        """Whether the table key of ``item`` fits this entity's key templates."""
-        return self.fits_layout(item, self.pk, self.sk)
-
     def fits_layout(self, item: Item, pk: KeyTemplate, sk: KeyTemplate | None) -> bool:
         """Whether the table key of ``item`` fits the templates ``pk``/``sk`` of one of
         the entity's :attr:`layouts` (a latest copy's sort key read under its prefix)."""
@@ -475,15 +466,11 @@ class EntitySpec:
 
 
 # -- building a spec from Meta -------------------------------------------------------------
-def _rule_options() -> tuple[str, ...]:
-    """The ``Meta`` options the registered rules read besides dynaorm's own
-    (:attr:`Rule.options`: a registered rule's option is known)."""
-    return tuple(o for kind in RULES.values() for o in kind.options)
-
-
 def collect_meta(cls: type[Any]) -> dict[str, Any]:
     """Meta options, each from the nearest class in the MRO whose Meta sets it."""
     options: dict[str, Any] = {}
+    # (and the options the registered rules read: :attr:`Rule.options`)
+    known = (*META_OPTIONS, *(o for kind in RULES.values() for o in kind.options))
     for klass in cls.__mro__:
         meta = klass.__dict__.get("Meta")
         if meta is None:
@@ -491,8 +478,7 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
         for name, value in vars(meta).items():
             if name.startswith("_"):
                 continue
-            if name not in META_OPTIONS and name not in _rule_options():
-                known = (*META_OPTIONS, *_rule_options())
+            if name not in known:
                 raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
                                    f"(known: {', '.join(known)})")
             options.setdefault(name, value)
@@ -509,12 +495,6 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
 
 
 
-def _meta_table(meta: Mapping[str, Any], owner: str) -> TableSchema:
-    """``Meta.table``, refused unless it is a dynaorm :class:`~dynaorm.Table`."""
-    table = meta.get("table")
-    if not isinstance(table, TableSchema):
-        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
-    return table
 
 
 
@@ -593,7 +573,9 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     owner = cls.__name__
     if meta.get("pk") is None:
         return None
-    table = _meta_table(meta, owner)
+    table = meta.get("table")
+    if not isinstance(table, TableSchema):
+        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
     shards = shard_rules(meta, owner, table)
     pk, sk = _table_templates(meta, owner, table, field_names, "primary" in shards)
     indexes = tuple(declared_index(owner, table, field_names, name, templates, name in shards,

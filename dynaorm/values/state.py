@@ -67,16 +67,6 @@ class _Shape:
 _shapes: dict[tuple[str, ...], _Shape] = cache("state.shapes")
 
 
-def _new_shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
-    """The shape of ``item``'s attributes, cached (the cache started over when it holds
-    many: sparse attributes)."""
-    if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
-        _shapes.clear()
-    shape = _Shape(item, key_attrs, type_attr)
-    _shapes[shape.names] = shape
-    return shape
-
-
 def answer_items(answer: Mapping[str, Any]) -> list[Any]:
     """The items of an answer, in order: a Query's or Scan's ``Items``, a GetItem's
     ``Item``, a BatchGetItem's ``Responses`` (each table's in turn)."""
@@ -246,7 +236,10 @@ class InstanceState:
             raise _not_attribute_values(item, key_attrs, type_name) from None
         shape = _shapes.get(tuple(item))
         if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
-            shape = _new_shape(item, key_attrs, type_attr)  # (not cached: once a shape)
+            if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+                _shapes.clear()
+            shape = _Shape(item, key_attrs, type_attr)
+            _shapes[shape.names] = shape
         if decoded:  # (none: every non-string attribute keeps its wire form)
             names = shape.names
             for at in shape.other_at:

@@ -47,10 +47,9 @@ class DeleteEntry(ObjectWrite):
         if state is None and (old := spec.rules.before.key(obj.__dict__, spec.name)):
             # by key in a migration window: the entity under either layout (its old row
             # too, with its guards and version rows), read together, consistently
-            state = yield from spec.rules.before.either(spec, old, spec.primary_key(
-                obj.__dict__), reads.kit)
+            key = spec.primary_key(obj.__dict__)
+            state = yield from spec.rules.before.either(spec, old, key, reads.kit)
             if state is None:
-                key = spec.primary_key(obj.__dict__)
                 raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
                                         "layout)", entity=spec.cls, key=key)
         elif spec.has_rules and state is None:

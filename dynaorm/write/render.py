@@ -109,29 +109,22 @@ def render_clauses(clauses: Sequence[_Clause], ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
     their call order within each clause (an attribute given as a tuple is a map member's
     document path, each of its names one placeholder)."""
-    sets: list[str] = []
-    removes: list[str] = []
-    adds: list[str] = []
-    deletes: list[str] = []
+    words: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
     empty: str | None = None
     for kind, attr, av in clauses:
         n = ph.name(attr) if isinstance(attr, str) else ph.segments(attr)
         if kind == "REMOVE":
-            removes.append(n)
+            words[kind].append(n)
             continue
         assert av is not None
         v = ph.value_av(av)
         if kind in ("APPEND", "PREPEND") and empty is None:
             empty = ph.value_av({"L": []})
-        if kind == "ADD":
-            adds.append(f"{n} {v}")
-        elif kind == "DELETE":
-            deletes.append(f"{n} {v}")
+        if kind in ("ADD", "DELETE"):
+            words[kind].append(f"{n} {v}")
         else:
-            sets.append(_SET_FORMS[kind].format(n=n, v=v, e=empty))
-    parts = [f"{word} {', '.join(items)}" for word, items in (
-        ("SET", sets), ("REMOVE", removes), ("ADD", adds), ("DELETE", deletes)) if items]
-    return " ".join(parts)
+            words["SET"].append(_SET_FORMS[kind].format(n=n, v=v, e=empty))
+    return " ".join(f"{word} {', '.join(items)}" for word, items in words.items() if items)
 
 
 _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete",
