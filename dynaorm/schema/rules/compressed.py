@@ -44,9 +44,12 @@ from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.values.tree import markers
 
-__all__ = ["Compressed", "Compression"]
+__all__ = ["MAX_INFLATED", "Compressed", "Compression"]
 
 T = TypeVar("T")
+#: the most bytes a compressed value decompresses to (its DynamoDB JSON): a longer value
+#: is refused when saved, and a stored one that decompresses to more (a bomb) when read
+MAX_INFLATED = 64 << 20
 
 
 class _Compressed:
@@ -249,6 +252,9 @@ class Compression(Rule):
             if "NULL" in av:
                 continue
             size, text = _size(av)
+            if len(text) > MAX_INFLATED:
+                raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: a Compressed value "
+                                   f"is at most {MAX_INFLATED} bytes (its DynamoDB JSON)")
             if size >= self.fields[attr][1] or "B" in av:
                 item[attr] = {"B": zlib.compress(text)}
 
@@ -261,7 +267,12 @@ class Compression(Rule):
     def _opened(self, attr: str, av: Mapping[str, Any]) -> Any:
         """The value a stored binary ``av`` of ``attr`` holds compressed."""
         try:
-            return _loaded(json.loads(zlib.decompress(bytes(av["B"]))))
+            inflate = zlib.decompressobj()
+            text = inflate.decompress(bytes(av["B"]), MAX_INFLATED)
+            if inflate.unconsumed_tail or not inflate.eof:
+                raise ValueError(f"not one zlib stream of at most {MAX_INFLATED} bytes: more "
+                                 "than that, or cut short")
+            return _loaded(json.loads(text))
         except (zlib.error, ValueError, TypeError, RecursionError) as exc:
             raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
                                f"is not a value Compressed wrote ({exc})") from exc

@@ -110,6 +110,8 @@ MARK = "dynaorm:offloaded"
 S3 = "s3"
 #: the keys one DeleteObjects request removes, at most
 _DELETE_BATCH = 1000
+#: the largest object one PutObject writes (5 GiB): no reference dynaorm wrote names more
+_LARGEST = 5 << 30
 #: the error codes S3 answers for an object (or bucket) that is not there
 _GONE = frozenset({"NoSuchKey", "404", "NoSuchBucket", "NotFound"})
 #: the roles of the rows that hold an entity's values
@@ -214,7 +216,7 @@ def held_value(av: Any) -> Any:
     if type(av) is Held and av.error is None:
         try:
             return _value(ref, av.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             pass
     return {"NULL": True}
 
@@ -428,6 +430,10 @@ class Offloading(Rule):
         instead (a missing object, other bytes: raised where the value is decoded, named
         there by the field's entity, so that a read of other fields, or ``dynaorm
         check``, goes on); a request that failed after its retries raises."""
+        if ref.size > _LARGEST:
+            return OffloadError(f"the offloaded value {ref.uri} is named {ref.size} bytes "
+                                "long, larger than any object one PutObject writes: not read",
+                                uri=ref.uri)
         try:
             out = yield Call("s3:GetObject", ref.request, origins, service=S3)
         except RequestError as exc:
@@ -463,7 +469,7 @@ class Offloading(Rule):
                                    uri=ref.uri)
             try:
                 out[attr] = _value(ref, av.body)
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise OffloadError(f"{self.owner}.{self.fields[attr]}: the object {ref.uri} "
                                    f"does not hold a value of type {ref.tag}: {exc}",
                                    uri=ref.uri) from exc
