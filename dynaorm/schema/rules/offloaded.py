@@ -654,14 +654,15 @@ class Offloading(Rule):
     def _removed(self, refs: Iterable[Reference], origins: tuple[Any, ...], what: str
                  ) -> Generator[Any, Any, None]:
         """Remove ``refs``' objects; a failure is logged (``dynaorm check`` finds what is
-        left), never raised. Only this table's own objects (under its ``offload`` prefix and
-        its name) are ever removed: a reference to any other (a row of a table restored
+        left), never raised. Only this table's own objects (right under its ``offload``
+        prefix and its name: deeper is another table's, its prefix under this one's) are
+        ever removed: a reference to any other (a row of a table restored
         from a backup under another name names the original's; a row another tool wrote)
         may be another table's row's too."""
         assert self.table.offload is not None
         bucket, prefix = offload_location(self.table.offload)
         mine = f"s3://{bucket}/{prefix}{self.table.name}/"
-        refs = [r for r in refs if r.uri.startswith(mine)]
+        refs = [r for r in refs if r.uri.startswith(mine) and "/" not in r.uri[len(mine):]]
         if not refs:
             return
         try:
