@@ -30,7 +30,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.settings import Declared, TableSettings
 from dynaorm.schema.table import GSI, LSI, OFFLOAD_THRESHOLD, TableSchema, VectorIndex
-from dynaorm.schema.tenancy import key_schema
+from dynaorm.schema.tenancy import forgotten_here, key_schema
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
@@ -333,6 +333,7 @@ class Table(TableSchema, KeysPerTenant):
         self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
         if self.key_scope is not None:
             self.db.driver.run(delete_p(key_schema(self), wait), self._admin("delete_table"))
+            forgotten_here(self).clear()  # (its tombstones went with it)
 
 
 
