@@ -113,11 +113,6 @@ def _number(text: Any) -> str:
     raise ValueError(f"not a number: {text!r}")
 
 
-def _fits(kind: str, value: Any) -> bool:
-    """Whether ``value`` is of the JSON type an attribute value of ``kind`` holds."""
-    return isinstance(value, _KINDS.get(kind, ()))
-
-
 def _loaded(av: Any) -> Any:
     """The attribute value :func:`_dumped` wrote, its binary values bytes again; anything
     else (a kind or a value no attribute value has: another writer's bytes) is a
@@ -125,7 +120,7 @@ def _loaded(av: Any) -> Any:
     if not isinstance(av, dict) or len(av) != 1:
         raise ValueError("not an attribute value")
     ((kind, value),) = av.items()
-    if not _fits(kind, value):
+    if not isinstance(value, _KINDS.get(kind, ())):  # (of the JSON type kind holds)
         raise ValueError(f"not an attribute value: {kind!r}")
     if kind in ("SS", "NS", "BS") and not all(isinstance(v, str) for v in value):
         raise ValueError(f"not a set of text: {kind!r}")

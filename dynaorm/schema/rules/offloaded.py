@@ -198,8 +198,10 @@ def fetched(av: Any, ref: Reference, body: bytes | Exception) -> Held:
     """``av`` (a reference to ``ref``) with its object's ``body`` beside it, as a read
     puts it in its row, or what was found instead (the error reading it gave, other
     bytes: raised where the value is decoded)."""
+    if isinstance(body, OffloadError):
+        return Held(av, b"", error=body)
     if not isinstance(body, Exception) and ref.holds(body):
-        return Held(av, body)
+        return Held(av, bytes(body))
     why = (f"cannot be read: {body}" if isinstance(body, Exception) else
            "does not hold the bytes its reference names (SHA-256 differs)")
     return Held(av, b"", error=OffloadError(f"the offloaded value {ref.uri} {why}",
@@ -420,14 +422,13 @@ class Offloading(Rule):
         origins = () if self.entity is None else (self.entity,)
         bodies = yield from gather([self._get(ref, origins) for _, _, ref in wanted],
                                    MAX_CONCURRENCY)
-        for (item, attr, _), body in zip(wanted, bodies, strict=True):
-            item[attr] = Held(item[attr], b"", error=body) if isinstance(
-                body, OffloadError) else Held(item[attr], body)
+        for (item, attr, ref), body in zip(wanted, bodies, strict=True):
+            item[attr] = fetched(item[attr], ref, body)
 
     def _get(self, ref: Reference, origins: tuple[Any, ...]
-             ) -> Generator[Any, Any, bytes | OffloadError]:
-        """The bytes of ``ref``'s object, checked against its SHA-256; what was found
-        instead (a missing object, other bytes: raised where the value is decoded, named
+             ) -> Generator[Any, Any, Any]:
+        """The bytes of ``ref``'s object (:func:`fetched` checks them); what was found
+        instead (a missing object, one too large: raised where the value is decoded, named
         there by the field's entity, so that a read of other fields, or ``dynaorm
         check``, goes on); a request that failed after its retries raises."""
         if ref.size > _LARGEST:
@@ -442,11 +443,7 @@ class Offloading(Rule):
                                    f"read: {exc}", uri=ref.uri) from exc
             return OffloadError(f"the offloaded value {ref.uri} is missing (a dangling "
                                 f"reference): {exc}", uri=ref.uri)
-        body = out.get("Body")
-        if not ref.holds(body):
-            return OffloadError(f"the object {ref.uri} does not hold the bytes its "
-                                "reference names (SHA-256 differs)", uri=ref.uri)
-        return bytes(body)
+        return out.get("Body")
 
     def decode(self, item: Item) -> Item:
         attrs = self.fields.keys() & item.keys()

@@ -215,11 +215,6 @@ class TenantKeys:
         return not key_id.startswith(TENANT_PREFIX) or key_id.startswith(
             f"{TENANT_PREFIX}{token(tenant)}/")
 
-    def forgotten(self, tok: str) -> Forgotten | None:
-        """The tenant ``tok`` as forgotten, where this process knows it is."""
-        entry = self._held.get(tok)
-        return entry[0] if entry is not None and isinstance(entry[0], Forgotten) else None
-
     def sealer(self, rule: Any, item: Mapping[str, Any]) -> TenantRing:
         """The ring a value of the row ``item`` of ``rule``'s entity is sealed with: its
         tenant's (the row's ``key_scope`` field; a forgotten one raises
@@ -269,7 +264,7 @@ class TenantKeys:
         now = time.monotonic()
         known = forgotten_here(self.table)
         for tok in wanted & known.keys():  # (forgotten through another Table object)
-            if known[tok][1] >= now and self.forgotten(tok) is None:
+            if known[tok][1] >= now:
                 self._hold(tok, *known[tok])
         stale = sorted(t for t in wanted if (e := self._held.get(t)) is None or e[1] < now)
         if stale:
@@ -371,10 +366,6 @@ class TenantKeys:
             return now.get("wrapped") == {"B": wrapped}  # (a resent update: ours applied)
         return True
 
-    def drop(self, tok: str, found: Forgotten) -> None:
-        """Hold tenant ``tok`` as forgotten (this process forgot it)."""
-        self._hold(tok, found)
-
     def _hold(self, tok: str, found: TenantRing | Forgotten | None,
               until: float | None = None) -> None:
         """Hold what the key table says of tenant ``tok`` for :data:`TENANT_KEY_AGE` (or
@@ -439,7 +430,7 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
                           "nothing was sealed for this tenant: none of its values became "
                           "unreadable (only Encrypted values are forgotten)", RuntimeWarning,
                           stacklevel=2)
-    tenant_keys(table, base).drop(tok, found)
+    tenant_keys(table, base)._hold(tok, found)  # (this process forgot it)
     return found
 
 
