@@ -99,7 +99,7 @@ def _dumped(av: Mapping[str, Any]) -> bytes:
 
 
 #: the attribute value kinds :func:`_dumped` writes, and the JSON type of each one's value
-_KINDS: dict[str, type] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
+_KINDS: dict[str, Any] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
                            "SS": list, "NS": list, "BS": list, "L": list, "M": dict}
 
 
