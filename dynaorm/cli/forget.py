@@ -24,8 +24,10 @@ def _forget(args: argparse.Namespace, out: TextIO) -> int:
     found = table.forget(scope={field: value})
     if found.now:
         print(f"forgot tenant {field}={value!r} of table {table.name!r} at "
-              f"{found.forgotten_at}: its key is destroyed (recorded in "
-              f"{table.key_table!r})", file=out)
+              f"{found.forgotten_at}: " + ("its key is destroyed" if found.sealed else
+                                          "it had no key: nothing was sealed for it, none "
+                                          "of its values became unreadable") +
+              f" (recorded in {table.key_table!r})", file=out)
     else:
         print(f"tenant {field}={value!r} of table {table.name!r} was forgotten at "
               f"{found.forgotten_at}: nothing to do", file=out)

@@ -56,9 +56,10 @@ class Found:
 
 
 def _listed(bucket: str, prefix: str) -> Generator[Any, Any, dict[str, datetime]]:
-    """Every object under ``prefix`` (ListObjectsV2, a thousand a page)."""
+    """Every object right under ``prefix`` (ListObjectsV2, a thousand a page): none below
+    a further ``/``, which only another table's (its prefix under this one's) holds."""
     found: dict[str, datetime] = {}
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
     while True:
         out = yield Call("s3:ListObjectsV2", dict(request), service=S3)
         for entry in out.get("Contents") or ():
@@ -85,7 +86,9 @@ def _present(uris: Iterable[str]) -> Generator[Any, Any, set[str]]:
 
 
 def collect(table: Table) -> Found:
-    """The objects under ``table``'s prefix (its ``offload=`` prefix and its name)."""
+    """The objects right under ``table``'s prefix (its ``offload=`` prefix and its name,
+    then ``/``): where it writes each, and where no other table does (a table name holds
+    no ``/``), whatever their prefixes."""
     assert table.offload is not None
     bucket, prefix = offload_location(table.offload)
     prefix = f"{prefix}{table.name}/"

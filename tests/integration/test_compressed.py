@@ -152,6 +152,19 @@ def test_stored_compressed_from_min_size_on(zb: TestBackend) -> None:
     assert a["second"] == {"S": b64("second text")[::-1]}
 
 
+@pytest.mark.engines("moto")
+def test_a_value_longer_than_a_read_inflates_is_refused_when_saved(zb: TestBackend) -> None:
+    """A read decompresses at most MAX_INFLATED bytes (a stored bomb is refused): a save
+    of a longer value is refused before sending, never stored unreadable."""
+    from dynaorm.schema.rules.compressed import MAX_INFLATED
+
+    s = zb.session()
+    s.save(Doc(slug="big", body="a" * MAX_INFLATED))
+    with pytest.raises(DynaormError, match=r"Doc\.body: a Compressed value is at most"):
+        s.commit()
+    assert zb.scan_raw() == []
+
+
 def test_every_read_reads_the_plain_value(zb: TestBackend) -> None:
     a, b = _doc(), _doc("b", small="short", body="x" * 255)
     _save(a, b)

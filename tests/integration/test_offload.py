@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -39,7 +40,7 @@ from dynaorm.schema.rules.offloaded import MARK, references
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.offload import Bucket, bucket, referenced
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 
 KEY = b"k" * 32
 #: the size from which the suite's offloaded values go to S3
@@ -82,6 +83,18 @@ class Secret(Entity):
 
     sid: str
     text: Encrypted[Offloaded[Annotated[str, Compressed(min_size=10)]]] = ""
+
+
+class Packed(Entity):
+    """Compressed, then offloaded: the object holds the compressed bytes."""
+
+    class Meta:
+        table = store
+        pk = "PACKED#{pid}"
+        sk = "PACKED"
+
+    pid: str
+    blob: Offloaded[Compressed[bytes]] = b""
 
 
 class Journal(Versioned):
@@ -685,6 +698,68 @@ def test_an_async_session_uploads_fetches_and_removes(s3: tuple[TestBackend, Buc
     assert len(b.keys()) == 2
 
 
+# -- hostile objects: any shape reads as OffloadError, bounded -----------------------------
+def _replaced(tb: TestBackend, b: Bucket, attr: str, body: bytes, size: int | None = None
+              ) -> str:
+    """The object the one row's ``attr`` references replaced by ``body``, and the row's
+    reference made to name it (its SHA-256, its ``size``): what a writer with the bucket
+    and the table can do. Returns the object's URI."""
+    (row,) = rows(tb)
+    ref = references(row)[attr]
+    b.put(ref.key, body)
+    inner = row[attr]["M"][MARK]["M"]
+    inner["sha256"] = {"S": hashlib.sha256(body).hexdigest()}
+    inner["size"] = {"N": str(len(body) if size is None else size)}
+    send(store, "PutItem", {"TableName": store.name, "Item": row})
+    return ref.uri
+
+
+@pytest.mark.engines("moto")
+def test_an_object_nested_too_deep_reads_as_offload_error(s3: tuple[TestBackend, Bucket]
+                                                          ) -> None:
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", data={"k": big(2000)}))
+    s.commit()
+    uri = _replaced(tb, b, "data", b'{"M":{"a":' * 5000 + b'{"S":"x"}' + b"}}" * 5000)
+    with pytest.raises(OffloadError, match=r"Doc\.data: .*s3://") as caught:
+        tb.session().get(Doc, doc_id="1", consistent=True)
+    assert caught.value.uri == uri
+
+
+@pytest.mark.engines("moto")
+def test_a_reference_to_an_object_larger_than_s3_puts_is_not_read(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """No object dynaorm wrote is larger than one PutObject takes (5 GiB): a reference
+    naming a larger size is refused before its object is asked for."""
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+    uri = _replaced(tb, b, "body", big().encode(), size=6 << 30)
+    seen = Requests(store)
+    with pytest.raises(OffloadError, match="larger") as caught:
+        tb.session().get(Doc, doc_id="1", consistent=True)
+    assert caught.value.uri == uri and "s3:GetObject" not in seen.operations
+
+
+@pytest.mark.engines("moto")
+def test_a_decompression_bomb_behind_an_offloaded_value_is_bounded(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    import zlib
+
+    from dynaorm.schema.rules.compressed import MAX_INFLATED
+
+    tb, b = s3
+    s = tb.session()
+    s.save(Packed(pid="1", blob=os.urandom(3000)))  # (incompressible: offloaded)
+    s.commit()
+    # (a value Compressed could have written, but of MAX_INFLATED bytes and more)
+    _replaced(tb, b, "blob", zlib.compress(b'{"B":"' + b"A" * MAX_INFLATED + b'"}', 9))
+    with pytest.raises(DynaormError, match=r"Packed\.blob: .*more than"):
+        tb.session().get(Packed, pid="1", consistent=True)
+
+
 # -- dynaorm check -------------------------------------------------------------------------
 def test_check_reports_orphans_and_dangling_references_and_repair_removes_orphans(
         s3: tuple[TestBackend, Bucket]) -> None:
@@ -714,6 +789,65 @@ def test_check_reports_orphans_and_dangling_references_and_repair_removes_orphan
     assert [p.split()[0] for p in check_table(store, orphan_age=timedelta(0)).problems] == [
         "dangling-ref"]
     assert tb.session().get(Doc, doc_id="1", consistent=True).body == big()
+
+
+nested = Table("offload_nested", offload="s3://placeholder/v/", offload_threshold=LIMIT)
+
+
+class Leaf(Entity):
+    class Meta:
+        table = nested
+        pk = "LEAF#{lid}"
+        sk = "LEAF"
+
+    lid: str
+    body: Offloaded[str] = ""
+
+
+@pytest.mark.engines("moto")
+def test_repair_leaves_the_objects_of_a_table_whose_prefix_lies_under_its_own(
+        s3: tuple[TestBackend, Bucket], backend: str | None) -> None:
+    """A table offloading under ``s3://B/v/<store's name>/`` writes where ``store``'s own
+    objects are: ``check`` of ``store`` neither reports nor removes them."""
+    from datetime import timedelta
+
+    from dynaorm.jobs.checking import check_table
+
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+    with use_tables(nested, endpoint_url=backend, name_suffix=worker_suffix()) as nb:
+        was = nested.offload
+        nested.offload = f"s3://{b.name}/v/{store.name}/"
+        try:
+            n = nb.session()
+            n.save(Leaf(lid="1", body=big(c="n")))
+            n.commit()
+            theirs = referenced(nb.scan_raw())
+            assert theirs and all(u.startswith(f"s3://{b.name}/v/{store.name}/")
+                                  for u in theirs)
+            found = check_table(store, orphan_age=timedelta(0))
+            assert found.problems == []
+            fixed = check_table(store, fix=True, orphan_age=timedelta(0))
+            assert fixed.repaired == 0 and theirs <= b.uris()
+            # a row of store naming the other table's object (written outside dynaorm):
+            # replacing its value removes nothing of the other table's
+            (leaf,) = nb.scan_raw()
+            send(store, "PutItem", {"TableName": store.name, "Item": {
+                "pk": {"S": "DOC#2"}, "sk": {"S": "DOC"}, "_type": {"S": "Doc"},
+                "doc_id": {"S": "2"}, "body": leaf["body"]}})
+            w = tb.session()
+            doc = w.get(Doc, doc_id="2", consistent=True)
+            assert doc is not None and doc.body == big(c="n")
+            doc.body = "short"
+            w.save(doc)
+            w.commit()
+            assert theirs <= b.uris()
+            got = nb.session().get(Leaf, lid="1", consistent=True)
+            assert got is not None and got.body == big(c="n")
+        finally:
+            nested.offload = was
 
 
 def test_a_retried_commit_uploads_nothing_twice(s3: tuple[TestBackend, Bucket],

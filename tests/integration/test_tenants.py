@@ -31,6 +31,7 @@ from dynaorm import (
     KeyringError,
     KmsKeyring,
     Offloaded,
+    Session,
     StaticKeyring,
     Table,
     Versioned,
@@ -50,6 +51,26 @@ ks = Table("tenant_store", keyring=StaticKeyring(KEY), key_scope="tenant_id",
 class Account(Entity):
     class Meta:
         table = ks
+        pk = "T#{tenant_id}#ACCOUNT#{account_id}"
+        sk = "ACCOUNT"
+
+    tenant_id: str
+    account_id: str
+    name: str = ""
+    iban: Encrypted[str] = ""
+    notes: Encrypted[Offloaded[str]] = ""
+
+
+#: the same table as a second part of the application declares it: a Table object (and a
+#: client) of its own
+ks2 = Table("tenant_store", keyring=StaticKeyring(KEY), key_scope="tenant_id",
+            offload="s3://placeholder/t/", offload_threshold=500, client=dynaorm.Client())
+
+
+class Account2(Entity):
+    class Meta:
+        table = ks2
+        type_name = "Account"
         pk = "T#{tenant_id}#ACCOUNT#{account_id}"
         sk = "ACCOUNT"
 
@@ -189,7 +210,8 @@ def test_forget_refuses_writes_for_the_tenant_and_is_idempotent(
     assert tomb["forgotten"]["S"] == first.forgotten_at and "wrapped" not in tomb
     assert tomb["scope"]["M"]["tenant_id"]["S"] == "acme"
     # a tenant never seen can be forgotten too: no key is made for it afterwards
-    assert ks.forget(scope={"tenant_id": "gamma"}).now
+    with pytest.warns(RuntimeWarning):
+        assert ks.forget(scope={"tenant_id": "gamma"}).now
     s.save(Account(tenant_id="gamma", account_id="1", iban="x"))
     with pytest.raises(ForgottenError):
         s.commit()
@@ -201,7 +223,7 @@ def test_another_process_sees_the_forget_once_its_cached_key_is_old(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A process that cached a tenant's key reads it until the key is older than
     ``TENANT_KEY_AGE``; then it reads the key table again and sees the tombstone."""
-    from dynaorm.schema.rules.tenants import tenant_keys, token
+    from dynaorm.schema.rules.tenants import forgotten_here, tenant_keys, token
 
     tb, _ = kt
     seed(tb)
@@ -210,13 +232,62 @@ def test_another_process_sees_the_forget_once_its_cached_key_is_old(
                             consistent=True) is not None
     held = dict(keys._held)
     ks.forget(scope={"tenant_id": "acme"})
-    keys._held.update(held)  # (as another process still holds it)
+    keys._held.update(held)  # (as another process still holds it, knowing nothing of
+    forgotten_here(ks).clear()  # the forget this process made)
     assert tb.session().get(Account, tenant_id="acme", account_id="1",
                             consistent=True) is not None
     tok = token("acme")
     keys._held[tok] = (keys._held[tok][0], time.monotonic() - 1)  # (its age passed)
     with pytest.raises(ForgottenError):
         tb.session().get(Account, tenant_id="acme", account_id="1", consistent=True)
+
+
+def test_a_forget_is_seen_at_once_by_another_table_object_of_the_same_table(
+        kt: tuple[TestBackend, Bucket], backend: str | None) -> None:
+    """A second Table object of the same table (a client of its own) that holds the
+    tenant's key reads ForgottenError, and writes nothing for it, as soon as the forget
+    through the first returns (it read the plaintext for up to TENANT_KEY_AGE)."""
+    tb, _ = kt
+    seed(tb)
+    was = (ks2.name, ks2.binding(), ks2.offload)
+    ks2.name, ks2.offload, ks2.keyring = ks.name, ks.offload, StaticKeyring(KEY)
+    ks2.connect(backend)
+    try:
+        assert ks2.db is not ks.db
+        got = Session(ks2).get(Account2, tenant_id="acme", account_id="1", consistent=True)
+        assert got is not None and got.iban == "acme-IBAN"  # (its key now held by ks2)
+        ks.forget(scope={"tenant_id": "acme"})
+        with pytest.raises(ForgottenError):
+            Session(ks2).get(Account2, tenant_id="acme", account_id="1", consistent=True)
+        seen = Requests(ks2)
+        s = Session(ks2)
+        s.save(Account2(tenant_id="acme", account_id="2", iban="new"))
+        with pytest.raises(ForgottenError):
+            s.commit()
+        assert not {"PutItem", "TransactWriteItems"} & set(seen.operations)
+        other = Session(ks2).get(Account2, tenant_id="beta", account_id="1", consistent=True)
+        assert other is not None and other.iban == "beta-IBAN"
+    finally:
+        ks2.name, ks2.offload = was[0], was[2]
+        ks2.restore(was[1])
+
+
+def test_a_forget_of_a_tenant_nothing_was_sealed_for_warns_and_says_so(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """A forget that finds no key (nothing was ever sealed under the tenant's key: a
+    table whose entity has no Encrypted field, a tenant never written) changes nothing
+    readable: it warns, and its result says nothing was sealed."""
+    import warnings
+
+    tb, _ = kt
+    seed(tb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sealed = ks.forget(scope={"tenant_id": "acme"})
+    assert sealed.now and sealed.sealed
+    with pytest.warns(RuntimeWarning, match="nothing was sealed"):
+        found = ks.forget(scope={"tenant_id": "gamma"})
+    assert found.now and not found.sealed
 
 
 def test_two_writers_never_make_two_keys_for_one_tenant(
@@ -372,6 +443,10 @@ def test_dynaorm_forget_is_the_command(kt: tuple[TestBackend, Bucket],
     with pytest.raises(ForgottenError):
         tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
     assert main(["forget", f"{__name__}:ks", "--scope", "name=beta"]) == 2
+    capsys.readouterr()
+    with pytest.warns(RuntimeWarning):
+        assert main(["forget", f"{__name__}:ks", "--scope", "tenant_id=gamma"]) == 0
+    assert "nothing was sealed for it" in capsys.readouterr().out
 
 
 # -- KMS: tenant keys wrapped by KMS, asked through the client, cached -------------------

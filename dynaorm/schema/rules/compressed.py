@@ -43,9 +43,12 @@ from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Rule, refuse_stored, register_rule
 from dynaorm.values.tree import markers
 
-__all__ = ["Compressed", "Compression"]
+__all__ = ["MAX_INFLATED", "Compressed", "Compression"]
 
 T = TypeVar("T")
+#: the most bytes a compressed value decompresses to (its DynamoDB JSON): a longer value
+#: is refused when saved, and a stored one that decompresses to more (a bomb) when read
+MAX_INFLATED = 64 << 20
 
 
 class _Compressed:
@@ -95,7 +98,7 @@ def _dumped(av: Mapping[str, Any]) -> bytes:
 
 
 #: the attribute value kinds :func:`_dumped` writes, and the JSON type of each one's value
-_KINDS: dict[str, type] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
+_KINDS: dict[str, Any] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
                            "SS": list, "NS": list, "BS": list, "L": list, "M": dict}
 
 
@@ -109,11 +112,6 @@ def _number(text: Any) -> str:
     raise ValueError(f"not a number: {text!r}")
 
 
-def _fits(kind: str, value: Any) -> bool:
-    """Whether ``value`` is of the JSON type an attribute value of ``kind`` holds."""
-    return isinstance(value, _KINDS.get(kind, ()))
-
-
 def _loaded(av: Any) -> Any:
     """The attribute value :func:`_dumped` wrote, its binary values bytes again; anything
     else (a kind or a value no attribute value has: another writer's bytes) is a
@@ -121,7 +119,7 @@ def _loaded(av: Any) -> Any:
     if not isinstance(av, dict) or len(av) != 1:
         raise ValueError("not an attribute value")
     ((kind, value),) = av.items()
-    if not _fits(kind, value):
+    if not isinstance(value, _KINDS.get(kind, ())):  # (of the JSON type kind holds)
         raise ValueError(f"not an attribute value: {kind!r}")
     if kind in ("SS", "NS", "BS") and not all(isinstance(v, str) for v in value):
         raise ValueError(f"not a set of text: {kind!r}")
@@ -216,6 +214,9 @@ class Compression(Rule):
             if "NULL" in av:
                 continue
             size, text = _size(av)
+            if len(text) > MAX_INFLATED:
+                raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: a Compressed value "
+                                   f"is at most {MAX_INFLATED} bytes (its DynamoDB JSON)")
             if size >= self.fields[attr][1] or "B" in av:
                 item[attr] = {"B": zlib.compress(text)}
 
@@ -228,7 +229,12 @@ class Compression(Rule):
     def _opened(self, attr: str, av: Mapping[str, Any]) -> Any:
         """The value a stored binary ``av`` of ``attr`` holds compressed."""
         try:
-            return _loaded(json.loads(zlib.decompress(bytes(av["B"]))))
+            inflate = zlib.decompressobj()
+            text = inflate.decompress(bytes(av["B"]), MAX_INFLATED)
+            if inflate.unconsumed_tail or not inflate.eof:
+                raise ValueError(f"not one zlib stream of at most {MAX_INFLATED} bytes: more "
+                                 "than that, or cut short")
+            return _loaded(json.loads(text))
         except (zlib.error, ValueError, TypeError, RecursionError) as exc:
             raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
                                f"is not a value Compressed wrote ({exc})") from exc

@@ -118,6 +118,8 @@ MARK = "dynaorm:offloaded"
 S3 = "s3"
 #: the keys one DeleteObjects request removes, at most
 _DELETE_BATCH = 1000
+#: the largest object one PutObject writes (5 GiB): no reference dynaorm wrote names more
+_LARGEST = 5 << 30
 #: the error codes S3 answers for an object (or bucket) that is not there
 _GONE = frozenset({"NoSuchKey", "404", "NoSuchBucket", "NotFound"})
 #: the roles of the rows that hold an entity's values
@@ -204,8 +206,10 @@ def fetched(av: Any, ref: Reference, body: bytes | Exception) -> Held:
     """``av`` (a reference to ``ref``) with its object's ``body`` beside it, as a read
     puts it in its row, or what was found instead (the error reading it gave, other
     bytes: raised where the value is decoded)."""
+    if isinstance(body, OffloadError):
+        return Held(av, b"", error=body)
     if not isinstance(body, Exception) and ref.holds(body):
-        return Held(av, body)
+        return Held(av, bytes(body))
     why = (f"cannot be read: {body}" if isinstance(body, Exception) else
            "does not hold the bytes its reference names (SHA-256 differs)")
     return Held(av, b"", error=OffloadError(f"the offloaded value {ref.uri} {why}",
@@ -222,7 +226,7 @@ def held_value(av: Any) -> Any:
     if type(av) is Held and av.error is None:
         try:
             return _value(ref, av.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             pass
     return {"NULL": True}
 
@@ -398,16 +402,19 @@ class Offloading(Rule):
         origins = () if self.entity is None else (self.entity,)
         bodies = yield from gather([self._get(ref, origins) for _, _, ref in wanted],
                                    MAX_CONCURRENCY)
-        for (item, attr, _), body in zip(wanted, bodies, strict=True):
-            item[attr] = Held(item[attr], b"", error=body) if isinstance(
-                body, OffloadError) else Held(item[attr], body)
+        for (item, attr, ref), body in zip(wanted, bodies, strict=True):
+            item[attr] = fetched(item[attr], ref, body)
 
     def _get(self, ref: Reference, origins: tuple[Any, ...]
-             ) -> Generator[Any, Any, bytes | OffloadError]:
-        """The bytes of ``ref``'s object, checked against its SHA-256; what was found
-        instead (a missing object, other bytes: raised where the value is decoded, named
+             ) -> Generator[Any, Any, Any]:
+        """The bytes of ``ref``'s object (:func:`fetched` checks them); what was found
+        instead (a missing object, one too large: raised where the value is decoded, named
         there by the field's entity, so that a read of other fields, or ``dynaorm
         check``, goes on); a request that failed after its retries raises."""
+        if ref.size > _LARGEST:
+            return OffloadError(f"the offloaded value {ref.uri} is named {ref.size} bytes "
+                                "long, larger than any object one PutObject writes: not read",
+                                uri=ref.uri)
         try:
             out = yield Call("s3:GetObject", ref.request, origins, service=S3)
         except RequestError as exc:
@@ -416,11 +423,7 @@ class Offloading(Rule):
                                    f"read: {exc}", uri=ref.uri) from exc
             return OffloadError(f"the offloaded value {ref.uri} is missing (a dangling "
                                 f"reference): {exc}", uri=ref.uri)
-        body = out.get("Body")
-        if not ref.holds(body):
-            return OffloadError(f"the object {ref.uri} does not hold the bytes its "
-                                "reference names (SHA-256 differs)", uri=ref.uri)
-        return bytes(body)
+        return out.get("Body")
 
     def decode(self, item: Item) -> Item:
         attrs = self.fields.keys() & item.keys()
@@ -443,7 +446,7 @@ class Offloading(Rule):
                                    uri=ref.uri)
             try:
                 out[attr] = _value(ref, av.body)
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise OffloadError(f"{self.owner}.{self.fields[attr]}: the object {ref.uri} "
                                    f"does not hold a value of type {ref.tag}: {exc}",
                                    uri=ref.uri) from exc
@@ -628,14 +631,15 @@ class Offloading(Rule):
     def _removed(self, refs: Iterable[Reference], origins: tuple[Any, ...], what: str
                  ) -> Generator[Any, Any, None]:
         """Remove ``refs``' objects; a failure is logged (``dynaorm check`` finds what is
-        left), never raised. Only this table's own objects (under its ``offload`` prefix and
-        its name) are ever removed: a reference to any other (a row of a table restored
+        left), never raised. Only this table's own objects (right under its ``offload``
+        prefix and its name: deeper is another table's, its prefix under this one's) are
+        ever removed: a reference to any other (a row of a table restored
         from a backup under another name names the original's; a row another tool wrote)
         may be another table's row's too."""
         assert self.table.offload is not None
         bucket, prefix = offload_location(self.table.offload)
         mine = f"s3://{bucket}/{prefix}{self.table.name}/"
-        refs = [r for r in refs if r.uri.startswith(mine)]
+        refs = [r for r in refs if r.uri.startswith(mine) and "/" not in r.uri[len(mine):]]
         if not refs:
             return
         try:

@@ -38,6 +38,7 @@ import hashlib
 import os
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -51,7 +52,8 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
 
 __all__ = ["TENANT", "TENANT_KEY_AGE", "TENANT_PREFIX", "Forgotten", "TenantKeys",
-           "TenantRing", "forget_p", "key_schema", "tenant_keys", "token", "tokens_of"]
+           "TenantRing", "forget_p", "forgotten_here", "key_schema", "tenant_keys", "token",
+           "tokens_of"]
 
 #: the key table's partition key attribute
 TENANT: Final = "tenant"
@@ -59,6 +61,8 @@ TENANT: Final = "tenant"
 TENANT_KEY_AGE: Final = 300.0
 _KEYS: weakref.WeakKeyDictionary[TableSchema, TenantKeys] = weakref.WeakKeyDictionary()
 _MADE = threading.Lock()
+#: the tenants this process knows forgotten (and until when it holds that), by key table
+_FORGOTTEN: dict[tuple[Any, ...], dict[str, tuple[Forgotten, float]]] = {}
 
 
 #: the start of the key id of a value sealed under a tenant's key
@@ -82,6 +86,17 @@ def tokens_of(key_ids: Iterable[str]) -> set[str]:
     """The tenants the key ids of sealed values name (``tenant/<token>/<kid>``)."""
     return {kid[len(TENANT_PREFIX):].partition("/")[0] for kid in key_ids
             if kid.startswith(TENANT_PREFIX)}
+
+
+def forgotten_here(table: TableSchema) -> dict[str, tuple[Forgotten, float]]:
+    """The tenants this process knows forgotten in ``table``'s key table (by token: what
+    the key table said, until when it is held), shared by every Table object that
+    addresses that key table alike (its endpoint, region and name, as given): a forget
+    through one is seen by the others at once. A fork's child keeps it (a tombstone stays
+    in the key table); :meth:`Table.delete` of the key table clears it."""
+    where = (getattr(table, "endpoint_url", None), getattr(table, "region", None),
+             table.key_table)
+    return _FORGOTTEN.setdefault(where, {})
 
 
 def key_schema(table: TableSchema) -> TableSchema:
@@ -126,12 +141,14 @@ class TenantRing(Keyring):
 @dataclass(frozen=True)
 class Forgotten:
     """A forgotten tenant: ``scope`` (``{field: value}``, where known), when its key was
-    destroyed (ISO-8601, UTC), and whether this call destroyed it (``False``: it was
-    already: ``forget`` is idempotent)."""
+    destroyed (ISO-8601, UTC), whether this call destroyed it (``False``: it was
+    already: ``forget`` is idempotent), and ``sealed``: ``False`` where this call found no
+    key (nothing was ever sealed under it, so nothing became unreadable: it warns)."""
 
     scope: Mapping[str, str] | None
     forgotten_at: str
     now: bool = False
+    sealed: bool = True
 
 
 class TenantKeys:
@@ -198,11 +215,6 @@ class TenantKeys:
         return not key_id.startswith(TENANT_PREFIX) or key_id.startswith(
             f"{TENANT_PREFIX}{token(tenant)}/")
 
-    def forgotten(self, tok: str) -> Forgotten | None:
-        """The tenant ``tok`` as forgotten, where this process knows it is."""
-        entry = self._held.get(tok)
-        return entry[0] if entry is not None and isinstance(entry[0], Forgotten) else None
-
     def sealer(self, rule: Any, item: Mapping[str, Any]) -> TenantRing:
         """The ring a value of the row ``item`` of ``rule``'s entity is sealed with: its
         tenant's (the row's ``key_scope`` field; a forgotten one raises
@@ -250,6 +262,10 @@ class TenantKeys:
         values = dict(values or {})
         wanted = {*toks, *values}
         now = time.monotonic()
+        known = forgotten_here(self.table)
+        for tok in wanted & known.keys():  # (forgotten through another Table object)
+            if known[tok][1] >= now:
+                self._hold(tok, *known[tok])
         stale = sorted(t for t in wanted if (e := self._held.get(t)) is None or e[1] < now)
         if stale:
             rows = yield from self._read(stale, origins)
@@ -350,14 +366,15 @@ class TenantKeys:
             return now.get("wrapped") == {"B": wrapped}  # (a resent update: ours applied)
         return True
 
-    def drop(self, tok: str, found: Forgotten) -> None:
-        """Hold tenant ``tok`` as forgotten (this process forgot it)."""
-        self._hold(tok, found)
-
-    def _hold(self, tok: str, found: TenantRing | Forgotten | None) -> None:
-        """Hold what the key table says of tenant ``tok`` for :data:`TENANT_KEY_AGE`."""
+    def _hold(self, tok: str, found: TenantRing | Forgotten | None,
+              until: float | None = None) -> None:
+        """Hold what the key table says of tenant ``tok`` for :data:`TENANT_KEY_AGE` (or
+        ``until``); a forgotten one for every Table object of the key table."""
+        until = time.monotonic() + TENANT_KEY_AGE if until is None else until
+        if isinstance(found, Forgotten):
+            forgotten_here(self.table)[tok] = (found, until)
         with self._lock:
-            self._held[tok] = (found, time.monotonic() + TENANT_KEY_AGE)
+            self._held[tok] = (found, until)
             mine = f"{TENANT_PREFIX}{tok}/"
             for kid in [k for k in self._rings if k.startswith(mine)]:
                 del self._rings[kid]
@@ -394,9 +411,9 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
         **_key(tok), "forgotten": {"S": at}, "by": {"S": by},
         "scope": {"M": {field: {"S": value}}}},
         "ConditionExpression": "attribute_not_exists(#f)",
-        "ExpressionAttributeNames": {"#f": "forgotten"}}
+        "ExpressionAttributeNames": {"#f": "forgotten"}, "ReturnValues": "ALL_OLD"}
     try:
-        yield Call("PutItem", request, origins)
+        was = (yield Call("PutItem", request, origins)).get("Attributes") or {}
     except RequestError as exc:
         if exc.code != "ConditionalCheckFailedException":
             raise
@@ -407,8 +424,13 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
         found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)),
                           stored.get("by") == {"S": by})
     else:
-        found = Forgotten(scope, at, True)
-    tenant_keys(table, base).drop(tok, found)
+        found = Forgotten(scope, at, True, "wrapped" in was)
+        if not found.sealed:
+            warnings.warn(f"table {table.name!r}: forget of {scope}: no key was found, so "
+                          "nothing was sealed for this tenant: none of its values became "
+                          "unreadable (only Encrypted values are forgotten)", RuntimeWarning,
+                          stacklevel=2)
+    tenant_keys(table, base)._hold(tok, found)  # (this process forgot it)
     return found
 
 
