@@ -155,7 +155,7 @@ def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
     models' (in lists, tuples and mappings of names) included: each a path of field
     names, indexes and keys, ending at a field's name (what a replay puts back); an empty
     container made is left out (a replay's is empty too)."""
-    if not made(obj) and all(type(v) in _LEAVES for v in obj.__dict__.values()):
+    if not made(obj) and _LEAVES.issuperset(map(type, obj.__dict__.values())):
         return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     return _paths(obj, ())
 
@@ -421,8 +421,9 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    size = sum(text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
-               for a, v in item.items())
+    size = 0
+    for a, v in item.items():
+        size += text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
