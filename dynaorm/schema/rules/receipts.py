@@ -49,6 +49,7 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
@@ -343,13 +344,13 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: TableSchema) -> None:
         self.table = table
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
 
     def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
-              home: Any = None) -> Receipting | None:
+              home: TableSchema | None = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key`` (checked by
         the commit): one in each table its writes go to (by name, so the same writes staged
         in any order find them), or one in ``home`` (the client's receipts table,
@@ -465,7 +466,7 @@ class Receipting:
     __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
                  "token", "value")
 
-    def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
+    def __init__(self, homes: list[tuple[Any, TableSchema]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
         #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
         #: class written (its actions' origin) and the table that keeps the receipt (each
@@ -494,7 +495,7 @@ class Receipting:
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    def where(self, table: Any) -> PlainKey:
+    def where(self, table: TableSchema) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
         value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
