@@ -120,11 +120,11 @@ class BaseSession:
     #: whether the session runs its protocols through the client's async driver
     _async: ClassVar[bool] = False
 
-    def __init__(self, table: TableSchema | None, client: object,
+    def __init__(self, table: TableSchema | None, client: Client,
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
-        self._stage = Stage(table, client if table is None else None, scope)
-        self._stage.idempotency_key = idempotency_key
+        self._stage = Stage(table, client if table is None else None, scope,
+                            idempotency_key, client._receipts)
 
     def __del__(self) -> None:
         """Dropped with staged work neither committed nor rolled back: a

@@ -34,9 +34,11 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.core.scope import Scope
+from dynaorm.core.stage import Stage
 from dynaorm.errors import (
     ConcurrentModificationError,
     ConditionFailedError,
@@ -66,6 +68,9 @@ from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.placing import settled_p
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
+
+if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
+    from dynaorm.schema.rules.receipts import Receipting
 
 __all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
            "settle", "write_origins"]
@@ -103,12 +108,13 @@ class _Reads:
 READS = _Reads()
 
 
-def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
+def _receipt(staged: list[StagedWrite], key: str | None, stage: Stage | None
+             ) -> Receipting | None:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
     not keyed; checked when nothing is staged too), inside the scope of ``stage`` when it
     has one: started by the receipts rule of the first table written (``table.receipts``:
-    each table's own), kept where its client says (``Client(receipts=)``: that table;
-    else every table written)."""
+    each table's own), kept where the session's client said when it was made
+    (``Client(receipts=)``: that table, ``stage.receipts``; else every table written)."""
     if key is None:
         return None
     if not isinstance(key, str) or not key or len(key) > 2048:
@@ -117,12 +123,13 @@ def _receipt(staged: list[StagedWrite], key: str | None, stage: Any) -> Any:
     if not staged:
         return None
     scope = None if stage is None or stage.scope is None else stage.scope.values
-    home = None if stage is None else getattr(stage.client, "receipts", None)
+    home = None if stage is None else stage.receipts
     return spec_of(staged[0]._entity).table.receipts.start(staged, key, scope, home)
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
-             idempotency_key: str | None = None, stage: Any = None) -> Proto[CommitResult]:
+             idempotency_key: str | None = None, stage: Stage | None = None
+             ) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
@@ -132,29 +139,78 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     :class:`~dynaorm.core.stage.Stage`). The session's own key (``Session(...,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""
-    try:
-        if stage is None or idempotency_key is None or not staged or (
-                idempotency_key != stage.idempotency_key):
-            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
+    earlier = 0
+    if stage is not None and staged and idempotency_key is not None and (
+            idempotency_key == stage.idempotency_key):
         earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
-        try:
-            return (yield from _commit_p(staged, observed, keyed, idempotency_key, stage))
-        except IdempotencyMismatchError as exc:
-            if not earlier:
-                raise
-            raise IdempotencyMismatchError(
-                f"{exc.args[0]}. This session was made with idempotency_key="
-                f"{idempotency_key!r:.80}, which applies to every commit of the session, "
-                f"and {earlier} earlier commit(s) of it used the key: give each commit its "
-                "own key (s.commit(idempotency_key=...)) or each its own session",
-                key=exc.key) from exc
+    try:
+        receipt = _receipt(staged, idempotency_key, stage)
+        if not staged:
+            return CommitResult()
+        again: Collection[int] = ()
+        response: dict[str, Any] = {}
+        with recording() as result:
+            if receipt is not None:
+                receipt.sent = result.requests
+            for round_ in range(1, ROUNDS + 1):
+                try:
+                    prepared = yield from prepare_p(staged, again)
+                except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
+                    replay = None if receipt is None else (  # have deleted the item: its
+                        yield from receipt.replayed(READS.item))  # replay)
+                    if replay is None:
+                        raise
+                    return replay.result
+                plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
+                    compile_commit(prepared, receipt))
+                if not plan.ops:
+                    break
+                try:
+                    response = yield from send_p(plan, outcomes, observed, prepared, receipt)
+                    if isinstance(response, dict):
+                        break
+                    # a replay (the same writes applied under the key): the first commit's
+                    # made values were put back on the objects, whose states are planned on
+                    # them
+                    assert receipt is not None
+                    if response.restored:
+                        prepared = yield from prepare_p(staged)
+                        plan, outcomes = yield from keyed_plan_p(prepared, receipt)
+                        _stamp(plan, outcomes, receipt.token[:16])
+                    settle(outcomes)
+                    yield from _as_stored(outcomes, receipt.token[:16])
+                    for entry in staged:
+                        yield from entry._finish({}, False, READS)
+                    return response.result
+                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                    # nothing was written: a write planned on what it read (an overwrite:
+                    # last writer wins, a deleted item is recreated; a versioned insert: the
+                    # kept history continued) reads and plans again, any other conflict is
+                    # raised
+                    again = {at for at, (entry, state) in enumerate(prepared)
+                             if entry._rereads(exc.table, exc.key, state)}
+                    if round_ == ROUNDS or not again:
+                        raise
+        settle(outcomes)
+        for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
+            yield from entry._finish(response, len(plan.ops) == 1, READS)
+        return result if plan.ops else CommitResult()
+    except IdempotencyMismatchError as exc:
+        if not earlier:
+            raise
+        raise IdempotencyMismatchError(
+            f"{exc.args[0]}. This session was made with idempotency_key="
+            f"{idempotency_key!r:.80}, which applies to every commit of the session, "
+            f"and {earlier} earlier commit(s) of it used the key: give each commit its "
+            "own key (s.commit(idempotency_key=...)) or each its own session",
+            key=exc.key) from exc
     except _HoldsItem as exc:  # (a scoped session's error: the scope's stored objects only)
         if stage is not None and stage.scope is not None:
             _in_scope(exc, stage.scope)
         raise
 
 
-def _in_scope(exc: _HoldsItem, scope: Any) -> None:
+def _in_scope(exc: _HoldsItem, scope: Scope) -> None:
     """``exc`` with no stored object the scope does not hold (a stale key's row, whose
     fields name another tenant: a scoped session never sees it, on an error either)."""
     def held(obj: Any) -> Any:
@@ -163,60 +219,6 @@ def _in_scope(exc: _HoldsItem, scope: Any) -> None:
     exc.item = held(exc.item)
     if isinstance(exc, ConditionFailedError) and exc.failures:
         exc.failures = [(e, k, held(i)) for e, k, i in exc.failures]
-
-
-def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
-              idempotency_key: str | None, stage: Any) -> Proto[CommitResult]:
-    """:func:`commit_p`, but for what the session's key means to its error."""
-    receipt = _receipt(staged, idempotency_key, stage)
-    if not staged:
-        return CommitResult()
-    again: Collection[int] = ()
-    response: dict[str, Any] = {}
-    with recording() as result:
-        if receipt is not None:
-            receipt.sent = result.requests
-        for round_ in range(1, ROUNDS + 1):
-            try:
-                prepared = yield from prepare_p(staged, again)
-            except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
-                replay = None if receipt is None else (  # have deleted the item: its replay)
-                    yield from receipt.replayed(READS.item))
-                if replay is None:
-                    raise
-                return cast(CommitResult, replay.result)
-            plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
-                compile_commit(prepared, receipt))
-            if not plan.ops:
-                break
-            try:
-                response = yield from send_p(plan, outcomes, observed, prepared, receipt)
-                if isinstance(response, dict):
-                    break
-                # a replay (the same writes applied under the key): the first commit's made
-                # values were put back on the objects, whose states are planned on them
-                if response.restored:
-                    prepared = yield from prepare_p(staged)
-                    plan, outcomes = yield from keyed_plan_p(prepared, receipt)
-                    _stamp(plan, outcomes, receipt.token[:16])
-                settle(outcomes)
-                yield from _as_stored(outcomes, receipt.token[:16])
-                for entry in staged:
-                    yield from entry._finish({}, False, READS)
-                first: CommitResult = response.result
-                return first
-            except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
-                # nothing was written: a write planned on what it read (an overwrite: last
-                # writer wins, a deleted item is recreated; a versioned insert: the kept
-                # history continued) reads and plans again, any other conflict is raised
-                again = {at for at, (entry, state) in enumerate(prepared)
-                         if entry._rereads(exc.table, exc.key, state)}
-                if round_ == ROUNDS or not again:
-                    raise
-    settle(outcomes)
-    for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
-        yield from entry._finish(response, len(plan.ops) == 1, READS)
-    return result if plan.ops else CommitResult()
 
 
 def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
@@ -252,7 +254,7 @@ def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
     return (yield from keyed_plan_p(prepared))[0]
 
 
-def keyed_plan_p(prepared: list[Prepared], receipt: Any = None
+def keyed_plan_p(prepared: list[Prepared], receipt: Receipting | None = None
                  ) -> Proto[tuple[WritePlan, list[Outcome]]]:
     """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, planned once, with the
     key material it needs asked for first: each written entity's rules prepare
@@ -285,7 +287,7 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = (), receipt: Any = None,
+           prepared: Sequence[Prepared] = (), receipt: Receipting | None = None,
            outside: bool = True) -> Proto[Any]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that

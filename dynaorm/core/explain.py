@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.commit import READS, keyed_plan_p
+from dynaorm.core.commit import READS, _receipt, keyed_plan_p
 from dynaorm.errors import DynaormError, ItemNotFoundError
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.search import OPERATION as SEARCH_OPERATION
@@ -240,7 +240,7 @@ def _commit(session: Any) -> Explanation:
     if not prepared:
         return Explanation(f"a commit of {len(staged)} staged write(s)", tuple(reads),
                            reads_first=tuple(first), notes=tuple(unplanned), exact=False)
-    receipt = _receipt(staged, session._stage)
+    receipt = _receipt(staged, session._stage.idempotency_key, session._stage)
     plan, _ = _pure(keyed_plan_p(prepared, receipt), "planning the commit")
     known = known_items(prepared)
     single = plan.single_item
@@ -262,13 +262,6 @@ def _commit(session: Any) -> Explanation:
     exact = all(r.exact for r in rows) and not unplanned and not repeated and not reads
     what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
     return Explanation(what, requests, tuple(rows), tuple(first), tuple(notes), exact)
-
-
-def _receipt(staged: Sequence[Any], stage: Any) -> Any:
-    """The receipts of a commit under the session's idempotency key (``None``: none)."""
-    from dynaorm.core.commit import _receipt as receipt
-
-    return receipt(list(staged), stage.idempotency_key, stage)
 
 
 def _read_back(staged: Sequence[Any], plan: Any) -> list[Request]:

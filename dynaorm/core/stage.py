@@ -37,13 +37,17 @@ class Stage:
     bound to ``client``. What a client is, pure code does not know: it compares
     identities."""
 
-    __slots__ = ("_given", "idempotency_key", "key_commits", "keyed", "scope", "table",
-                 "takes", "writes")
+    __slots__ = ("_given", "idempotency_key", "key_commits", "keyed", "receipts", "scope",
+                 "table", "takes", "writes")
 
     def __init__(self, table: TableSchema | None, client: object = None,
-                 scope: Mapping[str, Any] | None = None) -> None:
+                 scope: Mapping[str, Any] | None = None, idempotency_key: str | None = None,
+                 receipts: TableSchema | None = None) -> None:
         self.table = table
         self._given = client
+        #: the table that keeps the receipts of the session's keyed commits, resolved when
+        #: the session is made (its client's ``receipts``; ``None``: every table written)
+        self.receipts = receipts
         #: the tenant scope every key is checked against (``None``: unscoped)
         self.scope = None if scope is None else Scope.of(scope)
         self.writes: dict[int, StagedWrite] = {}
@@ -52,7 +56,7 @@ class Stage:
         self.keyed = False
         #: the idempotency key the session commits with (``Session(...,
         #: idempotency_key=)``; ``None``: none unless ``commit()`` is given one)
-        self.idempotency_key: str | None = None
+        self.idempotency_key = idempotency_key
         #: the commits of writes made under that key so far (a later one of other writes
         #: is a mismatch: its error says why)
         self.key_commits = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
@@ -42,6 +42,9 @@ from dynaorm.values.records import (
 from dynaorm.values.revision import stamp_of
 from dynaorm.write.placing import placed, placing
 from dynaorm.write.records import Outcome, Prepared
+
+if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
+    from dynaorm.schema.rules.receipts import Receipting
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
            "check_batch_put", "check_write", "compile_commit", "stamps"]
@@ -270,7 +273,7 @@ class WritePlan:
         return {"TransactItems": items, "ClientRequestToken": token}
 
 
-def compile_commit(entries: Sequence[Prepared], receipt: Any = None
+def compile_commit(entries: Sequence[Prepared], receipt: Receipting | None = None
                    ) -> tuple[WritePlan, list[Outcome]]:
     """Plan a whole commit (each staged write with the state it is planned on, in staging
     order; the tables are its entities'), with the rows of its ``receipt`` (a keyed

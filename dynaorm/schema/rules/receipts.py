@@ -49,6 +49,7 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
@@ -155,7 +156,7 @@ def made_paths(obj: Any) -> list[tuple[str | int, ...]]:
     models' (in lists, tuples and mappings of names) included: each a path of field
     names, indexes and keys, ending at a field's name (what a replay puts back); an empty
     container made is left out (a replay's is empty too)."""
-    if not made(obj) and all(type(v) in _LEAVES for v in obj.__dict__.values()):
+    if not made(obj) and _LEAVES.issuperset(map(type, obj.__dict__.values())):
         return []  # (nothing made, nothing inside: text and numbers, as most objects hold)
     return _paths(obj, ())
 
@@ -343,13 +344,13 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: TableSchema) -> None:
         self.table = table
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
 
     def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
-              home: Any = None) -> Receipting | None:
+              home: TableSchema | None = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key`` (checked by
         the commit): one in each table its writes go to (by name, so the same writes staged
         in any order find them), or one in ``home`` (the client's receipts table,
@@ -421,8 +422,9 @@ def _built(table: Any, item: Item, expiry: str, now: int) -> Built:
     keeps every key its commit writes, so a commit of many long keys can make one over
     400 KB: refused before sending (:class:`~dynaorm.errors.TransactionTooLargeError`: the
     commit is too large to keep a receipt of)."""
-    size = sum(text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
-               for a, v in item.items())
+    size = 0
+    for a, v in item.items():
+        size += text_size(a) + (text_size(v["S"]) if "S" in v else _whole_size(v["N"]))
     if size > MAX_ITEM_BYTES:
         raise TransactionTooLargeError(
             f"the receipt of this keyed commit (idempotency_key=) in table "
@@ -464,7 +466,7 @@ class Receipting:
     __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
                  "token", "value")
 
-    def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
+    def __init__(self, homes: list[tuple[Any, TableSchema]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
         #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
         #: class written (its actions' origin) and the table that keeps the receipt (each
@@ -493,7 +495,7 @@ class Receipting:
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    def where(self, table: Any) -> PlainKey:
+    def where(self, table: TableSchema) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
         value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
