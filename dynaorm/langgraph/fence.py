@@ -98,7 +98,8 @@ class Tenure:
     an acquire of it may have been applied (``held``: later writes then hold by epoch),
     and the root checkpoint the run parked the lease at (a put of a later one takes it
     up again; one of that checkpoint, stored late, does not); when it last renewed the
-    lease (the lease's clock) and the lease as the run holds it (``row``). ``owner``
+    lease (the lease's clock), the lease as the run holds it (``row``), and the root
+    checkpoints whose put was refused (``refused``: writes on them are too). ``owner``
     keeps the run's ``RunControl`` alive while remembered, so no other invocation can
     take its ``id``."""
 
@@ -108,6 +109,7 @@ class Tenure:
     parked: str | None = None
     renewed: float = 0.0
     row: Any = None
+    refused: set[str] = field(default_factory=set)
     sync: threading.Lock = field(default_factory=threading.Lock)
     _async: tuple[object, asyncio.Lock] | None = None
 
