@@ -31,8 +31,11 @@ their root steps then extend the head as a run's do, so they never fork the thre
   checkpoint whose parent is not the head is refused (but a time travel's, whose source is
   ``fork`` or ``update``: a fork meant; nor one that is the head already: a put again
   after its answer was lost), so a run that read the thread, then waited while
-  another moved it on, cannot fork it with its first checkpoint either. A task's writes
-  are not checked against it (LangGraph may store them before their checkpoint).
+  another moved it on, cannot fork it with its first checkpoint either. A run's first
+  writes are on the head, or on a checkpoint not stored yet (LangGraph may store them
+  before it), acquiring the thread parked: else refused, as are writes on a checkpoint
+  whose put was refused (which deletes those before it). ``delete_thread`` takes the
+  lease (a new epoch) first: a run's later writes are refused.
 
 A static breakpoint (``interrupt_before``/``interrupt_after``) or a crash stops a run
 without a parking write: the thread is free once its lease lapses.

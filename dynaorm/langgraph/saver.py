@@ -433,7 +433,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 if again:
                     raise
             except ThreadBusyError:
-                if fence and fence.tenure and root:  # (its writes, come before it: gone)
+                if fence and fence.tenure and root:  # (its writes come before it: gone)
                     fence.tenure.refused.add(cid)
                     found = yield s.query(self.cp, self.w, **self._at(conf)).begins_with(
                         checkpoint_id=cid).all
@@ -493,15 +493,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
 
     def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
                      parks: str | None, root: dict[str, Any] | None) -> Op:
-        """Commit the rows ``todo``, ``per`` a commit (at least one commit: the lease's
-        action), the last one parking the lease at ``parks``. A run's root writes that
-        acquire the thread hold it when on its head; else
-        only on a checkpoint not stored yet (LangGraph may write a task's writes before
-        their checkpoint: the run's put of it takes the thread, or is refused and deletes
-        them), acquiring it parked. Writes on a checkpoint the run's put of was refused,
-        or on one stored that is not the head (a run that read the thread before it moved
-        on), are refused: nothing stored, nothing acquired. ``root``: the key of the
-        root checkpoint they are on."""
+        """Commit the rows ``todo``, ``per`` a commit (at least one: the lease's action),
+        the last parking the lease at ``parks``. A run's first root writes (``root``: their
+        checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
+        stored yet (its put takes the thread up, or is refused and deletes them); on any
+        other, or one whose put was refused, nothing is stored nor acquired."""
         t = fence.tenure if fence else None
         cid: str | None = root["checkpoint_id"] if root else None
         for at in range(0, max(len(todo), 1), per):
