@@ -496,7 +496,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         """Commit the rows ``todo``, ``per`` a commit (at least one: the lease's action),
         the last parking the lease at ``parks``. A run's first root writes (``root``: their
         checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
-        stored yet (its put takes the thread up, or is refused and deletes them); on any
+        stored yet (the run's next checkpoint takes it up; a refused put deletes them); on any
         other, or one whose put was refused, nothing is stored nor acquired."""
         t = fence.tenure if fence else None
         cid: str | None = root["checkpoint_id"] if root else None
