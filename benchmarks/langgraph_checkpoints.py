@@ -26,6 +26,12 @@ was loaded, as in the test suite, and a module of that name would hide the ``lan
 package.)
 
     python benchmarks/langgraph_checkpoints.py [--iterations 50] [--repeats 3] [--messages 20]
+
+``--history`` instead: the client CPU of ``graph.get_state_history`` over a thread of
+about 30 checkpoints (10 turns of a graph whose ``messages`` is a ``DeltaChannel``, as
+deepagents' is; each snapshot reads its channel's history) beside ``InMemorySaver``.
+
+    python benchmarks/langgraph_checkpoints.py --history [--repeats 3]
 """
 
 from __future__ import annotations
@@ -105,12 +111,58 @@ def _cpu(fn: Callable[[], object], iterations: int) -> float:
         gc.enable()
 
 
+def history(repeats: int) -> None:
+    """``get_state_history`` of a 30-checkpoint thread: dynaorm's saver on DynamoDB Local
+    beside ``InMemorySaver`` (see the module)."""
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.channels.delta import DeltaChannel
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+
+    from dynaorm import Table
+    from dynaorm.langgraph import Saver
+    from tests.support.ddb_local import DynamoDBLocal
+
+    def append(old: list[Any], new: list[Any]) -> list[Any]:
+        return [*old, *new]
+
+    State = TypedDict("State", {  # type: ignore[misc]  # noqa: UP013 (a local value)
+        "messages": Annotated[list[Any], DeltaChannel(append, snapshot_frequency=50)]})
+
+    builder = StateGraph(State)
+    builder.add_node("think", lambda state: {"messages": [AIMessage("a thought " * 40)]})
+    builder.add_node("reply", lambda state: {"messages": [AIMessage("a reply " * 40)]})
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "reply")
+    with DynamoDBLocal() as ddb:
+        table = Table("bench-langgraph-history")
+        table.connect(ddb.endpoint_url)
+        table.create()
+        config: Any = {"configurable": {"thread_id": "t"}}
+        cpu = {}
+        for name, saver in (("dynaorm", Saver(table)), ("InMemorySaver", InMemorySaver())):
+            graph = builder.compile(checkpointer=saver)
+            for turn in range(10):
+                graph.invoke({"messages": [HumanMessage(f"question {turn} " * 20)]}, config)
+            found = len(list(graph.get_state_history(config)))
+            cpu[name] = min(_cpu(lambda g=graph: list(g.get_state_history(config)), 3)
+                            for _ in range(repeats))
+        print(f"get_state_history of {found} checkpoints, client CPU per call: dynaorm "
+              f"{cpu['dynaorm'] / 1000:.1f} ms, InMemorySaver {cpu['InMemorySaver'] / 1000:.1f}"
+              f" ms ({cpu['dynaorm'] / cpu['InMemorySaver']:.1f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--history", action="store_true")
     args = parser.parse_args()
+    if args.history:
+        return history(args.repeats)
     import os
 
     import boto3

@@ -31,8 +31,11 @@ their root steps then extend the head as a run's do, so they never fork the thre
   checkpoint whose parent is not the head is refused (but a time travel's, whose source is
   ``fork`` or ``update``: a fork meant; nor one that is the head already: a put again
   after its answer was lost), so a run that read the thread, then waited while
-  another moved it on, cannot fork it with its first checkpoint either. A task's writes
-  are not checked against it (LangGraph may store them before their checkpoint).
+  another moved it on, cannot fork it with its first checkpoint either. A run's first
+  writes are on the head, or on a checkpoint not stored yet (LangGraph may store them
+  before it), acquiring the thread parked: else refused, as are writes on a checkpoint
+  whose put was refused (which deletes those before it). ``delete_thread`` takes the
+  lease (a new epoch) first: a run's later writes are refused.
 
 A static breakpoint (``interrupt_before``/``interrupt_after``) or a crash stops a run
 without a parking write: the thread is free once its lease lapses.
@@ -98,7 +101,8 @@ class Tenure:
     an acquire of it may have been applied (``held``: later writes then hold by epoch),
     and the root checkpoint the run parked the lease at (a put of a later one takes it
     up again; one of that checkpoint, stored late, does not); when it last renewed the
-    lease (the lease's clock) and the lease as the run holds it (``row``). ``owner``
+    lease (the lease's clock), the lease as the run holds it (``row``), and the root
+    checkpoints whose put was refused (``refused``: writes on them are too). ``owner``
     keeps the run's ``RunControl`` alive while remembered, so no other invocation can
     take its ``id``."""
 
@@ -108,6 +112,7 @@ class Tenure:
     parked: str | None = None
     renewed: float = 0.0
     row: Any = None
+    refused: set[str] = field(default_factory=set)
     sync: threading.Lock = field(default_factory=threading.Lock)
     _async: tuple[object, asyncio.Lock] | None = None
 

@@ -391,12 +391,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         try:
             yield s.commit
         except LeaseError as exc:
-            assert fence is not None
-            busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's "
-                                   f"({exc})", entity=exc.entity, key=exc.key, item=exc.item,
-                                   failures=exc.failures)
-            busy.thread_id = fence.thread["thread_id"]
-            raise busy from exc
+            raise _busy(fence, exc) from exc
         except OutcomeUnknownError:
             if t:  # (maybe acquired: from now on the run holds by its epoch, or is refused)
                 t.held, t.row = True, None
@@ -437,6 +432,14 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             except ItemExistsError:
                 if again:
                     raise
+            except ThreadBusyError:
+                if fence and fence.tenure and root:  # (its writes come before it: gone)
+                    fence.tenure.refused.add(cid)
+                    found = yield s.query(self.cp, self.w, **self._at(conf)).begins_with(
+                        checkpoint_id=cid).all
+                    if not any(type(r) is self.cp for r in found):
+                        yield from self._drop(s, found)
+                raise
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
 
@@ -464,7 +467,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                         conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
             todo = [r for r in rows if r.idx not in kept]
             try:
-                yield from self._save_writes(s, todo, per, fence, parks)
+                yield from self._save_writes(s, todo, per, fence, parks, None if conf.get(
+                    "checkpoint_ns") else {**self._at(conf), "checkpoint_id": conf[
+                        "checkpoint_id"]})
                 return
             except ThreadBusyError:
                 if unknown is not None and not todo:  # (all stored, maybe by the first
@@ -487,13 +492,34 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 for i, (channel, value) in enumerate(writes)]
 
     def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
-                     parks: str | None) -> Op:
-        """Commit the rows ``todo``, ``per`` a commit (at least one commit: the lease's
-        action), the last one parking the lease at ``parks``."""
+                     parks: str | None, root: dict[str, Any] | None) -> Op:
+        """Commit the rows ``todo``, ``per`` a commit (at least one: the lease's action),
+        the last parking the lease at ``parks``. A run's first root writes (``root``: their
+        checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
+        stored yet (the run's next checkpoint takes it up; a refused put deletes them); on any
+        other, or one whose put was refused, nothing is stored nor acquired."""
+        t = fence.tenure if fence else None
+        cid: str | None = root["checkpoint_id"] if root else None
         for at in range(0, max(len(todo), 1), per):
-            for r in todo[at:at + per]:
-                s.save(r, overwrite=r.idx < 0)
-            yield from self._commit(s, fence, parks if at + per >= len(todo) else None)
+            first = t is not None and not t.held and cid is not None
+            if first and cid in t.refused:  # type: ignore[union-attr]
+                raise _busy(fence, ConditionFailedError(f"checkpoint {cid!r} was refused"))
+            for again in (False, True) if first else (False,):
+                for r in todo[at:at + per]:
+                    s.save(r, overwrite=r.idx < 0)
+                if again:
+                    s.check(self.cp, condition=F("checkpoint_id").not_exists(), **(root or {}))
+                try:
+                    yield from self._commit(s, fence, cid if again else parks if (
+                        at + per >= len(todo)) else None, (cid,) if first and not again else None)
+                    break
+                except ThreadBusyError:
+                    if again or not first:
+                        raise
+                except ConditionFailedError as exc:  # (the checkpoint is stored)
+                    if exc.entity is self.cp:
+                        raise _busy(fence, exc) from exc
+                    raise
 
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:
@@ -580,41 +606,25 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         for lease in (r for r in found if type(r) is self.lease_row):
             if doomed is not None and lease.head is not None and ("_", lease.head) in doomed:
                 s.update(self.lease_row, **self._pk(lease.thread_id)).remove("head").where(
-                    _as_read(lease, "head"))  # (a put since the read moved it: kept)
+                    F("head") == lease.head)  # (a put since the read moved it: kept)
                 with suppress(ItemNotFoundError, ConditionFailedError):
                     yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of the thread, its lease first, as read: a write of a run holding the
-        lease lands before it goes, and a second read finds it, or is refused after. Rows
-        first, a write landing between the read and the lease's delete was left behind
-        (found on DynamoDB Local). A run that wrote since (its lease moved: kept) or took
-        the thread after the lease went keeps what it wrote, but the writes of a
-        checkpoint read go with it (a step's, landed before its next put moved the lease:
-        left behind a checkpoint no more)."""
+        """Every row of the thread. It takes the thread's lease first (a new epoch, its
+        own, ``lease`` long, whoever held it): a run's write that landed before is read
+        and deleted, any after is refused (its epoch is gone); then every row as read,
+        and the lease last, while still its own."""
+        mine = self.lease_row(**self._pk(thread_id), holder="delete", epoch=uuid.uuid4().hex,
+                              until=int((self.lease_row.clock() + self.lease.total_seconds())
+                                        * 1000), **self._stamp())
+        s.save(mine, overwrite=True)
+        yield s.commit
         found = yield from self._thread(s, thread_id)
-        lease = next((r for r in found if type(r) is self.lease_row), None)
-        if lease is not None:
-            gone = yield from self._unlease(s, lease)
-            again = yield from self._thread(s, thread_id)
-            if gone and not any(type(r) is self.lease_row for r in again):
-                found = again  # (no run took it since)
-            else:
-                read = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
-                found = [r for r in found if type(r) is not self.w or (
-                    r.ns, r.checkpoint_id) not in read] + [r for r in again if type(
-                        r) is self.w and (r.ns, r.checkpoint_id) in read]
         yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
-
-    def _unlease(self, s: Any, lease: Any) -> Op:
-        """Delete the thread's lease as read: whether it went."""
-        s.delete(self.lease_row, **self._pk(lease.thread_id), condition=_as_read(
-            lease, "epoch") & _as_read(lease, "head"))
-        try:
+        s.delete(mine, condition=F("epoch") == mine.epoch)
+        with suppress(ItemNotFoundError, ConditionFailedError):
             yield s.commit
-        except (ItemNotFoundError, ConditionFailedError):
-            return False
-        return True
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
         """A run's checkpoints with their writes, less those a checkpoint kept still
@@ -892,6 +902,16 @@ class _Walk:
         return out
 
 
+def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:
+    """The :class:`ThreadBusyError` of a write of ``fence`` refused (``exc``)."""
+    assert fence is not None
+    busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's ({exc})",
+                           entity=exc.entity, key=exc.key, item=exc.item,
+                           failures=exc.failures)
+    busy.thread_id = fence.thread["thread_id"]
+    return busy
+
+
 def _extends(extends: tuple[str | None] | None, head: str | None) -> Any:
     """The condition a put that ``extends`` the thread's head stages on the lease row
     (``None``: none): the head is the parent named (or none yet), or this very one."""
@@ -931,12 +951,6 @@ def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
 def _sk(ns: str, checkpoint_id: str) -> str:
     """A checkpoint's sort key (its entity's template): rows come in its order."""
     return f"C#{ns}#{checkpoint_id}#"
-
-
-def _as_read(row: Any, name: str) -> Any:
-    """The condition that ``row``'s attribute ``name`` is still as it was read."""
-    value = getattr(row, name)
-    return F(name).not_exists() if value is None else F(name) == value
 
 
 def _whole(writes: list[Any]) -> list[Any]:
