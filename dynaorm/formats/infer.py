@@ -310,7 +310,8 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
         for (item, key, versioned), sig in zip(same, sigs, strict=True):
             group = groups.get(sig)
             if group is None:
-                group = groups[sig] = _Group(_shape_name(sig), None, sep=table["_sep"])
+                group = groups[sig] = _Group(_shape_name(sig, table["name"]), None,
+                                             sep=table["_sep"])
             _add(group, item, key, versioned)
     return list(groups.values())
 
@@ -403,12 +404,12 @@ def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> Non
     group.versioned = group.versioned or versioned
 
 
-def _shape_name(sig: tuple[tuple[str, ...], ...]) -> str:
+def _shape_name(sig: tuple[tuple[str, ...], ...], table: str) -> str:
     """A class name for the entity of a key shape: its literals (``USER#*``, ``ORDER#*``
-    -> ``UserOrder``), else ``Item``."""
+    -> ``UserOrder``), else its table's name (``prod-orders`` -> ``ProdOrder``)."""
     words = [t.strip('"$*:=_') for toks in sig for t in toks if t != "*"]
     literals = [w for w in dict.fromkeys(words) if w.lower() not in _WORDS] or words
-    return _class_name("_".join(literals)) if literals else "Item"
+    return _class_name("_".join(literals) or re.sub(r"(?<=[^su])s\Z", "", table))
 
 
 def _class_name(text: str) -> str:
@@ -435,27 +436,36 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     counts: Counter[str] = Counter(a for item in items for a, v in item.items()
                                    if "S" in v and a not in keys)
     known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
-    # one, another tool's strays, are then told apart by their keys: never all of them)
-    candidates = known + sorted((a for a, n in counts.items()
-                                 if n >= 0.95 * len(items) and a not in known),
-                                key=lambda a: -counts[a])
+    # one, another tool's strays, are left unplaced: the model claims none of them)
+    candidates = sorted(known, key=lambda a: -counts[a]) + sorted(
+        (a for a, n in counts.items() if n >= 0.95 * len(items) and a not in known),
+        key=lambda a: -counts[a])
     for attr in candidates:
-        if _types_keys(items, table, attr, attr in known):
+        if _types_keys(items, table, attr, attr in known, counts[attr]):
             return attr
     return None
 
 
-def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool) -> bool:
-    """Whether ``attr`` reads as a type attribute: few values, each of one key shape."""
+def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
+                held: int) -> bool:
+    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
+    a data attribute (two values on items of one key skeleton and alike attributes: a
+    task's ``type``, a cart item's ``Status``), nor one value only most items hold."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+    kinds: dict[tuple[Any, ...], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    keys = {attr, *_key_attrs(table)}
     for item in items:
         value = _text(item.get(attr))
-        if value is None:
-            continue
         base = _base_key(item, table)
-        if base is None:
+        if value is None or base is None:
             continue
-        shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
+        shape = _shape(base[0], table)
+        shapes[value].add(tuple(map(len, shape)))
+        skeleton = tuple(tuple(t if _is_tag(t) else "*" for t in part) for part in shape)
+        kinds[skeleton][value].update(a for a in item if a not in keys)
+    if any(_alike(a, b) for one in kinds.values() for n, a in enumerate(one.values())
+           for b in list(one.values())[n + 1:]) or (len(shapes) < 2 and held < 0.9 * len(items)):
+        return False
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
         return False
@@ -624,11 +634,15 @@ def _stored_format(text: str) -> str | None:
     sep, fraction, zone = found.groups()
     if fraction is None:
         return f"%Y-%m-%d{sep}%H:%M:%S{zone}"
-    if zone and sep == "T":
+    if zone and sep == "T" and len(fraction) != 9:
         return "iso-z-millis" if len(fraction) == 3 else "iso-z"
-    return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
+    return {6: f"%Y-%m-%d{sep}%H:%M:%S.%f{zone}", 9: f"%Y-%m-%d{sep}%H:%M:%S.%f000{zone}"}.get(
+        len(fraction))
 
 
+#: the stored formats of ISO-8601 times with ``Z``
+_ZULU: Final = frozenset({"iso-z", "iso-z-millis", "%Y-%m-%dT%H:%M:%SZ",
+                          "%Y-%m-%dT%H:%M:%S.%f000Z"})
 #: the model types of values stored as ``S`` and as ``N``
 _TEXTS: Final = frozenset({"string", "date", "datetime"})
 _NUMBERS: Final = frozenset({"integer", "decimal"})
@@ -671,8 +685,10 @@ def _merge_one(real: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
         return {"type": "map", "_values": [m for k in real for m in k["_values"]]}
-    if kind == "datetime":  # (one stored format, when every value was stored in it)
+    if kind == "datetime":  # (one stored format, when every value was stored in it; ISO
+        # with Z and any fraction, Java's Instant.toString(), is ISO_Z)
         formats = {k.get("stored_as") for k in real}
+        formats = {"iso-z"} if len(formats) > 1 and formats <= _ZULU else formats
         return {"type": kind, **({"stored_as": formats.pop()} if len(formats) == 1
                                  and None not in formats else {})}
     return dict(real[0])
@@ -992,11 +1008,14 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     type_attr = _type_attribute(items, table)
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
-    if type_attr is not None:
+    if type_attr is not None:  # (an item without a type: no entity of the model claims it)
         groups, rest = _by_type(entries, type_attr, table)
-        groups += _by_shape(rest, table)
-    else:
+        unplaced += [i for i, *_ in rest]
+    else:  # (a key shape one item holds in a sample of ten a shape: a stray, not an entity)
         groups = _by_shape(entries, table)
+        strays = len(entries) >= 10 * len(groups)
+        unplaced += [g.items[0] for g in groups if strays and len(g.items) == 1]
+        groups = [g for g in groups if not strays or len(g.items) > 1]
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)
@@ -1313,9 +1332,9 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
     for e in entities:
         for f in e.fields:
             kind = types.get(f["stored"])
-            if kind == "S" and f["type"] != "string":
-                f["type"] = "string"
-                f.pop("stored_as", None)  # (a key attribute: its text as stored)
+            if kind == "S" and f["type"] not in ("string", "datetime"):
+                f["type"] = "string"  # (a key attribute: its text as stored; a time
+                # declares its form)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
                 f.pop("stored_as", None)
