@@ -36,8 +36,7 @@ from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outrank
 from dynaorm.schema.rules import offloaded
 from dynaorm.schema.unclaimed import langgraph_row
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "slots_of",
-           "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "table_of"]
 
 #: the type attribute names other tools write, tried before any other attribute
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
@@ -126,7 +125,7 @@ def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
     key_types = {a: t for a, t in types.items() if t == "N"}
     return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None, "key_types": key_types,
             "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
-            "stream": None, "indexes": indexes, "_types": types}
+            "indexes": indexes, "_types": types}
 
 
 def _key_schema(schema: Iterable[Mapping[str, str]]) -> tuple[list[str], list[str]]:
@@ -449,22 +448,20 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
 def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
                 held: int) -> bool:
     """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
-    a data attribute (two values on items of one key skeleton and alike attributes: a
+    a data attribute (two values on items of one key shape and the same attributes: a
     task's ``type``, a cart item's ``Status``), nor one value only most items hold."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
-    kinds: dict[tuple[Any, ...], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    keys = {attr, *_key_attrs(table)}
+    names: dict[tuple[str, tuple[int, ...]], set[str]] = defaultdict(set)
     for item in items:
         value = _text(item.get(attr))
         base = _base_key(item, table)
         if value is None or base is None:
             continue
-        shape = _shape(base[0], table)
-        shapes[value].add(tuple(map(len, shape)))
-        skeleton = tuple(tuple(t if _is_tag(t) else "*" for t in part) for part in shape)
-        kinds[skeleton][value].update(a for a in item if a not in keys)
-    if any(_alike(a, b) for one in kinds.values() for n, a in enumerate(one.values())
-           for b in list(one.values())[n + 1:]) or (len(shapes) < 2 and held < 0.9 * len(items)):
+        shape = tuple(len(t) for t in _shape(base[0], table))
+        shapes[value].add(shape)
+        names[value, shape].update(item)
+    if len({(s, frozenset(a)) for (_, s), a in names.items()}) < len(names) or (
+            len(shapes) < 2 and held < 0.9 * len(items)):
         return False
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
@@ -521,7 +518,9 @@ def _template(group: _Group, attr: str, plain: bool = False
                if attr in k]
     if not present:
         return None
-    width = _width(group, attr, [t for _, t in present])
+    lengths = Counter(len(t) for _, t in present)  # (the token count: the group's fixed one
+    width = group.widths.get(attr, 0)  # when an item has it, else the most common)
+    width = width if lengths[width] else lengths.most_common(1)[0][0]
     fits = [(n, t) for n, t in present if len(t) == width]
     return _segments(group, attr, fits, width), {n for n, _ in fits}
 
@@ -543,26 +542,12 @@ def _segments(group: _Group, attr: str, fits: Sequence[tuple[int, tuple[str, ...
     return parts
 
 
-def _width(group: _Group, attr: str, present: Sequence[tuple[str, ...]]) -> int:
-    """The token count of ``attr``'s template: the group's fixed one when an item has
-    it, else the most common."""
-    lengths = Counter(len(t) for t in present)
-    fixed = group.widths.get(attr, 0)
-    return fixed if lengths[fixed] else lengths.most_common(1)[0][0]
-
-
 def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
-    """Whether every item of ``fits`` holds ``token`` as an attribute's text (not its
-    type name): a field's value, not a literal."""
+    """Whether every item of ``fits`` holds ``token`` as the text of an attribute other
+    than its key attributes (not its type name): a field's value, not a literal."""
     return bool(token) and token != group.type_name and all(
-        _holds(group.items[n], token, group.keys[n]) for n, _ in fits)
-
-
-def _holds(item: Item, token: str, keys: Iterable[str]) -> bool:
-    """Whether ``item`` holds ``token`` as the text of an attribute other than its key
-    attributes ``keys`` (then a key holding it holds a field, not a literal)."""
-    skip = set(keys)
-    return any(_text(av) == token for a, av in item.items() if a not in skip)
+        any(_text(av) == token for a, av in group.items[n].items() if a not in group.keys[n])
+        for n, _ in fits)
 
 
 def _led(slot: _Slot) -> _Slot:
@@ -688,9 +673,8 @@ def _merge_one(real: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if kind == "datetime":  # (one stored format, when every value was stored in it; ISO
         # with Z and any fraction, Java's Instant.toString(), is ISO_Z)
         formats = {k.get("stored_as") for k in real}
-        formats = {"iso-z"} if len(formats) > 1 and formats <= _ZULU else formats
-        return {"type": kind, **({"stored_as": formats.pop()} if len(formats) == 1
-                                 and None not in formats else {})}
+        one = formats.pop() if len(formats) == 1 else "iso-z" if formats <= _ZULU else None
+        return {"type": kind, **({"stored_as": one} if one else {})}
     return dict(real[0])
 
 
@@ -1342,10 +1326,9 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
 
 
 def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
-    native = {i["name"] for i in table["indexes"] if i.get("native")}
     indexes = []
     for index in table["indexes"]:
-        if index["name"] in native:
+        if index.get("native"):
             continue
         attrs = index.get("pk", [table["pk"]]) + index.get("sk", [])
         if index["kind"] == "lsi":
@@ -1353,24 +1336,10 @@ def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
         if all(a in e.templates for a in attrs):
             indexes.append({"name": index["name"], "pk": e.templates[attrs[0]],
                             "sk": e.templates[attrs[1]] if len(attrs) > 1 else None})
-    stored = {f["stored"]: f["name"] for f in e.fields}
-    ttl = table.get("ttl")
     return {"name": e.group.name, "type_name": e.group.type_name or e.group.name,
             "pk": e.templates[table["pk"]],
             "sk": e.templates.get(table["sk"]) if table["sk"] else None,
             "fields": e.fields, "indexes": indexes, "unique": e.unique,
-            "versioned": e.group.versioned, "history_index": None,
-            "timestamps": {"created": None, "updated": None},
-            "ttl_field": stored.get(ttl) if ttl else None, "key_only": e.key_only,
-            "shards": {}, "encrypted": [], "previous": None, "overlaps": "literal",
-            "patterns": "derived"}
-
-
-def slots_of(template: str) -> tuple[Any, ...]:
-    """A template's structure: its literal texts and a marker for each field slot (two
-    templates of one structure name their fields differently, at most)."""
-    from dynaorm.schema.templates import KeyTemplate
-
-    parsed = KeyTemplate.parse(template)
-    return tuple(s if isinstance(s, str) else "{}" for s in parsed.segments)
+            "versioned": e.group.versioned, "key_only": e.key_only}  # (the rest as the
+    # model format's defaults)
 
