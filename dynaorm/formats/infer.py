@@ -122,8 +122,8 @@ def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
     pk, sk = _key_schema(description["KeySchema"])
     indexes = [_index(i, "gsi") for i in description.get("GlobalSecondaryIndexes", ())]
     indexes += [_index(i, "lsi") for i in description.get("LocalSecondaryIndexes", ())]
-    key_types = {a: t for a, t in types.items() if t == "N"}
-    return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None, "key_types": key_types,
+    return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None,
+            "key_types": {a: t for a, t in types.items() if t == "N"},
             "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
             "indexes": indexes, "_types": types}
 
@@ -473,21 +473,20 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
 
 
 def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
-             table: Mapping[str, Any]) -> tuple[list[_Group], list[tuple[Item, dict[str, str],
-                                                                          bool]]]:
-    """Items grouped by their type attribute's value, and those without one."""
+             table: Mapping[str, Any], unplaced: list[Item]) -> list[_Group]:
+    """Items grouped by their type attribute's value; those without one put in
+    ``unplaced`` (no entity of the model claims them)."""
     groups: dict[str, _Group] = {}
-    rest = []
     for entry in entries:
         value = _text(entry[0].get(attr))
         if value is None:
-            rest.append(entry)
+            unplaced.append(entry[0])
             continue
         group = groups.get(value)
         if group is None:
             group = groups[value] = _Group(_class_name(value), value, sep=table["_sep"])
         _add(group, *entry)
-    return list(groups.values()), rest
+    return list(groups.values())
 
 
 # -- templates -----------------------------------------------------------------------------
@@ -731,6 +730,8 @@ def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models:
 _TIME_WORDS: Final = frozenset({"at", "time", "timestamp", "ts", "epoch", "date", "datetime",
                                 "expires", "expiry", "expiration", "ttl", "created",
                                 "updated", "modified", "deleted"})
+#: the first or last word of an attribute named as a boolean
+_BOOL_WORDS: Final = frozenset({"is", "has", "can", "enabled", "active", "deleted", "flag"})
 #: the epoch numbers read as times: from 2000-01-01 to 2100-01-01, in seconds or in
 #: milliseconds (the two ranges are a thousand times apart: no number is in both)
 _EPOCHS: Final = (("epoch-seconds", 946_684_800, 4_102_444_800),
@@ -741,14 +742,19 @@ def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]
            ) -> dict[str, Any] | None:
     """A time stored as a number of epoch seconds or milliseconds (``StoredAs``), when both
     say so: the attribute is named as a time (its last word one of :data:`_TIME_WORDS`)
-    and every value is a whole number of one of :data:`_EPOCHS`' ranges."""
+    and every value is a whole number of one of :data:`_EPOCHS`' ranges; or a boolean
+    stored as 1 or 0, named as one (``isActive``, ``enabled``: :data:`_BOOL_WORDS`)."""
     words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored).lower())
     words = [w for w in words if w]
-    if kind.get("type") != "integer" or not avs or not words or words[-1] not in _TIME_WORDS:
+    if kind.get("type") != "integer" or not avs or not words:
         return None
     try:
         numbers = [int(av["N"]) for av in avs if "NULL" not in av]
     except (KeyError, ValueError):
+        return None
+    if {words[0], words[-1]} & _BOOL_WORDS and set(numbers) <= {0, 1}:
+        return {"type": "boolean", "stored_as": "number"}
+    if words[-1] not in _TIME_WORDS:
         return None
     for fmt, low, high in _EPOCHS:
         if numbers and all(low <= v < high for v in numbers):
@@ -868,7 +874,7 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     text as the item stores it, and a datetime would render its own."""
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
-            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith("epoch")
+            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith(("epoch", "num"))
                          else "string")  # (a number's text in a key: its number)
             f.pop("stored_as", None)
 
@@ -992,14 +998,14 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     type_attr = _type_attribute(items, table)
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
-    if type_attr is not None:  # (an item without a type: no entity of the model claims it)
-        groups, rest = _by_type(entries, type_attr, table)
-        unplaced += [i for i, *_ in rest]
-    else:  # (a key shape one item holds in a sample of ten a shape: a stray, not an entity)
+    if type_attr is not None:
+        groups = _by_type(entries, type_attr, table, unplaced)
+    else:
         groups = _by_shape(entries, table)
-        strays = len(entries) >= 10 * len(groups)
-        unplaced += [g.items[0] for g in groups if strays and len(g.items) == 1]
-        groups = [g for g in groups if not strays or len(g.items) > 1]
+        if len(entries) >= 10 * len(groups):  # (a key shape one item holds, in a sample
+            # of ten items a shape: a stray, not an entity)
+            unplaced += [g.items[0] for g in groups if len(g.items) == 1]
+            groups = [g for g in groups if len(g.items) > 1]
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)

@@ -528,12 +528,13 @@ def test_two_typed_attribute_round_trips(raw: tuple[Any, list[str]], backend: st
 
 
 # -- issue 89: times in the forms other writers store them ---------------------------------
-def test_changed_times_are_written_back_in_the_form_seen(raw: tuple[Any, list[str]],
-                                                         backend: str | None) -> None:
+def test_changed_times_and_booleans_are_written_back_in_the_form_seen(
+        raw: tuple[Any, list[str]], backend: str | None) -> None:
     """Times other writers stored (Java's ``Date`` as ``...05.123Z`` in a native index's
     sort key, ``Instant.toString()`` with 0, 3, 6 or 9 fraction digits, naive ISO, nine
-    fraction digits): the inferred model reads them as datetimes, and a changed value is
-    written back in the form seen (never ``+00:00``), the index still finding the item."""
+    fraction digits) and a boolean stored as the number 1 or 0: the inferred model reads
+    them as datetimes and a bool, and a changed value is written back in the form seen
+    (never ``+00:00``, never ``BOOL``), the index still finding the item."""
     import datetime as dt
 
     from dynaorm import Session
@@ -558,7 +559,7 @@ def test_changed_times_are_written_back_in_the_form_seen(raw: tuple[Any, list[st
             "placedAt": {"S": f"2020-04-24T14:4{n}:05.123Z"},
             "seen": {"S": f"2020-04-24T14:40:05{fractions[n]}Z"},
             "naive": {"S": f"2020-04-24T14:4{n}:00"},
-            "nanos": {"S": f"2020-04-24T14:40:05.12345678{n}Z"}})
+            "nanos": {"S": f"2020-04-24T14:40:05.12345678{n}Z"}, "isActive": {"N": str(n % 2)}})
     code, model = infer_code(name, client=client, report=None)
     assert model["inferred"]["placed"] == 4
     table = _defined(code)
@@ -568,7 +569,9 @@ def test_changed_times_are_written_back_in_the_form_seen(raw: tuple[Any, list[st
     with Session(table) as s:
         (obj,) = [o for o in s.scan(cls).all() if o.owner == "c1x"]
         assert isinstance(obj.placed_at, dt.datetime) and isinstance(obj.naive, dt.datetime)
+        assert obj.is_active is True
         obj.placed_at = obj.seen = obj.naive = obj.nanos = at
+        obj.is_active = False
         s.save(obj)
         s.commit()
     got = client.get_item(TableName=name, Key={"PK": {"S": "ORDER#o1x"}, "SK": {"S": "ORDER"}},
@@ -576,6 +579,7 @@ def test_changed_times_are_written_back_in_the_form_seen(raw: tuple[Any, list[st
     assert {a: got[a]["S"] for a in ("placedAt", "seen", "naive", "nanos")} == {
         "placedAt": "2021-05-06T07:08:09.250Z", "seen": "2021-05-06T07:08:09.250000Z",
         "naive": "2021-05-06T07:08:09", "nanos": "2021-05-06T07:08:09.250000000Z"}
+    assert got["isActive"] == {"N": "0"}
     found = client.query(TableName=name, IndexName="byOwner",
                          KeyConditionExpression="#o = :o AND placedAt = :t",
                          ExpressionAttributeNames={"#o": "owner"},

@@ -416,3 +416,24 @@ def test_a_table_per_class_entity_is_named_after_its_table() -> None:
     items = [{"id": s(f"8f14e45f-{n}"), "total": {"N": str(n)}} for n in range(4)]
     (entity,) = infer_model(table, None, items).model["entities"]
     assert entity["name"] == "ProdOrder"
+
+
+@pytest.mark.parametrize(("name", "numbers", "boolean"), [
+    ("isActive", [1, 0], True), ("enabled", [1], True), ("has_kids", [0, 1], True),
+    ("count", [1, 0], False),    # (a number not named as a boolean)
+    ("isActive", [1, 2], False),  # (a number other than 1 and 0)
+])
+def test_booleans_stored_as_numbers_keep_that_form(name: str, numbers: list[int],
+                                                   boolean: bool) -> None:
+    """A boolean stored as the number 1 or 0 (named as one: ``isActive``, ``enabled``) is
+    a ``bool`` stored as a number (``StoredAs.NUMBER``), and the printed code says so."""
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"),
+              name: {"N": str(v)}} for n, v in enumerate(numbers * 2)]
+    found = infer_model(_table(), None, items)
+    (field,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == name]
+    want = ("boolean", "number") if boolean else ("integer", None)
+    assert (field["type"], field.get("stored_as")) == want
+    (defined,) = [f for e in _defined(found)["entities"] for f in e["fields"]
+                  if f["stored"] == name]
+    assert (defined["type"], defined.get("stored_as")) == want
+    assert _decoded(found).placed == len(items)
