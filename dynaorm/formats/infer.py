@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from itertools import combinations
 from typing import Any, Final
 
 import pydantic
@@ -140,12 +141,8 @@ def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
     shown: Any = projection.get("ProjectionType", "ALL")
     if shown == "INCLUDE":
         shown = list(projection.get("NonKeyAttributes", ()))
-    out: dict[str, Any] = {"name": index["IndexName"], "kind": kind, "projection": shown}
-    if kind == "gsi":
-        out.update(native=False, pk=pk, sk=sk)
-    else:
-        out["sk"] = sk
-    return out
+    return {"name": index["IndexName"], "kind": kind, "projection": shown, "sk": sk,
+            **({"native": False, "pk": pk} if kind == "gsi" else {})}
 
 
 # -- tokens --------------------------------------------------------------------------------
@@ -436,10 +433,8 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
                                    if "S" in v and a not in keys)
     known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
     # one, another tool's strays, are left unplaced: the model claims none of them)
-    candidates = sorted(known, key=lambda a: -counts[a]) + sorted(
-        (a for a, n in counts.items() if n >= 0.95 * len(items) and a not in known),
-        key=lambda a: -counts[a])
-    for attr in candidates:
+    others = [a for a, n in counts.most_common() if n >= 0.95 * len(items) and a not in known]
+    for attr in sorted(known, key=lambda a: -counts[a]) + others:
         if _types_keys(items, table, attr, attr in known, counts[attr]):
             return attr
     return None
@@ -448,20 +443,22 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
 def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
                 held: int) -> bool:
     """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
-    a data attribute (two values on items of one key shape and the same attributes: a
-    task's ``type``, a cart item's ``Status``), nor one value only most items hold."""
+    a data attribute (two values on items of one key skeleton, its tags and where its
+    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
+    one value only most items hold."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
-    names: dict[tuple[str, tuple[int, ...]], set[str]] = defaultdict(set)
+    names: dict[Any, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for item in items:
         value = _text(item.get(attr))
         base = _base_key(item, table)
         if value is None or base is None:
             continue
-        shape = tuple(len(t) for t in _shape(base[0], table))
-        shapes[value].add(shape)
-        names[value, shape].update(item)
-    if len({(s, frozenset(a)) for (_, s), a in names.items()}) < len(names) or (
-            len(shapes) < 2 and held < 0.9 * len(items)):
+        shape = _shape(base[0], table)
+        shapes[value].add(tuple(map(len, shape)))
+        names[tuple(tuple(t if _is_tag(t) else "" for t in p) for p in shape)][value].update(
+            item)
+    if any(_alike(*pair) for one in names.values() for pair in combinations(one.values(), 2)
+           ) or (len(shapes) < 2 and held < 0.9 * len(items)):
         return False
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
