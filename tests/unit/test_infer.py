@@ -395,12 +395,14 @@ def test_times_in_any_consistent_text_form_are_datetimes(texts: list[str], store
 def test_stray_single_items_are_unplaced_not_entities() -> None:
     """Single items of no entity's shape in a sample of many (``Item``, ``Blob``,
     ``TmpMigrationMarker``) are reported unplaced, not made one-item entities."""
-    items = [{"PK": s(f"USER#u{n}x"), "SK": s("PROFILE"), "name": s("a")} for n in range(30)]
+    items: list[dict[str, Any]] = [{"PK": s(f"USER#u{n}x"), "SK": s("PROFILE"),
+                                    "name": s("a")} for n in range(30)]
     items += [{"PK": s(f"USER#u{n}x"), "SK": s(f"ORDER#o{n}x"), "total": {"N": "1"}}
               for n in range(30)]
-    strays = [{"PK": s("8f14e45f"), "SK": s("c9f0f895"), "x": s("1")},
-              {"PK": s("BLOB"), "SK": s("BLOB"), "data": {"B": b"x"}},
-              {"PK": s("TMP#MIGRATION"), "SK": s("MARKER"), "done": {"BOOL": True}}]
+    strays: list[dict[str, Any]] = [
+        {"PK": s("8f14e45f"), "SK": s("c9f0f895"), "x": s("1")},
+        {"PK": s("BLOB"), "SK": s("BLOB"), "data": {"B": b"x"}},
+        {"PK": s("TMP#MIGRATION"), "SK": s("MARKER"), "done": {"BOOL": True}}]
     found = infer_model(_table(), None, items + strays)
     assert (found.placed, found.unplaced) == (60, 3)
     assert sorted(e["sk"] for e in found.model["entities"]) == ["ORDER#{order_id}", "PROFILE"]
