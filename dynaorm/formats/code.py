@@ -50,9 +50,8 @@ _TODO: Final = ["def _todo() -> _t.Any:",
 
 def _stored_as(fmt: str) -> str:
     """The code of a time's stored format: ``_d.StoredAs.ISO_Z``, ``_d.StoredAs('%Y')``."""
-    named = {"iso-z": "ISO_Z", "iso-z-millis": "ISO_Z_MILLIS",
-             "epoch-seconds": "EPOCH_SECONDS", "epoch-millis": "EPOCH_MILLIS"}
-    return f"_d.StoredAs.{named[fmt]}" if fmt in named else f"_d.StoredAs({fmt!r})"
+    return (f"_d.StoredAs({fmt!r})" if "%" in fmt  # (a named one: StoredAs.ISO_Z...)
+            else f"_d.StoredAs.{fmt.upper().replace('-', '_')}")
 
 
 def identifier(name: str, taken: Sequence[str] = ()) -> str:

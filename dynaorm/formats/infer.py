@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from itertools import combinations
 from typing import Any, Final
 
 import pydantic
@@ -36,8 +37,7 @@ from dynaorm.keys import OWN_PREFIX, KeyTemplate, could_overlap, literal_outrank
 from dynaorm.schema.rules import offloaded
 from dynaorm.schema.unclaimed import langgraph_row
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "slots_of",
-           "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "table_of"]
 
 #: the type attribute names other tools write, tried before any other attribute
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
@@ -123,10 +123,10 @@ def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
     pk, sk = _key_schema(description["KeySchema"])
     indexes = [_index(i, "gsi") for i in description.get("GlobalSecondaryIndexes", ())]
     indexes += [_index(i, "lsi") for i in description.get("LocalSecondaryIndexes", ())]
-    key_types = {a: t for a, t in types.items() if t == "N"}
-    return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None, "key_types": key_types,
+    return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None,
+            "key_types": {a: t for a, t in types.items() if t == "N"},
             "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
-            "stream": None, "indexes": indexes, "_types": types}
+            "indexes": indexes, "_types": types}
 
 
 def _key_schema(schema: Iterable[Mapping[str, str]]) -> tuple[list[str], list[str]]:
@@ -141,12 +141,8 @@ def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
     shown: Any = projection.get("ProjectionType", "ALL")
     if shown == "INCLUDE":
         shown = list(projection.get("NonKeyAttributes", ()))
-    out: dict[str, Any] = {"name": index["IndexName"], "kind": kind, "projection": shown}
-    if kind == "gsi":
-        out.update(native=False, pk=pk, sk=sk)
-    else:
-        out["sk"] = sk
-    return out
+    return {"name": index["IndexName"], "kind": kind, "projection": shown, "sk": sk,
+            **({"native": False, "pk": pk} if kind == "gsi" else {})}
 
 
 # -- tokens --------------------------------------------------------------------------------
@@ -310,7 +306,8 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
         for (item, key, versioned), sig in zip(same, sigs, strict=True):
             group = groups.get(sig)
             if group is None:
-                group = groups[sig] = _Group(_shape_name(sig), None, sep=table["_sep"])
+                group = groups[sig] = _Group(_shape_name(sig, table["name"]), None,
+                                             sep=table["_sep"])
             _add(group, item, key, versioned)
     return list(groups.values())
 
@@ -403,12 +400,12 @@ def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> Non
     group.versioned = group.versioned or versioned
 
 
-def _shape_name(sig: tuple[tuple[str, ...], ...]) -> str:
+def _shape_name(sig: tuple[tuple[str, ...], ...], table: str) -> str:
     """A class name for the entity of a key shape: its literals (``USER#*``, ``ORDER#*``
-    -> ``UserOrder``), else ``Item``."""
+    -> ``UserOrder``), else its table's name (``prod-orders`` -> ``ProdOrder``)."""
     words = [t.strip('"$*:=_') for toks in sig for t in toks if t != "*"]
     literals = [w for w in dict.fromkeys(words) if w.lower() not in _WORDS] or words
-    return _class_name("_".join(literals)) if literals else "Item"
+    return _class_name("_".join(literals) or re.sub(r"(?<=[^su])s\Z", "", table))
 
 
 def _class_name(text: str) -> str:
@@ -435,27 +432,34 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     counts: Counter[str] = Counter(a for item in items for a, v in item.items()
                                    if "S" in v and a not in keys)
     known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
-    # one, another tool's strays, are then told apart by their keys: never all of them)
-    candidates = known + sorted((a for a, n in counts.items()
-                                 if n >= 0.95 * len(items) and a not in known),
-                                key=lambda a: -counts[a])
-    for attr in candidates:
-        if _types_keys(items, table, attr, attr in known):
+    # one, another tool's strays, are left unplaced: the model claims none of them)
+    others = [a for a, n in counts.most_common() if n >= 0.95 * len(items) and a not in known]
+    for attr in sorted(known, key=lambda a: -counts[a]) + others:
+        if _types_keys(items, table, attr, attr in known, counts[attr]):
             return attr
     return None
 
 
-def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool) -> bool:
-    """Whether ``attr`` reads as a type attribute: few values, each of one key shape."""
+def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
+                held: int) -> bool:
+    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
+    a data attribute (two values on items of one key skeleton, its tags and where its
+    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
+    one value only most items hold."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+    names: dict[Any, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for item in items:
         value = _text(item.get(attr))
-        if value is None:
-            continue
         base = _base_key(item, table)
-        if base is None:
+        if value is None or base is None:
             continue
-        shapes[value].add(tuple(len(t) for t in _shape(base[0], table)))
+        shape = _shape(base[0], table)
+        shapes[value].add(tuple(map(len, shape)))
+        names[tuple(tuple(t if _is_tag(t) else "" for t in p) for p in shape)][value].update(
+            item)
+    if any(_alike(*pair) for one in names.values() for pair in combinations(one.values(), 2)
+           ) or (len(shapes) < 2 and held < 0.9 * len(items)):
+        return False
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
         return False
@@ -466,21 +470,20 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
 
 
 def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
-             table: Mapping[str, Any]) -> tuple[list[_Group], list[tuple[Item, dict[str, str],
-                                                                          bool]]]:
-    """Items grouped by their type attribute's value, and those without one."""
+             table: Mapping[str, Any], unplaced: list[Item]) -> list[_Group]:
+    """Items grouped by their type attribute's value; those without one put in
+    ``unplaced`` (no entity of the model claims them)."""
     groups: dict[str, _Group] = {}
-    rest = []
     for entry in entries:
         value = _text(entry[0].get(attr))
         if value is None:
-            rest.append(entry)
+            unplaced.append(entry[0])
             continue
         group = groups.get(value)
         if group is None:
             group = groups[value] = _Group(_class_name(value), value, sep=table["_sep"])
         _add(group, *entry)
-    return list(groups.values()), rest
+    return list(groups.values())
 
 
 # -- templates -----------------------------------------------------------------------------
@@ -511,7 +514,9 @@ def _template(group: _Group, attr: str, plain: bool = False
                if attr in k]
     if not present:
         return None
-    width = _width(group, attr, [t for _, t in present])
+    lengths = Counter(len(t) for _, t in present)  # (the token count: the group's fixed one
+    width = group.widths.get(attr, 0)  # when an item has it, else the most common)
+    width = width if lengths[width] else lengths.most_common(1)[0][0]
     fits = [(n, t) for n, t in present if len(t) == width]
     return _segments(group, attr, fits, width), {n for n, _ in fits}
 
@@ -533,26 +538,12 @@ def _segments(group: _Group, attr: str, fits: Sequence[tuple[int, tuple[str, ...
     return parts
 
 
-def _width(group: _Group, attr: str, present: Sequence[tuple[str, ...]]) -> int:
-    """The token count of ``attr``'s template: the group's fixed one when an item has
-    it, else the most common."""
-    lengths = Counter(len(t) for t in present)
-    fixed = group.widths.get(attr, 0)
-    return fixed if lengths[fixed] else lengths.most_common(1)[0][0]
-
-
 def _held(group: _Group, fits: Sequence[tuple[int, tuple[str, ...]]], token: str) -> bool:
-    """Whether every item of ``fits`` holds ``token`` as an attribute's text (not its
-    type name): a field's value, not a literal."""
+    """Whether every item of ``fits`` holds ``token`` as the text of an attribute other
+    than its key attributes (not its type name): a field's value, not a literal."""
     return bool(token) and token != group.type_name and all(
-        _holds(group.items[n], token, group.keys[n]) for n, _ in fits)
-
-
-def _holds(item: Item, token: str, keys: Iterable[str]) -> bool:
-    """Whether ``item`` holds ``token`` as the text of an attribute other than its key
-    attributes ``keys`` (then a key holding it holds a field, not a literal)."""
-    skip = set(keys)
-    return any(_text(av) == token for a, av in item.items() if a not in skip)
+        any(_text(av) == token for a, av in group.items[n].items() if a not in group.keys[n])
+        for n, _ in fits)
 
 
 def _led(slot: _Slot) -> _Slot:
@@ -624,11 +615,15 @@ def _stored_format(text: str) -> str | None:
     sep, fraction, zone = found.groups()
     if fraction is None:
         return f"%Y-%m-%d{sep}%H:%M:%S{zone}"
-    if zone and sep == "T":
+    if zone and sep == "T" and len(fraction) != 9:
         return "iso-z-millis" if len(fraction) == 3 else "iso-z"
-    return f"%Y-%m-%d{sep}%H:%M:%S.%f" if len(fraction) == 6 and not zone else None
+    return {6: f"%Y-%m-%d{sep}%H:%M:%S.%f{zone}", 9: f"%Y-%m-%d{sep}%H:%M:%S.%f000{zone}"}.get(
+        len(fraction))
 
 
+#: the stored formats of ISO-8601 times with ``Z``
+_ZULU: Final = frozenset({"iso-z", "iso-z-millis", "%Y-%m-%dT%H:%M:%SZ",
+                          "%Y-%m-%dT%H:%M:%S.%f000Z"})
 #: the model types of values stored as ``S`` and as ``N``
 _TEXTS: Final = frozenset({"string", "date", "datetime"})
 _NUMBERS: Final = frozenset({"integer", "decimal"})
@@ -671,10 +666,11 @@ def _merge_one(real: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
         return {"type": "map", "_values": [m for k in real for m in k["_values"]]}
-    if kind == "datetime":  # (one stored format, when every value was stored in it)
+    if kind == "datetime":  # (one stored format, when every value was stored in it; ISO
+        # with Z and any fraction, Java's Instant.toString(), is ISO_Z)
         formats = {k.get("stored_as") for k in real}
-        return {"type": kind, **({"stored_as": formats.pop()} if len(formats) == 1
-                                 and None not in formats else {})}
+        one = formats.pop() if len(formats) == 1 else "iso-z" if formats <= _ZULU else None
+        return {"type": kind, **({"stored_as": one} if one else {})}
     return dict(real[0])
 
 
@@ -731,6 +727,8 @@ def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models:
 _TIME_WORDS: Final = frozenset({"at", "time", "timestamp", "ts", "epoch", "date", "datetime",
                                 "expires", "expiry", "expiration", "ttl", "created",
                                 "updated", "modified", "deleted"})
+#: the first or last word of an attribute named as a boolean
+_BOOL_WORDS: Final = frozenset({"is", "has", "can", "enabled", "active", "deleted", "flag"})
 #: the epoch numbers read as times: from 2000-01-01 to 2100-01-01, in seconds or in
 #: milliseconds (the two ranges are a thousand times apart: no number is in both)
 _EPOCHS: Final = (("epoch-seconds", 946_684_800, 4_102_444_800),
@@ -741,14 +739,19 @@ def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]
            ) -> dict[str, Any] | None:
     """A time stored as a number of epoch seconds or milliseconds (``StoredAs``), when both
     say so: the attribute is named as a time (its last word one of :data:`_TIME_WORDS`)
-    and every value is a whole number of one of :data:`_EPOCHS`' ranges."""
+    and every value is a whole number of one of :data:`_EPOCHS`' ranges; or a boolean
+    stored as 1 or 0, named as one (``isActive``, ``enabled``: :data:`_BOOL_WORDS`)."""
     words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored).lower())
     words = [w for w in words if w]
-    if kind.get("type") != "integer" or not avs or not words or words[-1] not in _TIME_WORDS:
+    if kind.get("type") != "integer" or not avs or not words:
         return None
     try:
         numbers = [int(av["N"]) for av in avs if "NULL" not in av]
     except (KeyError, ValueError):
+        return None
+    if {words[0], words[-1]} & _BOOL_WORDS and set(numbers) <= {0, 1}:
+        return {"type": "boolean", "stored_as": "number"}
+    if words[-1] not in _TIME_WORDS:
         return None
     for fmt, low, high in _EPOCHS:
         if numbers and all(low <= v < high for v in numbers):
@@ -868,7 +871,7 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
     text as the item stores it, and a datetime would render its own."""
     for f in fields:
         if f["name"] in in_keys and f["type"] not in ("string", "integer", "decimal"):
-            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith("epoch")
+            f["type"] = ("integer" if str(f.get("stored_as", "")).startswith(("epoch", "num"))
                          else "string")  # (a number's text in a key: its number)
             f.pop("stored_as", None)
 
@@ -993,10 +996,13 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
     if type_attr is not None:
-        groups, rest = _by_type(entries, type_attr, table)
-        groups += _by_shape(rest, table)
+        groups = _by_type(entries, type_attr, table, unplaced)
     else:
         groups = _by_shape(entries, table)
+        if len(entries) >= 10 * len(groups):  # (a key shape one item holds, in a sample
+            # of ten items a shape: a stray, not an entity)
+            unplaced += [g.items[0] for g in groups if len(g.items) == 1]
+            groups = [g for g in groups if len(g.items) > 1]
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)
@@ -1313,9 +1319,9 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
     for e in entities:
         for f in e.fields:
             kind = types.get(f["stored"])
-            if kind == "S" and f["type"] != "string":
-                f["type"] = "string"
-                f.pop("stored_as", None)  # (a key attribute: its text as stored)
+            if kind == "S" and f["type"] not in ("string", "datetime"):
+                f["type"] = "string"  # (a key attribute: its text as stored; a time
+                # declares its form)
             elif kind == "N" and f["type"] not in ("integer", "decimal"):
                 f["type"] = "integer"
                 f.pop("stored_as", None)
@@ -1323,10 +1329,9 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
 
 
 def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
-    native = {i["name"] for i in table["indexes"] if i.get("native")}
     indexes = []
     for index in table["indexes"]:
-        if index["name"] in native:
+        if index.get("native"):
             continue
         attrs = index.get("pk", [table["pk"]]) + index.get("sk", [])
         if index["kind"] == "lsi":
@@ -1334,24 +1339,10 @@ def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
         if all(a in e.templates for a in attrs):
             indexes.append({"name": index["name"], "pk": e.templates[attrs[0]],
                             "sk": e.templates[attrs[1]] if len(attrs) > 1 else None})
-    stored = {f["stored"]: f["name"] for f in e.fields}
-    ttl = table.get("ttl")
     return {"name": e.group.name, "type_name": e.group.type_name or e.group.name,
             "pk": e.templates[table["pk"]],
             "sk": e.templates.get(table["sk"]) if table["sk"] else None,
             "fields": e.fields, "indexes": indexes, "unique": e.unique,
-            "versioned": e.group.versioned, "history_index": None,
-            "timestamps": {"created": None, "updated": None},
-            "ttl_field": stored.get(ttl) if ttl else None, "key_only": e.key_only,
-            "shards": {}, "encrypted": [], "previous": None, "overlaps": "literal",
-            "patterns": "derived"}
-
-
-def slots_of(template: str) -> tuple[Any, ...]:
-    """A template's structure: its literal texts and a marker for each field slot (two
-    templates of one structure name their fields differently, at most)."""
-    from dynaorm.schema.templates import KeyTemplate
-
-    parsed = KeyTemplate.parse(template)
-    return tuple(s if isinstance(s, str) else "{}" for s in parsed.segments)
+            "versioned": e.group.versioned, "key_only": e.key_only}  # (the rest as the
+    # model format's defaults)
 

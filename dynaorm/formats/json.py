@@ -82,9 +82,10 @@ def _read_object(at: At, out: dict[str, Any]) -> None:
 
 
 def _check_stored_as(stored: At, kind: str) -> None:
-    """Refuses a stored format that is not a datetime's, or not one dynaorm reads."""
-    if kind != "datetime":
-        raise stored.fail("a stored format is a datetime's")
+    """Refuses a stored format that is not a datetime's (or ``number``, a boolean's), or
+    not one dynaorm reads."""
+    if kind != ("boolean" if stored.value == "number" else "datetime"):
+        raise stored.fail("a stored format is a datetime's (or number, a boolean's)")
     try:
         StoredAs(stored.value)
     except DynaormError as exc:

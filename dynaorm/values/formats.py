@@ -37,11 +37,7 @@ from dynaorm.values.codec import Kind
 
 __all__ = ["StoredAs"]
 
-_ISO_Z = "iso-z"
-_ISO_Z_MILLIS = "iso-z-millis"
-_EPOCH_SECONDS = "epoch-seconds"
-_EPOCH_MILLIS = "epoch-millis"
-_NAMED = (_ISO_Z, _ISO_Z_MILLIS, _EPOCH_SECONDS, _EPOCH_MILLIS)
+_NAMED = ("iso-z", "iso-z-millis", "epoch-seconds", "epoch-millis", "number")
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -64,26 +60,26 @@ class StoredAs(Kind):
     """Seconds since the epoch, a number (a fraction when the time has microseconds)."""
     EPOCH_MILLIS: ClassVar[StoredAs]
     """Milliseconds since the epoch, a whole number."""
+    NUMBER: ClassVar[StoredAs]
+    """A ``bool`` field's format: the number 1 or 0 (as other writers store booleans)."""
 
     def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:
         if format not in _NAMED and "%" not in format:
             raise DynaormError(f"StoredAs({format!r}): give a strftime pattern (with % "
                                "directives) or one of StoredAs.ISO_Z, ISO_Z_MILLIS, "
-                               "EPOCH_SECONDS, EPOCH_MILLIS")
-        number = format in (_EPOCH_SECONDS, _EPOCH_MILLIS)
-        values = {"name": f"stored as {format}", "python": (datetime,),
-                  "tag": "N" if number else "S", "encode": self._encoder(format, zone),
-                  "format": format, "zone": zone}
+                               "EPOCH_SECONDS, EPOCH_MILLIS (or NUMBER, a bool's)")
+        values = {"name": f"stored as {format}", "python": (bool if format == "number"
+                                                             else datetime,),
+                  "tag": "N" if format in _NAMED[2:] else "S",  # (epochs, a bool's number)
+                  "encode": self._encoder(format, zone), "format": format, "zone": zone,
+                  "schemas": frozenset(), "actions": {}, "zero": None, "annotations": (),
+                  "pynamodb": ()}
         for name, value in values.items():
-            object.__setattr__(self, name, value)
-        for name, value in (("schemas", frozenset()), ("actions", {}), ("zero", None),
-                            ("annotations", ()), ("pynamodb", ())):
             object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
-        for name in ("ISO_Z", "ISO_Z_MILLIS", "EPOCH_SECONDS", "EPOCH_MILLIS"):
-            if getattr(StoredAs, name, None) is self:
-                return f"StoredAs.{name}"
+        if self.format in _NAMED and self.zone is UTC:
+            return f"StoredAs.{self.format.upper().replace('-', '_')}"
         zone = "" if self.zone is UTC else f", zone={self.zone!r}"
         return f"StoredAs({self.format!r}{zone})"
 
@@ -98,21 +94,24 @@ class StoredAs(Kind):
     @staticmethod
     def _encoder(format: str, zone: tzinfo) -> Callable[[Any], AttributeValue]:
         def encode(value: Any) -> AttributeValue:
-            if not isinstance(value, datetime):
-                raise InvalidValueError(f"a time stored as {format!r} must be a datetime, "
+            if format == "number" and isinstance(value, bool):
+                return {"N": str(int(value))}
+            if format == "number" or not isinstance(value, datetime):
+                raise InvalidValueError(f"a value stored as {format!r} must be a "
+                                        f"{'bool' if format == 'number' else 'datetime'}, "
                                         f"not {type(value).__name__}")
             value = value.replace(tzinfo=zone) if value.tzinfo is None else (
                 value.astimezone(zone))
-            if format == _EPOCH_SECONDS:
+            if format == "epoch-seconds":
                 seconds = Decimal(int(value.timestamp())) if not value.microsecond else (
                     _exact_seconds(value))
                 return {"N": str(seconds)}
-            if format == _EPOCH_MILLIS:
+            if format == "epoch-millis":
                 return {"N": str(int((_exact_seconds(value) * 1000).to_integral_value(
                     ROUND_FLOOR)))}
-            if format in (_ISO_Z, _ISO_Z_MILLIS):  # (isoformat: a year of four digits)
+            if format in ("iso-z", "iso-z-millis"):  # (isoformat: a year of four digits)
                 text = value.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat()
-                if format == _ISO_Z_MILLIS:
+                if format == "iso-z-millis":
                     return {"S": f"{text}.{value.microsecond // 1000:03d}Z"}
                 return {"S": f"{text}.{value.microsecond:06d}Z" if value.microsecond
                         else f"{text}Z"}
@@ -129,11 +128,11 @@ class StoredAs(Kind):
         """A stored value as a datetime in this format (anything else as it is: pydantic
         then validates it its own way)."""
         fmt = self.format
-        if fmt in (_EPOCH_SECONDS, _EPOCH_MILLIS):
+        if fmt in ("epoch-seconds", "epoch-millis"):
             if isinstance(raw, (int, Decimal, float)) and not isinstance(raw, bool):
                 # (microseconds from the epoch, rounded: a fraction before 1970 is negative,
                 # a finer one may carry into the next second)
-                micros = (Decimal(raw) * (1000 if fmt == _EPOCH_MILLIS else 1_000_000)
+                micros = (Decimal(raw) * (1000 if fmt == "epoch-millis" else 1_000_000)
                           ).to_integral_value()
                 try:
                     return (_EPOCH + timedelta(microseconds=int(micros))).astimezone(self.zone)
@@ -143,7 +142,7 @@ class StoredAs(Kind):
             return raw
         if not isinstance(raw, str):
             return raw
-        if fmt in (_ISO_Z, _ISO_Z_MILLIS):
+        if fmt in ("iso-z", "iso-z-millis"):
             return raw  # (ISO-8601: pydantic's own)
         try:
             found = datetime.strptime(raw, fmt)
@@ -170,7 +169,5 @@ def _exact_seconds(value: datetime) -> Decimal:
             + Decimal(delta.microseconds) / 1_000_000)
 
 
-StoredAs.ISO_Z = StoredAs(_ISO_Z)
-StoredAs.ISO_Z_MILLIS = StoredAs(_ISO_Z_MILLIS)
-StoredAs.EPOCH_SECONDS = StoredAs(_EPOCH_SECONDS)
-StoredAs.EPOCH_MILLIS = StoredAs(_EPOCH_MILLIS)
+for _name in _NAMED:  # (StoredAs.ISO_Z is StoredAs("iso-z")...)
+    setattr(StoredAs, _name.upper().replace("-", "_"), StoredAs(_name))

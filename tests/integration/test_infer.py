@@ -526,6 +526,68 @@ def test_two_typed_attribute_round_trips(raw: tuple[Any, list[str]], backend: st
     assert got["user_id"] == {"S": "7"} and got["zip"] == items[0]["zip"]
 
 
+
+# -- issue 89: times in the forms other writers store them ---------------------------------
+def test_changed_times_and_booleans_are_written_back_in_the_form_seen(
+        raw: tuple[Any, list[str]], backend: str | None) -> None:
+    """Times other writers stored (Java's ``Date`` as ``...05.123Z`` in a native index's
+    sort key, ``Instant.toString()`` with 0, 3, 6 or 9 fraction digits, naive ISO, nine
+    fraction digits) and a boolean stored as the number 1 or 0: the inferred model reads
+    them as datetimes and a bool, and a changed value is written back in the form seen
+    (never ``+00:00``, never ``BOOL``), the index still finding the item."""
+    import datetime as dt
+
+    from dynaorm import Session
+
+    client, made = raw
+    name = _name("times")
+    made.append(name)
+    client.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                   {"AttributeName": "SK", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
+                              for a in ("PK", "SK", "owner", "placedAt")],
+        GlobalSecondaryIndexes=[{"IndexName": "byOwner", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": "owner", "KeyType": "HASH"},
+                                               {"AttributeName": "placedAt",
+                                                "KeyType": "RANGE"}]}])
+    fractions = ("", ".120", ".123456", ".123456789")
+    for n in range(4):
+        client.put_item(TableName=name, Item={
+            "PK": {"S": f"ORDER#o{n}x"}, "SK": {"S": "ORDER"}, "owner": {"S": f"c{n}x"},
+            "placedAt": {"S": f"2020-04-24T14:4{n}:05.123Z"},
+            "seen": {"S": f"2020-04-24T14:40:05{fractions[n]}Z"},
+            "naive": {"S": f"2020-04-24T14:4{n}:00"},
+            "nanos": {"S": f"2020-04-24T14:40:05.12345678{n}Z"}, "isActive": {"N": str(n % 2)}})
+    code, model = infer_code(name, client=client, report=None)
+    assert model["inferred"]["placed"] == 4
+    table = _defined(code)
+    table.connect(backend, "us-east-1")
+    (cls,) = table.entities.values()
+    at = dt.datetime(2021, 5, 6, 7, 8, 9, 250000, tzinfo=dt.UTC)
+    with Session(table) as s:
+        (obj,) = [o for o in s.scan(cls).all() if o.owner == "c1x"]
+        assert isinstance(obj.placed_at, dt.datetime) and isinstance(obj.naive, dt.datetime)
+        assert obj.is_active is True
+        obj.placed_at = obj.seen = obj.naive = obj.nanos = at
+        obj.is_active = False
+        s.save(obj)
+        s.commit()
+    got = client.get_item(TableName=name, Key={"PK": {"S": "ORDER#o1x"}, "SK": {"S": "ORDER"}},
+                          ConsistentRead=True)["Item"]
+    assert {a: got[a]["S"] for a in ("placedAt", "seen", "naive", "nanos")} == {
+        "placedAt": "2021-05-06T07:08:09.250Z", "seen": "2021-05-06T07:08:09.250000Z",
+        "naive": "2021-05-06T07:08:09", "nanos": "2021-05-06T07:08:09.250000000Z"}
+    assert got["isActive"] == {"N": "0"}
+    found = client.query(TableName=name, IndexName="byOwner",
+                         KeyConditionExpression="#o = :o AND placedAt = :t",
+                         ExpressionAttributeNames={"#o": "owner"},
+                         ExpressionAttributeValues={":o": {"S": "c1x"},
+                                                    ":t": {"S": "2021-05-06T07:08:09.250Z"}})
+    assert found["Count"] == 1
+
+
 @pytest.mark.engines("moto")
 def test_langgraph_rows_on_a_table_without_a_type_attribute_are_dynaorms_own(
         backend: str | None) -> None:

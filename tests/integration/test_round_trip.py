@@ -991,3 +991,48 @@ def test_a_move_from_a_previous_layout_keeps_what_it_did_not_touch(
         assert after.get("score" if attr == "Score" else attr) == av, attr
     assert after["prefs"]["M"]["beta"] == {"N": "1E2"}
     assert after["prefs"]["M"]["theme"] == {"S": "dark" if change == "prefs.theme" else "light"}
+
+
+# -- issue 89: a boolean another writer stores as the number 1 or 0 --------------------------
+flags = Table("rt-flags", pk="PK", sk="SK")
+
+
+class Flag(Entity):
+    class Meta:
+        table = flags
+        pk = "F#{fid}"
+        sk = "F"
+
+    fid: str
+    active: Annotated[bool, StoredAs.NUMBER]
+    wrong: Annotated[datetime | None, StoredAs.NUMBER] = None  # (a time is no boolean)
+
+
+def test_a_boolean_stored_as_a_number_keeps_that_form(backend: str | None) -> None:
+    """``StoredAs.NUMBER``: a bool written as ``N 1``/``N 0`` (what Java mappers and SQL
+    exports store) and read back as a bool; a value of another type there is refused
+    before anything is sent, and the table holds what it held."""
+    from dynaorm.errors import InvalidValueError
+
+    with use_tables(flags, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        key = {"PK": {"S": "F#a"}, "SK": {"S": "F"}}
+        s = tb.session()
+        s.save(Flag(fid="a", active=True))
+        s.commit()
+        assert flags.client.get_item(TableName=flags.name, Key=key)["Item"]["active"] == {
+            "N": "1"}
+        s = tb.session()
+        flag = s.get(Flag, fid="a")
+        assert flag is not None and flag.active is True
+        flag.active = False
+        s.save(flag)
+        s.commit()
+        stored = flags.client.get_item(TableName=flags.name, Key=key)["Item"]
+        s = tb.session()
+        flag = s.get(Flag, fid="a")
+        assert flag is not None and flag.active is False and stored["active"] == {"N": "0"}
+        flag.wrong = datetime(2026, 1, 2, tzinfo=UTC)
+        with pytest.raises(InvalidValueError, match="must be a bool"):
+            s.save(flag)
+            s.commit()
+        assert flags.client.get_item(TableName=flags.name, Key=key)["Item"] == stored

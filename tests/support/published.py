@@ -75,7 +75,7 @@ EXPECTED: dict[str, dict[str, Want]] = {
     "chat_system": {
         "Comment": Want("User:{user_id}", "{posted_at}",
                         {"RoomID_Comment_IDX": ("=RoomID", "=CreatedAt")},
-                        {"RoomID": "string", "Comment": "string", "CreatedAt": "string"}),
+                        {"RoomID": "string", "Comment": "string", "CreatedAt": "datetime"}),
         "Room": Want("Room:{room_id}", "meta", {}, {"CreatedBy": "string"}),
     },
     "complaint_management": {
@@ -85,7 +85,7 @@ EXPECTED: dict[str, dict[str, Want]] = {
                           {"customer_id": "string", "complaint_id": "string",
                            "current_state": "string", "creation_time": "datetime",
                            "severity": "string", "complaint_description": "string",
-                           "escalated_to": "string", "escalation_time": "string"}),
+                           "escalated_to": "string", "escalation_time": "datetime"}),
         "Communication": Want("{complaint_id}", "comm#{comm_date}#{comm_id}",
                               {"Agents_Comments_GSI": ("=agentID", "=comm_date")},
                               {"comm_id": "string", "comm_date": "string",
@@ -130,8 +130,8 @@ EXPECTED: dict[str, dict[str, Want]] = {
                              {"Email": "string", "PaymentDay": "string",
                               "PaymentAmount": "string", "SKU": "string",
                               "PaymentDetails": "map", "CreatedDate": "datetime",
-                              "NextPaymentDate": "string", "LastPaymentDate": "string",
-                              "NextReminderDate": "string", "LastReminderDate": "string"}),
+                              "NextPaymentDate": "string", "LastPaymentDate": "datetime",
+                              "NextReminderDate": "string", "LastReminderDate": "datetime"}),
         "Receipt": Want("ACC#{account_id}", "REC#{processed}#SKU#{sku}", {},
                         {"Email": "string", "SKU": "string", "ProcessedDate": "datetime",
                          "ProcessedAmount": "string", "TTL": "datetime"}),
@@ -193,7 +193,7 @@ EXPECTED: dict[str, dict[str, Want]] = {
                         {"customName": "string", "species": "string", "level": "integer",
                          "isLegendary": "boolean", "pokeTypes": "set", "evolutions": "list",
                          "resistances": "map", "captureState": "map",
-                         "trainerId": "string", "captureDate": "string",
+                         "trainerId": "string", "captureDate": "datetime",
                          "_ct": "datetime", "_md": "datetime"}),
     },
 }

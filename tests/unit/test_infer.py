@@ -189,7 +189,8 @@ def test_dynaorms_own_rows_are_counted_apart_never_entities() -> None:
     (["2026-01-02T03:04:05.123456Z"], "iso-z"),
     (["2026-01-02 03:04:05", "2026-01-03 03:04:05"], "%Y-%m-%d %H:%M:%S"),
     (["2026-01-02T03:04:05+00:00"], None),  # (dynaorm's own form)
-    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z"], None),  # (two forms)
+    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z"], "iso-z"),  # (Z, any fraction)
+    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05"], None),  # (two forms)
 ])
 def test_the_inferred_model_declares_the_stored_format_it_saw(texts: list[str],
                                                                stored: str | None) -> None:
@@ -320,4 +321,121 @@ def test_epoch_numbers_named_as_times_are_times(name: str, numbers: list[float],
     assert field.get("stored_as") == stored
     assert field["type"] == ("datetime" if stored else "integer" if all(
         float(v).is_integer() for v in numbers) else "decimal")
+    assert _decoded(found).placed == len(items)
+
+
+# -- issue 89: designs nobody here wrote ----------------------------------------------------
+def _task_manager(edb: bool) -> list[dict[str, Any]]:
+    """Items of ElectroDB's task-manager example (tasks, offices, employees), the tasks
+    with their data attribute ``type`` (epic, story, defect) the others lack; ``edb``:
+    with ElectroDB's own ``__edb_e__`` on every item."""
+    items = [{"PK": s(f"$task-manager#taskname_t{n}x"),
+              "SK": s(f"$task_1#project_p{n % 3}x#employee_e{n % 4}x"),
+              "type": s(("epic", "story", "defect")[n % 3]), "points": {"N": str(n)},
+              "status": s("open"), "__edb_e__": s("task")} for n in range(12)]
+    items += [{"PK": s(f"$task-manager#country_usa#state_s{n}x"),
+               "SK": s(f"$office_1#city_c{n}x#zip_{n}0101#officename_o{n}x"),
+               "address": s(f"{n} Main St"), "__edb_e__": s("office")} for n in range(5)]
+    items += [{"PK": s(f"$task-manager#employee_e{n}x"), "SK": s("$employee_1"),
+               "firstName": s("Ann"), "salary": s("100"), "__edb_e__": s("employee")}
+              for n in range(5)]
+    return items if edb else [{k: v for k, v in i.items() if k != "__edb_e__"} for i in items]
+
+
+@pytest.mark.parametrize("edb", [True, False])
+def test_a_type_only_one_entity_carries_is_a_field(edb: bool) -> None:
+    """A ``type`` attribute only the tasks carry (their kind: epic, story, defect) is a
+    field of the tasks, never the table's discriminator: ElectroDB's own type attribute,
+    held by every item, is (a regression of 0.9), else the keys tell the entities apart;
+    every item placed either way."""
+    found = infer_model(_table(), None, _task_manager(edb))
+    assert found.model["table"]["type_attribute"] == ("__edb_e__" if edb else None)
+    assert (found.placed, found.unplaced) == (22, 0)
+    assert len(found.model["entities"]) == 3
+    (task,) = [e for e in found.model["entities"] if e["pk"].endswith("taskname_{task}")
+               or "taskname" in e["pk"]]
+    assert {f["stored"]: f["type"] for f in task["fields"]}["type"] == "string"
+    assert _decoded(found).placed == 22
+
+
+def test_a_status_attribute_never_splits_an_entity() -> None:
+    """A cart item's ``Status`` (ACTIVE or SAVED on items of one key shape and the same
+    attributes) is a data attribute: one entity with a ``Status`` field, not two."""
+    items = [{"PK": s(f"CART#c{n % 4}x"), "SK": s(f"ITEM#sku{n}x"), "qty": {"N": "1"},
+              "Status": s(("ACTIVE", "SAVED")[n % 2])} for n in range(12)]
+    found = infer_model(_table(), None, items)
+    assert found.model["table"]["type_attribute"] is None
+    (item,) = found.model["entities"]
+    assert (item["pk"], item["sk"]) == ("CART#{cart_id}", "ITEM#{item_id}")
+    assert {f["stored"]: f["type"] for f in item["fields"]}["Status"] == "string"
+
+
+@pytest.mark.parametrize(("texts", "stored"), [
+    (["2020-04-24T14:40:00", "2020-04-24T14:45:00"], "%Y-%m-%dT%H:%M:%S"),  # (naive ISO)
+    (["2026-01-02T03:04:05.123456789Z"], "%Y-%m-%dT%H:%M:%S.%f000Z"),
+    # Java's Instant.toString(): Z, with 0, 3, 6 or 9 fraction digits as the time needs
+    (["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.120Z", "2026-01-02T03:04:05.123456Z",
+      "2026-01-02T03:04:05.123456789Z"], "iso-z"),
+])
+@pytest.mark.parametrize("native", [False, True])
+def test_times_in_any_consistent_text_form_are_datetimes(texts: list[str], stored: str,
+                                                         native: bool) -> None:
+    """A time in any consistent text form (naive ISO, ``Z`` with any number of fraction
+    digits) is a ``datetime`` declaring the form seen, also where its attribute is a
+    native index's key (an ``S`` key attribute: the stored form is text)."""
+    table = _table(("byAt", ["owner"], ["at"])) if native else _table()
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "owner": s(f"o{n}"), "at": s(t)}
+             for n, t in enumerate(texts * 2)]
+    found = infer_model(table, None, items)
+    (at,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == "at"]
+    assert (at["type"], at.get("stored_as")) == ("datetime", stored)
+    assert _decoded(found).placed == len(items)
+
+
+def test_stray_single_items_are_unplaced_not_entities() -> None:
+    """Single items of no entity's shape in a sample of many (``Item``, ``Blob``,
+    ``TmpMigrationMarker``) are reported unplaced, not made one-item entities."""
+    items: list[dict[str, Any]] = [{"PK": s(f"USER#u{n}x"), "SK": s("PROFILE"),
+                                    "name": s("a")} for n in range(30)]
+    items += [{"PK": s(f"USER#u{n}x"), "SK": s(f"ORDER#o{n}x"), "total": {"N": "1"}}
+              for n in range(30)]
+    strays: list[dict[str, Any]] = [
+        {"PK": s("8f14e45f"), "SK": s("c9f0f895"), "x": s("1")},
+        {"PK": s("BLOB"), "SK": s("BLOB"), "data": {"B": b"x"}},
+        {"PK": s("TMP#MIGRATION"), "SK": s("MARKER"), "done": {"BOOL": True}}]
+    found = infer_model(_table(), None, items + strays)
+    assert (found.placed, found.unplaced) == (60, 3)
+    assert sorted(e["sk"] for e in found.model["entities"]) == ["ORDER#{order_id}", "PROFILE"]
+    assert {"PK": "BLOB", "SK": "BLOB"} in found.unplaced_keys
+
+
+def test_a_table_per_class_entity_is_named_after_its_table() -> None:
+    """A table of one class, keyed by a bare id (no literal to name it by): its entity is
+    named after the table, not ``Item``."""
+    table = {"TableName": "prod-orders", "KeySchema": [{"AttributeName": "id",
+                                                        "KeyType": "HASH"}],
+             "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}]}
+    items = [{"id": s(f"8f14e45f-{n}"), "total": {"N": str(n)}} for n in range(4)]
+    (entity,) = infer_model(table, None, items).model["entities"]
+    assert entity["name"] == "ProdOrder"
+
+
+@pytest.mark.parametrize(("name", "numbers", "boolean"), [
+    ("isActive", [1, 0], True), ("enabled", [1], True), ("has_kids", [0, 1], True),
+    ("count", [1, 0], False),    # (a number not named as a boolean)
+    ("isActive", [1, 2], False),  # (a number other than 1 and 0)
+])
+def test_booleans_stored_as_numbers_keep_that_form(name: str, numbers: list[int],
+                                                   boolean: bool) -> None:
+    """A boolean stored as the number 1 or 0 (named as one: ``isActive``, ``enabled``) is
+    a ``bool`` stored as a number (``StoredAs.NUMBER``), and the printed code says so."""
+    items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"),
+              name: {"N": str(v)}} for n, v in enumerate(numbers * 2)]
+    found = infer_model(_table(), None, items)
+    (field,) = [f for f in found.model["entities"][0]["fields"] if f["stored"] == name]
+    want = ("boolean", "number") if boolean else ("integer", None)
+    assert (field["type"], field.get("stored_as")) == want
+    (defined,) = [f for e in _defined(found)["entities"] for f in e["fields"]
+                  if f["stored"] == name]
+    assert (defined["type"], defined.get("stored_as")) == want
     assert _decoded(found).placed == len(items)
