@@ -12,7 +12,8 @@ every other member is left as stored. Anything else that changed is written whol
 ``new`` renders it, but a list of maps keeps each member's stored form where it did not
 change and the members its nested model does not declare where it did (contract 24,
 "round trip without loss"): each member of ``new`` is merged with the stored member it was
-read from (``origins``: the loaded object's own members, by identity), never a neighbour's.
+read from (``origins``: the loaded object's own members, by identity, whichever list
+they were read in), never a neighbour's.
 A member stored under the alias its nested model reads it by is written there (the
 attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 """
@@ -32,9 +33,9 @@ Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: per list attribute: for each member of ``new``, where in the stored list it was read
-#: (``None``: a new member)
-Origins = Mapping[str, list[int | None]]
+#: per list attribute: for each member of ``new``, the stored list and place it was read
+#: at (``None``: a new member)
+Origins = Mapping[str, list[tuple[str, int] | None]]
 _NONE_AT: Origins = {}
 
 
@@ -70,7 +71,8 @@ def merge_items(stored: Item, old: Item, new: Item,
     for name, av in new.items():
         before = old.get(name)
         origin = origins.get(name)
-        if before == av and (origin is None or origin == list(range(len(origin)))):
+        if before == av and (origin is None or origin == [(name, i) for i in range(len(
+                origin))]):
             continue  # (members alike but moved: written in their new order)
         was = stored.get(name)
         inner = (nodes or {}).get(name)
@@ -83,8 +85,9 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, origin) if (
-            "L" in av) else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, None if origin is None
+                                            else [at and _member_at(stored, old, *at)
+                                                  for at in origin]) if "L" in av else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 
@@ -140,22 +143,37 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
+def _member_at(stored: Item, old: Item, attr: str, at: int
+               ) -> tuple[AttributeValue, AttributeValue] | None:
+    """The stored and ``old`` forms of member ``at`` of list ``attr`` (``None``: not a
+    list in both, as long)."""
+    was, before = stored.get(attr), old.get(attr)
+    if was is None or before is None or not _lists(was, before, before):
+        return None
+    return was["L"][at], before["L"][at]
+
+
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None = None, origin: list[int | None] | None = None
+            node: Node | None = None,
+            read: list[tuple[AttributeValue, AttributeValue] | None] | None = None
             ) -> AttributeValue:
-    """``new``, written whole, with what ``stored`` holds that the change did not touch
-    kept: a list of maps in all three (no path names a list's member) has each member
-    that ``origin`` says was read from a stored one (else: :func:`_by_value`) as that one
-    was stored where it did not change, and merged with it where it did; a new member,
-    and anything else, is ``new``."""
-    if stored is None or old is None or not _lists(stored, old, new):
+    """``new``, written whole, with what was stored that the change did not touch kept: a
+    list of maps (no path names a list's member) has each member that ``read`` says was
+    read from a stored one (its stored and old forms; else: :func:`_by_value`, in
+    ``stored``, a list of maps in all three) as that one was stored where it did not
+    change, and merged with it where it did; a new member, and anything else, is
+    ``new``."""
+    now = new["L"] if type(new) is dict and type(new.get("L")) is list else None
+    if now is None:
         return new
-    was, before, now = stored["L"], old["L"], new["L"]
-    if origin is None or len(origin) != len(now):
-        origin = _by_value(before, now)
-    return {"L": [av if at is None else was[at] if before[at] == av else {"M": _merge_map(
-        was[at]["M"], before[at]["M"], av["M"], (), [], node)} if _maps(
-        was[at], before[at], av) else av for av, at in zip(now, origin, strict=True)]}
+    if read is None or len(read) != len(now):
+        if stored is None or old is None or not _lists(stored, old, new):
+            return new
+        read = [None if at is None else (stored["L"][at], old["L"][at])
+                for at in _by_value(old["L"], now)]
+    return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
+        at[0]["M"], at[1]["M"], av["M"], (), [], node)} if _maps(*at, av) else av
+        for av, at in zip(now, read, strict=True)]}
 
 
 def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[int | None]:

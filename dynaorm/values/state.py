@@ -342,21 +342,21 @@ class InstanceState:
             spec, values) if self.members else {}, spec.attr_trees)
 
     def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
-        """Where each member of the object's lists of nested models was read in the stored
-        list (by identity: :attr:`members`; ``None``: a new one). A list none of whose
-        members the state knows (a state handed to another object, or one that does not
-        know them) is left to the merge (by value)."""
-        known, out = self.members or {}, {}
-        for name, attr in spec.member_lists:
-            loaded, now = known.get(attr), values.get(name)
-            if loaded is None or type(now) is not list:
-                continue
-            places: dict[int, list[int]] = {}
+        """Where each member of the object's lists of nested models was read: the stored
+        list and place (by identity: :attr:`members`, whichever list it was read in;
+        ``None``: a new one). A list none of whose members the state knows (a state
+        handed to another object, or one that does not know them) is left to the merge
+        (by value)."""
+        places: dict[int, list[tuple[str, int]]] = {}
+        for attr, loaded in (self.members or {}).items():
             for at, member in enumerate(loaded):
-                places.setdefault(id(member), []).append(at)
-            origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
-            if origin.count(None) < len(origin):
-                out[attr] = origin
+                places.setdefault(id(member), []).append((attr, at))
+        out = {}
+        for name, attr in spec.member_lists:
+            if type(now := values.get(name)) is list:
+                origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
+                if origin.count(None) < len(origin):
+                    out[attr] = origin
         return out
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),

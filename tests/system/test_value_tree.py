@@ -1031,7 +1031,6 @@ def test_reencrypt_and_a_rotation_reach_sealed_members_and_offloaded_mapping_val
 
 def test_a_forgotten_tenants_sealed_members_and_offloaded_values_read_as_forgotten(
         store: tuple[Store, Bucket]) -> None:
-    tb, _ = store
     s = Session(scoped_store)
     for tenant in ("t1", "t2"):
         s.save(_wallet(tenant))
