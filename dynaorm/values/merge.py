@@ -21,7 +21,8 @@ attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.values.tree import Node, nested
@@ -36,7 +37,9 @@ MAX_MEMBER_PATHS = 16
 #: per list attribute: for each member of ``new``, the stored list and place it was read
 #: at (``None``: a new member)
 Origins = Mapping[str, list[tuple[str, int] | None]]
-_NONE_AT: Origins = {}
+_NONE: Mapping[str, Any] = {}
+#: a member's stored and old forms (``None``: a new one)
+_Read = tuple[AttributeValue, AttributeValue] | None
 
 
 @dataclass(slots=True)
@@ -45,10 +48,10 @@ class Merged:
     attributes) and writes by member path (``members``: a value, or ``None`` to remove),
     and ``item``, the whole item that results (what a put writes)."""
 
-    set: Item = field(default_factory=dict)
-    remove: list[str] = field(default_factory=list)
-    members: list[tuple[Path, AttributeValue | None]] = field(default_factory=list)
-    item: Item = field(default_factory=dict)
+    set: Item
+    remove: list[str]
+    members: list[tuple[Path, AttributeValue | None]]
+    item: Item
 
     @property
     def touched(self) -> bool:
@@ -57,8 +60,8 @@ class Merged:
 
 
 def merge_items(stored: Item, old: Item, new: Item,
-                drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE_AT,
-                nodes: Mapping[str, Node] | None = None) -> Merged:
+                drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE,
+                nodes: Mapping[str, Node] = _NONE) -> Merged:
     """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
@@ -75,7 +78,7 @@ def merge_items(stored: Item, old: Item, new: Item,
                 origin))]):
             continue  # (members alike but moved: written in their new order)
         was = stored.get(name)
-        inner = (nodes or {}).get(name)
+        inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
             item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
@@ -143,43 +146,37 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
-def _member_at(stored: Item, old: Item, attr: str, at: int
-               ) -> tuple[AttributeValue, AttributeValue] | None:
+def _member_at(stored: Item, old: Item, attr: str, at: int) -> _Read:
     """The stored and ``old`` forms of member ``at`` of list ``attr`` (``None``: not a
     list in both, as long)."""
-    was, before = stored.get(attr), old.get(attr)
-    if was is None or before is None or not _lists(was, before, before):
-        return None
-    return was["L"][at], before["L"][at]
+    found = _lists(stored.get(attr), old.get(attr))
+    return found and (found[0][at], found[1][at])
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None = None,
-            read: list[tuple[AttributeValue, AttributeValue] | None] | None = None
-            ) -> AttributeValue:
-    """``new``, written whole, with what was stored that the change did not touch kept: a
-    list of maps (no path names a list's member) has each member that ``read`` says was
-    read from a stored one (its stored and old forms; else: :func:`_by_value`, in
-    ``stored``, a list of maps in all three) as that one was stored where it did not
-    change, and merged with it where it did; a new member, and anything else, is
-    ``new``."""
-    now = new["L"] if type(new) is dict and type(new.get("L")) is list else None
-    if now is None:
-        return new
+            node: Node | None = None, read: list[_Read] | None = None) -> AttributeValue:
+    """``new`` (a list), written whole, with what was stored that the change did not
+    touch kept: each member that ``read`` says was read from a stored map (its stored and
+    old forms; else: :func:`_by_value`, in ``stored``) as that one was stored where it
+    did not change, and merged with it where it did (no path names a list's member); a
+    new member, and anything else, is ``new``'s."""
+    now = new["L"]
     if read is None or len(read) != len(now):
-        if stored is None or old is None or not _lists(stored, old, new):
+        found = _lists(stored, old)
+        if found is None:
             return new
-        read = [None if at is None else (stored["L"][at], old["L"][at])
-                for at in _by_value(old["L"], now)]
+        read = _by_value(*found, now)
     return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
         at[0]["M"], at[1]["M"], av["M"], (), [], node)} if _maps(*at, av) else av
         for av, at in zip(now, read, strict=True)]}
 
 
-def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[int | None]:
-    """Where each member of ``now`` was in ``before`` when nothing says (a state that
-    does not know its members): an unchanged one, its own place first, else wherever it
-    moved; a changed one, its own place if no unchanged one took it."""
+def _by_value(was: list[AttributeValue], before: list[AttributeValue],
+              now: list[AttributeValue]) -> list[_Read]:
+    """Where each member of ``now`` was read (its stored form in ``was``, its old one in
+    ``before``) when nothing says (a state that does not know its members): an unchanged
+    one, its own place first, else wherever it moved; a changed one, its own place if no
+    unchanged one took it."""
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
@@ -192,12 +189,12 @@ def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[i
         if at is None and n < len(before) and free[n]:
             free[n] = False
             origin[n] = n
-    return origin
+    return [None if at is None else (was[at], before[at]) for at in origin]
 
 
-def _lists(stored: AttributeValue, old: AttributeValue, new: AttributeValue) -> bool:
-    """Whether ``stored``, ``old`` and ``new`` are all lists, ``stored`` as long as
-    ``old``."""
-    return not (type(new) is not dict or type(new.get("L")) is not list
-                or type(old.get("L")) is not list or type(stored.get("L")) is not list
-                or len(stored["L"]) != len(old["L"]))
+def _lists(stored: AttributeValue | None, old: AttributeValue | None
+           ) -> tuple[list[AttributeValue], list[AttributeValue]] | None:
+    """The members of ``stored`` and ``old``, both lists as long (else ``None``)."""
+    was, before = (stored or {}).get("L"), (old or {}).get("L")
+    return (was, before) if type(was) is list and type(before) is list and len(
+        was) == len(before) else None

@@ -33,7 +33,7 @@ from dynaorm.values.expressions import Condition, all_of, exists, not_exists, ra
 from dynaorm.values.merge import Merged, Origins, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
-           "changed_attributes", "declared", "decoded_numbers", "undeclared"]
+           "declared", "decoded_numbers", "undeclared"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -192,9 +192,6 @@ class InstanceState:
 
     __slots__ = ("_data", "_key", "_rendered", "_shape", "members", "version")
 
-    _key: PlainKey | None
-    _data: Item | tuple[Any, ...] | int
-    _shape: _Shape | LoadedPage | None
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
@@ -347,15 +344,15 @@ class InstanceState:
         ``None``: a new one). A list none of whose members the state knows (a state
         handed to another object, or one that does not know them) is left to the merge
         (by value)."""
-        places: dict[int, list[tuple[str, int]]] = {}
+        places: dict[int, list[tuple[str, int] | None]] = {}
         for attr, loaded in (self.members or {}).items():
             for at, member in enumerate(loaded):
                 places.setdefault(id(member), []).append((attr, at))
         out = {}
         for name, attr in spec.member_lists:
             if type(now := values.get(name)) is list:
-                origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
-                if origin.count(None) < len(origin):
+                origin = [(places.get(id(m)) or [None]).pop(0) for m in now]
+                if any(origin):
                     out[attr] = origin
         return out
 
@@ -476,13 +473,6 @@ class Deleted:
 
 #: the state of a deleted object (see :class:`Deleted`)
 DELETED: Final = Deleted()
-
-
-def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
-    """Attributes to SET (new or different) and to REMOVE (gone) going from old to new."""
-    to_set = {k: v for k, v in new.items() if old.get(k) != v}
-    to_remove = [k for k in old if k not in new]
-    return to_set, to_remove
 
 
 def undeclared(spec: Any, stored: Item) -> Item:
