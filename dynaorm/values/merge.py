@@ -12,7 +12,8 @@ every other member is left as stored. Anything else that changed is written whol
 ``new`` renders it, but a list of maps keeps each member's stored form where it did not
 change and the members its nested model does not declare where it did (contract 24,
 "round trip without loss"): each member of ``new`` is merged with the stored member it was
-read from (``origins``: the loaded object's own members, by identity), never a neighbour's.
+read from (``origins``: the loaded object's own members, by identity, whichever list
+they were read in), never a neighbour's.
 A member stored under the alias its nested model reads it by is written there (the
 attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 """
@@ -20,7 +21,8 @@ attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.values.tree import Node, nested
@@ -32,10 +34,12 @@ Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: per list attribute: for each member of ``new``, where in the stored list it was read
-#: (``None``: a new member)
-Origins = Mapping[str, list[int | None]]
-_NONE_AT: Origins = {}
+#: per list attribute: for each member of ``new``, the stored list and place it was read
+#: at (``None``: a new member)
+Origins = Mapping[str, list[tuple[str, int] | None]]
+_NONE: Mapping[str, Any] = {}
+#: a member's stored and old forms (``None``: a new one)
+_Read = tuple[AttributeValue, AttributeValue] | None
 
 
 @dataclass(slots=True)
@@ -44,10 +48,10 @@ class Merged:
     attributes) and writes by member path (``members``: a value, or ``None`` to remove),
     and ``item``, the whole item that results (what a put writes)."""
 
-    set: Item = field(default_factory=dict)
-    remove: list[str] = field(default_factory=list)
-    members: list[tuple[Path, AttributeValue | None]] = field(default_factory=list)
-    item: Item = field(default_factory=dict)
+    set: Item
+    remove: list[str]
+    members: list[tuple[Path, AttributeValue | None]]
+    item: Item
 
     @property
     def touched(self) -> bool:
@@ -56,8 +60,8 @@ class Merged:
 
 
 def merge_items(stored: Item, old: Item, new: Item,
-                drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE_AT,
-                nodes: Mapping[str, Node] | None = None) -> Merged:
+                drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE,
+                nodes: Mapping[str, Node] = _NONE) -> Merged:
     """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
@@ -70,10 +74,11 @@ def merge_items(stored: Item, old: Item, new: Item,
     for name, av in new.items():
         before = old.get(name)
         origin = origins.get(name)
-        if before == av and (origin is None or origin == list(range(len(origin)))):
+        if before == av and (origin is None or origin == [(name, i) for i in range(len(
+                origin))]):
             continue  # (members alike but moved: written in their new order)
         was = stored.get(name)
-        inner = (nodes or {}).get(name)
+        inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
             item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
@@ -83,8 +88,9 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, origin) if (
-            "L" in av) else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, None if origin is None
+                                            else [at and _member_at(stored, old, *at)
+                                                  for at in origin]) if "L" in av else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 
@@ -140,28 +146,37 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
+def _member_at(stored: Item, old: Item, attr: str, at: int) -> _Read:
+    """The stored and ``old`` forms of member ``at`` of list ``attr`` (``None``: not a
+    list in both, as long)."""
+    found = _lists(stored.get(attr), old.get(attr))
+    return found and (found[0][at], found[1][at])
+
+
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None = None, origin: list[int | None] | None = None
-            ) -> AttributeValue:
-    """``new``, written whole, with what ``stored`` holds that the change did not touch
-    kept: a list of maps in all three (no path names a list's member) has each member
-    that ``origin`` says was read from a stored one (else: :func:`_by_value`) as that one
-    was stored where it did not change, and merged with it where it did; a new member,
-    and anything else, is ``new``."""
-    if stored is None or old is None or not _lists(stored, old, new):
-        return new
-    was, before, now = stored["L"], old["L"], new["L"]
-    if origin is None or len(origin) != len(now):
-        origin = _by_value(before, now)
-    return {"L": [av if at is None else was[at] if before[at] == av else {"M": _merge_map(
-        was[at]["M"], before[at]["M"], av["M"], (), [], node)} if _maps(
-        was[at], before[at], av) else av for av, at in zip(now, origin, strict=True)]}
+            node: Node | None = None, read: list[_Read] | None = None) -> AttributeValue:
+    """``new`` (a list), written whole, with what was stored that the change did not
+    touch kept: each member that ``read`` says was read from a stored map (its stored and
+    old forms; else: :func:`_by_value`, in ``stored``) as that one was stored where it
+    did not change, and merged with it where it did (no path names a list's member); a
+    new member, and anything else, is ``new``'s."""
+    now = new["L"]
+    if read is None or len(read) != len(now):
+        found = _lists(stored, old)
+        if found is None:
+            return new
+        read = _by_value(*found, now)
+    return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
+        at[0]["M"], at[1]["M"], av["M"], (), [], node)} if _maps(*at, av) else av
+        for av, at in zip(now, read, strict=True)]}
 
 
-def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[int | None]:
-    """Where each member of ``now`` was in ``before`` when nothing says (a state that
-    does not know its members): an unchanged one, its own place first, else wherever it
-    moved; a changed one, its own place if no unchanged one took it."""
+def _by_value(was: list[AttributeValue], before: list[AttributeValue],
+              now: list[AttributeValue]) -> list[_Read]:
+    """Where each member of ``now`` was read (its stored form in ``was``, its old one in
+    ``before``) when nothing says (a state that does not know its members): an unchanged
+    one, its own place first, else wherever it moved; a changed one, its own place if no
+    unchanged one took it."""
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
@@ -174,12 +189,12 @@ def _by_value(before: list[AttributeValue], now: list[AttributeValue]) -> list[i
         if at is None and n < len(before) and free[n]:
             free[n] = False
             origin[n] = n
-    return origin
+    return [None if at is None else (was[at], before[at]) for at in origin]
 
 
-def _lists(stored: AttributeValue, old: AttributeValue, new: AttributeValue) -> bool:
-    """Whether ``stored``, ``old`` and ``new`` are all lists, ``stored`` as long as
-    ``old``."""
-    return not (type(new) is not dict or type(new.get("L")) is not list
-                or type(old.get("L")) is not list or type(stored.get("L")) is not list
-                or len(stored["L"]) != len(old["L"]))
+def _lists(stored: AttributeValue | None, old: AttributeValue | None
+           ) -> tuple[list[AttributeValue], list[AttributeValue]] | None:
+    """The members of ``stored`` and ``old``, both lists as long (else ``None``)."""
+    was, before = (stored or {}).get("L"), (old or {}).get("L")
+    return (was, before) if type(was) is list and type(before) is list and len(
+        was) == len(before) else None

@@ -33,7 +33,7 @@ from dynaorm.values.expressions import Condition, all_of, exists, not_exists, ra
 from dynaorm.values.merge import Merged, Origins, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
-           "changed_attributes", "declared", "decoded_numbers", "undeclared"]
+           "declared", "decoded_numbers", "undeclared"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -192,9 +192,6 @@ class InstanceState:
 
     __slots__ = ("_data", "_key", "_rendered", "_shape", "members", "version")
 
-    _key: PlainKey | None
-    _data: Item | tuple[Any, ...] | int
-    _shape: _Shape | LoadedPage | None
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
@@ -342,21 +339,21 @@ class InstanceState:
             spec, values) if self.members else {}, spec.attr_trees)
 
     def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
-        """Where each member of the object's lists of nested models was read in the stored
-        list (by identity: :attr:`members`; ``None``: a new one). A list none of whose
-        members the state knows (a state handed to another object, or one that does not
-        know them) is left to the merge (by value)."""
-        known, out = self.members or {}, {}
-        for name, attr in spec.member_lists:
-            loaded, now = known.get(attr), values.get(name)
-            if loaded is None or type(now) is not list:
-                continue
-            places: dict[int, list[int]] = {}
+        """Where each member of the object's lists of nested models was read: the stored
+        list and place (by identity: :attr:`members`, whichever list it was read in;
+        ``None``: a new one). A list none of whose members the state knows (a state
+        handed to another object, or one that does not know them) is left to the merge
+        (by value)."""
+        places: dict[int, list[tuple[str, int] | None]] = {}
+        for attr, loaded in (self.members or {}).items():
             for at, member in enumerate(loaded):
-                places.setdefault(id(member), []).append(at)
-            origin = [places[id(m)].pop(0) if places.get(id(m)) else None for m in now]
-            if origin.count(None) < len(origin):
-                out[attr] = origin
+                places.setdefault(id(member), []).append((attr, at))
+        out = {}
+        for name, attr in spec.member_lists:
+            if type(now := values.get(name)) is list:
+                origin = [(places.get(id(m)) or [None]).pop(0) for m in now]
+                if any(origin):
+                    out[attr] = origin
         return out
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
@@ -476,13 +473,6 @@ class Deleted:
 
 #: the state of a deleted object (see :class:`Deleted`)
 DELETED: Final = Deleted()
-
-
-def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
-    """Attributes to SET (new or different) and to REMOVE (gone) going from old to new."""
-    to_set = {k: v for k, v in new.items() if old.get(k) != v}
-    to_remove = [k for k in old if k not in new]
-    return to_set, to_remove
 
 
 def undeclared(spec: Any, stored: Item) -> Item:

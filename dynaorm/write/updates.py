@@ -545,7 +545,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     def _saved(self, state: InstanceState | None) -> Any:
         """The object the update saves, planned on ``state`` (``None``: an upsert's
-        insert)."""
+        insert), owning that state as a load would (its unchanged sealed values keep
+        their ciphertexts)."""
         cls = self.entity
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
@@ -553,11 +554,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
             values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
                       **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
         try:
-            return cls.model_validate(values)
+            obj = cls.model_validate(values)
         except ValidationError as exc:
             raise InvalidValueError(
                 f"{self._spec.name} {self.key}: the update would store what the model "
                 f"refuses; nothing was sent: {exc}") from exc
+        obj._dynaorm_state = state
+        return obj
 
     def _renders(self, state: InstanceState | None) -> tuple[Mapping[str, Any], ...]:
         """Planned as a save: the values it saves, and those stored."""

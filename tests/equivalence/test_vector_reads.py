@@ -21,7 +21,8 @@ from dynaorm import Entity, Table, Vector, VectorIndex
 from dynaorm.schema.entity import encode_entity, raw_state, spec_of
 from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.values.limits import float32 as float32_plain
-from dynaorm.values.state import _Numbers, changed_attributes
+from dynaorm.values.merge import merge_items
+from dynaorm.values.state import _Numbers
 
 DIMS = 6
 table = Table("vector-reads", vector_indexes=[
@@ -137,14 +138,13 @@ def test_a_loaded_vector_is_the_plain_one_and_its_changes_are_seen(
     state, spec = raw_state(loaded), spec_of(Doc)
     assert state is not None and state.item == item  # (rendered back exactly)
     written = [f"{v:.9g}" for v in plain.embedding]  # (what a write of it stores)
-    to_set, _ = changed_attributes(state.item, encode_entity(loaded, spec))
+    to_set = merge_items(state.item, state.item, encode_entity(loaded, spec)).set
     assert ("embedding" in to_set) == (written != numbers_)
     assert to_set.get("embedding", {"L": [{"N": t} for t in written]}) == {
         "L": [{"N": t} for t in written]}
     before = loaded.embedding[at]
     loaded.embedding[at] = other  # (in place: no validation; a save rounds it)
-    to_set, _ = changed_attributes(raw_state(loaded).item,  # type: ignore[union-attr]
-                                   encode_entity(loaded, spec))
+    to_set = merge_items(state.item, state.item, encode_entity(loaded, spec)).set  # type: ignore[union-attr]
     rounded = float32([other])[0]
     assert ("embedding" in to_set) == (written != numbers_ or rounded != before
                                        or struct.pack("<d", rounded) != struct.pack(

@@ -671,13 +671,10 @@ class Shelved(Entity):
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="the state knows a member by identity per list: a "
-                   "member moved to another list field is taken as new there and loses "
-                   "the attributes it was read with")
 def test_a_member_moved_to_another_list_keeps_its_own_attributes(db: TestBackend) -> None:
     """Another writer's line moved from ``lines`` to ``spare`` keeps its serial (the
-    member "keeps what it was read with wherever it moves", spec.member_lists); today it
-    is written without it, and its serial is lost."""
+    member "keeps what it was read with wherever it moves", spec.member_lists: the state
+    knows each member by identity, whichever list it was read in)."""
     key = _raw_key("SH#1", "SH")
     put_raw({**key, "_type": {"S": "Shelved"}, "oid": {"S": "1"},
              "lines": {"L": [_serialed(n) for n in range(2)]}, "spare": {"L": []}})
