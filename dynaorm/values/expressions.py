@@ -46,12 +46,19 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
+        parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")
             attr = self._renames.get(head, head) + dot + rest
-        parts = [segment.partition("[") for segment in attr.split(".")]  # (tags[0])
-        return ".".join(self.segments((segment,)) + bracket + index
-                        for segment, bracket, index in parts)
+        for segment in attr.split("."):
+            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
+            ph = self._by_name.get(segment)
+            if ph is None:
+                ph = f"#n{len(self._by_name)}"
+                self._by_name[segment] = ph
+                self.names[ph] = segment
+            parts.append(ph + bracket + index)
+        return ".".join(parts)
 
     def segments(self, path: tuple[str, ...]) -> str:
         """The placeholder of a document path given as its names (a map member's: each
@@ -331,21 +338,15 @@ def _named(ph: Placeholders, path: str) -> str:
     return ph.segments((path,)) if type(path) is Name else ph.name(path)
 
 
-def _whole(attr: str) -> str:
-    """One attribute's name as a path that is never split (:class:`Name`) where it holds
-    a dot or a bracket."""
-    return Name(attr) if "." in attr or "[" in attr else attr
-
-
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
-    return _Test("=", _whole(attr), (_Raw(av),))
+    return _Test("=", Name(attr) if "." in attr or "[" in attr else attr, (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_not_exists", _whole(attr))
+    return _Test("attribute_not_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -368,7 +369,7 @@ def free(pk: str, ttl: str | None) -> Condition:
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_exists", _whole(attr))
+    return _Test("attribute_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
