@@ -171,6 +171,8 @@ def _commit_p(staged: list[StagedWrite], observed: bool, keyed: bool,
     receipt = _receipt(staged, idempotency_key, stage)
     if not staged:
         return CommitResult()
+    if receipt is not None:
+        yield from receipt.keyed_p()
     again: Collection[int] = ()
     response: dict[str, Any] = {}
     with recording() as result:

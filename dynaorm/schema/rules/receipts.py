@@ -45,10 +45,12 @@ from dynaorm.caches import cache
 from dynaorm.errors import (
     DynaormError,
     IdempotencyMismatchError,
+    KeyringError,
     RequestError,
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
@@ -372,6 +374,16 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
+        sealed = sorted({s.table.name: s.table for e in staged
+                         if (s := e._entity.__dynaorm_spec__).encrypted}.items())
+        if sealed:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
+            keyring = receipting.keyring = keyring_of(sealed[0][1])
+            if getattr(keyring, "mac_key_id", None) is None:
+                raise KeyringError(
+                    f"table {sealed[0][0]!r}: a keyed commit of Encrypted fields keys its "
+                    f"receipt's digest with a MAC key, and {keyring!r} "
+                    "has none (StaticKeyring(..., mac_key=...), KmsKeyring(..., "
+                    "mac_key_id=...))", key_id=str(getattr(keyring, "key_id", "?")))
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
@@ -461,8 +473,8 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches), a
     check of each other table it may write; its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
-                 "token", "value")
+    __slots__ = ("digest", "hashed", "homes", "key", "keyring", "made", "nonce", "now",
+                 "plain", "sent", "token", "value")
 
     def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
@@ -471,18 +483,17 @@ class Receipting:
         #: table written; or the client's receipts table, one)
         self.homes = homes
         self.key = key
-        self.digest = staged_digest
+        self.digest = self.plain = staged_digest
+        #: the keyring its digest is keyed with (:meth:`keyed_p`; ``None``: unkeyed, as a
+        #: commit of no Encrypted field's is: its rows hold all it digests)
+        self.keyring: Any = None
         # the receipt's key: the scope's values (by field name) and a hash of the scope
         # and the key, so two tenants never share one (unscoped: the hash of the key)
         fields = sorted((scope or {}).items())
         self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
             f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
         self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
-        #: the ``ClientRequestToken`` of the commit: derived from the key and the digest
-        #: (the same writes under the same key send the same token within DynamoDB's ten
-        #: minutes; other writes a different one, which the receipts refuse)
-        self.token = hashlib.sha256(f"{self.value}\0{key}\0{staged_digest}".encode()
-                                    ).hexdigest()[:32]
+        self._tokened()
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
@@ -492,6 +503,22 @@ class Receipting:
         self.made: list[tuple[str, Any, list[tuple[str | int, ...]]]] = []
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    def _tokened(self) -> None:
+        #: the ``ClientRequestToken`` of the commit: derived from the key and the digest
+        #: (the same writes under the same key send the same token within DynamoDB's ten
+        #: minutes; other writes a different one, which the receipts refuse)
+        self.token = hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
+                                    ).hexdigest()[:32]
+
+    def keyed_p(self) -> Generator[Any, Any, None]:
+        """Key the digest with :attr:`keyring`'s MAC (a protocol: a KMS keyring asks for
+        it), so a receipt row confirms no guess of what was staged without the key."""
+        if self.keyring is not None:
+            text = f"dynaorm-receipt\0{self.plain}"
+            yield from self.keyring.prepare(macs=[text])
+            self.digest = self.keyring.mac(text)
+            self._tokened()
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
@@ -591,7 +618,7 @@ class Receipting:
         if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item.get(DIGEST, {}).get("S") != self.digest:
+            if item.get(DIGEST, {}).get("S") not in (self.digest, self.plain):
                 at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
