@@ -34,6 +34,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
@@ -45,7 +46,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import (
     DynaormError,
     IdempotencyMismatchError,
-    KeyringError,
     RequestError,
     TransactionTooLargeError,
 )
@@ -374,16 +374,18 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        sealed = sorted({s.table.name: s.table for e in staged
+        tables = sorted({s.table.name: s.table for e in staged
                          if (s := e._entity.__dynaorm_spec__).encrypted}.items())
-        if sealed:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
-            keyring = receipting.keyring = keyring_of(sealed[0][1])
-            if getattr(keyring, "mac_key_id", None) is None:
-                raise KeyringError(
-                    f"table {sealed[0][0]!r}: a keyed commit of Encrypted fields keys its "
-                    f"receipt's digest with a MAC key, and {keyring!r} "
-                    "has none (StaticKeyring(..., mac_key=...), KmsKeyring(..., "
-                    "mac_key_id=...))", key_id=str(getattr(keyring, "key_id", "?")))
+        if tables:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
+            keyring = keyring_of(tables[0][1])
+            if getattr(keyring, "mac_key_id", None) is not None:
+                receipting.keyring = keyring
+            else:
+                warnings.warn(
+                    f"table {tables[0][0]!r}: {keyring!r} has no MAC key, so the receipt of "
+                    "a keyed commit of Encrypted fields keeps an unkeyed digest, with which "
+                    "a guess of a value is confirmed until it expires: give the keyring a "
+                    "MAC key (mac_key=, mac_key_id=)", RuntimeWarning, stacklevel=2)
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
