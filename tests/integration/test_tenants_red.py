@@ -196,7 +196,7 @@ def test_a_receipt_holds_no_digest_a_guess_of_an_encrypted_value_confirms(
 def test_a_keyed_commit_of_encrypted_fields_without_a_mac_key_warns(
         kt: tuple[TestBackend, Bucket]) -> None:
     """Without a MAC key to key its receipt's digest, a keyed commit of Encrypted fields
-    keeps 0.9's unkeyed digest (its replays still settle) and says so: a RuntimeWarning
+    keeps 0.9's unkeyed digest and says so: a RuntimeWarning
     naming the table and the way out, never silence."""
     tb, _ = kt
     s = Session(ks, idempotency_key="pin-2")
@@ -205,6 +205,10 @@ def test_a_keyed_commit_of_encrypted_fields_without_a_mac_key_warns(
         s.commit()
     assert _digests(tb.scan_raw()) == {digest([SaveEntry(Account(
         tenant_id="acme", account_id="8", iban="1234"))])}
+    ks.keyring = StaticKeyring(KEY, mac_key=b"m" * 32)  # (a MAC key given later: the
+    again = Session(ks, idempotency_key="pin-2")      # unkeyed receipt, as 0.9's, settles)
+    again.save(Account(tenant_id="acme", account_id="8", iban="1234"))
+    assert again.commit().replayed
 
 
 @pytest.mark.engines("moto")
