@@ -249,8 +249,6 @@ class _Load:
         self.settled: set[int] = set()
         self.left: list[str] = []
         self.deleted: set[Any] = set()  # (the rows this run's rollbacks took back)
-        #: the rows the report of the part being settled names, where it covers the part
-        self.heard: Mapping[Any, Found] | None = None
 
     # -- requests and files ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:

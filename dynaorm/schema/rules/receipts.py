@@ -374,15 +374,15 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        tables = sorted({s.table.name: s.table for e in staged
-                         if (s := e._entity.__dynaorm_spec__).encrypted}.items())
-        if tables:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
-            keyring = keyring_of(tables[0][1])
-            if getattr(keyring, "mac_key_id", None) is not None:
+        sealed = [s.table for e in staged if (s := e._entity.__dynaorm_spec__).encrypted]
+        if sealed:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
+            table = min(sealed, key=lambda t: str(t.name))
+            keyring = keyring_of(table)
+            if keyring.mac_key_id is not None:
                 receipting.keyring = keyring
             else:
                 warnings.warn(
-                    f"table {tables[0][0]!r}: {keyring!r} has no MAC key, so the receipt of "
+                    f"table {table.name!r}: {keyring!r} has no MAC key, so the receipt of "
                     "a keyed commit of Encrypted fields keeps an unkeyed digest, with which "
                     "a guess of a value is confirmed until it expires: give the keyring a "
                     "MAC key (mac_key=, mac_key_id=)", RuntimeWarning, stacklevel=2)
@@ -476,7 +476,7 @@ class Receipting:
     check of each other table it may write; its token; and what stored receipts mean."""
 
     __slots__ = ("digest", "hashed", "homes", "key", "keyring", "made", "nonce", "now",
-                 "plain", "sent", "token", "value")
+                 "plain", "sent", "value")
 
     def __init__(self, homes: list[tuple[Any, Any]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
@@ -495,7 +495,6 @@ class Receipting:
         self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
             f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
         self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
-        self._tokened()
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
@@ -506,12 +505,13 @@ class Receipting:
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    def _tokened(self) -> None:
-        #: the ``ClientRequestToken`` of the commit: derived from the key and the digest
-        #: (the same writes under the same key send the same token within DynamoDB's ten
-        #: minutes; other writes a different one, which the receipts refuse)
-        self.token = hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
-                                    ).hexdigest()[:32]
+    @property
+    def token(self) -> str:
+        """The ``ClientRequestToken`` of the commit: derived from the key and the digest
+        (the same writes under the same key send the same token within DynamoDB's ten
+        minutes; other writes a different one, which the receipts refuse)."""
+        return hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
+                              ).hexdigest()[:32]
 
     def keyed_p(self) -> Generator[Any, Any, None]:
         """Key the digest with :attr:`keyring`'s MAC (a protocol: a KMS keyring asks for
@@ -520,7 +520,6 @@ class Receipting:
             text = f"dynaorm-receipt\0{self.plain}"
             yield from self.keyring.prepare(macs=[text])
             self.digest = self.keyring.mac(text)
-            self._tokened()
 
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
