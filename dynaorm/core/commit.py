@@ -147,54 +147,9 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         receipt = _receipt(staged, idempotency_key, stage)
         if not staged:
             return CommitResult()
-        again: Collection[int] = ()
-        response: dict[str, Any] = {}
-        with recording() as result:
-            if receipt is not None:
-                receipt.sent = result.requests
-            for round_ in range(1, ROUNDS + 1):
-                try:
-                    prepared = yield from prepare_p(staged, again)
-                except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
-                    replay = None if receipt is None else (  # have deleted the item: its
-                        yield from receipt.replayed(READS.item))  # replay)
-                    if replay is None:
-                        raise
-                    return replay.result
-                plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
-                    compile_commit(prepared, receipt))
-                if not plan.ops:
-                    break
-                try:
-                    response = yield from send_p(plan, outcomes, observed, prepared, receipt)
-                    if isinstance(response, dict):
-                        break
-                    # a replay (the same writes applied under the key): the first commit's
-                    # made values were put back on the objects, whose states are planned on
-                    # them
-                    assert receipt is not None
-                    if response.restored:
-                        prepared = yield from prepare_p(staged)
-                        plan, outcomes = yield from keyed_plan_p(prepared, receipt)
-                        _stamp(plan, outcomes, receipt.token[:16])
-                    settle(outcomes)
-                    yield from _as_stored(outcomes, receipt.token[:16])
-                    for entry in staged:
-                        yield from entry._finish({}, False, READS)
-                    return response.result
-                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
-                    # nothing was written: a write planned on what it read (an overwrite:
-                    # last writer wins, a deleted item is recreated; a versioned insert: the
-                    # kept history continued) reads and plans again, any other conflict is
-                    # raised
-                    again = {at for at, (entry, state) in enumerate(prepared)
-                             if entry._rereads(exc.table, exc.key, state)}
-                    if round_ == ROUNDS or not again:
-                        raise
-        settle(outcomes)
-        for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
-            yield from entry._finish(response, len(plan.ops) == 1, READS)
-        return result if plan.ops else CommitResult()
+        if receipt is not None:
+            yield from receipt.keyed_p()
+        return (yield from _rounds_p(staged, observed, keyed, receipt))
     except IdempotencyMismatchError as exc:
         if not earlier:
             raise
@@ -208,6 +163,60 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         if stage is not None and stage.scope is not None:
             _in_scope(exc, stage.scope)
         raise
+
+
+def _rounds_p(staged: list[StagedWrite], observed: bool, keyed: bool,
+              receipt: Receipting | None) -> Proto[CommitResult]:
+    """:func:`commit_p`'s rounds: prepare, plan and send ``staged``, reading and planning
+    again what a conflict says was planned on a stale read (at most ``ROUNDS``)."""
+    again: Collection[int] = ()
+    response: dict[str, Any] = {}
+    with recording() as result:
+        if receipt is not None:
+            receipt.sent = result.requests
+        for round_ in range(1, ROUNDS + 1):
+            try:
+                prepared = yield from prepare_p(staged, again)
+            except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
+                replay = None if receipt is None else (  # have deleted the item: its
+                    yield from receipt.replayed(READS.item))  # replay)
+                if replay is None:
+                    raise
+                return replay.result
+            plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
+                compile_commit(prepared, receipt))
+            if not plan.ops:
+                break
+            try:
+                response = yield from send_p(plan, outcomes, observed, prepared, receipt)
+                if isinstance(response, dict):
+                    break
+                # a replay (the same writes applied under the key): the first commit's
+                # made values were put back on the objects, whose states are planned on
+                # them
+                assert receipt is not None
+                if response.restored:
+                    prepared = yield from prepare_p(staged)
+                    plan, outcomes = yield from keyed_plan_p(prepared, receipt)
+                    _stamp(plan, outcomes, receipt.token[:16])
+                settle(outcomes)
+                yield from _as_stored(outcomes, receipt.token[:16])
+                for entry in staged:
+                    yield from entry._finish({}, False, READS)
+                return response.result
+            except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                # nothing was written: a write planned on what it read (an overwrite:
+                # last writer wins, a deleted item is recreated; a versioned insert: the
+                # kept history continued) reads and plans again, any other conflict is
+                # raised
+                again = {at for at, (entry, state) in enumerate(prepared)
+                         if entry._rereads(exc.table, exc.key, state)}
+                if round_ == ROUNDS or not again:
+                    raise
+    settle(outcomes)
+    for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
+        yield from entry._finish(response, len(plan.ops) == 1, READS)
+    return result if plan.ops else CommitResult()
 
 
 def _in_scope(exc: _HoldsItem, scope: Scope) -> None:

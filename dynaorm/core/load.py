@@ -224,8 +224,8 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
     entity's row or latest copy proves it by its revision (a fresh random value of the
     load's; a table without a revision attribute proves none this way); a
     guard or a version row carries none, and an identical one may have been there before
-    (a guard its owner claimed, a kept history), so it counts as the load's beside a row
-    the load's revision proves (no one else writes a guard or a version row of that owner
+    (a guard its owner claimed, a kept history), so it counts as the load's beside an entity's own
+    row counted the load's (no one else writes a guard or a version row of that owner
     while its row is the load's), or when no owner claims it: ``claimed`` holds the
     :func:`~dynaorm.values.keys.key_id` of each row the item at the entity's own key claims
     (empty: no item there; ``None``: not known), ``owners`` which rows are the entity's own
@@ -239,7 +239,7 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
     out = [(APPLIED, got) if what == FAILED and is_revised and row_is(table, item, got)
            else (what, got) for item, (what, got), is_revised in zip(
                items, found, revised, strict=True)]
-    proven = any(s and what == APPLIED for s, (what, _) in zip(revised, out, strict=True))
+    proven = any(own and what == APPLIED for own, (what, _) in zip(owners, out, strict=True))
 
     def unclaimed(item: Item) -> bool:
         return claimed is not None and key_id(

@@ -63,6 +63,7 @@ from dynaorm.core.load import (
     own_row,
     plan_load_p,
     rollback,
+    row_is,
     settled,
 )
 from dynaorm.errors import (
@@ -384,6 +385,8 @@ class _Load:
         for part in range(current["parts"]):
             groups = _groups(self, number, part)
             read_back = not trusted or part in report.unreadable_parts
+            self.heard = report.failed if report.readable and (
+                part not in report.unreadable_parts) else None
             for outcome in self.settle_part(groups, report, read_back):
                 kind, records, error = outcome
                 if kind == "loaded":
@@ -474,6 +477,11 @@ class _Load:
             records[at]["Item"] for at in order if at is not None))
         ordered: list[Found] = [found[at] for at in order if at is not None]
         assert planned.written is not None
+        if self.heard is not None:  # (an entity's row the report does not name as refused,
+            ordered = [(APPLIED, got) if what == FAILED and own_row(op) and (  # found as
+                key_id(_key_of(self.table, item)) not in self.heard) and row_is(  # written)
+                self.table, item, got) else (what, got) for op, item, (what, got) in zip(
+                planned.plan.ops, planned.written, ordered, strict=True)]
         ordered = settled(self.table, planned.written, ordered,
                           [own_row(op) for op in planned.plan.ops],
                           self.claimed(cls, planned, ordered))

@@ -507,14 +507,13 @@ def test_every_rule_at_once_is_stored_as_the_rules_imply_and_clashes_by_field(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, raises=DynaormError, reason=(
-    "defect, left: an entity in a previous layout's window is not loaded as a save stores "
-    "it; the whole load is refused ('insert is not puts alone'), because a save's insert "
-    "checks that no row of the old layout holds the entity, and bulk put items conditions "
-    "a row on itself only. The way: settle-time proof (read the old keys after the "
-    "operation; an entity whose old row exists is ItemExistsError and taken back)"))
-def test_an_entity_in_a_previous_layouts_window_loads_as_a_save_stores_it(
+def test_an_entity_in_a_previous_layouts_window_refuses_the_load_before_it_writes(
         backend: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entity in a previous layout's window is not loaded as a save stores it: a save's
+    insert checks that no row of the old layout holds the entity, which a bulk put's
+    per-item condition cannot. The closest honest behaviour (0.9's strict xfail, kept
+    unbuilt: proving it at settling costs a read of every entity's old key): the load is
+    refused with the reason and the way (``save``) before any row is written."""
     from moto import mock_aws
 
     m = build(("previous",))
@@ -522,8 +521,12 @@ def test_an_entity_in_a_previous_layouts_window_loads_as_a_save_stores_it(
     with mock_aws(), moto_backend(), use_tables(m.table, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as tb:
         _s3().create_bucket(Bucket=BUCKET)
-        report = run_load(m.table, [m.new("a")])
-        assert report.ok
+        with pytest.raises(DynaormError, match=r"window's old row.*load it with save"):
+            run_load(m.table, [m.new("a")])
+        assert tb.scan_raw() == []
+        s = Session(m.table)  # (the way it names)
+        s.save(m.new("a"))
+        s.commit()
         live = {"a": Session(m.table).get(m.cls, id="a", consistent=True)}
         m.assert_rows(tb.scan_raw(), live)
 
@@ -587,19 +590,16 @@ def test_a_cancelled_load_on_a_table_without_revisions_leaves_no_half_entity(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason=(
-    "defect, left: on a table without a revision attribute, a load whose operation was "
-    "cancelled (or failed, or resumed past its token's 8 hours) cannot prove an entity's "
-    "row its own: every entity the operation wrote whole is reported ItemExistsError "
-    "although the load stored it (the table is consistent: nothing is taken back). An "
-    "identical row may have been there before, so the row itself proves nothing; the way: "
-    "count it the load's when the operation's report does not name it (what a cancelled "
-    "operation's report covers is not documented), or refuse such loads with the reason"))
 def test_a_cancelled_load_on_a_table_without_revisions_reports_what_it_stored(
         lb: TestBackend) -> None:
+    """On a table without a revision attribute, a cancelled operation's entities written
+    whole are stored, not ItemExistsError: an entity's row found as the load wrote it,
+    which the operation's report (it names each row whose condition failed) does not
+    name, is the load's, and so are its other rows (was a strict xfail of 0.9)."""
     with bulk_pace(3):
         first = run_load(bare, [person(n) for n in range(6)], progress=_cancel_first(bare))
     assert not first.failures, [str(f.error) for f in first.failures]
+    assert (first.loaded, first.pending) == (2, 4)
 
 
 # -- the source is the load's --------------------------------------------------------------------

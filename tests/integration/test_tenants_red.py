@@ -11,9 +11,19 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from dynaorm import DecryptionError, DynaormError, Encrypted, Entity, ForgottenError, Session
+from dynaorm import (
+    DecryptionError,
+    DynaormError,
+    Encrypted,
+    Entity,
+    ForgottenError,
+    Session,
+    StaticKeyring,
+)
+from dynaorm.schema.rules.receipts import digest
 from dynaorm.testing import TestBackend, inject_faults
-from tests.integration.test_tenants import Account, ks, kt
+from dynaorm.write.save import SaveEntry
+from tests.integration.test_tenants import KEY, Account, ks, kt
 from tests.support.offload import Bucket
 from tests.support.recording import Requests
 
@@ -150,29 +160,29 @@ def _digests(rows: list[dict[str, Any]]) -> set[str]:
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason=(
-    "a keyed commit's receipt keeps an unkeyed SHA-256 of the canonical text of its writes, "
-    "Encrypted values included: with the row's plaintext fields known, a guessable "
-    "encrypted value (a PIN, an IBAN's digits) is confirmed offline, after its tenant was "
-    "forgotten too (until the receipt expires). Closing it keys the digest with a secret "
-    "(the keyring's MAC, as unique encrypted values' guards are), which makes every keyed "
-    "commit of an Encrypted entity prepare its MAC key: a change to receipts' settling "
-    "that the red team leaves to the owner of receipts"))
 def test_a_receipt_holds_no_digest_a_guess_of_an_encrypted_value_confirms(
         kt: tuple[TestBackend, Bucket]) -> None:
+    """A keyed commit's receipt digests what was staged, Encrypted values included: with
+    the row's plaintext fields known, a guessable value (a PIN) must not be confirmed
+    offline by computing digests, before or after its tenant is forgotten (the digest is
+    an HMAC under the keyring's MAC key; was a strict xfail of 0.9)."""
     tb, _ = kt
     guessed: dict[str, set[str]] = {}
     for guess in ("1234", "4321", "9999"):  # (what anyone can compute: nothing is applied)
+        guessed[guess] = {digest([SaveEntry(Account(tenant_id="acme", account_id="7",
+                                                    iban=guess))])}
+        ks.keyring = StaticKeyring(KEY, mac_key=b"x" * 32)  # (the guesser's own MAC key)
         seen = Requests(ks)
         g = Session(ks, idempotency_key="pin-1")
         g.save(Account(tenant_id="acme", account_id="7", iban=guess))
         with inject_faults(ks) as faults, contextlib.suppress(DynaormError):
             faults.throttle("TransactWriteItems", times=None)
             g.commit()
-        guessed[guess] = _digests([item["Put"]["Item"] for op, req in seen.calls
+        guessed[guess] |= _digests([item["Put"]["Item"] for op, req in seen.calls
                                    if op == "TransactWriteItems"
                                    for item in req["TransactItems"] if "Put" in item])
-    assert tb.scan_raw() == [] and all(guessed.values())
+    assert tb.scan_raw() == [] and all(len(d) == 2 for d in guessed.values())
+    ks.keyring = StaticKeyring(KEY, mac_key=b"m" * 32)
     s = Session(ks, idempotency_key="pin-1")
     s.save(Account(tenant_id="acme", account_id="7", iban="4321"))
     s.commit()
@@ -180,3 +190,44 @@ def test_a_receipt_holds_no_digest_a_guess_of_an_encrypted_value_confirms(
     stored = _digests(tb.scan_raw())
     assert stored
     assert [g for g, d in guessed.items() if d & stored] == []
+
+
+@pytest.mark.engines("moto")
+def test_a_keyed_commit_of_encrypted_fields_without_a_mac_key_warns(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """Without a MAC key to key its receipt's digest, a keyed commit of Encrypted fields
+    keeps 0.9's unkeyed digest and says so: a RuntimeWarning
+    naming the table and the way out, never silence."""
+    tb, _ = kt
+    s = Session(ks, idempotency_key="pin-2")
+    s.save(Account(tenant_id="acme", account_id="8", iban="1234"))
+    with pytest.warns(RuntimeWarning, match="no MAC key"):
+        s.commit()
+    assert _digests(tb.scan_raw()) == {digest([SaveEntry(Account(
+        tenant_id="acme", account_id="8", iban="1234"))])}
+    ks.keyring = StaticKeyring(KEY, mac_key=b"m" * 32)  # (a MAC key given later: the
+    again = Session(ks, idempotency_key="pin-2")      # unkeyed receipt, as 0.9's, settles)
+    again.save(Account(tenant_id="acme", account_id="8", iban="1234"))
+    assert again.commit().replayed
+
+
+@pytest.mark.engines("moto")
+def test_a_keyed_replay_after_its_tenant_is_forgotten_is_forgotten(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """A replay of a keyed commit (same key, same writes) after its tenant was forgotten:
+    the forget wins. Its values cannot be sealed again, so the commit raises
+    ForgottenError before its receipt is consulted, and writes nothing; it is never told
+    ``replayed`` (a result whose objects could not be read back)."""
+    tb, _ = kt
+    ks.keyring = StaticKeyring(KEY, mac_key=b"m" * 32)
+    for attempt in range(2):
+        s = Session(ks, idempotency_key="pin-3")
+        s.save(Account(tenant_id="acme", account_id="9", iban="5678"))
+        if attempt:
+            before = tb.scan_raw()
+            with pytest.raises(ForgottenError):
+                s.commit()
+            assert tb.scan_raw() == before
+        else:
+            s.commit()
+            ks.forget(scope={"tenant_id": "acme"})

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
@@ -49,6 +50,7 @@ from dynaorm.errors import (
     TransactionTooLargeError,
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
+from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
@@ -373,6 +375,18 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
+        sealed = [s.table for e in staged if (s := e._entity.__dynaorm_spec__).encrypted]
+        if sealed:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
+            table = min(sealed, key=lambda t: str(t.name))
+            keyring = keyring_of(table)
+            if keyring.mac_key_id is not None:
+                receipting.keyring = keyring
+            else:
+                warnings.warn(
+                    f"table {table.name!r}: {keyring!r} has no MAC key, so the receipt of "
+                    "a keyed commit of Encrypted fields keeps an unkeyed digest, with which "
+                    "a guess of a value is confirmed until it expires: give the keyring a "
+                    "MAC key (mac_key=, mac_key_id=)", RuntimeWarning, stacklevel=2)
         for entry, text in zip(staged, texts, strict=True):
             obj = getattr(entry, "_obj", None)
             if obj is not None and (paths := made_paths(obj)):
@@ -463,8 +477,8 @@ class Receipting:
     any of those tables meets one, and a subset or superset of the writes mismatches), a
     check of each other table it may write; its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "homes", "key", "made", "nonce", "now", "sent",
-                 "token", "value")
+    __slots__ = ("digest", "hashed", "homes", "key", "keyring", "made", "nonce", "now",
+                 "plain", "sent", "value")
 
     def __init__(self, homes: list[tuple[Any, TableSchema]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
@@ -473,18 +487,16 @@ class Receipting:
         #: table written; or the client's receipts table, one)
         self.homes = homes
         self.key = key
-        self.digest = staged_digest
+        self.digest = self.plain = staged_digest
+        #: the keyring its digest is keyed with (:meth:`keyed_p`; ``None``: unkeyed, as a
+        #: commit of no Encrypted field's is: its rows hold all it digests)
+        self.keyring: Any = None
         # the receipt's key: the scope's values (by field name) and a hash of the scope
         # and the key, so two tenants never share one (unscoped: the hash of the key)
         fields = sorted((scope or {}).items())
         self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
             f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
         self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
-        #: the ``ClientRequestToken`` of the commit: derived from the key and the digest
-        #: (the same writes under the same key send the same token within DynamoDB's ten
-        #: minutes; other writes a different one, which the receipts refuse)
-        self.token = hashlib.sha256(f"{self.value}\0{key}\0{staged_digest}".encode()
-                                    ).hexdigest()[:32]
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
@@ -494,6 +506,22 @@ class Receipting:
         self.made: list[tuple[str, Any, list[tuple[str | int, ...]]]] = []
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    @property
+    def token(self) -> str:
+        """The ``ClientRequestToken`` of the commit: derived from the key and the digest
+        (the same writes under the same key send the same token within DynamoDB's ten
+        minutes; other writes a different one, which the receipts refuse)."""
+        return hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
+                              ).hexdigest()[:32]
+
+    def keyed_p(self) -> Generator[Any, Any, None]:
+        """Key the digest with :attr:`keyring`'s MAC (a protocol: a KMS keyring asks for
+        it), so a receipt row confirms no guess of what was staged without the key."""
+        if self.keyring is not None:
+            text = f"dynaorm-receipt\0{self.plain}"
+            yield from self.keyring.prepare(macs=[text])
+            self.digest = self.keyring.mac(text)
 
     def where(self, table: TableSchema) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
@@ -593,7 +621,7 @@ class Receipting:
         if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item.get(DIGEST, {}).get("S") != self.digest:
+            if item.get(DIGEST, {}).get("S") not in (self.digest, self.plain):
                 at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
