@@ -50,7 +50,7 @@ from typing import Any, Literal, get_args
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, OffloadError, RequestError
+from dynaorm.errors import DynaormError, ForgottenError, OffloadError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call
 from dynaorm.read.pager import DONE, Pager
@@ -94,7 +94,7 @@ __all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed"
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type",
-               "unclaimed-item", "dangling-ref", "orphan-object"]
+               "unclaimed-item", "dangling-ref", "orphan-object", "forgotten"]
 #: what :attr:`CheckResult.unclaimed <dynaorm.jobs.checking.CheckResult>` counts the items
 #: of a table without a type attribute that no entity claims under
 UNTYPED = "(no type attribute)"
@@ -204,6 +204,7 @@ class _Auditor:
         self.items = {self.key_of(i): i for i in items}
         self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}
         self.problems: list[Problem] = []
+        self.forgotten: dict[Key, Problem] = {}  # (items holding a forgotten tenant's values)
 
     # helpers
     def key_of(self, item: Item) -> Key:
@@ -254,6 +255,11 @@ class _Auditor:
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
             return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
+        except ForgottenError as exc:  # (judged around: reported once, as such)
+            self.forgotten[self.key_of(item)] = Problem("forgotten", self.key_of(item), (
+                f"{spec.name} holds values of the forgotten tenant {exc.scope}: not judged "
+                "where they are needed; delete its rows, then repair its orphan guards"))
+            return None
         except (ValueError, OffloadError):
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
 
@@ -617,7 +623,8 @@ def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = (
     if table.sk is not None:
         auditor.check_versions()
     auditor.check_keys(keys)
-    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+    return sorted((p for p in [*auditor.problems, *auditor.forgotten.values()]
+                   if _about(p, keys)), key=problem_order)
 
 
 def _about(problem: Problem, page: set[Key]) -> bool:

@@ -277,7 +277,9 @@ class TenantKeys:
         if writing:
             for tok, value in values.items():
                 found = self._found(tok)
-                if not isinstance(found, TenantRing):
+                if isinstance(found, Forgotten):  # (a delete seals nothing: it goes; a
+                    continue  # write that would seal is refused there, by sealer())
+                if found is None:
                     raise self._gone(tok, found, {self.table.key_scope or "?": value})
                 yield from found.prepare(writing=True, origins=origins)
 
