@@ -204,7 +204,6 @@ class _Auditor:
         self.items = {self.key_of(i): i for i in items}
         self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}
         self.problems: list[Problem] = []
-        self.forgotten: dict[Key, Problem] = {}  # (items holding a forgotten tenant's values)
 
     # helpers
     def key_of(self, item: Item) -> Key:
@@ -256,9 +255,10 @@ class _Auditor:
         try:
             return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
         except ForgottenError as exc:  # (judged around: reported once, as such)
-            self.forgotten[self.key_of(item)] = Problem("forgotten", self.key_of(item), (
+            found = Problem("forgotten", self.key_of(item), (
                 f"{spec.name} holds values of the forgotten tenant {exc.scope}: not judged "
                 "where they are needed; delete its rows, then repair its orphan guards"))
+            self.problems += [] if found in self.problems else [found]  # (once an item)
             return None
         except (ValueError, OffloadError):
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
@@ -623,8 +623,7 @@ def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = (
     if table.sk is not None:
         auditor.check_versions()
     auditor.check_keys(keys)
-    return sorted((p for p in [*auditor.problems, *auditor.forgotten.values()]
-                   if _about(p, keys)), key=problem_order)
+    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
 
 
 def _about(problem: Problem, page: set[Key]) -> bool:

@@ -44,24 +44,21 @@ class DeleteEntry(ObjectWrite):
         obj = self.obj
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        if state is None and (old := spec.rules.before.key(obj.__dict__, spec.name)):
-            # by key in a migration window: the entity under either layout (its old row
-            # too, with its guards and version rows), read together, consistently
-            key = spec.primary_key(obj.__dict__)
+        old = None if state is not None else spec.rules.before.key(obj.__dict__, spec.name)
+        if state is not None or not (old or spec.has_rules):
+            return self, state
+        key = spec.primary_key(obj.__dict__)
+        if old:  # by key in a migration window: the entity under either layout (its old
+            # row too, with its guards and version rows), read together, consistently
             state = yield from spec.rules.before.either(spec, old, key, reads.kit)
-            if state is None:
-                raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
-                                        "layout)", entity=spec.cls, key=key)
-        elif spec.has_rules and state is None:
-            key = spec.primary_key(obj.__dict__)
-            item = yield from reads.item(spec.table, key)
-            if item is None:
-                raise ItemNotFoundError(f"{spec.name} {key} does not exist",
-                                        entity=spec.cls, key=key)
+        elif (item := (yield from reads.item(spec.table, key))) is not None:
             try:
                 state = type(obj)._from_item(item)._dynaorm_state
             except ForgottenError:  # (a forgotten tenant's row: deleted all the same)
                 state = InstanceState(key, item, _values(type(obj), item).get("version"))
+        if state is None:
+            raise ItemNotFoundError(f"{spec.name} {key} does not exist" + (
+                " (under either layout)" if old else ""), entity=spec.cls, key=key)
         return self, state
 
     def _renders(self, state: InstanceState | None) -> tuple[Any, ...]:
