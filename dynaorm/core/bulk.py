@@ -127,7 +127,8 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         spec = _bulk_spec(stage, obj, "save_many")
         state = obj._dynaorm_state
         if spec.rules.preparers:  # (key material: a data key, the loaded item's)
-            yield from prepare_rows((spec,), () if state is None else (state.item,), True)
+            yield from prepare_rows((spec,), () if state is None else (state.item,), True,
+                                    lambda: (obj.__dict__,))  # noqa: B023 (its tenant's, at once)
         if state is not None or spec.rules.before.key(obj.__dict__, spec.name) is not None:
             # loaded: the conditioned single write of save + commit; new, of an entity in
             # its migration window: the insert save + commit sends (refused where either

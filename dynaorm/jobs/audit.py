@@ -50,7 +50,7 @@ from typing import Any, Literal, get_args
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, OffloadError, RequestError
+from dynaorm.errors import DynaormError, ForgottenError, OffloadError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call
 from dynaorm.read.pager import DONE, Pager
@@ -94,7 +94,7 @@ __all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed"
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type",
-               "unclaimed-item", "dangling-ref", "orphan-object"]
+               "unclaimed-item", "dangling-ref", "orphan-object", "forgotten"]
 #: what :attr:`CheckResult.unclaimed <dynaorm.jobs.checking.CheckResult>` counts the items
 #: of a table without a type attribute that no entity claims under
 UNTYPED = "(no type attribute)"
@@ -254,6 +254,12 @@ class _Auditor:
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
             return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
+        except ForgottenError as exc:  # (judged around: reported once, as such)
+            found = Problem("forgotten", self.key_of(item), (
+                f"{spec.name} holds values of the forgotten tenant {exc.scope}: not judged "
+                "where they are needed; delete its rows, then repair its orphan guards"))
+            self.problems += [] if found in self.problems else [found]  # (once an item)
+            return None
         except (ValueError, OffloadError):
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.store.base import PutOp
 
 from dynaorm import DecryptionError, DynaormError, KeyringError, StaticKeyring, Table
 from dynaorm.langgraph import Saver, Store
@@ -204,4 +205,26 @@ def test_sealed_agent_state_is_sealed_under_its_tenants_key_and_forgotten_with_i
             "messages": [f"beta: {SECRETS[0]}"]}
         assert found.pending_writes == [("task", "messages", SECRETS[2])]
         item = stores["beta"].get(("memories",), "m1")
+        assert item is not None and item.value == {"text": SECRETS[1]}
+
+
+def test_a_forgotten_tenants_memories_are_deleted(backend: str | None) -> None:
+    """A forgotten tenant's store items are deleted without their values (a delete needs
+    none): ``Store.delete`` and a batch of deletes leave none of them; another tenant's
+    stay readable. (Tenants of their own: the test above forgot ``acme``.)"""
+    from dynaorm import ForgottenError
+
+    with use_tables(tenanted, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        stores = {t: Store(tenanted, scope={"tenant_id": t}, sealed=True)
+                  for t in ("gamma", "delta")}
+        for t in ("gamma", "delta"):
+            for key in ("m1", "m2"):
+                stores[t].put(("memories",), key, {"text": SECRETS[1]})
+        tenanted.forget(scope={"tenant_id": "gamma"})
+        with pytest.raises(ForgottenError):
+            stores["gamma"].get(("memories",), "m1")
+        stores["gamma"].delete(("memories",), "m1")
+        stores["gamma"].batch([PutOp(("memories",), "m2", None)])
+        assert not [r for r in tb.scan_raw() if "gamma" in str(r)]
+        item = stores["delta"].get(("memories",), "m2")
         assert item is not None and item.value == {"text": SECRETS[1]}

@@ -714,3 +714,110 @@ def test_a_rewrap_whose_answer_is_lost_is_counted_beside_a_second_rewrap(
     tenant_keys(ks, ks.keyring)._held.clear()
     got = tb.session().get(Account, tenant_id="beta", account_id="1", consistent=True)
     assert got is not None and got.iban == "beta-IBAN"
+
+
+# -- a forgotten tenant cleaned up: deleting needs no value ------------------------------
+MAC = b"m" * 32
+km = Table("tenant_members", keyring=StaticKeyring(KEY, mac_key=MAC),
+           key_scope="tenant_id", offload="s3://placeholder/m/", offload_threshold=500)
+
+
+class Member(Versioned):
+    class Meta:
+        table = km
+        pk = "T#{tenant_id}#MEMBER#{member_id}"
+        sk = "MEMBER"
+        unique = ("email",)
+
+    tenant_id: str
+    member_id: str
+    email: Encrypted[str]
+    notes: Encrypted[Offloaded[str]] = ""
+
+
+class Note(Entity):
+    class Meta:
+        table = km
+        pk = "T#{tenant_id}#NOTE#{note_id}"
+        sk = "NOTE"
+
+    tenant_id: str
+    note_id: str
+    body: Encrypted[str] = ""
+
+
+@pytest.fixture
+def kg(backend: str | None, request: pytest.FixtureRequest,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestBackend, Bucket]]:
+    """``km`` (unique encrypted values, history, offloaded values) on the test's engine,
+    two tenants' rows in it."""
+    km.keyring = StaticKeyring(KEY, mac_key=MAC)  # (no tenant key held from another engine)
+    with bucket(backend, request, monkeypatch, km) as b, use_tables(
+            km, endpoint_url=backend, name_suffix=worker_suffix(),
+            wire=wire_of(request)) as tb:
+        s = tb.session()
+        for tenant in ("acme", "beta"):
+            for n in ("1", "2"):
+                member = Member(tenant_id=tenant, member_id=n, email=f"{n}@{tenant}",
+                                notes=tenant * 300)
+                s.save(member)
+                s.commit()
+                member.notes = tenant * 400  # (a second version, a second object)
+                s.save(member)
+                s.save(Note(tenant_id=tenant, note_id=n, body=f"{tenant} note"))
+                s.commit()
+        yield tb, b
+
+
+def _of(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
+    """The rows and guards of ``tenant`` (a guard by the owner it names)."""
+    return [r for r in rows if (r.get("owner_pk") or r["pk"])["S"].startswith(f"T#{tenant}#")]
+
+
+def test_a_forgotten_tenant_is_deleted_every_way_without_its_values(
+        kg: tuple[TestBackend, Bucket]) -> None:
+    """After a forget, every delete of the tenant's rows goes (a loaded object, by key,
+    ``delete_many``), with its version rows and its offloaded objects; the guards of its
+    unique encrypted values (the MAC of a value no one can open) are left as orphans,
+    which ``check --repair`` removes. Another tenant's rows, guards and objects stay."""
+    from dynaorm.jobs.checking import check_table
+    from tests.support.offload import referenced
+
+    tb, b = kg
+    beta = _of(tb.scan_raw(), "beta")
+    s = tb.session()
+    loaded = s.get(Member, tenant_id="acme", member_id="1", consistent=True)
+    assert loaded is not None
+    km.forget(scope={"tenant_id": "acme"})
+    s.delete(loaded, history=True)  # (loaded before the forget)
+    s.commit()
+    s.delete(Member, tenant_id="acme", member_id="2", history=True)
+    s.commit()
+    s.delete_many(Note, [{"tenant_id": "acme", "note_id": n} for n in ("1", "2")])
+    left = _of(tb.scan_raw(), "acme")
+    assert {r["_type"]["S"] for r in left} == {"dynaorm:unique"} and len(left) == 2
+    check_table(km, fix=True)
+    rows = tb.scan_raw()
+    assert _of(rows, "acme") == [] and _of(rows, "beta") == beta
+    assert b.uris() == referenced(beta) != set()
+
+
+@pytest.mark.engines("moto")
+def test_check_audits_around_a_forgotten_tenant(kg: tuple[TestBackend, Bucket]) -> None:
+    """``check`` of a table with a forgotten tenant finishes: each row holding the
+    tenant's values is reported once as ``forgotten`` (not repairable: delete it), and
+    every other tenant's rows and guards are judged as before."""
+    from dynaorm.jobs.checking import check_table
+
+    tb, _ = kg
+    km.forget(scope={"tenant_id": "acme"})
+    (guard,) = [r for r in _of(tb.scan_raw(), "beta") if r.get("owner_pk") == {
+        "S": "T#beta#MEMBER#1"}]  # (one of beta's guards lost: judged as before)
+    send(km, "DeleteItem", {"TableName": km.name, "Key": {a: guard[a] for a in ("pk", "sk")}})
+    found = check_table(km, fix=True)
+    assert found.repaired == 1 and found.unrepairable == 8  # (acme: 6 member rows, 2 notes)
+    forgotten = [p for p in found.problems if p.startswith("forgotten ")]
+    assert len(forgotten) == 8 and all(" T#acme#" in p for p in forgotten)
+    assert [p.split()[:2] for p in found.problems if p not in forgotten] == [
+        ["missing-guard", "T#beta#MEMBER#1"]]
+    assert guard in tb.scan_raw()

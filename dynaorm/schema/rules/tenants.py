@@ -277,9 +277,11 @@ class TenantKeys:
         if writing:
             for tok, value in values.items():
                 found = self._found(tok)
-                if not isinstance(found, TenantRing):
+                if found is None:
                     raise self._gone(tok, found, {self.table.key_scope or "?": value})
-                yield from found.prepare(writing=True, origins=origins)
+                if isinstance(found, TenantRing):  # (forgotten: a delete seals nothing,
+                    # it goes; a write that would seal is refused there, by sealer())
+                    yield from found.prepare(writing=True, origins=origins)
 
     def _read(self, toks: list[str], origins: tuple[Any, ...]
               ) -> Generator[Any, Any, dict[str, dict[str, Any]]]:
