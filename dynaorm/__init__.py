@@ -54,6 +54,7 @@ from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
 from dynaorm.schema.lease import Lease
+from dynaorm.schema.lock import Lock
 from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
@@ -122,6 +123,7 @@ __all__ = [
     "LakeError",
     "Lease",
     "LeaseError",
+    "Lock",
     "ModelFileError",
     "MultipleResultsError",
     "OffloadError",
