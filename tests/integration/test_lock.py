@@ -12,6 +12,7 @@ import pytest
 
 from dynaorm import (
     ConcurrentModificationError,
+    ConditionTooLargeError,
     DynaormError,
     Entity,
     Lock,
@@ -282,3 +283,72 @@ def test_a_lock_on_a_versioned_entitys_version_is_refused(backend: str | None) -
                 lock = "version"
 
             order_id: str
+
+
+class Wide(Entity):
+    """An order of another writer's with many attributes no class here declares."""
+
+    class Meta:
+        table = shop
+        pk = "WIDE#{order_id}"
+        sk = "{part}"
+        lock = "version"
+
+    order_id: str
+    part: str = "ORDER"
+    status: str = "NEW"
+    version: int | None = None
+
+
+class WideUnlocked(Entity):
+    class Meta:
+        table = shop
+        pk = "WIDE-UNLOCKED#{order_id}"
+        sk = "{part}"
+
+    order_id: str
+    part: str = "ORDER"
+    status: str = "NEW"
+    version: int | None = None
+
+
+@pytest.mark.engines("local")  # (moto enforces neither limit: DynamoDB Local does)
+@pytest.mark.parametrize("cls", [Wide, WideUnlocked], ids=["locked", "unlocked"])
+def test_a_wide_item_of_theirs_saves_with_its_lock_and_is_refused_before_sending_without(
+        db: TestBackend, cls: type[Any]) -> None:
+    """(issue 89) A save back to a new key and a delete of another writer's item with
+    ~205 undeclared attributes: conditioned whole without its lock, over DynamoDB's
+    limits (DynamoDB Local refused it with a ValidationException): a typed error before
+    sending, naming the way out; with the lock, the lock proves it."""
+    pk = "WIDE#w1" if cls is Wide else "WIDE-UNLOCKED#w1"
+    m = other(PYNAMODB, db)
+    wide = {"pk": pk, "sk": "ORDER", "order_id": "w1", "status": "NEW", "qty": None,
+            "extra": None, "version": None}
+    m.save(wide)
+    client_for(db.endpoint_url).update_item(
+        TableName=shop.name, Key={"pk": {"S": pk}, "sk": {"S": "ORDER"}},
+        UpdateExpression="SET " + ", ".join(f"#a{i} = :v{i}" for i in range(205)),
+        ExpressionAttributeNames={f"#a{i}": f"attribute_{i:03d}" for i in range(205)},
+        ExpressionAttributeValues={f":v{i}": {"S": f"value {i}"} for i in range(205)})
+    s = db.session()
+    o = s.get(cls, order_id="w1", part="ORDER", consistent=True)
+    assert o is not None
+    o.part = "MOVED"
+    s.save(o)
+    if cls is WideUnlocked:
+        with pytest.raises(ConditionTooLargeError, match=r"Meta\.lock"):
+            s.commit()
+        s.rollback()
+        s.delete(o)
+        with pytest.raises(ConditionTooLargeError, match="revision"):
+            s.commit()
+        assert len(db.scan_raw()) == 1
+        return
+    s.commit()
+    moved = m.load({"pk": "WIDE#w1", "sk": "MOVED"})
+    assert moved is not None and moved["version"] == 2
+    raw = db.scan_raw()
+    assert len(raw) == 1 and raw[0]["attribute_204"] == {"S": "value 204"}
+    s.delete(o)
+    s.commit()
+    assert db.scan_raw() == []
