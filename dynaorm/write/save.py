@@ -107,7 +107,7 @@ class SaveEntry(ObjectWrite):
         obj = self.obj
         spec: EntitySpec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
         state = obj._dynaorm_state
-        if self.overwrite and spec.has_rules:  # planned on what is stored now (an object
+        if self.overwrite and (spec.has_rules or spec.lock):  # on what is stored now (an object
             # read from the previous layout: under either layout, as that layout reads it)
             state = yield from spec.rules.before.stored_now(
                 spec, state, spec.primary_key(obj.__dict__), reads.kit)
@@ -132,7 +132,8 @@ class SaveEntry(ObjectWrite):
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
             if found and found[0] == (self.after_version or 0) + 1:
                 return True
-        if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
+        if table not in (None, spec.table.name) or not (self.overwrite and (
+                spec.has_rules or spec.lock)):
             return False
         mine = state.key if state is not None else None
         return key is None or key in (mine, spec.primary_key(self.obj.__dict__))
@@ -255,10 +256,11 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if not touched:
         return None
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
-        # exact (read by the commit just before planning; a rule's references: as read)
+        # exact (read by the commit just before planning; a rule's references, a lock: as
+        # read, so that the lock moves from the value stored)
+        after = spec.rules.held | locked(spec.lock)
         cond = all_of([exists(spec.table.pk), *state.guards(
-            spec, old_values, after=spec.rules.held)]) if spec.unique_fields or (
-            spec.rules.held) else None
+            spec, old_values, after=after)]) if spec.unique_fields or after else None
     else:
         cond = state.update_guard(spec, old_values, touched)
     caller = entry.condition

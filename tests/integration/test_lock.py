@@ -23,6 +23,7 @@ from tests.support.engines import identify
 from tests.support.other_writers import ENHANCED, MAPPER_V1, PYNAMODB, Mapper, Refused, client_for
 
 shop = Table("other-writers", pk="pk", sk="sk", type_attribute=None)
+typed = Table("other-writers-typed", pk="pk", sk="sk")  # (a versioned entity needs one)
 MODELED = {"order_id": "S", "status": "S", "qty": "N", "extra": "S"}
 
 
@@ -55,7 +56,7 @@ class Plain(Entity):
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    with use_tables(shop, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+    with use_tables(shop, typed, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
         if str(request.node.callspec.params.get("backend", "")).endswith("-async"):
             tb.session_kind = "async"
         yield tb
@@ -352,3 +353,50 @@ def test_a_wide_item_of_theirs_saves_with_its_lock_and_is_refused_before_sending
     s.delete(o)
     s.commit()
     assert db.scan_raw() == []
+
+
+def test_an_overwrite_moves_the_lock_without_its_condition(db: TestBackend) -> None:
+    m = other(ENHANCED, db)
+    doc = theirs(m)
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    m.save(doc)  # (theirs: 2, after our load)
+    o.status = "MINE"
+    s.save(o, overwrite=True)  # (the last writer wins, the lock moved from what is stored)
+    s.commit()
+    back = m.load(doc)
+    assert back is not None and back["status"] == "MINE" and back["version"] == 3
+    assert o.version == 3
+    with pytest.raises(Refused):  # (their copy, at 2, is stale)
+        m.save(doc)
+
+
+def test_a_versioned_entity_keeps_another_writers_lock_beside_its_version(
+        db: TestBackend) -> None:
+    class Doc(Entity):
+        class Meta:
+            table = typed
+            pk = "DOC#{doc_id}"
+            sk = "DOC"
+            versioned = True
+            lock = "rev"
+
+        doc_id: str
+        body: str = ""
+        rev: int | None = None
+
+    s = db.session()
+    d = Doc(doc_id="d1")
+    s.save(d)
+    s.commit()
+    loaded = s.get(Doc, doc_id="d1", consistent=True)
+    assert loaded is not None and loaded.rev == 1
+    loaded.body = "two"
+    s.save(loaded)
+    s.commit()
+    assert loaded.rev == 2 and loaded.version == 2
+    d.body = "stale"  # (d: saved at version 1, rev 1)
+    s.save(d)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
