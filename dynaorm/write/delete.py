@@ -82,9 +82,11 @@ class DeleteEntry(ObjectWrite):
         # since is never deleted unseen; a row holding neither: the whole item as loaded)
         revision = {a for a in (spec.table.revision_attribute,) if a}
         held = revision | spec.rules.held
+        keys = {spec.table.pk, spec.table.sk, *map(spec.attr, spec.unique_fields),
+                *(a for a, _ in spec.rules.pin(0))}  # (conditioned as the rules say)
         conds = [exists(spec.table.pk), *state.guards(
             spec, old_values, held | locked(spec.lock),
-            leave=None if spec.lock or revision & state.item.keys() else held)]
+            leave=None if spec.lock or revision & state.item.keys() else held | keys)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
         history = (state.version or 0) if self.history else 0  # (its version rows go too)
