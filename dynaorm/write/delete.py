@@ -82,7 +82,7 @@ class DeleteEntry(ObjectWrite):
         # since is never deleted unseen; a row holding neither: the whole item as loaded)
         revision = {a for a in (spec.table.revision_attribute,) if a}
         held = revision | spec.rules.held
-        keys = {spec.table.pk, spec.table.sk, *map(spec.attr, spec.unique_fields),
+        keys = {spec.table.pk, spec.table.sk or "", *map(spec.attr, spec.unique_fields),
                 *(a for a, _ in spec.rules.pin(0))}  # (conditioned as the rules say)
         conds = [exists(spec.table.pk), *state.guards(
             spec, old_values, held | locked(spec.lock),
