@@ -9,8 +9,6 @@ it (a delete too), so the other writer's lock protects both sides.
 
 from __future__ import annotations
 
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,9 +56,7 @@ def read_lock(cls: type[Any], meta: Mapping[str, Any], keyed: set[str]) -> Lock 
     if lock.field in keyed:
         raise DynaormError(f"{owner}: {lock.field!r} is part of a key or a unique value")
     info = cls.model_fields.get(lock.field)
-    args = set(typing.get_args(info.annotation)) if info is not None and typing.get_origin(
-        info.annotation) in (typing.Union, types.UnionType) else set()
-    if info is None or not (info.annotation is int or args == {int, type(None)}) or (
+    if info is None or info.annotation not in (int, int | None) or (
             info.metadata or info.alias or info.exclude):
         raise DynaormError(f"{owner}: {lock.field!r} must be a plain field of type int or "
                            "int | None (another writer's N)")
