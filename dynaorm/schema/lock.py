@@ -26,8 +26,11 @@ class Lock:
     and ``loaded + step`` by each write of a loaded one."""
 
     field: str
+    """The field (and attribute) the other writer keeps its lock in."""
     first: int = 1
+    """The value a new item is written with."""
     step: int = 1
+    """How much each write of a loaded item moves it."""
 
     @classmethod
     def enhanced(cls, field: str, start_at: int = 0, increment_by: int = 1) -> Lock:
