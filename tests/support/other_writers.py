@@ -1,6 +1,6 @@
-"""Other writers of a table, byte for byte as their own code sends (the research behind
-it: each tool's source read, cited in docs/guide/adopting.md "Writing beside another
-mapper"): the AWS SDK for Java's DynamoDBMapper (v1, ``@DynamoDBVersionAttribute``, its
+"""Other writers of a table, byte for byte as their own code sends (each rule as
+the tool's own source has it; docs/guide/adopting-existing-tables.md, "Writing beside
+another mapper"): the AWS SDK for Java's DynamoDBMapper (v1, ``@DynamoDBVersionAttribute``, its
 default ``SaveBehavior.UPDATE``), the v2 Enhanced Client (``VersionedRecordExtension``,
 ``putItem``/``updateItem``/``deleteItem``) and PynamoDB (``VersionAttribute``: ``save``,
 ``update``, ``delete``), each with its strict reader. They send through botocore.
