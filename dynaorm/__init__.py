@@ -16,6 +16,7 @@ from dynaorm.errors import (
     BulkWriteError,
     ConcurrentModificationError,
     ConditionFailedError,
+    ConditionTooLargeError,
     ConflictError,
     DecryptionError,
     DynaormError,
@@ -54,6 +55,7 @@ from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
 from dynaorm.schema.lease import Lease
+from dynaorm.schema.lock import Lock
 from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
@@ -95,6 +97,7 @@ __all__ = [
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",
+    "ConditionTooLargeError",
     "ConflictError",
     "DecryptionError",
     "DynaormError",
@@ -122,6 +125,7 @@ __all__ = [
     "LakeError",
     "Lease",
     "LeaseError",
+    "Lock",
     "ModelFileError",
     "MultipleResultsError",
     "OffloadError",

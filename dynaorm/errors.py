@@ -242,6 +242,11 @@ class TransactionTooLargeError(DynaormError):
     """The commit needs more than 100 actions or a request over 4 MB; nothing was sent."""
 
 
+class ConditionTooLargeError(DynaormError):
+    """A write's condition is over DynamoDB's limits (4 KB, 300 operators): another
+    writer's item conditioned whole; nothing was sent (declare its lock, ``Meta.lock``)."""
+
+
 class ItemTooLargeError(DynaormError):
     """An item would exceed DynamoDB's 400 KB limit; nothing was sent."""
 

@@ -245,7 +245,9 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
         seen.add(ident)
         if spec.rules.preparers:  # (key material: the loaded item's)
             yield from prepare_rows((spec,), (state.item,))
-        entry = DeleteEntry(obj, condition=all_of(state.as_loaded(spec)))
+        # (a lock, or a row no revision stamped: conditioned as s.delete conditions it)
+        whole = not spec.lock and spec.table.revision_attribute in state.item
+        entry = DeleteEntry(obj, condition=all_of(state.as_loaded(spec)) if whole else None)
         loaded.append(_single(entry, state))
     for _, cls, k in targets:
         _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,

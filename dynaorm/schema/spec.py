@@ -29,6 +29,7 @@ from dynaorm.schema.checks import (
     stored_names,
     unstored_fields,
 )
+from dynaorm.schema.lock import Lock, read_lock
 from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
@@ -64,7 +65,7 @@ _RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vect
 __all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
-                "history_index", "timestamps", "overlaps", "key_only", "previous")
+                "history_index", "timestamps", "overlaps", "key_only", "previous", "lock")
 
 
 
@@ -124,6 +125,8 @@ class EntitySpec:
     kinds: Mapping[str, Kind] = field(default_factory=dict)
     #: field name -> its value tree (:mod:`dynaorm.values.tree`)
     trees: Mapping[str, Node] = field(default_factory=dict)
+    #: ``Meta.lock``: another writer's optimistic lock (:mod:`dynaorm.schema.lock`)
+    lock: Lock | None = None
 
     # -- the rules' data, as the rules hold it (no copy: asked of them once) ----------
     @functools.cached_property
@@ -607,6 +610,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         renames=renames, null_fields=_null_fields(cls), rules=rules,
         trees=trees, kinds={**getattr(rules.get(Membership), "kinds", {}), **{
             name: kind for name, node in trees.items() if (kind := field_kind(node))}},
+        lock=read_lock(cls, meta, {*_identity(pk, sk), *(f for i in indexes for f in i.fields),
+                                   *(f for rule in uniques for f in rule.fields)}),
     )
     check_rules(cls, table, spec.layouts, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

@@ -10,12 +10,18 @@ Pure: a plan is plain data, built and checked without I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
+from dynaorm.errors import (
+    ConditionTooLargeError,
+    DynaormError,
+    TransactionTooLargeError,
+    UniqueConstraintError,
+)
 from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
@@ -88,12 +94,30 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = op.condition.render(ph)
+        body["ConditionExpression"] = _bounded(op.condition.render(ph), op)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
     return name, body
+
+
+#: what DynamoDB counts as an operator of a condition (the AND of a BETWEEN aside)
+_OPERATORS = re.compile(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(")
+
+
+def _bounded(text: str, op: Op) -> str:
+    """``text``, a condition, refused over DynamoDB's limits: 4 KB, 300 operators."""
+    if len(text) > 1200:  # (300 operators take at least that)
+        count = len(_OPERATORS.findall(text)) - text.count("BETWEEN")
+        if len(text.encode()) > 4096 or count > 300:
+            o = op.origin
+            raise ConditionTooLargeError(
+                f"{o.entity.__name__} {o.owner_key}: its condition ({len(text.encode())} "
+                f"bytes, {count} operators) is over DynamoDB's limits (4 KB, 300), nothing "
+                "was sent: an item no revision stamped is conditioned whole; declare the "
+                "other writer's lock (Meta.lock), or let dynaorm write it once (a revision)")
+    return text
 
 
 _SET_FORMS = {

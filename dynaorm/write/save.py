@@ -26,6 +26,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.schema.lock import locked, moved
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, free, rename_paths
 from dynaorm.values.limits import short_repr
@@ -106,7 +107,7 @@ class SaveEntry(ObjectWrite):
         obj = self.obj
         spec: EntitySpec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
         state = obj._dynaorm_state
-        if self.overwrite and spec.has_rules:  # planned on what is stored now (an object
+        if self.overwrite and (spec.has_rules or spec.lock):  # on what is stored now (an object
             # read from the previous layout: under either layout, as that layout reads it)
             state = yield from spec.rules.before.stored_now(
                 spec, state, spec.primary_key(obj.__dict__), reads.kit)
@@ -131,7 +132,8 @@ class SaveEntry(ObjectWrite):
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
             if found and found[0] == (self.after_version or 0) + 1:
                 return True
-        if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
+        if table not in (None, spec.table.name) or not (self.overwrite and (
+                spec.has_rules or spec.lock)):
             return False
         mine = state.key if state is not None else None
         return key is None or key in (mine, spec.primary_key(self.obj.__dict__))
@@ -173,8 +175,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     key = spec.primary_key(values)
     encoded = encode_entity(obj, spec, key=key)  # (the next diff's base: Written.encoded)
     merged = state.merged(spec, old_item, encoded, values)
-    writes = spec.timestamps != (None, None) and (key != old_key or merged.touched)
-    pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
+    writes = (spec.timestamps != (None, None) or spec.lock) and (key != old_key or merged.touched)
+    # the updated time moves, and another writer's lock from the value loaded
+    pairs = (*spec.rules.stamp(obj, False), *moved(spec.lock, state.item)) if writes else ()
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
@@ -200,7 +203,7 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
     obj = entry.obj
-    pairs = spec.rules.stamp(obj, True) if spec.rules.stampers else ()
+    pairs = (*spec.rules.stamp(obj, True), *moved(spec.lock, {}))  # (a lock: its first)
     written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
     values = written.__dict__
     version = spec.rules.sort_keys.next(entry.after_version or 0, True)
@@ -228,9 +231,10 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     # attribute: none may have changed, and none the class writes may have appeared)
     keys = {spec.table.pk, spec.table.sk, spec.table.type_attr, *spec.rules.held,
             *(spec.attr(f) for f in spec.unique_fields)}
+    # (a lock: every writer moves it, so the whole item needs no condition)
     guard = all_of([exists(spec.table.pk), *state.guards(
-        spec, old_values, after=spec.rules.held, leave=None if entry.overwrite else {
-            k for k in keys if k})])
+        spec, old_values, after=spec.rules.held | locked(spec.lock), leave=None if (
+            entry.overwrite or spec.lock) else {k for k in keys if k})])
     b.ops.append(Delete(state.key, guard, b.origin(Role.ROW, Fail.GONE)))
     b.owner = key  # (onto an item whose TTL has passed: gone for reads, as for an insert)
     return Put(key, item, free(spec.table.pk, spec.table.ttl), b.origin(Role.ROW, Fail.EXISTS))
@@ -252,10 +256,11 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if not touched:
         return None
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
-        # exact (read by the commit just before planning; a rule's references: as read)
+        # exact (read by the commit just before planning; a rule's references, a lock: as
+        # read, so that the lock moves from the value stored)
+        after = spec.rules.held | locked(spec.lock)
         cond = all_of([exists(spec.table.pk), *state.guards(
-            spec, old_values, after=spec.rules.held)]) if spec.unique_fields or (
-            spec.rules.held) else None
+            spec, old_values, after=after)]) if spec.unique_fields or after else None
     else:
         cond = state.update_guard(spec, old_values, touched)
     caller = entry.condition
@@ -303,7 +308,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
             was = {}  # (a value changed)
     if new == was:
         return [], Outcome(obj, state, version=n)
-    pairs = spec.rules.stamp(obj, False)
+    pairs = (*spec.rules.stamp(obj, False), *moved(spec.lock, state.item))
     written = stamped(obj, pairs)
     values = written.__dict__
     encoded = encode_entity(written, spec, following)
@@ -315,7 +320,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     leave = {spec.table.pk, spec.table.sk, *revision, *(a for a, _ in spec.rules.pin(n)),
              *(spec.attr(f) for f in spec.unique_fields)}
     cond = all_of([*spec.rules.pinned(n), *state.guards(
-        spec, old_values, revision, leave=None if entry.overwrite else {a for a in leave if a})])
+        spec, old_values, revision | locked(spec.lock), leave=None if (
+            entry.overwrite or spec.lock) else {a for a in leave if a})])
     b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     return b.ops, Outcome(obj, Written(spec, key, item, values, following, encoded),

@@ -308,8 +308,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
         touched = frozenset(map(_head, self._actions))
-        if spec.rules.reads(touched) or _model_rules(self.entity):
-            return True  # (the rows a rule adds follow the stored values)
+        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock:
+            return True  # (the rows a rule adds, another writer's lock: the values read)
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
                     "min_length", "max_length"} & set(bounds(self.entity, n))))

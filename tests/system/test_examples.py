@@ -530,6 +530,15 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_beside_another_mapper(run: Run) -> None:
+    assert "dynaorm saves qty=3: version 2" in run.out
+    assert "java saves from its stale copy: refused" in run.out
+    assert "java saves from a fresh copy: saved" in run.out
+    assert "dynaorm's delete from its stale copy: refused" in run.out
+    assert "o1 now: PAID, qty 3, version 3" in run.out
+    assert "dynaorm creates o2 at version 1" in run.out
+
+
 def check_round_trip(run: Run) -> None:
     assert "read: Ann, seen 2026-01-02T03:04:05+00:00" in run.out
     assert "prefs: {'M': {'theme': {'S': 'dark'}, 'beta': {'BOOL': True}}}" in run.out
@@ -695,6 +704,7 @@ CHECKS = {
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
+    "beside_another_mapper": check_beside_another_mapper,
     "round_trip": check_round_trip,
     "key_layouts": check_key_layouts,
     "backfill_job": check_backfill_job,

@@ -184,13 +184,21 @@ def test_delete_user_row_then_guards() -> None:
     assert _request(DeleteEntry(u))["TransactItems"] == [
         {"Delete": {
             "TableName": T, "Key": USER_KEY,
-            # (the revision it was loaded with: none here, a row never stamped)
+            # (the revision it was loaded with: none here, a row never stamped, so the
+            # item as loaded, 0.10: another writer's change since is never deleted unseen)
             "ConditionExpression": "(attribute_exists(#n0)) AND (attribute_not_exists(#n1)) "
-                                   "AND (#n2 = :v0) AND (#n3 = :v1)",
+                                   "AND (#n2 = :v0) AND (#n3 = :v1) AND (#n4 = :v2) AND "
+                                   "(#n5 = :v3) AND (#n6 = :v4) AND (#n7 = :v5) AND "
+                                   "(#n8 = :v6) AND (#n9 = :v7)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             "ExpressionAttributeNames": {"#n0": "pk", "#n1": "_rev", "#n2": "email",
-                                         "#n3": "username"},
-            "ExpressionAttributeValues": {":v0": {"S": "a@x.com"}, ":v1": {"S": "alice"}},
+                                         "#n3": "username", "#n4": "_type", "#n5": "full_name",
+                                         "#n6": "gsi1pk", "#n7": "gsi1sk", "#n8": "org_id",
+                                         "#n9": "user_id"},
+            "ExpressionAttributeValues": {":v0": {"S": "a@x.com"}, ":v1": {"S": "alice"},
+                                          ":v2": {"S": "User"}, ":v3": {"S": ""},
+                                          ":v4": {"S": "ORG#acme"}, ":v5": {"S": "USER#alice"},
+                                          ":v6": {"S": "acme"}, ":v7": {"S": "u1"}},
         }},
         {"Delete": {"TableName": T, "Key": _gkey("username#alice"), **_owned_by("USER#u1")}},
         {"Delete": {"TableName": T, "Key": _gkey("email#a@x.com"), **_owned_by("USER#u1")}},
@@ -300,9 +308,13 @@ def test_versioned_delete_with_and_without_history() -> None:
     name, req = _single(DeleteEntry(a))
     assert name == "DeleteItem"
     assert req["Key"] == {"pk": {"S": "EQUIPMENT#E1"}, "sk": {"S": "v0_P1"}}
-    assert req["ConditionExpression"] == ("(attribute_exists(#n0)) AND "
-                                          "(attribute_not_exists(#n1)) AND (#n2 = :v0)")
-    assert req["ExpressionAttributeValues"] == {":v0": {"N": "3"}}
+    # (a latest copy never stamped: as loaded, 0.10; its version as the versioned rule pins it)
+    assert req["ConditionExpression"] == (
+        "(attribute_exists(#n0)) AND (attribute_not_exists(#n1)) AND (#n2 = :v0) AND "
+        "(#n3 = :v1) AND (#n4 = :v2) AND (#n5 = :v3) AND (#n6 = :v4) AND "
+        "(attribute_not_exists(#n7)) AND (attribute_not_exists(#n8)) AND (#n9 = :v5)")
+    assert req["ExpressionAttributeNames"]["#n9"] == "version"
+    assert req["ExpressionAttributeValues"][":v5"] == {"N": "3"}
     items = _request(DeleteEntry(a, history=True))["TransactItems"]
     assert [i["Delete"]["Key"]["sk"]["S"] for i in items] == [
         "v0_P1", "v00000001_P1", "v00000002_P1", "v00000003_P1"]
