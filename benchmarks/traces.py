@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from canned_http import canned_endpoint, dynaorm_models
+from canned_http import REGION, TABLE, canned_endpoint, dynaorm_models
 
 PURE = ("protocol", "values", "schema", "write", "read", "core")
 IO = ("client", "wire", "sync", "aio")
@@ -194,6 +194,55 @@ def measure() -> dict[str, dict[str, Any]]:
     return figures
 
 
+def offload_inline() -> dict[str, dict[str, Any]]:
+    """Put, update (of a loaded object's other field) and get of a ``User`` whose
+    ``full_name`` is ``Offloaded[str]`` holding a value below the threshold (``offload``),
+    beside the same entity on a table without ``offload=`` (``plain``): issue 91 asks the
+    same calls."""
+    from dynaorm import Entity, Offloaded, Session, Table
+
+    figures: dict[str, dict[str, Any]] = {}
+    for name, kind, offload in (("plain", str, None), ("offload", Offloaded[str],
+                                                       "s3://bucket/v/")):
+        with canned_endpoint() as url:
+            app = Table(TABLE, endpoint_url=url, region=REGION, offload=offload)
+
+            class User(Entity):
+                class Meta:
+                    table = app
+                    pk = "USER#{user_id}"
+                    sk = "PROFILE"
+
+                user_id: str
+                org_id: str
+                username: str
+                email: str
+                full_name: kind  # type: ignore[valid-type]
+                logins: int
+
+            n = iter(range(1_000_000))
+            loaded = Session(app).get(User, user_id="u1")
+
+            def put() -> None:
+                s = Session(app)  # noqa: B023
+                s.save(User(user_id=f"u{next(n)}", org_id="o", username="u",  # noqa: B023
+                            email="e", full_name="Ada Lovelace", logins=0))
+                s.commit()
+
+            def update() -> None:
+                s = Session(app)  # noqa: B023
+                loaded.logins = next(n)  # noqa: B023
+                s.save(loaded)  # noqa: B023
+                s.commit()
+
+            def get() -> None:
+                assert Session(app).get(User, user_id="u1") is not None  # noqa: B023
+
+            for what, fn in (("put", put), ("update", update), ("get", get)):
+                figures[f"{name} {what}"] = traced(fn)
+    return figures
+
+
 def table(figures: dict[str, dict[str, Any]]) -> str:
     """The figures as the Markdown table ``docs/architecture.md`` holds."""
     lines = ["| path | calls | modules | wing switches | climbs down to I/O |",
@@ -209,6 +258,7 @@ def main() -> None:
     args = parser.parse_args()
     figures = measure()
     print(table(figures))
+    print(table(offload_inline()))
     for name, f in figures.items():
         if f["climbs"]:
             print(f"{name}: {f['climbs']}")

@@ -17,12 +17,13 @@ is empty): nothing here runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, OutcomeUnknownError, RequestError
 from dynaorm.protocol.hooks import logger
+from dynaorm.values.limits import value_size
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.costs import known_items
 from dynaorm.write.records import Outcome, Prepared
@@ -34,16 +35,34 @@ __all__ = ["Published", "known_at", "placed", "placing", "publish_p", "release_p
 Published = list[tuple[Callable[..., Any], Any]]
 
 
-def placing(ops: Sequence[Op]) -> list[Any]:
-    """The specs of the entities of ``ops`` whose rules do something outside the table
-    (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once (none: a plain
-    commit's)."""
+def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
+    """The specs of the entities of ``ops`` whose rules may do something outside the table
+    for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
+    row it deletes, or a held attribute's value, in a row it writes or one the plan read,
+    that may be kept outside (none: a commit whose values all stay in their rows pays
+    nothing more)."""
     found: dict[int, Any] = {}
     for op in ops:
         spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if spec is not None and spec.cls is op.origin.entity and spec.rules.places:
+        if spec is not None and spec.cls is op.origin.entity and spec.rules.places and (
+                isinstance(op, Delete) or _outside(spec, (
+                    getattr(op, "known", None) or {}, getattr(op, "item", None) or getattr(
+                        op, "set", {}), *(state.item for _, state in entries if state)))):
             found.setdefault(id(spec), spec)
     return list(found.values())
+
+
+def _outside(spec: Any, items: Iterable[Item]) -> bool:
+    """Whether a held attribute's value in ``items`` may be kept outside the table: a map
+    (a reference's shape) or one that may be larger than the threshold (a string's UTF-8
+    bytes are at most 4 a character)."""
+    most = spec.table.offload_threshold
+    for item in items:
+        for a in spec.rules.held:
+            if (av := item.get(a)) and "NULL" not in av and (
+                    "M" in av or (4 * len(av["S"]) if "S" in av else value_size(av)) > most):
+                return True
+    return False
 
 
 def known_at(spec: Any, entries: Sequence[Prepared]) -> Callable[[PlainKey], Item | None]:
