@@ -23,6 +23,7 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, OutcomeUnknownError, RequestError
 from dynaorm.protocol.hooks import logger
+from dynaorm.values.limits import value_size
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.costs import known_items
 from dynaorm.write.records import Outcome, Prepared
@@ -34,15 +35,30 @@ __all__ = ["Published", "known_at", "placed", "placing", "publish_p", "release_p
 Published = list[tuple[Callable[..., Any], Any]]
 
 
-def placing(ops: Sequence[Op]) -> list[Any]:
-    """The specs of the entities of ``ops`` whose rules do something outside the table
-    (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once (none: a plain
-    commit's)."""
+def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
+    """The specs of the entities of ``ops`` whose rules may do something outside the table
+    for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
+    row it deletes, or a held attribute's value, in a row it writes or one the plan read,
+    that may be kept outside: a map (a reference's shape) or one that may be larger than
+    the threshold (a string's UTF-8 bytes are at most 4 a character). None: a commit
+    whose values all stay in their rows pays nothing more."""
     found: dict[int, Any] = {}
+    read = []
+    for _, state in entries:
+        if state is not None:
+            read.append(state.item)
     for op in ops:
         spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if spec is not None and spec.cls is op.origin.entity and spec.rules.places:
-            found.setdefault(id(spec), spec)
+        if spec is None or spec.cls is not op.origin.entity or not spec.rules.places:
+            continue
+        most = spec.table.offload_threshold
+        for row in (getattr(op, "known", None) or {}, getattr(op, "item", None) or getattr(
+                op, "set", {}), *read):
+            for a in spec.rules.held:
+                if isinstance(op, Delete) or ((av := row.get(a)) and "NULL" not in av and (
+                        "M" in av or (4 * len(av["S"]) if "S" in av else value_size(av)
+                                      ) > most)):
+                    found.setdefault(id(spec), spec)
     return list(found.values())
 
 
@@ -56,43 +72,19 @@ def known_at(spec: Any, entries: Sequence[Prepared]) -> Callable[[PlainKey], Ite
 
 def placed(specs: Sequence[Any], ops: list[Op], entries: Sequence[Prepared],
            outcomes: list[Outcome], op_id: Callable[[Op], tuple[Any, ...]]
-           ) -> tuple[list[Op], list[Outcome], list[Any]]:
-    """``ops`` with the values the rules of ``specs`` keep outside the table placed
-    (each placing rule handed its entity's records at once), before the limits are
-    checked; ``outcomes`` whose states hold what their rows will (``op_id``: an
-    action's item's identity); and the specs whose rules have something to publish or
-    release (a value placed, a row replaced or deleted that may hold one)."""
+           ) -> tuple[list[Op], list[Outcome]]:
+    """``ops`` with the values the rules of ``specs`` (:func:`placing`'s) keep outside the
+    table placed (each placing rule handed its entity's records at once), before the
+    limits are checked; and ``outcomes`` whose states hold what their rows will
+    (``op_id``: an action's item's identity)."""
     was = list(ops)
-    busy: list[Any] = []
     for spec in specs:
         mine = [at for at, op in enumerate(ops) if op.origin.entity is spec.cls]
-        known = known_at(spec, entries)
         for place in spec.rules.placers:
-            for at, op in zip(mine, place([ops[at] for at in mine], known), strict=True):
+            for at, op in zip(mine, place([ops[at] for at in mine], known_at(spec, entries)),
+                              strict=True):
                 ops[at] = op
-        if any(ops[at] is not was[at] for at in mine) or _held(spec, [ops[at] for at in mine],
-                                                               known):
-            busy.append(spec)
-    return ops, _with_placed(was, ops, outcomes, op_id), busy
-
-
-def _held(spec: Any, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]) -> bool:
-    """Whether a row ``ops`` replace or delete may hold what a rule keeps outside the
-    table (a reference: a map in one of its held attributes), or is not known (a version
-    row a delete takes with it): then its rules publish and release, else nothing of the
-    commit is outside the table (a row whose values all stay in it pays nothing more)."""
-    held = spec.rules.held
-    for op in ops:
-        row = known(op.key)
-        if row is None and isinstance(op, Update | Delete):
-            row = op.known
-        if row is None:
-            if isinstance(op, Delete):
-                return True
-            continue
-        if any(isinstance(av, dict) and "M" in av for a in held if (av := row.get(a))):
-            return True
-    return False
+    return ops, _with_placed(was, ops, outcomes, op_id)
 
 
 def _with_placed(was: Sequence[Op], ops: Sequence[Op], outcomes: list[Outcome],

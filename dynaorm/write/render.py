@@ -329,9 +329,9 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipting | None = Non
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    outside = placing(ops) if places else ()
+    outside = placing(ops, entries) if places else ()
     if outside:  # (values a rule keeps outside the table: placed once every row is built)
-        ops, outcomes, outside = placed(outside, ops, entries, outcomes, _op_id)
+        ops, outcomes = placed(outside, ops, entries, outcomes, _op_id)
     if receipt is not None:
         ops += receipt.rows(ops)
     plan = WritePlan(tuple(ops))

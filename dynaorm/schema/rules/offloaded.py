@@ -395,8 +395,11 @@ class Offloading(Rule):
         """The objects the references of ``items`` name (those not at hand; any
         attribute: a previous layout's rows hold them under old names), fetched in
         parallel and checked, their bytes put beside their references in the rows."""
-        wanted = [(item, a, ref) for item in items for a, ref in references(item).items()
-                  if type(item[a]) is dict]  # (a Held one is at hand)
+        wanted = []
+        for item in items:
+            for a, av in item.items():  # (a Held one is at hand)
+                if type(av) is dict and "M" in av and (ref := reference(av)) is not None:
+                    wanted.append((item, a, ref))
         if not wanted:
             return
         origins = () if self.entity is None else (self.entity,)
@@ -427,7 +430,10 @@ class Offloading(Rule):
 
     def decode(self, item: Item) -> Item:
         attrs = self.fields.keys() & item.keys()
-        if not any(_looks_like(item[a]) or type(item[a]) is Held for a in attrs):
+        for attr in attrs:  # (a reference, or a map of its shape: a Held one is too)
+            if "M" in item[attr]:
+                break
+        else:
             return item
         out = dict(item)
         for attr in attrs:
