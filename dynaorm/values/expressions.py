@@ -49,9 +49,15 @@ class Placeholders:
         if self._renames:
             head, dot, rest = attr.partition(".")
             attr = self._renames.get(head, head) + dot + rest
-        parts = [segment.partition("[") for segment in attr.split(".")]  # (tags[0])
-        return ".".join(self.segments((segment,)) + bracket + index
-                        for segment, bracket, index in parts)
+        parts = []
+        for segment in attr.split("."):  # (a loop, no call per segment: every write's names)
+            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
+            ph = self._by_name.get(segment)
+            if ph is None:
+                ph = self._by_name[segment] = f"#n{len(self._by_name)}"
+                self.names[ph] = segment
+            parts.append(ph + bracket + index)
+        return ".".join(parts)
 
     def segments(self, path: tuple[str, ...]) -> str:
         """The placeholder of a document path given as its names (a map member's: each
