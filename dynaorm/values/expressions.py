@@ -337,21 +337,15 @@ def _named(ph: Placeholders, path: str) -> str:
     return ph.segments((path,)) if type(path) is Name else ph.name(path)
 
 
-def _whole(attr: str) -> str:
-    """One attribute's name as a path that is never split (:class:`Name`) where it holds
-    a dot or a bracket."""
-    return Name(attr) if "." in attr or "[" in attr else attr
-
-
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
-    return _Test("=", _whole(attr), (_Raw(av),))
+    return _Test("=", Name(attr) if "." in attr or "[" in attr else attr, (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_not_exists", _whole(attr))
+    return _Test("attribute_not_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -374,7 +368,7 @@ def free(pk: str, ttl: str | None) -> Condition:
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_exists", _whole(attr))
+    return _Test("attribute_exists", Name(attr) if "." in attr or "[" in attr else attr)
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
