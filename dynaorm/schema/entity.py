@@ -273,9 +273,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
                            None if admit is None else table.pk)
     if validate is None:
         return None
-    fields = {name: spec.field_names for name, (_, spec) in types.items()}
-    lists = {}  # (a loop: no call of its own on a read's path)
-    for cls, spec in types.values():
+    fields, lists = {}, {}  # (one loop, no call of its own: on every read's path)
+    for name, (cls, spec) in types.items():
+        fields[name] = spec.field_names
         if spec.member_lists:
             lists[cls] = spec
     refused = False

@@ -46,16 +46,15 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
-        parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")
             attr = self._renames.get(head, head) + dot + rest
-        for segment in attr.split("."):
+        parts = []
+        for segment in attr.split("."):  # (a loop, no call per segment: every write's names)
             segment, bracket, index = segment.partition("[")  # a list index: tags[0]
             ph = self._by_name.get(segment)
             if ph is None:
-                ph = f"#n{len(self._by_name)}"
-                self._by_name[segment] = ph
+                ph = self._by_name[segment] = f"#n{len(self._by_name)}"
                 self.names[ph] = segment
             parts.append(ph + bracket + index)
         return ".".join(parts)

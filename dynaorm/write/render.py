@@ -151,7 +151,7 @@ def render_clauses(clauses: Sequence[_Clause], ph: Placeholders) -> str:
             words[kind].append(f"{n} {v}")
         else:
             words["SET"].append(_SET_FORMS[kind].format(n=n, v=v, e=empty))
-    return " ".join(f"{word} {', '.join(items)}" for word, items in words.items() if items)
+    return " ".join([f"{word} {', '.join(items)}" for word, items in words.items() if items])
 
 
 _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete",
@@ -315,8 +315,7 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipting | None = Non
         if outcome is not None:
             outcomes.append(outcome)
         for op in entry_ops:
-            spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-            places = places or (spec is not None and spec.rules.places)
+            places = places or op.origin.entity.__dynaorm_spec__.rules.places
             if not ops:  # the first action: nothing to merge with (identified lazily)
                 ops.append(op)
                 continue
