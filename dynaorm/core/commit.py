@@ -34,7 +34,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.scope import Scope
@@ -149,74 +149,90 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
             return CommitResult()
         if receipt is not None:
             yield from receipt.keyed_p()
-        return (yield from _rounds_p(staged, observed, keyed, receipt))
-    except IdempotencyMismatchError as exc:
+        again: Collection[int] = ()
+        response: dict[str, Any] = {}
+        with recording() as result:
+            if receipt is not None:
+                receipt.sent = result.requests
+            for round_ in range(1, ROUNDS + 1):
+                try:
+                    prepared = yield from prepare_p(staged, again)
+                except ItemNotFoundError as exc:
+                    return (yield from _replay_p(receipt, exc))
+                plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
+                    compile_commit(prepared, receipt))
+                if not plan.ops:
+                    break
+                try:
+                    response = yield from send_p(plan, outcomes, observed, prepared, receipt)
+                    if isinstance(response, dict):
+                        break
+                    assert receipt is not None
+                    return (yield from _replayed_p(staged, receipt, response, plan, outcomes))
+                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                    again = _again(prepared, exc)
+                    if round_ == ROUNDS or not again:
+                        raise
+        settle(outcomes)
+        for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
+            yield from entry._finish(response, len(plan.ops) == 1, READS)
+        return result if plan.ops else CommitResult()
+    except (IdempotencyMismatchError, _HoldsItem) as exc:
+        raise _told(exc, earlier, idempotency_key, stage)  # noqa: B904 (its own cause)
+
+
+def _replay_p(receipt: Receipting | None, exc: ItemNotFoundError) -> Proto[CommitResult]:
+    """A commit's item not found (keyed: an earlier commit of these writes may have
+    deleted it): its replay's result, else ``exc`` raised."""
+    replay = None if receipt is None else (yield from receipt.replayed(READS.item))
+    if replay is None:
+        raise exc
+    return replay.result
+
+
+def _replayed_p(staged: list[StagedWrite], receipt: Receipting, response: Any, plan: Any,
+                outcomes: Any) -> Proto[CommitResult]:
+    """A replay (the same writes applied under the key): the first commit's made values
+    were put back on the objects, whose states are planned on them."""
+    if response.restored:
+        prepared = yield from prepare_p(staged)
+        plan, outcomes = yield from keyed_plan_p(prepared, receipt)
+        _stamp(plan, outcomes, receipt.token[:16])
+    settle(outcomes)
+    yield from _as_stored(outcomes, receipt.token[:16])
+    for entry in staged:
+        yield from entry._finish({}, False, READS)
+    return cast(CommitResult, response.result)
+
+
+def _again(prepared: Any, exc: ConcurrentModificationError | ItemExistsError | ItemGoneError
+           ) -> set[int]:
+    """Nothing was written: a write planned on what it read (an overwrite: last writer
+    wins, a deleted item is recreated; a versioned insert: the kept history continued)
+    reads and plans again (the places of ``prepared`` returned), any other conflict is
+    raised (none returned)."""
+    return {at for at, (entry, state) in enumerate(prepared)
+            if entry._rereads(exc.table, exc.key, state)}
+
+
+def _told(exc: Exception, earlier: int, idempotency_key: str | None, stage: Stage | None
+          ) -> Exception:
+    """``exc`` as a commit raises it: a session-wide key's mismatch says the key is the
+    session's; a scoped session's error holds the scope's stored objects only."""
+    if isinstance(exc, IdempotencyMismatchError):
         if not earlier:
-            raise
-        raise IdempotencyMismatchError(
+            return exc
+        told = IdempotencyMismatchError(
             f"{exc.args[0]}. This session was made with idempotency_key="
             f"{idempotency_key!r:.80}, which applies to every commit of the session, "
             f"and {earlier} earlier commit(s) of it used the key: give each commit its "
             "own key (s.commit(idempotency_key=...)) or each its own session",
-            key=exc.key) from exc
-    except _HoldsItem as exc:  # (a scoped session's error: the scope's stored objects only)
-        if stage is not None and stage.scope is not None:
-            _in_scope(exc, stage.scope)
-        raise
-
-
-def _rounds_p(staged: list[StagedWrite], observed: bool, keyed: bool,
-              receipt: Receipting | None) -> Proto[CommitResult]:
-    """:func:`commit_p`'s rounds: prepare, plan and send ``staged``, reading and planning
-    again what a conflict says was planned on a stale read (at most ``ROUNDS``)."""
-    again: Collection[int] = ()
-    response: dict[str, Any] = {}
-    with recording() as result:
-        if receipt is not None:
-            receipt.sent = result.requests
-        for round_ in range(1, ROUNDS + 1):
-            try:
-                prepared = yield from prepare_p(staged, again)
-            except ItemNotFoundError:  # (keyed: an earlier commit of these writes may
-                replay = None if receipt is None else (  # have deleted the item: its
-                    yield from receipt.replayed(READS.item))  # replay)
-                if replay is None:
-                    raise
-                return replay.result
-            plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
-                compile_commit(prepared, receipt))
-            if not plan.ops:
-                break
-            try:
-                response = yield from send_p(plan, outcomes, observed, prepared, receipt)
-                if isinstance(response, dict):
-                    break
-                # a replay (the same writes applied under the key): the first commit's
-                # made values were put back on the objects, whose states are planned on
-                # them
-                assert receipt is not None
-                if response.restored:
-                    prepared = yield from prepare_p(staged)
-                    plan, outcomes = yield from keyed_plan_p(prepared, receipt)
-                    _stamp(plan, outcomes, receipt.token[:16])
-                settle(outcomes)
-                yield from _as_stored(outcomes, receipt.token[:16])
-                for entry in staged:
-                    yield from entry._finish({}, False, READS)
-                return response.result
-            except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
-                # nothing was written: a write planned on what it read (an overwrite:
-                # last writer wins, a deleted item is recreated; a versioned insert: the
-                # kept history continued) reads and plans again, any other conflict is
-                # raised
-                again = {at for at, (entry, state) in enumerate(prepared)
-                         if entry._rereads(exc.table, exc.key, state)}
-                if round_ == ROUNDS or not again:
-                    raise
-    settle(outcomes)
-    for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
-        yield from entry._finish(response, len(plan.ops) == 1, READS)
-    return result if plan.ops else CommitResult()
+            key=exc.key)
+        told.__cause__ = exc
+        return told
+    if stage is not None and stage.scope is not None:
+        _in_scope(cast(_HoldsItem, exc), stage.scope)
+    return exc
 
 
 def _in_scope(exc: _HoldsItem, scope: Scope) -> None:

@@ -94,7 +94,9 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = _bounded(op.condition.render(ph), op)
+        body["ConditionExpression"] = text = op.condition.render(ph)
+        if len(text) > 1200:  # (300 operators take at least that)
+            _bounded(text, op)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -106,18 +108,16 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
 _OPERATORS = re.compile(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(")
 
 
-def _bounded(text: str, op: Op) -> str:
-    """``text``, a condition, refused over DynamoDB's limits: 4 KB, 300 operators."""
-    if len(text) > 1200:  # (300 operators take at least that)
-        count = len(_OPERATORS.findall(text)) - text.count("BETWEEN")
-        if len(text.encode()) > 4096 or count > 300:
-            o = op.origin
-            raise ConditionTooLargeError(
-                f"{o.entity.__name__} {o.owner_key}: its condition ({len(text.encode())} "
-                f"bytes, {count} operators) is over DynamoDB's limits (4 KB, 300), nothing "
-                "was sent: an item no revision stamped is conditioned whole; declare the "
-                "other writer's lock (Meta.lock), or let dynaorm write it once (a revision)")
-    return text
+def _bounded(text: str, op: Op) -> None:
+    """``text``, a long condition, refused over DynamoDB's limits: 4 KB, 300 operators."""
+    count = len(_OPERATORS.findall(text)) - text.count("BETWEEN")
+    if len(text.encode()) > 4096 or count > 300:
+        o = op.origin
+        raise ConditionTooLargeError(
+            f"{o.entity.__name__} {o.owner_key}: its condition ({len(text.encode())} "
+            f"bytes, {count} operators) is over DynamoDB's limits (4 KB, 300), nothing "
+            "was sent: an item no revision stamped is conditioned whole; declare the "
+            "other writer's lock (Meta.lock), or let dynaorm write it once (a revision)")
 
 
 _SET_FORMS = {

@@ -203,7 +203,8 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
     obj = entry.obj
-    pairs = (*spec.rules.stamp(obj, True), *moved(spec.lock, {}))  # (a lock: its first)
+    pairs = (*(spec.rules.stamp(obj, True) if spec.rules.stampers else ()),
+             *moved(spec.lock, {}))  # (a lock: its first)
     written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
     values = written.__dict__
     version = spec.rules.sort_keys.next(entry.after_version or 0, True)

@@ -375,9 +375,12 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        sealed = [s.table for e in staged if (s := e._entity.__dynaorm_spec__).encrypted]
-        if sealed:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
-            table = min(sealed, key=lambda t: str(t.name))
+        tables: dict[str, TableSchema] = {}  # (of the entities with Encrypted fields)
+        for entry in staged:
+            if (spec := entry._entity.__dynaorm_spec__).encrypted:
+                tables[str(spec.table.name)] = spec.table
+        if tables:  # (its digest keyed: a guess of an Encrypted value confirms nothing)
+            table = tables[min(tables)]
             keyring = keyring_of(table)
             if keyring.mac_key_id is not None:
                 receipting.keyring = keyring
@@ -478,7 +481,7 @@ class Receipting:
     check of each other table it may write; its token; and what stored receipts mean."""
 
     __slots__ = ("digest", "hashed", "homes", "key", "keyring", "made", "nonce", "now",
-                 "plain", "sent", "value")
+                 "plain", "sent", "token", "value")
 
     def __init__(self, homes: list[tuple[Any, TableSchema]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
@@ -497,6 +500,11 @@ class Receipting:
         self.hashed = hashlib.sha256("\0".join(["dynaorm-receipt", *(
             f"{f}\0{v}" for f, v in fields), key]).encode()).hexdigest()[:40]
         self.value = "#".join([RECEIPT_TYPE, *(v for _, v in fields), self.hashed])
+        #: the ``ClientRequestToken`` of the commit, derived from the key and the digest
+        #: (the same writes under the same key send the same token within DynamoDB's ten
+        #: minutes; other writes a different one, which the receipts refuse)
+        self.token = hashlib.sha256(f"{self.value}\0{key}\0{self.digest}".encode()
+                                    ).hexdigest()[:32]
         #: this commit's own mark (tells its own receipt from an earlier commit's)
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
@@ -507,14 +515,6 @@ class Receipting:
         #: the requests the commit sent before its transaction (its reads)
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    @property
-    def token(self) -> str:
-        """The ``ClientRequestToken`` of the commit: derived from the key and the digest
-        (the same writes under the same key send the same token within DynamoDB's ten
-        minutes; other writes a different one, which the receipts refuse)."""
-        return hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
-                              ).hexdigest()[:32]
-
     def keyed_p(self) -> Generator[Any, Any, None]:
         """Key the digest with :attr:`keyring`'s MAC (a protocol: a KMS keyring asks for
         it), so a receipt row confirms no guess of what was staged without the key."""
@@ -522,6 +522,8 @@ class Receipting:
             text = f"dynaorm-receipt\0{self.plain}"
             yield from self.keyring.prepare(macs=[text])
             self.digest = self.keyring.mac(text)
+            self.token = hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
+                                        ).hexdigest()[:32]
 
     def where(self, table: TableSchema) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
