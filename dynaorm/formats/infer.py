@@ -440,12 +440,10 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     return None
 
 
-def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
-                held: int) -> bool:
-    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
-    a data attribute (two values on items of one key skeleton, its tags and where its
-    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
-    one value only most items hold."""
+def _value_shapes(items: Sequence[Item], table: Mapping[str, Any], attr: str
+                  ) -> tuple[dict[str, set[tuple[int, ...]]], dict[Any, dict[str, set[str]]]]:
+    """Of each value of ``attr``, the key shapes (token lengths) of the items holding it;
+    and by key skeleton (its tags), each value's items' attribute names."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     names: dict[Any, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for item in items:
@@ -457,6 +455,16 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
         shapes[value].add(tuple(map(len, shape)))
         names[tuple(tuple(t if _is_tag(t) else "" for t in p) for p in shape)][value].update(
             item)
+    return shapes, names
+
+
+def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
+                held: int) -> bool:
+    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
+    a data attribute (two values on items of one key skeleton, its tags and where its
+    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
+    one value only most items hold."""
+    shapes, names = _value_shapes(items, table, attr)
     if any(_alike(*pair) for one in names.values() for pair in combinations(one.values(), 2)
            ) or (len(shapes) < 2 and held < 0.9 * len(items)):
         return False
@@ -982,6 +990,20 @@ def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[st
 
 
 # -- the model -----------------------------------------------------------------------------
+def _groups(entries: Sequence[tuple[Item, dict[str, str], bool]], table: Mapping[str, Any],
+            type_attr: str | None, unplaced: list[Item]) -> list[_Group]:
+    """The sample's groups, one an entity: by the type attribute's value, else by key
+    shape (a shape one item holds, in a sample of ten items a shape, a stray put in
+    ``unplaced``, not an entity)."""
+    if type_attr is not None:
+        return _by_type(entries, type_attr, table, unplaced)
+    groups = _by_shape(entries, table)
+    if len(entries) >= 10 * len(groups):
+        unplaced += [g.items[0] for g in groups if len(g.items) == 1]
+        groups = [g for g in groups if len(g.items) > 1]
+    return groups
+
+
 def infer_model(description: Mapping[str, Any], ttl: str | None,
                 items: Sequence[Item]) -> Inferred:
     """The model of the table DescribeTable's ``description`` gives, with TTL attribute
@@ -995,14 +1017,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     type_attr = _type_attribute(items, table)
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
-    if type_attr is not None:
-        groups = _by_type(entries, type_attr, table, unplaced)
-    else:
-        groups = _by_shape(entries, table)
-        if len(entries) >= 10 * len(groups):  # (a key shape one item holds, in a sample
-            # of ten items a shape: a stray, not an entity)
-            unplaced += [g.items[0] for g in groups if len(g.items) == 1]
-            groups = [g for g in groups if len(g.items) > 1]
+    groups = _groups(entries, table, type_attr, unplaced)
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)
