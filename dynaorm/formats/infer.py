@@ -440,10 +440,12 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     return None
 
 
-def _value_shapes(items: Sequence[Item], table: Mapping[str, Any], attr: str
-                  ) -> tuple[dict[str, set[tuple[int, ...]]], dict[Any, dict[str, set[str]]]]:
-    """Of each value of ``attr``, the key shapes (token lengths) of the items holding it;
-    and by key skeleton (its tags), each value's items' attribute names."""
+def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
+                held: int) -> bool:
+    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
+    a data attribute (two values on items of one key skeleton, its tags and where its
+    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
+    one value only most items hold."""
     shapes: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     names: dict[Any, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for item in items:
@@ -455,25 +457,22 @@ def _value_shapes(items: Sequence[Item], table: Mapping[str, Any], attr: str
         shapes[value].add(tuple(map(len, shape)))
         names[tuple(tuple(t if _is_tag(t) else "" for t in p) for p in shape)][value].update(
             item)
-    return shapes, names
-
-
-def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
-                held: int) -> bool:
-    """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
-    a data attribute (two values on items of one key skeleton, its tags and where its
-    values go, and of alike attributes: a task's ``type``, a cart item's ``Status``), nor
-    one value only most items hold."""
-    shapes, names = _value_shapes(items, table, attr)
     if any(_alike(*pair) for one in names.values() for pair in combinations(one.values(), 2)
            ) or (len(shapes) < 2 and held < 0.9 * len(items)):
         return False
+    return _type_values(shapes, len(items), known)
+
+
+def _type_values(shapes: Mapping[str, set[tuple[int, ...]]], n: int, known: bool) -> bool:
+    """Whether the values (``shapes``: each one's key shapes) of an attribute ``n`` items
+    hold read as types: names, few, each of one key shape (but for a ``known`` type
+    attribute's name)."""
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
-        return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
-    few = 2 <= len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
+        return len(shapes) <= 64 and (len(shapes) < n or n <= 64)
+    few = 2 <= len(shapes) <= max(2, min(64, n // 3)) and len(shapes) < n
     return few and all(len(s) == 1 for s in shapes.values())
 
 
