@@ -460,12 +460,19 @@ def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, know
     if any(_alike(*pair) for one in names.values() for pair in combinations(one.values(), 2)
            ) or (len(shapes) < 2 and held < 0.9 * len(items)):
         return False
+    return _type_values(shapes, len(items), known)
+
+
+def _type_values(shapes: Mapping[str, set[tuple[int, ...]]], n: int, known: bool) -> bool:
+    """Whether the values (``shapes``: each one's key shapes) of an attribute ``n`` items
+    hold read as types: names, few, each of one key shape (but for a ``known`` type
+    attribute's name)."""
     if not all(re.fullmatch(r"[A-Za-z_][\w:.\-]*", v) or (known and _ODD_TYPE.match(v))
                for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
-        return len(shapes) <= 64 and (len(shapes) < len(items) or len(items) <= 64)
-    few = 2 <= len(shapes) <= max(2, min(64, len(items) // 3)) and len(shapes) < len(items)
+        return len(shapes) <= 64 and (len(shapes) < n or n <= 64)
+    few = 2 <= len(shapes) <= max(2, min(64, n // 3)) and len(shapes) < n
     return few and all(len(s) == 1 for s in shapes.values())
 
 
@@ -982,6 +989,20 @@ def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[st
 
 
 # -- the model -----------------------------------------------------------------------------
+def _groups(entries: Sequence[tuple[Item, dict[str, str], bool]], table: Mapping[str, Any],
+            type_attr: str | None, unplaced: list[Item]) -> list[_Group]:
+    """The sample's groups, one an entity: by the type attribute's value, else by key
+    shape (a shape one item holds, in a sample of ten items a shape, a stray put in
+    ``unplaced``, not an entity)."""
+    if type_attr is not None:
+        return _by_type(entries, type_attr, table, unplaced)
+    groups = _by_shape(entries, table)
+    if len(entries) >= 10 * len(groups):
+        unplaced += [g.items[0] for g in groups if len(g.items) == 1]
+        groups = [g for g in groups if len(g.items) > 1]
+    return groups
+
+
 def infer_model(description: Mapping[str, Any], ttl: str | None,
                 items: Sequence[Item]) -> Inferred:
     """The model of the table DescribeTable's ``description`` gives, with TTL attribute
@@ -995,14 +1016,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     type_attr = _type_attribute(items, table)
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
-    if type_attr is not None:
-        groups = _by_type(entries, type_attr, table, unplaced)
-    else:
-        groups = _by_shape(entries, table)
-        if len(entries) >= 10 * len(groups):  # (a key shape one item holds, in a sample
-            # of ten items a shape: a stray, not an entity)
-            unplaced += [g.items[0] for g in groups if len(g.items) == 1]
-            groups = [g for g in groups if len(g.items) > 1]
+    groups = _groups(entries, table, type_attr, unplaced)
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)

@@ -433,15 +433,22 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 if again:
                     raise
             except ThreadBusyError:
-                if fence and fence.tenure and root:  # (its writes come before it: gone)
-                    fence.tenure.refused.add(cid)
-                    found = yield s.query(self.cp, self.w, **self._at(conf)).begins_with(
-                        checkpoint_id=cid).all
-                    if not any(type(r) is self.cp for r in found):
-                        yield from self._drop(s, found)
+                yield from self._refused(s, fence, conf, cid, root)
                 raise
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_id": cid,
                                  "checkpoint_ns": conf.get("checkpoint_ns", "")}}
+
+    def _refused(self, s: Any, fence: Fence | None, conf: Mapping[str, Any], cid: str,
+                 root: bool) -> Op:
+        """A put refused the thread: a run's root one has its checkpoint named refused,
+        and its writes (stored before it) deleted unless the checkpoint is stored."""
+        if not (fence and fence.tenure and root):
+            return
+        fence.tenure.refused.add(cid)
+        found = yield s.query(self.cp, self.w, **self._at(conf)).begins_with(
+            checkpoint_id=cid).all
+        if not any(type(r) is self.cp for r in found):
+            yield from self._drop(s, found)
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                     task_id: str, task_path: str, fence: Fence | None = None) -> Op:
@@ -498,12 +505,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
         stored yet (the run's next checkpoint takes it up; a refused put deletes them); on any
         other, or one whose put was refused, nothing is stored nor acquired."""
-        t = fence.tenure if fence else None
         cid: str | None = root["checkpoint_id"] if root else None
         for at in range(0, max(len(todo), 1), per):
-            first = t is not None and not t.held and cid is not None
-            if first and cid in t.refused:  # type: ignore[union-attr]
-                raise _busy(fence, ConditionFailedError(f"checkpoint {cid!r} was refused"))
+            first = _first_root(fence, cid)
             for again in (False, True) if first else (False,):
                 for r in todo[at:at + per]:
                     s.save(r, overwrite=r.idx < 0)
@@ -900,6 +904,16 @@ class _Walk:
                 entry["seed"] = self.seeds[ch]
             out[ch] = entry
         return out
+
+
+def _first_root(fence: Fence | None, cid: str | None) -> bool:
+    """Whether writes of ``fence`` on root checkpoint ``cid`` are a run's first (they
+    acquire the thread); those of a refused put find the thread busy."""
+    t = fence.tenure if fence else None
+    first = t is not None and not t.held and cid is not None
+    if first and cid in t.refused:  # type: ignore[union-attr]
+        raise _busy(fence, ConditionFailedError(f"checkpoint {cid!r} was refused"))
+    return first
 
 
 def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:

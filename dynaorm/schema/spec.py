@@ -568,6 +568,13 @@ def _refusing(meta: Mapping[str, Any], pk: KeyTemplate, sk: KeyTemplate | None,
         for i in indexes)
 
 
+def _check_primary_shard(owner: str, shards: Mapping[str, Shards], pk: KeyTemplate,
+                         sk: KeyTemplate | None) -> None:
+    """A table sharded on its primary key names ``{shard}`` in its pk or sk template."""
+    if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
+        raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``). The keys and
     stored names are read here; each rule of :data:`~dynaorm.schema.rules.RULES` reads its
@@ -585,8 +592,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                    pk, sk)
                     for name, templates in dict(meta.get("indexes") or {}).items())
     pk, sk, indexes = _refusing(meta, pk, sk, indexes)
-    if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
-        raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
+    _check_primary_shard(owner, shards, pk, sk)
     renames = stored_names(cls)
     check_mapping(owner, table, field_names, renames, pk, sk, list(indexes), cls)
     type_name = str(meta.get("type_name") or owner)
