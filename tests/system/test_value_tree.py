@@ -1273,3 +1273,59 @@ def test_a_set_of_sealed_values_is_never_stored_in_plaintext_and_reads_back(
     assert "tag-plain" not in _raw_texts(tb, plain_store)
     got = Session(plain_store).get(Tagged, key="1")
     assert got is not None and got.tags == {"tag-plain-1", "tag-plain-2", "tag-plain-3"}
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("op", ["contains cards", "contains tags", "begins cards[0]",
+                                "in docs.d"])
+def test_a_filter_on_sealed_members_is_refused_naming_the_field(
+        store: tuple[Store, Bucket], op: str) -> None:
+    """A filter comparing a sealed list, set or mapping member with a plaintext operand
+    (it would match ciphertexts against it: never true, or telling) is refused with a
+    typed error naming the field."""
+    s = Session(plain_store)
+    s.save(Purse(tenant="a", key="1", cards=["4111-card"], docs={"d": b"x"}))
+    s.save(Tagged(key="1", tags={"tag-plain-1"}))
+    s.commit()
+    kind, path = op.split()
+    f = F(path)
+    cls, keys = (Tagged, {"key": "1"}) if path == "tags" else (
+        Purse, {"tenant": "a", "key": "1"})
+    condition = {"contains": lambda: f.contains("4111-card" if path == "cards" else "tag"),
+                 "begins": lambda: f.begins_with("4111"),
+                 "in": lambda: f.is_in(b"x")}[kind]()
+    with pytest.raises(DynaormError) as err:
+        s.query(cls, **keys).filter(condition).all()
+    assert path.split("[")[0].split(".")[0] in str(err.value), str(err.value)
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("op", ["append", "prepend", "add", "discard"])
+def test_an_update_of_sealed_members_is_refused_or_sealed_and_told_true(
+        store: tuple[Store, Bucket], op: str) -> None:
+    """Appending to a sealed list, adding to or discarding from a sealed set by update:
+    refused with a typed error naming the field, or done (read back as asked) with no
+    plaintext stored; never reported done and left undone."""
+    tb, _ = store
+    s = Session(plain_store)
+    s.save(Purse(tenant="a", key="1", cards=["4111-card"]))
+    s.save(Tagged(key="1", tags={"tag-plain-1", "tag-plain-2"}))
+    s.commit()
+    field = "cards" if op in ("append", "prepend") else "tags"
+    value = ["9999-card"] if field == "cards" else {"tag-plain-1"} if op == "discard" else {
+        "tag-plain-9"}
+    cls, keys = (Purse, {"tenant": "a", "key": "1"}) if field == "cards" else (
+        Tagged, {"key": "1"})
+    try:
+        getattr(s.update(cls, **keys), op)(**{field: value})
+        s.commit()
+    except DynaormError as err:
+        assert field in str(err), str(err)
+        return
+    assert not re.search(r"9999-card|tag-plain", _raw_texts(tb, plain_store))
+    got = Session(plain_store).get(cls, **keys)
+    assert got is not None
+    assert getattr(got, field) == {"append": ["4111-card", "9999-card"],
+                                   "prepend": ["9999-card", "4111-card"],
+                                   "add": {"tag-plain-1", "tag-plain-2", "tag-plain-9"},
+                                   "discard": {"tag-plain-2"}}[op]
