@@ -1226,3 +1226,27 @@ def test_another_items_member_replacing_the_list_takes_none_of_the_replaced_attr
     s.commit()
     got = _serials(_after(key)["lines"])
     assert got in ([None], ["S7"]), got
+
+
+@pytest.mark.engines("moto")
+def test_a_move_saved_again_after_a_failed_commit_keeps_each_members_attributes(
+        db: TestBackend) -> None:
+    """A line moved to ``spare`` and the first deleted, saved under a condition that fails
+    (nothing written, the state as loaded), then saved again: each member kept as read."""
+    from dynaorm.errors import DynaormError
+
+    key = _shelved(3, 0)
+    s = db.session()
+    o = s.get(Shelved, oid="1")
+    assert o is not None
+    o.spare.append(o.lines.pop(2))
+    del o.lines[0]
+    s.save(o, condition=F("oid") == "nope")
+    with pytest.raises(DynaormError):
+        s.commit()
+    assert _after(key)["lines"]["L"] == [_serialed(n) for n in range(3)]
+    s = db.session()
+    s.save(o)
+    s.commit()
+    after = _after(key)
+    assert after["lines"]["L"] == [_serialed(1)] and after["spare"]["L"] == [_serialed(2)]

@@ -1329,3 +1329,43 @@ def test_an_update_of_sealed_members_is_refused_or_sealed_and_told_true(
                                    "prepend": ["9999-card", "4111-card"],
                                    "add": {"tag-plain-1", "tag-plain-2", "tag-plain-9"},
                                    "discard": {"tag-plain-2"}}[op]
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("change", ["nothing", "docs", "cards", "tags", "reorder"])
+def test_sealed_members_the_change_did_not_touch_stay_byte_for_byte(
+        store: tuple[Store, Bucket], change: str) -> None:
+    """A loaded object of sealed list, mapping and set members saved back: unchanged, its
+    row stays byte for byte; one field changed, every other field's ciphertexts stay; a
+    sealed list reordered reads back reordered, no plaintext stored."""
+    tb, _ = store
+    s = Session(plain_store)
+    s.save(Purse(tenant="a", key="1", cards=["4111-card", "5500-card"],
+                 docs={"d": b"x", "e": b"y"}))
+    s.save(Tagged(key="1", tags={"tag-plain-1", "tag-plain-2"}))
+    s.commit()
+    rows = lambda: {r["pk"]["S"]: r for r in tb.scan_raw(plain_store)}  # noqa: E731
+    before = rows()
+    p, t = s.get(Purse, tenant="a", key="1"), s.get(Tagged, key="1")
+    assert p is not None and t is not None
+    if change == "docs":
+        p.docs["d"] = b"z"
+    elif change == "cards":
+        p.cards[1] = "3400-card"
+    elif change == "tags":
+        t.tags.add("tag-plain-3")
+    elif change == "reorder":
+        p.cards.reverse()
+    s.save(p)
+    s.save(t)
+    s.commit()
+    after = rows()
+    for pk, attr in (("PURSE#a#1", "cards"), ("PURSE#a#1", "docs"), ("TAGGED#1", "tags")):
+        touched = change == attr or (change == "reorder" and attr == "cards")
+        if not touched:
+            assert after[pk][attr] == before[pk][attr], (pk, attr)
+    if change == "nothing":
+        assert after == before
+    assert not re.search(r"\d{4}-card|tag-plain", repr(after))
+    got = Session(plain_store).get(Purse, tenant="a", key="1")
+    assert got is not None and got.cards == p.cards and got.docs == p.docs
