@@ -91,6 +91,7 @@ def main() -> None:
         # one (Client(receipts=...), here set on the tables' client), every keyed commit
         # keeps its one receipt there: the key is known whatever tables it writes
         shop.db.receipts = receipts
+        s = db.session()  # (a session keeps the receipts table its client had when made)
         try:
             s.save(Payment(order_id="o4", cents=100))
             s.commit(idempotency_key="msg-4")
