@@ -59,7 +59,9 @@ def main() -> None:
         print(f"dynaorm saves qty=3: version {order.version}")
         stale = {**java_item, "status": {"S": "PAID"}}  # (the Java side loaded version 1)
         print(f"java saves from its stale copy: {java_save(client, stale, 1)}")
-        s.delete(s.get(Order, order_id="o1"))  # (loaded at 2)
+        loaded = s.get(Order, order_id="o1")  # (loaded at 2)
+        assert loaded is not None
+        s.delete(loaded)
         reloaded = {**stale, "qty": {"N": "3"}}  # (the Java side reloads: version 2)
         print(f"java saves from a fresh copy: {java_save(client, reloaded, 2)}")
         try:
