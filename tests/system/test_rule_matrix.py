@@ -592,18 +592,17 @@ class Cell:
         repr(error.item)  # type: ignore[attr-defined]  # (shown: the stored entity, redacted)
 
     def delete(self) -> None:
-        """A stale loaded object's delete conflicts where the row proves a change since
-        (its revision, its version; without either, the last writer wins); a delete
-        releases the guards and keeps the history (``history=True``: deletes it)."""
+        """A stale loaded object's delete conflicts: the row proves a change since (its
+        revision, its version; without either, the whole item as loaded: contract 25); a
+        delete releases the guards and keeps the history (``history=True``: deletes it)."""
         stale = self.get("a")
         self._update("a", note="moved on")
         self.stored("a")
         s = self.session()
         s.delete(stale)
-        if self.m.has("revision") or self.m.has("versioned"):
-            self.refused(ConflictError, s.commit)
-            s = self.session()
-            s.delete(self.get("a"))
+        self.refused(ConflictError, s.commit)
+        s = self.session()
+        s.delete(self.get("a"))
         s.commit()
         del self.live["a"]
         assert self.get("a") is None

@@ -51,12 +51,15 @@ from dynaorm.errors import (
 )
 from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.schema.rules.keyrings import keyring_of
-from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
 from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
+
+#: a :class:`~dynaorm.schema.table.TableSchema` (not imported: the table builds this rule,
+#: an import back would be a circle)
+_Home = Any
 
 __all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "RECEIPT_TYPE", "Receipting",
            "Receipts", "Replay", "digest", "made", "made_paths", "own_row"]
@@ -346,13 +349,13 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def __init__(self, table: TableSchema) -> None:
+    def __init__(self, table: _Home) -> None:
         self.table = table
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
 
     def start(self, staged: Sequence[Any], key: str, scope: Mapping[str, str] | None = None,
-              home: TableSchema | None = None) -> Receipting | None:
+              home: _Home | None = None) -> Receipting | None:
         """The receipts of a commit of ``staged`` with idempotency key ``key`` (checked by
         the commit): one in each table its writes go to (by name, so the same writes staged
         in any order find them), or one in ``home`` (the client's receipts table,
@@ -375,7 +378,7 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        tables: dict[str, TableSchema] = {}  # (of the entities with Encrypted fields)
+        tables: dict[str, _Home] = {}  # (of the entities with Encrypted fields)
         for entry in staged:
             if (spec := entry._entity.__dynaorm_spec__).encrypted:
                 tables[str(spec.table.name)] = spec.table
@@ -483,7 +486,7 @@ class Receipting:
     __slots__ = ("digest", "hashed", "homes", "key", "keyring", "made", "nonce", "now",
                  "plain", "sent", "token", "value")
 
-    def __init__(self, homes: list[tuple[Any, TableSchema]], key: str, staged_digest: str,
+    def __init__(self, homes: list[tuple[Any, _Home]], key: str, staged_digest: str,
                  scope: Mapping[str, str] | None = None) -> None:
         #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
         #: class written (its actions' origin) and the table that keeps the receipt (each
@@ -525,7 +528,7 @@ class Receipting:
             self.token = hashlib.sha256(f"{self.value}\0{self.key}\0{self.digest}".encode()
                                         ).hexdigest()[:32]
 
-    def where(self, table: TableSchema) -> PlainKey:
+    def where(self, table: _Home) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
         value = self.value
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
