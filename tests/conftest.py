@@ -7,7 +7,10 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
   the engine the endpoint turns out to be (``tests/support/engines.py``), not the
   option's name: under the name alone, dynoxide was held to DynamoDB Local's exact
   400 KB boundary for updates and failed.
-- ``DYNAORM_BACKENDS=moto,local`` restricts the engines (default: all three).
+- ``DYNAORM_BACKENDS=moto,local`` restricts the engines. By default a test runs on moto
+  and DynamoDB Local (:data:`DEFAULT_ENGINES`); dynoxide joins where the test's
+  ``engines`` marker names it (its behaviour depends on the engine). Engines chosen by
+  name run every test their marker allows.
 - ``--dynaorm-index-lag=SECONDS`` (the plugin's option) lags index reads on every engine:
   in-process, and through a fault proxy in front of DynamoDB Local, dynoxide and the
   endpoint given (``lagged``); a test that reads its own writes through an index carries
@@ -55,6 +58,11 @@ settings.register_profile("dynaorm", suppress_health_check=[HealthCheck.too_slow
 settings.load_profile("dynaorm")
 
 BACKENDS = ("moto", "local", "dynoxide")
+#: the engines a test runs on unless its ``engines`` marker names others: the embedded
+#: default and the reference engine it is held to. dynoxide, the second engine, runs the
+#: tests whose behaviour depends on the engine (their modules mark all three), and the
+#: whole suite through ``--dynaorm-endpoint`` or ``DYNAORM_BACKENDS=dynoxide``
+DEFAULT_ENGINES = ("moto", "local")
 
 
 def _required() -> bool:
@@ -88,9 +96,12 @@ def _async_variant(metafunc: pytest.Metafunc) -> bool:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         names = backends(metafunc.config)
-        only = metafunc.definition.get_closest_marker("engines")
-        if only is not None:  # (behaviour that does not depend on the engine: CI's 30 minutes)
-            names = [n for n in names if n in only.args or n == "endpoint"]
+        marker = metafunc.definition.get_closest_marker("engines")
+        # (behaviour that does not depend on the engine: CI's minutes; engines chosen by
+        # name run every test the marker allows)
+        only = marker.args if marker else (
+            BACKENDS if os.environ.get("DYNAORM_BACKENDS") else DEFAULT_ENGINES)
+        names = [n for n in names if n in only or n == "endpoint"]
         if _async_variant(metafunc):  # on DynamoDB Local, or on the endpoint given
             served = [f"{n}-async" for n in names if n in ("local", "endpoint")]
             if not served and "moto" in names:  # moto alone: on a moto server

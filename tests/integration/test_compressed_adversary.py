@@ -38,6 +38,9 @@ from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import recording
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 MIN = 40
 C = Compressed(min_size=MIN)
 

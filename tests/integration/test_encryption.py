@@ -55,6 +55,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
 from tests.support.spans import Spans
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 KEY, OLD, OTHER, MAC = b"k" * 32, b"o" * 32, b"x" * 32, b"m" * 32
 
 

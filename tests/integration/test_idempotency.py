@@ -37,6 +37,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.models import Audit, Note, User, app
 from tests.support.offload import Bucket, bucket, referenced
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
 #: recreate: a key reused by another test's variant would find its token taken)
 RUN = uuid.uuid4().hex[:8]

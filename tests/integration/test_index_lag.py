@@ -21,7 +21,8 @@ from tests.support.models import TplSparse, User, app
 from tests.support.recording import send
 
 #: these tests lag by blocks of their own, and read exactly outside them
-pytestmark = pytest.mark.dynaorm_index_lag(0, reason="tests the lag itself")
+pytestmark = [pytest.mark.dynaorm_index_lag(0, reason="tests the lag itself"),
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 
 @pytest.fixture

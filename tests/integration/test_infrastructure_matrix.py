@@ -20,7 +20,8 @@ from dynaorm.testing import worker_suffix
 from tests.conftest import engine_of
 from tests.support.designs import DESIGNS, design
 
-pytestmark = pytest.mark.sync_only  # (DDL only: one path for sync and async)
+pytestmark = [pytest.mark.sync_only,  # (DDL only: one path for sync and async)
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 
 @pytest.fixture

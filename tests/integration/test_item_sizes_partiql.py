@@ -14,6 +14,9 @@ from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
 from tests.support.recording import send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 def _stored(db: TestBackend, key: str) -> int:
     found = send(db.table, "GetItem", {"TableName": db.table.name, "ConsistentRead": True,

@@ -17,6 +17,9 @@ from dynaorm.values.limits import MAX_ITEM_BYTES, item_size
 from tests.conftest import engine_of
 from tests.support.recording import send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 Item = dict[str, Any]
 
 

@@ -39,6 +39,9 @@ from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 DIMS = 8
 plain = Table("lg_store", ttl="expires")
 vectors = Table("lg_store_vectors", vector_indexes=[

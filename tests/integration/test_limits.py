@@ -37,6 +37,9 @@ from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.recording import Requests, send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 LONE = json.loads('"\\ud800"')  # a lone surrogate, as JSON from a client can carry
 
 

@@ -24,7 +24,8 @@ from tests.conftest import engine_of, wire_of
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.tenant_models import Customer, Memo, shelf, tenants
 
-pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
+pytestmark = [pytest.mark.sync_only,  # (the server makes its own sessions)
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 @pytest.fixture
 def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:

@@ -28,6 +28,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.models import Audit, Note, User, app
 from tests.support.recording import Requests
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 #: a second table with its own key names and discriminator, as a legacy table has
 ledger = Table("dynaorm-ledger", pk="PK", sk="SK", type_attribute="kind")
 

@@ -18,6 +18,9 @@ from dynaorm.jobs import backfill, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 native = Table("native_idx", indexes=[
     GSI("by_place", pk=("tenant_id", "place"), sk=("created", "rank", "state")),
     GSI("by_rank", pk=("rank",)),

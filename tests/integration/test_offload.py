@@ -42,6 +42,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.offload import Bucket, bucket, referenced
 from tests.support.recording import Requests, send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 KEY = b"k" * 32
 #: the size from which the suite's offloaded values go to S3
 LIMIT = 1000

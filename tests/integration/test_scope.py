@@ -28,6 +28,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
 from tests.support.tenant_models import Clip, Customer, Handle, Memo, Setting, Tag, shelf, tenants
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 T1 = {"tenant_id": "t1"}
 
 

@@ -49,6 +49,9 @@ from tests.support.tenant_models import (
     tenants,
 )
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 LIAR = "liar"  # the id of every item planted under t2's key with t1's attributes
 
 

@@ -21,6 +21,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
 from tests.support.vector_models import docs, space
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 class Inner(BaseModel):
     name: str

@@ -32,6 +32,9 @@ from dynaorm.schema.settings import TableSettings
 from dynaorm.testing import worker_suffix
 from tests.conftest import engine_of
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 #: what each engine keeps: the settings it stores and reports back
 _HAS: dict[str, set[str]] = {
     "moto": {"deletion_protection", "warm_throughput", "pitr_days", "tags"},

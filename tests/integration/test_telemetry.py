@@ -23,7 +23,8 @@ from dynaorm import Entity, Session, Table, Unique, UniqueConstraintError
 from dynaorm.testing import worker_suffix
 from tests.conftest import engine_of
 
-pytestmark = pytest.mark.sync_only  # (the hook's providers are the test's own)
+pytestmark = [pytest.mark.sync_only,  # (the hook's providers are the test's own)
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 shop = Table("otel_shop", return_consumed_capacity="INDEXES")
 

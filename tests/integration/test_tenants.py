@@ -43,6 +43,9 @@ from tests.conftest import engine_of, wire_of
 from tests.support.offload import Bucket, bucket, kms_for
 from tests.support.recording import Requests, send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 KEY, OLD = b"t" * 32, b"o" * 32
 ks = Table("tenant_store", keyring=StaticKeyring(KEY), key_scope="tenant_id",
            offload="s3://placeholder/t/", offload_threshold=500)

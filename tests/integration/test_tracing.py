@@ -31,6 +31,9 @@ from tests.conftest import engine_of
 from tests.support.models import Note, User, app
 from tests.support.spans import Spans
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 @pytest.fixture
 def spans(db: TestBackend) -> Iterator[Spans]:

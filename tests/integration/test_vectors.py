@@ -51,6 +51,9 @@ from tests.support.vector_models import (
     space,
 )
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 #: why these tests skip on DynamoDB Local
 NO_LOCAL = ("DynamoDB Local has no vector index: it ignores VectorIndexes on CreateTable and "
             "refuses SearchVectors as an unknown operation")

@@ -45,7 +45,8 @@ from dynaorm.wire.endpoint import client_endpoint
 from tests.support.hostile import certificate
 from tests.support.models import Note, User, app
 
-pytestmark = pytest.mark.sync_only  # each test drives both async wires itself
+pytestmark = [pytest.mark.sync_only,  # each test drives both async wires itself
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 R = TypeVar("R")
 WIRES = ("botocore", "dynaorm")

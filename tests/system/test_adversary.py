@@ -62,7 +62,8 @@ from tests.support.fault_kinds import arm
 from tests.support.models import app
 from tests.support.raw import raw_get, raw_set
 
-pytestmark = pytest.mark.sync_only  # the machine drives its own sync sessions
+pytestmark = [pytest.mark.sync_only,  # the machine drives its own sync sessions
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 IDS = st.sampled_from(["1", "2"])
 TEXTS = st.sampled_from(["a", "b", "c"])

@@ -38,6 +38,9 @@ from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffi
 from tests.conftest import engine_of
 from tests.support.models import Audit, Note, User, app
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:

@@ -35,7 +35,8 @@ from tests.conftest import engine_of
 from tests.support.concurrency import race
 from tests.support.recording import Recorder, send
 
-pytestmark = pytest.mark.sync_only  # threads sharing one client; the sync driver's sleep
+pytestmark = [pytest.mark.sync_only,  # threads sharing one client; the sync driver's sleep
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 CREATORS = 4
 ITEMS = 60

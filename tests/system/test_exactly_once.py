@@ -47,6 +47,9 @@ from tests.support.exactly_once import (
 )
 from tests.support.models import Note
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:

@@ -15,6 +15,9 @@ from tests.conftest import engine_of
 from tests.support.models import Note, User
 from tests.support.recording import Recorder, recording, send
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 @pytest.fixture
 def local(db: TestBackend, request: pytest.FixtureRequest

@@ -22,7 +22,8 @@ from dynaorm import Entity, Table, Unique, UniqueConstraintError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support.models import app
 
-pytestmark = pytest.mark.sync_only  # the machine drives its own sync sessions
+pytestmark = [pytest.mark.sync_only,  # the machine drives its own sync sessions
+              pytest.mark.engines("moto", "local", "dynoxide")]
 
 second = Table("dynaorm-model-second", pk="PK", sk="SK")
 

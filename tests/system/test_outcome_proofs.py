@@ -36,6 +36,9 @@ from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.raw import raw_get, raw_set
 
+#: (what it asserts depends on the engine: it runs on each)
+pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
+
 
 class Wallet(Entity):
     """A plain entity: its writes are single-item requests."""

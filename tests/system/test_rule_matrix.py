@@ -7,8 +7,9 @@ The rows come from the registry: a rule dynaorm registers without a declaration 
 ``tests/support/rule_matrix.py`` (:data:`DECLARED`), or whose ``answers`` leave out a
 surface of :data:`SURFACES`, fails :func:`test_every_rule_has_a_row`. Each combination
 gets entity classes on a table of its own; a pair the model refuses when the class is
-defined must be refused as documented (:data:`REFUSED`). Every other combination runs,
-in one test per engine (moto and DynamoDB Local, the reference), each surface in turn --
+defined must be refused as documented (:data:`REFUSED`). Every other combination runs
+(:func:`test_cell`: a rule alone, on moto and on DynamoDB Local, the reference;
+:func:`test_pair_cell`: a pair, composed on the client, on moto), each surface in turn --
 save (insert, update, key change), ``s.update``, get, query (table and index),
 ``values()``, scan, stream decode (records built from the stored images), history,
 migrate (a previous layout's items moved by ``dynaorm.jobs.migrate``), backfill
@@ -23,8 +24,8 @@ version row in any index, guards naming their owners, ciphertexts that open only
 own row) and that no message, log record or span attribute holds an encrypted field's
 plaintext.
 
-:func:`test_lost_answers` writes each combination under a lost answer (and a 500) with a
-second writer acting inside the fault's window: no caller is told anything untrue
+:func:`test_lost_answers` writes each combination under a lost answer (a rule alone also
+under a lost answer's 500 and a 500 that applied nothing) with a second writer acting inside the fault's window: no caller is told anything untrue
 (success only where the write's own revision proves it; otherwise a typed error or
 ``OutcomeUnknownError``) and the table is consistent afterwards.
 
@@ -684,11 +685,33 @@ def _records(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for n, i in enumerate(raw)]
 
 
-@pytest.mark.parametrize("combo", COMBOS, ids=label)
+#: each rule alone, and each pair the model accepts
+SINGLES = [c for c in COMBOS if len(c) == 1]
+PAIRS = [c for c in COMBOS if len(c) > 1]
+
+
+@pytest.mark.parametrize("combo", SINGLES, ids=label)
 def test_cell(combo: tuple[str, ...], engine: str, backend: str | None,
               request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture,
               spans: Spans) -> None:
-    """Every surface of one combination of rules, in turn, on one table."""
+    """Every surface of one rule, in turn, on one table: on the embedded default and on
+    the reference engine (what each rule asks of DynamoDB, proved on DynamoDB Local)."""
+    _cell(combo, backend, request, caplog, spans)
+
+
+# (a pair's rules compose on the client, in the plan each one's single cell already proved
+# on DynamoDB Local: the pair's cell runs on the embedded default)
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("combo", PAIRS, ids=label)
+def test_pair_cell(combo: tuple[str, ...], engine: str, backend: str | None,
+                   request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture,
+                   spans: Spans) -> None:
+    """Every surface of one pair of rules, in turn, on one table."""
+    _cell(combo, backend, request, caplog, spans)
+
+
+def _cell(combo: tuple[str, ...], backend: str | None, request: pytest.FixtureRequest,
+          caplog: pytest.LogCaptureFixture, spans: Spans) -> None:
     m = build(combo)
     with ExitStack() as stack:
         tb = _tables(m, backend, request, stack)
@@ -710,9 +733,16 @@ def test_cell(combo: tuple[str, ...], engine: str, backend: str | None,
 MOVES = ("change", "delete")
 
 
-@pytest.mark.parametrize("fault", ["lose", "lose500", "500"])
-@pytest.mark.parametrize("move", MOVES)
-@pytest.mark.parametrize("combo", COMBOS, ids=label)
+#: the faults of a write's answer: lost after the write applied (a timeout; a 500), or a 500
+#: without applying (tests/support/fault_kinds.py)
+FAULTS = ("lose", "lose500", "500")
+
+
+# (each rule alone under every fault; a pair under a lost answer, the fault whose window
+# its rules must prove together: how the client hears a fault is each rule's alike)
+@pytest.mark.parametrize(("combo", "move", "fault"), [
+    pytest.param(c, move, fault, id=f"{label(c)}-{move}-{fault}")
+    for c in COMBOS for move in MOVES for fault in (FAULTS if len(c) == 1 else FAULTS[:1])])
 def test_lost_answers(combo: tuple[str, ...], move: str, fault: str, engine: str,
                       backend: str | None, request: pytest.FixtureRequest) -> None:
     """The first writer changes ``a`` (note, a unique and encrypted value); its answer is
