@@ -63,6 +63,7 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    ForgottenError,
     ItemExistsError,
     ItemNotFoundError,
     KeyringError,
@@ -588,9 +589,20 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
         return out
 
-    def _thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of a thread: its checkpoints, their writes, its lease."""
-        return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
+    def _thread(self, s: Any, thread_id: str, deleting: bool = False) -> Op:
+        """Every row of a thread: its checkpoints, their writes, its lease. ``deleting``: of
+        a forgotten tenant's thread, whose values cannot be opened, the keys of its rows
+        (:class:`_Unread`: a delete needs no value)."""
+        try:
+            return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
+        except ForgottenError:
+            if not deleting:
+                raise
+        found = _Unread()
+        for cls in self.cp, self.w, self.lease_row:
+            keys = yield s.query(cls, **self._pk(thread_id)).keys
+            found += [cls.model_construct(**key) for key in keys]
+        return found
 
     def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
         """Delete the checkpoints ``doomed`` (``None``: every one ``found``) with their
@@ -624,7 +636,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                                         * 1000), **self._stamp())
         s.save(mine, overwrite=True)
         yield s.commit
-        found = yield from self._thread(s, thread_id)
+        found = yield from self._thread(s, thread_id, deleting=True)
         yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
         s.delete(mine, condition=F("epoch") == mine.epoch)
         with suppress(ItemNotFoundError, ConditionFailedError):
@@ -634,11 +646,13 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         """A run's checkpoints with their writes, less those a checkpoint kept still
         reads its ``DeltaChannel`` values from (:meth:`_needed`)."""
         runs, hits = list(run_ids), []
-        for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values)
-            hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).all
-        for thread_id in {h.thread_id for h in hits}:
-            doomed = {(h.ns, h.checkpoint_id) for h in hits if h.thread_id == thread_id}
-            found = yield from self._thread(s, thread_id)
+        for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values; the
+            # keys only: a forgotten tenant's runs are deleted too)
+            hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).keys
+        for thread_id in {h["thread_id"] for h in hits}:
+            doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
+                      if h["thread_id"] == thread_id}
+            found = yield from self._thread(s, thread_id, deleting=True)
             kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
             yield from self._drop(s, found, doomed - self._needed(found, kept))
 
@@ -657,7 +671,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         if strategy not in ("keep_latest", "delete"):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
-            found = yield from self._thread(s, thread_id)
+            found = yield from self._thread(s, thread_id, deleting=True)
             latest: dict[str, str] = {}
             for r in found:
                 if type(r) is self.cp:
@@ -676,6 +690,8 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         without those counters (written by hand), when it has a version and no value,
         and the nearest value stored on the chain is a ``_DeltaSnapshot``, or none is
         and the chain holds writes of it."""
+        if isinstance(found, _Unread):  # (a forgotten thread's: none can be read again)
+            return set()
         rows = {(r.ns, r.checkpoint_id): r for r in found if type(r) is self.cp}
         written: dict[tuple[str, str], set[str]] = {}
         for r in found:
@@ -940,6 +956,11 @@ def _page_size(cid: str | None, limit: int | None) -> int:
     """The page :meth:`Saver.list` reads a thread by: 500, or about what ``limit`` takes
     (a checkpoint and its writes) when no checkpoint is named."""
     return 500 if cid or not limit or limit < 1 else min(2 * limit + 1, 500)
+
+
+class _Unread(list[Any]):
+    """The rows of a forgotten tenant's thread, read by their keys only (objects holding
+    just their key fields): what deleting them needs."""
 
 
 def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:

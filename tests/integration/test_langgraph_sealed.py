@@ -228,3 +228,28 @@ def test_a_forgotten_tenants_memories_are_deleted(backend: str | None) -> None:
         assert not [r for r in tb.scan_raw() if "gamma" in str(r)]
         item = stores["delta"].get(("memories",), "m2")
         assert item is not None and item.value == {"text": SECRETS[1]}
+
+
+def test_a_forgotten_tenants_threads_are_deleted(backend: str | None) -> None:
+    """A forgotten tenant's threads go without their values (a delete needs none):
+    ``delete_thread``, ``prune`` and ``delete_for_runs`` of its sealed saver remove its
+    checkpoints and writes; another tenant's stay readable. (Tenants of their own: the
+    tests above forgot theirs.)"""
+    with use_tables(tenanted, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        savers = {t: Saver(tenanted, scope={"tenant_id": t}, sealed=True)
+                  for t in ("eps", "zeta")}
+        for t in ("eps", "zeta"):
+            for thread in ("t1", "t2", "t3"):
+                first = _put(savers[t], thread, "0001", [f"{t}: {SECRETS[0]}"])
+                savers[t].put_writes(first, [("messages", SECRETS[2])], "task")
+                _put(savers[t], thread, "0002", [SECRETS[0]], parent="0001")
+        tenanted.forget(scope={"tenant_id": "eps"})
+        gone = savers["eps"]
+        gone.delete_thread("t1")
+        gone.prune(["t2"], strategy="delete")
+        gone.delete_for_runs(["no-such-run"])  # (reads the tenant's rows: no value needed)
+        gone.delete_thread("t3")
+        assert not [r for r in tb.scan_raw() if "eps" in str(r)]
+        found = savers["zeta"].get_tuple({"configurable": {"thread_id": "t2",
+                                                           "checkpoint_ns": ""}})
+        assert found is not None and found.checkpoint["id"] == "0002"
