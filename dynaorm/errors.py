@@ -477,6 +477,14 @@ class OffloadError(DynaormError):
         """The S3 object at fault (``s3://bucket/key``), if one is."""
 
 
+def unreadable(message: str, av: Any) -> DynaormError:
+    """The error of a stored value ``av`` a rule cannot read: an
+    :class:`OffloadError` naming the object it was read from, if it was (a value kept in
+    S3), else a :class:`DynaormError`."""
+    uri = getattr(av, "uri", None)
+    return DynaormError(message) if uri is None else OffloadError(message, uri=uri)
+
+
 class LakeError(DynaormError):
     """An export cannot be committed to the analytics lake (``jobs.export(...,
     format="iceberg")``): a model change Iceberg's schema evolution cannot follow (the

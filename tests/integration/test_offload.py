@@ -758,9 +758,10 @@ def test_a_decompression_bomb_behind_an_offloaded_value_is_bounded(
     s.save(Packed(pid="1", blob=os.urandom(3000)))  # (incompressible: offloaded)
     s.commit()
     # (a value Compressed could have written, but of MAX_INFLATED bytes and more)
-    _replaced(tb, b, "blob", zlib.compress(b'{"B":"' + b"A" * MAX_INFLATED + b'"}', 9))
-    with pytest.raises(DynaormError, match=r"Packed\.blob: .*more than"):
+    uri = _replaced(tb, b, "blob", zlib.compress(b'{"B":"' + b"A" * MAX_INFLATED + b'"}', 9))
+    with pytest.raises(OffloadError, match=r"Packed\.blob: .*more than") as caught:
         tb.session().get(Packed, pid="1", consistent=True)
+    assert caught.value.uri == uri  # (contract 25: a hostile object of any shape)
 
 
 # -- dynaorm check -------------------------------------------------------------------------

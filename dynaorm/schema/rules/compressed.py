@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, unreadable
 from dynaorm.schema.rules import Rule, refuse_stored, register_rule
 from dynaorm.values.tree import markers
 
@@ -236,8 +236,8 @@ class Compression(Rule):
                                  "than that, or cut short")
             return _loaded(json.loads(text))
         except (zlib.error, ValueError, TypeError, RecursionError) as exc:
-            raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
-                               f"is not a value Compressed wrote ({exc})") from exc
+            raise unreadable(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
+                             f"is not a value Compressed wrote ({exc})", av) from exc
 
     def refuse(self, use: str, name: str) -> None:
         field = self.fields[name][0] if name in self.fields else name

@@ -187,7 +187,7 @@ class Encryption(Rule):
         the keys of the tenants those values are sealed under, and, ``writing``, of the
         tenants of the rows written (made where a tenant has none)."""
         wrapped = dict.fromkeys(found for item in items for av in item.values()
-                                if type(av) is dict and "B" in av  # (a malformed member:
+                                if isinstance(av, dict) and "B" in av  # (a malformed member:
                                 and (found := header_of(av)) is not None)  # decode says)
         origins = (self.entity,)
         keys = self._keys()

@@ -262,16 +262,23 @@ def _body(av: AttributeValue) -> tuple[str, bytes]:
     return next(iter(av)), text.encode()
 
 
+class Fetched(dict[str, Any]):
+    """An attribute value read from the object at :attr:`uri`: a later rule that cannot
+    read it (a decompression bomb) raises :class:`~dynaorm.OffloadError` naming that
+    object (:func:`~dynaorm.errors.unreadable`)."""
+
+    uri: str
+
+
 def _value(ref: Reference, body: bytes) -> AttributeValue:
     """The attribute value an object's ``body`` holds (its reference's ``tag``)."""
-    if ref.tag == "S":
-        return {"S": body.decode()}
-    if ref.tag == "B":
-        return {"B": body}
-    found = binary_from_json(json.loads(body))
+    found = {"S": body.decode()} if ref.tag == "S" else {"B": body} if ref.tag == "B" else (
+        binary_from_json(json.loads(body)))
     if not isinstance(found, dict) or list(found) != [ref.tag]:
         raise ValueError(f"not a value of type {ref.tag}")
-    return found
+    fetched = Fetched(found)
+    fetched.uri = ref.uri
+    return fetched
 
 
 class Published(NamedTuple):
