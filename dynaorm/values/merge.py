@@ -73,10 +73,10 @@ def merge_items(stored: Item, old: Item, new: Item,
     members: list[tuple[Path, AttributeValue | None]] = []
     for name, av in new.items():
         before = old.get(name)
-        origin = origins.get(name)
-        if before == av and (origin is None or origin == [(name, i) for i in range(len(
-                origin))]):
-            continue  # (members alike but moved: written in their new order)
+        origin = origins.get(name) or []
+        if before == av and (not any(origin) or origin == [(name, i) for i in range(len(
+                origin))]):  # (members alike but moved: written in their new order)
+            continue  # (alike and none known, copies: as stored, what did not change)
         was = stored.get(name)
         inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
@@ -88,9 +88,8 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, None if origin is None
-                                            else [at and _member_at(stored, old, *at)
-                                                  for at in origin]) if "L" in av else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, [
+            at and _member_at(stored, old, *at) for at in origin]) if "L" in av else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 

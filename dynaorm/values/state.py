@@ -341,20 +341,16 @@ class InstanceState:
     def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
         """Where each member of the object's lists of nested models was read: the stored
         list and place (by identity: :attr:`members`, whichever list it was read in;
-        ``None``: a new one). A list none of whose members the state knows (a state
-        handed to another object, or one that does not know them) is left to the merge
-        (by value)."""
+        ``None``: a new one, an equal copy or another item's member too). A list the
+        state does not know is left to the merge (by value)."""
+        known = self.members or {}
         places: dict[int, list[tuple[str, int] | None]] = {}
-        for attr, loaded in (self.members or {}).items():
+        for attr, loaded in known.items():
             for at, member in enumerate(loaded):
                 places.setdefault(id(member), []).append((attr, at))
-        out = {}
-        for name, attr in spec.member_lists:
-            if type(now := values.get(name)) is list:
-                origin = [(places.get(id(m)) or [None]).pop(0) for m in now]
-                if any(origin):
-                    out[attr] = origin
-        return out
+        return {attr: [(places.get(id(m)) or [None]).pop(0) for m in now]
+                for name, attr in spec.member_lists
+                if attr in known and type(now := values.get(name)) is list}
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None

@@ -547,17 +547,24 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """The object the update saves, planned on ``state`` (``None``: an upsert's
         insert), owning that state as a load would (its unchanged sealed values keep
         their ciphertexts)."""
-        cls = self.entity
+        cls, spec = self.entity, self._spec
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
         else:
-            values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
-                      **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
+            read = cls._from_item(state.item, spec)
+            values = {**self._apply(dict(read.__dict__)),
+                      **dict(spec.rules.pin(state.version or 0))}  # (its version)
+            if state.members:  # the members planned on are those read (a list a path
+                # changes: its plain form validated again, left to the merge by value)
+                paths = {spec.attr(_head(n)) for n in self._actions if n != _head(n)}
+                state = state.revised({})
+                state.members = {a: ms for a, ms in (spec.members_of(read.__dict__) or {}).items()
+                                 if a not in paths}
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:
             raise InvalidValueError(
-                f"{self._spec.name} {self.key}: the update would store what the model "
+                f"{spec.name} {self.key}: the update would store what the model "
                 f"refuses; nothing was sent: {exc}") from exc
         obj._dynaorm_state = state
         return obj
@@ -577,7 +584,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         obj = self._saved(state)
         entry = SaveEntry(obj, condition=self._where, after_version=self._after_version)
-        ops, outcome = plan_save(entry, state, index)
+        ops, outcome = plan_save(entry, obj._dynaorm_state, index)  # (its members: _saved)
         # the item was read (or found missing): any other outcome means it changed since
         ops = [replace(op, origin=op.origin._replace(fail=Fail.CONCURRENT))
                if op.origin.fail is Fail.EXISTS and op.origin.role is not Role.GUARD else op
