@@ -270,7 +270,10 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
             if outcome.version is not None:  # (the version stored: the replay numbered one more)
                 times += (("version", was.get("version")),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
-            obj._dynaorm_state = loaded._dynaorm_state  # (as a load of the row makes it)
+            state = loaded._dynaorm_state  # (as a load of the row makes it, its list
+            if state is not None and state.members:  # members the object's: as stored)
+                state.members = spec.members_of(obj.__dict__)
+            obj._dynaorm_state = state
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
