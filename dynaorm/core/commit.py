@@ -270,10 +270,8 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
             if outcome.version is not None:  # (the version stored: the replay numbered one more)
                 times += (("version", was.get("version")),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
-            state = loaded._dynaorm_state  # (as a load of the row makes it, its list
-            if state is not None and state.members:  # members the object's: as stored)
-                state.members = spec.members_of(obj.__dict__)
-            obj._dynaorm_state = state
+            loaded._dynaorm_state.members = state.members  # (the object's own: as stored)
+            obj._dynaorm_state = loaded._dynaorm_state  # (as a load of the row makes it)
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
