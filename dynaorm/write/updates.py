@@ -556,10 +556,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
                       **dict(spec.rules.pin(state.version or 0))}  # (its version)
             if state.members:  # the members planned on are those read (a list a path
                 # changes: its plain form validated again, left to the merge by value)
-                paths = {spec.attr(_head(n)) for n in self._actions if n != _head(n)}
+                paths = {_head(n) for n in self._actions if n != _head(n)}
                 state = state.revised({})
-                state.members = {a: ms for a, ms in (spec.members_of(read.__dict__) or {}).items()
-                                 if a not in paths}
+                state.members = spec.members_of({n: v for n, v in read.__dict__.items()
+                                                 if n not in paths})
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:
