@@ -270,6 +270,7 @@ def _as_stored(outcomes: list[Outcome], rev: str) -> Proto[None]:
             if outcome.version is not None:  # (the version stored: the replay numbered one more)
                 times += (("version", was.get("version")),)
             apply_stamps(obj, times)  # type: ignore[arg-type]
+            loaded._dynaorm_state.members = state.members  # (the object's own: as stored)
             obj._dynaorm_state = loaded._dynaorm_state  # (as a load of the row makes it)
 
 

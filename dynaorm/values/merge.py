@@ -73,10 +73,10 @@ def merge_items(stored: Item, old: Item, new: Item,
     members: list[tuple[Path, AttributeValue | None]] = []
     for name, av in new.items():
         before = old.get(name)
-        origin = origins.get(name)
-        if before == av and (origin is None or origin == [(name, i) for i in range(len(
-                origin))]):
-            continue  # (members alike but moved: written in their new order)
+        origin = origins.get(name) or []
+        if before == av and (not any(origin) or origin == [(name, i) for i in range(len(
+                origin))]):  # (members alike but moved: written in their new order)
+            continue  # (alike and none known, copies: as stored, what did not change)
         was = stored.get(name)
         inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
@@ -88,9 +88,8 @@ def merge_items(stored: Item, old: Item, new: Item,
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, None if origin is None
-                                            else [at and _member_at(stored, old, *at)
-                                                  for at in origin]) if "L" in av else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, [
+            at and _member_at(stored, old, *at) for at in origin]) if "L" in av else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 
@@ -134,7 +133,7 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         if was is not None and before is not None and _maps(was, before, av):
             out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner)}
             continue
-        out[key] = _merged(was, before, av, inner) if "L" in av else av
+        out[key] = _merged(was, before, av, inner, []) if "L" in av else av
         paths.append((at, out[key]))
     for name, av in stored.items():
         if name in out:
@@ -154,14 +153,14 @@ def _member_at(stored: Item, old: Item, attr: str, at: int) -> _Read:
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None = None, read: list[_Read] | None = None) -> AttributeValue:
+            node: Node | None, read: list[_Read]) -> AttributeValue:
     """``new`` (a list), written whole, with what was stored that the change did not
     touch kept: each member that ``read`` says was read from a stored map (its stored and
     old forms; else: :func:`_by_value`, in ``stored``) as that one was stored where it
     did not change, and merged with it where it did (no path names a list's member); a
     new member, and anything else, is ``new``'s."""
     now = new["L"]
-    if read is None or len(read) != len(now):
+    if len(read) != len(now):
         found = _lists(stored, old)
         if found is None:
             return new

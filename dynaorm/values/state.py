@@ -30,7 +30,7 @@ from dynaorm.caches import cache
 from dynaorm.errors import ItemDecodeError
 from dynaorm.values.codec import binary_from_json, decode_number, encode_value
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, stored_as
-from dynaorm.values.merge import Merged, Origins, merge_items
+from dynaorm.values.merge import Merged, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
            "declared", "decoded_numbers", "undeclared"]
@@ -331,30 +331,23 @@ class InstanceState:
         (of its field ``values``) merged with the one stored, given ``old``, the stored
         values as its entity (``spec``) writes them; the attributes the entity does not
         write kept (:func:`undeclared`), each member of a list of nested models merged
-        with the stored map it was read as (:attr:`members`)."""
+        with the stored map it was read as: the stored list and place of each, by
+        identity (:attr:`members`, whichever list it was read in; ``None``: a new one, an
+        equal copy or another item's member too). A list the state does not know is left
+        to the merge (by value)."""
         stored = self.item
         if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
             old, new = {**old, **extra}, {**new, **extra}
-        return merge_items(stored, old, new, _left_behind(spec), self._origins(
-            spec, values) if self.members else {}, spec.attr_trees)
-
-    def _origins(self, spec: Any, values: Mapping[str, Any]) -> Origins:
-        """Where each member of the object's lists of nested models was read: the stored
-        list and place (by identity: :attr:`members`, whichever list it was read in;
-        ``None``: a new one). A list none of whose members the state knows (a state
-        handed to another object, or one that does not know them) is left to the merge
-        (by value)."""
+        known = self.members or {}
         places: dict[int, list[tuple[str, int] | None]] = {}
-        for attr, loaded in (self.members or {}).items():
+        for attr, loaded in known.items():
             for at, member in enumerate(loaded):
                 places.setdefault(id(member), []).append((attr, at))
-        out = {}
-        for name, attr in spec.member_lists:
-            if type(now := values.get(name)) is list:
-                origin = [(places.get(id(m)) or [None]).pop(0) for m in now]
-                if any(origin):
-                    out[attr] = origin
-        return out
+        return merge_items(stored, old, new, _left_behind(spec), {
+            attr: [(places.get(id(m)) or [None]).pop(0) for m in now]
+            for name, attr in spec.member_lists
+            if attr in known and type(now := values.get(name)) is list} if known else {},
+            spec.attr_trees)
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None

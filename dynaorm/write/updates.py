@@ -37,7 +37,6 @@ from dynaorm.errors import (
 from dynaorm.schema.checks import BOUND_OPS
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
-from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.values.codec import SET, Kind, encode_value, kind_of
 from dynaorm.values.expressions import (
@@ -129,7 +128,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """The entity class the update is for."""
         self.upsert = upsert
         """True: the update creates the item when it is absent (``upsert=True``)."""
-        self._spec: EntitySpec = spec_of(entity)
+        spec = self._spec = spec_of(entity)
         self._key_fields = {n: field_adapter(entity, n).validate_python(v)
                             for n, v in key_fields.items()}
         self._loaded = loaded
@@ -145,9 +144,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._after_version: int | None = 0
         if loaded is not None and loaded._dynaorm_state is not None:
             key = loaded._dynaorm_state.key
-            self._spec.rules.before.refuse(self._spec, loaded._dynaorm_state)
+            spec.rules.before.refuse(spec, loaded._dynaorm_state)
         elif key is None or not _same(self._key_fields, key_fields):
-            key = self._spec.primary_key(self._key_fields)
+            key = spec.primary_key(self._key_fields)
         self.key: PlainKey = key
         """The stored item's table key (plain values)."""
 
@@ -334,30 +333,31 @@ class StagedUpdate(StagedWrite, Generic[T]):
         for no read when the update touches no rule, and its entity is not in a migration
         window (``Meta.previous``: an entity still stored in its old layout is refused,
         an update cannot move it)."""
-        old = self._spec.rules.before.key(self._key_fields, self._spec.name)
+        spec = self._spec
+        old = spec.rules.before.key(self._key_fields, spec.name)
         if old is not None and self._loaded is None:
             yield from self._refuse_old_layout(old, reads)
         if not self._needs_read:
             return self, None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
             return self, self._loaded._dynaorm_state
-        item = yield from reads.item(self._spec.table, self.key)
-        if item is None or not self._spec.owns(item):
+        item = yield from reads.item(spec.table, self.key)
+        if item is None or not spec.owns(item):
             if self.upsert:  # (a versioned entity's kept history: its next version)
-                self._after_version = yield from reads.for_insert(self._spec,
+                self._after_version = yield from reads.for_insert(spec,
                                                                   self._key_fields)
                 return self, None
-            raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
+            raise ItemNotFoundError(f"{spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",
                                     entity=self.entity, key=self.key)
         guard = self.scope_guard
-        if guard is not None and not rename_paths(guard, self._spec.renames,
-                                                  self._spec.kinds).holds(item):
+        if guard is not None and not rename_paths(guard, spec.renames,
+                                                  spec.kinds).holds(item):
             # (a stale key's row: its fields name another scope; planned on, its values
             # would be rendered into keys and errors)
-            raise ConditionFailedError(f"{self._spec.name} {self.key}: the condition given "
+            raise ConditionFailedError(f"{spec.name} {self.key}: the condition given "
                                        "did not hold", entity=self.entity, key=self.key)
-        return self, self.entity._from_item(item, self._spec)._dynaorm_state
+        return self, self.entity._from_item(item, spec)._dynaorm_state
 
     def _refuse_old_layout(self, old: PlainKey, reads: Reads) -> Reading[None]:
         """By key in a migration window: the entity read under either layout; one still
@@ -547,17 +547,24 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """The object the update saves, planned on ``state`` (``None``: an upsert's
         insert), owning that state as a load would (its unchanged sealed values keep
         their ciphertexts)."""
-        cls = self.entity
+        cls, spec = self.entity, self._spec
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
         else:
-            values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
-                      **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
+            read = cls._from_item(state.item, spec)
+            values = {**self._apply(dict(read.__dict__)),
+                      **dict(spec.rules.pin(state.version or 0))}  # (its version)
+            if state.members:  # the members planned on are those read (a list a path
+                # changes: its plain form validated again, left to the merge by value)
+                paths = {_head(n) for n in self._actions if n != _head(n)}
+                state = state.revised({})
+                state.members = spec.members_of({n: v for n, v in read.__dict__.items()
+                                                 if n not in paths})
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:
             raise InvalidValueError(
-                f"{self._spec.name} {self.key}: the update would store what the model "
+                f"{spec.name} {self.key}: the update would store what the model "
                 f"refuses; nothing was sent: {exc}") from exc
         obj._dynaorm_state = state
         return obj
@@ -577,7 +584,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         obj = self._saved(state)
         entry = SaveEntry(obj, condition=self._where, after_version=self._after_version)
-        ops, outcome = plan_save(entry, state, index)
+        ops, outcome = plan_save(entry, obj._dynaorm_state, index)  # (its members: _saved)
         # the item was read (or found missing): any other outcome means it changed since
         ops = [replace(op, origin=op.origin._replace(fail=Fail.CONCURRENT))
                if op.origin.fail is Fail.EXISTS and op.origin.role is not Role.GUARD else op
@@ -590,17 +597,18 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 ) -> Reading[None]:
         """Set ``result`` after a successful commit (a protocol: the item is read back
         when the response does not carry it and ``returning()`` asked for it)."""
+        spec = self._spec
         if self._planned is not None:
             self._result, self._known = self._planned, True
             return
         item: Item | None = response.get("Attributes") if single else None
         # (alone: ALL_NEW, or, its answer lost but proved applied, the item that proved it)
         if item is None and (self._returning or single):
-            item = yield from reads.item(self._spec.table, self.key)
+            item = yield from reads.item(spec.table, self.key)
         if item is not None:
-            if self._spec.rules.preparers:  # (the answer's item: what its rules need)
-                yield from reads.kit.prepare((self._spec,), (item,))
-            self._result, self._known = self.entity._from_item(item, self._spec), True
+            if spec.rules.preparers:  # (the answer's item: what its rules need)
+                yield from reads.kit.prepare((spec,), (item,))
+            self._result, self._known = self.entity._from_item(item, spec), True
 
 
 class StagedCheck(StagedWrite):

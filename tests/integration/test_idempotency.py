@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from dynaorm import (
     GSI,
@@ -835,3 +835,49 @@ def test_a_replayed_object_with_timestamps_holds_what_was_stored_and_saves_again
     s.save(obj)
     s.commit()
     assert tb.session().get(Timed, sid="1").title == "b"
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    sku: str = ""
+
+
+class Lined(Entity):
+    """Stamped by dynaorm, with a list of nested models another writer adds to."""
+
+    class Meta:
+        table = kept
+        pk = "LINED#{sid}"
+        sk = "LINED"
+        timestamps = ("created_at", "updated_at")
+
+    sid: str
+    lines: list[_Line] = []
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@pytest.mark.engines("moto")
+def test_a_replayed_objects_list_members_keep_what_another_writer_stored_on_them(
+        kb: tuple[TestBackend, Bucket]) -> None:
+    """Another writer's serial set on each stored line after the first commit: the
+    replayed object takes the row as read, its lines are the members read, so a line
+    appended keeps each stored line's own serial."""
+    tb, _ = kb
+    key = f"lined-{RUN}"
+    s = tb.session()
+    s.save(Lined(sid="1", lines=[_Line(sku="a"), _Line(sku="a")]))
+    s.commit(idempotency_key=key)
+    row = {"pk": {"S": "LINED#1"}, "sk": {"S": "LINED"}}
+    kept.client.update_item(TableName=kept.name, Key=row,
+                          UpdateExpression="SET #l[0].serial = :a, #l[1].serial = :b",
+                          ExpressionAttributeNames={"#l": "lines"},
+                          ExpressionAttributeValues={":a": {"S": "S0"}, ":b": {"S": "S1"}})
+    obj = Lined(sid="1", lines=[_Line(sku="a"), _Line(sku="a")])
+    s.save(obj)
+    assert s.commit(idempotency_key=key).replayed
+    obj.lines.append(_Line(sku="a"))
+    s.save(obj)
+    s.commit()
+    lines = kept.client.get_item(TableName=kept.name, Key=row)["Item"]["lines"]["L"]
+    assert [m["M"].get("serial", {}).get("S") for m in lines] == ["S0", "S1", None]

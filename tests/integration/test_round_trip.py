@@ -1186,11 +1186,6 @@ def test_a_member_replaced_by_an_equal_copy_takes_no_other_members_attributes(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="defect: when none of a list's members is one the "
-                   "state knows (every member an equal copy, or another item's), "
-                   "InstanceState._origins leaves the list to merge._by_value, which gives "
-                   "the copy of line 1 line 0's serial and the copy of line 2 line 1's: the "
-                   "neighbour shift issue 88 fixed, back through copies")
 def test_equal_copies_of_the_remaining_members_after_a_delete_take_no_neighbours_attributes(
         db: TestBackend) -> None:
     """The first line deleted and the rest rebuilt as equal copies (``model_validate`` of
@@ -1208,10 +1203,6 @@ def test_equal_copies_of_the_remaining_members_after_a_delete_take_no_neighbours
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="defect: lines of another loaded item, declared "
-                   "values alike, replacing every line of this one: unknown to this "
-                   "state, so merged by value (merge._by_value), the newcomer takes this "
-                   "item's own line 0 serial S0 (another member's undeclared attributes)")
 def test_another_items_member_replacing_the_list_takes_none_of_the_replaced_attributes(
         db: TestBackend) -> None:
     key = _shelved(2, 0)
@@ -1294,11 +1285,6 @@ def test_a_versioned_update_by_key_leaves_another_writers_list_members_as_stored
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="defect: an update by key that reads first sets the "
-                   "list whole with one new line (declared values alike): the object it "
-                   "plans on is validated afresh (updates._saved), so its state knows none "
-                   "of its members and merge._by_value gives the new line the stored line "
-                   "0's serial S0")
 def test_a_versioned_update_by_key_setting_a_list_gives_new_members_no_stored_attributes(
         db: TestBackend) -> None:
     key = _kept_with_serials(db)
@@ -1306,3 +1292,31 @@ def test_a_versioned_update_by_key_setting_a_list_gives_new_members_no_stored_at
     s.update(Kept, oid="1").set(lines=[Line(sku="a", qty=1)])
     s.commit()
     assert _serials(_after(key)["lines"]) == [None]
+
+
+@pytest.mark.engines("moto")
+def test_a_versioned_update_by_key_appending_or_prepending_keeps_each_stored_members_own(
+        db: TestBackend) -> None:
+    """A line appended, then one prepended, by updates that read first: the stored lines
+    keep their own serials (the planned object's members are the ones read), the new ones
+    take none."""
+    key = _kept_with_serials(db)
+    s = db.session()
+    s.update(Kept, oid="1").append(lines=[Line(sku="a", qty=1)])
+    s.commit()
+    s.update(Kept, oid="1").prepend(lines=[Line(sku="a", qty=1)])
+    s.commit()
+    assert _serials(_after(key)["lines"]) == [None, "S0", "S1", None]
+
+
+@pytest.mark.engines("moto")
+def test_a_versioned_update_by_key_of_a_members_path_keeps_every_members_own(
+        db: TestBackend) -> None:
+    """A field of line 1 set by its path (an update that reads first): every line keeps
+    its own serial, the one changed too (its place names it)."""
+    key = _kept_with_serials(db)
+    s = db.session()
+    s.update(Kept, oid="1").set(F("lines[1].qty"), 5)
+    s.commit()
+    after = _after(key)["lines"]
+    assert _serials(after) == ["S0", "S1"] and after["L"][1]["M"]["qty"] == {"N": "5"}
