@@ -31,6 +31,11 @@ __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "in
 SEGMENTS = 4
 #: the unplaced keys the report names (the rest are only counted)
 _SHOWN = 5
+#: why the report names a field the printed model declares as ``Meta.lock``
+_LOCKED = ("every item holds it as an integer N from 1: the optimistic lock of DynamoDBMapper "
+           "(@DynamoDBVersionAttribute), the Enhanced Client (@DynamoDbVersionAttribute) or "
+           "PynamoDB (VersionAttribute), declared Meta.lock (their startAt/incrementBy "
+           "other than 0/1: Lock.enhanced)")
 #: the first line of the code ``--format code`` prints
 _HEAD = '"""Entities of {name!r}, inferred from its items by `dynaorm model --infer`."""'
 
@@ -245,7 +250,9 @@ def with_report(model: dict[str, Any], found: Inferred) -> dict[str, Any]:
     model["inferred"] = {"sampled": found.sampled, "placed": found.placed,
                          "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys,
                                       "unreadable": found.unreadable},
-                         "own": found.own}
+                         "own": found.own, "locks": {
+                             f"{e['name']}.{e['lock']['field']}": _LOCKED
+                             for e in model["entities"] if e.get("lock")}}
     return model
 
 
@@ -256,6 +263,7 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
     if info.get("own"):
         lines.append(f"{info['own']} rows of dynaorm's own (receipts, LangGraph's), "
                      "not entities")
+    lines += [f"{at}: {why}" for at, why in info.get("locks", {}).items()]
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]
