@@ -156,12 +156,6 @@ def _defined_table(code: str) -> Any:
     return next(v for v in vars(module).values() if isinstance(v, Table))
 
 
-def _defined_model(code: str) -> dict[str, Any]:
-    """The model (``table.model()``) of the one table ``code`` defines."""
-    model: dict[str, Any] = _defined_table(code).model()
-    return model
-
-
 def decoded(found: Inferred, table: Any) -> Inferred:
     """``found`` with only the items the printed model's ``table`` reads counted placed
     (contract 24: placed means decoded): each item the keys placed is classified as a
@@ -250,9 +244,7 @@ def with_report(model: dict[str, Any], found: Inferred) -> dict[str, Any]:
     model["inferred"] = {"sampled": found.sampled, "placed": found.placed,
                          "unplaced": {"count": found.unplaced, "keys": found.unplaced_keys,
                                       "unreadable": found.unreadable},
-                         "own": found.own, "locks": {
-                             f"{e['name']}.{e['lock']['field']}": _LOCKED
-                             for e in model["entities"] if e.get("lock")}}
+                         "own": found.own}
     return model
 
 
@@ -263,7 +255,8 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
     if info.get("own"):
         lines.append(f"{info['own']} rows of dynaorm's own (receipts, LangGraph's), "
                      "not entities")
-    lines += [f"{at}: {why}" for at, why in info.get("locks", {}).items()]
+    lines += [f"{e['name']}.{e['lock']['field']}: {_LOCKED}" for e in model["entities"]
+              if e.get("lock")]
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]

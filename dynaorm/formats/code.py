@@ -329,10 +329,8 @@ def _meta_rules(w: _Writer, e: Mapping[str, Any]) -> Iterator[str]:
         yield f"        overlaps = {e['overlaps']!r}"
     if e.get("previous"):
         yield f"        previous = {_previous(w, e)}"
-    lock = e.get("lock")
-    if lock:
-        yield "        lock = " + (repr(lock["field"]) if (lock["first"], lock["step"]) == (1, 1)
-                                   else f"_d.Lock({lock['field']!r}, {lock['first']}, {lock['step']})")
+    if e.get("lock"):
+        yield f"        lock = _d.Lock(**{e['lock']!r})"
 
 
 def _unique(w: _Writer, u: Mapping[str, Any]) -> str:

@@ -43,11 +43,6 @@ __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloade
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
                       "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
                       "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
-#: dynaorm's own type values of the rows its rules write: a guard (read as a ``unique``
-#: rule of its owner); the receipts rule's (a receipt, a Powertools record) are rows of
-#: dynaorm's own, as are the rows of ``dynaorm.langgraph``'s entities
-#: (an edge package the model floors cannot import: their type names, as it declares them)
-_GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
@@ -162,14 +157,8 @@ def _is_tag(token: str) -> bool:
 
 def _text(av: Mapping[str, Any] | None) -> str | None:
     """The text of a string or number attribute value (``None`` for any other)."""
-    if av is None:
-        return None
-    value = av.get("S", av.get("N"))
+    value = av and av.get("S", av.get("N"))
     return value if isinstance(value, str) else None
-
-
-def _tokens(text: str, sep: str) -> tuple[str, ...]:
-    return tuple(text.split(sep))
 
 
 #: the characters a table's keys may join their parts with, ``#`` first (a table whose
@@ -224,16 +213,12 @@ def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], boo
 
 
 def _key_attrs(table: Mapping[str, Any]) -> list[str]:
-    attrs = [table["pk"]] + ([table["sk"]] if table["sk"] else [])
-    for index in table["indexes"]:
-        for a in (*index.get("pk", ()), *index.get("sk", ())):
-            if a not in attrs:
-                attrs.append(a)
-    return attrs
+    return [a for a in dict.fromkeys([table["pk"], table["sk"], *(
+        a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]) if a]
 
 
 def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
-    return tuple(_tokens(key[a], table["_sep"]) for a in (table["pk"], table["sk"]) if a)
+    return tuple(tuple(key[a].split(table["_sep"])) for a in (table["pk"], table["sk"]) if a)
 
 
 def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
@@ -519,7 +504,7 @@ def _template(group: _Group, attr: str, plain: bool = False
     if plain:
         values = {n: k[attr] for n, k in enumerate(group.keys) if attr in k}
         return ([_Slot(attr, 0, None, values)], set(values)) if values else None
-    present = [(n, _tokens(k[attr], group.sep)) for n, k in enumerate(group.keys)
+    present = [(n, tuple(k[attr].split(group.sep))) for n, k in enumerate(group.keys)
                if attr in k]
     if not present:
         return None
@@ -1160,10 +1145,10 @@ def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: st
         if _own(item, kind, table):
             own.append(item)
             continue
-        if kind is not None and kind.startswith(OWN_PREFIX) and kind != _GUARD:
+        if kind is not None and kind.startswith(OWN_PREFIX) and kind != GUARD_TYPE:
             unplaced.append(item)  # (dynaorm's prefix, no row of its: no entity's name)
             continue
-        if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
+        if kind == GUARD_TYPE or all(a in item for a in _GUARD_ATTRS[::2]):
             guards.append(item)
             continue
         base = _base_key(item, table)

@@ -206,8 +206,8 @@ def _read_entity(at: At) -> dict[str, Any]:
     out["previous"] = maybe(at.get("previous", dict, "an object", default=None),
                              _read_previous)
     out["lock"] = maybe(at.get("lock", dict, "an object", default=None), lambda lock: {
-        "field": name_of(lock.get("field", str, "a field name"), "a field name"),
-        **{k: lock.get(k, int, "a number", default=1).value for k in ("first", "step")}})
+        k: lock.get(k, str if k == "field" else int, "a field name or a number").value
+        for k in ("field", "first", "step")})
     out["patterns"] = at.get("patterns", str, "declared or derived", default="derived",
                              choices=("declared", "derived")).value
     out["access_patterns"] = [_read_pattern(p) for p in at.get(

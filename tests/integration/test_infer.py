@@ -619,7 +619,7 @@ def test_another_writers_lock_is_proposed_and_the_printed_model_keeps_it(
     code, model = infer_code(name, client=client, report=None)
     (entity,) = model["entities"]
     assert entity["lock"] == {"field": "version", "first": 1, "step": 1}
-    assert "lock = 'version'" in code
+    assert "lock = _d.Lock(**{'field': 'version', 'first': 1, 'step': 1})" in code
     assert "DynamoDBMapper" in unplaced_note(model) and "PynamoDB" in unplaced_note(model)
     table = _defined(code)
     table.connect(backend, "us-east-1")

@@ -137,9 +137,10 @@ def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
 # -- issue 82: tables the world has ---------------------------------------------------------
 def _defined(found: Any) -> dict[str, Any]:
     """The model the printed code defines (inference's answer), as ``dynaorm.infer``."""
-    from dynaorm.client.infer import _defined_model, inferred_code
+    from dynaorm.client.infer import _defined_table, inferred_code
 
-    return _defined_model(inferred_code(found))
+    model: dict[str, Any] = _defined_table(inferred_code(found)).model()
+    return model
 
 
 def test_odd_type_values_never_refuse_the_table() -> None:
