@@ -291,11 +291,8 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
                 for item, _, _ in same]
         sigs = _words_as_values(_signatures(shapes, held), same, table)
         for (item, key, versioned), sig in zip(same, sigs, strict=True):
-            group = groups.get(sig)
-            if group is None:
-                group = groups[sig] = _Group(_shape_name(sig, table["name"]), None,
-                                             sep=table["_sep"])
-            _add(group, item, key, versioned)
+            _add(groups.setdefault(sig, _Group(_shape_name(sig, table["name"]), None,
+                                               sep=table["_sep"])), item, key, versioned)
     return list(groups.values())
 
 
@@ -376,15 +373,13 @@ def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool]
 def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
     """Whether two groups' attribute names are one entity's: some, most of them shared
     (``exact``, for a word that leads no value, ``johndoe`` beside ``arvinje``: all)."""
-    if exact:
-        return bool(a) and a == b
-    return bool(a & b) and 2 * len(a & b) >= len(a | b)
+    return bool(a) and a == b if exact else bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
 def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> None:
     group.items.append(item)
     group.keys.append(key)
-    group.versioned = group.versioned or versioned
+    group.versioned |= versioned
 
 
 def _shape_name(sig: tuple[tuple[str, ...], ...], table: str) -> str:
@@ -473,10 +468,8 @@ def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
         if value is None:
             unplaced.append(entry[0])
             continue
-        group = groups.get(value)
-        if group is None:
-            group = groups[value] = _Group(_class_name(value), value, sep=table["_sep"])
-        _add(group, *entry)
+        _add(groups.setdefault(value, _Group(_class_name(value), value, sep=table["_sep"])),
+             *entry)
     return list(groups.values())
 
 
