@@ -53,8 +53,8 @@ from dynaorm.write.records import Outcome, Prepared
 if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
     from dynaorm.schema.rules.receipts import Receipting
 
-__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
-           "check_batch_put", "check_write", "compile_commit", "stamps"]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch", "check_write",
+           "compile_commit", "stamps"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -224,16 +224,12 @@ def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
     return size
 
 
-def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
-    """:func:`check_write` of a bulk put (``save_many``)."""
-    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.EXISTS)
-    return check_write(Put(key, item, None, origin))
-
-
-def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
-    """:func:`check_write` of a bulk delete (``delete_many``)."""
-    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.GONE)
-    return check_write(Delete(key, None, origin))
+def check_batch(entity: type[Any], key: PlainKey, item: Item | None = None) -> int:
+    """:func:`check_write` of a bulk put of ``item`` (``save_many``), or a bulk delete
+    (``delete_many``: no item)."""
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW,
+                    fail=Fail.GONE if item is None else Fail.EXISTS)
+    return check_write(Delete(key, None, origin) if item is None else Put(key, item, None, origin))
 
 
 @dataclass(frozen=True)
