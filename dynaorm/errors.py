@@ -242,7 +242,12 @@ class TransactionTooLargeError(DynaormError):
     """The commit needs more than 100 actions or a request over 4 MB; nothing was sent."""
 
 
-class ConditionTooLargeError(DynaormError):
+class ExpressionTooLargeError(DynaormError):
+    """A write's expression is over DynamoDB's limits (4 KB each; a condition, also 300
+    operators); nothing was sent: the error names the way out."""
+
+
+class ConditionTooLargeError(ExpressionTooLargeError):
     """A write's condition is over DynamoDB's limits (4 KB, 300 operators): another
     writer's item conditioned whole; nothing was sent (declare its lock, ``Meta.lock``)."""
 

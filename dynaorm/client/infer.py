@@ -31,6 +31,11 @@ __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "in
 SEGMENTS = 4
 #: the unplaced keys the report names (the rest are only counted)
 _SHOWN = 5
+#: why the report names a field the printed model declares as ``Meta.lock``
+_LOCKED = ("every item holds it as an integer N from 1: the optimistic lock of DynamoDBMapper "
+           "(@DynamoDBVersionAttribute), the Enhanced Client (@DynamoDbVersionAttribute) or "
+           "PynamoDB (VersionAttribute), declared Meta.lock (their startAt/incrementBy "
+           "other than 0/1: Lock.enhanced)")
 #: the first line of the code ``--format code`` prints
 _HEAD = '"""Entities of {name!r}, inferred from its items by `dynaorm model --infer`."""'
 
@@ -151,12 +156,6 @@ def _defined_table(code: str) -> Any:
     return next(v for v in vars(module).values() if isinstance(v, Table))
 
 
-def _defined_model(code: str) -> dict[str, Any]:
-    """The model (``table.model()``) of the one table ``code`` defines."""
-    model: dict[str, Any] = _defined_table(code).model()
-    return model
-
-
 def decoded(found: Inferred, table: Any) -> Inferred:
     """``found`` with only the items the printed model's ``table`` reads counted placed
     (contract 24: placed means decoded): each item the keys placed is classified as a
@@ -256,6 +255,8 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
     if info.get("own"):
         lines.append(f"{info['own']} rows of dynaorm's own (receipts, LangGraph's), "
                      "not entities")
+    lines += [f"{e['name']}.{e['lock']['field']}: {_LOCKED}" for e in model["entities"]
+              if e.get("lock")]
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]

@@ -36,7 +36,7 @@ from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.values.times import Stamps, apply_stamps, stamped
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Outcome
-from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
+from dynaorm.write.render import WritePlan, check_batch, compile_commit
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
@@ -144,7 +144,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         key = spec.primary_key(written.__dict__)
         item = encode_entity(written, spec, key=key)  # (the key rendered once)
         item.update(stamp_of(spec.table, new_revision()))  # (as every write: write/outcomes)
-        check_batch_put(spec.cls, key, item)  # the gate every write passes
+        check_batch(spec.cls, key, item)  # the gate every write passes
         ident = (spec.table.name, key_id(key))
         _refuse_twice(ident in loaded, spec.name, key)
         same = rows.pop(ident, None)  # one key twice: the last object wins
@@ -194,7 +194,7 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
             targets = []
     grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
     for target, cls, k in targets:
-        check_batch_delete(cls, k)  # the gate every write passes
+        check_batch(cls, k)  # the gate every write passes
         table = spec_of(cls).table
         grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
     result = BulkResult()

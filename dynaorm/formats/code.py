@@ -163,14 +163,11 @@ class _Writer:
         if f.get("excluded"):
             options.append("exclude=True")
         default = self.default(f)
-        if default is not None and options:
-            options.insert(0, default if default.startswith("default_factory=")
-                           else f"default={default}")
-        elif default is not None:
-            if default.startswith("default_factory="):
-                options.append(default)
-            else:
-                return [f"{f['name']}: {text} = {default}"]
+        factory = default is not None and default.startswith("default_factory=")
+        if default is not None and not (options or factory):
+            return [f"{f['name']}: {text} = {default}"]
+        if default is not None:
+            options.insert(0, default if factory else f"default={default}")
         if options:
             return [f"{f['name']}: {text} = {self.q('_p.Field')}({', '.join(options)})"]
         return [f"{f['name']}: {text}"]
@@ -329,6 +326,8 @@ def _meta_rules(w: _Writer, e: Mapping[str, Any]) -> Iterator[str]:
         yield f"        overlaps = {e['overlaps']!r}"
     if e.get("previous"):
         yield f"        previous = {_previous(w, e)}"
+    if e.get("lock"):
+        yield f"        lock = _d.Lock(**{e['lock']!r})"
 
 
 def _unique(w: _Writer, u: Mapping[str, Any]) -> str:

@@ -43,11 +43,6 @@ __all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloade
 _TYPE_NAMES: Final = ("_type", "type", "Type", "entityType", "EntityType", "entity_type",
                       "entity", "Entity", "_et", "__edb_e__", "__typename", "kind", "Kind",
                       "recordType", "RecordType", "itemType", "ItemType", "_t", "_ct")
-#: dynaorm's own type values of the rows its rules write: a guard (read as a ``unique``
-#: rule of its owner); the receipts rule's (a receipt, a Powertools record) are rows of
-#: dynaorm's own, as are the rows of ``dynaorm.langgraph``'s entities
-#: (an edge package the model floors cannot import: their type names, as it declares them)
-_GUARD = GUARD_TYPE
 #: the partition keys of dynaorm's own rows on a table without a type attribute
 #: a type value of an entity's name that is not an identifier (``Order Line``, ``2fa-code``):
 #: read when the attribute is named as a type attribute
@@ -72,6 +67,8 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: names a field of a pydantic model cannot take (or takes with a warning): its members
 _MEMBERS: Final = frozenset(n for n in dir(pydantic.BaseModel) if not n.startswith("_"))
 #: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
+#: an attribute named as a mapper's optimistic lock (``version``, ``record_version``)
+_LOCK = re.compile(r"(?i)_*(record_?|lock_?)?version(_?(no|num|number))?\Z")
 _KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
 #: at most this many distinct tag-like tokens at one key position tell entities apart
 #: (more: the position holds values, such as short names)
@@ -160,14 +157,8 @@ def _is_tag(token: str) -> bool:
 
 def _text(av: Mapping[str, Any] | None) -> str | None:
     """The text of a string or number attribute value (``None`` for any other)."""
-    if av is None:
-        return None
-    value = av.get("S", av.get("N"))
+    value = av and av.get("S", av.get("N"))
     return value if isinstance(value, str) else None
-
-
-def _tokens(text: str, sep: str) -> tuple[str, ...]:
-    return tuple(text.split(sep))
 
 
 #: the characters a table's keys may join their parts with, ``#`` first (a table whose
@@ -222,16 +213,12 @@ def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], boo
 
 
 def _key_attrs(table: Mapping[str, Any]) -> list[str]:
-    attrs = [table["pk"]] + ([table["sk"]] if table["sk"] else [])
-    for index in table["indexes"]:
-        for a in (*index.get("pk", ()), *index.get("sk", ())):
-            if a not in attrs:
-                attrs.append(a)
-    return attrs
+    return [a for a in dict.fromkeys([table["pk"], table["sk"], *(
+        a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]) if a]
 
 
 def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
-    return tuple(_tokens(key[a], table["_sep"]) for a in (table["pk"], table["sk"]) if a)
+    return tuple(tuple(key[a].split(table["_sep"])) for a in (table["pk"], table["sk"]) if a)
 
 
 def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:
@@ -304,11 +291,8 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
                 for item, _, _ in same]
         sigs = _words_as_values(_signatures(shapes, held), same, table)
         for (item, key, versioned), sig in zip(same, sigs, strict=True):
-            group = groups.get(sig)
-            if group is None:
-                group = groups[sig] = _Group(_shape_name(sig, table["name"]), None,
-                                             sep=table["_sep"])
-            _add(group, item, key, versioned)
+            _add(groups.setdefault(sig, _Group(_shape_name(sig, table["name"]), None,
+                                               sep=table["_sep"])), item, key, versioned)
     return list(groups.values())
 
 
@@ -389,15 +373,13 @@ def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool]
 def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
     """Whether two groups' attribute names are one entity's: some, most of them shared
     (``exact``, for a word that leads no value, ``johndoe`` beside ``arvinje``: all)."""
-    if exact:
-        return bool(a) and a == b
-    return bool(a & b) and 2 * len(a & b) >= len(a | b)
+    return bool(a) and a == b if exact else bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
 def _add(group: _Group, item: Item, key: dict[str, str], versioned: bool) -> None:
     group.items.append(item)
     group.keys.append(key)
-    group.versioned = group.versioned or versioned
+    group.versioned |= versioned
 
 
 def _shape_name(sig: tuple[tuple[str, ...], ...], table: str) -> str:
@@ -486,10 +468,8 @@ def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
         if value is None:
             unplaced.append(entry[0])
             continue
-        group = groups.get(value)
-        if group is None:
-            group = groups[value] = _Group(_class_name(value), value, sep=table["_sep"])
-        _add(group, *entry)
+        _add(groups.setdefault(value, _Group(_class_name(value), value, sep=table["_sep"])),
+             *entry)
     return list(groups.values())
 
 
@@ -517,7 +497,7 @@ def _template(group: _Group, attr: str, plain: bool = False
     if plain:
         values = {n: k[attr] for n, k in enumerate(group.keys) if attr in k}
         return ([_Slot(attr, 0, None, values)], set(values)) if values else None
-    present = [(n, _tokens(k[attr], group.sep)) for n, k in enumerate(group.keys)
+    present = [(n, tuple(k[attr].split(group.sep))) for n, k in enumerate(group.keys)
                if attr in k]
     if not present:
         return None
@@ -1158,10 +1138,10 @@ def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: st
         if _own(item, kind, table):
             own.append(item)
             continue
-        if kind is not None and kind.startswith(OWN_PREFIX) and kind != _GUARD:
+        if kind is not None and kind.startswith(OWN_PREFIX) and kind != GUARD_TYPE:
             unplaced.append(item)  # (dynaorm's prefix, no row of its: no entity's name)
             continue
-        if kind == _GUARD or all(a in item for a in _GUARD_ATTRS[::2]):
+        if kind == GUARD_TYPE or all(a in item for a in _GUARD_ATTRS[::2]):
             guards.append(item)
             continue
         base = _base_key(item, table)
@@ -1357,6 +1337,20 @@ def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
             "pk": e.templates[table["pk"]],
             "sk": e.templates.get(table["sk"]) if table["sk"] else None,
             "fields": e.fields, "indexes": indexes, "unique": e.unique,
-            "versioned": e.group.versioned, "key_only": e.key_only}  # (the rest as the
-    # model format's defaults)
+            "versioned": e.group.versioned, "key_only": e.key_only, "lock": _lock(e, table)}
+    # (the rest as the model format's defaults)
+
+
+def _lock(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The optimistic lock of DynamoDBMapper, the Enhanced Client and PynamoDB (an
+    integer N from 1, named as a version, on every item) ``e``'s items keep: its field
+    made ``int | None = None``, the lock then writes it."""
+    for f in e.fields:
+        at = f["stored"]
+        if (f["name"] == at and _LOCK.match(at) and not e.group.versioned
+                and at not in _key_attrs(table) and all(
+                    re.fullmatch(r"[1-9]\d*", i.get(at, {}).get("N", "")) for i in e.group.items)):
+            f.update(required=False, nullable=True, default=None)
+            return {"field": at, "first": 1, "step": 1}
+    return None
 

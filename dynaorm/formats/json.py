@@ -205,6 +205,8 @@ def _read_entity(at: At) -> dict[str, Any]:
                              choices=("literal", "refuse")).value
     out["previous"] = maybe(at.get("previous", dict, "an object", default=None),
                              _read_previous)
+    out["lock"] = at.get("lock", dict, "an object", default=None).value  # (Lock's arguments:
+    # a literal in the code, refused there)
     out["patterns"] = at.get("patterns", str, "declared or derived", default="derived",
                              choices=("declared", "derived")).value
     out["access_patterns"] = [_read_pattern(p) for p in at.get(

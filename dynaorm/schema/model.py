@@ -24,7 +24,7 @@ import types
 import typing
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Final
@@ -482,6 +482,7 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
         "key_only": sorted(spec.key_only), "shards": _shards(spec),
         "encrypted": sorted(spec.encrypted.values()), "previous": _previous(spec),
         "overlaps": spec.overlaps, "writes": rows_of(spec), "rows": row_kinds(spec),
+        "lock": spec.lock and asdict(spec.lock),
         "patterns": "declared" if declared else "derived",
         "access_patterns": [p.data() for p in declared or derived_patterns(spec)],
     }

@@ -19,6 +19,7 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import (
     ConditionTooLargeError,
     DynaormError,
+    ExpressionTooLargeError,
     TransactionTooLargeError,
     UniqueConstraintError,
 )
@@ -52,8 +53,8 @@ from dynaorm.write.records import Outcome, Prepared
 if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
     from dynaorm.schema.rules.receipts import Receipting
 
-__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
-           "check_batch_put", "check_write", "compile_commit", "stamps"]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch", "check_write",
+           "compile_commit", "stamps"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -88,15 +89,15 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
                 *[("REMOVE", (k,), None) for k in op.remove]]
             clauses += [("SET" if v is not None else "REMOVE", p, v) for p, v in op.members]
             clauses += [("SET", k, v) for k, v in stamp.items()]
-            body["UpdateExpression"] = render_clauses(clauses, ph)
+            body["UpdateExpression"] = text = render_clauses(clauses, ph)
+            _bounded(text, op, "update")
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
             name = "ConditionCheck"
     if op.condition is not None:
         body["ConditionExpression"] = text = op.condition.render(ph)
-        if len(text) > 1200:  # (300 operators take at least that)
-            _bounded(text, op)
+        _bounded(text, op, "condition")
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -108,16 +109,22 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
 _OPERATORS = re.compile(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(")
 
 
-def _bounded(text: str, op: Op) -> None:
-    """``text``, a long condition, refused over DynamoDB's limits: 4 KB, 300 operators."""
-    count = len(_OPERATORS.findall(text)) - text.count("BETWEEN")
+def _bounded(text: str, op: Op, what: str) -> None:
+    """``text``, a write's update or condition expression, refused over DynamoDB's
+    limits: 4 KB each, and 300 operators in a condition."""
+    if len(text) < 1200:  # (300 operators take at least that)
+        return
+    count = len(_OPERATORS.findall(text)) - text.count("BETWEEN") if what == "condition" else 0
     if len(text.encode()) > 4096 or count > 300:
         o = op.origin
-        raise ConditionTooLargeError(
-            f"{o.entity.__name__} {o.owner_key}: its condition ({len(text.encode())} "
-            f"bytes, {count} operators) is over DynamoDB's limits (4 KB, 300), nothing "
-            "was sent: an item no revision stamped is conditioned whole; declare the "
-            "other writer's lock (Meta.lock), or let dynaorm write it once (a revision)")
+        raise (ConditionTooLargeError if count else ExpressionTooLargeError)(
+            f"{o.entity.__name__} {o.owner_key}: its {what} ({len(text.encode())} bytes, "
+            f"{count} operators) is over DynamoDB's limits (4 KB; a condition, 300 "
+            "operators), nothing was sent: change fewer fields in one commit, or save it "
+            "whole (overwrite=True: the last writer wins). A save's condition proves each "
+            "attribute it writes as read, and the whole item where no revision or lock "
+            "does: declare the other writer's lock (Meta.lock), or let dynaorm write it "
+            "once (a revision)")
 
 
 _SET_FORMS = {
@@ -217,16 +224,12 @@ def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
     return size
 
 
-def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
-    """:func:`check_write` of a bulk put (``save_many``)."""
-    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.EXISTS)
-    return check_write(Put(key, item, None, origin))
-
-
-def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
-    """:func:`check_write` of a bulk delete (``delete_many``)."""
-    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.GONE)
-    return check_write(Delete(key, None, origin))
+def check_batch(entity: type[Any], key: PlainKey, item: Item | None = None) -> int:
+    """:func:`check_write` of a bulk put of ``item`` (``save_many``), or a bulk delete
+    (``delete_many``: no item)."""
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW,
+                    fail=Fail.GONE if item is None else Fail.EXISTS)
+    return check_write(Delete(key, None, origin) if item is None else Put(key, item, None, origin))
 
 
 @dataclass(frozen=True)

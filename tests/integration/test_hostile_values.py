@@ -20,13 +20,15 @@ from hypothesis.errors import InvalidArgument
 
 from dynaorm import (
     Entity,
+    ExpressionTooLargeError,
     F,
     InvalidValueError,
     ItemTooLargeError,
     KeyTemplateError,
     Session,
+    Table,
 )
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.models import app
 from tests.support.recording import Requests
 
@@ -274,3 +276,47 @@ def test_refused_values_raise_the_public_error_before_sending(
     assert type(err.value) is InvalidValueError
     s.rollback()
     assert db.scan_raw() == before
+
+
+#: (issue 89) a wide item's 300 attributes, each declared: a save changing them all, or an
+#: update setting them all, is an update expression over DynamoDB's 4 KB
+wide = Table("hostile-wide", pk="pk", sk="sk")
+ATTRS = [f"attribute_{i:03d}" for i in range(300)]
+
+
+class Wide(Entity):
+    class Meta:
+        table = wide
+        pk = "W#{wide_id}"
+        sk = "W"
+
+    wide_id: str
+    __annotations__.update(dict.fromkeys(ATTRS, "str"))
+    locals().update(dict.fromkeys(ATTRS, ""))
+
+
+@pytest.mark.sync_only
+def test_an_update_over_dynamodbs_4_kb_is_refused_before_sending(backend: str | None) -> None:
+    """An update expression over 4 KB (DynamoDB Local: "Invalid UpdateExpression:
+    Expression size has exceeded the maximum allowed size"; moto takes it) is refused
+    before anything is sent, naming the way out, which works: the object saved whole."""
+    with use_tables(wide, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        s.save(Wide(wide_id="w1"))
+        s.commit()
+        before = tb.scan_raw()
+        loaded = s.get(Wide, wide_id="w1", consistent=True)
+        for name in ATTRS:
+            setattr(loaded, name, "changed")
+        s.save(loaded)
+        with pytest.raises(ExpressionTooLargeError, match=r"4 KB.*overwrite=True"):
+            s.commit()
+        s.rollback()
+        s.update(Wide, wide_id="w1").set(**dict.fromkeys(ATTRS, "set"))
+        with pytest.raises(ExpressionTooLargeError, match=r"4 KB.*overwrite=True"):
+            s.commit()
+        s.rollback()
+        assert tb.scan_raw() == before
+        s.save(loaded, overwrite=True)
+        s.commit()
+        assert tb.scan_raw()[0]["attribute_299"] == {"S": "changed"}

@@ -31,6 +31,8 @@ from dynaorm.formats.infer import InferenceError
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import use_tables, worker_suffix
 from tests.support.designs import DESIGNS, design
+from tests.support.engines import identify
+from tests.support.other_writers import ENHANCED, MAPPER_V1, PYNAMODB, Mapper, Refused
 from tests.support.published import (
     EXPECTED,
     boto_client,
@@ -586,6 +588,62 @@ def test_changed_times_and_booleans_are_written_back_in_the_form_seen(
                          ExpressionAttributeValues={":o": {"S": "c1x"},
                                                     ":t": {"S": "2021-05-06T07:08:09.250Z"}})
     assert found["Count"] == 1
+
+
+
+# -- issue 89: another writer's optimistic lock --------------------------------------------
+@pytest.mark.parametrize("style", [MAPPER_V1, ENHANCED, PYNAMODB], ids=lambda m: m.style)
+def test_another_writers_lock_is_proposed_and_the_printed_model_keeps_it(
+        raw: tuple[Any, list[str]], backend: str | None, style: Mapper) -> None:
+    """Items DynamoDBMapper v1, the Enhanced Client or PynamoDB saved (their mimics), each
+    with its optimistic lock (``version``: N 1, +1 per save): the inferred model declares
+    it (``Meta.lock``) and the report names the convention it saw. The printed model,
+    imported and used, keeps their lock: a save of a copy loaded before their save is
+    refused, a fresh one moves it by one, and their copy loaded before ours is refused."""
+    from dynaorm import ConcurrentModificationError, Session
+    from dynaorm.client.infer import unplaced_note
+
+    client, made = raw
+    name = _name(f"lock-{style.style}")
+    made.append(name)
+    client.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                   {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk")])
+    them = style.bound(client, name, {"status": "S", "qty": "N"})
+    for n in range(4):
+        doc = {"pk": f"ORDER#o{n}x", "sk": "ORDER", "status": "NEW", "qty": n, "version": None}
+        for _ in range(n % 3 + 1):
+            them.save(doc)
+    code, model = infer_code(name, client=client, report=None)
+    (entity,) = model["entities"]
+    assert entity["lock"] == {"field": "version", "first": 1, "step": 1}
+    assert "lock = _d.Lock(**{'field': 'version', 'first': 1, 'step': 1})" in code
+    assert "DynamoDBMapper" in unplaced_note(model) and "PynamoDB" in unplaced_note(model)
+    table = _defined(code)
+    table.connect(backend, "us-east-1")
+    (cls,) = table.entities.values()
+    key = {"pk": "ORDER#o2x", "sk": "ORDER"}
+    with Session(table) as s:
+        (ours,) = [o for o in s.scan(cls).all() if o.qty == 2]
+        assert ours.version == 3
+        them.save(them.load(key))  # (theirs, after our load: 4)
+        ours.status = "PAID"
+        s.save(ours)
+        with pytest.raises(ConcurrentModificationError):
+            s.commit()
+    with Session(table) as s:
+        (ours,) = [o for o in s.scan(cls).all() if o.qty == 2]
+        stale = them.load(key)
+        ours.status = "PAID"
+        s.save(ours)
+        s.commit()
+    assert them.load(key) == {**key, "status": "PAID", "qty": 2, "version": 5}
+    assert stale is not None
+    if style.style != "v1" or (backend is not None and identify(backend) == "local"):
+        with pytest.raises(Refused):  # (moto ignores the legacy Expected of v1's save)
+            them.save(stale)
 
 
 @pytest.mark.engines("moto")

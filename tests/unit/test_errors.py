@@ -58,7 +58,8 @@ DOCUMENTED |= {"StoredAs"}  # (0.9, issue 82: a time field's stored format)
 DOCUMENTED |= {"RowKind"}  # (0.9, issue 80: a table's own row kinds, the public door)
 DOCUMENTED |= {"Offloaded", "OffloadError", "ForgottenError"}  # (0.9: values of any size,
 # keys per tenant)
-DOCUMENTED |= {"Lock", "ConditionTooLargeError"}  # (0.10: beside other writers)
+DOCUMENTED |= {"Lock", "ConditionTooLargeError", "ExpressionTooLargeError"}  # (0.10: beside
+# other writers)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

@@ -137,9 +137,10 @@ def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
 # -- issue 82: tables the world has ---------------------------------------------------------
 def _defined(found: Any) -> dict[str, Any]:
     """The model the printed code defines (inference's answer), as ``dynaorm.infer``."""
-    from dynaorm.client.infer import _defined_model, inferred_code
+    from dynaorm.client.infer import _defined_table, inferred_code
 
-    return _defined_model(inferred_code(found))
+    model: dict[str, Any] = _defined_table(inferred_code(found)).model()
+    return model
 
 
 def test_odd_type_values_never_refuse_the_table() -> None:
@@ -439,3 +440,35 @@ def test_booleans_stored_as_numbers_keep_that_form(name: str, numbers: list[int]
                   if f["stored"] == name]
     assert (defined["type"], defined.get("stored_as")) == want
     assert _decoded(found).placed == len(items)
+
+
+@pytest.mark.parametrize(("name", "versions", "lock"), [
+    ("version", ["1", "2", "7", "1"], True),
+    ("record_version", ["3", "3", "1", "1"], True),
+    ("version", ["1", "2.5", "3", "1"], False),  # (a fraction: no mapper's lock)
+    ("version", ["1", "2", None, "1"], False),   # (missing on one item)
+    ("version", ["0", "1", "2", "1"], False),    # (0: none of them stores it)
+    ("qty", ["1", "2", "3", "1"], False),        # (a number not named as a lock)
+])
+def test_a_lock_is_proposed_only_where_the_items_keep_a_mappers_convention(
+        name: str, versions: list[str | None], lock: bool) -> None:
+    """An attribute named as a version, an integer N of at least 1 on every item (the
+    rule DynamoDBMapper, the Enhanced Client and PynamoDB share) is proposed as the
+    entity's ``Meta.lock``; a number with a fraction, missing on an item, at 0, or not
+    named as a version is a plain field. The printed model declares the lock."""
+    items = [{"PK": s(f"ORDER#o{n}1"), "SK": s("ORDER"), "_type": s("Order"),
+              **({name: {"N": v}} if v else {})} for n, v in enumerate(versions)]
+    found = infer_model(_table(), None, items)
+    want = {"field": name, "first": 1, "step": 1} if lock else None
+    assert found.model["entities"][0].get("lock") == want
+    (entity,) = _defined(found)["entities"]
+    assert entity.get("lock") == want
+    assert _decoded(found).placed == len(items)
+
+
+def test_a_versioned_entitys_own_version_is_no_lock() -> None:
+    """dynaorm's own ``Meta.versioned`` keeps its version in ``version``: never a lock."""
+    items = [{"PK": s(f"DOC#d{n}"), "SK": s(f"v{n:08d}_DOC" if n else "v0_DOC"),
+              "_type": s("Doc"), "version": {"N": str(n + 1)}} for n in range(3)]
+    (doc,) = infer_model(_table(), None, items).model["entities"]
+    assert doc["versioned"] and doc.get("lock") is None

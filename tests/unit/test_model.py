@@ -222,6 +222,41 @@ def test_offload_and_offloaded_fields_are_in_the_model_and_its_code() -> None:
     assert again == exported
 
 
+def test_another_writers_lock_is_in_the_model_and_its_code() -> None:
+    """``Meta.lock`` (issue 89: inference proposes it) is in the model, its documented
+    schema and the code imported from its JSON, the Enhanced Client's start and step too."""
+    from dynaorm import Lock
+
+    locks = Table("locks", pk="pk", sk="sk")
+
+    class Plain(Entity):
+        class Meta:
+            table = locks
+            pk = "P#{plain_id}"
+            sk = "P"
+            lock = "version"
+
+        plain_id: str
+        version: int | None = None
+
+    class Stepped(Entity):
+        class Meta:
+            table = locks
+            pk = "S#{stepped_id}"
+            sk = "S"
+            lock = Lock.enhanced("rev", start_at=5, increment_by=10)
+
+        stepped_id: str
+        rev: int | None = None
+
+    model = locks.model()
+    assert [e["lock"] for e in model["entities"]] == [
+        {"field": "version", "first": 1, "step": 1}, {"field": "rev", "first": 15, "step": 10}]
+    assert problems(model, _documented_schema()) == []
+    exported, again = roundtrip(model, "json")
+    assert again == exported
+
+
 def test_the_json_code_of_a_design_defines_the_same_model() -> None:
     model = app.model()
     (table,) = defined(code_of([{**model, "entities": [
