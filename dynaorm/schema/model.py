@@ -176,13 +176,13 @@ def _described(plain: Any, above: tuple[type, ...]) -> dict[str, Any]:
         return {"type": "union", "of": [describe_type(a, above) for a in args]}
     if origin is typing.Literal:
         return {"type": "enum", "values": list(args)}
-    if isinstance(origin, type) and issubclass(origin, Mapping):
-        return {"type": "map", "values": describe_type(args[1] if len(args) == 2 else Any,
-                                                       above)}
-    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset):
-        return {"type": "list" if issubclass(origin, list | tuple) else "set",
-                "items": describe_type(args[0] if args else Any, above)}
-    if origin is not None or not isinstance(plain, type):
+    kind = origin if isinstance(origin, type) else object  # (issubclass takes classes)
+    if issubclass(kind, Mapping):
+        return {"type": "map", "values": describe_type((*args, Any, Any)[1], above)}  # (bare: Any)
+    if issubclass(kind, list | tuple | set | frozenset):
+        return {"type": "list" if issubclass(kind, list | tuple) else "set",
+                "items": describe_type((*args, Any)[0], above)}
+    if not isinstance(plain, type):  # (another generic: Python 3.11's are not types)
         return {"type": "any"}
     if issubclass(plain, enum.Enum):
         return {"type": "enum", "values": [m.value for m in plain]}
