@@ -39,7 +39,7 @@ def _value(desc: Mapping[str, Any]) -> Any:
     if kind == "union":
         return _value(desc["of"][0])
     if kind == "object":
-        return {f["name"]: _value(f) for f in desc["fields"] if f.get("required", True)}
+        return {f["name"]: _value(f) for f in desc.get("fields", ()) if f.get("required", True)}
     if desc.get("vector"):
         return [0.5] * int(desc["vector"])
     return [] if kind == "list" else set() if kind == "set" else {}

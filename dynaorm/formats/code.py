@@ -125,8 +125,9 @@ class _Writer:
             text = f"{self.q('_t.Literal')}[{', '.join(map(repr, desc['values']))}]"
         elif kind == "union":
             text = " | ".join(self.annotation(d) for d in desc["of"])
-        else:  # an object: a nested model of its own
-            text = self.nested(desc["model"], desc["fields"])
+        else:  # an object: a nested model of its own (without fields: one around it)
+            text = identifier(desc["model"]) if "fields" not in desc else self.nested(
+                desc["model"], desc["fields"])
         if desc.get("vector") is not None:
             text = f"{self.q('_t.Annotated')}[{text}, _d.Vector({desc['vector']})]"
         if desc.get("stored_as") is not None:

@@ -72,10 +72,13 @@ def _read_union(at: At, out: dict[str, Any]) -> None:
 
 
 def _read_object(at: At, out: dict[str, Any]) -> None:
-    """A nested model: its name and fields, each stored under its name."""
+    """A nested model: its name and fields, each stored under its name (no fields: a
+    model around it, inside itself)."""
     out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
-    out["fields"] = _read_fields(at.get("fields", list, "fields"))
-    for f, place in zip(out["fields"], at.get("fields").items(), strict=True):
+    if (fields := at.get("fields", list, "fields", default=None)).value is None:
+        return
+    out["fields"] = _read_fields(fields)
+    for f, place in zip(out["fields"], fields.items(), strict=True):
         if f["stored"] != f["name"]:  # (dynaorm stores a nested field under its name)
             raise place.get("stored").fail("a nested model's field is stored under its "
                                            f"name, {f['name']!r}")

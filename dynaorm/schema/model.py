@@ -140,7 +140,7 @@ def _unwrapped(annotation: Any) -> tuple[Any, bool, tuple[Any, ...]]:
         if origin is typing.Annotated:
             annotation, *more = typing.get_args(annotation)
             metadata += tuple(more)
-        elif origin is typing.Union or origin is types.UnionType:
+        elif origin in (typing.Union, types.UnionType):
             args = typing.get_args(annotation)
             rest = tuple(a for a in args if a is not type(None))
             nullable = nullable or len(rest) < len(args)
@@ -151,53 +151,46 @@ def _unwrapped(annotation: Any) -> tuple[Any, bool, tuple[Any, ...]]:
             return annotation, nullable, metadata
 
 
-def describe_type(annotation: Any) -> dict[str, Any]:
+def describe_type(annotation: Any, above: tuple[type, ...] = ()) -> dict[str, Any]:
     """The model's description of a field annotation: ``{"type": "string"}``, ``{"type":
     "list", "items": {...}}``, ``{"type": "object", "model": "Address", "fields": [...]}``
     and so on (``Optional`` is the field's ``nullable``; ``Annotated`` metadata other than
-    dynaorm's is looked through)."""
+    dynaorm's is looked through). A model inside itself (one of ``above``, the models
+    described around it) is named without its fields: a back-reference."""
     plain, _, metadata = _unwrapped(annotation)
-    out = _described(plain)
-    marker = next((m for m in metadata if isinstance(m, Vector)), None)
-    if marker is not None:
-        out["vector"] = marker.dimensions
-    stored = next((m for m in metadata if isinstance(m, StoredAs)), None)
-    if stored is not None:  # (a time's stored format: a strftime pattern or its name)
-        out["stored_as"] = stored.format
+    out = _described(plain, above)
+    for m in metadata:  # (the first of each)
+        if isinstance(m, Vector):
+            out.setdefault("vector", m.dimensions)
+        elif isinstance(m, StoredAs):  # (a time's stored format: a strftime pattern or its name)
+            out.setdefault("stored_as", m.format)
     return out
 
 
-def _described(plain: Any) -> dict[str, Any]:
-    """:func:`describe_type` of an annotation without ``Optional`` and ``Annotated``."""
-    origin, args = typing.get_origin(plain), typing.get_args(plain)
-    if origin is not None:
-        return _generic(origin, args)
-    if plain in (list, set, frozenset, dict):
-        return _generic(plain, ())
-    if not isinstance(plain, type):
+def _described(plain: Any, above: tuple[type, ...]) -> dict[str, Any]:
+    """:func:`describe_type` of an annotation without ``Optional`` and ``Annotated``: a
+    generic (``list[str]``, ``A | B``, a ``Literal``) by its origin and arguments."""
+    args = typing.get_args(plain)
+    origin = typing.get_origin(plain) or (plain if plain in (list, set, frozenset, dict) else None)
+    if origin in (typing.Union, types.UnionType):
+        return {"type": "union", "of": [describe_type(a, above) for a in args]}
+    if origin is typing.Literal:
+        return {"type": "enum", "values": list(args)}
+    kind = origin if isinstance(origin, type) else object  # (issubclass takes classes)
+    if issubclass(kind, Mapping):
+        return {"type": "map", "values": describe_type((*args, Any, Any)[1], above)}  # (bare: Any)
+    if issubclass(kind, list | tuple | set | frozenset):
+        return {"type": "list" if issubclass(kind, list | tuple) else "set",
+                "items": describe_type((*args, Any)[0], above)}
+    if not isinstance(plain, type):  # (another generic: Python 3.11's are not types)
         return {"type": "any"}
     if issubclass(plain, enum.Enum):
         return {"type": "enum", "values": [m.value for m in plain]}
     if issubclass(plain, BaseModel):
-        return {"type": "object", "model": plain.__name__,
-                "fields": [_field(n, i, {}) for n, i in plain.model_fields.items()]}
+        return {"type": "object", "model": plain.__name__, **({} if plain in above else {
+            "fields": [_field(n, i, {}, (*above, plain)) for n, i in plain.model_fields.items()]})}
     # (bool first: it is an int too)
     return {"type": next((name for cls, name in _SCALARS if issubclass(plain, cls)), "any")}
-
-
-def _generic(origin: Any, args: tuple[Any, ...]) -> dict[str, Any]:
-    """:func:`describe_type` of a generic annotation (``list[str]``, ``A | B``, a
-    ``Literal``) by its origin and arguments."""
-    if origin is typing.Union or origin is types.UnionType:
-        return {"type": "union", "of": [describe_type(a) for a in args]}
-    if origin is typing.Literal:
-        return {"type": "enum", "values": list(args)}
-    if isinstance(origin, type) and issubclass(origin, Mapping):
-        return {"type": "map", "values": describe_type(args[1] if len(args) == 2 else Any)}
-    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset):
-        return {"type": "list" if issubclass(origin, list | tuple) else "set",
-                "items": describe_type(args[0] if args else Any)}
-    return {"type": "any"}
 
 
 def _default(info: Any) -> dict[str, Any]:
@@ -249,13 +242,14 @@ def _json(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
-def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:
+def _field(name: str, info: Any, renames: Mapping[str, str], above: tuple[type, ...] = ()
+           ) -> dict[str, Any]:
     """One field as the model holds it."""
     _, nullable, metadata = _unwrapped(info.annotation)
     metadata += tuple(info.metadata)
     out: dict[str, Any] = {"name": name, "stored": renames.get(name, name),
                            **describe_type(typing.Annotated[(info.annotation, *info.metadata)]
-                                           if info.metadata else info.annotation),
+                                           if info.metadata else info.annotation, above),
                            "required": info.is_required(), "nullable": nullable,
                            **_default(info)}
     if ENCRYPTED in metadata:
@@ -279,19 +273,15 @@ def index_model(index: GSI | LSI | VectorIndex) -> dict[str, Any]:
     if isinstance(index, GSI):
         return {"name": index.name, "kind": "gsi", "native": isinstance(index.pk, tuple),
                 "pk": list(index.hash_keys), "sk": list(index.range_keys),
-                "projection": projection, **_pairs(index)}
+                "projection": projection, **{k: list(v) for k, v in (
+                    ("warm_throughput", index.warm_throughput),
+                    ("max_on_demand", index.max_on_demand)) if v is not None}}
     if isinstance(index, LSI):
         return {"name": index.name, "kind": "lsi", "sk": [index.sk], "projection": projection}
     return {"name": index.name, "kind": "vector", "attribute": index.attribute,
             "dimensions": index.dimensions, "distance": index.distance,
             "partition": index.partition, "filters": list(index.filters),
             "projection": projection}
-
-
-def _pairs(index: GSI) -> dict[str, Any]:
-    """A GSI's declared warm throughput and on-demand maximum (lists), when declared."""
-    return {k: list(v) for k, v in (("warm_throughput", index.warm_throughput),
-                                    ("max_on_demand", index.max_on_demand)) if v is not None}
 
 
 def _indexes(table: TableSchema) -> list[GSI | LSI | VectorIndex]:

@@ -149,23 +149,16 @@ def _generic(origin: Any, args: tuple[Any, ...], models: dict[type, Node]) -> No
                             for a in (args[1:] if mapping else args)])
 
 
-def _valued(node: Node, above: frozenset[int] = frozenset()) -> bool:
-    """Whether a value kind is given at or below ``node`` where the encoding walks."""
-    return node.kind is not None or (id(node.children) not in above and any(
-        _valued(n, above | {id(node.children)}) for n in node.walked))
-
-
 def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
     """How ``value`` (as pydantic dumps it), ``av`` by default, is stored at ``node``."""
     if kind := node.kind:
         return av if value is None else kind.encode(value)
     walked = node.walked
-    if node.shape in ("list", "set"):
-        if isinstance(value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
-            return {"L": [_encode(walked[0], v, a) for v, a in zip(value, av["L"], strict=True)]}
-        return _encode(walked[0], value, av)  # (one member: an operand of contains)
-    if walked and node.shape in ("union", "alias"):
-        return _encode(walked[0], value, av)
+    if node.shape in ("list", "set") and isinstance(
+            value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
+        return {"L": [_encode(walked[0], v, a) for v, a in zip(value, av["L"], strict=True)]}
+    if walked and node.shape in ("list", "set", "union", "alias"):  # (a list's: one member,
+        return _encode(walked[0], value, av)  # an operand of contains)
     if not isinstance(value, dict) or "M" not in av:
         return av
     if node.shape == "mapping":
@@ -188,7 +181,8 @@ class StoredMembers(Kind):
     @staticmethod
     def of(node: Node | None) -> StoredMembers | None:
         """The kind storing the values of ``node`` (``None``: no value kind is given in it)."""
-        return None if node is None or not _valued(node) else StoredMembers(
+        return None if node is None or all(n.kind is None for _, n in _nodes(
+            node, walked=True)) else StoredMembers(
             "members of their own kinds", (object,), "",
             lambda v: _encode(node, v, encode_value(v)), node=node)
 
@@ -201,11 +195,20 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     return (node, listed) if node.shape == "model" else (None, False)
 
 
+def _reached(node: Node, first: bool = True) -> Iterator[Node]:
+    """The nodes a field's rules reach: the field's own and its first level's (a list's
+    member, a mapping's value), each through its ``Optional``'s arm (a union's arm is no
+    level); never a model's member nor an alias's value."""
+    yield node
+    for step, child in node.children:
+        if step == "" or (first and step in ("[]", "{}")):
+            yield from _reached(child, first and step == "")
+
+
 def markers(node: Node) -> list[Any]:
-    """The kinds a field's rules read (:mod:`dynaorm.schema.rules`): the field's own and
-    its first level's (``Encrypted[str] | None``, ``list[Encrypted[str]]``)."""
-    return [*node.kinds, *(k for s, n in node.children if s[:1] not in (".", "~")
-                           for k in n.kinds)]
+    """The kinds a field's rules read (:mod:`dynaorm.schema.rules`): of the nodes they
+    reach (:func:`_reached`: ``list[Encrypted[str]] | None``)."""
+    return [k for n in _reached(node) for k in n.kinds]
 
 
 def field_kind(node: Node) -> Kind | None:
@@ -267,24 +270,28 @@ def kind_at(kinds: Mapping[str, Kind | None], path: str) -> Kind | None:
     return StoredMembers.of(node)
 
 
-def _hidden(node: Node, path: str, depth: int, above: frozenset[int]
-            ) -> Iterator[tuple[str, Any]]:
-    """The rule markers at or below ``node`` with their paths, below a field's second level
-    or in a model's members (a field's rules read its own and its first level's)."""
-    if depth > 1 or node.shape == "unresolved":
-        yield from ((path, m) for m in node.kinds if not isinstance(m, Kind))
+def _nodes(node: Node, path: str = "", above: frozenset[int] = frozenset(),
+           walked: bool = False) -> Iterator[tuple[str, Node]]:
+    """Every node at or below ``node``, by path (a model inside itself once); ``walked``:
+    where the encoding walks (:attr:`Node.walked`)."""
+    yield path, node
     for step, child in () if id(node.children) in above else node.children:
-        deeper = 2 if step[:1] in (".", "~") else depth + 1  # (a member, an alias's value)
-        yield from _hidden(child, path + step.strip("~"), deeper, above | {id(node.children)})
+        if not walked or child in node.walked:
+            yield from _nodes(child, path + step.strip("~"), above | {id(node.children)}, walked)
 
 
 def check_hidden(owner: str, root: Node) -> None:
     """Refuse a rule's kind declared inside a field's value (a nested model's
-    ``Encrypted`` field, ``Optional[list[Compressed[str]]]``): its rule works on whole
-    fields, so the value would be stored without it (a card number in plaintext). The
-    error names the path and the way out: the kind on the entity's own field."""
-    for step, node in root.children:
-        for path, marker in _hidden(node, step[1:], 0, frozenset({id(root.children)})):
+    ``Encrypted`` field, ``list[list[Compressed[str]]]``): its rule works on whole
+    fields, so the value would be stored without it (a card number in plaintext), unless
+    the field's rules take it already. The error names the path and the way out: the kind
+    on the entity's own field."""
+    for step, top in root.children:
+        reached = {id(n) for n in _reached(top) if n.shape != "unresolved"}
+        taken = {_name(m) for m in markers(top)}  # (its rule takes the whole value)
+        for path, marker in ((p, m) for p, n in _nodes(top, step[1:], frozenset({id(
+                root.children)})) if id(n) not in reached for m in n.kinds
+                             if not isinstance(m, Kind) and _name(m) not in taken):
             if isinstance(marker, typing.ForwardRef):
                 raise DynaormError(
                     f"{owner}.{path}: {marker.__forward_arg__!r} is not resolved when {owner} "
@@ -298,12 +305,9 @@ def check_hidden(owner: str, root: Node) -> None:
 
 
 # -- where a rule's kind lives: what the rules and the jobs ask -----------------------------
-def holding(trees: Mapping[str, Node], marker: str) -> dict[str, str]:
-    """Every place a value of the rule kind ``marker`` lives, by field name, with its
-    node's path (the field itself, a list's member ``cards[]``, a mapping's value
-    ``docs{}``, an ``Optional``'s arm), where a field's rules reach (:func:`markers`;
-    deeper is refused, :func:`check_hidden`): every sealed node (``"dynaorm:encrypted"``),
-    every reference (``"dynaorm:offloaded"``). Its rule takes the field's whole value: a
-    job reaching the field reaches every such node."""
-    return {name: name + step for name, node in trees.items() for step, n in [
-        ("", node), *node.children] if step in ("", "[]", "{}") and marker in n.kinds}
+def holding(trees: Mapping[str, Node], marker: str) -> list[str]:
+    """The fields holding a value of the rule kind ``marker`` where their rules reach
+    (:func:`markers`; elsewhere refused, :func:`check_hidden`): every sealed node
+    (``"dynaorm:encrypted"``), every reference (``"dynaorm:offloaded"``). Its rule takes
+    the field's whole value: a job reaching the field reaches every such node."""
+    return [name for name, node in trees.items() if marker in markers(node)]

@@ -348,7 +348,7 @@ def test_a_rules_kind_inside_a_fields_value_is_refused_naming_its_path(
         "model": (card, "wallet.pan"), "list of models": (list[card], "wallet[].pan"),
         "mapping of models": (dict[str, card], "wallet{}.pan"),
         "optional model": (card | None, "wallet.pan"),
-        "optional list": (list[marked] | None, "wallet[]"),
+        "optional list": (list[list[marked] | None] | None, "wallet[][]"),
         "list of lists": (list[list[marked]], "wallet[][]")}[shape]
     with pytest.raises(DynaormError, match=re.escape(
             f"Holder.{path}: {kind} inside a field's value is not applied")):
@@ -363,9 +363,9 @@ def test_a_rules_kind_inside_a_fields_value_is_refused_naming_its_path(
 
 
 def test_a_rules_kind_a_fields_rules_read_is_kept() -> None:
-    """What the rules do read stays allowed: a kind on the field, on its ``Optional``'s
-    arm or on its members' first level (the whole field is sealed), a value kind
-    (``StoredAs``) anywhere, a model inside itself."""
+    """What the rules do read stays allowed: a kind on the field or on its members' first
+    level, each through an ``Optional``'s arm (the whole field is sealed), below the same
+    kind on the field, a value kind (``StoredAs``) anywhere, a model inside itself."""
     from datetime import datetime
 
     from pydantic import BaseModel
@@ -384,7 +384,8 @@ def test_a_rules_kind_a_fields_rules_read_is_kept() -> None:
 
         kept_id: str
         whole: Encrypted[Stamp] | None = None
-        members: list[Encrypted[str]] = []
+        members: list[Encrypted[str] | None] | None = []
+        sealed: Encrypted[list[list[Encrypted[str]]]] = []
         stamp: Stamp | None = None
 
     assert Kept.__dynaorm_spec__ is not None

@@ -660,12 +660,9 @@ def test_entities_of_one_class_name_are_each_kept_in_the_mcp_format() -> None:
     assert ids == list(range(1, len(ids) + 1)) and len(ids) >= 6
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason=(
-    "a model inside itself (a tree's children: Node.children: list[Node]) recurses without "
-    "end in describe_type: Table.model() and every format of it raise RecursionError. The "
-    "model's format has no reference to a model already described; left for the value "
-    "tree (issue 88), which compiles such a type once"))
 def test_the_model_of_an_entity_holding_a_model_inside_itself() -> None:
+    """The model inside itself is named without its fields (a back-reference): the
+    model, its JSON read back and its code (which defines the same shape) hold it."""
     from pydantic import BaseModel
 
     class Node(BaseModel):
@@ -681,4 +678,11 @@ def test_the_model_of_an_entity_holding_a_model_inside_itself() -> None:
         tree_id: str
         root: Node
 
-    assert _entity(Tree.__dynaorm_spec__.table.model(), "Tree")["fields"][1]["model"] == "Node"
+    model = Tree.__dynaorm_spec__.table.model()
+    root = _entity(model, "Tree")["fields"][1]
+    assert root["model"] == "Node" and root["fields"][1]["items"] == {
+        "type": "object", "model": "Node"}
+    namespace: dict[str, Any] = {}
+    exec(import_code(json.dumps(model)), namespace)  # (checked: definitions only)
+    tree = namespace["Tree"](tree_id="t", root={"label": "a", "children": [{"label": "b"}]})
+    assert tree.root.children[0].label == "b"

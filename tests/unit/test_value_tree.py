@@ -208,6 +208,11 @@ def _old_members_kind(annotation: Any) -> _Patch | None:
     return _old_patch(annotation, {}, lazy=True) if _old_patch(annotation, {}) else None
 
 
+def _name(marker: Any) -> str:
+    return (marker.split(":", 1)[1].capitalize() if isinstance(marker, str)
+            else type(marker).__name__.lstrip("_"))
+
+
 def _rule_marker(marker: Any) -> bool:
     return (marker.startswith("dynaorm:") if isinstance(marker, str)
             else type(marker).__module__.startswith("dynaorm.schema.rules"))
@@ -236,8 +241,20 @@ def _old_hidden(annotation: Any, path: str, depth: int,
     else:
         mapping = isinstance(origin, type) and issubclass(origin, Mapping)
         step = "" if origin in (typing.Union, types.UnionType) else "{}" if mapping else "[]"
-        for arg in args[1:] if mapping else args:
-            yield from _old_hidden(arg, path + step, depth + 1, models)
+        for arg in args[1:] if mapping else args:  # (a union's arm is no level)
+            yield from _old_hidden(arg, path + step, depth + (step != ""), models)
+
+
+def _read(annotation: Any, first: bool = True) -> Iterable[Any]:
+    """The metadata a field's rules read: its own and its type's first-level arguments',
+    each through a union's arms."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        yield from annotation.__metadata__
+        yield from _read(args[0], first)
+    elif first or origin in (typing.Union, types.UnionType):
+        for arg in args:
+            yield from _read(arg, first and origin in (typing.Union, types.UnionType))
 
 
 # -- generated annotations, with values as pydantic dumps them ------------------------------
@@ -306,13 +323,14 @@ def test_a_definition_is_refused_where_the_old_walk_found_a_hidden_kind(pair: _P
     """The same path; of several kinds on one value, the first in the documented order
     (the old walk named the first declared)."""
     holder = create_model("Holder", wallet=(pair[0], ...))
-    found = list(_old_hidden(pair[0], "wallet", 0, frozenset({holder})))
+    taken = set(map(_name, filter(_rule_marker, _read(pair[0]))))  # (the whole value's)
+    found = [(p, m) for p, m in _old_hidden(pair[0], "wallet", 0, frozenset({holder}))
+             if _name(m) not in taken]
     try:
         check_hidden("Holder", _tree(holder))
     except DynaormError as exc:
         assert found, exc
-        names = [(m.split(":", 1)[1].capitalize() if isinstance(m, str)
-                  else type(m).__name__.lstrip("_")) for path, m in found if path == found[0][0]]
+        names = [_name(m) for path, m in found if path == found[0][0]]
         first = min(names, key=("Compressed", "Encrypted", "Offloaded", "Vector").index)
         assert str(exc).startswith(f"Holder.{found[0][0]}: {first} inside a field's value"), exc
     else:
@@ -345,11 +363,8 @@ def test_a_hidden_kind_in_a_model_inside_itself_is_refused_once() -> None:
 def test_the_kinds_a_fields_rules_read_are_the_old_walks(pair: _Pair) -> None:
     """A field's own kinds and its first level's, as the rules read them (0.9 read the
     pydantic field's metadata and its type's arguments'); in the write's order."""
-    info = create_model("Holder", wallet=(pair[0], ...)).model_fields["wallet"]
-    old = [*info.metadata, *(m for a in typing.get_args(info.annotation)
-                             for m in getattr(a, "__metadata__", ()))]
-    new = markers(_tree(Annotated[(info.annotation, *info.metadata)] if info.metadata
-                        else info.annotation))
+    old = list(_read(pair[0]))
+    new = markers(_tree(pair[0]))
     assert sorted(map(repr, filter(_rule_marker, old))) == sorted(
         map(repr, filter(_rule_marker, new)))
 
