@@ -90,9 +90,6 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is not instal
 if TYPE_CHECKING:
     from dynaorm import AsyncSession, Session, StagedUpdate
 
-__all__ = ["PynamoDBEntity", "entity_from_pynamodb", "table_from_pynamodb",
-           "utc_datetime_string", "versioned_delete", "versioned_save", "versioned_update"]
-
 class PynamoDBEntity(Entity):
     """Base class of the entities :func:`entity_from_pynamodb` makes (abstract: no ``pk``).
 

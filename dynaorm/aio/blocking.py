@@ -15,8 +15,6 @@ from typing import Any
 from dynaorm.aio.reads import AsyncSearch, AsyncTerminals
 from dynaorm.client.session import run_op
 
-__all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
-
 _LOCAL = threading.local()
 
 

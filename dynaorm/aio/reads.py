@@ -17,8 +17,6 @@ from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
 from dynaorm.schema.entity import Entity
 
-__all__ = ["AsyncQuery", "AsyncScan", "AsyncSearch", "AsyncTerminals"]
-
 T = TypeVar("T", bound=Entity)
 
 

@@ -25,8 +25,6 @@ from dynaorm.schema.entity import Entity
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan
 
-__all__ = ["AsyncSession"]
-
 T = TypeVar("T", bound=Entity)
 T2 = TypeVar("T2", bound=Entity)
 T3 = TypeVar("T3", bound=Entity)

@@ -18,9 +18,6 @@ from urllib.parse import urlparse
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 
-__all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "entity_named",
-           "find_tables", "import_module", "load_attribute", "load_table", "region_name"]
-
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 
 

@@ -16,8 +16,6 @@ from dynaorm import GSI, Entity, Session, Table, Unique, UniqueConstraintError, 
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, moto_backend, use_tables
 
-__all__ = ["Document", "User", "demo_table", "run_demo"]
-
 # -- 1. the model: one table, two entity types --------------------------------------------
 demo_table = Table("dynaorm-demo", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
 

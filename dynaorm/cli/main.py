@@ -57,8 +57,6 @@ from dynaorm.schema.unclaimed import fix_hint
 if TYPE_CHECKING:
     from dynaorm.jobs.migration import MigrationReport
 
-__all__ = ["build_parser", "describe_module", "main"]
-
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _T = TypeVar("_T")
 _DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '

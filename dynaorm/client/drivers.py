@@ -30,8 +30,6 @@ from dynaorm.protocol.hooks import DYNAMODB, Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
 from dynaorm.protocol.steps import Await, Emit, Gather, Proto, Send, Stream, Wait, expand
 
-__all__ = ["AsyncDriver", "SyncDriver"]
-
 R = TypeVar("R")
 #: what a read's consumer makes of each batch of items (``None``: the batch as it is)
 Decode = Callable[[Sequence[Item]], Iterable[Any]] | None

@@ -68,9 +68,6 @@ from dynaorm.client.settings import (
 from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PLAIN_OPTIONS", "PROFILE_KEYS", "PlainCredentials", "configured_attempts",
-           "light_settings", "plain_settings"]
-
 #: the regions of AWS's ``aws`` partition (botocore's partitions.json)
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
 #: what botocore takes for a region (``botocore.utils.validate_region_name``)

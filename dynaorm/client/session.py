@@ -30,8 +30,6 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
-__all__ = ["BaseSession", "Op", "arun_op", "run_op"]
-
 T = TypeVar("T", bound=Entity)
 R = TypeVar("R")
 #: an operation written once for both kinds of session (:meth:`dynaorm.Session.run`): a

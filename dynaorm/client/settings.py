@@ -39,31 +39,6 @@ from dynaorm.errors import DynaormError
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 
-__all__ = [
-    "CONFIG_DEFAULTS",
-    "LOOPBACK_ACCESS_KEY",
-    "LOOPBACK_REGION",
-    "LOOPBACK_SECRET_KEY",
-    "client_options",
-    "client_settings",
-    "configured_endpoint",
-    "configured_region",
-    "credentials_for",
-    "default_session",
-    "enter_mock",
-    "expanded_path",
-    "in_process",
-    "in_process_mock_depth",
-    "is_local",
-    "is_loopback",
-    "local_credentials",
-    "local_only",
-    "resolve_max_attempts",
-    "resolve_region",
-    "service_settings",
-    "shared_files",
-]
-
 #: the access key every local engine gets where no credentials are configured
 #: (DynamoDB Local accepts only letters and digits in one)
 LOOPBACK_ACCESS_KEY = "dynaormlocal"

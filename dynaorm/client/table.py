@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
     from dynaorm.schema.streams import Change
 
-__all__ = ["CONNECTION_KEYWORDS", "Table"]
-
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 #: ``Table``'s shorthands for the client it uses (``Client``'s keyword arguments)
 CONNECTION_KEYWORDS = ("endpoint_url", "region", "wire", "max_attempts", "max_wait",

@@ -15,8 +15,6 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.steps import Proto, Wait, call
 from dynaorm.schema.table import TableSchema
 
-__all__ = ["create_p", "delete_p", "index_status_p", "status_p"]
-
 
 def status_p(table: TableSchema) -> Proto[str | None]:
     """The table's status (``"ACTIVE"``, ``"CREATING"``, ...), ``None`` when it does not

@@ -39,8 +39,6 @@ from dynaorm.write.records import Outcome
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
-
 R = TypeVar("R")
 #: Requests one BatchWriteItem carries, at most.
 BATCH_WRITE = 25

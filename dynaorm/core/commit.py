@@ -72,9 +72,6 @@ from dynaorm.write.render import WritePlan, compile_commit
 if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
     from dynaorm.schema.rules.receipts import Receipting
 
-__all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
-           "settle", "write_origins"]
-
 #: rounds of a commit whose conflict a staged write plans again on a fresh read (an
 #: overwrite while another writer keeps changing the item; a kept history found)
 ROUNDS = 3

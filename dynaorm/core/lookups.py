@@ -22,8 +22,6 @@ from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-__all__ = ["FIND_ROUNDS", "find_p", "get_item_p", "get_many_p", "get_p"]
-
 T = TypeVar("T", bound=Entity)
 #: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
 FIND_ROUNDS = 3

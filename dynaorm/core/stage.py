@@ -26,8 +26,6 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.write.records import StagedWrite
 
-__all__ = ["Stage", "check_concurrency", "condition_given", "describe"]
-
 T = TypeVar("T", bound=Entity)
 
 

@@ -88,9 +88,6 @@ from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.ttl import expired
 
-__all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
-           "scan_pages"]
-
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type",

@@ -41,9 +41,6 @@ from dynaorm.schema.entity import prepare_rows, preparing
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import version_sk
 
-__all__ = ["CheckResult", "ProgressBar", "check_table", "item_count",
-           "progress_line"]
-
 
 @dataclass
 class _State:

@@ -51,9 +51,6 @@ from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "job_of", "migrate",
-           "run_local", "run_spark"]
-
 #: the attribute a backfill marks each item it changed with (the job's name)
 MARK = JOB_MARK
 #: how many times one item's change is made again after another writer changed it first

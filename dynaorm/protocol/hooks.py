@@ -39,10 +39,6 @@ from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "close_all", "end", "logger", "start",
-           "wants_items"]
-
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
 DYNAMODB = "dynamodb"

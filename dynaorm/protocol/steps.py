@@ -55,11 +55,6 @@ from dynaorm.protocol.hooks import (
 )
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
-           "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
-           "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
-           "pull"]
-
 R = TypeVar("R")
 _LOG = LogHook()
 #: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)

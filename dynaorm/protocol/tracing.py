@@ -60,8 +60,6 @@ from dynaorm.errors import ThrottledError
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
-__all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing", "tracer"]
-
 #: ``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
 #: answer that says (a lost answer or a 5xx: it may have been applied), or cut off
 ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")

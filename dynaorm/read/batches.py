@@ -17,9 +17,6 @@ from dynaorm.schema.rules import Fetching
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-__all__ = ["FETCHING", "MAX_BATCH_ROUNDS", "MAX_SNAPSHOT", "batch_get_p", "batch_rounds",
-           "snapshot_p"]
-
 #: Items one TransactGetItems reads, at most.
 MAX_SNAPSHOT = 100
 

@@ -17,8 +17,6 @@ from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import key_av
 
-__all__ = ["QuerySpec"]
-
 T = TypeVar("T", bound=Entity)
 
 

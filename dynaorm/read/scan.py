@@ -20,8 +20,6 @@ from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.expressions import Condition, Placeholders
 
-__all__ = ["ScanSpec", "check_segments"]
-
 T = TypeVar("T", bound=Entity)
 #: DynamoDB's largest TotalSegments.
 MAX_SEGMENTS = 1_000_000

@@ -33,8 +33,6 @@ from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
 from dynaorm.values.ttl import expired
 
-__all__ = ["Selection", "projection_of", "selection"]
-
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
 _NO_VALUE: Final[dict[str, Any]] = {}

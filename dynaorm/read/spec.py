@@ -31,8 +31,6 @@ from dynaorm.values.expressions import Condition, Placeholders, rename_paths
 from dynaorm.values.keys import key_id
 from dynaorm.values.tree import merged_kinds
 
-__all__ = ["Page", "ReadSpec"]
-
 T = TypeVar("T", bound=Entity)
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
 DEFAULT_PAGE_SIZE = 100

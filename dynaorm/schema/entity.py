@@ -36,9 +36,6 @@ from dynaorm.values.state import (
     decoded_numbers,
 )
 
-__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "prepare_rows", "preparing",
-           "raw_state", "spec_of"]
-
 
 class Entity(BaseModel):
     """Base class of every mapped entity. Declare keys and rules in an inner ``Meta``.

@@ -24,8 +24,6 @@ from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.state import Deleted, InstanceState
 
-__all__ = ["Inspection", "inspect"]
-
 _MISSING: Any = object()
 
 

@@ -18,8 +18,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import InvalidValueError
 from dynaorm.values.expressions import paths
 
-__all__ = ["bounds", "check_names", "field_adapter", "path_parts", "path_type"]
-
 
 def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapter[Any]:
     """A validator of a field's type (or a nested path's: :func:`path_type`), its

@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 _RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning,
           TenantKeys)  # (and the tenants' keys of a key_scope table's Encrypted fields)
 
-__all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
-
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps", "overlaps", "key_only", "previous", "lock")
 

@@ -35,9 +35,6 @@ from dynaorm.schema.unclaimed import claimant, rule_row
 from dynaorm.values.codec import decode_value
 from dynaorm.values.keys import key_value
 
-__all__ = ["Change", "ChangeKind", "ChangeRole", "classify", "iter_changes",
-           "normalize_item", "parse_change"]
-
 ChangeKind = Literal["insert", "modify", "remove"]
 ChangeRole = Literal["row", "latest", "version", "guard", "rule"]
 

@@ -21,9 +21,6 @@ from typing import Any
 from dynaorm.errors import KeyTemplateError
 from dynaorm.values.keys import BinaryKey, NumberKey, key_value, number_key
 
-__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "literal_outranks", "parse_keys",
-           "render_value"]
-
 #: The pseudo-field that write sharding fills in (never an entity field).
 SHARD_FIELD = "shard"
 _CONVERSIONS = {"u": str.upper, "l": str.lower}

@@ -16,8 +16,6 @@ from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
 from dynaorm.schema.entity import Entity
 
-__all__ = ["Query", "Scan", "Search", "SyncTerminals"]
-
 T = TypeVar("T", bound=Entity)
 
 

@@ -74,9 +74,6 @@ from pydantic_core import core_schema
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 
-__all__ = ["Kind", "decode_item", "decode_number", "decode_value", "encode_fields",
-           "encode_value", "kind_of", "kind_of_schema", "kinds", "register", "stored_as"]
-
 T = TypeVar("T")
 
 

@@ -28,8 +28,6 @@ from dynaorm._types import AttributeValue, Item
 from dynaorm.values.codec import encode_value
 from dynaorm.values.tree import kind_at
 
-__all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
-
 
 class Placeholders:
     """Allocates ``#n``/``:v`` placeholders for one request (names are reused)."""

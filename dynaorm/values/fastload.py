@@ -45,9 +45,6 @@ from pydantic_core import SchemaValidator
 from dynaorm.caches import cache
 from dynaorm.values.codec import kind_of_schema
 
-__all__ = ["Fast", "build_validator", "collector_paused", "fast_answer", "fast_validator",
-           "field_tag"]
-
 #: the keys of a field schema the fast way reads as the plain way does (constraints)
 _KEYS: Final = frozenset({
     "type", "strict", "metadata", "max_length", "min_length", "pattern", "strip_whitespace",

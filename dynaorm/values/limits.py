@@ -36,11 +36,6 @@ from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateErro
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import Clause, Member
 
-__all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
-           "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
-           "check_values", "describe_key", "float32", "item_size", "number_problem", "number_size",
-           "short_repr", "text_size", "updated_item", "value_problem", "value_size", "with_members"]
-
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
 #: Bytes of a sort key value (table or index; guard keys too), at most.

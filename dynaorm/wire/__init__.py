@@ -60,26 +60,6 @@ from dynaorm.wire.sigv4 import Signer
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = [
-    "CONNECTION_ERROR",
-    "TARGET_PREFIX",
-    "AsyncWire",
-    "SearchingWire",
-    "SyncWire",
-    "Transport",
-    "Wire",
-    "WireSettings",
-    "answer_error",
-    "answer_problem",
-    "checked_answer",
-    "decode",
-    "decoded_success",
-    "failed",
-    "render",
-    "request_error",
-    "wire_for",
-]
-
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
 #: the ``code`` of every failure without an answer (retried by the retry rules)

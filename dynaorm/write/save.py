@@ -52,8 +52,6 @@ from dynaorm.write.records import (
     stored_values,
 )
 
-__all__ = ["SaveEntry", "plan_save"]
-
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
               ) -> Planned[Outcome]:

@@ -30,9 +30,6 @@ from dynaorm.errors import DynaormError, KeyringError, RequestError
 from dynaorm.protocol.policy import retryable
 from dynaorm.protocol.steps import Call, Proto
 
-__all__ = ["CACHED", "Keyring", "KmsKeyring", "NotPrepared", "StaticKeyring", "aesgcm",
-           "bound_keyring", "check_macs", "keyring_of"]
-
 R = TypeVar("R")
 
 
