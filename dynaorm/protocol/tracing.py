@@ -60,12 +60,6 @@ from dynaorm.errors import ThrottledError
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
-#: ``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
-#: answer that says (a lost answer or a 5xx: it may have been applied), or cut off
-ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")
-#: ``dynaorm.outcome`` of an operation span (``unknown``: ``OutcomeUnknownError``)
-OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
-
 _TRACE: Final = "opentelemetry.trace"
 _DYNAMODB: Final = "dynamodb"  # (Attempt.service of a request to DynamoDB)
 _UNKNOWN: Final = object()
@@ -155,6 +149,8 @@ def _names(classes: Any) -> tuple[str, ...]:
 
 
 def _attempt_outcome(attempt: Attempt) -> str:
+    """``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
+    answer that says (a lost answer or a 5xx: it may have been applied), or cut off."""
     if attempt.interrupted:
         return "interrupted"
     if attempt.error is None:
@@ -163,6 +159,7 @@ def _attempt_outcome(attempt: Attempt) -> str:
 
 
 def _operation_outcome(error: BaseException | None) -> str:
+    """``dynaorm.outcome`` of an operation span (``unknown``: ``OutcomeUnknownError``)."""
     if error is None:
         return "ok"
     if not isinstance(error, Exception):

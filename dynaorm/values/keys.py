@@ -25,9 +25,6 @@ GUARD_TYPE = OWN_PREFIX + "unique"
 #: the type of an idempotent commit's receipt row (``dynaorm.schema.rules.receipts``'s)
 RECEIPT_TYPE = OWN_PREFIX + "receipt"
 
-#: The key attribute types DynamoDB knows.
-KEY_TYPES = frozenset({"S", "N", "B"})
-
 
 class NumberKey(str):
     """The rendered value of a number (``N``) key attribute, in DynamoDB's decimal text."""
