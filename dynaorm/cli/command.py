@@ -75,8 +75,8 @@ def connect(table: Table, args: argparse.Namespace) -> Table:
     parser :func:`connection_options` gave those options."""
     if args.endpoint_url is None and args.region is None:
         return table
-    url: str | None = args.endpoint_url or table.endpoint_url
-    region: str | None = args.region or table.region
+    url = args.endpoint_url or table.endpoint_url
+    region = args.region or table.region
     # Credentials and region come from the AWS configuration, as for the application; a
     # local engine with none configured gets dynaorm's dummy ones (client.settings).
     return table.connect(url, region)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
-from typing import Any, TextIO
+from typing import TextIO
 
 from pydantic import Field
 
@@ -157,7 +157,7 @@ def _versions(n: _Narrator) -> None:
         s.commit()
     n.heading(f"Saved document 'readme' three times (now version {doc.version})")
     n.items()
-    rows: list[Any] = s.history(Document, doc_id="readme").all()
+    rows = s.history(Document, doc_id="readme").all()
     n.say("   history(Document, doc_id='readme'):")
     for row in rows:
         n.say(f"     v{row.version}: title={row.title!r} body={row.body!r}")

@@ -149,7 +149,7 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
                               "it with Meta.type_name)" if spec.type_name == spec.name else "")
-    rows: list[tuple[str, str]] = [("type name", named)]
+    rows = [("type name", named)]
     key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
     rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))
@@ -186,7 +186,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
         tables = {only: value} if isinstance(value, Table) else {}
     if not tables:
         return f"module {module.__name__!r} defines no dynaorm Table\n"
-    lines: list[str] = []
+    lines = []
     for attr, table in tables.items():
         indexes = ", ".join(
             [f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values()]
@@ -197,7 +197,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
         if not table.entities:
             lines += ["  (no entities registered)", ""]
         for cls in table.entities.values():
-            spec: EntitySpec = cls.__dynaorm_spec__
+            spec = cls.__dynaorm_spec__
             lines.append(f"{spec.name}")
             lines += describe_entity(spec)
             lines.append("")
@@ -380,7 +380,7 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of ``--format``'s export format given on the command line, checked by
     it; a usage error for one it refuses, or given of another format (``args.formats``:
     those found, loaded)."""
-    chosen: dict[str, Any] = {}
+    chosen = {}
     for name, kind in args.formats.items():
         given = {k: v for k, v in kind.arguments(args).items() if v is not None}
         if name == args.format:

@@ -80,8 +80,8 @@ class SyncDriver:
                ) -> Generator[Any, None, R]:
         """The one loop: perform each step of the pumped protocol, yield the items it
         emits (decoded), return its result; closed, it closes the protocol."""
-        value: Any = None
-        error: Exception | None = None
+        value = None
+        error = None
         try:
             while True:
                 try:
@@ -190,7 +190,7 @@ class AsyncDriver:
     async def _batches(self, steps: Proto[None], decode: Decode
                        ) -> AsyncGenerator[Any, None]:
         box: list[None] = []
-        error: Exception | None = None
+        error = None
         try:
             while (items := await self._until_emit(steps, box, error)) is not None:
                 error = None
@@ -211,7 +211,7 @@ class AsyncDriver:
         or handed to ``take``: a failure there is the page's) or ends (``None``; its
         result put in ``box``). A plain coroutine, so that a request's await passes
         through no async generator; the caller closes ``steps``."""
-        value: Any = None
+        value = None
         while True:
             try:
                 step = steps.send(value) if error is None else steps.throw(error)

@@ -317,7 +317,7 @@ def light_settings(endpoint_url: str | None, region: str | None, *, owner: str, 
         return None
     kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
                                       config=config)
-    name: str = kwargs["region_name"]
+    name = kwargs["region_name"]
     endpoint = configured_endpoint(endpoint_url, session)
     if endpoint is None:
         if not _AWS_REGION.match(name) or getattr(credentials, "account_id", None) or (

@@ -60,8 +60,8 @@ async def arun_op(op: Op[R]) -> R:
     awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
     ``op``; an interrupt (a cancellation) closes it, then goes on."""
     driver = _drive(op)
-    sent: Any = None
-    failed: BaseException | None = None
+    sent = None
+    failed = None
     while True:
         try:
             pending = driver.send(sent) if failed is None else driver.throw(failed)
@@ -219,7 +219,7 @@ class BaseSession:
                      rate: Rate | None) -> Any:
         from dynaorm.core.bulk import delete_many_p
 
-        found: Any = objs if isinstance(objs, type) else list(objs)
+        found = objs if isinstance(objs, type) else list(objs)
         return self._send(delete_many_p(self._stage, found, keys, concurrency,
                                         self.client.policy.observed), "delete_many",
                           (found,) if isinstance(found, type) else (type(o) for o in found),
@@ -267,7 +267,7 @@ class BaseSession:
 
         if isinstance(target, type):
             key = self._stage.key(self._stage.spec(target), fields)
-            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
+            staged = StagedUpdate(target, fields, None, upsert, key)
             guard = self._stage.by_key(target, None)
             if guard is not None:  # (a scoped session: a stale key's row is not its)
                 staged.where(guard)

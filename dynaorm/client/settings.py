@@ -259,7 +259,7 @@ def service_settings(session: Any, service: str, region: str | None, *,
     loopback one (a moto server) with no credentials configured."""
     given = config_options(config)
     name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
-    kwargs: dict[str, Any] = {"region_name": name, "verify": verify}
+    kwargs = {"region_name": name, "verify": verify}
     endpoint = configured_endpoint(None, session, service)
     if (endpoint is None and (moto_active() or in_process(endpoint))) or (
             is_loopback(endpoint) and session.get_credentials() is None):

@@ -251,7 +251,7 @@ class Table(TableSchema, KeysPerTenant):
             self._given = self._client = pointed
             self._attach(pointed)
             return self
-        changes: dict[str, Any] = {"endpoint_url": endpoint_url}
+        changes = {"endpoint_url": endpoint_url}
         if region is not None:
             changes["region"] = region
         self._rebind(changes)

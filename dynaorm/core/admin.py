@@ -63,7 +63,7 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
     vector index whose attribute, dimensions, distance or search schema differ from the
     declared ones is ``"MISMATCHED"`` too."""
     out = yield from call("DescribeTable", {"TableName": table.name})
-    found: dict[str, str] = {}
+    found = {}
     definition = table.definition()
     declared = {g["IndexName"]: g["KeySchema"]
                 for g in definition.get("GlobalSecondaryIndexes", [])}

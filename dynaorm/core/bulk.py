@@ -120,7 +120,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
     :class:`~dynaorm.BulkWriteError`."""
     check_concurrency(concurrency)
     rows: dict[Any, tuple[TableSchema, Row]] = {}
-    loaded: dict[Any, Single] = {}
+    loaded = {}
     for obj in objs:
         spec = _bulk_spec(stage, obj, "save_many")
         state = obj._dynaorm_state
@@ -229,9 +229,9 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
                         ) -> Proto[tuple[list[tuple[Any, type[Entity], PlainKey]], list[Single]]]:
     """``delete_many(objs)``: never-loaded objects as batch deletes, loaded ones as one
     delete each, conditioned on the item as loaded (a protocol: key material first)."""
-    targets: list[tuple[Any, type[Entity], PlainKey]] = []
-    loaded: list[Single] = []
-    seen: set[Any] = set()
+    targets = []
+    loaded = []
+    seen = set()
     for obj in objs:
         spec = _bulk_spec(stage, obj, "delete_many")
         state = obj._dynaorm_state

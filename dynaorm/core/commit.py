@@ -147,7 +147,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         if receipt is not None:
             yield from receipt.keyed_p()
         again: Collection[int] = ()
-        response: dict[str, Any] = {}
+        response = {}
         with recording() as result:
             if receipt is not None:
                 receipt.sent = result.requests
@@ -299,7 +299,7 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
               ) -> Proto[list[Prepared]]:
     """Every staged write with the stored state it is planned on, read where its rules
     need it (``again``: the indexes of the writes that plan a conflict again)."""
-    prepared: list[Prepared] = []
+    prepared = []
     for at, entry in enumerate(staged):
         obj = entry._obj
         if obj is not None and _PENDING:
@@ -366,7 +366,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
 
     try:
         try:
-            response: dict[str, Any] = yield step
+            response = yield step
             return response
         except RequestError as exc:
             settled = None if receipt is None else (

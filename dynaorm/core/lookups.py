@@ -38,7 +38,7 @@ def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
     if consistent:
         request["ConsistentRead"] = True
     out = yield from call("GetItem", request, origins, reader=reader)
-    item: Item | None = out.get("Item")
+    item = out.get("Item")
     return item
 
 
@@ -95,7 +95,7 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     items = [found.get(key_id(key)) for key in wanted]
     if spec.rules.preparers:
         yield from prepare_rows((spec,), list(found.values()))
-    out: list[T | None] = []
+    out = []
     for item in items:
         if isinstance(item, entity):  # (read from the answer's bytes; asked again: a copy)
             out.append(copy.deepcopy(item) if any(o is item for o in out) else item)

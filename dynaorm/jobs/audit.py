@@ -242,7 +242,7 @@ class _Auditor:
 
     def unchanged(self, item: Item, attrs: Iterable[str]) -> Condition | None:
         """The condition that ``item`` exists and its ``attrs`` hold what they held."""
-        conds: list[Condition] = [exists(self.table.pk)]
+        conds = [exists(self.table.pk)]
         for attr in dict.fromkeys(attrs):
             av = item.get(attr)
             conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
@@ -558,7 +558,7 @@ class _Auditor:
 
     def check_versions(self) -> None:
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
-        latest: list[tuple[Key, Item, EntitySpec, str]] = []
+        latest = []
         for key, item in self.items.items():
             spec = self.specs.get(self.type_of(item) or "")
             parsed = parse_version_sk(key[1])
@@ -649,7 +649,7 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
     A fix whose conditions fail (the items changed since the scan) is skipped and reported
     with ``ok=False``; nothing else is written for it.
     """
-    done: list[Repair] = []
+    done = []
     for problem in problems:
         if not problem.repairable:
             continue

@@ -262,7 +262,7 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
 def _backfill(task: Task, table: Table) -> BackfillReport:
     session = Session(table)
     changed = conflicts = scanned = 0
-    failed: list[str] = []
+    failed = []
     scan = session.scan(task.entity_class, segment=task.segment, segments=task.segments)
     for obj in _exported(task, session) if task.files else scan.consistent():
         scanned += 1

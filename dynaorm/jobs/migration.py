@@ -137,7 +137,7 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
     if table is None or item.get(table.type_attr, {}).get("S") != GUARD_TYPE:
         return False
     owner_type = item.get(OWNER_TYPE, {}).get("S")
-    owner: Item = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
+    owner = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
     if table.type_attribute is not None and owner_type is not None:
         owner[table.type_attribute] = {"S": owner_type}
     return any(s.previous is not None and s.previous.type_name != s.type_name
@@ -149,7 +149,7 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
                segment: tuple[int, int] | None) -> list[str]:
     """Everything still in a previous layout, found by one more scan: old rows (not
     expired), old version rows, guards naming an old type or owner."""
-    left: list[str] = []
+    left = []
     ttl = table.ttl
     for page, _ in scan_pages(table, None, page_size, "migrate", segment):
         for item in page:
@@ -310,7 +310,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if pool is not None:
             pool.shutdown()
     problems = None
-    left: list[str] = []
+    left = []
     if state.done and not dry_run:
         left = _leftovers(table, specs, page_size, segment)
         if check:
@@ -344,7 +344,7 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
     """The items of ``page`` stored in a previous layout, each with its entity and old
     key, counted in ``state`` with a few sample keys (old -> new); an item that does not
     load into its current class is recorded as failed instead."""
-    found: list[_Found] = []
+    found = []
     for item in page:
         old = old_row(specs, item)
         if old is None:

@@ -167,7 +167,7 @@ def _metadata(attempt: Attempt) -> dict[str, Any]:
     """The ``ResponseMetadata`` of an attempt's answer: of the response, else of the
     failure's error answer (its own ``response``, or that of the exception it was mapped
     from: botocore's ``ClientError``, the own wire's error answer)."""
-    found: object = None
+    found = None
     if attempt.response is not None:
         found = attempt.response.get("ResponseMetadata")
     elif attempt.error is not None:
@@ -220,7 +220,7 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
     ``KeyboardInterrupt``, anything but an ``Exception``), those started end first, the
     phase interrupted (an attempt) or failed by it (an operation): none is left open (a
     tracer's span current in the caller's context, never ended)."""
-    tokens: list[object] = []
+    tokens = []
     for hook in hooks:
         try:
             tokens.append(hook.on_start(phase))

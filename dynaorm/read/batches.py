@@ -105,7 +105,7 @@ def _item(table: Any, key: PlainKey) -> Proto[Item | None]:
     check_read_key(table, key, "item")
     out = yield from call("GetItem", {"TableName": table.name, "Key": wire_key(key),
                                       "ConsistentRead": True})
-    item: Item | None = out.get("Item")
+    item = out.get("Item")
     if item is not None:
         yield from prepare_rows(preparing(table), (item,))
     return item

@@ -417,7 +417,7 @@ def prepare_rows(specs: Iterable[EntitySpec], items: Sequence[Any], writing: boo
     material as steps; ``writing``: before rows of theirs are encoded too, and the values
     they render into keys, ``values()``). Items that are not rows (objects read from an
     answer's bytes) are skipped; a spec whose rules prepare nothing costs one check."""
-    rows: tuple[Item, ...] | None = None
+    rows = None
     for spec in {id(s): s for s in specs}.values():
         if spec.rules.preparers:
             if rows is None:

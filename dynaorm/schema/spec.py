@@ -163,7 +163,7 @@ class EntitySpec:
         """``Meta.previous``: the layout its items had before a design change
         (migrations); the previous-layout rule's."""
         rule = self.rules.by_name.get("previous")
-        layout: Layout | None = getattr(rule, "before", None)
+        layout = getattr(rule, "before", None)
         return layout
 
     def separators(self, name: str) -> frozenset[str]:
@@ -342,7 +342,7 @@ class EntitySpec:
         :meth:`primary_key`. Fields the key does not hold are left out."""
         item = {attr: key_av(text) for attr, text in key.items()}
         raw = self.fill_from_keys(item, {})
-        out: dict[str, Any] = {}
+        out = {}
         for name, text in raw.items():
             if name == SHARD_FIELD or name not in self.cls.model_fields:
                 continue
@@ -354,7 +354,7 @@ class EntitySpec:
 
     def index_keys(self, values: Mapping[str, Any]) -> dict[str, str]:
         """Key attributes of every index the item takes part in (sparse ones left off)."""
-        out: dict[str, str] = {}
+        out = {}
         for idx in self.indexes:
             if any(values.get(f) is None for f in idx.fields if f != SHARD_FIELD):
                 continue

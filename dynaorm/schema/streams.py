@@ -318,7 +318,7 @@ def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
     if spec.versioned and sk is not None:
         parsed = parse_version_sk(sk)
         if parsed is not None:
-            version: int = parsed[0]
+            version = parsed[0]
             return ("latest" if version == 0 else "version"), version
     return "row", None
 

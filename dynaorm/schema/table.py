@@ -453,8 +453,8 @@ class TableSchema:
     # -- schema --------------------------------------------------------------------
     def definition(self) -> dict[str, Any]:
         """The CreateTable request for this table and all its indexes."""
-        gsis: list[dict[str, Any]] = []
-        lsis: list[dict[str, Any]] = []
+        gsis = []
+        lsis = []
         for index in self.indexes.values():
             projection = _projection(index.projection, self._carried)
             if isinstance(index, GSI):
@@ -542,7 +542,7 @@ def _check_ttl(name: str, ttl: str | None, taken: set[Any]) -> None:
 
 def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[str, GSI | LSI]:
     """The declared indexes by name, checked (names, no twice, an LSI needs a sort key)."""
-    found: dict[str, GSI | LSI] = {}
+    found = {}
     for index in indexes:
         check_name("index", index.name)
         if index.name in found:
@@ -565,7 +565,7 @@ def _vector_indexes(table: str, declared: Sequence[VectorIndex],
                     own: tuple[str | None, ...]) -> dict[str, VectorIndex]:
     """The declared vector indexes by name, checked: vector indexes, no name twice (among
     the secondary indexes too), vectors never in a key or dynaorm's own attributes."""
-    found: dict[str, VectorIndex] = {}
+    found = {}
     for index in declared:
         if not isinstance(index, VectorIndex):
             raise DynaormError(f"table {table!r}: vector_indexes= takes VectorIndex objects, "
@@ -585,7 +585,7 @@ def _key_types(table: str, key_types: Mapping[str, str] | None, key_attrs: set[s
                ) -> dict[str, str]:
     """``key_types`` checked: each names a key attribute, as ``"S"``, ``"N"`` or ``"B"``;
     the strings are left out (a key attribute is a string unless it says otherwise)."""
-    found: dict[str, str] = {}
+    found = {}
     for attr, kind in dict(key_types or {}).items():
         if kind not in ("S", "N", "B"):
             raise DynaormError(f"table {table!r}: key_types[{attr!r}] must be 'S', 'N' or "

@@ -380,7 +380,7 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
-    out: list[AttributeValue] = []
+    out = []
     stack = [cond]
     while stack:
         node = stack.pop()

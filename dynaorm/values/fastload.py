@@ -255,7 +255,7 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
             or inner.get("strict") or "allow" in (config.get("extra_fields_behavior"),
                                                   inner.get("extra_behavior"))):
         return None  # (extra="allow": a plain load's objects hold an empty extra dict)
-    fields: dict[str, Any] = {}
+    fields = {}
     for name, field in inner.get("fields", {}).items():
         fast = _field(name, field, renames)
         if fast is None:

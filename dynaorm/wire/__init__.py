@@ -252,7 +252,7 @@ def answer_error(operation: str, request: dict[str, Any], status: int,
     status when absent) and ``message`` (or ``Message``), with its modeled fields. Its
     ``response`` holds the answer's ``ResponseMetadata``."""
     text = data.strip()
-    fields: dict[str, Any] = {}
+    fields = {}
     if status >= 500 and (not text or text.startswith(b"<html>")):
         code, message = str(status), _REASONS.get(status, "")
     else:

@@ -58,7 +58,7 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes (planned on a row of its entity's
     previous layout, a move: the layout plans it)."""
-    spec: EntitySpec = type(entry.obj).__dynaorm_spec__  # (staged: its class was checked)
+    spec = type(entry.obj).__dynaorm_spec__  # (staged: its class was checked)
     moved = None if state is None else spec.rules.before.save(spec, entry, state, index,
                                                               WRITING)  # (a move: loaded)
     if moved is not None:
@@ -103,7 +103,7 @@ class SaveEntry(ObjectWrite):
         version row was refused (``again``), or one in its migration window, continues
         the history a deleted predecessor kept."""
         obj = self.obj
-        spec: EntitySpec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
+        spec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
         state = obj._dynaorm_state
         if self.overwrite and (spec.has_rules or spec.lock):  # on what is stored now (an object
             # read from the previous layout: under either layout, as that layout reads it)

@@ -798,8 +798,8 @@ class Rules:
     def rows(self, change: Change) -> Rows:
         """Every rule's :meth:`Rule.rows` of ``change``, in order: the rows before the
         entity's own, and those after."""
-        before: list[Op] = []
-        after: list[Op] = []
+        before = []
+        after = []
         for add in self.adders:
             rows = add(change)
             before += rows.before

@@ -121,7 +121,7 @@ class Stamping(Rule):
         if created is None and updated is None:
             return ()
         moment = now()
-        out: list[tuple[str, datetime]] = []
+        out = []
         if created is not None and insert and getattr(obj, created) is None:
             out.append((created, moment))
         if updated is not None:

@@ -266,7 +266,7 @@ class Uniqueness(Rule):
         ttl = self._ttl(new)
         same_ttl = self.ttl_field is None or ttl == self._ttl(old)
         moved = change.old_key != change.new_key or change.retyped
-        out: list[Op] = []
+        out = []
         for rule in self.rules:
             old_key = None if old is None else rule.guard_key(old, self.owner)
             new_key = None if new is None else rule.guard_key(new, self.owner)
