@@ -109,14 +109,18 @@ def _normalize_name(fn: Callable[..., object] | None) -> str:
     return f", normalize {qual}"
 
 
+def _keys(layout: Any) -> str:
+    """A layout's key templates, as ``describe`` shows them."""
+    return f"pk {layout.pk.source}" + (f"   sk {layout.sk.source}" if layout.sk else "")
+
+
 def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     """``Meta.previous``: the layout items may still have during a migration window."""
     old = spec.previous
     if old is None:
         return []
-    key = f"pk {old.pk.source}" + (f"   sk {old.sk.source}" if old.sk else "")
     renamed = ", ".join(f"{name} as {attr}" for name, attr in sorted(old.renames.items()))
-    return [("previous", key + "   (a migration window: see dynaorm migrate)"),
+    return [("previous", _keys(old) + "   (a migration window: see dynaorm migrate)"),
             ("", f"type name {old.type_name}"),
             ("", f"stored names {renamed or 'unchanged'}")]
 
@@ -126,8 +130,7 @@ def _index_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     rows = []
     for idx in spec.indexes:
         kind = "LSI" if idx.local else "GSI"
-        rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
-                                                         else "") + f"   ({kind})"))
+        rows.append((idx.name, f"{_keys(idx)}   ({kind})"))
     stored = {spec.attr(f) for f in spec.field_names - spec.unstored}
     for name in spec.table.indexes:  # a native index: every entity with all its attributes
         if (gsi := spec.table.native(name)) and {*gsi.hash_keys, *gsi.range_keys} <= stored | {
@@ -150,8 +153,7 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
                               "it with Meta.type_name)" if spec.type_name == spec.name else "")
     rows = [("type name", named)]
-    key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
-    rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
+    rows.append(("primary", _keys(spec) + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))
     rows += _index_rows(spec) + _unique_rows(spec)
     rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))

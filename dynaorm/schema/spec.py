@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter
 
+import dynaorm.schema.rules.revision  # noqa: F401  (registers its rule)
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -34,10 +35,8 @@ from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rule
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
-from dynaorm.schema.rules.revision import Revision
-from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
+from dynaorm.schema.rules.shards import Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
-from dynaorm.schema.rules.tenants import TenantKeys
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
@@ -56,11 +55,9 @@ from dynaorm.values.ttl import expired
 if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import Layout
 
-#: the rule modules, imported for their registration (every one builds for every entity)
-#: (the previous-layout rule registers when the first entity declaring ``Meta.previous``
-#: is built: its module is not loaded before)
-_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning,
-          TenantKeys)  # (and the tenants' keys of a key_scope table's Encrypted fields)
+# the rule modules imported above register their rules (every one builds for every
+# entity); the previous-layout rule registers when the first entity declaring
+# ``Meta.previous`` is built: its module is not loaded before
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps", "overlaps", "key_only", "previous", "lock")
