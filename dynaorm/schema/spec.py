@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter
 
-import dynaorm.schema.rules.revision  # noqa: F401  (registers its rule)
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -35,6 +34,7 @@ from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rule
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
+from dynaorm.schema.rules.revision import Revision  # noqa: F401 (registers its rule)
 from dynaorm.schema.rules.shards import Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
