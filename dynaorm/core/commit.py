@@ -360,7 +360,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     seen: list[Item | None] = []
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
-        item: Item | None = probed.pop() if probed else (yield from READS.item(table, key))
+        item = probed.pop() if probed else (yield from READS.item(table, key))
         seen[:] = [item]  # (the last item read back: what proves a lost answer applied)
         return item
 

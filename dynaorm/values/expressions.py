@@ -425,7 +425,7 @@ def holds(cond: Condition, item: Item | None) -> bool:
 def _path(item: Item, path: str) -> AttributeValue | None:
     if type(path) is Name:
         return item.get(path)
-    current: AttributeValue | None = None
+    current = None
     scope: Any = item
     for segment in re.findall(r"[^.\[\]]+|\[\d+\]", path):
         if segment[0] == "[":  # a list index
