@@ -103,7 +103,7 @@ class EntitySpec:
     field_names: frozenset[str]
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
-    null_fields: frozenset[str] = field(default=frozenset())
+    null_fields: frozenset[str] = frozenset()
     #: field name -> stored attribute name, for the fields stored under an alias
     renames: Mapping[str, str] = field(default_factory=dict)
     #: ``Meta.overlaps``: "literal" (a literal key wins over another entity's template on
