@@ -57,7 +57,6 @@ from dynaorm.read.pager import DONE, Pager
 from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
 from dynaorm.schema.rules.keyrings import NotPrepared
 from dynaorm.schema.rules.unique import (
-    GUARD_TYPE,
     OWNER_PK,
     OWNER_SK,
     OWNER_TYPE,
@@ -84,7 +83,7 @@ from dynaorm.values.expressions import (
     not_exists,
     raw_eq,
 )
-from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.keys import GUARD_TYPE, key_av, key_value
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.ttl import expired
 

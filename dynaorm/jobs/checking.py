@@ -38,8 +38,8 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import prepare_rows, preparing
-from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import version_sk
+from dynaorm.values.keys import GUARD_TYPE
 
 
 @dataclass

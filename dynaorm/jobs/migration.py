@@ -41,15 +41,15 @@ from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import (
     MAX_MOVE_ACTIONS,
-    MovedState,
     history_batches,
     kept_row_move,
     move_actions,
 )
-from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
+from dynaorm.schema.rules.unique import OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
-from dynaorm.values.keys import key_value
+from dynaorm.values.keys import GUARD_TYPE, key_value
+from dynaorm.values.state import MovedState
 from dynaorm.values.ttl import expired
 from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan

@@ -42,21 +42,6 @@ class IndexTemplates(Protocol):
     @property
     def sk(self) -> KeyTemplate | None: ...
 
-__all__ = [
-    "JOB_MARK",
-    "OVERLAP_POLICIES",
-    "IndexTemplates",
-    "check_mapping",
-    "check_reserved",
-    "check_rules",
-    "could_overlap",
-    "key_attr_templates",
-    "literal_outranks",
-    "overlap_policy",
-    "stored_names",
-    "unstored_fields",
-]
-
 #: ``Meta.overlaps``: "literal" (default) lets a literal key win over another entity's
 #: template on a table without a type attribute; "refuse" keeps 0.2's strict check
 OVERLAP_POLICIES = ("literal", "refuse")

@@ -22,7 +22,7 @@ from dynaorm.errors import (
 )
 from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
-from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
+from dynaorm.schema.rules.stamps import declare_timestamps
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
@@ -35,6 +35,7 @@ from dynaorm.values.state import (
     answer_items,
     decoded_numbers,
 )
+from dynaorm.values.ttl import encode_ttl
 
 
 class Entity(BaseModel):

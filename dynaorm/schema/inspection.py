@@ -19,10 +19,9 @@ from typing import Any, Literal
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.entity import Entity, encode_entity, raw_state, spec_of
-from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.state import Deleted, InstanceState
+from dynaorm.values.state import Deleted, InstanceState, MovedState
 
 _MISSING: Any = object()
 

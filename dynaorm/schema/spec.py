@@ -24,7 +24,6 @@ from dynaorm.schema.checks import (
     check_reserved,
     check_rules,
     key_attr_templates,
-    literal_outranks,
     overlap_policy,
     stored_names,
     unstored_fields,
@@ -45,7 +44,13 @@ from dynaorm.schema.rules.versioned import (
     version_sk,
 )
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
+from dynaorm.schema.templates import (
+    SHARD_FIELD,
+    KeyTemplate,
+    field_template,
+    literal_outranks,
+    parse_keys,
+)
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value

@@ -29,11 +29,11 @@ from typing import Any, Literal, Protocol
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.schema.rules.receipts import own_row
-from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
+from dynaorm.schema.rules.unique import OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.unclaimed import claimant, rule_row
 from dynaorm.values.codec import decode_value
-from dynaorm.values.keys import key_value
+from dynaorm.values.keys import GUARD_TYPE, key_value
 
 ChangeKind = Literal["insert", "modify", "remove"]
 ChangeRole = Literal["row", "latest", "version", "guard", "rule"]

@@ -17,16 +17,12 @@ from dynaorm.schema.places import (
     OFFLOAD_THRESHOLD,
     checked_key_scope,
     checked_offload,
-    offload_location,
 )
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 from dynaorm.values.keys import OWN_PREFIX
 
 if TYPE_CHECKING:
     from dynaorm.schema.rows import RowKind
-
-__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
-           "VectorIndex", "check_name", "offload_location"]
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})

@@ -34,9 +34,8 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
-from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
-from dynaorm.values.keys import key_av
+from dynaorm.values.keys import GUARD_TYPE, key_av
 from dynaorm.values.records import Put, Role
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot

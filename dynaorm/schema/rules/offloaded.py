@@ -73,6 +73,7 @@ from dynaorm.errors import DynaormError, OffloadError, RequestError
 from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
+from dynaorm.schema.places import offload_location
 from dynaorm.schema.rules import (
     NO_ROWS,
     Change,
@@ -83,7 +84,6 @@ from dynaorm.schema.rules import (
     refuse_stored,
     register,
 )
-from dynaorm.schema.table import offload_location
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size

@@ -72,10 +72,6 @@ from dynaorm.values.state import MovedState, undeclared
 from dynaorm.values.times import stamped
 from dynaorm.values.ttl import expired
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "Layout", "MovedState", "Previous",
-           "PreviousLayout", "history_batches", "kept_row_move", "move_actions",
-           "previous_layout"]
-
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
 #: version rows one history batch moves (two actions each, and one check)

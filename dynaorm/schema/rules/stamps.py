@@ -23,8 +23,6 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.times import Stamps, now
 from dynaorm.values.ttl import encode_ttl
 
-__all__ = ["Stamping", "declare_timestamps", "encode_ttl", "timestamp_fields"]
-
 
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
     """Declare the ``Meta.timestamps`` fields the class does not (``datetime | None``)."""

@@ -39,10 +39,6 @@ from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.tree import holding
 from dynaorm.values.ttl import encode_ttl
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
-           "Unique", "UniqueRule", "Uniqueness", "guard_item",
-           "guard_owner", "owned_by", "unique_rules"]
-
 
 @dataclass(frozen=True)
 class Unique:
