@@ -29,9 +29,6 @@ from dynaorm.protocol.steps import Call
 from dynaorm.schema.places import offload_location
 from dynaorm.schema.rules.offloaded import S3, Reference, delete_objects, references
 
-__all__ = ["ORPHAN_AGE", "Found", "Judged", "collect", "compare", "judged_objects",
-           "referenced", "remove"]
-
 #: how old an object must be (before the check began) to be judged an orphan
 ORPHAN_AGE = timedelta(hours=1)
 

@@ -48,8 +48,6 @@ from dynaorm.values.keys import key_id
 from dynaorm.values.limits import float32, short_repr
 from dynaorm.values.ttl import expired
 
-__all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "asked", "search_spec"]
-
 T = TypeVar("T", bound=Entity)
 S = TypeVar("S", bound="SearchSpec[Any]")
 #: the most hits one search returns (DynamoDB's ``TopK`` bound)

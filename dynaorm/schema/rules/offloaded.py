@@ -90,21 +90,6 @@ from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
 from dynaorm.values.tree import holding
 
-__all__ = [
-    "MARK",
-    "OFFLOADED",
-    "S3",
-    "Held",
-    "Offloaded",
-    "Offloading",
-    "Published",
-    "delete_objects",
-    "fetched",
-    "held_value",
-    "reference",
-    "references",
-]
-
 T = TypeVar("T")
 #: the metadata that marks a field offloaded (``Offloaded[T]`` is ``Annotated[T, OFFLOADED]``)
 OFFLOADED = "dynaorm:offloaded"
