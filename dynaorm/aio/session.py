@@ -20,15 +20,11 @@ from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import Proto
-from dynaorm.schema.entity import Entity
+from dynaorm.schema.entity import T2, T3, T4, Entity, T
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan
 
-T = TypeVar("T", bound=Entity)
-T2 = TypeVar("T2", bound=Entity)
-T3 = TypeVar("T3", bound=Entity)
-T4 = TypeVar("T4", bound=Entity)
 R = TypeVar("R")
 
 

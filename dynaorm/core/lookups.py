@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import FETCHING, batch_get_p, snapshot_p
-from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
+from dynaorm.schema.entity import Entity, T, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-T = TypeVar("T", bound=Entity)
 #: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
 FIND_ROUNDS = 3
 

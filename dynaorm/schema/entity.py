@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
 from types import MethodType
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -138,6 +138,14 @@ class Entity(BaseModel):
         fast = _fast(cls, spec)
         obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
+
+
+#: an entity of one class, as the sessions and the reads take and give it (``T2``-``T4``:
+#: the others of a read over several)
+T = TypeVar("T", bound=Entity)
+T2 = TypeVar("T2", bound=Entity)
+T3 = TypeVar("T3", bound=Entity)
+T4 = TypeVar("T4", bound=Entity)
 
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
