@@ -23,14 +23,13 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import DYNAMODB, Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
-from dynaorm.protocol.steps import Await, Emit, Gather, Proto, Send, Stream, Wait, expand
+from dynaorm.protocol.steps import Await, Emit, Gather, Proto, R, Send, Stream, Wait, expand
 
-R = TypeVar("R")
 #: what a read's consumer makes of each batch of items (``None``: the batch as it is)
 Decode = Callable[[Sequence[Item]], Iterable[Any]] | None
 

@@ -17,7 +17,7 @@ from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
-from dynaorm.protocol.steps import Proto, budgeted
+from dynaorm.protocol.steps import Proto, R, budgeted
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.entity import Entity, T
 from dynaorm.schema.table import TableSchema
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
-R = TypeVar("R")
 #: an operation written once for both kinds of session (:meth:`dynaorm.Session.run`): a
 #: generator of steps, each a call of the session taking no argument, sent back what the
 #: call returned; what it returns is the operation's result

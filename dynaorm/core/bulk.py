@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import commit_p, send_p, settle
@@ -24,7 +24,7 @@ from dynaorm.errors import (
     OutcomeUnknownError,
     RequestError,
 )
-from dynaorm.protocol.steps import Proto, gather
+from dynaorm.protocol.steps import Proto, R, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
@@ -39,7 +39,6 @@ from dynaorm.write.records import Outcome
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
 from dynaorm.write.save import SaveEntry
 
-R = TypeVar("R")
 #: Requests one BatchWriteItem carries, at most.
 BATCH_WRITE = 25
 #: what a BatchWriteItem request stands for (the objects or keys), and the request
