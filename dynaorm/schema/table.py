@@ -5,7 +5,6 @@ one to a client)."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 from dynaorm.schema.places import (
+    _NAME,
     OFFLOAD_THRESHOLD,
     checked_key_scope,
     checked_offload,
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
-_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 #: the distance functions of a vector index (DynamoDB's ``VectorDistanceFunction``)
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 #: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
