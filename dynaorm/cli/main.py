@@ -256,7 +256,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
           f"{len(problems)} problem(s)", file=out)
     for line in problems:
         print(f"  {line}", file=out)
-    _unclaimed_summary(result.unclaimed, out)
+    for name, count in result.unclaimed.items():  # (stored type names no class claims)
+        print(f"type name {name!r} is claimed by no class: {count} item(s) that every read "
+              f"skips; {fix_hint(name)}", file=out)
     if not problems:
         return EXIT_OK
     if not args.repair:
@@ -289,13 +291,6 @@ def _repairs_summary(result: CheckResult, out: TextIO) -> None:
         print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
     resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
     print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
-
-
-def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
-    """One line per stored type name no class claims, with its count of items and the fix."""
-    for name, count in unclaimed.items():
-        print(f"type name {name!r} is claimed by no class: {count} item(s) that every read "
-              f"skips; {fix_hint(name)}", file=out)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:

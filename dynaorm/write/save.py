@@ -248,7 +248,10 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     caller's condition ANDed in; ``None`` when nothing changed."""
     to_set, to_remove, item, members = merged.set, merged.remove, merged.item, merged.members
     if spec.unstored and (to_set or to_remove or members):
-        to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
+        # (key-only or excluded fields' attributes the stored item still holds, written
+        # before the field became key-only: the update removes them)
+        to_remove = [*to_remove, *(a for n in sorted(spec.unstored)
+                                   if (a := spec.attr(n)) in state.item and a not in item)]
     touched = to_set.keys() | to_remove
     for path, _ in members:
         touched.add(path[0])
@@ -273,13 +276,6 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
         return Put(key, item, cond, origin)
     return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item,
                   tuple(members))
-
-
-def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
-    """Attributes of key-only (or excluded) fields that a stored item still holds (written
-    before the field became key-only): an update of the item removes them."""
-    return [a for n in sorted(spec.unstored) if (a := spec.attr(n)) in stored
-            and a not in item]
 
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
