@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
 from dynaorm.jobs.audit import scan_pages
@@ -180,8 +179,13 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
         if current is None or not isinstance(state, MovedState):
             return "skipped"
         if move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS:  # (past one transaction)
-            with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
-                _move_history(session.client, spec, state)  # fresh read below judges)
+            # its long history moved ahead of it, one conditioned transaction per batch (a
+            # writer moved or changed it: the fresh read below judges)
+            with contextlib.suppress(RequestError):
+                for ops in history_batches(spec, state, WRITING):
+                    request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
+                    session.client.driver.run(call("TransactWriteItems", request),
+                                              Operation("migrate.history", (spec.table.name,)))
             current = session.get(spec.cls, consistent=True, **fields)
             continue
         session.save(current)
@@ -210,14 +214,6 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     except DynaormError as exc:
         return str(exc)
     return "moved"
-
-
-def _move_history(client: Client, spec: EntitySpec, state: MovedState) -> None:
-    """Move a long history ahead of its entity, one conditioned transaction per batch."""
-    for ops in history_batches(spec, state, WRITING):
-        request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
-        client.driver.run(call("TransactWriteItems", request),
-                          Operation("migrate.history", (spec.table.name,)))
 
 
 def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:

@@ -280,9 +280,6 @@ class ReadSpec(Generic[T]):
                                      room=remaining), seen)
 
     # -- protocols of the terminals (both session kinds drive these) -----------------
-    def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
-        return (yield from pull(self._items(sel, attrs), None))
-
     def _count_p(self) -> Proto[int]:
         sel = self._selection()
         n = self._streams()
@@ -343,7 +340,7 @@ class ReadSpec(Generic[T]):
         them."""
         attrs = () if sel.fetch or sel.keeping else dict.fromkeys(
             [*names, *sel.key_attrs, sel.type_attr, *sel.scope_attrs])
-        return (yield from self._collect_p(sel, list(attrs)))
+        return (yield from pull(self._items(sel, list(attrs)), None))
 
     def _operation_of(self, terminal: str | None = None) -> Operation:
         """What the hooks are told this read is: each page of an iteration, or (named)
