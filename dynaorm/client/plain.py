@@ -177,15 +177,6 @@ def configured_attempts() -> Any:
     return os.environ.get("AWS_MAX_ATTEMPTS", (_profile(os.environ) or {}).get("max_attempts"))
 
 
-def _region(region: str | None, environ: Mapping[str, str],
-            profile: dict[str, Any], given: dict[str, Any]) -> str | None:
-    """The region: the argument, else the ``Config``'s (``given``: its options), else
-    ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
-    profile's)."""
-    return region or given.get("region_name") or environ.get("AWS_REGION") or environ.get(
-        "AWS_DEFAULT_REGION", profile.get("region"))
-
-
 def _plain_endpoint(endpoint_url: str) -> bool:
     """An endpoint argument taken as it is (scheme, lower-case host name, port, at most a
     ``/``: :func:`~dynaorm.wire.sigv4.plain_host`) whose host botocore accepts."""
@@ -298,7 +289,10 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     credentials = _credentials(env)
     if credentials is None or _declined_variable(env) or (profile := _profile(env)) is None:
         return None
-    resolved = _endpoint_and_region(endpoint_url, _region(region, env, profile, given))
+    # the region: the argument, else the Config's (given: its options), else AWS_REGION,
+    # else botocore's (AWS_DEFAULT_REGION when set, even empty, else the profile's)
+    resolved = _endpoint_and_region(endpoint_url, region or given.get("region_name") or env.get(
+        "AWS_REGION") or env.get("AWS_DEFAULT_REGION", profile.get("region")))
     if resolved is None or _unusual_install():
         return None
     endpoint, name = resolved
