@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["cache", "caches", "clear_caches", "forget"]
-
 _REGISTRY: dict[str, dict[Any, Any]] = {}
 
 

@@ -19,9 +19,9 @@ from dynaorm.errors import KeyringError, OffloadError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import Unplaced
 from dynaorm.schema.rules.keyrings import NotPrepared
-from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
+from dynaorm.values.keys import GUARD_TYPE
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 
 __all__ = ["GUARD_TYPE", "MAX_ITEM_BYTES", "VERSION_KEYS", "VERSION_TTL", "Kind", "decode_item",

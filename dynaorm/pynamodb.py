@@ -90,9 +90,6 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is not instal
 if TYPE_CHECKING:
     from dynaorm import AsyncSession, Session, StagedUpdate
 
-__all__ = ["PynamoDBEntity", "entity_from_pynamodb", "table_from_pynamodb",
-           "utc_datetime_string", "versioned_delete", "versioned_save", "versioned_update"]
-
 class PynamoDBEntity(Entity):
     """Base class of the entities :func:`entity_from_pynamodb` makes (abstract: no ``pk``).
 
@@ -240,7 +237,7 @@ def _nested_model(map_cls: type[MapAttribute[Any, Any]], owner: str) -> type[Bas
     namespace: dict[str, Any] = {"__module__": map_cls.__module__,
                                  "__qualname__": map_cls.__qualname__,
                                  "model_config": ConfigDict(populate_by_name=True)}
-    annotations: dict[str, Any] = {}
+    annotations = {}
     for name, attr in map_cls.get_attributes().items():
         if isinstance(attr, DiscriminatorAttribute):
             raise DynaormError(f"{owner}: polymorphic maps ({map_cls.__name__}.{name}) are "
@@ -320,7 +317,7 @@ def _field(attr: Any, owner: str, name: str, key: str | None,
     alias = attr.attr_name if attr.attr_name != name else None
     default = attr.default if attr.default is not None else attr.default_for_new
     optional = attr.null or isinstance(attr, VersionAttribute | NullAttribute)
-    kwargs: dict[str, Any] = {}
+    kwargs = {}
     if alias is not None:
         kwargs["alias"] = alias
     if callable(default):
@@ -499,10 +496,10 @@ def _entity_fields(model: type[Model], owner: str, key_types: Mapping[str, str],
     VersionAttribute)``, fields by name. ``overrides`` (``fields=``) is emptied as its
     entries are used; one left over names no attribute of the model. ``table_keys``: the
     model's hash and range key attributes."""
-    by_attr: dict[str, str] = {}
-    annotations: dict[str, Any] = {}
-    infos: dict[str, Any] = {}
-    version: str | None = None
+    by_attr = {}
+    annotations = {}
+    infos = {}
+    version = None
     for py_name, attr in model.get_attributes().items():
         if attr is disc:
             continue
@@ -523,7 +520,7 @@ def _index_templates(model: type[Model], owner: str, by_attr: Mapping[str, str],
                      pk: str) -> dict[str, tuple[str, str | None]]:
     """``Meta.indexes``: each index of the model with templates that are exactly its key
     fields (an LSI's partition key: the table's template ``pk``)."""
-    indexes: dict[str, tuple[str, str | None]] = {}
+    indexes = {}
     for index_name, index in _indexes(model).items():
         ih, ir = _keys(index.Meta.attributes.values(), index_name)
         for index_key in (ih, ir):
@@ -646,7 +643,7 @@ def versioned_update(session: Session | AsyncSession, obj: Entity) -> StagedUpda
     version being the one loaded. Add your actions to what it returns."""
     field = _version_field(obj)
     expected = _expected(obj, field)
-    staged: StagedUpdate[Any] = session.update(obj)
+    staged = session.update(obj)
     if expected is None:
         return staged.set(**{field: 1}).where(F(field).not_exists())
     return staged.add(**{field: 1}).where(F(field) == expected)

@@ -8,8 +8,6 @@ from typing import Any
 
 from dynaorm.client.client import live_clients
 
-__all__ = ["client", "close"]
-
 
 async def client(table: Any) -> Any:
     """The aiobotocore client ``table``'s :class:`~dynaorm.Client` sends through in this

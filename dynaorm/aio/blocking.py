@@ -15,14 +15,12 @@ from typing import Any
 from dynaorm.aio.reads import AsyncSearch, AsyncTerminals
 from dynaorm.client.session import run_op
 
-__all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
-
 _LOCAL = threading.local()
 
 
 def loop() -> asyncio.AbstractEventLoop:
     """This thread's private event loop (made on first use)."""
-    found: asyncio.AbstractEventLoop | None = getattr(_LOCAL, "loop", None)
+    found = getattr(_LOCAL, "loop", None)
     if found is None or found.is_closed():
         found = _LOCAL.loop = asyncio.new_event_loop()
     return found
@@ -32,7 +30,7 @@ def close_loop() -> None:
     """Close this thread's private loop and the clients made on it (if any)."""
     from dynaorm.aio import close
 
-    found: asyncio.AbstractEventLoop | None = getattr(_LOCAL, "loop", None)
+    found = getattr(_LOCAL, "loop", None)
     if found is None or found.is_closed():
         return
     found.run_until_complete(close())

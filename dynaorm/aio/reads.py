@@ -7,7 +7,7 @@ other)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm.client.drivers import AsyncDriver
 from dynaorm.read.grouped import Grouped, group
@@ -15,11 +15,7 @@ from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
 from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
-from dynaorm.schema.entity import Entity
-
-__all__ = ["AsyncQuery", "AsyncScan", "AsyncSearch", "AsyncTerminals"]
-
-T = TypeVar("T", bound=Entity)
+from dynaorm.schema.entity import T
 
 
 class AsyncTerminals(ReadSpec[T]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
 from dynaorm.client.client import Client, _aiobotocore, session_target
@@ -19,19 +19,12 @@ from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate
-from dynaorm.protocol.steps import Proto
-from dynaorm.schema.entity import Entity
+from dynaorm.protocol.steps import Proto, R
+from dynaorm.schema.entity import T2, T3, T4, Entity, T
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan
 
-__all__ = ["AsyncSession"]
-
-T = TypeVar("T", bound=Entity)
-T2 = TypeVar("T2", bound=Entity)
-T3 = TypeVar("T3", bound=Entity)
-T4 = TypeVar("T4", bound=Entity)
-R = TypeVar("R")
 
 
 class AsyncSession(BaseSession):

@@ -18,9 +18,6 @@ from urllib.parse import urlparse
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 
-__all__ = ["BadReference", "connect", "connection_options", "endpoint_url", "entity_named",
-           "find_tables", "import_module", "load_attribute", "load_table", "region_name"]
-
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 
 
@@ -78,8 +75,8 @@ def connect(table: Table, args: argparse.Namespace) -> Table:
     parser :func:`connection_options` gave those options."""
     if args.endpoint_url is None and args.region is None:
         return table
-    url: str | None = args.endpoint_url or table.endpoint_url
-    region: str | None = args.region or table.region
+    url = args.endpoint_url or table.endpoint_url
+    region = args.region or table.region
     # Credentials and region come from the AWS configuration, as for the application; a
     # local engine with none configured gets dynaorm's dummy ones (client.settings).
     return table.connect(url, region)

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
-from typing import Any, TextIO
+from typing import TextIO
 
 from pydantic import Field
 
 from dynaorm import GSI, Entity, Session, Table, Unique, UniqueConstraintError, ksuid
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, moto_backend, use_tables
-
-__all__ = ["Document", "User", "demo_table", "run_demo"]
 
 # -- 1. the model: one table, two entity types --------------------------------------------
 demo_table = Table("dynaorm-demo", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
@@ -159,7 +157,7 @@ def _versions(n: _Narrator) -> None:
         s.commit()
     n.heading(f"Saved document 'readme' three times (now version {doc.version})")
     n.items()
-    rows: list[Any] = s.history(Document, doc_id="readme").all()
+    rows = s.history(Document, doc_id="readme").all()
     n.say("   history(Document, doc_id='readme'):")
     for row in rows:
         n.say(f"     v{row.version}: title={row.title!r} body={row.body!r}")

@@ -21,8 +21,6 @@ from dynaorm.schema.model import AccessPattern, describe_type, patterns_of
 from dynaorm.sync.session import Session
 from dynaorm.values.limits import item_size
 
-__all__ = ["explain_patterns", "sample"]
-
 _SCALARS: dict[str, Any] = {
     "string": "x", "integer": 1, "number": 1.5, "decimal": Decimal(1), "boolean": True,
     "binary": b"x", "datetime": datetime(2025, 1, 1, tzinfo=UTC), "date": date(2025, 1, 1),

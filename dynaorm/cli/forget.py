@@ -9,8 +9,6 @@ from typing import Any, TextIO
 
 from dynaorm.cli.command import connect, connection_options, load_table
 
-__all__ = ["add_forget_command"]
-
 
 def _forget(args: argparse.Namespace, out: TextIO) -> int:
     """The tenant's key destroyed, idempotent; what the key table records is printed."""

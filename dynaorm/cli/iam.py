@@ -10,8 +10,6 @@ from typing import Any, TextIO
 
 from dynaorm.cli import load_table
 
-__all__ = ["add_iam_command"]
-
 
 def _iam(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.formats import iam

@@ -10,8 +10,6 @@ from typing import Any, TextIO
 
 from dynaorm.cli.command import connect, connection_options, entity_named, load_table
 
-__all__ = ["add_load_command"]
-
 
 def _load(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.jobs.checking import ProgressBar

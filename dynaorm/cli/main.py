@@ -57,8 +57,6 @@ from dynaorm.schema.unclaimed import fix_hint
 if TYPE_CHECKING:
     from dynaorm.jobs.migration import MigrationReport
 
-__all__ = ["build_parser", "describe_module", "main"]
-
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _T = TypeVar("_T")
 _DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
@@ -111,14 +109,18 @@ def _normalize_name(fn: Callable[..., object] | None) -> str:
     return f", normalize {qual}"
 
 
+def _keys(layout: Any) -> str:
+    """A layout's key templates, as ``describe`` shows them."""
+    return f"pk {layout.pk.source}" + (f"   sk {layout.sk.source}" if layout.sk else "")
+
+
 def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     """``Meta.previous``: the layout items may still have during a migration window."""
     old = spec.previous
     if old is None:
         return []
-    key = f"pk {old.pk.source}" + (f"   sk {old.sk.source}" if old.sk else "")
     renamed = ", ".join(f"{name} as {attr}" for name, attr in sorted(old.renames.items()))
-    return [("previous", key + "   (a migration window: see dynaorm migrate)"),
+    return [("previous", _keys(old) + "   (a migration window: see dynaorm migrate)"),
             ("", f"type name {old.type_name}"),
             ("", f"stored names {renamed or 'unchanged'}")]
 
@@ -128,8 +130,7 @@ def _index_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     rows = []
     for idx in spec.indexes:
         kind = "LSI" if idx.local else "GSI"
-        rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
-                                                         else "") + f"   ({kind})"))
+        rows.append((idx.name, f"{_keys(idx)}   ({kind})"))
     stored = {spec.attr(f) for f in spec.field_names - spec.unstored}
     for name in spec.table.indexes:  # a native index: every entity with all its attributes
         if (gsi := spec.table.native(name)) and {*gsi.hash_keys, *gsi.range_keys} <= stored | {
@@ -151,9 +152,8 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
                               "it with Meta.type_name)" if spec.type_name == spec.name else "")
-    rows: list[tuple[str, str]] = [("type name", named)]
-    key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
-    rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
+    rows = [("type name", named)]
+    rows.append(("primary", _keys(spec) + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))
     rows += _index_rows(spec) + _unique_rows(spec)
     rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))
@@ -188,7 +188,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
         tables = {only: value} if isinstance(value, Table) else {}
     if not tables:
         return f"module {module.__name__!r} defines no dynaorm Table\n"
-    lines: list[str] = []
+    lines = []
     for attr, table in tables.items():
         indexes = ", ".join(
             [f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values()]
@@ -199,7 +199,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
         if not table.entities:
             lines += ["  (no entities registered)", ""]
         for cls in table.entities.values():
-            spec: EntitySpec = cls.__dynaorm_spec__
+            spec = cls.__dynaorm_spec__
             lines.append(f"{spec.name}")
             lines += describe_entity(spec)
             lines.append("")
@@ -256,7 +256,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
           f"{len(problems)} problem(s)", file=out)
     for line in problems:
         print(f"  {line}", file=out)
-    _unclaimed_summary(result.unclaimed, out)
+    for name, count in result.unclaimed.items():  # (stored type names no class claims)
+        print(f"type name {name!r} is claimed by no class: {count} item(s) that every read "
+              f"skips; {fix_hint(name)}", file=out)
     if not problems:
         return EXIT_OK
     if not args.repair:
@@ -289,13 +291,6 @@ def _repairs_summary(result: CheckResult, out: TextIO) -> None:
         print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
     resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
     print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
-
-
-def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
-    """One line per stored type name no class claims, with its count of items and the fix."""
-    for name, count in unclaimed.items():
-        print(f"type name {name!r} is claimed by no class: {count} item(s) that every read "
-              f"skips; {fix_hint(name)}", file=out)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
@@ -382,7 +377,7 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of ``--format``'s export format given on the command line, checked by
     it; a usage error for one it refuses, or given of another format (``args.formats``:
     those found, loaded)."""
-    chosen: dict[str, Any] = {}
+    chosen = {}
     for name, kind in args.formats.items():
         given = {k: v for k, v in kind.arguments(args).items() if v is not None}
         if name == args.format:

@@ -13,8 +13,6 @@ from typing import Any, TextIO
 from dynaorm.cli.command import BadReference, find_tables, import_module, load_table
 from dynaorm.errors import ModelFileError
 
-__all__ = ["add_model_commands"]
-
 
 def _model(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm import formats

@@ -38,9 +38,6 @@ from dynaorm.private_apis import checked_aiohttp_session
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["INSTALL_HINT", "BotocoreWire", "aiobotocore", "botocore_error", "check_checksums",
-           "create_client", "method_name"]
-
 #: What to install for AsyncSession.
 INSTALL_HINT = 'pip install "dynaorm[async]"'
 

@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm._types import Reader
-from dynaorm.client.botocore import INSTALL_HINT, BotocoreWire, aiobotocore
+from dynaorm.client.botocore import BotocoreWire, aiobotocore
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
@@ -58,9 +58,6 @@ from dynaorm.schema.table import TableSchema
 if TYPE_CHECKING:
     from dynaorm.wire import Transport
     from dynaorm.wire.endpoint import Endpoint
-
-__all__ = ["CAPACITY_MODES", "INSTALL_HINT", "OPENTELEMETRY", "WIRES", "Client", "check_settings",
-           "in_process_mock", "live_clients", "session_target"]
 
 _aiobotocore = aiobotocore  # (the sessions' check that dynaorm[async] is installed)
 

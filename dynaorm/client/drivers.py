@@ -23,16 +23,13 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import DYNAMODB, Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
-from dynaorm.protocol.steps import Await, Emit, Gather, Proto, Send, Stream, Wait, expand
+from dynaorm.protocol.steps import Await, Emit, Gather, Proto, R, Send, Stream, Wait, expand
 
-__all__ = ["AsyncDriver", "SyncDriver"]
-
-R = TypeVar("R")
 #: what a read's consumer makes of each batch of items (``None``: the batch as it is)
 Decode = Callable[[Sequence[Item]], Iterable[Any]] | None
 
@@ -82,8 +79,8 @@ class SyncDriver:
                ) -> Generator[Any, None, R]:
         """The one loop: perform each step of the pumped protocol, yield the items it
         emits (decoded), return its result; closed, it closes the protocol."""
-        value: Any = None
-        error: Exception | None = None
+        value = None
+        error = None
         try:
             while True:
                 try:
@@ -192,7 +189,7 @@ class AsyncDriver:
     async def _batches(self, steps: Proto[None], decode: Decode
                        ) -> AsyncGenerator[Any, None]:
         box: list[None] = []
-        error: Exception | None = None
+        error = None
         try:
             while (items := await self._until_emit(steps, box, error)) is not None:
                 error = None
@@ -213,7 +210,7 @@ class AsyncDriver:
         or handed to ``take``: a failure there is the page's) or ends (``None``; its
         result put in ``box``). A plain coroutine, so that a request's await passes
         through no async generator; the caller closes ``steps``."""
-        value: Any = None
+        value = None
         while True:
             try:
                 step = steps.send(value) if error is None else steps.throw(error)

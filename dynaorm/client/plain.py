@@ -68,9 +68,6 @@ from dynaorm.client.settings import (
 from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PLAIN_OPTIONS", "PROFILE_KEYS", "PlainCredentials", "configured_attempts",
-           "light_settings", "plain_settings"]
-
 #: the regions of AWS's ``aws`` partition (botocore's partitions.json)
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
 #: what botocore takes for a region (``botocore.utils.validate_region_name``)
@@ -178,15 +175,6 @@ def configured_attempts() -> Any:
     ``int()`` (:func:`~dynaorm.client.settings.resolve_max_attempts` converts it):
     ``AWS_MAX_ATTEMPTS`` when set (even empty), else the profile's; ``None``: neither."""
     return os.environ.get("AWS_MAX_ATTEMPTS", (_profile(os.environ) or {}).get("max_attempts"))
-
-
-def _region(region: str | None, environ: Mapping[str, str],
-            profile: dict[str, Any], given: dict[str, Any]) -> str | None:
-    """The region: the argument, else the ``Config``'s (``given``: its options), else
-    ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
-    profile's)."""
-    return region or given.get("region_name") or environ.get("AWS_REGION") or environ.get(
-        "AWS_DEFAULT_REGION", profile.get("region"))
 
 
 def _plain_endpoint(endpoint_url: str) -> bool:
@@ -301,7 +289,10 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     credentials = _credentials(env)
     if credentials is None or _declined_variable(env) or (profile := _profile(env)) is None:
         return None
-    resolved = _endpoint_and_region(endpoint_url, _region(region, env, profile, given))
+    # the region: the argument, else the Config's (given: its options), else AWS_REGION,
+    # else botocore's (AWS_DEFAULT_REGION when set, even empty, else the profile's)
+    resolved = _endpoint_and_region(endpoint_url, region or given.get("region_name") or env.get(
+        "AWS_REGION") or env.get("AWS_DEFAULT_REGION", profile.get("region")))
     if resolved is None or _unusual_install():
         return None
     endpoint, name = resolved
@@ -320,7 +311,7 @@ def light_settings(endpoint_url: str | None, region: str | None, *, owner: str, 
         return None
     kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
                                       config=config)
-    name: str = kwargs["region_name"]
+    name = kwargs["region_name"]
     endpoint = configured_endpoint(endpoint_url, session)
     if endpoint is None:
         if not _AWS_REGION.match(name) or getattr(credentials, "account_id", None) or (

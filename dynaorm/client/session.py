@@ -17,9 +17,9 @@ from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
-from dynaorm.protocol.steps import Proto, budgeted
+from dynaorm.protocol.steps import Proto, R, budgeted
 from dynaorm.read.scan import check_segments
-from dynaorm.schema.entity import Entity
+from dynaorm.schema.entity import Entity, T
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition
 
@@ -30,10 +30,6 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
-__all__ = ["BaseSession", "Op", "arun_op", "run_op"]
-
-T = TypeVar("T", bound=Entity)
-R = TypeVar("R")
 #: an operation written once for both kinds of session (:meth:`dynaorm.Session.run`): a
 #: generator of steps, each a call of the session taking no argument, sent back what the
 #: call returned; what it returns is the operation's result
@@ -62,8 +58,8 @@ async def arun_op(op: Op[R]) -> R:
     awaitable (:meth:`dynaorm.AsyncSession.run`). A step's exception is thrown into
     ``op``; an interrupt (a cancellation) closes it, then goes on."""
     driver = _drive(op)
-    sent: Any = None
-    failed: BaseException | None = None
+    sent = None
+    failed = None
     while True:
         try:
             pending = driver.send(sent) if failed is None else driver.throw(failed)
@@ -221,7 +217,7 @@ class BaseSession:
                      rate: Rate | None) -> Any:
         from dynaorm.core.bulk import delete_many_p
 
-        found: Any = objs if isinstance(objs, type) else list(objs)
+        found = objs if isinstance(objs, type) else list(objs)
         return self._send(delete_many_p(self._stage, found, keys, concurrency,
                                         self.client.policy.observed), "delete_many",
                           (found,) if isinstance(found, type) else (type(o) for o in found),
@@ -269,7 +265,7 @@ class BaseSession:
 
         if isinstance(target, type):
             key = self._stage.key(self._stage.spec(target), fields)
-            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
+            staged = StagedUpdate(target, fields, None, upsert, key)
             guard = self._stage.by_key(target, None)
             if guard is not None:  # (a scoped session: a stale key's row is not its)
                 staged.where(guard)

@@ -39,31 +39,6 @@ from dynaorm.errors import DynaormError
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 
-__all__ = [
-    "CONFIG_DEFAULTS",
-    "LOOPBACK_ACCESS_KEY",
-    "LOOPBACK_REGION",
-    "LOOPBACK_SECRET_KEY",
-    "client_options",
-    "client_settings",
-    "configured_endpoint",
-    "configured_region",
-    "credentials_for",
-    "default_session",
-    "enter_mock",
-    "expanded_path",
-    "in_process",
-    "in_process_mock_depth",
-    "is_local",
-    "is_loopback",
-    "local_credentials",
-    "local_only",
-    "resolve_max_attempts",
-    "resolve_region",
-    "service_settings",
-    "shared_files",
-]
-
 #: the access key every local engine gets where no credentials are configured
 #: (DynamoDB Local accepts only letters and digits in one)
 LOOPBACK_ACCESS_KEY = "dynaormlocal"
@@ -284,7 +259,7 @@ def service_settings(session: Any, service: str, region: str | None, *,
     loopback one (a moto server) with no credentials configured."""
     given = config_options(config)
     name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
-    kwargs: dict[str, Any] = {"region_name": name, "verify": verify}
+    kwargs = {"region_name": name, "verify": verify}
     endpoint = configured_endpoint(None, session, service)
     if (endpoint is None and (moto_active() or in_process(endpoint))) or (
             is_loopback(endpoint) and session.get_credentials() is None):

@@ -21,8 +21,6 @@ from typing import Any
 from dynaorm.client.client import Client
 from dynaorm.client.settings import expanded_path, in_process_mock_depth, shared_files
 
-__all__ = ["configuration_fingerprint", "shared_client"]
-
 _CLIENTS: weakref.WeakValueDictionary[tuple[Any, ...], Client] = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
 _VARIABLES = ("AWS_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy",

@@ -28,15 +28,14 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
+from dynaorm.schema.places import OFFLOAD_THRESHOLD
 from dynaorm.schema.settings import Declared, TableSettings
-from dynaorm.schema.table import GSI, LSI, OFFLOAD_THRESHOLD, TableSchema, VectorIndex
+from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.tenancy import forgotten_here, key_schema
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
     from dynaorm.schema.streams import Change
-
-__all__ = ["CONNECTION_KEYWORDS", "Table"]
 
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 #: ``Table``'s shorthands for the client it uses (``Client``'s keyword arguments)
@@ -253,7 +252,7 @@ class Table(TableSchema, KeysPerTenant):
             self._given = self._client = pointed
             self._attach(pointed)
             return self
-        changes: dict[str, Any] = {"endpoint_url": endpoint_url}
+        changes = {"endpoint_url": endpoint_url}
         if region is not None:
             changes["region"] = region
         self._rebind(changes)

@@ -11,8 +11,6 @@ from typing import Any
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.tenancy import Forgotten, forget_p, open_p, seal_p
 
-__all__ = ["KeysPerTenant"]
-
 
 class KeysPerTenant:
     """What a :class:`~dynaorm.Table` adds for keys per tenant (``key_scope``)."""

@@ -15,8 +15,6 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.steps import Proto, Wait, call
 from dynaorm.schema.table import TableSchema
 
-__all__ = ["create_p", "delete_p", "index_status_p", "status_p"]
-
 
 def status_p(table: TableSchema) -> Proto[str | None]:
     """The table's status (``"ACTIVE"``, ``"CREATING"``, ...), ``None`` when it does not
@@ -48,8 +46,16 @@ def create_p(table: TableSchema, wait: float) -> Proto[None]:
         yield from _add_indexes_p(table, wait)
     if table.stream is not None:
         yield from _enable_stream_p(table, wait)
-    if table.ttl is not None:
-        yield from _enable_ttl_p(table, wait)
+    if table.ttl is not None:  # (nothing to do when it is enabled, by this creator or another)
+        try:
+            if not (yield from _ttl_enabled_p(table)):
+                yield from _apply_p("UpdateTimeToLive", {
+                    "TableName": table.name,
+                    "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl}},
+                    functools.partial(_ttl_enabled_p, table), time.monotonic() + wait)
+        except RequestError as exc:
+            raise DynaormError(f"cannot enable TTL on attribute {table.ttl!r} of table "
+                               f"{table.name!r}: {exc}") from exc
     yield from apply_settings_p(table, functools.partial(
         _settle_p, table, lambda status: status == "ACTIVE", wait))
 
@@ -65,7 +71,7 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
     vector index whose attribute, dimensions, distance or search schema differ from the
     declared ones is ``"MISMATCHED"`` too."""
     out = yield from call("DescribeTable", {"TableName": table.name})
-    found: dict[str, str] = {}
+    found = {}
     definition = table.definition()
     declared = {g["IndexName"]: g["KeySchema"]
                 for g in definition.get("GlobalSecondaryIndexes", [])}
@@ -224,21 +230,6 @@ def delete_p(table: TableSchema, wait: float) -> Proto[None]:
         if exc.code != "ResourceNotFoundException":
             raise
     yield from _settle_p(table, lambda status: status is None, wait)
-
-
-def _enable_ttl_p(table: TableSchema, wait: float) -> Proto[None]:
-    """Enable TTL on the declared attribute (nothing to do when it already is, by this
-    creator or another)."""
-    try:
-        if (yield from _ttl_enabled_p(table)):
-            return
-        yield from _apply_p("UpdateTimeToLive", {
-            "TableName": table.name,
-            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl}},
-            functools.partial(_ttl_enabled_p, table), time.monotonic() + wait)
-    except RequestError as exc:
-        raise DynaormError(f"cannot enable TTL on attribute {table.ttl!r} of table "
-                           f"{table.name!r}: {exc}") from exc
 
 
 def _ttl_enabled_p(table: TableSchema) -> Proto[bool]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import commit_p, send_p, settle
@@ -24,7 +24,7 @@ from dynaorm.errors import (
     OutcomeUnknownError,
     RequestError,
 )
-from dynaorm.protocol.steps import Proto, gather
+from dynaorm.protocol.steps import Proto, R, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
@@ -39,9 +39,6 @@ from dynaorm.write.records import Outcome
 from dynaorm.write.render import WritePlan, check_batch, compile_commit
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
-
-R = TypeVar("R")
 #: Requests one BatchWriteItem carries, at most.
 BATCH_WRITE = 25
 #: what a BatchWriteItem request stands for (the objects or keys), and the request
@@ -122,7 +119,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
     :class:`~dynaorm.BulkWriteError`."""
     check_concurrency(concurrency)
     rows: dict[Any, tuple[TableSchema, Row]] = {}
-    loaded: dict[Any, Single] = {}
+    loaded = {}
     for obj in objs:
         spec = _bulk_spec(stage, obj, "save_many")
         state = obj._dynaorm_state
@@ -231,9 +228,9 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
                         ) -> Proto[tuple[list[tuple[Any, type[Entity], PlainKey]], list[Single]]]:
     """``delete_many(objs)``: never-loaded objects as batch deletes, loaded ones as one
     delete each, conditioned on the item as loaded (a protocol: key material first)."""
-    targets: list[tuple[Any, type[Entity], PlainKey]] = []
-    loaded: list[Single] = []
-    seen: set[Any] = set()
+    targets = []
+    loaded = []
+    seen = set()
     for obj in objs:
         spec = _bulk_spec(stage, obj, "delete_many")
         state = obj._dynaorm_state

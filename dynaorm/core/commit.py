@@ -72,9 +72,6 @@ from dynaorm.write.render import WritePlan, compile_commit
 if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
     from dynaorm.schema.rules.receipts import Receipting
 
-__all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
-           "settle", "write_origins"]
-
 #: rounds of a commit whose conflict a staged write plans again on a fresh read (an
 #: overwrite while another writer keeps changing the item; a kept history found)
 ROUNDS = 3
@@ -150,7 +147,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         if receipt is not None:
             yield from receipt.keyed_p()
         again: Collection[int] = ()
-        response: dict[str, Any] = {}
+        response = {}
         with recording() as result:
             if receipt is not None:
                 receipt.sent = result.requests
@@ -303,7 +300,7 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
               ) -> Proto[list[Prepared]]:
     """Every staged write with the stored state it is planned on, read where its rules
     need it (``again``: the indexes of the writes that plan a conflict again)."""
-    prepared: list[Prepared] = []
+    prepared = []
     for at, entry in enumerate(staged):
         obj = entry._obj
         if obj is not None and _PENDING:
@@ -364,13 +361,13 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
     seen: list[Item | None] = []
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
-        item: Item | None = probed.pop() if probed else (yield from READS.item(table, key))
+        item = probed.pop() if probed else (yield from READS.item(table, key))
         seen[:] = [item]  # (the last item read back: what proves a lost answer applied)
         return item
 
     try:
         try:
-            response: dict[str, Any] = yield step
+            response = yield step
             return response
         except RequestError as exc:
             settled = None if receipt is None else (

@@ -36,10 +36,6 @@ from dynaorm.write.outcomes import map_failure
 from dynaorm.write.render import WritePlan, render_op
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["APPLIED", "ERROR", "FAILED", "UNKNOWN", "Found", "Loaded", "NotLoadedError",
-           "fresh", "input_record", "mine", "outcome_p", "own_row", "plan_load_p", "rollback",
-           "row_is", "settled"]
-
 #: what became of one row of a load: written as the load wrote it
 APPLIED: Final = "applied"
 #: refused: its condition was false (the item found, if any, alongside)

@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import FETCHING, batch_get_p, snapshot_p
-from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
+from dynaorm.schema.entity import Entity, T, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-__all__ = ["FIND_ROUNDS", "find_p", "get_item_p", "get_many_p", "get_p"]
-
-T = TypeVar("T", bound=Entity)
 #: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
 FIND_ROUNDS = 3
 
@@ -40,7 +37,7 @@ def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
     if consistent:
         request["ConsistentRead"] = True
     out = yield from call("GetItem", request, origins, reader=reader)
-    item: Item | None = out.get("Item")
+    item = out.get("Item")
     return item
 
 
@@ -97,7 +94,7 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     items = [found.get(key_id(key)) for key in wanted]
     if spec.rules.preparers:
         yield from prepare_rows((spec,), list(found.values()))
-    out: list[T | None] = []
+    out = []
     for item in items:
         if isinstance(item, entity):  # (read from the answer's bytes; asked again: a copy)
             out.append(copy.deepcopy(item) if any(o is item for o in out) else item)

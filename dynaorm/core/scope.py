@@ -42,8 +42,6 @@ from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
 from dynaorm.values.keys import key_value
 
-__all__ = ["Scope"]
-
 #: (entity class, *scope items) a scope covers (:meth:`Scope.entity`): the check is made
 #: once, not once a session (a web service makes a scoped session a request)
 _COVERED: set[tuple[Any, ...]] = set()

@@ -23,9 +23,6 @@ from dynaorm.schema.settings import (
 )
 from dynaorm.schema.table import TableSchema
 
-__all__ = ["apply_settings_p", "drift_p", "settings_p"]
-
-
 #: the codes of an endpoint without an operation (DynamoDB Local has no PITR, Contributor
 #: Insights or tagging): the setting is left as it is (``settings()`` says it is unknown)
 _NO_API = frozenset({"UnknownOperationException", "NotImplementedError"})

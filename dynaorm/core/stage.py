@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import PlainKey
 from dynaorm.core.scope import Scope
@@ -26,9 +26,6 @@ if TYPE_CHECKING:  # the write path loads with the first staged write (a program
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.write.records import StagedWrite
 
-__all__ = ["Stage", "check_concurrency", "condition_given", "describe"]
-
-T = TypeVar("T", bound=Entity)
 
 
 class Stage:

@@ -16,25 +16,6 @@ from typing import Any, Final
 from dynaorm.errors import DynaormError, ModelFileError
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 
-__all__ = [
-    "NAMED",
-    "PURE_BUILTINS",
-    "PURE_MODULES",
-    "RANGES",
-    "At",
-    "attributes",
-    "function",
-    "left_out",
-    "maybe",
-    "maybe_template",
-    "name_of",
-    "named",
-    "refused",
-    "template",
-    "unknown_shards",
-    "vector_fields",
-]
-
 RANGES: Final = ("begins_with", "between", ">", "<", ">=", "<=")
 
 

@@ -10,8 +10,6 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-__all__ = ["chart_of"]
-
 _CHAR: Final = 7.2  # px per character of the 12px monospace text
 _LABEL_CHAR: Final = 6.0  # px per character of a label's 10px monospace text
 _CURVE: Final = 60  # px between a line's label and the index boxes, at least

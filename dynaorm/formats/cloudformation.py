@@ -23,7 +23,6 @@ from dynaorm.formats.tables import (
 )
 from dynaorm.schema.settings import INSIGHTS, most, warm
 
-__all__ = ["text_of", "to_format"]
 
 def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(the template, notes on what it leaves out) of the model's table."""

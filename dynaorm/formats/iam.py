@@ -38,8 +38,6 @@ from typing import Any
 
 from dynaorm.keys import KeyTemplate, KeyTemplateError, parse
 
-__all__ = ["READS", "escape", "leading_key", "tag_refusals", "to_format", "unbound_rows"]
-
 #: the operations a read role sends (a pattern of any other operation writes)
 READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "SearchVectors"})
 #: the IAM actions a write pattern needs (IAM authorizes a transaction's items one by one;

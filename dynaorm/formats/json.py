@@ -23,8 +23,6 @@ from dynaorm.schema.model import OPERATIONS
 from dynaorm.schema.places import OFFLOAD_THRESHOLD
 from dynaorm.values.formats import StoredAs
 
-__all__ = ["from_format", "to_format"]
-
 _TYPES: Final = ("string", "integer", "number", "decimal", "boolean", "binary", "datetime",
                  "date", "uuid", "any", "list", "set", "map", "enum", "union", "object")
 _INDEX_KINDS: Final = ("gsi", "lsi", "vector")

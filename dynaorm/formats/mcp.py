@@ -22,8 +22,6 @@ from dynaorm.formats._common import (
 from dynaorm.formats.code import identifier
 from dynaorm.schema.templates import KeyTemplate
 
-__all__ = ["from_format", "to_format"]
-
 _MCP_FIELD_TYPES: Final = ("string", "integer", "decimal", "boolean", "array", "object",
                            "uuid")
 _MCP_OPERATIONS: Final = ("GetItem", "PutItem", "DeleteItem", "Query", "Scan", "UpdateItem",

@@ -9,9 +9,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["attribute_types", "key_schema", "logical_name", "projection", "search_schema",
-           "vector_notes"]
-
 
 def attribute_types(table: Mapping[str, Any], *, search: bool = False
                     ) -> dict[str, str]:

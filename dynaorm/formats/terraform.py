@@ -16,9 +16,6 @@ from typing import Any
 from dynaorm.formats.tables import attribute_types, key_schema, projection, vector_notes
 from dynaorm.schema.settings import INSIGHTS
 
-__all__ = ["to_format"]
-
-
 
 class _Block:
     """HCL text: arguments and nested blocks, indented."""

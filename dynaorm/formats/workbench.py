@@ -21,8 +21,6 @@ from dynaorm.formats._common import (
 from dynaorm.formats.code import identifier
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 
-__all__ = ["from_format", "to_format"]
-
 _WORKBENCH_TYPES: Final = ("S", "N", "B", "BOOL", "M", "L", "SS", "NS", "BS", "NULL")
 _SET_TAGS: Final = {"string": "SS", "binary": "BS", "integer": "NS", "number": "NS",
                     "decimal": "NS"}

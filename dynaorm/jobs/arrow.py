@@ -44,8 +44,6 @@ from typing import Annotated, Any, Literal, Union
 import pyarrow as pa  # dynaorm[export]
 from pydantic import BaseModel, TypeAdapter
 
-__all__ = ["CHANGES", "Column", "columns", "schema_of", "table_of"]
-
 Convert = Callable[[Any], Any]
 _LISTS = (list, tuple, Sequence, MutableSequence)
 _SETS = (set, frozenset, AbstractSet, MutableSet)

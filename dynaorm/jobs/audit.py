@@ -57,7 +57,6 @@ from dynaorm.read.pager import DONE, Pager
 from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
 from dynaorm.schema.rules.keyrings import NotPrepared
 from dynaorm.schema.rules.unique import (
-    GUARD_TYPE,
     OWNER_PK,
     OWNER_SK,
     OWNER_TYPE,
@@ -84,12 +83,9 @@ from dynaorm.values.expressions import (
     not_exists,
     raw_eq,
 )
-from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.keys import GUARD_TYPE, key_av, key_value
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.ttl import expired
-
-__all__ = ["UNTYPED", "Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
-           "scan_pages"]
 
 #: the kinds of problem, in the order they are reported (guards first)
 Kind = Literal["orphan-guard", "missing-guard", "duplicate", "stale-latest", "no-history",
@@ -245,7 +241,7 @@ class _Auditor:
 
     def unchanged(self, item: Item, attrs: Iterable[str]) -> Condition | None:
         """The condition that ``item`` exists and its ``attrs`` hold what they held."""
-        conds: list[Condition] = [exists(self.table.pk)]
+        conds = [exists(self.table.pk)]
         for attr in dict.fromkeys(attrs):
             av = item.get(attr)
             conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
@@ -561,7 +557,7 @@ class _Auditor:
 
     def check_versions(self) -> None:
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
-        latest: list[tuple[Key, Item, EntitySpec, str]] = []
+        latest = []
         for key, item in self.items.items():
             spec = self.specs.get(self.type_of(item) or "")
             parsed = parse_version_sk(key[1])
@@ -652,7 +648,7 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
     A fix whose conditions fail (the items changed since the scan) is skipped and reported
     with ``ok=False``; nothing else is written for it.
     """
-    done: list[Repair] = []
+    done = []
     for problem in problems:
         if not problem.repairable:
             continue

@@ -38,11 +38,8 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import prepare_rows, preparing
-from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import version_sk
-
-__all__ = ["CheckResult", "ProgressBar", "check_table", "item_count",
-           "progress_line"]
+from dynaorm.values.keys import GUARD_TYPE
 
 
 @dataclass
@@ -168,7 +165,7 @@ def _wanted(table: Table, items: list[Item]) -> set[Key]:
     have (as the audit expects them), the owners their guards name, the version rows
     behind their latest copies."""
     auditor = _Auditor(table, items)
-    keys: set[Key] = set(auditor.expected_guards())
+    keys = set(auditor.expected_guards())
     for key, item in auditor.items.items():
         kind = auditor.type_of(item)
         if kind == GUARD_TYPE:
@@ -210,7 +207,7 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     """Items the page's checks read by key: guards, their owners, version rows."""
     auditor = _Auditor(table, page)
     known = set(auditor.items)
-    found: list[Item] = []
+    found = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
         keyed(table, batch)
@@ -243,7 +240,7 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     if not problems:
         return []
     auditor = _Auditor(table, [])
-    keys: set[Key] = set()
+    keys = set()
     for problem in problems:
         keys |= _keys_of(auditor, problem)
     fresh = _get_many(table, auditor, keys)
@@ -291,7 +288,7 @@ def _repair(table: Table, problems: list[Problem]) -> tuple[list[Repair], int]:
     again = {(p.kind, p.key): p for p in _confirm(table, failed)}
     retried = {(r.problem.kind, r.problem.key): r
                for r in repair(table, list(again.values()))}
-    out: list[Repair] = []
+    out = []
     resolved = 0
     for r in done:
         mark = (r.problem.kind, r.problem.key)
@@ -340,12 +337,12 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, fix)
     seen = {tuple(k) for k in state.seen}
-    repairs: list[Repair] = []
+    repairs = []
     if progress is not None:
         progress(state.scanned)
     began = datetime.now(UTC)
     objects = table.offload is not None and segment is None and not resumed
-    refs: dict[str, tuple[Key, str]] = {}
+    refs = {}
     key_of = _Auditor(table, []).key_of
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         if objects:

@@ -21,8 +21,6 @@ from typing import Any, TypeVar
 from dynaorm.errors import DynaormError
 from dynaorm.schema.streams import normalize_item
 
-__all__ = ["CheckpointError", "dump", "existing", "parse", "save"]
-
 S = TypeVar("S")
 
 

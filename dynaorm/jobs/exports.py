@@ -75,9 +75,6 @@ Item = dict[str, Any]  # (a stored row, DynamoDB JSON)
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["ENCRYPTED", "ExportError", "ExportFormat", "ExportReport", "Staged", "datasets_of",
-           "export", "export_part", "read_parts", "read_source", "source_of"]
-
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
 #: rows a part buffers before it writes them (one row group): a task's memory is bounded

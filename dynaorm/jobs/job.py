@@ -51,9 +51,6 @@ from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "job_of", "migrate",
-           "run_local", "run_spark"]
-
 #: the attribute a backfill marks each item it changed with (the job's name)
 MARK = JOB_MARK
 #: how many times one item's change is made again after another writer changed it first
@@ -265,7 +262,7 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
 def _backfill(task: Task, table: Table) -> BackfillReport:
     session = Session(table)
     changed = conflicts = scanned = 0
-    failed: list[str] = []
+    failed = []
     scan = session.scan(task.entity_class, segment=task.segment, segments=task.segments)
     for obj in _exported(task, session) if task.files else scan.consistent():
         scanned += 1

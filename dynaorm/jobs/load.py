@@ -72,7 +72,7 @@ from dynaorm.errors import (
     RequestError,
     UniqueConstraintError,
 )
-from dynaorm.jobs.exports import ExportError, _lines, _s3, read_source
+from dynaorm.jobs.exports import ExportError, _lines, _s3, _split, read_source
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
@@ -223,11 +223,6 @@ def _name(table: Table, source: Any) -> str:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
-
-
-def _split(url: str) -> tuple[str, str]:
-    bucket, _, key = url.removeprefix("s3://").partition("/")
-    return bucket, key
 
 
 class _Load:

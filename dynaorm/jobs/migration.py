@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
 from dynaorm.jobs.audit import scan_pages
@@ -41,15 +40,15 @@ from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import (
     MAX_MOVE_ACTIONS,
-    MovedState,
     history_batches,
     kept_row_move,
     move_actions,
 )
-from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
+from dynaorm.schema.rules.unique import OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
-from dynaorm.values.keys import key_value
+from dynaorm.values.keys import GUARD_TYPE, key_value
+from dynaorm.values.state import MovedState
 from dynaorm.values.ttl import expired
 from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan
@@ -137,7 +136,7 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
     if table is None or item.get(table.type_attr, {}).get("S") != GUARD_TYPE:
         return False
     owner_type = item.get(OWNER_TYPE, {}).get("S")
-    owner: Item = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
+    owner = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
     if table.type_attribute is not None and owner_type is not None:
         owner[table.type_attribute] = {"S": owner_type}
     return any(s.previous is not None and s.previous.type_name != s.type_name
@@ -149,7 +148,7 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
                segment: tuple[int, int] | None) -> list[str]:
     """Everything still in a previous layout, found by one more scan: old rows (not
     expired), old version rows, guards naming an old type or owner."""
-    left: list[str] = []
+    left = []
     ttl = table.ttl
     for page, _ in scan_pages(table, None, page_size, "migrate", segment):
         for item in page:
@@ -180,8 +179,13 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
         if current is None or not isinstance(state, MovedState):
             return "skipped"
         if move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS:  # (past one transaction)
-            with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
-                _move_history(session.client, spec, state)  # fresh read below judges)
+            # its long history moved ahead of it, one conditioned transaction per batch (a
+            # writer moved or changed it: the fresh read below judges)
+            with contextlib.suppress(RequestError):
+                for ops in history_batches(spec, state, WRITING):
+                    request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
+                    session.client.driver.run(call("TransactWriteItems", request),
+                                              Operation("migrate.history", (spec.table.name,)))
             current = session.get(spec.cls, consistent=True, **fields)
             continue
         session.save(current)
@@ -210,14 +214,6 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     except DynaormError as exc:
         return str(exc)
     return "moved"
-
-
-def _move_history(client: Client, spec: EntitySpec, state: MovedState) -> None:
-    """Move a long history ahead of its entity, one conditioned transaction per batch."""
-    for ops in history_batches(spec, state, WRITING):
-        request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
-        client.driver.run(call("TransactWriteItems", request),
-                          Operation("migrate.history", (spec.table.name,)))
 
 
 def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:
@@ -310,7 +306,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if pool is not None:
             pool.shutdown()
     problems = None
-    left: list[str] = []
+    left = []
     if state.done and not dry_run:
         left = _leftovers(table, specs, page_size, segment)
         if check:
@@ -344,7 +340,7 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
     """The items of ``page`` stored in a previous layout, each with its entity and old
     key, counted in ``state`` with a few sample keys (old -> new); an item that does not
     load into its current class is recorded as failed instead."""
-    found: list[_Found] = []
+    found = []
     for item in page:
         old = old_row(specs, item)
         if old is None:

@@ -26,11 +26,8 @@ from dynaorm.errors import RequestError
 from dynaorm.jobs.audit import Key, Problem, Repair
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Call
+from dynaorm.schema.places import offload_location
 from dynaorm.schema.rules.offloaded import S3, Reference, delete_objects, references
-from dynaorm.schema.table import offload_location
-
-__all__ = ["ORPHAN_AGE", "Found", "Judged", "collect", "compare", "judged_objects",
-           "referenced", "remove"]
 
 #: how old an object must be (before the check began) to be judged an orphan
 ORPHAN_AGE = timedelta(hours=1)

@@ -58,8 +58,6 @@ from dynaorm.values.records import Fail, Op, Origin, Role, Update
 from dynaorm.write.placing import Published, publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
 
-__all__ = ["ReencryptReport", "reencrypt"]
-
 
 @dataclass(frozen=True)
 class ReencryptReport:

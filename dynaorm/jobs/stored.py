@@ -27,8 +27,6 @@ from typing import Any
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.fastload import build_validator, field_tag
 
-__all__ = ["stored_validator"]
-
 
 def _untag(tag: str) -> Callable[[Any], Any]:
     """A member of a list or map, ``{tag: value}``, as its value (else refused)."""

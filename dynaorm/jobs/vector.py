@@ -45,8 +45,6 @@ import pyarrow.json as pj
 from dynaorm.jobs.arrow import Column, columns
 from dynaorm.schema.spec import EntitySpec
 
-__all__ = ["Unfit", "vector_decoder"]
-
 #: text the casts take exactly as pydantic reads it (else: the per-row way)
 _INT = r"^-?[0-9]{1,19}$"
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"

@@ -13,8 +13,6 @@ from typing import Any
 from dynaorm.jobs import ExportError, Job, Staged
 from dynaorm.lake.iceberg import LakeJob, lake_job, load_catalog
 
-__all__ = ["ICEBERG", "Iceberg"]
-
 #: what ``format="iceberg"`` takes: ``catalog`` and ``namespace`` are needed
 OPTIONS = ("catalog", "namespace", "warehouse")
 

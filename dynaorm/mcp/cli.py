@@ -26,8 +26,6 @@ from dynaorm.cli import BadReference, connect, load_attribute, load_table
 from dynaorm.client.table import Table
 from dynaorm.mcp.server import instructions, prepare, server
 
-__all__ = ["CAPABILITIES", "HANDSHAKE_VERSIONS", "early_answer", "serve"]
-
 #: the protocol versions the SDK's ``initialize`` handshake takes, oldest first; another
 #: is answered with the last (``mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS``)
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")

@@ -10,8 +10,6 @@ from typing import Any, TextIO
 
 from dynaorm.cli import BadReference, connection_options
 
-__all__ = ["add_mcp_command"]
-
 
 def add_mcp_command(sub: Any) -> None:
     """Add ``mcp`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""

@@ -49,10 +49,6 @@ from dynaorm.schema.model import AccessPattern, patterns_of
 if TYPE_CHECKING:
     from dynaorm import AsyncSession
 
-__all__ = ["KEYED_READS", "MAX_ARGUMENT_BYTES", "MAX_PAGE", "Cursors", "Embed", "Tool",
-           "ToolError", "check_arguments", "dump", "json_of", "message_of", "run",
-           "tools_of"]
-
 #: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
 MAX_ARGUMENT_BYTES = 512 * 1024
 #: Most items one page of a query tool returns.

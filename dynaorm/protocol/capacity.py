@@ -19,8 +19,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SEARCH_BYTES", "Meter", "Shares", "attribute", "searched", "slug"]
-
 #: ``(entity, role, "table" or "table/index", weight)`` for each row a request writes
 Shares = tuple[tuple[str, str, str, float], ...]
 #: the role a vector search's consumed bytes are counted under (bytes, not units)

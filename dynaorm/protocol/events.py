@@ -15,10 +15,6 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
-__all__ = ["RECORDER", "CommitResult", "EventOrigin", "Reason", "RequestEvent", "ThrottlingReason",
-           "actions_of",
-           "capacity_of", "recording", "shape_problem", "table_of", "tables_of"]
-
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
 #: ``"latest"``, ``"version"``, ``"guard"``, ``"check"``.

@@ -39,10 +39,6 @@ from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["DYNAMODB", "ITEM_MEMBERS", "Attempt", "Hook", "HookLike", "Listeners", "LogHook",
-           "Operation", "Phase", "close_all", "end", "logger", "start",
-           "wants_items"]
-
 #: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
 #: is a request a rule's key material needs
 DYNAMODB = "dynamodb"
@@ -171,7 +167,7 @@ def _metadata(attempt: Attempt) -> dict[str, Any]:
     """The ``ResponseMetadata`` of an attempt's answer: of the response, else of the
     failure's error answer (its own ``response``, or that of the exception it was mapped
     from: botocore's ``ClientError``, the own wire's error answer)."""
-    found: object = None
+    found = None
     if attempt.response is not None:
         found = attempt.response.get("ResponseMetadata")
     elif attempt.error is not None:
@@ -224,7 +220,7 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
     ``KeyboardInterrupt``, anything but an ``Exception``), those started end first, the
     phase interrupted (an attempt) or failed by it (an operation): none is left open (a
     tracer's span current in the caller's context, never ended)."""
-    tokens: list[object] = []
+    tokens = []
     for hook in hooks:
         try:
             tokens.append(hook.on_start(phase))

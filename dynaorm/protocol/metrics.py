@@ -19,8 +19,6 @@ from typing import Any, Final
 from dynaorm._version import __version__
 from dynaorm.protocol.hooks import Attempt
 
-__all__ = ["CAPACITY", "DURATION", "SYSTEM", "Metrics", "roles"]
-
 #: the stable database conventions' name of the system
 SYSTEM: Final = "aws.dynamodb"
 #: the histogram of each attempt's duration (OpenTelemetry's database client metric)

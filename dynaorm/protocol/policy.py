@@ -24,10 +24,6 @@ from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import Reason, ThrottlingReason
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "HELD_TO", "MAX_CONCURRENCY", "SERVER_ERRORS",
-           "THROTTLE_CODES", "Budget", "Policy", "Rate", "budget_of", "held_to", "retryable",
-           "throttled"]
-
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
 #: unapplied ("500"...: a page, not JSON, is known by its status)

@@ -55,11 +55,6 @@ from dynaorm.protocol.hooks import (
 )
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
-           "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
-           "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
-           "pull"]
-
 R = TypeVar("R")
 _LOG = LogHook()
 #: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)
@@ -194,14 +189,14 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
     context (its ``finally`` blocks run there, not whenever it is collected)."""
     hooks = policy.hooks if operation is not None else ()
-    current: Operation | None = None  # the operation open now (a page, or the whole)
-    tokens: list[object] = []
+    current = None  # the operation open now (a page, or the whole)
+    tokens = []
     emitted = False  # the open page's items are with its consumer (who may fail on them)
     if hooks and not paged:
         operation.error = None  # type: ignore[union-attr]  # (run again: its own outcome)
         current, tokens = operation, start(hooks, operation)  # type: ignore[arg-type]
     value: Any = None
-    error: BaseException | None = None
+    error = None
     try:
         while True:
             try:
@@ -452,8 +447,8 @@ def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (),
 
 def budgeted(proto: Proto[R], budget: Budget | None) -> Proto[R]:
     """``proto`` with every request it sends (gathered ones too) held to ``budget``."""
-    value: Any = None
-    error: BaseException | None = None
+    value = None
+    error = None
     try:
         while True:
             try:
@@ -479,7 +474,7 @@ def gather(protos: Sequence[Proto[R]], concurrency: int) -> Proto[list[R]]:
     if not protos:
         return []
     if len(protos) == 1 or concurrency <= 1:
-        results: list[R] = []
+        results = []
         for p in protos:
             results.append((yield from p))
         return results
@@ -492,8 +487,8 @@ def consume(stream: Stream, on_items: Callable[[Sequence[Item]], bool]) -> Proto
     handing each batch of items to ``on_items`` until it returns ``True`` (then:
     ``True``) or the stream ends (``False``). The stream stays usable after an early
     stop."""
-    value: Any = None
-    error: BaseException | None = None
+    value = None
+    error = None
     while True:
         try:
             step = stream.send(value) if error is None else stream.throw(error)
@@ -529,8 +524,8 @@ def pull(stream: Stream, n: int | None) -> Proto[list[Item]]:
 
 def forward(stream: Stream, stop: Callable[[Sequence[Item]], bool]) -> Stream:
     """``stream``'s steps and items, ending after the batch for which ``stop`` is true."""
-    value: Any = None
-    error: BaseException | None = None
+    value = None
+    error = None
     while True:
         try:
             step = stream.send(value) if error is None else stream.throw(error)

@@ -60,14 +60,6 @@ from dynaorm.errors import ThrottledError
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
-__all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing", "tracer"]
-
-#: ``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
-#: answer that says (a lost answer or a 5xx: it may have been applied), or cut off
-ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")
-#: ``dynaorm.outcome`` of an operation span (``unknown``: ``OutcomeUnknownError``)
-OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
-
 _TRACE: Final = "opentelemetry.trace"
 _DYNAMODB: Final = "dynamodb"  # (Attempt.service of a request to DynamoDB)
 _UNKNOWN: Final = object()
@@ -157,6 +149,8 @@ def _names(classes: Any) -> tuple[str, ...]:
 
 
 def _attempt_outcome(attempt: Attempt) -> str:
+    """``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
+    answer that says (a lost answer or a 5xx: it may have been applied), or cut off."""
     if attempt.interrupted:
         return "interrupted"
     if attempt.error is None:
@@ -165,6 +159,7 @@ def _attempt_outcome(attempt: Attempt) -> str:
 
 
 def _operation_outcome(error: BaseException | None) -> str:
+    """``dynaorm.outcome`` of an operation span (``unknown``: ``OutcomeUnknownError``)."""
     if error is None:
         return "ok"
     if not isinstance(error, Exception):
@@ -435,8 +430,13 @@ class Tracing(Hook):
         by_role = {f"dynaorm.capacity.{entity}.{role}": units
                    for (entity, role), units in found.items()} if found else _NOWHERE
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        if opened is not None:
-            self._tally(opened, attempt, _table_units(attempt) if found else 0.0, by_role)
+        if opened is not None:  # counted into its operation's span (no role: no units)
+            with self._lock:
+                opened.attempts += 1
+                opened.capacity += _table_units(attempt) if found else 0.0
+                opened.methods[attempt.operation] = None
+                for name, part in by_role.items():
+                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
         where = (server, by_role) if attempt.service == _DYNAMODB else (
             _NOWHERE, _NOWHERE)  # (the endpoint known, the units: DynamoDB's)
         self._close_attempt(span, attempt, sent, opened, where, tables)
@@ -463,16 +463,6 @@ class Tracing(Hook):
         finally:
             if span is not None:
                 span.end()  # whatever the answer held
-
-    def _tally(self, opened: _Open, attempt: Attempt, units: float,
-               by_role: Mapping[str, float]) -> None:
-        """Count an attempt into its operation's span (no role: no units)."""
-        with self._lock:
-            opened.attempts += 1
-            opened.capacity += units
-            opened.methods[attempt.operation] = None
-            for name, part in by_role.items():
-                opened.by_role[name] = opened.by_role.get(name, 0.0) + part
 
     def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any) -> Any:
         """Start an attempt's span now, with what it says from its start."""

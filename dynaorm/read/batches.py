@@ -17,9 +17,6 @@ from dynaorm.schema.rules import Fetching
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.limits import check_read_key
 
-__all__ = ["FETCHING", "MAX_BATCH_ROUNDS", "MAX_SNAPSHOT", "batch_get_p", "batch_rounds",
-           "snapshot_p"]
-
 #: Items one TransactGetItems reads, at most.
 MAX_SNAPSHOT = 100
 
@@ -108,7 +105,7 @@ def _item(table: Any, key: PlainKey) -> Proto[Item | None]:
     check_read_key(table, key, "item")
     out = yield from call("GetItem", {"TableName": table.name, "Key": wire_key(key),
                                       "ConsistentRead": True})
-    item: Item | None = out.get("Item")
+    item = out.get("Item")
     if item is not None:
         yield from prepare_rows(preparing(table), (item,))
     return item

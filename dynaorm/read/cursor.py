@@ -40,10 +40,6 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.schema.entity import spec_of
 from dynaorm.values.limits import check_key_value
 
-__all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_positions",
-           "decode_cursor_state", "encode_cursor", "fingerprint", "open_sealed", "read_secret",
-           "seal", "secret_of"]
-
 #: The environment variable a shared cursor secret is read from.
 ENV_SECRET = "DYNAORM_CURSOR_SECRET"
 #: Longest cursor accepted (a real one holds a few keys: well under this).

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["Grouped", "group"]
-
 E = TypeVar("E")
 
 

@@ -23,8 +23,6 @@ from dynaorm.values.codec import encode_value
 from dynaorm.values.keys import key_av, key_order, key_value
 from dynaorm.values.limits import check_key_value
 
-__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
-
 #: Sorts after any character a key will hold (UTF-8 order of code points).
 HIGH = "\U0010ffff"
 

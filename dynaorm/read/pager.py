@@ -19,8 +19,6 @@ from typing import Any, Final
 from dynaorm._types import Item, Reader
 from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["DONE", "Pager", "per_request_limit"]
-
 #: A cursor position meaning "this stream has nothing left".
 DONE: Final = False
 

@@ -7,19 +7,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError, ScopeError
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import T, spec_of
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import key_av
-
-__all__ = ["QuerySpec"]
-
-T = TypeVar("T", bound=Entity)
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from dynaorm.errors import DynaormError
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import T, spec_of
 from dynaorm.values.expressions import Condition, Placeholders
 
-__all__ = ["ScanSpec", "check_segments"]
-
-T = TypeVar("T", bound=Entity)
 #: DynamoDB's largest TotalSegments.
 MAX_SEGMENTS = 1_000_000
 

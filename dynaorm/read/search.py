@@ -39,7 +39,7 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import FETCHING, batch_get_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.checks import JOB_MARK
-from dynaorm.schema.entity import Entity, prepare_rows, spec_of
+from dynaorm.schema.entity import T, prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import VectorIndex
 from dynaorm.values.codec import encode_value
@@ -48,9 +48,6 @@ from dynaorm.values.keys import key_id
 from dynaorm.values.limits import float32, short_repr
 from dynaorm.values.ttl import expired
 
-__all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "asked", "search_spec"]
-
-T = TypeVar("T", bound=Entity)
 S = TypeVar("S", bound="SearchSpec[Any]")
 #: the most hits one search returns (DynamoDB's ``TopK`` bound)
 MAX_TOP = 100

@@ -33,8 +33,6 @@ from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
 from dynaorm.values.ttl import expired
 
-__all__ = ["Selection", "projection_of", "selection"]
-
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
 _NO_VALUE: Final[dict[str, Any]] = {}
@@ -55,7 +53,7 @@ def _shape_checks(spec: EntitySpec, index: str | None
     """(attribute, template, prefix) that an item of ``spec`` matches (a prefix: of the
     sort key of its own rows, a latest copy's ``v0_``)."""
     table = spec.table
-    checks: list[tuple[str, KeyTemplate, str]] = [(table.pk, spec.pk, "")]
+    checks = [(table.pk, spec.pk, "")]
     if spec.sk is not None and table.sk is not None:
         checks.append((table.sk, spec.sk, spec.rules.sort_keys.latest))
     for idx in spec.indexes:
@@ -135,7 +133,7 @@ class Selection(Generic[T]):
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
-        name: str | None = item.get(self.type_attr, _NO_VALUE).get("S")
+        name = item.get(self.type_attr, _NO_VALUE).get("S")
         return name if name in self.types else None
 
     def keep(self, item: Item) -> bool:
@@ -205,7 +203,7 @@ class Selection(Generic[T]):
             return position
         if callable(position):  # (after an object read from the answer's bytes)
             position = position()
-        out: list[Any] = []
+        out = []
         for attr in self.key_attrs:
             if attr in fixed:
                 continue
@@ -222,7 +220,7 @@ class Selection(Generic[T]):
         names = [a for a in self.key_attrs if a not in fixed]
         if not isinstance(packed, list) or len(packed) != len(names):
             raise InvalidCursorError("page cursor holds a malformed position")
-        position: Item = dict(fixed)
+        position = dict(fixed)
         for attr, value in zip(names, packed, strict=True):
             if value is None:
                 continue
@@ -289,7 +287,7 @@ class Selection(Generic[T]):
         copies = self.version_keyed if latest else frozenset()
         plain = sorted(self.types.keys() - copies)
         versioned = sorted(copies)
-        parts: list[Condition] = []
+        parts = []
         if plain:
             parts.append(F(self.type_attr).is_in(*plain))
         if versioned and self.table_sk:
@@ -373,7 +371,7 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     if scope is not None:
         read = (tuple(entities), index, sk_attr, exclude, history_base, latest_only,
                 scope_keys, *scope.values.items())
-        scoped: Selection[T] | None = _SCOPED.get(read)
+        scoped = _SCOPED.get(read)
         if scoped is None:
             scoped = dataclasses.replace(selection(
                 entities, index, sk_attr=sk_attr, exclude=exclude,

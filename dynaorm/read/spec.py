@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Self
 
 from pydantic import Field as PydanticField
 
@@ -25,15 +25,12 @@ from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, 
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
-from dynaorm.schema.entity import Entity, prepare_rows, spec_of
+from dynaorm.schema.entity import T, prepare_rows, spec_of
 from dynaorm.schema.paths import check_names
 from dynaorm.values.expressions import Condition, Placeholders, rename_paths
 from dynaorm.values.keys import key_id
 from dynaorm.values.tree import merged_kinds
 
-__all__ = ["Page", "ReadSpec"]
-
-T = TypeVar("T", bound=Entity)
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
 DEFAULT_PAGE_SIZE = 100
 #: Items one request of an iteration (``for``/``.all()``) reads when neither ``page_size``
@@ -283,9 +280,6 @@ class ReadSpec(Generic[T]):
                                      room=remaining), seen)
 
     # -- protocols of the terminals (both session kinds drive these) -----------------
-    def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
-        return (yield from pull(self._items(sel, attrs), None))
-
     def _count_p(self) -> Proto[int]:
         sel = self._selection()
         n = self._streams()
@@ -346,7 +340,7 @@ class ReadSpec(Generic[T]):
         them."""
         attrs = () if sel.fetch or sel.keeping else dict.fromkeys(
             [*names, *sel.key_attrs, sel.type_attr, *sel.scope_attrs])
-        return (yield from self._collect_p(sel, list(attrs)))
+        return (yield from pull(self._items(sel, list(attrs)), None))
 
     def _operation_of(self, terminal: str | None = None) -> Operation:
         """What the hooks are told this read is: each page of an iteration, or (named)

@@ -42,21 +42,6 @@ class IndexTemplates(Protocol):
     @property
     def sk(self) -> KeyTemplate | None: ...
 
-__all__ = [
-    "JOB_MARK",
-    "OVERLAP_POLICIES",
-    "IndexTemplates",
-    "check_mapping",
-    "check_reserved",
-    "check_rules",
-    "could_overlap",
-    "key_attr_templates",
-    "literal_outranks",
-    "overlap_policy",
-    "stored_names",
-    "unstored_fields",
-]
-
 #: ``Meta.overlaps``: "literal" (default) lets a literal key win over another entity's
 #: template on a table without a type attribute; "refuse" keeps 0.2's strict check
 OVERLAP_POLICIES = ("literal", "refuse")
@@ -64,7 +49,7 @@ OVERLAP_POLICIES = ("literal", "refuse")
 
 def stored_names(cls: type[Any]) -> dict[str, str]:
     """Field name -> stored name, for fields whose alias (or serialization alias) differs."""
-    out: dict[str, str] = {}
+    out = {}
     for name, info in cls.model_fields.items():
         alias = info.serialization_alias or info.alias
         if isinstance(alias, str) and alias and alias != name:
@@ -94,7 +79,7 @@ def _fits(annotation: Any, kind: str) -> bool:
 def key_attr_templates(table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                    indexes: Iterable[IndexTemplates]) -> list[tuple[str, KeyTemplate]]:
     """(key attribute, its template) of the table key and of each secondary index."""
-    pairs: list[tuple[str, KeyTemplate]] = [(table.pk, pk)]
+    pairs = [(table.pk, pk)]
     if sk is not None and table.sk is not None:
         pairs.append((table.sk, sk))
     for idx in indexes:
@@ -130,7 +115,7 @@ def _check_key_clash(owner: str, table: TableSchema, stored: Mapping[str, str],
     renamed field whose own name is such an attribute or the TTL attribute."""
     as_key = {attr for attr, t in templates if t.single is not None
               and renames.get(t.single, t.single) == attr}
-    reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
+    reserved = {table.pk, table.sk, table.type_attribute}
     for index_name in table.indexes:  # every index: a field must not leak into one
         if table.native(index_name) is None:  # (a native index's keys are fields)
             reserved.update(table.key_attributes(index_name))
@@ -247,7 +232,7 @@ def _check_overlaps(cls: type[Any], table: TableSchema, layouts: Layouts,
     """Each layout of ``cls`` (its keys, ``Meta.previous``'s until migrated) against each
     of every other entity's: a row both may fit is told apart by a literal key only."""
     for other in list(table.entities.values()):
-        theirs: Any = other.__dynaorm_spec__  # the other's EntitySpec
+        theirs = other.__dynaorm_spec__  # the other's EntitySpec
         if other.__qualname__ == cls.__qualname__:
             continue
         for (pk, sk), (tpk, tsk) in ((m, t) for m in layouts for t in theirs.layouts):

@@ -9,8 +9,6 @@ from typing import Any
 from dynaorm.schema.rules import Change, Shape
 from dynaorm.schema.rules.versioned import version_sk
 
-__all__ = ["described", "own_key"]
-
 
 def described(spec: Any, write: str) -> Change:
     """A write of kind ``write`` (``"insert"``, ``"update"``, ``"move"``, ``"delete"``) of

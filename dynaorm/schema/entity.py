@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
 from types import MethodType
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -22,7 +22,7 @@ from dynaorm.errors import (
 )
 from dynaorm.schema.rules import Values, no_values
 from dynaorm.schema.rules.indexes import UTC_TIME
-from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
+from dynaorm.schema.rules.stamps import declare_timestamps
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
@@ -35,9 +35,7 @@ from dynaorm.values.state import (
     answer_items,
     decoded_numbers,
 )
-
-__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "prepare_rows", "preparing",
-           "raw_state", "spec_of"]
+from dynaorm.values.ttl import encode_ttl
 
 
 class Entity(BaseModel):
@@ -140,6 +138,14 @@ class Entity(BaseModel):
         fast = _fast(cls, spec)
         obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
+
+
+#: an entity of one class, as the sessions and the reads take and give it (``T2``-``T4``:
+#: the others of a read over several)
+T = TypeVar("T", bound=Entity)
+T2 = TypeVar("T2", bound=Entity)
+T3 = TypeVar("T3", bound=Entity)
+T4 = TypeVar("T4", bound=Entity)
 
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
@@ -420,7 +426,7 @@ def prepare_rows(specs: Iterable[EntitySpec], items: Sequence[Any], writing: boo
     material as steps; ``writing``: before rows of theirs are encoded too, and the values
     they render into keys, ``values()``). Items that are not rows (objects read from an
     answer's bytes) are skipped; a spec whose rules prepare nothing costs one check."""
-    rows: tuple[Item, ...] | None = None
+    rows = None
     for spec in {id(s): s for s in specs}.values():
         if spec.rules.preparers:
             if rows is None:

@@ -19,12 +19,9 @@ from typing import Any, Literal
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.entity import Entity, encode_entity, raw_state, spec_of
-from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.state import Deleted, InstanceState
-
-__all__ = ["Inspection", "inspect"]
+from dynaorm.values.state import Deleted, InstanceState, MovedState
 
 _MISSING: Any = object()
 
@@ -131,9 +128,13 @@ def inspect(obj: Entity) -> Inspection:
             key=MappingProxyType(dict(state.key)), loaded=MappingProxyType(loaded),
             version=state.version, changed=_changed(spec, obj, before),
             previous_layout=isinstance(state, MovedState))
+    try:  # the table key a save would insert it at (None: its fields cannot render it)
+        key: Mapping[str, Any] | None = MappingProxyType(spec.primary_key(obj.__dict__))
+    except (DynaormError, LookupError, TypeError, ValueError):
+        key = None
     return Inspection(
         entity=cls, status="deleted" if isinstance(state, Deleted) else "new",
-        table=spec.table, key=_key_now(spec, obj), loaded=None, version=None, changed=None,
+        table=spec.table, key=key, loaded=None, version=None, changed=None,
         previous_layout=False)
 
 
@@ -163,12 +164,3 @@ def _changed(spec: EntitySpec, obj: Entity, before: Any) -> frozenset[str]:
             return frozenset(differ)
         stored = [n for n in stored if after.get(spec.attr(n)) != loaded.get(spec.attr(n))]
     return frozenset(stored + in_key)
-
-
-def _key_now(spec: EntitySpec, obj: Entity) -> Mapping[str, Any] | None:
-    """The table key a save would insert ``obj`` at, or ``None`` when its fields cannot
-    render it."""
-    try:
-        return MappingProxyType(spec.primary_key(obj.__dict__))
-    except (DynaormError, LookupError, TypeError, ValueError):
-        return None

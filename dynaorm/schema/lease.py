@@ -26,8 +26,6 @@ from dynaorm.ksuid import ksuid
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.expressions import Condition, F
 
-__all__ = ["Lease", "acquiring", "holding", "stage"]
-
 L = TypeVar("L", bound="Lease")
 
 

@@ -18,8 +18,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import InvalidValueError
 from dynaorm.values.expressions import paths
 
-__all__ = ["bounds", "check_names", "field_adapter", "path_parts", "path_type"]
-
 
 def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapter[Any]:
     """A validator of a field's type (or a nested path's: :func:`path_type`), its
@@ -61,8 +59,8 @@ def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
     ``cls`` is: (the model declaring it, its name there, its annotation; for a map's value
     or a list's element, ``None``, the part, its annotation). ``InvalidValueError`` for an
     unknown name, an index on what is not a list, a key on what is not a dict."""
-    ann: Any = cls
-    owner: type[Any] | None = None
+    ann = cls
+    owner = None
     part: Any = ""
     for part in path_parts(path):
         ann = _unwrapped(ann)

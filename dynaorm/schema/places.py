@@ -11,8 +11,6 @@ from typing import Any
 
 from dynaorm.errors import DynaormError
 
-__all__ = ["OFFLOAD_THRESHOLD", "checked_key_scope", "checked_offload", "offload_location"]
-
 #: the size from which an ``Offloaded`` value is kept in S3 (``offload_threshold=``): 64 KiB
 OFFLOAD_THRESHOLD = 64 * 1024
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")

@@ -12,8 +12,6 @@ from typing import Any
 from dynaorm.errors import DynaormError
 from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, RECEIPT_TYPE
 
-__all__ = ["DYNAORM_TYPES", "RowKind", "receipts"]
-
 #: the row types dynaorm writes itself, which no registered kind takes
 DYNAORM_TYPES = {RECEIPT_TYPE: "the receipts of idempotent commits",
                  GUARD_TYPE: "the unique guards"}

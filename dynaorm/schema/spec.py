@@ -24,7 +24,6 @@ from dynaorm.schema.checks import (
     check_reserved,
     check_rules,
     key_attr_templates,
-    literal_outranks,
     overlap_policy,
     stored_names,
     unstored_fields,
@@ -34,10 +33,9 @@ from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rule
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
-from dynaorm.schema.rules.revision import Revision
-from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
+from dynaorm.schema.rules.revision import Revision  # noqa: F401 (registers its rule)
+from dynaorm.schema.rules.shards import Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
-from dynaorm.schema.rules.tenants import TenantKeys
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
@@ -46,7 +44,13 @@ from dynaorm.schema.rules.versioned import (
     version_sk,
 )
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
+from dynaorm.schema.templates import (
+    SHARD_FIELD,
+    KeyTemplate,
+    field_template,
+    literal_outranks,
+    parse_keys,
+)
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
@@ -56,13 +60,9 @@ from dynaorm.values.ttl import expired
 if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import Layout
 
-#: the rule modules, imported for their registration (every one builds for every entity)
-#: (the previous-layout rule registers when the first entity declaring ``Meta.previous``
-#: is built: its module is not loaded before)
-_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning,
-          TenantKeys)  # (and the tenants' keys of a key_scope table's Encrypted fields)
-
-__all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
+# the rule modules imported above register their rules (every one builds for every
+# entity); the previous-layout rule registers when the first entity declaring
+# ``Meta.previous`` is built: its module is not loaded before
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps", "overlaps", "key_only", "previous", "lock")
@@ -108,7 +108,7 @@ class EntitySpec:
     field_names: frozenset[str]
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
-    null_fields: frozenset[str] = field(default=frozenset())
+    null_fields: frozenset[str] = frozenset()
     #: field name -> stored attribute name, for the fields stored under an alias
     renames: Mapping[str, str] = field(default_factory=dict)
     #: ``Meta.overlaps``: "literal" (a literal key wins over another entity's template on
@@ -165,7 +165,7 @@ class EntitySpec:
         """``Meta.previous``: the layout its items had before a design change
         (migrations); the previous-layout rule's."""
         rule = self.rules.by_name.get("previous")
-        layout: Layout | None = getattr(rule, "before", None)
+        layout = getattr(rule, "before", None)
         return layout
 
     def separators(self, name: str) -> frozenset[str]:
@@ -344,7 +344,7 @@ class EntitySpec:
         :meth:`primary_key`. Fields the key does not hold are left out."""
         item = {attr: key_av(text) for attr, text in key.items()}
         raw = self.fill_from_keys(item, {})
-        out: dict[str, Any] = {}
+        out = {}
         for name, text in raw.items():
             if name == SHARD_FIELD or name not in self.cls.model_fields:
                 continue
@@ -356,7 +356,7 @@ class EntitySpec:
 
     def index_keys(self, values: Mapping[str, Any]) -> dict[str, str]:
         """Key attributes of every index the item takes part in (sparse ones left off)."""
-        out: dict[str, str] = {}
+        out = {}
         for idx in self.indexes:
             if any(values.get(f) is None for f in idx.fields if f != SHARD_FIELD):
                 continue

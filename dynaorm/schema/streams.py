@@ -29,14 +29,11 @@ from typing import Any, Literal, Protocol
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.schema.rules.receipts import own_row
-from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
+from dynaorm.schema.rules.unique import OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.unclaimed import claimant, rule_row
 from dynaorm.values.codec import decode_value
-from dynaorm.values.keys import key_value
-
-__all__ = ["Change", "ChangeKind", "ChangeRole", "classify", "iter_changes",
-           "normalize_item", "parse_change"]
+from dynaorm.values.keys import GUARD_TYPE, key_value
 
 ChangeKind = Literal["insert", "modify", "remove"]
 ChangeRole = Literal["row", "latest", "version", "guard", "rule"]
@@ -321,7 +318,7 @@ def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
     if spec.versioned and sk is not None:
         parsed = parse_version_sk(sk)
         if parsed is not None:
-            version: int = parsed[0]
+            version = parsed[0]
             return ("latest" if version == 0 else "version"), version
     return "row", None
 

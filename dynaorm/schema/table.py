@@ -5,7 +5,6 @@ one to a client)."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 from dynaorm.schema.places import (
+    _NAME,
     OFFLOAD_THRESHOLD,
     checked_key_scope,
     checked_offload,
-    offload_location,
 )
 from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 from dynaorm.values.keys import OWN_PREFIX
@@ -25,12 +24,8 @@ from dynaorm.values.keys import OWN_PREFIX
 if TYPE_CHECKING:
     from dynaorm.schema.rows import RowKind
 
-__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "OFFLOAD_THRESHOLD", "TableSchema",
-           "VectorIndex", "check_name", "offload_location"]
-
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
-_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 #: the distance functions of a vector index (DynamoDB's ``VectorDistanceFunction``)
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 #: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
@@ -453,8 +448,8 @@ class TableSchema:
     # -- schema --------------------------------------------------------------------
     def definition(self) -> dict[str, Any]:
         """The CreateTable request for this table and all its indexes."""
-        gsis: list[dict[str, Any]] = []
-        lsis: list[dict[str, Any]] = []
+        gsis = []
+        lsis = []
         for index in self.indexes.values():
             projection = _projection(index.projection, self._carried)
             if isinstance(index, GSI):
@@ -542,7 +537,7 @@ def _check_ttl(name: str, ttl: str | None, taken: set[Any]) -> None:
 
 def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[str, GSI | LSI]:
     """The declared indexes by name, checked (names, no twice, an LSI needs a sort key)."""
-    found: dict[str, GSI | LSI] = {}
+    found = {}
     for index in indexes:
         check_name("index", index.name)
         if index.name in found:
@@ -565,7 +560,7 @@ def _vector_indexes(table: str, declared: Sequence[VectorIndex],
                     own: tuple[str | None, ...]) -> dict[str, VectorIndex]:
     """The declared vector indexes by name, checked: vector indexes, no name twice (among
     the secondary indexes too), vectors never in a key or dynaorm's own attributes."""
-    found: dict[str, VectorIndex] = {}
+    found = {}
     for index in declared:
         if not isinstance(index, VectorIndex):
             raise DynaormError(f"table {table!r}: vector_indexes= takes VectorIndex objects, "
@@ -585,7 +580,7 @@ def _key_types(table: str, key_types: Mapping[str, str] | None, key_attrs: set[s
                ) -> dict[str, str]:
     """``key_types`` checked: each names a key attribute, as ``"S"``, ``"N"`` or ``"B"``;
     the strings are left out (a key attribute is a string unless it says otherwise)."""
-    found: dict[str, str] = {}
+    found = {}
     for attr, kind in dict(key_types or {}).items():
         if kind not in ("S", "N", "B"):
             raise DynaormError(f"table {table!r}: key_types[{attr!r}] must be 'S', 'N' or "

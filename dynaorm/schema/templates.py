@@ -21,9 +21,6 @@ from typing import Any
 from dynaorm.errors import KeyTemplateError
 from dynaorm.values.keys import BinaryKey, NumberKey, key_value, number_key
 
-__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "literal_outranks", "parse_keys",
-           "render_value"]
-
 #: The pseudo-field that write sharding fills in (never an entity field).
 SHARD_FIELD = "shard"
 _CONVERSIONS = {"u": str.upper, "l": str.lower}
@@ -37,7 +34,7 @@ def render_value(value: Any, spec: str = "") -> str:
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, datetime):
-        moment: datetime = value.astimezone(UTC) if value.tzinfo is not None else value
+        moment = value.astimezone(UTC) if value.tzinfo is not None else value
         if spec:
             return format(moment, spec)
         return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -286,7 +283,7 @@ class KeyTemplate:
                 raise KeyTemplateError(f"{owner}: begins_with does not apply to the "
                                        f"{self.key_type} key {self.source!r}")
             return self._typed(values, owner) if self.fields[0] in values else ""
-        out: list[str] = []
+        out = []
         for seg in self.segments:
             if isinstance(seg, str):
                 out.append(seg)
@@ -324,7 +321,7 @@ class KeyTemplate:
         wanted = set(names)
         if self.key_type != "S" or self.single is not None or not wanted:
             return None
-        parts: list[str] = []
+        parts = []
         for i, seg in enumerate(self.segments):
             if isinstance(seg, str):
                 if not wanted:
@@ -344,7 +341,7 @@ class KeyTemplate:
         """The source of this template from its start through the first field ``name``,
         as written (its conversion and format spec kept, literals escaped): a template of
         the keys' leading part (``"ORG#{n:05d}"`` of ``"ORG#{n:05d}#U#{uid}"``)."""
-        out: list[str] = []
+        out = []
         for seg in self.segments:
             if isinstance(seg, str):
                 out.append(seg.replace("{", "{{").replace("}", "}}"))
@@ -523,8 +520,8 @@ class KeyTemplate:
         prefix). ``("", False, ())`` for a typed key."""
         if self.key_type != "S":
             return "", False, ()
-        out: list[str] = []
-        inner: list[str] = []
+        out = []
+        inner = []
         stopped = False
         for s in self.segments:
             if isinstance(s, str):
@@ -617,7 +614,7 @@ def parse_keys(item: Mapping[str, Any], checks: Any) -> dict[str, Any] | None:
     (each ``(attribute, template, prefix)``; ``prefix``: the sort-key prefix of an
     entity's own rows, a latest copy's ``v0_``, read off first), or ``None`` when one does
     not fit."""
-    out: dict[str, Any] = {}
+    out = {}
     for attr, template, prefix in checks:
         av = item.get(attr)
         if av is None:

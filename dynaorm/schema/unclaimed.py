@@ -34,14 +34,9 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
-from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.templates import KeyTemplate
-from dynaorm.values.keys import key_av
+from dynaorm.values.keys import GUARD_TYPE, key_av
 from dynaorm.values.records import Put, Role
-
-__all__ = ["LANGGRAPH_HINT", "LANGGRAPH_TYPES", "RuleRow", "check_rule_rows", "claimant",
-           "claimed_names", "fix_hint", "langgraph_row", "note_unclaimed", "refuse_claimed",
-           "rule_row", "rule_rows", "ruled_over", "unclaimed_name", "unclaimed_shape"]
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot
 #: import: its entities' names, as it declares them)

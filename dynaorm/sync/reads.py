@@ -6,7 +6,7 @@ through the session's driver (each page one operation for the hooks)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from dynaorm.client.drivers import SyncDriver
 from dynaorm.read.grouped import Grouped, group
@@ -14,11 +14,7 @@ from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
 from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
-from dynaorm.schema.entity import Entity
-
-__all__ = ["Query", "Scan", "Search", "SyncTerminals"]
-
-T = TypeVar("T", bound=Entity)
+from dynaorm.schema.entity import T
 
 
 class SyncTerminals(ReadSpec[T]):

@@ -154,8 +154,8 @@ class TestBackend:
     def scan_raw(self, table: Table | None = None) -> list[Item]:
         """Every stored item in wire form (consistent scan, sorted by key)."""
         t = table or self.table
-        items: list[Item] = []
-        request: dict[str, Any] = {"TableName": t.name, "ConsistentRead": True}
+        items = []
+        request = {"TableName": t.name, "ConsistentRead": True}
         while True:
             out = t.db.driver.run(call("Scan", request))
             items.extend(out.get("Items", []))

@@ -53,8 +53,6 @@ from dynaorm.errors import RequestError, TableNotFoundError
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size
 from dynaorm.wire import decode, render
 
-__all__ = ["BULK_OPERATIONS", "BulkService", "bulk_pace", "s3_factory"]
-
 #: the operations the bulk service answers
 BULK_OPERATIONS: Final = frozenset({
     "StartBulkPutItems", "DescribeBulkOperation", "ListBulkOperations",

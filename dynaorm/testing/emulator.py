@@ -52,9 +52,6 @@ from dynaorm.testing.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
 from dynaorm.testing.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.wire import render
 
-__all__ = ["ANSWERS", "INDEX_READS", "MIRROR_SUFFIX", "EmbeddedTransport", "Emulator",
-           "IndexLag", "current_lag", "index_lag", "mirror_definition", "unfronted"]
-
 #: sends one request to the engine behind (as it is: no rule applied), a failure raised
 #: as a :class:`~dynaorm.RequestError`
 Forward = Callable[[str, dict[str, Any]], dict[str, Any]]

@@ -23,8 +23,6 @@ from urllib.parse import urlparse
 from dynaorm import DynaormError, Table
 from dynaorm.private_apis import moto_active
 
-__all__ = ["AWS_DOMAINS", "TEST_HOSTS", "NotATestEngineError", "check_test_engine"]
-
 #: the environment variable naming hosts besides this machine's that are test engines
 #: (comma-separated host names or addresses: ``dynamodb-local,10.0.0.7``)
 TEST_HOSTS = "DYNAORM_TEST_HOSTS"

@@ -37,9 +37,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["data_file", "dynamodb_json", "export_folder", "full_export", "incremental_export",
-           "write_manifests"]
-
 Item = dict[str, Any]  # (an item to export: plain values, or DynamoDB JSON)
 
 START, END = "2026-01-01T00:00:00.000Z", "2026-01-01T00:05:00.000Z"

@@ -27,8 +27,6 @@ from dynaorm.testing.emulator import Emulator
 from dynaorm.wire import checked_answer, decode, render
 from dynaorm.wire.http import BadAnswer
 
-__all__ = ["fault_proxy"]
-
 _TARGET = "DynamoDB_20120810."
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "te", "trailers",
                          "transfer-encoding", "upgrade", "host", "content-length", "date",

@@ -19,9 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["serve_vectors"]
-
-
 #: the vector-search endpoints (in-process, a search goes where the SDKs send it)
 _SEARCH_ENDPOINTS = (r"https?://search-dynamodb\.(.+)\.amazonaws\.com",
                      r"https?://(.+)\.search-ddb\.(.+)\.amazonaws\.com")

@@ -74,9 +74,6 @@ from pydantic_core import core_schema
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 
-__all__ = ["Kind", "decode_item", "decode_number", "decode_value", "encode_fields",
-           "encode_value", "kind_of", "kind_of_schema", "kinds", "register", "stored_as"]
-
 T = TypeVar("T")
 
 
@@ -120,7 +117,7 @@ def _encode_map(value: Mapping[Any, Any]) -> AttributeValue:
     one), each stored once. Any other key (``1``, ``(2, 3)``, ``None``, ``b"k"``) raises
     :class:`~dynaorm.InvalidValueError`: turning it into a string would change the value
     silently (``{1: "a", "1": "b"}`` would be stored as ``{"1": "b"}``)."""
-    out: dict[str, AttributeValue] = {}
+    out = {}
     for k, v in value.items():
         name = k.value if isinstance(k, enum.Enum) else k
         if not isinstance(name, str):
@@ -363,7 +360,7 @@ def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any
     """An item's attribute values (DynamoDB JSON) as Python values, with no entity: text,
     numbers (``int`` or ``Decimal``), ``bytes``, sets, lists and dicts; with ``names``, only
     those attributes."""
-    out: dict[str, Any] = {}
+    out = {}
     for k in item if names is None else names:
         got = item.get(k)
         if got is not None:

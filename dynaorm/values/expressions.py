@@ -28,8 +28,6 @@ from dynaorm._types import AttributeValue, Item
 from dynaorm.values.codec import encode_value
 from dynaorm.values.tree import kind_at
 
-__all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
-
 
 class Placeholders:
     """Allocates ``#n``/``:v`` placeholders for one request (names are reused)."""
@@ -382,7 +380,7 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
-    out: list[AttributeValue] = []
+    out = []
     stack = [cond]
     while stack:
         node = stack.pop()
@@ -427,7 +425,7 @@ def holds(cond: Condition, item: Item | None) -> bool:
 def _path(item: Item, path: str) -> AttributeValue | None:
     if type(path) is Name:
         return item.get(path)
-    current: AttributeValue | None = None
+    current = None
     scope: Any = item
     for segment in re.findall(r"[^.\[\]]+|\[\d+\]", path):
         if segment[0] == "[":  # a list index

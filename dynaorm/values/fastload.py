@@ -45,9 +45,6 @@ from pydantic_core import SchemaValidator
 from dynaorm.caches import cache
 from dynaorm.values.codec import kind_of_schema
 
-__all__ = ["Fast", "build_validator", "collector_paused", "fast_answer", "fast_validator",
-           "field_tag"]
-
 #: the keys of a field schema the fast way reads as the plain way does (constraints)
 _KEYS: Final = frozenset({
     "type", "strict", "metadata", "max_length", "min_length", "pattern", "strip_whitespace",
@@ -258,7 +255,7 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
             or inner.get("strict") or "allow" in (config.get("extra_fields_behavior"),
                                                   inner.get("extra_behavior"))):
         return None  # (extra="allow": a plain load's objects hold an empty extra dict)
-    fields: dict[str, Any] = {}
+    fields = {}
     for name, field in inner.get("fields", {}).items():
         fast = _field(name, field, renames)
         if fast is None:

@@ -35,8 +35,6 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind
 
-__all__ = ["StoredAs"]
-
 _NAMED = ("iso-z", "iso-z-millis", "epoch-seconds", "epoch-millis", "number")
 
 

@@ -15,9 +15,6 @@ from typing import Any
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
 
-__all__ = ["GUARD_TYPE", "KEY_TYPES", "OWN_PREFIX", "RECEIPT_TYPE", "BinaryKey", "NumberKey",
-           "key_av", "key_id", "key_order", "key_value", "number_key", "wire_key"]
-
 #: what the partition key of every row a table keeps for itself or for a surface begins with
 #: (a receipt's ``dynaorm:receipt#...``, any row kind's: ``dynaorm.RowKind``): no entity's
 #: key may (refused when rendered)
@@ -27,9 +24,6 @@ OWN_PREFIX = "dynaorm:"
 GUARD_TYPE = OWN_PREFIX + "unique"
 #: the type of an idempotent commit's receipt row (``dynaorm.schema.rules.receipts``'s)
 RECEIPT_TYPE = OWN_PREFIX + "receipt"
-
-#: The key attribute types DynamoDB knows.
-KEY_TYPES = frozenset({"S", "N", "B"})
 
 
 class NumberKey(str):

@@ -36,11 +36,6 @@ from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateErro
 from dynaorm.values.keys import wire_key
 from dynaorm.values.records import Clause, Member
 
-__all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
-           "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
-           "check_values", "describe_key", "float32", "item_size", "number_problem", "number_size",
-           "short_repr", "text_size", "updated_item", "value_problem", "value_size", "with_members"]
-
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
 #: Bytes of a sort key value (table or index; guard keys too), at most.
@@ -91,7 +86,7 @@ def value_size(av: AttributeValue) -> int:
     nulls 1, sets the sum of their members, maps and lists 3 plus 1 per member plus
     their members, and a map its key names)."""
     total = 0
-    stack: list[AttributeValue] = [av]
+    stack = [av]
     while stack:
         (tag, raw), = stack.pop().items()
         size = _SIZES.get(tag[0])
@@ -174,7 +169,7 @@ def with_members(item: Item, members: Sequence[Member]) -> Item:
     changes; a path through no map changes nothing, as DynamoDB would refuse it)."""
     out = dict(item)
     for path, av in members:
-        at: Item = out
+        at = out
         for name in path[:-1]:
             inner = at.get(name)
             if type(inner) is not dict or type(inner.get("M")) is not dict:
@@ -238,13 +233,13 @@ def _set_problem(tag: str, raw: Any) -> str | None:
 def value_problem(av: AttributeValue) -> tuple[str, str] | None:
     """``(path inside the value, reason)`` of the first thing DynamoDB would refuse in
     ``av`` (``None``: nothing). Iterative: any depth is answered, never recursed."""
-    stack: list[tuple[Any, str, int]] = [(av, "", 1)]  # (values may come from anywhere)
+    stack = [(av, "", 1)]  # (values may come from anywhere)
     while stack:
         value, path, depth = stack.pop()
         if not isinstance(value, Mapping) or len(value) != 1:
             return path, f"malformed AttributeValue {value!r}"
         (tag, raw), = value.items()
-        problem: str | None = None
+        problem = None
         if tag == "S":
             problem = _utf8_problem(raw)
         elif tag == "N":
@@ -342,7 +337,7 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     (30 without the shortcut); tests/equivalence/test_caches_and_sizes.py holds it to
     the plain path on generated items."""
     size = 0
-    rest: list[tuple[str, AttributeValue]] = []
+    rest = []
     for name, av in item.items():
         text = av.get("S") if type(av) is dict and len(av) == 1 else None
         if (type(text) is str and type(name) is str and name and name.isascii()

@@ -14,9 +14,6 @@ from typing import Any, NamedTuple
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.values.expressions import Condition
 
-__all__ = ["Built", "Clause", "ConditionCheck", "Delete", "Fail", "Member", "Op", "Origin", "Put",
-           "Role", "Update"]
-
 #: one action of an update expression: ``(clause, attribute, value)`` (``SET``,
 #: ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``, ``DELETE``; ``REMOVE`` without a value)
 Clause = tuple[str, str, AttributeValue | None]

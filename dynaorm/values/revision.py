@@ -11,8 +11,6 @@ from typing import Any
 
 from dynaorm._types import Item
 
-__all__ = ["REVISION", "new_revision", "revision_of", "stamp_of"]
-
 #: the default revision attribute (``Table(revision_attribute=...)``): the revision every
 #: dynaorm write stamps on an entity's row (a fresh random value per
 #: request): after an answer that may have been lost, a consistent read proves the write

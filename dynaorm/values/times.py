@@ -9,9 +9,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Stamps", "apply_stamps", "now", "stamped"]
-
-
 #: The timestamps one write sets: ``(field, value)`` pairs.
 Stamps = tuple[tuple[str, datetime], ...]
 

@@ -13,8 +13,6 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import InvalidValueError
 
-__all__ = ["encode_ttl", "expired"]
-
 
 def expired(item: Item, attr: str | None) -> bool:
     """Whether ``item``'s TTL attribute ``attr`` holds a time that has passed."""

@@ -60,26 +60,6 @@ from dynaorm.wire.sigv4 import Signer
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = [
-    "CONNECTION_ERROR",
-    "TARGET_PREFIX",
-    "AsyncWire",
-    "SearchingWire",
-    "SyncWire",
-    "Transport",
-    "Wire",
-    "WireSettings",
-    "answer_error",
-    "answer_problem",
-    "checked_answer",
-    "decode",
-    "decoded_success",
-    "failed",
-    "render",
-    "request_error",
-    "wire_for",
-]
-
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
 #: the ``code`` of every failure without an answer (retried by the retry rules)
@@ -272,7 +252,7 @@ def answer_error(operation: str, request: dict[str, Any], status: int,
     status when absent) and ``message`` (or ``Message``), with its modeled fields. Its
     ``response`` holds the answer's ``ResponseMetadata``."""
     text = data.strip()
-    fields: dict[str, Any] = {}
+    fields = {}
     if status >= 500 and (not text or text.startswith(b"<html>")):
         code, message = str(status), _REASONS.get(status, "")
     else:

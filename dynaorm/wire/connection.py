@@ -31,8 +31,6 @@ from typing import Final
 
 import httptools
 
-__all__ = ["MAX_BODY", "MAX_HEAD", "MAX_HEADERS", "AnswerReader", "MalformedAnswer"]
-
 #: the most bytes of an answer's status line and headers
 MAX_HEAD: Final = 65536
 #: the most header lines an answer may have (``http.client``'s limit)

@@ -22,9 +22,6 @@ from urllib.parse import quote, urlsplit
 from dynaorm.private_apis import botocore_operation_url, botocore_verify
 from dynaorm.wire.http import tls_context
 
-__all__ = ["Endpoint", "client_endpoint", "endpoint_of", "proxy_tls_context", "sanitized",
-           "search_endpoint", "tls_verify", "trace_header"]
-
 
 @dataclass(frozen=True)
 class Endpoint:

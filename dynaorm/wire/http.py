@@ -53,20 +53,6 @@ from dynaorm.wire.connection import AnswerReader, MalformedAnswer
 if TYPE_CHECKING:  # asyncio loads with the first async request: a sync process never pays it
     import asyncio
 
-__all__ = [
-    "AnswerTimeout",
-    "AsyncHTTPPool",
-    "BadAnswer",
-    "ConnectFailed",
-    "ConnectionLost",
-    "Destination",
-    "HTTPPool",
-    "SendFailed",
-    "WireFailure",
-    "loop_keeper",
-    "tls_context",
-]
-
 T = TypeVar("T")
 
 

@@ -20,8 +20,6 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["Signer", "plain_host"]
-
 _SERVICE = "dynamodb"
 #: the ``Content-Type`` of every DynamoDB request (JSON 1.0)
 CONTENT_TYPE = "application/x-amz-json-1.0"

@@ -21,14 +21,6 @@ from dynaorm.values.expressions import (
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
 
-__all__ = [
-    "WRITING",
-    "conditioned",
-    "expect_loaded_version",
-    "expect_stored_version",
-    "with_condition",
-]
-
 
 def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:
     """A caller's expected version (If-Match) is honoured: ``obj.version`` set to anything

@@ -28,8 +28,6 @@ from dynaorm.write.records import (
     Reads,
 )
 
-__all__ = ["DeleteEntry"]
-
 
 @dataclass(frozen=True, slots=True)
 class DeleteEntry(ObjectWrite):

@@ -68,9 +68,6 @@ from dynaorm.write.render import WritePlan, stamps
 if TYPE_CHECKING:
     from dynaorm.schema.table import TableSchema
 
-__all__ = ["APPLIED", "Read", "failure", "map_failure", "read_back", "resolve",
-           "unapplied_by"]
-
 #: reads one key of a table consistently: the stored item or ``None``
 Read = Callable[["TableSchema", PlainKey], Reading[Item | None]]
 

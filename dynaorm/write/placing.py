@@ -28,9 +28,6 @@ from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.costs import known_items
 from dynaorm.write.records import Outcome, Prepared
 
-__all__ = ["Published", "known_at", "placed", "placing", "publish_p", "release_p",
-           "settled_p"]
-
 #: what one rule did outside the table for a commit: its ``release`` and what it returned
 Published = list[tuple[Callable[..., Any], Any]]
 

@@ -40,9 +40,6 @@ if TYPE_CHECKING:
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
 
-__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
-           "StagedWrite", "Written", "loaded_values", "stored_values"]
-
 T = TypeVar("T")
 #: a protocol whose result is ``T`` (its steps are whatever the reads yield)
 Reading = Generator[Any, Any, T]

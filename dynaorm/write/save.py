@@ -52,15 +52,13 @@ from dynaorm.write.records import (
     stored_values,
 )
 
-__all__ = ["SaveEntry", "plan_save"]
-
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
               ) -> Planned[Outcome]:
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes (planned on a row of its entity's
     previous layout, a move: the layout plans it)."""
-    spec: EntitySpec = type(entry.obj).__dynaorm_spec__  # (staged: its class was checked)
+    spec = type(entry.obj).__dynaorm_spec__  # (staged: its class was checked)
     moved = None if state is None else spec.rules.before.save(spec, entry, state, index,
                                                               WRITING)  # (a move: loaded)
     if moved is not None:
@@ -105,7 +103,7 @@ class SaveEntry(ObjectWrite):
         version row was refused (``again``), or one in its migration window, continues
         the history a deleted predecessor kept."""
         obj = self.obj
-        spec: EntitySpec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
+        spec = type(obj).__dynaorm_spec__  # (staged: its class was checked)
         state = obj._dynaorm_state
         if self.overwrite and (spec.has_rules or spec.lock):  # on what is stored now (an object
             # read from the previous layout: under either layout, as that layout reads it)
@@ -250,7 +248,10 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     caller's condition ANDed in; ``None`` when nothing changed."""
     to_set, to_remove, item, members = merged.set, merged.remove, merged.item, merged.members
     if spec.unstored and (to_set or to_remove or members):
-        to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
+        # (key-only or excluded fields' attributes the stored item still holds, written
+        # before the field became key-only: the update removes them)
+        to_remove = [*to_remove, *(a for n in sorted(spec.unstored)
+                                   if (a := spec.attr(n)) in state.item and a not in item)]
     touched = to_set.keys() | to_remove
     for path, _ in members:
         touched.add(path[0])
@@ -275,13 +276,6 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
         return Put(key, item, cond, origin)
     return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item,
                   tuple(members))
-
-
-def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
-    """Attributes of key-only (or excluded) fields that a stored item still holds (written
-    before the field became key-only): an update of the item removes them."""
-    return [a for n in sorted(spec.unstored) if (a := spec.attr(n)) in stored
-            and a not in item]
 
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,

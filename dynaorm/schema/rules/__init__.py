@@ -94,35 +94,6 @@ from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, raw_eq
 from dynaorm.values.records import Fail, Op, Origin, Role
 
-__all__ = [
-    "HOOKS",
-    "NO_BEFORE",
-    "NO_ROWS",
-    "NO_RULES",
-    "PLAIN_KEYS",
-    "RULES",
-    "SURFACES",
-    "Before",
-    "Change",
-    "Declaration",
-    "Explained",
-    "Fetching",
-    "KeyLayout",
-    "Moved",
-    "Rows",
-    "Rule",
-    "Rules",
-    "Shape",
-    "Unplaced",
-    "Values",
-    "Writing",
-    "build_rules",
-    "no_values",
-    "refuse_stored",
-    "register",
-    "register_rule",
-]
-
 R = TypeVar("R", bound="Rule")
 #: the field values a commit's writes of an entity render into keys, new and stored (asked
 #: for by :meth:`Rule.prepare` once the rules before it have prepared: stored values are
@@ -827,8 +798,8 @@ class Rules:
     def rows(self, change: Change) -> Rows:
         """Every rule's :meth:`Rule.rows` of ``change``, in order: the rows before the
         entity's own, and those after."""
-        before: list[Op] = []
-        after: list[Op] = []
+        before = []
+        after = []
         for add in self.adders:
             rows = add(change)
             before += rows.before

@@ -43,8 +43,6 @@ from dynaorm.errors import DynaormError, unreadable
 from dynaorm.schema.rules import Rule, refuse_stored, register_rule
 from dynaorm.values.tree import markers
 
-__all__ = ["MAX_INFLATED", "Compressed", "Compression"]
-
 T = TypeVar("T")
 #: the most bytes a compressed value decompresses to (its DynamoDB JSON): a longer value
 #: is refused when saved, and a stored one that decompresses to more (a bomb) when read

@@ -32,9 +32,6 @@ from dynaorm.schema.rules.tenants import tenant_keys
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.tree import holding
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "header_of", "open_value",
-           "seal_value"]
-
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
 #: ciphertext does not decrypt as its latest copy's. Format 1 (0.5) was bound to the

@@ -18,8 +18,6 @@ from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import Kind, kind_of
 
-__all__ = ["UTC_TIME", "IndexKeys", "Membership", "declared_index"]
-
 
 def _utc(value: Any) -> AttributeValue:
     """A time in a native index's key: a datetime in UTC (ordered by instant, as key

@@ -24,16 +24,11 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Container, Iterable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from dynaorm.errors import DynaormError, KeyringError, RequestError
 from dynaorm.protocol.policy import retryable
-from dynaorm.protocol.steps import Call, Proto
-
-__all__ = ["CACHED", "Keyring", "KmsKeyring", "NotPrepared", "StaticKeyring", "aesgcm",
-           "bound_keyring", "check_macs", "keyring_of"]
-
-R = TypeVar("R")
+from dynaorm.protocol.steps import Call, Proto, R
 
 
 class NotPrepared(RuntimeError):

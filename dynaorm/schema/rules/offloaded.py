@@ -73,6 +73,7 @@ from dynaorm.errors import DynaormError, OffloadError, RequestError
 from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
+from dynaorm.schema.places import offload_location
 from dynaorm.schema.rules import (
     NO_ROWS,
     Change,
@@ -83,27 +84,11 @@ from dynaorm.schema.rules import (
     refuse_stored,
     register,
 )
-from dynaorm.schema.table import offload_location
 from dynaorm.values.codec import binary_from_json
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
 from dynaorm.values.tree import holding
-
-__all__ = [
-    "MARK",
-    "OFFLOADED",
-    "S3",
-    "Held",
-    "Offloaded",
-    "Offloading",
-    "Published",
-    "delete_objects",
-    "fetched",
-    "held_value",
-    "reference",
-    "references",
-]
 
 T = TypeVar("T")
 #: the metadata that marks a field offloaded (``Offloaded[T]`` is ``Annotated[T, OFFLOADED]``)

@@ -72,10 +72,6 @@ from dynaorm.values.state import MovedState, undeclared
 from dynaorm.values.times import stamped
 from dynaorm.values.ttl import expired
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "Layout", "MovedState", "Previous",
-           "PreviousLayout", "history_batches", "kept_row_move", "move_actions",
-           "previous_layout"]
-
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
 #: version rows one history batch moves (two actions each, and one check)
@@ -200,7 +196,7 @@ class Layout(Before):
         names (``renames``: field -> current stored name) and without its table key: what
         the current spec decodes (the key fields come from :meth:`parse_key`)."""
         keys = {self.table.pk, self.table.sk}
-        out: Item = {}
+        out = {}
         for attr, av in item.items():
             if attr in keys:
                 continue
@@ -395,7 +391,7 @@ def _at(spec: Any, obj: Any, key: PlainKey) -> bool:
     number key by its value (``5.0`` is ``5``: DynamoDB reads the row at ``5`` for
     either), else by its text (``False``: its values render no key)."""
     try:
-        own: PlainKey = spec.primary_key(obj.__dict__)
+        own = spec.primary_key(obj.__dict__)
     except DynaormError:
         return False
     return {a: key_order(v) for a, v in own.items()} == {a: key_order(v)

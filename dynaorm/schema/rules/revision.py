@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from dynaorm._types import Item
 from dynaorm.schema.rules import Declaration, Rule, register
 
-__all__ = ["Revision"]
-
 
 @register
 @dataclass(frozen=True, slots=True, eq=False)

@@ -19,8 +19,6 @@ from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import render_value
 
-__all__ = ["Sharding", "Shards", "as_shards", "check_shard_fields", "shard_rules"]
-
 
 @dataclass(frozen=True)
 class Shards:

@@ -12,18 +12,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.table import TableSchema
 from dynaorm.values.times import Stamps, now
 from dynaorm.values.ttl import encode_ttl
-
-__all__ = ["Stamping", "declare_timestamps", "encode_ttl", "timestamp_fields"]
 
 
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
@@ -59,13 +55,6 @@ def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
     if created is not None and created == updated:
         raise DynaormError(f"{owner}.Meta.timestamps: created and updated are both {created!r}")
     return created, updated
-
-
-def _ttl_field(table: TableSchema, field_names: frozenset[str],
-               renames: Mapping[str, str]) -> str | None:
-    """The field stored as the table's TTL attribute, if any."""
-    return next((f for f in field_names if table.ttl is not None
-                 and renames.get(f, f) == table.ttl), None)
 
 
 @register
@@ -104,7 +93,9 @@ class Stamping(Rule):
     @classmethod
     def build(cls, decl: Declaration) -> Stamping | None:
         fields = timestamp_fields(decl.owner, decl.meta.get("timestamps"), decl.field_names)
-        ttl_field = _ttl_field(decl.table, decl.field_names, decl.renames)
+        ttl = decl.table.ttl  # (the field stored as the table's TTL attribute, if any)
+        ttl_field = next((f for f in decl.field_names if ttl is not None
+                          and decl.renames.get(f, f) == ttl), None)
         if fields == (None, None) and ttl_field is None:
             return None
         return cls(fields, ttl_field)
@@ -121,7 +112,7 @@ class Stamping(Rule):
         if created is None and updated is None:
             return ()
         moment = now()
-        out: list[tuple[str, datetime]] = []
+        out = []
         if created is not None and insert and getattr(obj, created) is None:
             out.append((created, moment))
         if updated is not None:

@@ -51,10 +51,6 @@ from dynaorm.schema.rules.keyrings import Keyring, NotPrepared, aesgcm, keyring_
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
 
-__all__ = ["TENANT", "TENANT_KEY_AGE", "TENANT_PREFIX", "Forgotten", "TenantKeys",
-           "TenantRing", "forget_p", "forgotten_here", "key_schema", "tenant_keys", "token",
-           "tokens_of"]
-
 #: the key table's partition key attribute
 TENANT: Final = "tenant"
 #: seconds a tenant's key (or that it was forgotten) is kept before it is read again

@@ -39,10 +39,6 @@ from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.tree import holding
 from dynaorm.values.ttl import encode_ttl
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
-           "Unique", "UniqueRule", "Uniqueness", "guard_item",
-           "guard_owner", "owned_by", "unique_rules"]
-
 
 @dataclass(frozen=True)
 class Unique:
@@ -266,7 +262,7 @@ class Uniqueness(Rule):
         ttl = self._ttl(new)
         same_ttl = self.ttl_field is None or ttl == self._ttl(old)
         moved = change.old_key != change.new_key or change.retyped
-        out: list[Op] = []
+        out = []
         for rule in self.rules:
             old_key = None if old is None else rule.guard_key(old, self.owner)
             new_key = None if new is None else rule.guard_key(new, self.owner)

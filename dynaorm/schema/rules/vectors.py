@@ -31,8 +31,6 @@ from dynaorm.values.codec import kind_of
 from dynaorm.values.limits import float32 as float32_plain
 from dynaorm.values.tree import markers
 
-__all__ = ["Vector", "Vectors", "float32", "stored_vector", "vector_of", "vector_values"]
-
 _NUMBER = operator.itemgetter("N")
 #: a list of floats, each from a number's text (lax: a text is read as a float)
 _FLOATS = TypeAdapter(list[float])

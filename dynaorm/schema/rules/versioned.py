@@ -35,10 +35,6 @@ from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.values.expressions import F, Placeholders, free, not_exists
 from dynaorm.values.records import Delete, Fail, Put, Role
 
-__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
-            "history_sk", "parse_version_sk", "version_bounds", "version_row",
-           "version_sk"]
-
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
 
