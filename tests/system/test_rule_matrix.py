@@ -25,9 +25,10 @@ own row) and that no message, log record or span attribute holds an encrypted fi
 plaintext.
 
 :func:`test_lost_answers` writes each combination under a lost answer (a rule alone also
-under a lost answer's 500 and a 500 that applied nothing) with a second writer acting inside the fault's window: no caller is told anything untrue
-(success only where the write's own revision proves it; otherwise a typed error or
-``OutcomeUnknownError``) and the table is consistent afterwards.
+under a lost answer's 500 and a 500 that applied nothing) with a second writer acting
+inside the fault's window: no caller is told anything untrue (success only where the
+write's own revision proves it; otherwise a typed error or ``OutcomeUnknownError``) and
+the table is consistent afterwards.
 
 DynamoDB Local has no vector index (it refuses a table declaring one): the cells of
 ``vectors`` run on moto (the embedded default answers ``SearchVectors`` exactly) and skip
