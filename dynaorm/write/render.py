@@ -90,14 +90,16 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
             clauses += [("SET" if v is not None else "REMOVE", p, v) for p, v in op.members]
             clauses += [("SET", k, v) for k, v in stamp.items()]
             body["UpdateExpression"] = text = render_clauses(clauses, ph)
-            _bounded(text, op, "update")
+            if len(text) > 1200:  # (placeholders: ASCII, a byte a character)
+                _bounded(text, op, "update")
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
             name = "ConditionCheck"
     if op.condition is not None:
         body["ConditionExpression"] = text = op.condition.render(ph)
-        _bounded(text, op, "condition")
+        if len(text) > 1200:  # (300 operators take at least that)
+            _bounded(text, op, "condition")
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -112,8 +114,6 @@ _OPERATORS = re.compile(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(")
 def _bounded(text: str, op: Op, what: str) -> None:
     """``text``, a write's update or condition expression, refused over DynamoDB's
     limits: 4 KB each, and 300 operators in a condition."""
-    if len(text) < 1200:  # (300 operators take at least that)
-        return
     count = len(_OPERATORS.findall(text)) - text.count("BETWEEN") if what == "condition" else 0
     if len(text.encode()) > 4096 or count > 300:
         o = op.origin
