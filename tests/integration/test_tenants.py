@@ -31,6 +31,7 @@ from dynaorm import (
     KeyringError,
     KmsKeyring,
     Offloaded,
+    Previous,
     Session,
     StaticKeyring,
     Table,
@@ -824,3 +825,79 @@ def test_check_audits_around_a_forgotten_tenant(kg: tuple[TestBackend, Bucket]) 
     assert [p.split()[:2] for p in found.problems if p not in forgotten] == [
         ["missing-guard", "T#beta#MEMBER#1"]]
     assert guard in tb.scan_raw()
+
+
+# -- a forgotten tenant's row still in a previous layout (Meta.previous) -----------------
+kp = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id")
+#: the same table as the classes before the change saw it (a Table object of its own)
+kp_old = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id",
+               client=dynaorm.Client())
+
+
+class OldCard(Entity):
+    class Meta:
+        table = kp_old
+        pk = "OLD#{tenant_id}#{card_id}"
+        sk = "CARD"
+        type_name = "card"
+        unique = ("num",)
+
+    tenant_id: str
+    card_id: str
+    num: str
+    pin: Encrypted[str]
+
+
+class Card(Entity):
+    class Meta:
+        table = kp
+        pk = "T#{tenant_id}#CARD#{card_id}"
+        sk = "CARD"
+        unique = ("num",)
+        previous = Previous(pk="OLD#{tenant_id}#{card_id}", type_name="card")
+
+    tenant_id: str
+    card_id: str
+    num: str
+    pin: Encrypted[str]
+
+
+@pytest.mark.parametrize("how", ["by key", "loaded before", "keyed commit"])
+def test_a_forgotten_tenants_row_in_its_previous_layout_is_deleted(
+        backend: str | None, request: pytest.FixtureRequest, how: str) -> None:
+    """A row still in the entity's previous layout is deleted without its sealed values
+    (by key, loaded before the forget, in a keyed commit), its guard released; a read of
+    it is ForgottenError and a save of it (which would seal) refused."""
+    kp.keyring = kp_old.keyring = StaticKeyring(KEY, mac_key=MAC)
+    with use_tables(kp, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        was = (kp_old.name, kp_old.binding())
+        kp_old.name = kp.name
+        kp_old.connect(backend)
+        try:
+            s = Session(kp_old)
+            for tenant in ("acme", "beta"):
+                s.save(OldCard(tenant_id=tenant, card_id="1", num=tenant, pin="1234"))
+            s.commit()
+            beta = [r for r in tb.scan_raw() if "beta" in str(r)]
+            s = tb.session()
+            loaded = s.get(Card, tenant_id="acme", card_id="1", consistent=True)
+            kp.forget(scope={"tenant_id": "acme"})
+            with pytest.raises(ForgottenError):
+                s.get(Card, tenant_id="acme", card_id="1", consistent=True)
+            s.save(Card(tenant_id="acme", card_id="1", num="acme", pin="x"), overwrite=True)
+            with pytest.raises(ForgottenError):
+                s.commit()
+            s = tb.session()
+            if how == "loaded before":
+                s.delete(loaded)
+            else:
+                s.delete(Card, tenant_id="acme", card_id="1")
+            s.commit(idempotency_key="gone" if how == "keyed commit" else None)
+            rows = tb.scan_raw()
+            assert [r for r in rows if "acme" in str(r)
+                    and not r["_type"]["S"].startswith("dynaorm:receipt")] == []
+            assert [r for r in rows if "beta" in str(r)] == beta != []
+        finally:
+            kp_old.name = was[0]
+            kp_old.restore(was[1])
