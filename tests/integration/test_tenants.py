@@ -41,7 +41,7 @@ from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.jobs import reencrypt, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
-from tests.support.offload import Bucket, bucket, kms_for
+from tests.support.offload import Bucket, bucket, kms_for, referenced
 from tests.support.recording import Requests, send
 
 #: (what it asserts depends on the engine: it runs on each)
@@ -785,7 +785,6 @@ def test_a_forgotten_tenant_is_deleted_every_way_without_its_values(
     unique encrypted values (the MAC of a value no one can open) are left as orphans,
     which ``check --repair`` removes. Another tenant's rows, guards and objects stay."""
     from dynaorm.jobs.checking import check_table
-    from tests.support.offload import referenced
 
     tb, b = kg
     beta = _of(tb.scan_raw(), "beta")
@@ -828,76 +827,91 @@ def test_check_audits_around_a_forgotten_tenant(kg: tuple[TestBackend, Bucket]) 
 
 
 # -- a forgotten tenant's row still in a previous layout (Meta.previous) -----------------
-kp = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id")
+kp = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id",
+           offload="s3://placeholder/p/", offload_threshold=200)
 #: the same table as the classes before the change saw it (a Table object of its own)
 kp_old = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id",
-               client=dynaorm.Client())
+               offload="s3://placeholder/p/", offload_threshold=200, client=dynaorm.Client())
 
 
-class OldCard(Entity):
+class OldBook(Versioned):
     class Meta:
         table = kp_old
-        pk = "OLD#{tenant_id}#{card_id}"
-        sk = "CARD"
-        type_name = "card"
-        unique = ("num",)
+        pk = "OLD#{tenant_id}#{book_id}"
+        sk = "BOOK"
+        type_name = "book"
+        unique = ("code",)
 
     tenant_id: str
-    card_id: str
-    num: str
-    pin: Encrypted[str]
+    book_id: str
+    code: str
+    text: Encrypted[Offloaded[str]]
 
 
-class Card(Entity):
+class Book(Versioned):
     class Meta:
         table = kp
-        pk = "T#{tenant_id}#CARD#{card_id}"
-        sk = "CARD"
-        unique = ("num",)
-        previous = Previous(pk="OLD#{tenant_id}#{card_id}", type_name="card")
+        pk = "T#{tenant_id}#BOOK#{book_id}"
+        sk = "BOOK"
+        unique = ("code",)
+        previous = Previous(pk="OLD#{tenant_id}#{book_id}", type_name="book")
 
     tenant_id: str
-    card_id: str
-    num: str
-    pin: Encrypted[str]
+    book_id: str
+    code: str
+    text: Encrypted[Offloaded[str]]
 
 
 @pytest.mark.parametrize("how", ["by key", "loaded before", "keyed commit"])
 def test_a_forgotten_tenants_row_in_its_previous_layout_is_deleted(
-        backend: str | None, request: pytest.FixtureRequest, how: str) -> None:
-    """A row still in the entity's previous layout is deleted without its sealed values
-    (by key, loaded before the forget, in a keyed commit), its guard released; a read of
-    it is ForgottenError and a save of it (which would seal) refused."""
+        backend: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+        how: str) -> None:
+    """A versioned row still in the entity's previous layout is deleted without its
+    sealed values (by key, loaded before the forget, in a keyed commit), with its version
+    rows, its guard and its objects in S3; a read of it is ForgottenError and a save of
+    it (which would seal) refused. Another tenant's rows and objects stay."""
     kp.keyring = kp_old.keyring = StaticKeyring(KEY, mac_key=MAC)
-    with use_tables(kp, endpoint_url=backend, name_suffix=worker_suffix(),
-                    wire=wire_of(request)) as tb:
+    with bucket(backend, request, monkeypatch, kp, kp_old) as b, use_tables(
+            kp, endpoint_url=backend, name_suffix=worker_suffix(),
+            wire=wire_of(request)) as tb:
         was = (kp_old.name, kp_old.binding())
         kp_old.name = kp.name
         kp_old.connect(backend)
         try:
             s = Session(kp_old)
             for tenant in ("acme", "beta"):
-                s.save(OldCard(tenant_id=tenant, card_id="1", num=tenant, pin="1234"))
-            s.commit()
-            beta = [r for r in tb.scan_raw() if "beta" in str(r)]
+                book = OldBook(tenant_id=tenant, book_id="1", code=tenant, text="a" * 300)
+                s.save(book)
+                s.commit()
+                book.text = "b" * 400  # (a second version, a second object)
+                s.save(book)
+                s.commit()
+            beta = _in(tb.scan_raw(), "beta")
             s = tb.session()
-            loaded = s.get(Card, tenant_id="acme", card_id="1", consistent=True)
+            loaded = s.get(Book, tenant_id="acme", book_id="1", consistent=True)
             kp.forget(scope={"tenant_id": "acme"})
             with pytest.raises(ForgottenError):
-                s.get(Card, tenant_id="acme", card_id="1", consistent=True)
-            s.save(Card(tenant_id="acme", card_id="1", num="acme", pin="x"), overwrite=True)
+                s.get(Book, tenant_id="acme", book_id="1", consistent=True)
+            s.save(Book(tenant_id="acme", book_id="1", code="acme", text="x"),
+                   overwrite=True)
             with pytest.raises(ForgottenError):
                 s.commit()
             s = tb.session()
             if how == "loaded before":
-                s.delete(loaded)
+                s.delete(loaded, history=True)
             else:
-                s.delete(Card, tenant_id="acme", card_id="1")
+                s.delete(Book, tenant_id="acme", book_id="1", history=True)
             s.commit(idempotency_key="gone" if how == "keyed commit" else None)
             rows = tb.scan_raw()
-            assert [r for r in rows if "acme" in str(r)
-                    and not r["_type"]["S"].startswith("dynaorm:receipt")] == []
-            assert [r for r in rows if "beta" in str(r)] == beta != []
+            assert [r for r in _in(rows, "acme")
+                    if not r["_type"]["S"].startswith("dynaorm:receipt")] == []
+            assert _in(rows, "beta") == beta != []
+            assert b.uris() == referenced(beta) != set()
         finally:
             kp_old.name = was[0]
             kp_old.restore(was[1])
+
+
+def _in(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
+    """The rows and guards of ``tenant`` under either layout."""
+    return [r for r in rows if f"#{tenant}#" in (r.get("owner_pk") or r["pk"])["S"]]
