@@ -276,6 +276,55 @@ def test_a_forget_is_seen_at_once_by_another_table_object_of_the_same_table(
         ks2.restore(was[1])
 
 
+@pytest.mark.parametrize("fault", ["server_error", "lose_answer"])
+@pytest.mark.parametrize("rows", [1, 2])
+def test_a_forget_racing_a_write_of_another_table_object(
+        kt: tuple[TestBackend, Bucket], backend: str | None, fault: str, rows: int) -> None:
+    """A forget through one Table object lands while a second one's commit for the tenant
+    is in flight (sealed under the key it held; its request refused with a 500, or applied
+    with its answer lost): the caller is told the truth (a commit that succeeded stored
+    its rows; one that failed stored none, unless its outcome is said unknown), whatever
+    landed reads ForgottenError, and the key table holds the tombstone, no new key."""
+    from dynaorm.errors import OutcomeUnknownError
+    from dynaorm.schema.rules.tenants import token
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    seed(tb)
+    was = (ks2.name, ks2.binding(), ks2.offload)
+    ks2.name, ks2.offload, ks2.keyring = ks.name, ks.offload, StaticKeyring(KEY)
+    ks2.connect(backend)
+    faults = FaultInjector(ks2.name)
+    try:
+        assert Session(ks2).get(Account2, tenant_id="acme", account_id="1") is not None
+        ks2.db.add_hook(faults)
+        getattr(faults, fault)("PutItem" if rows == 1 else "TransactWriteItems",
+                               after=lambda: ks.forget(scope={"tenant_id": "acme"}))
+        s = Session(ks2)
+        for n in range(rows):
+            s.save(Account2(tenant_id="acme", account_id=f"new{n}", iban="new"))
+        try:
+            s.commit()
+            unknown, failed = False, False
+        except OutcomeUnknownError:
+            unknown, failed = True, True
+        except DynaormError:
+            unknown, failed = False, True
+        stored = [r for r in tb.scan_raw() if r["pk"]["S"].startswith("T#acme#ACCOUNT#new")]
+        if not failed or not unknown:
+            assert len(stored) == (0 if failed else rows)
+        for r in stored:
+            with pytest.raises(ForgottenError):
+                Session(ks2).get(Account2, tenant_id="acme",
+                                 account_id=r["pk"]["S"].rsplit("#", 1)[1])
+        (tomb,) = [r for r in keys_of(tb) if r["tenant"]["S"].endswith(token("acme"))]
+        assert "forgotten" in tomb and "wrapped" not in tomb
+    finally:
+        ks2.db.remove_hook(faults)
+        ks2.name, ks2.offload = was[0], was[2]
+        ks2.restore(was[1])
+
+
 def test_a_forget_of_a_tenant_nothing_was_sealed_for_warns_and_says_so(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A forget that finds no key (nothing was ever sealed under the tenant's key: a
@@ -915,3 +964,26 @@ def test_a_forgotten_tenants_row_in_its_previous_layout_is_deleted(
 def _in(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
     """The rows and guards of ``tenant`` under either layout."""
     return [r for r in rows if f"#{tenant}#" in (r.get("owner_pk") or r["pk"])["S"]]
+
+
+def test_check_repair_keeps_a_forgotten_tenants_objects_while_its_rows_hold_them(
+        kg: tuple[TestBackend, Bucket]) -> None:
+    """``check --repair`` (every object old enough to judge) removes no object a
+    forgotten tenant's row still references (its rows are judged around, not dropped
+    from the references); once those rows are gone behind dynaorm's back (TTL, another
+    tool), their objects are orphans and go, another tenant's stay."""
+    from datetime import timedelta
+
+    from dynaorm.jobs.checking import check_table
+
+    tb, b = kg
+    before = b.uris()
+    km.forget(scope={"tenant_id": "acme"})
+    check_table(km, fix=True, orphan_age=timedelta(0))
+    assert b.uris() == before
+    for r in _of(tb.scan_raw(), "acme"):
+        send(km, "DeleteItem", {"TableName": km.name, "Key": {a: r[a] for a in ("pk", "sk")}})
+    beta = _of(tb.scan_raw(), "beta")
+    check_table(km, fix=True, orphan_age=timedelta(0))
+    assert b.uris() == referenced(beta) != set()
+    assert _of(tb.scan_raw(), "beta") == beta
