@@ -987,3 +987,25 @@ def test_check_repair_keeps_a_forgotten_tenants_objects_while_its_rows_hold_them
     check_table(km, fix=True, orphan_age=timedelta(0))
     assert b.uris() == referenced(beta) != set()
     assert _of(tb.scan_raw(), "beta") == beta
+
+
+def test_a_table_deleted_and_created_again_holds_no_tenant_key_of_before(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """``Table.delete()`` (its key table with it) forgets what the Table object held of
+    its tenants: after ``create()``, a tenant it held a key of gets a new key, stored in
+    the new key table (its values readable by any Table object), and a tenant forgotten
+    before is a new tenant (the guide: ``Table.delete()`` clears it)."""
+    tb, _ = kt
+    seed(tb)  # (acme's and beta's keys held by ks)
+    ks.forget(scope={"tenant_id": "beta"})
+    ks.delete()
+    ks.create()
+    s = tb.session()
+    for tenant in ("acme", "beta"):
+        s.save(Account(tenant_id=tenant, account_id="1", iban=f"{tenant} again"))
+    s.commit()
+    assert len([r for r in keys_of(tb) if "wrapped" in r]) == 2
+    ks.keyring = StaticKeyring(KEY)  # (another keyring object: nothing held, all read)
+    for tenant in ("acme", "beta"):
+        got = tb.session().get(Account, tenant_id=tenant, account_id="1", consistent=True)
+        assert got is not None and got.iban == f"{tenant} again"

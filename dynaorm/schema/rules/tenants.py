@@ -52,8 +52,8 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
 
 __all__ = ["TENANT", "TENANT_KEY_AGE", "TENANT_PREFIX", "Forgotten", "TenantKeys",
-           "TenantRing", "forget_p", "forgotten_here", "key_schema", "tenant_keys", "token",
-           "tokens_of"]
+           "TenantRing", "forget_p", "forgotten_here", "key_schema", "release", "tenant_keys",
+           "token", "tokens_of"]
 
 #: the key table's partition key attribute
 TENANT: Final = "tenant"
@@ -97,6 +97,13 @@ def forgotten_here(table: TableSchema) -> dict[str, tuple[Forgotten, float]]:
     where = (getattr(table, "endpoint_url", None), getattr(table, "region", None),
              table.key_table)
     return _FORGOTTEN.setdefault(where, {})
+
+
+def release(table: TableSchema) -> None:
+    """Drop what this process holds of ``table``'s tenants (its keys, and those it knows
+    forgotten): its key table was deleted, every key and tombstone with it."""
+    forgotten_here(table).clear()
+    _KEYS.pop(table, None)
 
 
 def key_schema(table: TableSchema) -> TableSchema:
