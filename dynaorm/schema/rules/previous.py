@@ -236,10 +236,9 @@ class Layout(Before):
             if not forgotten:
                 raise
             names = spec.rules.by_name["encrypted"].fields  # (attribute: field)
-            sealed = {*names, *(a for a, n in self.fields_by_attr.items()
-                                if n in names.values())}
             return spec.cls.model_construct(**self.values(spec, {
-                a: v for a, v in item.items() if a not in sealed}))
+                a: v for a, v in item.items()
+                if self.fields_by_attr.get(a, names.get(a)) not in names.values()}))
         except ValidationError as exc:
             key = spec.stored_key(item)
             raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "

@@ -52,8 +52,8 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
 
 __all__ = ["TENANT", "TENANT_KEY_AGE", "TENANT_PREFIX", "Forgotten", "TenantKeys",
-           "TenantRing", "forget_p", "forgotten_here", "key_schema", "release", "tenant_keys",
-           "token", "tokens_of"]
+           "TenantRing", "forget_p", "key_schema", "release", "tenant_keys", "token",
+           "tokens_of"]
 
 #: the key table's partition key attribute
 TENANT: Final = "tenant"
@@ -194,11 +194,11 @@ class TenantKeys:
         if found is None:
             return KeyringError(f"table {self.table.name!r}: tenant {tok} has no key (its "
                                 f"item in {self.table.key_table!r} is missing)", key_id=key_id)
+        scope = dict(found.scope or scope or {})
         return ForgottenError(
-            f"table {self.table.name!r}: the tenant {dict(found.scope or scope or {})} was "
-            f"forgotten at {found.forgotten_at}: its encrypted values are gone, and none is "
-            "written for it", key_id=key_id, scope=dict(found.scope or scope or {}),
-            forgotten_at=found.forgotten_at)
+            f"table {self.table.name!r}: the tenant {scope} was forgotten at "
+            f"{found.forgotten_at}: its encrypted values are gone, and none is written for "
+            "it", key_id=key_id, scope=scope, forgotten_at=found.forgotten_at)
 
     def unwrap(self, key_id: str, wrapped: bytes) -> bytes:
         """A value's data key (what :func:`~dynaorm.schema.rules.encrypted.open_value`
