@@ -31,7 +31,7 @@ from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.places import OFFLOAD_THRESHOLD
 from dynaorm.schema.settings import Declared, TableSettings
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
-from dynaorm.schema.tenancy import forgotten_here, key_schema
+from dynaorm.schema.tenancy import key_schema, release
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern
@@ -335,7 +335,7 @@ class Table(TableSchema, KeysPerTenant):
         self._run(delete_p(self, wait), "delete_table")
         if self.key_scope is not None:
             self._run(delete_p(key_schema(self), wait), "delete_table")
-            forgotten_here(self).clear()  # (its tombstones went with it)
+            release(self)  # (its keys and tombstones went with it)
 
 
 

@@ -44,7 +44,8 @@ def _smuggle(tb: TestBackend, source: Table) -> None:
         vault.client.put_item(TableName=vault.name, Item=item)
 
 
-def _put(saver: Saver, thread: str, cid: str, value: Any, parent: str | None = None) -> Any:
+def _put(saver: Saver, thread: str, cid: str, value: Any, parent: str | None = None,
+         run: str | None = None) -> Any:
     cp = empty_checkpoint()
     cp["id"] = cid
     cp["channel_values"], cp["channel_versions"] = {"messages": value}, {"messages": 1}
@@ -52,7 +53,8 @@ def _put(saver: Saver, thread: str, cid: str, value: Any, parent: str | None = N
     if parent:
         conf["checkpoint_id"] = parent
     return saver.put({"configurable": conf}, cp, {"source": "loop", "step": 0,
-                                                  "note": SECRETS[1]}, {"messages": 1})
+                                                  "note": SECRETS[1], "run_id": run},
+                     {"messages": 1})
 
 
 def _leaks(tb: TestBackend) -> list[str]:
@@ -253,3 +255,57 @@ def test_a_forgotten_tenants_threads_are_deleted(backend: str | None) -> None:
         found = savers["zeta"].get_tuple({"configurable": {"thread_id": "t2",
                                                            "checkpoint_ns": ""}})
         assert found is not None and found.checkpoint["id"] == "0002"
+
+
+#: a tenanted table keeping large values in S3 (``offload=``)
+kept = Table("langgraph_tenants_s3", ttl="expires_at", keyring=RING, key_scope="tenant_id",
+             offload="s3://placeholder/lg/", offload_threshold=200)
+
+
+@pytest.mark.parametrize("how", ["keep_latest", "delete", "delete_thread", "delete_for_runs"])
+def test_a_forgotten_tenants_thread_and_memories_kept_in_s3_are_deleted(
+        backend: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+        how: str) -> None:
+    """On a table with ``offload=``, a forgotten tenant's checkpoints and writes whose
+    values are kept in S3 go with their objects (``prune`` keeping the latest keeps its
+    rows and objects only), and its store items too (a batch of deletes, ``delete``
+    again); another tenant's rows and objects stay."""
+    from dynaorm import ForgottenError
+    from tests.support.offload import bucket, referenced
+
+    big, acme = "x" * 600, f"acme-{how}"  # (a tenant of its own: a forget is held)
+    with bucket(backend, request, monkeypatch, kept) as b, use_tables(
+            kept, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        savers = {t: Saver(kept, scope={"tenant_id": t}, sealed=True) for t in (acme, "beta")}
+        stores = {t: Store(kept, scope={"tenant_id": t}, sealed=True) for t in (acme, "beta")}
+        for t in (acme, "beta"):
+            first = _put(savers[t], "t1", "0001", [big], run="r1")
+            savers[t].put_writes(first, [("messages", big)], "task")
+            latest = _put(savers[t], "t1", "0002", [big + "2"], parent="0001", run="r2")
+            savers[t].put_writes(latest, [("messages", big)], "task")
+            for key in ("m1", "m2"):
+                stores[t].put(("memories",), key, {"text": big})
+        beta = [r for r in tb.scan_raw() if "beta" in str(r)]
+        kept.forget(scope={"tenant_id": acme})
+        gone = savers[acme]
+        if how == "delete_thread":
+            gone.delete_thread("t1")
+        elif how == "delete_for_runs":
+            gone.delete_for_runs(["r1", "r2"])
+        else:
+            gone.prune(["t1"], strategy=how)
+        with pytest.raises(ForgottenError):
+            stores[acme].batch([PutOp(("memories",), "m1", None),
+                                  PutOp(("memories",), "m3", {"text": "new"})])
+        stores[acme].batch([PutOp(("memories",), k, None) for k in ("m1", "m2")])
+        stores[acme].delete(("memories",), "m2")
+        left = [r for r in tb.scan_raw() if acme in str(r)]
+        assert b.uris() == referenced(beta) | referenced(left)
+        assert {r["_type"]["S"] for r in left} <= {"LangGraphLease", "LangGraphCheckpoint",
+                                                     "LangGraphWrite"}
+        if how == "keep_latest":
+            assert {r["checkpoint_id"]["S"] for r in left if "checkpoint_id" in r} == {"0002"}
+            assert referenced(left) != set()
+        else:
+            assert [r for r in left if r["_type"]["S"] != "LangGraphLease"] == []
+        assert [r for r in tb.scan_raw() if "beta" in str(r)] == beta

@@ -31,6 +31,7 @@ from dynaorm import (
     KeyringError,
     KmsKeyring,
     Offloaded,
+    Previous,
     Session,
     StaticKeyring,
     Table,
@@ -40,7 +41,7 @@ from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.jobs import reencrypt, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
-from tests.support.offload import Bucket, bucket, kms_for
+from tests.support.offload import Bucket, bucket, kms_for, referenced
 from tests.support.recording import Requests, send
 
 #: (what it asserts depends on the engine: it runs on each)
@@ -271,6 +272,55 @@ def test_a_forget_is_seen_at_once_by_another_table_object_of_the_same_table(
         other = Session(ks2).get(Account2, tenant_id="beta", account_id="1", consistent=True)
         assert other is not None and other.iban == "beta-IBAN"
     finally:
+        ks2.name, ks2.offload = was[0], was[2]
+        ks2.restore(was[1])
+
+
+@pytest.mark.parametrize("fault", ["server_error", "lose_answer"])
+@pytest.mark.parametrize("rows", [1, 2])
+def test_a_forget_racing_a_write_of_another_table_object(
+        kt: tuple[TestBackend, Bucket], backend: str | None, fault: str, rows: int) -> None:
+    """A forget through one Table object lands while a second one's commit for the tenant
+    is in flight (sealed under the key it held; its request refused with a 500, or applied
+    with its answer lost): the caller is told the truth (a commit that succeeded stored
+    its rows; one that failed stored none, unless its outcome is said unknown), whatever
+    landed reads ForgottenError, and the key table holds the tombstone, no new key."""
+    from dynaorm.errors import OutcomeUnknownError
+    from dynaorm.schema.rules.tenants import token
+    from dynaorm.testing import FaultInjector
+
+    tb, _ = kt
+    seed(tb)
+    was = (ks2.name, ks2.binding(), ks2.offload)
+    ks2.name, ks2.offload, ks2.keyring = ks.name, ks.offload, StaticKeyring(KEY)
+    ks2.connect(backend)
+    faults = FaultInjector(ks2.name)
+    try:
+        assert Session(ks2).get(Account2, tenant_id="acme", account_id="1") is not None
+        ks2.db.add_hook(faults)
+        getattr(faults, fault)("PutItem" if rows == 1 else "TransactWriteItems",
+                               after=lambda: ks.forget(scope={"tenant_id": "acme"}))
+        s = Session(ks2)
+        for n in range(rows):
+            s.save(Account2(tenant_id="acme", account_id=f"new{n}", iban="new"))
+        try:
+            s.commit()
+            unknown, failed = False, False
+        except OutcomeUnknownError:
+            unknown, failed = True, True
+        except DynaormError:
+            unknown, failed = False, True
+        stored = [r for r in tb.scan_raw() if r["pk"]["S"].startswith("T#acme#ACCOUNT#new")]
+        if not failed or not unknown:
+            assert len(stored) == (0 if failed else rows)
+        for r in stored:
+            with pytest.raises(ForgottenError):
+                Session(ks2).get(Account2, tenant_id="acme",
+                                 account_id=r["pk"]["S"].rsplit("#", 1)[1])
+        (tomb,) = [r for r in keys_of(tb) if r["tenant"]["S"].endswith(token("acme"))]
+        assert "forgotten" in tomb and "wrapped" not in tomb
+    finally:
+        ks2.db.remove_hook(faults)
         ks2.name, ks2.offload = was[0], was[2]
         ks2.restore(was[1])
 
@@ -784,7 +834,6 @@ def test_a_forgotten_tenant_is_deleted_every_way_without_its_values(
     unique encrypted values (the MAC of a value no one can open) are left as orphans,
     which ``check --repair`` removes. Another tenant's rows, guards and objects stay."""
     from dynaorm.jobs.checking import check_table
-    from tests.support.offload import referenced
 
     tb, b = kg
     beta = _of(tb.scan_raw(), "beta")
@@ -824,3 +873,139 @@ def test_check_audits_around_a_forgotten_tenant(kg: tuple[TestBackend, Bucket]) 
     assert [p.split()[:2] for p in found.problems if p not in forgotten] == [
         ["missing-guard", "T#beta#MEMBER#1"]]
     assert guard in tb.scan_raw()
+
+
+# -- a forgotten tenant's row still in a previous layout (Meta.previous) -----------------
+kp = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id",
+           offload="s3://placeholder/p/", offload_threshold=200)
+#: the same table as the classes before the change saw it (a Table object of its own)
+kp_old = Table("tenant_moving", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant_id",
+               offload="s3://placeholder/p/", offload_threshold=200, client=dynaorm.Client())
+
+
+class OldBook(Versioned):
+    class Meta:
+        table = kp_old
+        pk = "OLD#{tenant_id}#{book_id}"
+        sk = "BOOK"
+        type_name = "book"
+        unique = ("code",)
+
+    tenant_id: str
+    book_id: str
+    code: str
+    text: Encrypted[Offloaded[str]]
+
+
+class Book(Versioned):
+    class Meta:
+        table = kp
+        pk = "T#{tenant_id}#BOOK#{book_id}"
+        sk = "BOOK"
+        unique = ("code",)
+        previous = Previous(pk="OLD#{tenant_id}#{book_id}", type_name="book")
+
+    tenant_id: str
+    book_id: str
+    code: str
+    text: Encrypted[Offloaded[str]]
+
+
+@pytest.mark.parametrize("how", ["by key", "loaded before", "keyed commit"])
+def test_a_forgotten_tenants_row_in_its_previous_layout_is_deleted(
+        backend: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+        how: str) -> None:
+    """A versioned row still in the entity's previous layout is deleted without its
+    sealed values (by key, loaded before the forget, in a keyed commit), with its version
+    rows, its guard and its objects in S3; a read of it is ForgottenError and a save of
+    it (which would seal) refused. Another tenant's rows and objects stay."""
+    kp.keyring = kp_old.keyring = StaticKeyring(KEY, mac_key=MAC)
+    with bucket(backend, request, monkeypatch, kp, kp_old) as b, use_tables(
+            kp, endpoint_url=backend, name_suffix=worker_suffix(),
+            wire=wire_of(request)) as tb:
+        was = (kp_old.name, kp_old.binding())
+        kp_old.name = kp.name
+        kp_old.connect(backend)
+        try:
+            s = Session(kp_old)
+            for tenant in ("acme", "beta"):
+                book = OldBook(tenant_id=tenant, book_id="1", code=tenant, text="a" * 300)
+                s.save(book)
+                s.commit()
+                book.text = "b" * 400  # (a second version, a second object)
+                s.save(book)
+                s.commit()
+            beta = _in(tb.scan_raw(), "beta")
+            s = tb.session()
+            loaded = s.get(Book, tenant_id="acme", book_id="1", consistent=True)
+            kp.forget(scope={"tenant_id": "acme"})
+            with pytest.raises(ForgottenError):
+                s.get(Book, tenant_id="acme", book_id="1", consistent=True)
+            s.save(Book(tenant_id="acme", book_id="1", code="acme", text="x"),
+                   overwrite=True)
+            with pytest.raises(ForgottenError):
+                s.commit()
+            s = tb.session()
+            if how == "loaded before":
+                s.delete(loaded, history=True)
+            else:
+                s.delete(Book, tenant_id="acme", book_id="1", history=True)
+            s.commit(idempotency_key="gone" if how == "keyed commit" else None)
+            rows = tb.scan_raw()
+            assert [r for r in _in(rows, "acme")
+                    if not r["_type"]["S"].startswith("dynaorm:receipt")] == []
+            assert _in(rows, "beta") == beta != []
+            assert b.uris() == referenced(beta) != set()
+        finally:
+            kp_old.name = was[0]
+            kp_old.restore(was[1])
+
+
+def _in(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
+    """The rows and guards of ``tenant`` under either layout."""
+    return [r for r in rows if f"#{tenant}#" in (r.get("owner_pk") or r["pk"])["S"]]
+
+
+def test_check_repair_keeps_a_forgotten_tenants_objects_while_its_rows_hold_them(
+        kg: tuple[TestBackend, Bucket]) -> None:
+    """``check --repair`` (every object old enough to judge) removes no object a
+    forgotten tenant's row still references (its rows are judged around, not dropped
+    from the references); once those rows are gone behind dynaorm's back (TTL, another
+    tool), their objects are orphans and go, another tenant's stay."""
+    from datetime import timedelta
+
+    from dynaorm.jobs.checking import check_table
+
+    tb, b = kg
+    before = b.uris()
+    km.forget(scope={"tenant_id": "acme"})
+    check_table(km, fix=True, orphan_age=timedelta(0))
+    assert b.uris() == before
+    for r in _of(tb.scan_raw(), "acme"):
+        send(km, "DeleteItem", {"TableName": km.name, "Key": {a: r[a] for a in ("pk", "sk")}})
+    beta = _of(tb.scan_raw(), "beta")
+    check_table(km, fix=True, orphan_age=timedelta(0))
+    assert b.uris() == referenced(beta) != set()
+    assert _of(tb.scan_raw(), "beta") == beta
+
+
+def test_a_table_deleted_and_created_again_holds_no_tenant_key_of_before(
+        kt: tuple[TestBackend, Bucket]) -> None:
+    """``Table.delete()`` (its key table with it) forgets what the Table object held of
+    its tenants: after ``create()``, a tenant it held a key of gets a new key, stored in
+    the new key table (its values readable by any Table object), and a tenant forgotten
+    before is a new tenant (the guide: ``Table.delete()`` clears it)."""
+    tb, _ = kt
+    seed(tb)  # (acme's and beta's keys held by ks)
+    ks.forget(scope={"tenant_id": "beta"})
+    ks.delete()
+    ks.create()
+    s = tb.session()
+    for tenant in ("acme", "beta"):
+        s.save(Account(tenant_id=tenant, account_id="1", iban=f"{tenant} again"))
+    s.commit()
+    assert len([r for r in keys_of(tb) if "wrapped" in r]) == 2
+    ks.keyring = StaticKeyring(KEY)  # (another keyring object: nothing held, all read)
+    for tenant in ("acme", "beta"):
+        got = tb.session().get(Account, tenant_id=tenant, account_id="1", consistent=True)
+        assert got is not None and got.iban == f"{tenant} again"

@@ -39,7 +39,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError, TransactionTooLargeError
+from dynaorm.errors import (
+    DynaormError,
+    ForgottenError,
+    ItemDecodeError,
+    KeyTemplateError,
+    TransactionTooLargeError,
+)
 from dynaorm.protocol.steps import call
 from dynaorm.schema.described import described
 from dynaorm.schema.rules import (
@@ -216,11 +222,19 @@ class Layout(Before):
             data.setdefault(name, value)
         return data
 
-    def validate(self, spec: Any, item: Item) -> Any:
+    def validate(self, spec: Any, item: Item, forgotten: bool = False) -> Any:
         """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
-        state set)."""
+        state set). With ``forgotten``, a forgotten tenant's row is read without its
+        sealed values (what a delete plans on: none of them is in a key)."""
         try:
             return spec.cls.model_validate(self.values(spec, item))
+        except ForgottenError:
+            if not forgotten:
+                raise
+            names = spec.rules.by_name["encrypted"].fields  # (attribute: field)
+            return spec.cls.model_construct(**self.values(spec, {
+                a: v for a, v in item.items()
+                if self.fields_by_attr.get(a, names.get(a)) not in names.values()}))
         except ValidationError as exc:
             key = spec.stored_key(item)
             raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
@@ -283,7 +297,7 @@ class Layout(Before):
         rows)"""
         if type(state) is not MovedState:
             return None
-        old = spec.cls.model_validate(self.values(spec, state.item)).__dict__
+        old = self.validate(spec, state.item, forgotten=True).__dict__
         rows = spec.rules.rows(Change(spec.cls, state.key, old, None, state.key, None,
                                       retyped=self.type_name != spec.type_name,
                                       rules=spec.rules, staged=index))
@@ -304,15 +318,17 @@ class Layout(Before):
 
     # -- the migration window's reads (the phase hands them its reads, ``Fetching``)
 
-    def moved(self, spec: Any, item: Item, kit: Fetching) -> Generator[Any, Any, Any]:
+    def moved(self, spec: Any, item: Item, kit: Fetching, forgotten: bool = False
+              ) -> Generator[Any, Any, Any]:
         """An object of ``spec.cls`` read from ``item``, a row of this layout, with its
         old version rows (1..n, versioned only: read), marked so that any write of it
-        moves it (:class:`~dynaorm.values.state.MovedState`)."""
+        moves it (:class:`~dynaorm.values.state.MovedState`); ``forgotten``: as
+        :meth:`validate` has it (a write: one that would seal is refused when it seals)."""
         keys = [wire_key(k) for k in self.version_keys(item, spec.name)]
         found = (yield from kit.batch(spec.table.name, keys, consistent=True)) if keys else {}
         history = tuple(found[key_id(k)] for k in keys if key_id(k) in found)
         yield from kit.prepare((spec,), (item, *history))
-        obj = self.validate(spec, item)
+        obj = self.validate(spec, item, forgotten)
         kit.settle(obj, MovedState(spec.stored_key(item), item, obj.__dict__.get("version")
                                    if self.versioned else None, history))
         return obj
@@ -371,7 +387,7 @@ class Layout(Before):
             old, current = both.get(key_id(old_key)), both.get(key_id(key))
         old, current = _live(spec, old), _live(spec, current)
         if old is not None and self.owns(old):
-            obj = yield from self.moved(spec, old, kit)
+            obj = yield from self.moved(spec, old, kit, True)
             if held or _at(spec, obj, key):
                 if current is not old and current is not None and spec.owns(current):
                     raise DynaormError(

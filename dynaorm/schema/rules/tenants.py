@@ -95,6 +95,13 @@ def forgotten_here(table: TableSchema) -> dict[str, tuple[Forgotten, float]]:
     return _FORGOTTEN.setdefault(where, {})
 
 
+def release(table: TableSchema) -> None:
+    """Drop what this process holds of ``table``'s tenants (its keys, and those it knows
+    forgotten): its key table was deleted, every key and tombstone with it."""
+    forgotten_here(table).clear()
+    _KEYS.pop(table, None)
+
+
 def key_schema(table: TableSchema) -> TableSchema:
     """The key table of ``table`` (``key_scope``): a table of its own, keyed by
     ``tenant``, without point-in-time recovery, stream or TTL."""
@@ -183,11 +190,11 @@ class TenantKeys:
         if found is None:
             return KeyringError(f"table {self.table.name!r}: tenant {tok} has no key (its "
                                 f"item in {self.table.key_table!r} is missing)", key_id=key_id)
+        scope = dict(found.scope or scope or {})
         return ForgottenError(
-            f"table {self.table.name!r}: the tenant {dict(found.scope or scope or {})} was "
-            f"forgotten at {found.forgotten_at}: its encrypted values are gone, and none is "
-            "written for it", key_id=key_id, scope=dict(found.scope or scope or {}),
-            forgotten_at=found.forgotten_at)
+            f"table {self.table.name!r}: the tenant {scope} was forgotten at "
+            f"{found.forgotten_at}: its encrypted values are gone, and none is written for "
+            "it", key_id=key_id, scope=scope, forgotten_at=found.forgotten_at)
 
     def unwrap(self, key_id: str, wrapped: bytes) -> bytes:
         """A value's data key (what :func:`~dynaorm.schema.rules.encrypted.open_value`
