@@ -74,9 +74,8 @@ def merge_items(stored: Item, old: Item, new: Item,
     for name, av in new.items():
         before = old.get(name)
         origin = origins.get(name) or []
-        if before == av and (not any(origin) or origin == [(name, i) for i in range(len(
-                origin))]):  # (members alike but moved: written in their new order)
-            continue  # (alike and none known, copies: as stored, what did not change)
+        if before == av and all(at in (None, (name, i)) for i, at in enumerate(origin)):
+            continue  # (alike, each known member in its place: as stored; moved: written)
         was = stored.get(name)
         inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
