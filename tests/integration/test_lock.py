@@ -400,3 +400,126 @@ def test_a_versioned_entity_keeps_another_writers_lock_beside_its_version(
     s.save(d)
     with pytest.raises(ConcurrentModificationError):
         s.commit()
+
+
+# -- red team of issue 89 ----------------------------------------------------------------------
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("fault", ["lose", "lose500"])
+@pytest.mark.parametrize("style", [ENHANCED, PYNAMODB], ids=lambda m: m.style)
+def test_a_save_whose_answer_is_lost_while_they_save_is_never_reported_untrue(
+        db: TestBackend, style: Mapper, fault: str) -> None:
+    """Our save is applied (the lock moved 1 -> 2) and its answer lost; inside that window
+    the other writer loads and saves (2 -> 3, the whole item put back without our
+    revision). Their change stays; we are told success only when it is proved, else that
+    the outcome is unknown, never a conflict (the write was applied); either way our
+    object never writes again over theirs."""
+    from dynaorm import OutcomeUnknownError
+    from dynaorm.testing import inject_faults
+    from tests.support.fault_kinds import arm
+
+    m = other(style, db)
+    doc = theirs(m)
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    o.qty = 5
+    s.save(o)
+
+    def they_save() -> None:
+        fresh = m.load(doc)
+        assert fresh is not None and fresh["qty"] == 5 and fresh["version"] == 2
+        m.save({**fresh, "status": "PAID"})
+
+    error: BaseException | None = None
+    with inject_faults(shop) as faults:
+        arm(faults, ["UpdateItem", "PutItem", "TransactWriteItems"], fault, after=they_save)
+        try:
+            s.commit()
+        except DynaormError as exc:
+            error = exc
+    assert error is None or isinstance(error, OutcomeUnknownError), error
+    back = m.load(doc)
+    assert back is not None and (back["status"], back["qty"], back["version"]) == (
+        "PAID", 5, 3)
+    s.rollback()
+    o.status = "MINE"
+    s.save(o)  # (stale: loaded at 1, theirs at 3)
+    with pytest.raises(DynaormError):
+        s.commit()
+    assert m.load(doc)["status"] == "PAID"  # type: ignore[index]
+
+
+@STYLES
+def test_save_many_and_delete_many_keep_their_lock(db: TestBackend, style: Mapper) -> None:
+    """The bulk paths: ``save_many`` of a loaded object moves the lock (their stale copy
+    refused after it), and a stale ``save_many`` / ``delete_many`` of ours is refused,
+    their change kept."""
+    m = other(style, db)
+    doc = theirs(m)
+    stale = m.load(doc)
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None and stale is not None
+    o.qty = 7
+    s.save_many([o])
+    assert o.version == 2 and m.load(doc)["version"] == 2  # type: ignore[index]
+    with pytest.raises(Refused):
+        m.save({**stale, "status": "LOST"})
+    o2 = s.get(Order, order_id="o1", consistent=True)
+    assert o2 is not None
+    fresh = m.load(doc)
+    assert fresh is not None
+    m.save({**fresh, "status": "PAID"})  # (theirs: 3, after both of our loads)
+    o2.qty = 9
+    with pytest.raises(DynaormError):
+        s.save_many([o2])
+    with pytest.raises(DynaormError):
+        s.delete_many([o2])
+    back = m.load(doc)
+    assert back is not None and (back["status"], back["qty"], back["version"]) == (
+        "PAID", 7, 3)
+
+
+def test_a_lock_stored_as_a_string_is_never_moved_back(db: TestBackend) -> None:
+    """An item whose lock another tool stored as a string (``{"S": "3"}``): a save must
+    not write it back as the first value (1), under which a copy of theirs loaded at 1
+    would pass its check; it moves it on from 3, or refuses."""
+    shop.client.put_item(TableName=shop.name, Item={
+        "pk": {"S": "ORDER#s1"}, "sk": {"S": "ORDER"}, "order_id": {"S": "s1"},
+        "status": {"S": "NEW"}, "qty": {"N": "0"}, "version": {"S": "3"}})
+    s = db.session()
+    o = s.get(Order, order_id="s1", consistent=True)
+    assert o is not None and o.version == 3
+    o.qty = 1
+    s.save(o)
+    try:
+        s.commit()
+    except DynaormError:
+        return  # (refused: the lock as stored is none the rule knows)
+    stored = shop.client.get_item(TableName=shop.name, Key={
+        "pk": {"S": "ORDER#s1"}, "sk": {"S": "ORDER"}}, ConsistentRead=True)["Item"]
+    assert int(next(iter(stored["version"].values()))) > 3 and o.version is not None and (
+        o.version > 3), stored["version"]
+
+
+def test_a_lock_absent_from_an_item_written_before_it_was_declared_starts_it(
+        db: TestBackend) -> None:
+    """An item stored without the lock (written before the entity declared it): a save
+    of it starts the lock at its first value, conditioned on its absence; a second
+    object loaded before that save is refused."""
+    shop.client.put_item(TableName=shop.name, Item={
+        "pk": {"S": "ORDER#n1"}, "sk": {"S": "ORDER"}, "order_id": {"S": "n1"},
+        "status": {"S": "NEW"}, "qty": {"N": "0"}})
+    s = db.session()
+    a = s.get(Order, order_id="n1", consistent=True)
+    b = s.get(Order, order_id="n1", consistent=True)
+    assert a is not None and b is not None and a.version is None
+    a.qty = 1
+    s.save(a)
+    s.commit()
+    assert a.version == 1
+    b.status = "LATE"
+    s.save(b)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
