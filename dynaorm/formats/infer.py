@@ -1347,10 +1347,10 @@ def _lock(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any] | None:
     made ``int | None = None``, the lock then writes it."""
     for f in e.fields:
         at = f["stored"]
-        if (f["name"] == at and _LOCK.match(at) and not e.group.versioned
+        if (at.isidentifier() and at[0] != "_" and _LOCK.match(at) and not e.group.versioned
                 and at not in _key_attrs(table) and all(
                     re.fullmatch(r"[1-9]\d*", i.get(at, {}).get("N", "")) for i in e.group.items)):
-            f.update(required=False, nullable=True, default=None)
+            f.update(name=at, required=False, nullable=True, default=None)  # (no alias)
             return {"field": at, "first": 1, "step": 1}
     return None
 
