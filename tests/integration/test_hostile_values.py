@@ -379,3 +379,40 @@ def test_a_condition_of_exactly_4096_bytes_is_sent_and_one_byte_more_is_refused(
         with pytest.raises(ExpressionTooLargeError, match="4 KB"):
             s.commit()
         assert rec.calls == []
+
+
+@pytest.mark.sync_only
+def test_a_condition_of_exactly_300_operators_is_sent_and_one_more_is_refused(
+        backend: str | None) -> None:
+    """DynamoDB's 300 operators of a condition (comparators, AND/OR/NOT, functions; a
+    BETWEEN and an IN one each) are inclusive: a save whose condition holds exactly 300
+    is sent and applied (DynamoDB Local takes it; 301 it refuses), one of 301 is refused
+    before sending. Calibrated on what is sent: ``tags[i] <> :v`` terms, the first one
+    ``NOT (tags[0] = :v)`` for one operator more."""
+    import re
+
+    def ops(text: str) -> int:
+        return len(re.findall(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(", text))
+
+    def cond(n: int, odd: bool) -> Any:
+        out = ~(F("tags[0]") == "x") if odd else F("tags[0]") != "x"  # (NOT: one more)
+        for i in range(1, n):
+            out = out & (F(f"tags[{i}]") != "x")
+        return out
+
+    with use_tables(wide, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        rec = Requests(wide)
+        s = tb.session()
+        s.save(Tagged(tag_id="calibrate"), condition=cond(10, False))
+        s.commit()
+        ten = ops(_expression_of(rec.calls))
+        n, odd = 10 + (300 - ten) // 2, (300 - ten) % 2 == 1
+        rec.calls.clear()
+        s.save(Tagged(tag_id="edge"), condition=cond(n, odd))
+        s.commit()
+        assert ops(_expression_of(rec.calls)) == 300
+        rec.calls.clear()
+        s.save(Tagged(tag_id="over"), condition=cond(n + 1, False) if odd else cond(n, True))
+        with pytest.raises(ExpressionTooLargeError, match="300"):
+            s.commit()
+        assert rec.calls == []
