@@ -1438,3 +1438,33 @@ def test_a_job_rebuilding_an_unchanged_list_keeps_every_members_attributes(
     after = _after(key)
     assert after["lines"]["L"] == [_serialed(n) for n in range(3)] and after["spare"] == {
         "L": []}
+
+
+@pytest.mark.engines("local")  # (the async session's engine)
+def test_an_async_session_moves_and_deletes_members_with_their_own_attributes(
+        db: TestBackend) -> None:
+    """The same rule through ``AsyncSession``: a line moved to the head of ``spare``, the
+    first deleted: each member stored as read."""
+    import asyncio
+
+    from dynaorm import AsyncSession
+    from dynaorm.aio import close
+
+    key = _shelved(3, 1)
+
+    async def run() -> None:
+        try:
+            s = AsyncSession(crm)
+            o = await s.get(Shelved, oid="1", consistent=True)
+            assert o is not None
+            o.spare.insert(0, o.lines.pop(2))
+            del o.lines[0]
+            s.save(o)
+            await s.commit()
+        finally:
+            await close()
+
+    asyncio.run(run())
+    after = _after(key)
+    assert after["lines"]["L"] == [_serialed(1)]
+    assert after["spare"]["L"] == [_serialed(2), _serialed(10)]
