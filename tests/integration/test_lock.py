@@ -523,3 +523,22 @@ def test_a_lock_absent_from_an_item_written_before_it_was_declared_starts_it(
     s.save(b)
     with pytest.raises(ConcurrentModificationError):
         s.commit()
+
+
+def test_an_overwrite_of_a_new_object_never_moves_their_lock_back(db: TestBackend) -> None:
+    """A new object (never loaded) saved with ``overwrite=True`` over their item at 3:
+    the lock moves on from what is stored (4), never back to its first value, under
+    which a copy of theirs loaded at 1 would pass its check again (ABA)."""
+    m = other(PYNAMODB, db)
+    doc = theirs(m)
+    old = m.load(doc)  # (theirs at 1)
+    for _ in range(2):
+        m.save(m.load(doc))  # type: ignore[arg-type]
+    assert m.load(doc)["version"] == 3  # type: ignore[index]
+    s = db.session()
+    s.save(Order(order_id="o1", status="MINE"), overwrite=True)
+    s.commit()
+    assert old is not None
+    with pytest.raises(Refused):  # (loaded at 1, two saves and an overwrite ago)
+        m.save({**old, "status": "ANCIENT"})
+    assert m.load(doc)["version"] == 4  # type: ignore[index]
