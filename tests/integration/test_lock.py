@@ -542,3 +542,33 @@ def test_an_overwrite_of_a_new_object_never_moves_their_lock_back(db: TestBacken
     with pytest.raises(Refused):  # (loaded at 1, two saves and an overwrite ago)
         m.save({**old, "status": "ANCIENT"})
     assert m.load(doc)["version"] == 4  # type: ignore[index]
+
+
+@pytest.mark.parametrize("how", ["in place", "rebuilt"])
+def test_a_backfill_moves_their_lock_and_keeps_what_it_did_not_change(
+        db: TestBackend, how: str) -> None:
+    """A backfill job over their orders, its function changing the loaded object or
+    returning a new one built from it (its lock field left None): the lock moves by one
+    from what was loaded, their undeclared attribute stays, their copy loaded before the
+    job is refused."""
+    from dynaorm.jobs import backfill, run_local
+
+    m = other(PYNAMODB, db)
+    doc = theirs(m)
+    m.save(m.load(doc))  # type: ignore[arg-type]
+    stale = m.load(doc)
+
+    def paid(o: Order) -> Order:
+        if how == "rebuilt":
+            return Order(order_id=o.order_id, status="PAID", qty=o.qty)
+        o.status = "PAID"
+        return o
+
+    report = run_local(backfill(Order, paid, name=f"pay-{how.replace(' ', '-')}"))
+    assert report.changed == 1 and report.failed == []
+    back = m.load(doc)
+    assert back is not None and (back["status"], back["version"], back["extra"]) == (
+        "PAID", 3, "kept")
+    assert stale is not None
+    with pytest.raises(Refused):
+        m.save({**stale, "status": "LOST"})
