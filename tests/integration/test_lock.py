@@ -572,3 +572,27 @@ def test_a_backfill_moves_their_lock_and_keeps_what_it_did_not_change(
     assert stale is not None
     with pytest.raises(Refused):
         m.save({**stale, "status": "LOST"})
+
+
+def test_a_failed_commit_leaves_the_lock_as_loaded_and_a_retry_moves_it_once(
+        db: TestBackend) -> None:
+    """A save of a loaded order in a commit that fails on another of its actions (an
+    insert over an existing order): nothing written, the object's lock still as loaded;
+    the same object saved again moves it once, from the value loaded."""
+    m = other(ENHANCED, db)
+    doc = theirs(m)
+    theirs(m, order_id="o2")
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    o.qty = 3
+    s.save(o)
+    s.save(Order(order_id="o2"))
+    with pytest.raises(DynaormError):
+        s.commit()
+    s.rollback()
+    assert o.version == 1 and m.load(doc)["version"] == 1  # type: ignore[index]
+    s.save(o)
+    s.commit()
+    back = m.load(doc)
+    assert o.version == 2 and back is not None and (back["qty"], back["version"]) == (3, 2)
