@@ -596,3 +596,29 @@ def test_a_failed_commit_leaves_the_lock_as_loaded_and_a_retry_moves_it_once(
     s.commit()
     back = m.load(doc)
     assert o.version == 2 and back is not None and (back["qty"], back["version"]) == (3, 2)
+
+
+def test_a_key_move_of_a_loaded_order_is_conditioned_on_their_lock(db: TestBackend) -> None:
+    """A loaded order whose key field changes (its row deleted, a new one put): when they
+    saved the order after our load, the move is refused and their row stays; moved as
+    loaded, the new row carries the lock moved by one."""
+    m = other(PYNAMODB, db)
+    doc = theirs(m)
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    m.save({**m.load(doc), "status": "PAID"})  # type: ignore[dict-item]
+    o.order_id = "o9"
+    s.save(o)
+    with pytest.raises(DynaormError):
+        s.commit()
+    s.rollback()
+    assert m.load(doc)["status"] == "PAID"  # type: ignore[index]
+    assert m.load({**doc, "pk": "ORDER#o9"}) is None
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    o.order_id = "o9"
+    s.save(o)
+    s.commit()
+    moved = m.load({**doc, "pk": "ORDER#o9"})
+    assert m.load(doc) is None and moved is not None and moved["version"] == 3
