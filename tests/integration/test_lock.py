@@ -622,3 +622,24 @@ def test_a_key_move_of_a_loaded_order_is_conditioned_on_their_lock(db: TestBacke
     s.commit()
     moved = m.load({**doc, "pk": "ORDER#o9"})
     assert m.load(doc) is None and moved is not None and moved["version"] == 3
+
+
+@pytest.mark.parametrize("by", ["object", "key"])
+def test_an_update_setting_the_lock_itself_is_refused_or_moves_it_once(
+        db: TestBackend, by: str) -> None:
+    """An update that sets the lock field by hand (``.set(version=7)``): never a raw
+    engine error (two paths over one attribute) and never a lock put anywhere but one
+    step on from what was loaded: a typed error before sending, or the lock moved once."""
+    m = other(PYNAMODB, db)
+    doc = theirs(m)
+    s = db.session()
+    o = s.get(Order, order_id="o1", consistent=True)
+    assert o is not None
+    (s.update(o) if by == "object" else s.update(Order, order_id="o1")).set(version=7)
+    try:
+        s.commit()
+    except DynaormError as exc:
+        assert "version" in str(exc) or "lock" in str(exc), exc
+        assert m.load(doc)["version"] == 1  # type: ignore[index]
+        return
+    assert m.load(doc)["version"] == 2  # type: ignore[index]
