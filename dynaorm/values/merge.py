@@ -96,7 +96,7 @@ def _left_out(item: Item, old: Item, new: Item, drop: frozenset[str] | set[str])
     """The attributes ``old`` held and ``new`` does not (what an update removes), taken
     out of ``item`` with those of ``drop`` neither holds."""
     remove = []
-    if len(old) > len(new) or not old.keys() <= new.keys():
+    if not old.keys() <= new.keys():
         remove = [name for name in old if name not in new and name in item]
         for name in remove:
             del item[name]
