@@ -1468,3 +1468,31 @@ def test_an_async_session_moves_and_deletes_members_with_their_own_attributes(
     after = _after(key)
     assert after["lines"]["L"] == [_serialed(1)]
     assert after["spare"]["L"] == [_serialed(2), _serialed(10)]
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("how", ["get_many", "scan", "save_many"])
+def test_members_loaded_or_saved_in_bulk_keep_their_own_attributes(
+        db: TestBackend, how: str) -> None:
+    """Objects read by ``get_many`` or a scan, or saved by ``save_many`` and saved again:
+    their states know their members too (a deleted first line leaves the others with
+    their own serials; a line moved to ``spare`` takes its own)."""
+    key = _shelved(3, 0)
+    s = db.session()
+    if how == "get_many":
+        (o,) = s.get_many(Shelved, [{"oid": "1"}])
+    elif how == "scan":
+        (o,) = [x for x in s.scan(Shelved).all() if isinstance(x, Shelved)]
+    else:
+        o = s.get(Shelved, oid="1")
+        assert o is not None
+        o.spare.append(o.lines.pop(2))
+        s.save_many([o])
+        assert _after(key)["spare"]["L"] == [_serialed(2)]
+    assert o is not None
+    del o.lines[0]
+    s.save(o)
+    s.commit()
+    after = _after(key)
+    assert after["lines"]["L"] == [_serialed(1)] + ([] if how == "save_many" else [
+        _serialed(2)])
