@@ -1496,3 +1496,31 @@ def test_members_loaded_or_saved_in_bulk_keep_their_own_attributes(
     after = _after(key)
     assert after["lines"]["L"] == [_serialed(1)] + ([] if how == "save_many" else [
         _serialed(2)])
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("how", [pytest.param("update of the object", marks=pytest.mark.xfail(
+    strict=True, reason="defect: an update of a loaded object that reads nothing first "
+    "(no lock, rule or validator: StagedUpdate._plan_ops) sets the list whole from its "
+    "members' declared values, so every member loses the attributes another writer "
+    "stored on it (S1, S2), though each is the very object loaded; a save of the same "
+    "change keeps them (InstanceState.merged)")), "update by key"])
+def test_an_update_setting_a_list_of_the_loaded_members_keeps_their_attributes(
+        db: TestBackend, how: str) -> None:
+    """``s.update(o).set(lines=o.lines[1:])``: the members set are the very ones loaded
+    (the first dropped), so each keeps its own serial, none takes its neighbour's; by
+    key, equal copies take none of the stored ones'."""
+    key = _shelved(3, 0)
+    s = db.session()
+    o = s.get(Shelved, oid="1")
+    assert o is not None
+    if how == "update by key":
+        s.update(Shelved, oid="1").set(lines=[Line(**m.model_dump()) for m in o.lines[1:]])
+    else:
+        s.update(o).set(lines=o.lines[1:])
+    s.commit()
+    got = _after(key)["lines"]["L"]
+    if how == "update by key":
+        assert _serials({"L": got}) in ([None, None], ["S1", "S2"]), got
+    else:
+        assert got == [_serialed(1), _serialed(2)]
