@@ -643,3 +643,27 @@ def test_an_update_setting_the_lock_itself_is_refused_or_moves_it_once(
         assert m.load(doc)["version"] == 1  # type: ignore[index]
         return
     assert m.load(doc)["version"] == 2  # type: ignore[index]
+
+
+def test_their_change_in_place_to_a_row_we_stamped_is_never_overwritten_without_a_lock(
+        db: TestBackend) -> None:
+    """A row holding our revision that they update in place (their update keeps the
+    attributes it does not model, our revision with them): a stale save of ours that
+    writes the attribute they changed is refused, even with no lock declared."""
+    m = other(PYNAMODB, db)
+    doc = theirs(m, prefix="PLAIN#")
+    s = db.session()
+    p = s.get(Plain, order_id="o1", consistent=True)
+    assert p is not None
+    p.qty = 1
+    s.save(p)  # (ours: the row holds our revision now)
+    s.commit()
+    p = s.get(Plain, order_id="o1", consistent=True)
+    assert p is not None
+    m.update(m.load(doc), status="PAID")  # type: ignore[arg-type]
+    assert "_rev" in db.scan_raw()[0]
+    p.status = "MINE"
+    s.save(p)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert m.load(doc)["status"] == "PAID"  # type: ignore[index]
