@@ -1524,3 +1524,22 @@ def test_an_update_setting_a_list_of_the_loaded_members_keeps_their_attributes(
         assert _serials({"L": got}) in ([None, None], ["S1", "S2"]), got
     else:
         assert got == [_serialed(1), _serialed(2)]
+
+
+@pytest.mark.engines("moto")
+def test_a_changed_model_in_a_mapping_keeps_its_lists_members_as_stored(
+        db: TestBackend) -> None:
+    """A mapping's model value changed (its name) and a list member's model changed: the
+    members of their lists, untouched, stay as stored, each with its own serial."""
+    key = _crate()
+    s = db.session()
+    o = s.get(Crate, oid="1")
+    assert o is not None
+    o.named["k"].name = "renamed"
+    o.boxes[0].name = "renamed"
+    s.save(o)
+    s.commit()
+    after = _after(key)
+    for box in (after["named"]["M"]["k"], after["boxes"]["L"][0]):
+        assert box["M"]["name"] == {"S": "renamed"}
+        assert box["M"]["parts"]["L"] == [_part(n) for n in range(3)]
