@@ -692,3 +692,19 @@ def test_their_change_in_place_to_a_row_we_stamped_is_never_deleted_without_a_lo
     with pytest.raises(ConcurrentModificationError):
         s.commit()
     assert m.load(doc) is not None
+
+
+def test_an_upsert_starts_their_lock_on_a_new_item_and_moves_it_on_a_stored_one(
+        db: TestBackend) -> None:
+    """``s.update(Order, upsert=True)``: a missing order is created with the lock's first
+    value (1, as they start it); an existing one of theirs has it moved by one."""
+    m = other(ENHANCED, db)
+    s = db.session()
+    s.update(Order, order_id="u1", upsert=True).set(status="NEW")
+    s.commit()
+    assert m.load({"pk": "ORDER#u1", "sk": "ORDER"})["version"] == 1  # type: ignore[index]
+    doc = theirs(m, order_id="u2")
+    s.update(Order, order_id="u2", upsert=True).set(status="PAID")
+    s.commit()
+    back = m.load(doc)
+    assert back is not None and (back["status"], back["version"]) == ("PAID", 2)
