@@ -68,7 +68,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MEMBERS: Final = frozenset(n for n in dir(pydantic.BaseModel) if not n.startswith("_"))
 #: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
 #: an attribute named as a mapper's optimistic lock (``version``, ``record_version``)
-_LOCK = re.compile(r"(?i)_*(record_?|lock_?)?version(_?(no|num|number))?\Z")
+_LOCK = re.compile(r"(?i)(record_?|lock_?)?version(_?(no|num|number))?\Z")
 _KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
 #: at most this many distinct tag-like tokens at one key position tell entities apart
 #: (more: the position holds values, such as short names)
@@ -1347,10 +1347,10 @@ def _lock(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any] | None:
     made ``int | None = None``, the lock then writes it."""
     for f in e.fields:
         at = f["stored"]
-        if (f["name"] == at and _LOCK.match(at) and not e.group.versioned
+        if (_LOCK.match(at) and not e.group.versioned
                 and at not in _key_attrs(table) and all(
                     re.fullmatch(r"[1-9]\d*", i.get(at, {}).get("N", "")) for i in e.group.items)):
-            f.update(required=False, nullable=True, default=None)
+            f.update(name=at, required=False, nullable=True, default=None)  # (no alias)
             return {"field": at, "first": 1, "step": 1}
     return None
 

@@ -39,9 +39,11 @@ class Lock:
         return cls(field, start_at + increment_by, increment_by)
 
     def following(self, stored: Item) -> int:
-        """The value a write of the item ``stored`` (as loaded; ``{}``: new) writes."""
+        """The value a write of the item ``stored`` (as loaded; ``{}``: new) writes (a
+        lock another tool stored as a string moves on from it, never back to ``first``)."""
         value = stored.get(self.field) or {}
-        return int(value["N"]) + self.step if "N" in value else self.first
+        n = value.get("N", value.get("S"))
+        return self.first if n is None else int(n) + self.step
 
 
 def read_lock(cls: type[Any], meta: Mapping[str, Any], keyed: set[str]) -> Lock | None:

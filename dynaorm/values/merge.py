@@ -74,9 +74,8 @@ def merge_items(stored: Item, old: Item, new: Item,
     for name, av in new.items():
         before = old.get(name)
         origin = origins.get(name) or []
-        if before == av and (not any(origin) or origin == [(name, i) for i in range(len(
-                origin))]):  # (members alike but moved: written in their new order)
-            continue  # (alike and none known, copies: as stored, what did not change)
+        if before == av and all(at in (None, (name, i)) for i, at in enumerate(origin)):
+            continue  # (alike, each known member in its place: as stored; moved: written)
         was = stored.get(name)
         inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
@@ -97,7 +96,7 @@ def _left_out(item: Item, old: Item, new: Item, drop: frozenset[str] | set[str])
     """The attributes ``old`` held and ``new`` does not (what an update removes), taken
     out of ``item`` with those of ``drop`` neither holds."""
     remove = []
-    if len(old) > len(new) or not old.keys() <= new.keys():
+    if not old.keys() <= new.keys():
         remove = [name for name in old if name not in new and name in item]
         for name in remove:
             del item[name]

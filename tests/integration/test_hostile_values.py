@@ -320,3 +320,99 @@ def test_an_update_over_dynamodbs_4_kb_is_refused_before_sending(backend: str | 
         s.save(loaded, overwrite=True)
         s.commit()
         assert tb.scan_raw()[0]["attribute_299"] == {"S": "changed"}
+
+
+class Tagged(Entity):
+    class Meta:
+        table = wide
+        pk = "T#{tag_id}"
+        sk = "T"
+
+    tag_id: str
+    tags: list[str] = []
+
+
+def _expression_of(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """The condition expression of the one write recorded."""
+    (body,) = [b for op, b in calls if op in ("PutItem", "UpdateItem", "TransactWriteItems")]
+    if "TransactItems" in body:
+        (action,) = body["TransactItems"]
+        body = next(iter(action.values()))
+    text: str = body["ConditionExpression"]
+    return text
+
+
+@pytest.mark.sync_only
+def test_a_condition_of_exactly_4096_bytes_is_sent_and_one_byte_more_is_refused(
+        backend: str | None) -> None:
+    """DynamoDB's limit is 4 KB *inclusive*: a save whose condition renders to exactly
+    4,096 bytes is sent and applied (DynamoDB Local takes it), one of 4,097 is refused
+    before sending. The condition is calibrated on the engine: attribute_not_exists of
+    list members ``tags[1000]``..., one index a digit longer per byte wanted."""
+    def cond(n: int, longer: int) -> Any:
+        terms = [F(f"tags[{10000 + i if i < longer else 1000 + i}]").not_exists()
+                 for i in range(n)]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out & t
+        return out
+
+    with use_tables(wide, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        rec = Requests(wide)
+        s = tb.session()
+        s.save(Tagged(tag_id="calibrate"), condition=cond(10, 0))
+        s.commit()
+        ten = len(_expression_of(rec.calls).encode())
+        rec.calls.clear()
+        s.save(Tagged(tag_id="calibrate2"), condition=cond(11, 0))
+        s.commit()
+        per = len(_expression_of(rec.calls).encode()) - ten
+        n = 10 + (4096 - ten) // per
+        base = ten + (n - 10) * per
+        assert 0 <= 4096 - base < per <= n
+        rec.calls.clear()
+        s.save(Tagged(tag_id="edge"), condition=cond(n, 4096 - base))
+        s.commit()
+        assert len(_expression_of(rec.calls).encode()) == 4096
+        rec.calls.clear()
+        s.save(Tagged(tag_id="over"), condition=cond(n, 4097 - base))
+        with pytest.raises(ExpressionTooLargeError, match="4 KB"):
+            s.commit()
+        assert rec.calls == []
+
+
+@pytest.mark.sync_only
+def test_a_condition_of_exactly_300_operators_is_sent_and_one_more_is_refused(
+        backend: str | None) -> None:
+    """DynamoDB's 300 operators of a condition (comparators, AND/OR/NOT, functions; a
+    BETWEEN and an IN one each) are inclusive: a save whose condition holds exactly 300
+    is sent and applied (DynamoDB Local takes it; 301 it refuses), one of 301 is refused
+    before sending. Calibrated on what is sent: ``tags[i] <> :v`` terms, the first one
+    ``NOT (tags[0] = :v)`` for one operator more."""
+    import re
+
+    def ops(text: str) -> int:
+        return len(re.findall(r"<>|<=|>=|[=<>]|\b(?:AND|OR|NOT|BETWEEN|IN)\b|\w+\(", text))
+
+    def cond(n: int, odd: bool) -> Any:
+        out = ~(F("tags[0]") == "x") if odd else F("tags[0]") != "x"  # (NOT: one more)
+        for i in range(1, n):
+            out = out & (F(f"tags[{i}]") != "x")
+        return out
+
+    with use_tables(wide, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        rec = Requests(wide)
+        s = tb.session()
+        s.save(Tagged(tag_id="calibrate"), condition=cond(10, False))
+        s.commit()
+        ten = ops(_expression_of(rec.calls))
+        n, odd = 10 + (300 - ten) // 2, (300 - ten) % 2 == 1
+        rec.calls.clear()
+        s.save(Tagged(tag_id="edge"), condition=cond(n, odd))
+        s.commit()
+        assert ops(_expression_of(rec.calls)) == 300
+        rec.calls.clear()
+        s.save(Tagged(tag_id="over"), condition=cond(n + 1, False) if odd else cond(n, True))
+        with pytest.raises(ExpressionTooLargeError, match="300"):
+            s.commit()
+        assert rec.calls == []

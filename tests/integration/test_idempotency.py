@@ -881,3 +881,48 @@ def test_a_replayed_objects_list_members_keep_what_another_writer_stored_on_them
     s.commit()
     lines = kept.client.get_item(TableName=kept.name, Key=row)["Item"]["lines"]["L"]
     assert [m["M"].get("serial", {}).get("S") for m in lines] == ["S0", "S1", None]
+
+
+class LockedOrder(Entity):
+    """Another writer's lock on a table dynaorm replays commits of."""
+
+    class Meta:
+        table = kept
+        pk = "LOCKED#{sid}"
+        sk = "LOCKED"
+        lock = "version"
+
+    sid: str
+    status: str = ""
+    version: int | None = None
+
+
+@pytest.mark.engines("moto")
+def test_a_replayed_object_carries_the_lock_the_replayed_commit_wrote(
+        kb: tuple[TestBackend, Bucket]) -> None:
+    """A new locked object saved under an idempotency key, then an equal one replayed:
+    the replayed object holds the lock as written (1); its next save moves it to 2 under
+    that condition, and one made after another writer moved it is refused."""
+    from dynaorm import ConcurrentModificationError
+
+    tb, _ = kb
+    key = f"locked-{RUN}"
+    s = tb.session()
+    s.save(LockedOrder(sid="1"))
+    s.commit(idempotency_key=key)
+    obj = LockedOrder(sid="1")
+    s.save(obj)
+    assert s.commit(idempotency_key=key).replayed
+    assert obj.version == 1
+    obj.status = "PAID"
+    s.save(obj)
+    s.commit()
+    row = {"pk": {"S": "LOCKED#1"}, "sk": {"S": "LOCKED"}}
+    assert kept.client.get_item(TableName=kept.name, Key=row)["Item"]["version"] == {"N": "2"}
+    kept.client.update_item(TableName=kept.name, Key=row,  # (theirs: 3)
+                            UpdateExpression="SET version = :v",
+                            ExpressionAttributeValues={":v": {"N": "3"}})
+    obj.status = "LATE"
+    s.save(obj)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()

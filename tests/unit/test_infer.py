@@ -472,3 +472,15 @@ def test_a_versioned_entitys_own_version_is_no_lock() -> None:
               "_type": s("Doc"), "version": {"N": str(n + 1)}} for n in range(3)]
     (doc,) = infer_model(_table(), None, items).model["entities"]
     assert doc["versioned"] and doc.get("lock") is None
+
+
+@pytest.mark.parametrize("name", ["versionNo", "Version"])
+def test_a_lock_named_in_another_case_is_proposed(name: str) -> None:
+    """A Java bean's lock ``versionNo`` (or an attribute renamed ``Version``), an integer
+    N from 1 on every item: proposed, and the printed model declares it."""
+    items = [{"PK": s(f"ORDER#o{n}1"), "SK": s("ORDER"), "_type": s("Order"),
+              name: {"N": v}} for n, v in enumerate(["1", "2", "3"])]
+    found = infer_model(_table(), None, items)
+    assert found.model["entities"][0].get("lock") is not None
+    (entity,) = _defined(found)["entities"]
+    assert entity.get("lock") is not None
