@@ -41,6 +41,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -80,6 +81,7 @@ from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.keys import key_id, key_value
 from dynaorm.values.records import Role
+from dynaorm.values.state import undeclared
 from dynaorm.wire import decode, render
 
 __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
@@ -133,6 +135,9 @@ class LoadReport:
     left: list[str] = field(default_factory=list)
     """Rows a failed entity left because another writer changed them since the load
     wrote them (``dynaorm check`` reports them)."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """The attributes of a DynamoDB export's items the model does not declare, left out
+    (each entity is made anew), by ``Entity.attribute``: how many items held each."""
 
     @property
     def ok(self) -> bool:
@@ -152,6 +157,8 @@ class LoadReport:
                        "the load again with the same name")
         out += [f"  left: {row} (changed by another writer during the load: run dynaorm "
                 "check)" for row in self.left]
+        if self.dropped:
+            out.append(f"  dropped, not declared by the model: {_dropped(self.dropped)}")
         return out
 
 
@@ -188,7 +195,17 @@ def load(table: Table, source: Any, *, s3: str, entity: type[Entity] | None = No
                 part_rows, poll, progress, sleep, performance_tier)
     job.refuse_global_table()
     with held_to(rate):
-        return job.run(lambda: _objects(table, source, entity, entities), _described(source))
+        report = job.run(lambda: _objects(table, source, entity, entities, job.dropped),
+                         _described(source))
+    if report.dropped:
+        warnings.warn(f"load {report.name!r}: the model declares none of "
+                      f"{_dropped(report.dropped)}: left out of every entity loaded",
+                      RuntimeWarning, stacklevel=2)
+    return report
+
+
+def _dropped(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} ({n} items)" for name, n in counts.items())
 
 
 def _units(rate: Rate | None) -> int | None:
@@ -243,6 +260,7 @@ class _Load:
         self.failures: list[LoadFailure] = []  # (the rounds this run settled: as raised)
         self.settled: set[int] = set()
         self.left: list[str] = []
+        self.dropped: dict[str, int] = {}  # (a DynamoDB export's undeclared attributes)
         self.deleted: set[Any] = set()  # (the rows this run's rollbacks took back)
 
     # -- requests and files ------------------------------------------------------------
@@ -315,7 +333,8 @@ class _Load:
                 "this source a name of its own (a name is one load, resumed)")
         if not self.state.get("rounds"):
             self.state = {"version": _STATE_VERSION, "table": self.table.name,
-                          "name": self.name, "rounds": [], "source": named}
+                          "name": self.name, "rounds": [], "source": named,
+                          "dropped": self.dropped}
             self.render(source(), 1)
         current = self.state["rounds"][-1]
         if not current.get("settled"):
@@ -549,7 +568,8 @@ class _Load:
                          entities=first["entities"], rows=first["rows"],
                          loaded=sum(r.get("loaded", 0) for r in rounds),
                          pending=rounds[-1]["entities"] if not rounds[-1].get("settled")
-                         else rounds[-1].get("pending", 0), left=self.left)
+                         else rounds[-1].get("pending", 0), left=self.left,
+                         dropped=dict(self.state.get("dropped", {})))
         out.failures = list(self.failures)
         for r in rounds:
             if r.get("settled") and r.get("failed") and r["round"] not in self.settled:
@@ -729,13 +749,14 @@ def _failure_of(table: Table, kept: dict[str, Any]) -> LoadFailure:
 
 # -- sources ---------------------------------------------------------------------------
 def _objects(table: Table, source: Any, entity: type[Entity] | None,
-             entities: Iterable[type[Entity]] | None) -> Iterator[Entity]:
+             entities: Iterable[type[Entity]] | None, dropped: dict[str, int]
+             ) -> Iterator[Entity]:
     """The entity objects of ``source`` (see :func:`load`), one at a time."""
     classes = list(entities) if entities is not None else list(table.entities.values())
     if isinstance(source, str | os.PathLike):
         text = os.fspath(source)
         if "/AWSDynamoDB/" in text or text.rstrip("/").endswith("manifest-summary.json"):
-            yield from _from_export(table, text, classes)
+            yield from _from_export(table, text, classes, dropped)
         else:
             yield from _from_parquet(text, entity, classes)
     elif hasattr(source, "scan") and hasattr(source, "schema"):  # (a pyiceberg table)
@@ -751,9 +772,11 @@ def _objects(table: Table, source: Any, entity: type[Entity] | None,
             yield obj
 
 
-def _from_export(table: Table, url: str, classes: list[type[Entity]]) -> Iterator[Entity]:
+def _from_export(table: Table, url: str, classes: list[type[Entity]],
+                 dropped: dict[str, int]) -> Iterator[Entity]:
     """The entities of a DynamoDB export: each entity's row or latest copy, as a new
-    object (its guards and version rows are made anew)."""
+    object (its guards and version rows are made anew); the attributes its model does not
+    declare counted in ``dropped``."""
     from dynaorm.schema.entity import prepare_rows
 
     files, kind, _ = read_source(url)
@@ -777,6 +800,8 @@ def _from_export(table: Table, url: str, classes: list[type[Entity]]) -> Iterato
                 if spec.rules.preparers:
                     table.db.driver.run(prepare_rows((spec,), (item,)), Operation(
                         "load", (table.name,), (spec.cls,)))
+                for attr in undeclared(spec, item).keys() - {table.revision_attribute}:
+                    dropped[f"{spec.name}.{attr}"] = dropped.get(f"{spec.name}.{attr}", 0) + 1
                 yield fresh(spec.cls, item)
 
 

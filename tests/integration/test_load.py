@@ -329,6 +329,37 @@ def test_parquet_iceberg_and_a_dynamodb_export_load_into_a_fresh_table(
         i["_type"] == {"S": "dynaorm:unique"})]
 
 
+@pytest.mark.engines("moto")
+def test_a_dynamodb_exports_undeclared_attributes_are_reported_as_dropped(
+        lb: TestBackend) -> None:
+    """Items another writer gave attributes the model does not declare: a load from the
+    table's export makes each entity anew, so it leaves them out, and its report says
+    which and how many items held each (contract 25: say so plainly), never silence."""
+    assert run_load([account(n) for n in range(3)]).ok
+    for n, extra in ((0, {"legacy": {"S": "x"}}), (1, {"legacy": {"N": "1"},
+                                                       "audit": {"BOOL": True}})):
+        for row in (i for i in lb.scan_raw() if i["pk"]["S"] == f"T#acme#ACCT#a{n:03d}"):
+            loads.db.driver.run(call("PutItem", {  # (the row and its latest copy)
+                "TableName": loads.name, "Item": {**row, **extra}}))
+    loads.db.driver.run(call("UpdateContinuousBackups", {
+        "TableName": loads.name,
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+    arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
+        "Table"]["TableArn"]
+    manifest = loads.db.driver.run(call("ExportTableToPointInTime", {
+        "TableArn": arn, "S3Bucket": BUCKET, "S3Prefix": "exp"}))["ExportDescription"][
+        "ExportManifest"]
+    _clear(lb)
+    with pytest.warns(RuntimeWarning, match=r"Account\.legacy \(2 items\)"):
+        report = run_load(f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/", name="exported")
+    assert report.loaded == 3 and report.dropped == {"Account.legacy": 2, "Account.audit": 1}
+    assert any("not declared" in line and "Account.audit" in line for line in report.lines())
+    assert not [i for i in lb.scan_raw() if "legacy" in i or "audit" in i]
+    with pytest.warns(RuntimeWarning, match="Account.audit"):
+        again = run_load(f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/", name="exported")
+    assert again.dropped == report.dropped  # (a resumed load reports what it dropped)
+
+
 def test_an_export_of_one_tenant_or_entity_sends_a_filter_and_holds_only_its_rows(
         lb: TestBackend, tmp_path: Path) -> None:
     """``jobs.export(..., scope=, entities=, start_export=)`` sends the export's
