@@ -380,8 +380,8 @@ def _window(monkeypatch: pytest.MonkeyPatch, deleter: Saver, first: Callable[[],
     of the thread."""
     read, reads = deleter._thread, []
 
-    def in_the_window(s: Any, thread_id: str) -> Any:
-        found = yield from read(s, thread_id)
+    def in_the_window(s: Any, thread_id: str, deleting: bool = False) -> Any:
+        found = yield from read(s, thread_id, deleting)
         reads.append(thread_id)
         if len(reads) == 1:
             first()
