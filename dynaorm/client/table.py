@@ -29,9 +29,9 @@ from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.places import OFFLOAD_THRESHOLD
+from dynaorm.schema.rules.tenants import forgotten_here, key_schema
 from dynaorm.schema.settings import Declared, TableSettings
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
-from dynaorm.schema.tenancy import forgotten_here, key_schema
 
 if TYPE_CHECKING:
     from dynaorm.schema.model import AccessPattern

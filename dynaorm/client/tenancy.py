@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm.protocol.hooks import Operation
-from dynaorm.schema.tenancy import Forgotten, forget_p, open_p, seal_p
+from dynaorm.schema.rules.tenants import Forgotten
+from dynaorm.schema.tenancy import forget_p, open_p, seal_p
 
 
 class KeysPerTenant:

@@ -46,9 +46,6 @@ from dynaorm import LakeError
 from dynaorm.jobs import ExportReport, Job
 from dynaorm.lake.private_apis import iceberg_require_snapshot
 
-__all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "lake_job",
-           "lake_schema", "load_catalog"]
-
 #: how many times a merge that lost the race to commit applies its change again
 RETRIES = 8
 #: the snapshot summary's and table properties' keys a commit records its export under

@@ -19,16 +19,11 @@ from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.rules.tenants import (
     TENANT_PREFIX,
     Forgotten,
-    forgotten_here,
-    key_schema,
     tenant_keys,
     token,
 )
 from dynaorm.schema.rules.tenants import forget_p as _forget_p
 from dynaorm.schema.table import TableSchema
-
-__all__ = ["Forgotten", "forget_p", "forgotten_here", "key_schema", "open_p", "rewrap_p",
-           "seal_p", "tenant_of"]
 
 #: the attribute name sealed bytes are bound to (with the table and the context)
 _SEALED = "sealed"
