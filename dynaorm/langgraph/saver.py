@@ -340,7 +340,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return None, None
         t, zero = fence.tenure, timedelta(0)
         values = {**self._stamp(), **({} if head is None else {"head": head})}
-        where = _extends(extends, head)
+        # the condition a put that extends the thread's head stages on the lease row
+        # (None: none): the head is the parent named (or none yet), or this very one
+        where = None if extends is None else F("head").not_exists() if extends[
+            0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if where is not None and head is not None:  # (or the head is this very one: the
+            where = where | (F("head") == head)  # put again, its first answer lost)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)
@@ -940,16 +945,6 @@ def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:
                            failures=exc.failures)
     busy.thread_id = fence.thread["thread_id"]
     return busy
-
-
-def _extends(extends: tuple[str | None] | None, head: str | None) -> Any:
-    """The condition a put that ``extends`` the thread's head stages on the lease row
-    (``None``: none): the head is the parent named (or none yet), or this very one."""
-    where = None if extends is None else F("head").not_exists() if extends[
-        0] is None else F("head").not_exists() | (F("head") == extends[0])
-    if where is not None and head is not None:  # (or the head is this very one: the
-        where = where | (F("head") == head)  # put again, its first answer lost)
-    return where
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:
