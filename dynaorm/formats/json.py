@@ -1,8 +1,6 @@
 """dynaorm's own JSON: everything the model holds (``docs/guide/model.md`` gives its
 schema); :func:`to_format` is the model itself, :func:`from_format` checks a file of it."""
 
-from __future__ import annotations
-
 import ast
 import json
 from collections.abc import Mapping

@@ -33,8 +33,6 @@ its row was re-sealed conflicts where it conditions on the ciphertexts it read (
 encrypted field of a versioned entity): reload and save again.
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field

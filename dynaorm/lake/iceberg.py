@@ -33,8 +33,6 @@ has not, is its microseconds (``long``). pyiceberg (``dynaorm[lake]``) writes th
 files, imported when a commit runs.
 """
 
-from __future__ import annotations
-
 import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence

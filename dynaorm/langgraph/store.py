@@ -23,8 +23,6 @@ rows). The steps are written once, as a generator of calls on a session that
 :meth:`Store.batch` runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
 """
 
-from __future__ import annotations
-
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping

@@ -15,8 +15,6 @@ JSON schema.
 Pure: nothing here sends a request.
 """
 
-from __future__ import annotations
-
 import enum
 import operator
 import re

@@ -9,8 +9,6 @@ follow-up requests send them, and as DescribeTable and its neighbours report the
 Pure: nothing here sends a request (:mod:`dynaorm.core.admin` does).
 """
 
-from __future__ import annotations
-
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -7,8 +7,6 @@ themselves live in :mod:`dynaorm.schema.rules.tenants` and
 :mod:`dynaorm.schema.rules.encrypted`; the phases and the client reach them through here.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any
 

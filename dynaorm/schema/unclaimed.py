@@ -22,8 +22,6 @@ Pure apart from the once-per-name warning (the logging module, imported by the f
 warning).
 """
 
-from __future__ import annotations
-
 import threading
 import weakref
 from collections.abc import Mapping

@@ -14,8 +14,6 @@ domain is refused even when named. Anything refused is a :class:`NotATestEngineE
 before a request is sent (or a name looked up).
 """
 
-from __future__ import annotations
-
 import ipaddress
 import os
 from urllib.parse import urlparse
