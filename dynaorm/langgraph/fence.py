@@ -59,8 +59,6 @@ from langgraph.checkpoint.base import Checkpoint
 
 from dynaorm import LeaseError
 
-__all__ = ["ThreadBusyError"]
-
 _NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
 _ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()
 

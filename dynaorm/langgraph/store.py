@@ -71,8 +71,6 @@ from dynaorm import (
 from dynaorm.langgraph.saver import Op as Steps
 from dynaorm.langgraph.saver import Runner, ttl_of
 
-__all__ = ["Store", "memory_entity"]
-
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
