@@ -10,6 +10,8 @@ code is defined, and the model of what it defines is the answer, so every format
 ``dynaorm model`` prints it and the code it prints runs as is.
 """
 
+from __future__ import annotations
+
 import json
 import sys
 import types

@@ -3,6 +3,8 @@
 the access patterns a design declares, and ``table.model()`` of what it defines gives the
 model back (its derived parts recomputed)."""
 
+from __future__ import annotations
+
 import ast
 import builtins
 import importlib
