@@ -1,7 +1,5 @@
 """Type aliases shared across modules."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 

@@ -27,8 +27,6 @@ what the next use costs. Caches kept:
 A leaf module: it imports nothing of dynaorm.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any

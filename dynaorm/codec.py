@@ -10,8 +10,6 @@ keeps aside, :data:`VERSION_TTL` and :data:`VERSION_KEYS`; its sort key read bac
 itself (a bridge to another library, an exporter, inference, a test engine). Pure: it
 sends nothing; a session reads and writes items."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any
 

@@ -1,7 +1,5 @@
 """The exception tree. Every error dynaorm raises derives from :class:`DynaormError`."""
 
-from __future__ import annotations
-
 from typing import Any
 
 __all__ = [

@@ -26,8 +26,6 @@ A security decision taken on keys (is this key a tenant's?) rests on this parser
 never on a string check beside it. The templates of a model are in ``table.model()``
 (``pk``, ``sk``, each index's, each row kind's ``key``)."""
 
-from __future__ import annotations
-
 from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.versioned import parse_version_sk

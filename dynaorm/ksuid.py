@@ -1,7 +1,5 @@
 """Monotonic KSUIDs: 27-character, time-ordered identifiers (svix-ksuid underneath)."""
 
-from __future__ import annotations
-
 import threading
 
 __all__ = ["ksuid"]

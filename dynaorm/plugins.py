@@ -29,8 +29,6 @@ and ``parquet`` (the built-in export format) are never another package's: such a
 point is left out with a ``RuntimeWarning`` naming it.
 """
 
-from __future__ import annotations
-
 import functools
 import re
 import warnings

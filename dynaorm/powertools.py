@@ -19,8 +19,6 @@
   own rows (receipts, idempotency records) give ``None``.
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Mapping
 from typing import Any

@@ -9,8 +9,6 @@ Dependencies are imported when a function is called (``import dynaorm`` loads no
 them).
 """
 
-from __future__ import annotations
-
 import sys
 from typing import Any
 

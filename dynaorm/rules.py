@@ -20,8 +20,6 @@ with the same records (and :class:`Update`); its ``decode`` raises :class:`Unpla
 a value not at hand. See docs/guide/rules.md.
 """
 
-from __future__ import annotations
-
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import (
     NO_ROWS,

@@ -2,8 +2,6 @@
 same protocols as ``Session`` through its client's async driver. Two helpers remain from
 0.2 for code that manages aiobotocore clients by table: :func:`client` and :func:`close`."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from dynaorm.client.client import live_clients

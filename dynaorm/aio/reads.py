@@ -4,8 +4,6 @@ sync ones (:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.Sc
 drive the same protocols with asyncio (a cursor from either kind of session resumes in the
 other)."""
 
-from __future__ import annotations
-
 from collections.abc import AsyncIterator
 from typing import Any
 

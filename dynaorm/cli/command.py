@@ -4,8 +4,6 @@ references it resolves (``MODULE:TABLE``, ``MODULE:ATTR``), the error for a bad 
 (:class:`BadReference`: exit code 2, on one line), and the connection options every
 command that reaches a table takes (:func:`connection_options`, :func:`connect`)."""
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import os

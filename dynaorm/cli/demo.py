@@ -4,8 +4,6 @@ It needs no AWS account: by default it runs on moto's in-process DynamoDB. Read 
 bottom: every step prints what it did and the items that are now stored.
 """
 
-from __future__ import annotations
-
 import sys
 from contextlib import ExitStack
 from typing import TextIO

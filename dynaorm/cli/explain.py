@@ -4,8 +4,6 @@ sample object of the entity (every field a small value of its type; ``item_size`
 string field padded so that the stored item has about that many bytes). Nothing is sent.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import uuid
 from collections.abc import Mapping

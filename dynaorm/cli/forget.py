@@ -1,8 +1,6 @@
 """The ``dynaorm forget`` command (added by :mod:`dynaorm.cli.main`): a tenant's key
 destroyed (``Table.forget``: keys per tenant, ``Table(key_scope=...)``)."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from typing import Any, TextIO

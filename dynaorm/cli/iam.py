@@ -1,8 +1,6 @@
 """The ``dynaorm iam`` command, found by its entry point (group ``dynaorm.commands``): a
 least-privilege IAM policy from a table's model (:mod:`dynaorm.formats.iam`)."""
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

@@ -2,8 +2,6 @@
 loaded into an existing table with DynamoDB's bulk put items, through the model's rules
 (:func:`dynaorm.jobs.load`), with a progress bar."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from typing import Any, TextIO

@@ -2,8 +2,6 @@
 them to its parser; they resolve ``MODULE:TABLE`` references with
 :mod:`dynaorm.cli.command`)."""
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

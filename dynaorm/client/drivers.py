@@ -18,8 +18,6 @@ so retries, waits, hooks and consumed-capacity reporting are the same for both k
 session. A rule written in both would belong in the protocol.
 """
 
-from __future__ import annotations
-
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence

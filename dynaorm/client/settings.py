@@ -27,8 +27,6 @@ never replaced, so the CLI, the pytest plugin and an application using the same 
 the same DynamoDB Local database (it keeps one per access key and region).
 """
 
-from __future__ import annotations
-
 import os
 import threading
 from collections.abc import Callable, Mapping

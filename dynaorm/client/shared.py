@@ -10,8 +10,6 @@ next table to bind gets a new client; tables already bound keep theirs, as each 
 kept its own connection in 0.3. Clients no table holds any more are collected.
 """
 
-from __future__ import annotations
-
 import os
 import threading
 import weakref

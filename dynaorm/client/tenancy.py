@@ -3,8 +3,6 @@ tenant, and sealing and opening bytes under the table's keyring or a tenant's ke
 the protocol of :mod:`dynaorm.schema.tenancy` run through the table's client (sync, or
 awaited on the running loop)."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any
 

@@ -3,8 +3,6 @@ every index (then its stream and TTL), delete it, tell whether it exists, and wa
 to settle. :class:`dynaorm.Table`'s ``create``, ``delete`` and ``exists`` run these through
 the table's client."""
 
-from __future__ import annotations
-
 import functools
 import time
 from collections.abc import Callable, Iterator

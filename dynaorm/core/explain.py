@@ -22,8 +22,6 @@ for one item of at most 4 KB (``exact`` is then ``False``).
 Pure: nothing here sends a request.
 """
 
-from __future__ import annotations
-
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final

@@ -16,8 +16,6 @@ attribute the load wrote (:func:`mine`; the same test, as a condition, guards ea
 rollback's delete: a row another writer changed since is never deleted).
 """
 
-from __future__ import annotations
-
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final

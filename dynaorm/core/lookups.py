@@ -4,8 +4,6 @@ for a snapshot), each on the entities of a session's :class:`~dynaorm.core.stage
 and the one GetItem every read by key goes through (a write's consistent reads:
 :data:`dynaorm.read.batches.FETCHING`)."""
 
-from __future__ import annotations
-
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any

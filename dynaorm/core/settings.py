@@ -3,8 +3,6 @@ live ones (:func:`settings_p`, what ``Table.settings()`` runs) and apply the dec
 a table lacks (:func:`apply_settings_p`, the last step of ``create()``). The settings
 themselves, their checks and their requests are :mod:`dynaorm.schema.settings`."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterator
 from typing import Any
 

@@ -8,8 +8,6 @@ imported by name here: dynaorm's own (``json``, ``workbench``, ``mcp``,
 :mod:`dynaorm.formats.code` prints entity code for a model (``dynaorm model --import``).
 A file that cannot be read is a :class:`~dynaorm.ModelFileError` naming the place in it."""
 
-from __future__ import annotations
-
 import json as _json
 from collections.abc import Mapping
 from typing import Any

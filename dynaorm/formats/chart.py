@@ -4,8 +4,6 @@ self-contained HTML page, an inline SVG and no network, drawing the table and ea
 the rows a write of it writes, by role) and a line from each entity to the table and to
 every index it lands in, labelled with the entity's key templates there."""
 
-from __future__ import annotations
-
 import html
 from collections.abc import Mapping, Sequence
 from typing import Any, Final

@@ -7,8 +7,6 @@ Reads the model's plain data only. Vector indexes are the resource's ``VectorInd
 CloudFormation asks; cfn-lint's E3039, which counts only key schemas, is told so in the
 resource's ``Metadata``."""
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping

@@ -1,8 +1,6 @@
 """dynaorm's own JSON: everything the model holds (``docs/guide/model.md`` gives its
 schema); :func:`to_format` is the model itself, :func:`from_format` checks a file of it."""
 
-from __future__ import annotations
-
 import ast
 import json
 from collections.abc import Mapping
@@ -204,8 +202,13 @@ def _read_entity(at: At) -> dict[str, Any]:
                      .members()}
     out["overlaps"] = at.get("overlaps", str, "literal or refuse", default="literal",
                              choices=("literal", "refuse")).value
-    out["previous"] = maybe(at.get("previous", dict, "an object", default=None),
-                             _read_previous)
+    out["previous"] = maybe(at.get("previous", dict, "an object", default=None), lambda p: {
+        "pk": template(p.get("pk", str, "a key template"), "a key template"),
+        "sk": maybe_template(p.get("sk", str, "a key template", default=None)),
+        "type_name": _filled(p, "type_name", "a type name"),
+        "stored_names": {name_of(At(n, f"{p.place}.stored_names"), "a field name"):
+                         a.of(str, "an attribute name") for n, a in p.get(
+                             "stored_names", dict, "an object", default={}).members()}})
     out["lock"] = at.get("lock", dict, "an object", default=None).value  # (Lock's arguments:
     # a literal in the code, refused there)
     out["patterns"] = at.get("patterns", str, "declared or derived", default="derived",
@@ -215,13 +218,6 @@ def _read_entity(at: At) -> dict[str, Any]:
     return out
 
 
-def _read_previous(at: At) -> dict[str, Any]:
-    return {"pk": template(at.get("pk", str, "a key template"), "a key template"),
-            "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
-            "type_name": _filled(at, "type_name", "a type name"),
-            "stored_names": {name_of(At(n, f"{at.place}.stored_names"), "a field name"):
-                             a.of(str, "an attribute name") for n, a in at.get(
-                                 "stored_names", dict, "an object", default={}).members()}}
 
 
 def _shard_by(at: At) -> str:

@@ -3,8 +3,6 @@ table's key attributes with their types, each index's key schema and projection,
 notes for what a format cannot hold, all read from the model's plain data
 (``table.model()["table"]``)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Any

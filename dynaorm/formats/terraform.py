@@ -7,8 +7,6 @@ blocks, the provider's form since 6.x; a one-attribute one as ``hash_key`` /
 resource with its ``mode`` when Contributor Insights is declared. Reads the model's plain
 data only. A vector index has no argument in the provider: it is left out, with a note."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Any

@@ -5,8 +5,6 @@ facet knows no index templates, unique rules or versions: read back, each GSI is
 the attributes of the entities that name them. It has no place for an LSI, a
 multi-attribute key or a vector index: an export leaves them out and says so."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final

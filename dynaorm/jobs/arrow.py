@@ -27,8 +27,6 @@ default). Each column knows how to turn a field's Python value into what ``pyarr
 takes (:attr:`Column.convert`; ``None`` where the value goes as it is).
 """
 
-from __future__ import annotations
-
 import contextlib
 import enum
 import types

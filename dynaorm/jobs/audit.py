@@ -41,8 +41,6 @@ applies to the items as they were scanned. :func:`repair` sends them.
 :mod:`dynaorm.jobs.checking` runs the same checks page by page, with a checkpoint.
 """
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field

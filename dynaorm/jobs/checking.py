@@ -10,8 +10,6 @@ Ctrl-C, an expired credential) continues from the last recorded page; a page is 
 only once it is recorded, so every item is covered exactly once.
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field

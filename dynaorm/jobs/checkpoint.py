@@ -7,8 +7,6 @@ A run's state is a dataclass with at least ``table``, ``last_key`` (the scan's
 its own counts beside them.
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import os

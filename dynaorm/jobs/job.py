@@ -19,8 +19,6 @@ Every run of a task scans its whole segment, so its result is whole: ``job.merge
 one result per segment and adds them up.
 """
 
-from __future__ import annotations
-
 import ast
 import dataclasses
 import gzip

@@ -15,8 +15,6 @@ that stops continues where it was (``resume=True``). A finished run ends with th
 of ``dynaorm check`` (no repairs), whose findings the report lists.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import threading

@@ -13,8 +13,6 @@ neither scan found referenced goes (a row moved to a page already scanned while 
 scan ran is found by the second). Every request goes through the table's client.
 """
 
-from __future__ import annotations
-
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta

@@ -33,8 +33,6 @@ its row was re-sealed conflicts where it conditions on the ciphertexts it read (
 encrypted field of a versioned entity): reload and save again.
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -121,7 +119,9 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
                 continue
             if tenant is not None and tenant not in tenants:
                 tenants.add(tenant)
-                rewrapped += _rewrapped(table, task.entity_class, tenant)
+                rewrapped += int(table.db.driver.run(  # (1: its key wrapped anew)
+                    rewrap_p(table, tenant, (task.entity_class,)),
+                    Operation("reencrypt", (table.name,), (task.entity_class,))))
             outcome = _reseal(table, task.entity_class, rows, item)
             outcomes[outcome] += 1
             if outcome not in ("resealed", "current", "gone", "forgotten"):
@@ -131,11 +131,6 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
                            sum(outcomes.values()), outcomes["forgotten"], rewrapped)
 
 
-def _rewrapped(table: Table, entity: type[Entity], tenant: str) -> int:
-    """1 when the key of ``tenant`` was wrapped anew under the keyring's current key (it
-    was under a key of its ``previous``), else 0."""
-    return int(table.db.driver.run(rewrap_p(table, tenant, (entity,)),
-                                   Operation("reencrypt", (table.name,), (entity,))))
 
 
 def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | None) -> str:

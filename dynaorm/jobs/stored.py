@@ -19,8 +19,6 @@ stored as a list) -- comes back as the line's JSON, read the plain way, so the p
 way's answers, errors and counts hold (``tests/equivalence/test_export_fast.py``).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 

@@ -31,8 +31,6 @@ with no constraint, validator, alias (but the entity's stored names), strict mod
 other model setting that could make the model's answer differ.
 """
 
-from __future__ import annotations
-
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field

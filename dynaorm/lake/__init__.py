@@ -5,11 +5,11 @@ table (:mod:`dynaorm.lake.iceberg`). The export format :data:`ICEBERG`
 ``dynaorm.export_formats``): ``dynaorm.jobs`` never imports the lake. ``LakeError`` is
 :class:`dynaorm.LakeError`."""
 
+from dynaorm import LakeError
 from dynaorm.lake.format import ICEBERG, Iceberg
 from dynaorm.lake.iceberg import (
     RETRIES,
     Dataset,
-    LakeError,
     LakeJob,
     Source,
     commit,

@@ -4,8 +4,6 @@ find by its entry point (group ``dynaorm.export_formats``) and run: the export's
 whose merge then commits its datasets to the lake (:func:`dynaorm.lake.lake_job`).
 pyiceberg (extra ``dynaorm[lake]``) is imported only when a commit runs."""
 
-from __future__ import annotations
-
 import argparse
 from collections.abc import Mapping
 from typing import Any

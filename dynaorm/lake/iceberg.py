@@ -33,8 +33,6 @@ has not, is its microseconds (``long``). pyiceberg (``dynaorm[lake]``) writes th
 files, imported when a commit runs.
 """
 
-from __future__ import annotations
-
 import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,9 +43,6 @@ from typing import Any
 from dynaorm import LakeError
 from dynaorm.jobs import ExportReport, Job
 from dynaorm.lake.private_apis import iceberg_require_snapshot
-
-__all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "lake_job",
-           "lake_schema", "load_catalog"]
 
 #: how many times a merge that lost the race to commit applies its change again
 RETRIES = 8

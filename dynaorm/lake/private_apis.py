@@ -3,8 +3,6 @@ in one place (the core's are :mod:`dynaorm.private_apis`): pyiceberg's. Each fun
 the library, the attribute and why no public way serves; pyiceberg is imported when a
 function is called."""
 
-from __future__ import annotations
-
 from typing import Any
 
 __all__ = ["iceberg_require_snapshot"]

@@ -10,7 +10,7 @@ else one invocation of the graph (``invoke``/``stream``, its subgraphs included:
 direct call) the write is a run of its own, one write long. A run id given again to a
 later invocation names a tenure of its own (one per invocation: it takes a free thread;
 the same holder's name supersedes a live one of that id). A LangGraph that gives no run
-control (:func:`controlled`) leaves a graph's writes without a run id runs of no one:
+control (:data:`CONTROLLED`) leaves a graph's writes without a run id runs of no one:
 their root steps then extend the head as a run's do, so they never fork the thread.
 
 - A run's first write **acquires** the thread's lease (a new epoch, ``lease`` long),
@@ -51,7 +51,6 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -59,14 +58,12 @@ from langgraph.checkpoint.base import Checkpoint
 
 from dynaorm import LeaseError
 
-__all__ = ["ThreadBusyError"]
-
-_NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
+NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
 _ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()
 
 
 def _forked() -> None:
-    _NONCE[0] = uuid.uuid4().hex
+    NONCE[0] = uuid.uuid4().hex
     for tenures in list(_ALL):
         tenures._forked()
 
@@ -76,9 +73,13 @@ try:  # (LangGraph's runtime in a config, by LangGraph's own name, and its ``con
     from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME
     from langgraph.runtime import Runtime
 
-    _CONTROLLED = "control" in getattr(Runtime, "__dataclass_fields__", {})
+    #: whether the LangGraph installed names every invocation's run (its runtime's
+    #: ``control``). Without it a graph's writes without a run id are runs of no one,
+    #: told from a direct call (``update_state``) by nothing: their root steps are then
+    #: held to the thread's head, so they never fork it
+    CONTROLLED = "control" in getattr(Runtime, "__dataclass_fields__", {})
 except ImportError:  # pragma: no cover (another LangGraph)
-    _RUNTIME, _CONTROLLED = "__pregel_runtime", False
+    _RUNTIME, CONTROLLED = "__pregel_runtime", False
 _KEPT = 4096  # (tenures a saver remembers: runs in flight, and a few done)
 _STOPS = ("__interrupt__", "__error__")
 
@@ -139,21 +140,7 @@ def holder_of(config: RunnableConfig) -> tuple[str, object | None] | None:
         return f"run:{run}", control
     if control is None:
         return None
-    return f"{_NONCE[0]}:{id(control)}", control
-
-
-def controlled() -> bool:
-    """Whether the LangGraph installed names every invocation's run (its runtime's
-    ``control``). Without it a graph's writes without a run id are runs of no one, told
-    from a direct call (``update_state``) by nothing: their root steps are then held to
-    the thread's head, so they never fork it (the conformance suite's direct puts of
-    sibling checkpoints are refused then)."""
-    return _CONTROLLED
-
-
-def once() -> str:
-    """The holder name of a write without a run: its own, used once."""
-    return f"{_NONCE[0]}:once:{uuid.uuid4().hex}"
+    return f"{NONCE[0]}:{id(control)}", control
 
 
 class Tenures:
@@ -198,10 +185,3 @@ def idle(checkpoint: Checkpoint) -> bool:
 def stops(writes: Any) -> bool:
     """Whether a root task's writes stop its run (an interrupt, an error)."""
     return any(channel in _STOPS for channel, _ in writes)
-
-
-def length(lease: timedelta) -> timedelta:
-    """A lease's length, refused unless positive."""
-    if not isinstance(lease, timedelta) or lease <= timedelta(0):
-        raise ValueError(f"lease must be a positive timedelta, not {lease!r}")
-    return lease

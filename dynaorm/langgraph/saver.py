@@ -75,14 +75,13 @@ from dynaorm import (
     Table,
 )
 from dynaorm.langgraph.fence import (
+    CONTROLLED,
+    NONCE,
     Tenure,
     Tenures,
     ThreadBusyError,
-    controlled,
     holder_of,
     idle,
-    length,
-    once,
     stops,
 )
 
@@ -252,17 +251,15 @@ class Runner:
         table's client raised ``TypeError``). Pickling stays refused."""
         return self
 
-    def _run(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None) -> Any:
-        with lock.sync if lock is not None else nullcontext():
+    def _run(self, op: Callable[..., Op], *args: Any, lock: Fence | None = None) -> Any:
+        with t.sync if (t := lock and lock.tenure) else nullcontext():  # (a run's writes)
             session = Session(self.table, scope=self.scope or None)
             return session.run(op(session, *args))
 
-    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Tenure | None = None
+    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Fence | None = None
                     ) -> Any:
-        session = AsyncSession(self.table, scope=self.scope or None)
-        if lock is None:
-            return await session.run(op(session, *args))
-        async with lock.alock:
+        async with t.alock if (t := lock and lock.tenure) else nullcontext():
+            session = AsyncSession(self.table, scope=self.scope or None)
             return await session.run(op(session, *args))
 
 
@@ -286,7 +283,9 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         self.ttl: timedelta | None = ttl_of(ttl)
         self._bind(table, scope, self.ttl, sealed)
         self.cp, self.w, self.lease_row = rows(table, sorted(self.scope), sealed)
-        self.single_writer, self.lease = single_writer, length(lease)
+        if not isinstance(lease, timedelta) or lease <= timedelta(0):
+            raise ValueError(f"lease must be a positive timedelta, not {lease!r}")
+        self.single_writer, self.lease = single_writer, lease
         self.tenures = Tenures()
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
@@ -316,7 +315,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         thread = self._pk(conf["thread_id"])
         found = holder_of(config)
         if found is None:
-            return Fence(thread, once(), None)
+            return Fence(thread, f"{NONCE[0]}:once:{uuid.uuid4().hex}", None)  # (its own)
         return Fence(thread, found[0], self.tenures.of(thread, *found, uuid.uuid4().hex))
 
     def _guard(self, s: Any, fence: Fence | None, parks: str | None,
@@ -340,7 +339,12 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             return None, None
         t, zero = fence.tenure, timedelta(0)
         values = {**self._stamp(), **({} if head is None else {"head": head})}
-        where = _extends(extends, head)
+        # the condition a put that extends the thread's head stages on the lease row
+        # (None: none): the head is the parent named (or none yet), or this very one
+        where = None if extends is None else F("head").not_exists() if extends[
+            0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if where is not None and head is not None:  # (or the head is this very one: the
+            where = where | (F("head") == head)  # put again, its first answer lost)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)
@@ -413,11 +417,11 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         meta, data = self._dump(md), self._dump(checkpoint)
         root = not conf.get("checkpoint_ns")
         # (time travel is a fork meant; a write of no run is a direct call, unless the
-        # LangGraph installed names no run (fence.controlled): then a step of no run
+        # LangGraph installed names no run (fence.CONTROLLED): then a step of no run
         # extends the head too, but its input, which may be update_state(as_node=START))
         deliberate = md.get("source") in ("fork", "update") or (
             fence is not None and fence.tenure is None and (
-                controlled() or md.get("source") == "input"))
+                CONTROLLED or md.get("source") == "input"))
         # (an overwrite of an offloaded row reads what it replaces: there, a put inserts,
         # and only a put again of a stored checkpoint overwrites)
         for again in (False, True) if self.table.offload else (True,):
@@ -769,13 +773,13 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             new_versions: ChannelVersions) -> RunnableConfig:
         fence = self._fence(config)
         return self._run(self._put, config, checkpoint, metadata,  # type: ignore[no-any-return]
-                         fence, lock=fence.tenure if fence else None)
+                         fence, lock=fence)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
         fence = self._fence(config)
         self._run(self._put_writes, config, writes, task_id, task_path, fence,
-                  lock=fence.tenure if fence else None)
+                  lock=fence)
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_thread, thread_id)
@@ -818,13 +822,13 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                    metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
         fence = self._fence(config)
         return await self._arun(self._put, config, checkpoint,  # type: ignore[no-any-return]
-                                metadata, fence, lock=fence.tenure if fence else None)
+                                metadata, fence, lock=fence)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
         fence = self._fence(config)
         await self._arun(self._put_writes, config, writes, task_id, task_path, fence,
-                         lock=fence.tenure if fence else None)
+                         lock=fence)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread, thread_id)
@@ -940,16 +944,6 @@ def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:
                            failures=exc.failures)
     busy.thread_id = fence.thread["thread_id"]
     return busy
-
-
-def _extends(extends: tuple[str | None] | None, head: str | None) -> Any:
-    """The condition a put that ``extends`` the thread's head stages on the lease row
-    (``None``: none): the head is the parent named (or none yet), or this very one."""
-    where = None if extends is None else F("head").not_exists() if extends[
-        0] is None else F("head").not_exists() | (F("head") == extends[0])
-    if where is not None and head is not None:  # (or the head is this very one: the
-        where = where | (F("head") == head)  # put again, its first answer lost)
-    return where
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:

@@ -23,8 +23,6 @@ rows). The steps are written once, as a generator of calls on a session that
 :meth:`Store.batch` runs on a ``Session`` and :meth:`Store.abatch` on an ``AsyncSession``.
 """
 
-from __future__ import annotations
-
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -72,8 +70,6 @@ from dynaorm import (
 )
 from dynaorm.langgraph.saver import Op as Steps
 from dynaorm.langgraph.saver import Runner, ttl_of
-
-__all__ = ["Store", "memory_entity"]
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 

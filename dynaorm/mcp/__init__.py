@@ -3,8 +3,6 @@
 returns it; ``dynaorm mcp MODULE:table`` runs it over stdio or streamable HTTP. See the
 guide "dynaorm for agents"."""
 
-from __future__ import annotations
-
 from dynaorm.mcp.server import MODEL_URI, server
 from dynaorm.mcp.tools import Tool, ToolError, tools_of
 

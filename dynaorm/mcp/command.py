@@ -3,8 +3,6 @@ its entry point (group ``dynaorm.commands``): the ``dynaorm`` command imports no
 the MCP edge. Adding the command loads no MCP SDK; the server (:mod:`dynaorm.mcp.cli`,
 extra ``dynaorm[mcp]``) is imported when the command runs."""
 
-from __future__ import annotations
-
 import argparse
 from typing import Any, TextIO
 

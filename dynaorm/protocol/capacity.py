@@ -13,8 +13,6 @@ entity types as ``vector search bytes`` (:func:`searched`). A client's :class:`M
 keeps the totals (``client.capacity()``); tracing puts each attempt's on its span.
 """
 
-from __future__ import annotations
-
 import threading
 from collections.abc import Mapping
 from typing import Any

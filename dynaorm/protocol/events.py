@@ -4,8 +4,6 @@ what a request names (its tables, its actions, the capacity it consumed), and th
 recording of a commit's requests into its result in the current context (:func:`recording`).
 Plain data."""
 
-from __future__ import annotations
-
 import contextlib
 import contextvars
 from collections.abc import Iterator

@@ -10,8 +10,6 @@ Recorded while a meter provider is configured (``client.tracing.metrics.meter_pr
 else OpenTelemetry's global one once set), with or without a tracer provider: the client's
 :class:`~dynaorm.Tracing` hook is attached while either is."""
 
-from __future__ import annotations
-
 import functools
 import time
 from typing import Any, Final

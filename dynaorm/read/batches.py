@@ -3,8 +3,6 @@ batch request (``BatchGetItem``, ``BatchWriteItem``) goes through until nothing 
 unprocessed. Reads by key of indexes that lack attributes, ``get_many``, ``save_many`` and
 ``delete_many`` send through them; either kind of session drives them."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from typing import Any
 

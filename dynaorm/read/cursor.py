@@ -22,8 +22,6 @@ the ``DYNAORM_CURSOR_SECRET`` environment variable):
   holds no key.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import hashlib

@@ -2,8 +2,6 @@
 .grouped()`` gives a :class:`Grouped`, whose ``g[Order]`` is a ``list[Order]`` (typed by
 the class given), in read order; a requested type without results gives ``[]``."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 

@@ -6,8 +6,6 @@ are made exact by dropping the bound's own key client-side (a filter expression 
 name key attributes).
 """
 
-from __future__ import annotations
-
 import itertools
 import os
 from collections.abc import Mapping

@@ -8,8 +8,6 @@ stores (positions, never items).
 A driver only sends what :meth:`Pager.wants` asks for and feeds the answers back.
 """
 
-from __future__ import annotations
-
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence

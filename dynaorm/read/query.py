@@ -2,8 +2,6 @@
 a new object of the same class), planned into key conditions and requests without I/O.
 :class:`dynaorm.Query` (sync) and ``AsyncQuery`` add the terminals that run it."""
 
-from __future__ import annotations
-
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -8,8 +8,6 @@ segments concurrently (a parallel scan: no order); ``segment=i, segments=N`` rea
 segment, for one worker of a distributed job. Cursors hold one position per segment.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Self

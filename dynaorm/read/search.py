@@ -24,8 +24,6 @@ types and expired ones are left out before that read. An answer that is not Dyna
 :class:`~dynaorm.BadAnswerError`.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping

@@ -7,8 +7,6 @@
   paging state of one read over one or more streams; a cursor stores its positions.
 """
 
-from __future__ import annotations
-
 import base64
 import dataclasses
 import functools

@@ -10,8 +10,6 @@ through their session's driver. Cursors are accepted in one place (``_accept_cur
 a cursor from either kind of session resumes in the other.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, Self

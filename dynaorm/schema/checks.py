@@ -23,10 +23,10 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules.receipts import OWN_PREFIX
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, literal_outranks
 from dynaorm.values.codec import Kind, kind_of
+from dynaorm.values.keys import OWN_PREFIX
 
 
 class IndexTemplates(Protocol):

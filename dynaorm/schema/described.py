@@ -2,8 +2,6 @@
 its rules' ``rows`` hooks are run on to say what rows they add (the model's row kinds,
 the rule rows readers recognise). Below the model and the spec, which both ask it."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from dynaorm.schema.rules import Change, Shape

@@ -1,7 +1,5 @@
 """The :class:`Entity` base class: a pydantic model mapped onto a table through ``Meta``."""
 
-from __future__ import annotations
-
 import functools
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence

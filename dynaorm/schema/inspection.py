@@ -10,8 +10,6 @@ version, its table and the key of its stored item.
 Pure: it reads the object's own state, sends nothing and changes nothing.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType

@@ -14,8 +14,6 @@ its ``update`` and ``check``), the conditions it carries (:func:`acquiring`,
 :func:`holding`) and the clock it reads (:attr:`Lease.clock`).
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta

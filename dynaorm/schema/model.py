@@ -15,8 +15,6 @@ JSON schema.
 Pure: nothing here sends a request.
 """
 
-from __future__ import annotations
-
 import enum
 import operator
 import re
@@ -101,7 +99,8 @@ class AccessPattern:
         for p in self.parameters:
             name, kind, *rest = (p, None) if isinstance(p, str) else p
             params.append({"name": name, "type": kind or _param_type(self.entity, name),
-                           **({"entity_type": _name_of(rest[0])} if rest else {})})
+                           **({"entity_type": e if isinstance(e := rest[0], str) else str(
+                               e.__name__)} if rest else {})})
         out: dict[str, Any] = {"name": self.name, "operation": self.operation,
                                "index": self.index, "parameters": params,
                                "range_condition": self.range_condition,
@@ -112,8 +111,6 @@ class AccessPattern:
         return out
 
 
-def _name_of(entity: Any) -> str:
-    return entity if isinstance(entity, str) else str(entity.__name__)
 
 
 def _returns(operation: str) -> str:

@@ -4,8 +4,6 @@ the type and stored name they reach, the validator of a value there and its boun
 error, never an empty result).
 """
 
-from __future__ import annotations
-
 import re
 import types
 import typing

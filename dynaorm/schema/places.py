@@ -4,8 +4,6 @@ the table is: ``offload=`` (an S3 prefix for the values of ``Offloaded`` fields 
 table of their own). Pure, a leaf of the schema: :mod:`dynaorm.schema.table` reads these
 options with it."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

@@ -3,8 +3,6 @@
 (``table.keeps``), described where the table is so that what reads the model reads them
 there. Loaded when a row kind is first asked for (``import dynaorm`` builds none)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any

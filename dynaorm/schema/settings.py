@@ -9,8 +9,6 @@ follow-up requests send them, and as DescribeTable and its neighbours report the
 Pure: nothing here sends a request (:mod:`dynaorm.core.admin` does).
 """
 
-from __future__ import annotations
-
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -182,7 +180,8 @@ def _tags(where: str, tags: Any) -> dict[str, str]:
             raise SettingsError(f"{where}: tag {key!r}: {value!r} refused (keys of 1-128 "
                                 "characters not starting with 'aws:', values of at most "
                                 "256, both strings)")
-        if not all(_tag_character(c) for c in key + value):
+        if not all(c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ"
+                   for c in key + value):
             raise SettingsError(f"{where}: tag {key!r}: {value!r} refused: DynamoDB takes "
                                 "letters, numbers, spaces and _ . : / = + - @ only")
     if len(tags) > _MAX_TAGS:
@@ -190,8 +189,6 @@ def _tags(where: str, tags: Any) -> dict[str, str]:
     return dict(tags)
 
 
-def _tag_character(c: str) -> bool:
-    return c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ"
 
 
 # -- requests ------------------------------------------------------------------------------

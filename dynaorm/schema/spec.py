@@ -32,7 +32,7 @@ from dynaorm.schema.lock import Lock, read_lock
 from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
-from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
+from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.revision import Revision  # noqa: F401 (registers its rule)
 from dynaorm.schema.rules.shards import Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping
@@ -53,7 +53,7 @@ from dynaorm.schema.templates import (
 )
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
-from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.keys import OWN_PREFIX, key_av, key_value
 from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, nested
 from dynaorm.values.ttl import expired
 

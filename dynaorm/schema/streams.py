@@ -14,8 +14,6 @@ Items no entity owns come back with ``entity=None`` and role ``"row"``. Images a
 decoded into entity objects exactly as a read would decode them.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import functools

@@ -7,8 +7,6 @@ themselves live in :mod:`dynaorm.schema.rules.tenants` and
 :mod:`dynaorm.schema.rules.encrypted`; the phases and the client reach them through here.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +25,7 @@ from dynaorm.schema.rules.tenants import (
 from dynaorm.schema.rules.tenants import forget_p as _forget_p
 from dynaorm.schema.table import TableSchema
 
+# (the phases' door to the tenants rule: client/ names no rule module)
 __all__ = ["Forgotten", "forget_p", "key_schema", "open_p", "release", "rewrap_p",
            "seal_p", "tenant_of"]
 

@@ -22,8 +22,6 @@ Pure apart from the once-per-name warning (the logging module, imported by the f
 warning).
 """
 
-from __future__ import annotations
-
 import threading
 import weakref
 from collections.abc import Mapping
@@ -33,9 +31,9 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
-from dynaorm.schema.rules.receipts import OWN_PREFIX, own_row
+from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.templates import KeyTemplate
-from dynaorm.values.keys import GUARD_TYPE, key_av
+from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, key_av
 from dynaorm.values.records import Put, Role
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot

@@ -3,8 +3,6 @@
 :class:`~dynaorm.read.search.SearchSpec`) with blocking terminals that run their protocols
 through the session's driver (each page one operation for the hooks)."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Any
 

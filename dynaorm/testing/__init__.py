@@ -30,8 +30,6 @@ plugin registered with pytest is the tiny :mod:`pytest_dynaorm`, which imports d
 only when a test asks for one of its fixtures.
 """
 
-from __future__ import annotations
-
 import inspect
 import os
 import threading

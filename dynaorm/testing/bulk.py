@@ -35,8 +35,6 @@ error codes of a failed operation, and the refusal of a global table
 (``ValidationException``).
 """
 
-from __future__ import annotations
-
 import gzip
 import hashlib
 import io

@@ -14,8 +14,6 @@ domain is refused even when named. Anything refused is a :class:`NotATestEngineE
 before a request is sent (or a name looked up).
 """
 
-from __future__ import annotations
-
 import ipaddress
 import os
 from urllib.parse import urlparse
@@ -98,15 +96,13 @@ def _loopback(host: str) -> bool:
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def _named_test_hosts() -> set[str]:
-    return {h.strip().lower().strip("[]").rstrip(".")
-            for h in os.environ.get(TEST_HOSTS, "").split(",") if h.strip()}
 
 
 def _test_host(endpoint: str) -> bool:
     """Whether every parser reads ``endpoint``'s host as this machine or a named test
     host (see the module)."""
-    named = _named_test_hosts()
+    named = {h.strip().lower().strip("[]").rstrip(".")
+             for h in os.environ.get(TEST_HOSTS, "").split(",") if h.strip()}
     return all(host and (_loopback(host) or host in named) for host in _hosts(endpoint))
 
 

@@ -26,8 +26,6 @@ start) and ``2026-01-01T00:05:00Z`` (a window's end): give them for a sequence o
 each window starting where the last ended.
 """
 
-from __future__ import annotations
-
 import base64
 import gzip
 import hashlib

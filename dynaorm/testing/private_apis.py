@@ -5,8 +5,6 @@ instrumentations for the test backend's own requests. Each function names the li
 the attribute and why no public way serves. Dependencies are imported when a function is
 called."""
 
-from __future__ import annotations
-
 import sys
 import threading
 from collections.abc import Iterator

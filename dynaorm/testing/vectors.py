@@ -9,8 +9,6 @@ checked against the index (a write of a vector of another length succeeds; the i
 in the index), nor is an index ever backfilling.
 """
 
-from __future__ import annotations
-
 import math
 import re
 import threading

@@ -45,8 +45,6 @@ for fractional numbers, ``int`` for whole ones, ISO strings for dates and dateti
 pydantic validates back into the declared field types.
 """
 
-from __future__ import annotations
-
 import base64
 import enum
 import math

@@ -31,8 +31,6 @@ a class registered with ``stored_as``                      its base's
 (the :attr:`~dynaorm.values.codec.Kind.schemas` of the registry's kinds).
 """
 
-from __future__ import annotations
-
 import gc
 import operator
 import threading

@@ -23,8 +23,6 @@ the entity, the field and the key.
 All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 """
 
-from __future__ import annotations
-
 import math
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized

@@ -5,8 +5,6 @@ condition on it means, :class:`Fail`). Rules (:mod:`dynaorm.schema.rules`) add r
 records; the planner (:mod:`dynaorm.write`) collects and renders them.
 """
 
-from __future__ import annotations
-
 import enum
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple

@@ -4,8 +4,6 @@ A table's attribute, not an entity rule's meaning: every phase that writes or re
 stamps or reads it alike (the revision rule, :mod:`~dynaorm.schema.rules.revision`, only
 keeps it out of fields, version rows and exports)."""
 
-from __future__ import annotations
-
 import os
 from typing import Any
 

@@ -4,8 +4,6 @@
 (:func:`apply_stamps`). Plain values: a phase moves them without knowing which rule set
 them."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Any
 

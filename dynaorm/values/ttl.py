@@ -4,8 +4,6 @@ as gone (contract 14). A table's meaning, not an entity rule's: every item under
 table's TTL attribute expires alike, whichever entity wrote it (the stamps rule,
 :mod:`~dynaorm.schema.rules.stamps`, only writes the values)."""
 
-from __future__ import annotations
-
 import time
 from datetime import datetime
 from typing import Any

@@ -25,8 +25,6 @@ Every refusal is a :class:`MalformedAnswer`; the driver maps it (the request was
 answered with something that cannot be read: it may have been applied).
 """
 
-from __future__ import annotations
-
 from typing import Final
 
 import httptools

@@ -6,8 +6,6 @@ the ``User-Agent`` (:func:`sanitized`), Lambda's trace header (:func:`trace_head
 the vector-search endpoint ``SearchVectors`` goes to (:func:`search_endpoint`).
 """
 
-from __future__ import annotations
-
 import dataclasses
 import ipaddress
 import os

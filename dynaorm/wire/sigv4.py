@@ -11,8 +11,6 @@ itself (:attr:`Signer.fast` is false). ``tests/unit/test_wire_conformance.py`` c
 the result against the botocore client's signature.
 """
 
-from __future__ import annotations
-
 import hashlib
 import hmac
 import re

@@ -5,8 +5,6 @@ still at the version it was loaded at, and the caller's own ``condition=`` ANDed
 action on the entity's row.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from dynaorm.errors import ConcurrentModificationError

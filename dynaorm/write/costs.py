@@ -10,8 +10,6 @@ and a condition check 2 units per 4 KB of the item it reads. A read costs 1 unit
 (0.5 eventually consistent).
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -15,8 +15,6 @@ A plain commit's plan has no such entity (:attr:`~dynaorm.write.render.WritePlan
 is empty): nothing here runs.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 

@@ -230,9 +230,6 @@ def references(item: Mapping[str, Any], attrs: Iterable[str] | None = None
     return {a: ref for a in names if (ref := reference(item[a])) is not None}
 
 
-def _reference_av(ref: Reference) -> dict[str, Any]:
-    return {"M": {MARK: {"M": {"uri": {"S": ref.uri}, "sha256": {"S": ref.sha256},
-                               "size": {"N": str(ref.size)}, "tag": {"S": ref.tag}}}}}
 
 
 def _body(av: AttributeValue) -> tuple[str, bytes]:
@@ -537,7 +534,9 @@ class Offloading(Rule):
         bucket, prefix = offload_location(self.table.offload)
         ref = Reference(bucket, f"{prefix}{self.table.name}/{os.urandom(16).hex()}", sha,
                         len(body), tag)
-        return Held(_reference_av(ref), body, pending=True)
+        return Held({"M": {MARK: {"M": {"uri": {"S": ref.uri}, "sha256": {"S": ref.sha256},
+                                        "size": {"N": str(ref.size)}, "tag": {"S": ref.tag}}}}},
+                    body, pending=True)
 
     def publish(self, ops: Sequence[Op], known: Callable[[PlainKey], Item | None]
                 ) -> Generator[Any, Any, Published]:

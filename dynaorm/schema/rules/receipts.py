@@ -52,17 +52,13 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.values.expressions import Condition, Placeholders
-from dynaorm.values.keys import OWN_PREFIX as OWN_PREFIX
-from dynaorm.values.keys import RECEIPT_TYPE as RECEIPT_TYPE
+from dynaorm.values.keys import RECEIPT_TYPE
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 
 #: a :class:`~dynaorm.schema.table.TableSchema` (not imported: the table builds this rule,
 #: an import back would be a circle)
 _Home = Any
-
-__all__ = ["ATTRIBUTES", "DEFAULT_TTL", "EXPIRES", "OWN_PREFIX", "RECEIPT_TYPE", "Receipting",
-           "Receipts", "Replay", "digest", "made", "made_paths", "own_row"]
 
 #: the type name of a receipt row
 #: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
