@@ -685,9 +685,10 @@ def test_without_langgraphs_run_control_a_late_step_never_forks_the_thread(
     stored beside B's (a run-less write carried no head condition), the thread forked
     and B's turn was lost from it though B's invoke returned it."""
     import dynaorm.langgraph.fence as fence
+    import dynaorm.langgraph.saver as saver
 
     monkeypatch.setattr(fence, "_RUNTIME", "__a_key_langgraph_does_not_set")
-    monkeypatch.setattr(fence, "_CONTROLLED", False)
+    monkeypatch.setattr(saver, "CONTROLLED", False)  # (as the saver reads it)
     gate = Gate()
     a, b = worker(gate), worker()
     with cf.ThreadPoolExecutor(1) as pool:
