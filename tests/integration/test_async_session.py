@@ -33,6 +33,10 @@ from tests.support.models import Note, SEvent, SOrder, User, app
 R = TypeVar("R")
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 def arun(coro: Coroutine[Any, Any, R]) -> R:
     """asyncio.run, closing the clients the coroutine's loop made before the loop ends."""
     async def closing() -> R:

@@ -37,6 +37,9 @@ from tests.support.models import Audit, EMsg, EReading, Note, User, app
 from tests.support.raw import raw_get, raw_set
 from tests.support.recording import FlakyBatches, Requests
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 class BItem(Entity):
     class Meta:

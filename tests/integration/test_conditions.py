@@ -26,6 +26,10 @@ from tests.support.update_models import Counter
 NKEY = {"pk": "NOTE#n1", "sk": "NOTE"}
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 def _seed(db: TestBackend, *objs: Any) -> None:
     with db.session() as s:
         for o in objs:

@@ -11,6 +11,9 @@ from dynaorm.testing import TestBackend
 from tests.support.models import Audit, app, unsaved
 from tests.support.recording import Requests
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 class VRoom(Entity):
     class Meta:

@@ -13,6 +13,9 @@ from dynaorm import Entity, F, InvalidCursorError, Page, Query, Session
 from dynaorm.testing import TestBackend
 from tests.support.models import app, unsaved
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 class CPost(Entity):
     """Posts of a blog, keyed by date; the blog item and tags share the partition."""

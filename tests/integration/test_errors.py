@@ -33,6 +33,9 @@ from dynaorm.testing import TestBackend
 from tests.support.models import Audit, Note, User
 from tests.support.recording import conflict, recording, send
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def _seed(db: TestBackend) -> None:
     with db.session() as s:

@@ -20,6 +20,10 @@ from tests.support.recording import Requests
 # -- entities ----------------------------------------------------------------------------
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 class IAgent(Entity):
     """Support agents, on gsi1 by team (overloaded with tickets)."""
 

@@ -27,6 +27,10 @@ app = Table("leases")
 SECONDS = timedelta(seconds=30)
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 class JobLease(Lease):
     tenant_id: str
     job: str

@@ -16,6 +16,9 @@ from tests.support.models import Note, app
 from tests.support.raw import raw_get, raw_set
 from tests.support.recording import send
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def _note(db: TestBackend, **fields: Any) -> None:
     with db.session() as s:

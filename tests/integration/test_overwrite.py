@@ -16,6 +16,9 @@ from dynaorm.testing import TestBackend
 from tests.support.guards import GUARD, assert_guards_consistent
 from tests.support.models import Audit, Note, User
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def guards(db: TestBackend) -> dict[str, dict[str, Any]]:
     return {i["pk"]: i for i in db.scan() if i.get("_type") == GUARD}

@@ -15,7 +15,8 @@ from dynaorm.testing import TestBackend
 from tests.support.models import app
 from tests.support.recording import Requests
 
-pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+pytestmark = [pytest.mark.sync_only,  # instruments of the sync client (see conftest)
+              pytest.mark.engines("moto", "local")]
 
 N = 16
 

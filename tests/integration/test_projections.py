@@ -21,6 +21,10 @@ proj = Table("dynaorm-proj", indexes=[
 ])
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 class POrder(Entity):
     class Meta:
         table = proj

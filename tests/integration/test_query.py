@@ -32,6 +32,10 @@ from tests.support.models import Audit, EMsg, EReading, app, unsaved
 # -- entities ----------------------------------------------------------------------------
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 class QMessage(Entity):
     """Chat messages: room partition, ``user#date`` sort key (the seed's chat example)."""
 

@@ -16,6 +16,10 @@ from tests.support.models import Note
 READS = ("GetItem", "Query", "Scan", "BatchGetItem")
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 @pytest.fixture
 def events(db: TestBackend) -> Iterator[list[RequestEvent]]:
     seen: list[RequestEvent] = []

@@ -17,6 +17,10 @@ USERS = [User(user_id=f"u{i}", username=f"user{i}", email=f"u{i}@x.com", org_id=
 NOTES = [Note(note_id=f"n{i:02d}", body="hot" if i % 3 == 0 else "cold") for i in range(20)]
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     with db.session() as session:

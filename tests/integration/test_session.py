@@ -31,6 +31,9 @@ from dynaorm.testing import TestBackend
 from tests.support.models import Audit, EReading, Note, User, app
 from tests.support.recording import Recorder, conflict, recording
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 @pytest.fixture
 def rec(db: TestBackend) -> Iterator[Recorder]:

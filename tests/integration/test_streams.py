@@ -20,6 +20,9 @@ from dynaorm.testing import TestBackend, use_tables
 from tests.support.recording import send
 from tests.support.stream_models import Blob, Doc, Person, stream_app
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def read_stream(table: Table) -> list[dict[str, Any]]:
     """Every record of the table's stream so far, through boto's GetRecords."""

@@ -11,6 +11,9 @@ from dynaorm.testing import use_tables
 from tests.support.models import app
 from tests.support.recording import send
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def test_create_exists_delete_are_idempotent(backend: str | None,
                                              monkeypatch: pytest.MonkeyPatch) -> None:

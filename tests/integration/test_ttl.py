@@ -17,6 +17,10 @@ from tests.support.recording import Requests
 cache = Table("ttl-cache", ttl="expires")
 
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
+
 class Login(Entity):
     class Meta:
         table = cache

@@ -15,6 +15,9 @@ from dynaorm.values.records import Put, Role
 from tests.support.guards import GUARD, assert_guards_consistent
 from tests.support.models import User, app
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 class UqMember(Entity):
     """Handle unique per organisation; badge unique table-wide under a custom prefix."""

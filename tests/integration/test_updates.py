@@ -22,6 +22,9 @@ from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
 from tests.support.update_models import Counter, Doc, FieldRules, Needy, Player, Product, Window
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 def _seed(db: TestBackend, *objs: object) -> None:
     with db.session() as s:

@@ -27,6 +27,9 @@ from tests.support.models import Audit, app
 from tests.support.recording import Requests, send
 from tests.support.update_models import Doc
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 class VerTagged(Entity):
     """Versioned with a unique attribute and its own version field declared."""

@@ -23,7 +23,8 @@ from tests.support.guards import assert_guards_consistent
 from tests.support.models import Audit, User
 from tests.support.update_models import Counter, Player
 
-pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+pytestmark = [pytest.mark.sync_only,  # instruments of the sync client (see conftest)
+              pytest.mark.engines("moto", "local")]
 
 THREADS = 8
 

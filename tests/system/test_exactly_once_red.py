@@ -33,6 +33,9 @@ from tests.support.exactly_once import (
 from tests.support.job_models import Counter, jobs_table
 from tests.support.models import Audit, Note, app
 
+#: what the engine answers is the subject: run on the reference engine too
+pytestmark = pytest.mark.engines("moto", "local")
+
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:

@@ -30,7 +30,8 @@ from dynaorm.testing import TestBackend, use_tables
 from tests.support.faults import Faults
 from tests.support.models import Note, User
 
-pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+pytestmark = [pytest.mark.sync_only,  # instruments of the sync client (see conftest)
+              pytest.mark.engines("moto", "local")]
 
 knobs = Table("dynaorm-knobs", max_attempts=3, max_wait=0)
 missing = Table("dynaorm-no-such-table", max_wait=0)
