@@ -146,25 +146,24 @@ def _covers_other(attrs: Mapping[tuple[Any, ...], set[str]], a: tuple[Any, ...],
 
 
 def _fits(sig: tuple[Any, ...], template: tuple[Any, ...]) -> bool:
-    """Whether keys of signature ``sig`` fit ``template`` (a literal or ``*`` each)."""
-    return [len(p) for p in sig] == [len(p) for p in template] and all(
-        t in ("*", x) for p, q in zip(sig, template, strict=True)
-        for x, t in zip(p, q, strict=True))
+    """Whether keys of signature ``sig`` fit ``template`` (a literal or ``*`` each; both of
+    one key shape, as every signature :func:`_words_as_values` compares)."""
+    return all(t in ("*", x) for p, q in zip(sig, template, strict=True)
+               for x, t in zip(p, q, strict=True))
 
 
 def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool] | None:
     """The one position (key part, token) where signatures ``a`` and ``b`` differ, when
     both hold a literal there, and whether a value (``*``) comes next in that part (then
-    the word leads a value: ``Active#2026-01-01``); else ``None``."""
-    if [len(p) for p in a] != [len(p) for p in b]:
-        return None
+    the word leads a value: ``Active#2026-01-01``); else ``None``. (Both of one key shape,
+    as every signature :func:`_words_as_values` compares.)"""
     apart = [(p, q) for p, (x, y) in enumerate(zip(a, b, strict=True))
              for q, (s, t) in enumerate(zip(x, y, strict=True)) if s != t]
     if len(apart) != 1:
         return None
     part, pos = apart[0]
     toks = a[part]
-    if "*" in (a[part][pos], b[part][pos]):
+    if "*" in (toks[pos], b[part][pos]):
         return None
     leads = pos + 1 < len(toks) and toks[pos + 1] == "*" == b[part][pos + 1]
     # (a word alone in its key part stays a literal: read as a value, that part would be
@@ -225,7 +224,7 @@ def _type_values(shapes: Mapping[str, set[tuple[int, ...]]], n: int, known: bool
                for v in shapes):
         return False
     if known:  # (a type attribute's name: a few values, each item its entity's)
-        return len(shapes) <= 64 and (len(shapes) < n or n <= 64)
+        return len(shapes) <= 64
     few = 2 <= len(shapes) <= max(2, min(64, n // 3)) and len(shapes) < n
     return few and all(len(s) == 1 for s in shapes.values())
 

@@ -24,23 +24,32 @@ def _kind(av: Mapping[str, Any]) -> dict[str, Any]:
     """The model type of one attribute value."""
     (tag, value), = av.items()
     if tag == "S":
-        if _DATETIME.match(value) and _parses(datetime.fromisoformat, value):
-            stored = _stored_format(value)
-            return {"type": "datetime", **({"stored_as": stored} if stored else {})}
-        return {"type": "date" if _DATE.match(value) and _parses(date.fromisoformat, value)
-                else "string"}
+        return _text_kind(value)
     if tag == "N":
         return {"type": "integer" if _INTEGER.match(value) else "decimal"}
-    if tag in ("BOOL", "B", "NULL"):
-        return {"type": {"BOOL": "boolean", "B": "binary", "NULL": "null"}[tag]}
-    if tag in ("SS", "NS", "BS"):
-        inner = ({"type": "string"} if tag == "SS" else {"type": "binary"} if tag == "BS"
-                 else {"type": "integer" if all(_INTEGER.match(v) for v in value)
-                       else "decimal"})
-        return {"type": "set", "items": inner}
+    if tag in _PLAIN:
+        return {"type": _PLAIN[tag]}
     if tag == "L":
         return {"type": "list", "items": _merge([_kind(v) for v in value], members=True)}
-    return {"type": "map", "_values": [value]}
+    if tag == "M":
+        return {"type": "map", "_values": [value]}
+    # (a set, SS, NS or BS: of strings, else of its members' one type)
+    return {"type": "set", "items": {"type": "string"} if tag == "SS" else _merge(
+        [_kind({tag[0]: v}) for v in value])}
+
+
+#: the model type of a value of each tag of one
+_PLAIN: Final = {"BOOL": "boolean", "B": "binary", "NULL": "null"}
+
+
+def _text_kind(value: str) -> dict[str, Any]:
+    """The model type of a string value: a time (and its stored format), a date, else a
+    string."""
+    if _DATETIME.match(value) and _parses(datetime.fromisoformat, value):
+        stored = _stored_format(value)
+        return {"type": "datetime", **({"stored_as": stored} if stored else {})}
+    return {"type": "date" if _DATE.match(value) and _parses(date.fromisoformat, value)
+            else "string"}
 
 
 def _parses(parse: Callable[[str], object], text: str) -> bool:
