@@ -35,7 +35,7 @@ from dynaorm.formats.infer.entities import (
     _untangled,
 )
 from dynaorm.formats.infer.grouping import _groups, _type_attribute
-from dynaorm.formats.infer.items import Item, _key_attrs, _separator, _text
+from dynaorm.formats.infer.items import Item, Table, _key_attrs, _separator, _text
 from dynaorm.formats.infer.naming import _Namer
 from dynaorm.formats.infer.own import _guards, _offload_at, _sorted_items, read_offloaded
 from dynaorm.formats.infer.templates import _native_attributes
@@ -147,7 +147,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
                     keys, len(own), [i for i in items if id(i) not in gone])
 
 
-def key_of(item: Item, table: Mapping[str, Any]) -> dict[str, Any]:
+def key_of(item: Item, table: Table) -> dict[str, Any]:
     """The table key of ``item`` as the report names it (each key attribute's text), by
     the model's ``table`` (its ``pk`` and ``sk``)."""
     return {a: _text(item.get(a)) for a in (table["pk"], table["sk"]) if a}

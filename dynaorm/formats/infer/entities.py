@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dynaorm.formats.infer.items import SEPARATORS, Item, _Group, _key_attrs
+from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import _attr_field_name, _name_slots, _Namer
 from dynaorm.formats.infer.templates import _is_whole, _render, _Slot, _template
@@ -59,7 +59,7 @@ class _Entity:
         return all(t.covers(other.parsed[a]) for a, t in self.parsed.items())
 
 
-def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip: set[str],
+def _entity(group: _Group, table: Table, keyed: Sequence[str], skip: set[str],
             models: _Namer, plain: frozenset[str] = frozenset()) -> _Entity:
     """The templates (of the ``keyed`` attributes) and fields of one entity from its
     items."""
@@ -92,7 +92,7 @@ def _entity(group: _Group, table: Mapping[str, Any], keyed: Sequence[str], skip:
 
 def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
                  templates: Mapping[str, tuple[list[str | _Slot], set[int]]],
-                 fields: list[dict[str, Any]], table: Mapping[str, Any]) -> list[str]:
+                 fields: list[dict[str, Any]], table: Table) -> list[str]:
     """Add to ``fields`` each slot field no attribute holds: stored as the key attribute
     it is the whole of, else key-only (in the table key) or optional (in an index key
     only); the key-only ones' names."""
@@ -136,7 +136,7 @@ def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapp
 
 
 def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
-                      names: _Namer, models: _Namer, table: Mapping[str, Any]
+                      names: _Namer, models: _Namer, table: Table
                       ) -> list[dict[str, Any]]:
     out = []
     total = len(group.items)
@@ -245,7 +245,7 @@ def _numbers(table: dict[str, Any], entities: Sequence[_Entity],
     return table
 
 
-def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
+def _entity_model(e: _Entity, table: Table) -> dict[str, Any]:
     indexes = []
     for index in table["indexes"]:
         if index.get("native"):
@@ -263,7 +263,7 @@ def _entity_model(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any]:
             "versioned": e.group.versioned, "key_only": e.key_only, "lock": _lock(e, table)}
 
 
-def _lock(e: _Entity, table: Mapping[str, Any]) -> dict[str, Any] | None:
+def _lock(e: _Entity, table: Table) -> dict[str, Any] | None:
     """The optimistic lock of DynamoDBMapper, the Enhanced Client and PynamoDB (an
     integer N from 1, named as a version, on every item) ``e``'s items keep: its field
     made ``int | None = None``, the lock then writes it."""

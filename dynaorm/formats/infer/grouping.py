@@ -11,7 +11,9 @@ from itertools import combinations
 from typing import Any, Final
 
 from dynaorm.formats.infer.items import (
+    Entry,
     Item,
+    Table,
     _add,
     _base_key,
     _Group,
@@ -39,9 +41,12 @@ _ODD_TYPE = re.compile(r"\S(.{0,62}\S)?\Z")
 #: (more: the position holds values, such as short names)
 _MAX_TAGS: Final = 8
 
+#: a key shape's signature: each key part's tokens, a literal or ``*`` (a value) each
+Sig = tuple[Any, ...]
+
 
 def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
-                values: Sequence[set[str]]) -> list[tuple[Any, ...]]:
+                values: Sequence[set[str]]) -> list[Sig]:
     """The signature of each of same-length table keys (``values``: the texts of each
     item's other attributes): a token that may be a literal, at a position of few such
     tokens, is one unless its item holds it as an attribute (``NORMAL`` of
@@ -79,13 +84,13 @@ def _columns(shapes: Sequence[tuple[tuple[str, ...], ...]],
     return columns
 
 
-def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
-              table: Mapping[str, Any]) -> list[_Group]:
+def _by_shape(entries: Sequence[Entry],
+              table: Table) -> list[_Group]:
     """Items without a type attribute, grouped by the shape of their table key."""
-    by_len: dict[tuple[int, ...], list[tuple[Item, dict[str, str], bool]]] = defaultdict(list)
+    by_len: dict[tuple[int, ...], list[Entry]] = defaultdict(list)
     for entry in entries:
         by_len[tuple(len(t) for t in _shape(entry[1], table))].append(entry)
-    groups: dict[tuple[Any, ...], _Group] = {}
+    groups: dict[Sig, _Group] = {}
     for same in by_len.values():
         shapes = [_shape(k, table) for _, k, _ in same]
         keys = set(_key_attrs(table))
@@ -98,16 +103,16 @@ def _by_shape(entries: Sequence[tuple[Item, dict[str, str], bool]],
     return list(groups.values())
 
 
-def _words_as_values(sigs: list[tuple[Any, ...]],
-                     entries: Sequence[tuple[Item, dict[str, str], bool]],
-                     table: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def _words_as_values(sigs: list[Sig],
+                     entries: Sequence[Entry],
+                     table: Table) -> list[Sig]:
     """``sigs`` with each literal that varies within one entity read as a value: where the
     signatures of two groups differ at one position only, a word in both followed by a
     value in the same key part (``Active#2026-01-01``, ``Saved#2026-02-01``), and their
     items hold the same attributes (most of them: a status word of one entity's items,
     not two entities), that position is a field (``*``) of one group."""
     keys = {table["pk"], table["sk"]}
-    attrs: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    attrs: dict[Sig, set[str]] = defaultdict(set)
     for sig, (item, _, _) in zip(sigs, entries, strict=True):
         attrs[sig].update(a for a in item if a not in keys)
     refused: set[tuple[Any, Any]] = set()
@@ -128,8 +133,8 @@ def _words_as_values(sigs: list[tuple[Any, ...]],
         sigs = [merged if sig in (a, b) else sig for sig in sigs]
 
 
-def _word_pair(attrs: Mapping[tuple[Any, ...], set[str]], refused: set[tuple[Any, Any]]
-               ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, int]] | None:
+def _word_pair(attrs: Mapping[Sig, set[str]], refused: set[tuple[Any, Any]]
+               ) -> tuple[Sig, Sig, tuple[int, int]] | None:
     """The first two signatures of ``attrs`` (not ``refused``) a word apart whose items
     hold alike attributes, with the (key part, token) where they differ; else ``None``."""
     return next(((a, b, at[:2]) for n, a in enumerate(attrs) for b in list(attrs)[n + 1:]
@@ -137,22 +142,22 @@ def _word_pair(attrs: Mapping[tuple[Any, ...], set[str]], refused: set[tuple[Any
                  and _alike(attrs[a], attrs[b], exact=not at[2])), None)
 
 
-def _covers_other(attrs: Mapping[tuple[Any, ...], set[str]], a: tuple[Any, ...],
-                  b: tuple[Any, ...], merged: tuple[Any, ...]) -> bool:
+def _covers_other(attrs: Mapping[Sig, set[str]], a: Sig,
+                  b: Sig, merged: Sig) -> bool:
     """Whether ``merged`` (``a`` and ``b`` as one) fits the keys of another signature of
     ``attrs`` whose items hold other attributes (another entity's)."""
     return any(_fits(other, merged) and not _alike(attrs[other], attrs[a] | attrs[b])
                for other in attrs if other not in (a, b))
 
 
-def _fits(sig: tuple[Any, ...], template: tuple[Any, ...]) -> bool:
+def _fits(sig: Sig, template: Sig) -> bool:
     """Whether keys of signature ``sig`` fit ``template`` (a literal or ``*`` each; both of
     one key shape, as every signature :func:`_words_as_values` compares)."""
     return all(t in ("*", x) for p, q in zip(sig, template, strict=True)
                for x, t in zip(p, q, strict=True))
 
 
-def _word_apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[int, int, bool] | None:
+def _word_apart(a: Sig, b: Sig) -> tuple[int, int, bool] | None:
     """The one position (key part, token) where signatures ``a`` and ``b`` differ, when
     both hold a literal there, and whether a value (``*``) comes next in that part (then
     the word leads a value: ``Active#2026-01-01``); else ``None``. (Both of one key shape,
@@ -177,7 +182,7 @@ def _alike(a: set[str], b: set[str], exact: bool = False) -> bool:
     return bool(a) and a == b if exact else bool(a & b) and 2 * len(a & b) >= len(a | b)
 
 
-def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | None:
+def _type_attribute(items: Sequence[Item], table: Table) -> str | None:
     """The attribute that names each item's entity: one of :data:`_TYPE_NAMES` (first) or
     any other string attribute on nearly every item with few values, whose items of each
     value share one key shape."""
@@ -193,7 +198,7 @@ def _type_attribute(items: Sequence[Item], table: Mapping[str, Any]) -> str | No
     return None
 
 
-def _types_keys(items: Sequence[Item], table: Mapping[str, Any], attr: str, known: bool,
+def _types_keys(items: Sequence[Item], table: Table, attr: str, known: bool,
                 held: int) -> bool:
     """Whether ``attr`` reads as a type attribute: few values, each of one key shape; not
     a data attribute (two values on items of one key skeleton, its tags and where its
@@ -229,8 +234,8 @@ def _type_values(shapes: Mapping[str, set[tuple[int, ...]]], n: int, known: bool
     return few and all(len(s) == 1 for s in shapes.values())
 
 
-def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
-             table: Mapping[str, Any], unplaced: list[Item]) -> list[_Group]:
+def _by_type(entries: Sequence[Entry], attr: str,
+             table: Table, unplaced: list[Item]) -> list[_Group]:
     """Items grouped by their type attribute's value; those without one put in
     ``unplaced`` (no entity of the model claims them)."""
     groups: dict[str, _Group] = {}
@@ -244,7 +249,7 @@ def _by_type(entries: Sequence[tuple[Item, dict[str, str], bool]], attr: str,
     return list(groups.values())
 
 
-def _groups(entries: Sequence[tuple[Item, dict[str, str], bool]], table: Mapping[str, Any],
+def _groups(entries: Sequence[Entry], table: Table,
             type_attr: str | None, unplaced: list[Item]) -> list[_Group]:
     """The sample's groups, one an entity: by the type attribute's value, else by key
     shape (a shape one item holds, in a sample of ten items a shape, a stray put in

@@ -35,6 +35,11 @@ _INTEGER = re.compile(r"-?\d+\Z")
 
 
 Item = Mapping[str, Mapping[str, Any]]
+#: the model's ``table`` as inference reads it (:func:`dynaorm.formats.infer.table_of`, with
+#: its key texts' separator ``_sep`` and its key attributes' types ``_types``)
+Table = Mapping[str, Any]
+#: an item of an entity, its key texts (:func:`_base_key`) and whether it was versioned
+Entry = tuple[Item, dict[str, str], bool]
 
 
 def _is_tag(token: str) -> bool:
@@ -60,7 +65,7 @@ def _text(av: Mapping[str, Any] | None) -> str | None:
 SEPARATORS: Final = ("#", "|")
 
 
-def _separator(items: Sequence[Item], table: Mapping[str, Any]) -> str:
+def _separator(items: Sequence[Item], table: Table) -> str:
     """The separator of the table's keys: of :data:`SEPARATORS`, the one the most table
     key texts of the sample hold (``USER|123|ORDER|9``), ``#`` on a tie."""
     texts = [t for i in items for a in (table["pk"], table["sk"]) if a
@@ -85,7 +90,7 @@ class _Group:
     widths: dict[str, int] = field(default_factory=dict)
 
 
-def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], bool] | None:
+def _base_key(item: Item, table: Table) -> tuple[dict[str, str], bool] | None:
     """The item's key texts by attribute (table key and index keys), the sort key's
     version prefix read off, and whether it had one; ``None`` when the table key is no
     string or number."""
@@ -105,12 +110,12 @@ def _base_key(item: Item, table: Mapping[str, Any]) -> tuple[dict[str, str], boo
     return out, versioned
 
 
-def _key_attrs(table: Mapping[str, Any]) -> list[str]:
+def _key_attrs(table: Table) -> list[str]:
     return [a for a in dict.fromkeys([table["pk"], table["sk"], *(
         a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]) if a]
 
 
-def _shape(key: Mapping[str, str], table: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+def _shape(key: Mapping[str, str], table: Table) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(key[a].split(table["_sep"])) for a in (table["pk"], table["sk"]) if a)
 
 

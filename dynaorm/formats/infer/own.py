@@ -11,7 +11,7 @@ from typing import Any, Final
 from dynaorm.codec import GUARD_TYPE
 from dynaorm.errors import DynaormError
 from dynaorm.formats.infer.entities import _Entity
-from dynaorm.formats.infer.items import Item, _base_key, _text
+from dynaorm.formats.infer.items import Entry, Item, Table, _base_key, _text
 from dynaorm.formats.infer.naming import _IDENT
 from dynaorm.formats.infer.templates import _escaped
 from dynaorm.keys import OWN_PREFIX, KeyTemplate
@@ -41,7 +41,7 @@ def read_offloaded(items: Sequence[dict[str, Any]],
         item[attr] = offloaded.fetched(item[attr], ref, body)
 
 
-def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
+def _own(item: Item, kind: str | None, table: Table) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
     entity claims: a row kind's (a receipt, a Powertools record, a surface's:
     :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row of
@@ -51,12 +51,12 @@ def _own(item: Item, kind: str | None, table: Mapping[str, Any]) -> bool:
         item, table["pk"], table["sk"], kind)
 
 
-def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: str | None,
-                  own: list[Item]) -> tuple[list[tuple[Item, dict[str, str], bool]],
+def _sorted_items(items: Sequence[Item], table: Table, type_attr: str | None,
+                  own: list[Item]) -> tuple[list[Entry],
                                             list[Item], list[Item]]:
     """The items of entities (with their key texts), dynaorm's unique guards, and those
     of no key it reads; dynaorm's own rows (receipts, LangGraph's) put in ``own``."""
-    entries: list[tuple[Item, dict[str, str], bool]] = []
+    entries: list[Entry] = []
     guards: list[Item] = []
     unplaced: list[Item] = []
     for item in items:
@@ -79,7 +79,7 @@ def _sorted_items(items: Sequence[Item], table: Mapping[str, Any], type_attr: st
 
 
 def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[Item],
-            table: Mapping[str, Any]) -> None:
+            table: Table) -> None:
     """dynaorm's unique guard items as ``unique`` rules of the entities they name (one
     rule for the guards of one owner's field: :func:`_rule`)."""
     by_type = {e.group.type_name or e.group.name: e for e in entities}
@@ -101,7 +101,7 @@ def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[
 
 
 def _rules(owner: _Entity, name: str, keyed: Sequence[tuple[str, Item]],
-           table: Mapping[str, Any]) -> list[dict[str, Any]]:
+           table: Table) -> list[dict[str, Any]]:
     """The ``unique`` rules of ``owner``'s field ``name`` its guards (``keyed``: each
     guard's key text) hold: one scoped by a template of the owner's fields when the
     guards' keys render it (by the key grammar) before one prefix and it differs between
@@ -135,7 +135,7 @@ def _rules(owner: _Entity, name: str, keyed: Sequence[tuple[str, Item]],
     return literal
 
 
-def _owner_values(owner: _Entity, guard: Item, table: Mapping[str, Any]
+def _owner_values(owner: _Entity, guard: Item, table: Table
                   ) -> dict[str, str] | None:
     """The field texts of the sampled item of ``owner`` the guard names as its owner (its
     stored attributes, and what its keys hold by the owner's templates); ``None`` when

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from dynaorm.formats.infer.items import _LEAD, _Group, _roles, _text
+from dynaorm.formats.infer.items import _LEAD, Table, _Group, _roles, _text
 
 #: an attribute named as a key attribute (``GSI1PK``, ``gsi1_sk``, ``OG_PK``)
 _KEYISH = re.compile(r"(?i)gsi|lsi|(^|[^a-z])(pk|sk|key)([^a-z]|$)|[a-z0-9](pk|sk)$")
@@ -102,7 +101,7 @@ def _is_whole(parts: Sequence[str | _Slot]) -> bool:
     return len(parts) == 1 and isinstance(parts[0], _Slot) and not parts[0].lead
 
 
-def _native_attributes(table: Mapping[str, Any], groups: Sequence[_Group]
+def _native_attributes(table: Table, groups: Sequence[_Group]
                        ) -> tuple[set[str], frozenset[str]]:
     """Mark native each GSI keyed on entity attributes as stored (several attributes to a
     key part; or every item's value a whole field, no literal: ``Operator``, ``Date``,
