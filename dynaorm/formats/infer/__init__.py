@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from dynaorm.codec import VERSION_TTL
@@ -126,11 +127,10 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     models = _Namer()
     native, plain = _native_attributes(table, groups)
     keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in native]
-    entities = [_readable(g, lambda g: _entity(g, table, keyed, skip, models, plain))
-                for g in groups]
+    build = partial(_entity, table, keyed, skip, models, plain)
+    entities = [_readable(g, build) for g in groups]
     if type_attr is None:  # (told apart by key shape only)
-        entities = _untangled(entities,
-                              lambda g: _entity(g, table, keyed, skip, models, plain), unplaced)
+        entities = _untangled(entities, build, unplaced)
     _name_entities(entities, models.taken)
     _guards(entities, guards, unplaced, table)
     for e in entities:

@@ -59,10 +59,10 @@ class _Entity:
         return all(t.covers(other.parsed[a]) for a, t in self.parsed.items())
 
 
-def _entity(group: _Group, table: Table, keyed: Sequence[str], skip: set[str],
-            models: _Namer, plain: frozenset[str] = frozenset()) -> _Entity:
+def _entity(table: Table, keyed: Sequence[str], skip: set[str], models: _Namer,
+            plain: frozenset[str], group: _Group) -> _Entity:
     """The templates (of the ``keyed`` attributes) and fields of one entity from its
-    items."""
+    items (``group``)."""
     templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
     for attr in keyed:
         found = _template(group, attr, attr in plain)

@@ -85,14 +85,13 @@ def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[
     by_type = {e.group.type_name or e.group.name: e for e in entities}
     found: dict[tuple[str, str], list[tuple[str, Item]]] = defaultdict(list)
     for guard in guards:
-        owner = by_type.get(_text(guard.get("owner_type")) or "")
-        name = _text(guard.get("unique_field"))
-        key = _text(guard.get(table["pk"])) or ""
-        field_of = {f["name"] for f in owner.fields} if owner is not None else set()
-        if owner is None or name is None or name not in field_of or "#" not in key:
+        type_name, name, key = (_text(guard.get(a)) or "" for a in (
+            "owner_type", "unique_field", table["pk"]))
+        owner = by_type.get(type_name)
+        if owner is None or name not in {f["name"] for f in owner.fields} or "#" not in key:
             unplaced.append(guard)
             continue
-        found[(owner.group.type_name or owner.group.name, name)].append((key, guard))
+        found[(type_name, name)].append((key, guard))
     for (type_name, name), keyed in found.items():
         owner = by_type[type_name]
         for rule in _rules(owner, name, keyed, table):
