@@ -90,7 +90,7 @@ def table_of(description: Mapping[str, Any], ttl: str | None) -> dict[str, Any]:
     return {"name": name, "pk": pk[0], "sk": sk[0] if sk else None,
             "key_types": {a: t for a, t in types.items() if t == "N"},
             "type_attribute": None, "revision_attribute": "_rev", "ttl": ttl,
-            "indexes": indexes, "_types": types}
+            "indexes": indexes, "_types": types, "_keys": (*pk, *sk)}
 
 
 def _key_schema(schema: Iterable[Mapping[str, str]]) -> tuple[list[str], list[str]]:
@@ -126,7 +126,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     skip = {a for a in (type_attr, table["revision_attribute"], VERSION_TTL) if a}
     models = _Namer()
     native, plain = _native_attributes(table, groups)
-    keyed = [a for a in _key_attrs(table) if a in (table["pk"], table["sk"]) or a not in native]
+    keyed = [a for a in _key_attrs(table) if a in table["_keys"] or a not in native]
     build = partial(_entity, table, keyed, skip, models, plain)
     entities = [_readable(g, build) for g in groups]
     if type_attr is None:  # (told apart by key shape only)
@@ -141,6 +141,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     del table["_sep"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
+    del table["_keys"]
     keys = [key_of(i, table) for i in unplaced[:_SHOWN]]
     gone = {id(i) for i in (*unplaced, *own)}
     return Inferred(model, len(items), len(items) - len(unplaced) - len(own), len(unplaced),

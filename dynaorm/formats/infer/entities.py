@@ -74,7 +74,7 @@ def _entity(table: Table, keyed: Sequence[str], skip: set[str], models: _Namer,
     attrs = _attribute_values(group, (set(templates) - plain) | skip)
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
-    table_keys = (table["pk"], table["sk"])
+    table_keys = table["_keys"]
     whole = {a for a in table_keys if a in templates and _is_whole(templates[a][0])}
     stored_of = _name_slots(slots, attrs, names, whole)
     fields = _attribute_fields(group, attrs, names, models, table)
@@ -83,9 +83,9 @@ def _entity(table: Table, keyed: Sequence[str], skip: set[str], models: _Namer,
     rendered = {a: _render(parts, group.sep) for a, (parts, _) in templates.items()}
     # (an item whose key the template does not parse back, a value holding '#' in a
     # table of '|' keys: not placed, its entity's reads would never find it)
-    parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys if a}
+    parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys}
     members = [all(n in templates[a][1] and parsed[a].parse_key(group.keys[n][a]) is not None
-                   for a in table_keys if a) for n in range(len(group.items))]
+                   for a in table_keys) for n in range(len(group.items))]
     group.widths = {a: len(parts) for a, (parts, _) in templates.items()}
     return _Entity(group, rendered, fields, key_only, members, parsed)
 
@@ -97,7 +97,7 @@ def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
     it is the whole of, else key-only (in the table key) or optional (in an index key
     only); the key-only ones' names."""
     key_only = []
-    table_keys = (table["pk"], table["sk"])
+    table_keys = table["_keys"]
     for slot_field, stored in stored_of.items():
         if stored is not None:
             continue

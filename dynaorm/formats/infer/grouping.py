@@ -111,7 +111,7 @@ def _words_as_values(sigs: list[Sig],
     value in the same key part (``Active#2026-01-01``, ``Saved#2026-02-01``), and their
     items hold the same attributes (most of them: a status word of one entity's items,
     not two entities), that position is a field (``*``) of one group."""
-    keys = {table["pk"], table["sk"]}
+    keys = table["_keys"]
     attrs: dict[Sig, set[str]] = defaultdict(set)
     for sig, (item, _, _) in zip(sigs, entries, strict=True):
         attrs[sig].update(a for a in item if a not in keys)

@@ -36,7 +36,8 @@ _INTEGER = re.compile(r"-?\d+\Z")
 
 Item = Mapping[str, Mapping[str, Any]]
 #: the model's ``table`` as inference reads it (:func:`dynaorm.formats.infer.table_of`, with
-#: its key texts' separator ``_sep`` and its key attributes' types ``_types``)
+#: its key attributes ``_keys`` (the table key's one or two), their types ``_types`` and its
+#: key texts' separator ``_sep``)
 Table = Mapping[str, Any]
 #: an item of an entity, its key texts (:func:`_base_key`) and whether it was versioned
 Entry = tuple[Item, dict[str, str], bool]
@@ -68,7 +69,7 @@ SEPARATORS: Final = ("#", "|")
 def _separator(items: Sequence[Item], table: Table) -> str:
     """The separator of the table's keys: of :data:`SEPARATORS`, the one the most table
     key texts of the sample hold (``USER|123|ORDER|9``), ``#`` on a tie."""
-    texts = [t for i in items for a in (table["pk"], table["sk"]) if a
+    texts = [t for i in items for a in table["_keys"]
              for t in [_text(i.get(a))] if t]
     return max(SEPARATORS, key=lambda c: sum(c in t for t in texts))
 
@@ -99,7 +100,7 @@ def _base_key(item: Item, table: Table) -> tuple[dict[str, str], bool] | None:
     for attr in _key_attrs(table):
         text = _text(item.get(attr))
         if text is None:
-            if attr in (table["pk"], table["sk"]):
+            if attr in table["_keys"]:
                 return None
             continue
         if attr == table["sk"] and "N" not in item[attr]:
@@ -111,12 +112,12 @@ def _base_key(item: Item, table: Table) -> tuple[dict[str, str], bool] | None:
 
 
 def _key_attrs(table: Table) -> list[str]:
-    return [a for a in dict.fromkeys([table["pk"], table["sk"], *(
-        a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]) if a]
+    return list(dict.fromkeys([*table["_keys"], *(
+        a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]))
 
 
 def _shape(key: Mapping[str, str], table: Table) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(key[a].split(table["_sep"])) for a in (table["pk"], table["sk"]) if a)
+    return tuple(tuple(key[a].split(table["_sep"])) for a in table["_keys"])
 
 
 def _roles(tokens: tuple[str, ...]) -> tuple[bool, ...]:

@@ -112,7 +112,7 @@ def _native_attributes(table: Table, groups: Sequence[_Group]
     holds whole."""
     out: set[str] = set()
     plain: set[str] = set()
-    table_keys = (table["pk"], table["sk"])
+    table_keys = table["_keys"]
     for index in table["indexes"]:
         if index["kind"] != "gsi":
             continue
