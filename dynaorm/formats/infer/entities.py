@@ -250,9 +250,7 @@ def _entity_model(e: _Entity, table: Table) -> dict[str, Any]:
     for index in table["indexes"]:
         if index.get("native"):
             continue
-        attrs = index.get("pk", [table["pk"]]) + index.get("sk", [])
-        if index["kind"] == "lsi":
-            attrs = [table["pk"], *index["sk"]]
+        attrs = index.get("pk", [table["pk"]]) + index["sk"]  # (a local index: the table's pk)
         if all(a in e.templates for a in attrs):
             indexes.append({"name": index["name"], "pk": e.templates[attrs[0]],
                             "sk": e.templates[attrs[1]] if len(attrs) > 1 else None})

@@ -124,9 +124,7 @@ def _merge_one(real: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The one type of values ``real`` (none ``null``) all of one model type."""
     kind = real[0]["type"]
     if kind == "union":  # (two-typed on every item: a fraction on one makes it decimal)
-        numbers = {t["type"] for k in real for t in k["of"]} & _NUMBERS
-        return {"type": "union", "of": [{"type": "string"}, {"type": "decimal" if (
-            "decimal" in numbers) else "integer"}]}
+        return _merge_names({t["type"] for k in real for t in k["of"]})
     if kind in ("list", "set"):
         return {"type": kind, "items": _merge([k["items"] for k in real])}
     if kind == "map":
@@ -191,8 +189,8 @@ def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]
     say so: the attribute is named as a time (its last word one of :data:`_TIME_WORDS`)
     and every value is a whole number of one of :data:`_EPOCHS`' ranges; or a boolean
     stored as 1 or 0, named as one (``isActive``, ``enabled``: :data:`_BOOL_WORDS`)."""
-    words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored).lower())
-    words = [w for w in words if w]
+    words = [w for w in re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stored)
+                                 .lower()) if w]
     if kind.get("type") != "integer" or not avs or not words:
         return None
     try:
@@ -204,7 +202,7 @@ def _epoch(stored: str, kind: Mapping[str, Any], avs: Sequence[Mapping[str, Any]
     if words[-1] not in _TIME_WORDS:
         return None
     for fmt, low, high in _EPOCHS:
-        if numbers and all(low <= v < high for v in numbers):
+        if all(low <= v < high for v in numbers):  # (one at least: the kind is integer)
             return {"type": "datetime", "stored_as": fmt}
     return None
 
