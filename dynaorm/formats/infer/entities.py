@@ -12,7 +12,7 @@ from typing import Any
 
 from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
-from dynaorm.formats.infer.naming import _attr_field_name, _name_slots, _Namer
+from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
 from dynaorm.formats.infer.templates import _is_whole, _render, _Slot, _template
 from dynaorm.keys import KeyTemplate, could_overlap, literal_outranks
 from dynaorm.schema.rules import offloaded
@@ -126,7 +126,7 @@ def _as_text(in_keys: set[str], fields: list[dict[str, Any]]) -> None:
             f.pop("stored_as", None)
 
 
-def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapping[str, Any]]]:
+def _attribute_values(group: _Group, skip: set[str]) -> Values:
     out: dict[str, dict[int, Mapping[str, Any]]] = defaultdict(dict)
     for n, item in enumerate(group.items):
         for attr, av in item.items():
@@ -135,7 +135,7 @@ def _attribute_values(group: _Group, skip: set[str]) -> dict[str, dict[int, Mapp
     return out
 
 
-def _attribute_fields(group: _Group, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
+def _attribute_fields(group: _Group, attrs: Values,
                       names: _Namer, models: _Namer, table: Table
                       ) -> list[dict[str, Any]]:
     out = []

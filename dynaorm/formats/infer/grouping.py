@@ -13,6 +13,7 @@ from typing import Any, Final
 from dynaorm.formats.infer.items import (
     Entry,
     Item,
+    Shape,
     Table,
     _add,
     _base_key,
@@ -45,7 +46,7 @@ _MAX_TAGS: Final = 8
 Sig = tuple[Any, ...]
 
 
-def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
+def _signatures(shapes: Sequence[Shape],
                 values: Sequence[set[str]]) -> list[Sig]:
     """The signature of each of same-length table keys (``values``: the texts of each
     item's other attributes): a token that may be a literal, at a position of few such
@@ -67,7 +68,7 @@ def _signatures(shapes: Sequence[tuple[tuple[str, ...], ...]],
     return out
 
 
-def _columns(shapes: Sequence[tuple[tuple[str, ...], ...]],
+def _columns(shapes: Sequence[Shape],
              roles: Sequence[Sequence[tuple[bool, ...]]]) -> list[tuple[int, int, str]]:
     """The key positions that tell entities apart: by their literal tokens (few of them),
     or by the leads of their tokens (few of them, every token with one)."""

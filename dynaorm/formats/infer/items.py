@@ -41,6 +41,8 @@ Item = Mapping[str, Mapping[str, Any]]
 Table = Mapping[str, Any]
 #: an item of an entity, its key texts (:func:`_base_key`) and whether it was versioned
 Entry = tuple[Item, dict[str, str], bool]
+#: a key's tokens, each key attribute's (the table key's: :func:`_shape`)
+Shape = tuple[tuple[str, ...], ...]
 
 
 def _is_tag(token: str) -> bool:
@@ -116,7 +118,7 @@ def _key_attrs(table: Table) -> list[str]:
         a for i in table["indexes"] for a in (*i.get("pk", ()), *i.get("sk", ())))]))
 
 
-def _shape(key: Mapping[str, str], table: Table) -> tuple[tuple[str, ...], ...]:
+def _shape(key: Mapping[str, str], table: Table) -> Shape:
     return tuple(tuple(key[a].split(table["_sep"])) for a in table["_keys"])
 
 

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pydantic
 
-from dynaorm.formats.infer.items import _INTEGER, _WORDS, _text
+from dynaorm.formats.infer.items import _INTEGER, _WORDS, Shape, _text
 from dynaorm.formats.infer.templates import _Slot
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -21,8 +21,11 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: names a field of a pydantic model cannot take (or takes with a warning): its members
 _MEMBERS: Final = frozenset(n for n in dir(pydantic.BaseModel) if not n.startswith("_"))
 
+#: the values of each attribute of an entity's items, by the item's index in its group
+Values = Mapping[str, Mapping[int, Mapping[str, Any]]]
 
-def _shape_name(sig: tuple[tuple[str, ...], ...], table: str) -> str:
+
+def _shape_name(sig: Shape, table: str) -> str:
     """A class name for the entity of a key shape: its literals (``USER#*``, ``ORDER#*``
     -> ``UserOrder``), else its table's name (``prod-orders`` -> ``ProdOrder``)."""
     words = [t.strip('"$*:=_') for toks in sig for t in toks if t != "*"]
@@ -64,8 +67,8 @@ class _Namer:
         return name
 
 
-def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping[str, Any]]],
-                names: _Namer, whole: set[str]) -> dict[str, str | None]:
+def _name_slots(slots: Sequence[_Slot], attrs: Values, names: _Namer, whole: set[str]
+                ) -> dict[str, str | None]:
     """Name each slot's field: the attribute it always equals, else a slot named before
     it that it always equals, else a new field after its tag (``USER`` -> ``user_id``) or
     its attribute. Returns each slot field's stored attribute (``None``: in keys only)."""
@@ -89,8 +92,7 @@ def _name_slots(slots: Sequence[_Slot], attrs: Mapping[str, Mapping[int, Mapping
                 names.taken.add(slot.field)
                 out[slot.field] = None
             else:
-                base = f"{_snake(slot.tag)}_id" if slot.tag else _snake(slot.attr)
-                slot.field = names(base)
+                slot.field = names(f"{_snake(slot.tag)}_id" if slot.tag else _snake(slot.attr))
                 out[slot.field] = None
         named.append(slot)
     return out
@@ -103,7 +105,7 @@ def _attr_field_name(attr: str, names: _Namer) -> str:
     return names.attrs[attr]
 
 
-def _same_attribute(slot: _Slot, attrs: Mapping[str, Mapping[int, Mapping[str, Any]]]
+def _same_attribute(slot: _Slot, attrs: Values
                     ) -> str | None:
     """The attribute ``slot`` holds the text of in every item (its lead too, which is
     then read back into the field: ``user_123`` is the ``user_id`` attribute's value)."""
