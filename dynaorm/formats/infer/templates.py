@@ -56,14 +56,16 @@ def _segments(group: _Group, attr: str, fits: Sequence[tuple[int, tuple[str, ...
     a token every item holds alike as a literal word, else a slot."""
     parts: list[str | _Slot] = []
     roles = [_roles(t) for _, t in fits]
+    tag = None  # (the literal just before, a slot's tag)
     for pos in range(width):
         seen = {t[pos] for _, t in fits}
         token = next(iter(seen))
         if len(seen) == 1 and all(r[pos] for r in roles) and not _held(group, fits, token):
             parts.append(token)
+            tag = token
         else:
-            tag = parts[-1] if parts and isinstance(parts[-1], str) else None
             parts.append(_led(_Slot(attr, pos, tag, {n: t[pos] for n, t in fits})))
+            tag = None
     return parts
 
 
