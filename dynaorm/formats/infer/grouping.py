@@ -117,13 +117,10 @@ def _words_as_values(sigs: list[Sig],
     for sig, (item, _, _) in zip(sigs, entries, strict=True):
         attrs[sig].update(a for a in item if a not in keys)
     refused: set[tuple[Any, Any]] = set()
-    while True:
-        pair = _word_pair(attrs, refused)
-        if pair is None:
-            return sigs
+    while (pair := _word_pair(attrs, refused)) is not None:
         a, b, (part, pos) = pair
-        merged = tuple(tuple("*" if (p, q) == (part, pos) else t for q, t in enumerate(toks))
-                       for p, toks in enumerate(a))
+        merged = tuple((*p[:pos], "*", *p[pos + 1:]) if n == part else p
+                       for n, p in enumerate(a))
         if _covers_other(attrs, a, b, merged):
             # (its template would cover another entity's keys: ``{sk}#{sk_2}`` beside
             # ``ORDER#{order_id}``, which dynaorm cannot tell apart without a type)
@@ -132,6 +129,7 @@ def _words_as_values(sigs: list[Sig],
         held = attrs.pop(a) | attrs.pop(b)
         attrs[merged] = attrs.get(merged, set()) | held
         sigs = [merged if sig in (a, b) else sig for sig in sigs]
+    return sigs
 
 
 def _word_pair(attrs: Mapping[Sig, set[str]], refused: set[tuple[Any, Any]]
