@@ -13,7 +13,7 @@ from typing import Any
 from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
-from dynaorm.formats.infer.templates import _is_whole, _render, _Slot, _template
+from dynaorm.formats.infer.templates import Found, _is_whole, _render, _Slot, _template
 from dynaorm.keys import KeyTemplate, could_overlap, literal_outranks
 from dynaorm.schema.rules import offloaded
 
@@ -63,35 +63,37 @@ def _entity(table: Table, keyed: Sequence[str], skip: set[str], models: _Namer,
             plain: frozenset[str], group: _Group) -> _Entity:
     """The templates (of the ``keyed`` attributes) and fields of one entity from its
     items (``group``)."""
-    templates: dict[str, tuple[list[str | _Slot], set[int]]] = {}
-    for attr in keyed:
-        found = _template(group, attr, attr in plain)
-        if found is not None:
-            templates[attr] = found
+    templates = {a: found for a in keyed if (found := _template(group, a, a in plain))}
     slots = [p for parts, _ in templates.values() for p in parts if isinstance(p, _Slot)]
     # (a plain attribute of an index keyed on a template too: a field stored as itself,
     # the index's template that field whole)
     attrs = _attribute_values(group, (set(templates) - plain) | skip)
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
-    table_keys = table["_keys"]
-    whole = {a for a in table_keys if a in templates and _is_whole(templates[a][0])}
+    whole = {a for a in table["_keys"] if _is_whole(templates[a][0])}  # (every item has them)
     stored_of = _name_slots(slots, attrs, names, whole)
     fields = _attribute_fields(group, attrs, names, models, table)
     key_only = _slot_fields(stored_of, slots, templates, fields, table)
     _as_text({s.field for s in slots}, fields)
-    rendered = {a: _render(parts, group.sep) for a, (parts, _) in templates.items()}
-    # (an item whose key the template does not parse back, a value holding '#' in a
-    # table of '|' keys: not placed, its entity's reads would never find it)
-    parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys}
-    members = [all(n in templates[a][1] and parsed[a].parse_key(group.keys[n][a]) is not None
-                   for a in table_keys) for n in range(len(group.items))]
+    rendered, parsed, members = _read_back(group, templates, table["_keys"])
     group.widths = {a: len(parts) for a, (parts, _) in templates.items()}
     return _Entity(group, rendered, fields, key_only, members, parsed)
 
 
+def _read_back(group: _Group, templates: Mapping[str, Found], table_keys: Sequence[str]
+               ) -> tuple[dict[str, str], dict[str, KeyTemplate], list[bool]]:
+    """The ``templates`` rendered, the table key's parsed, and which items of ``group``
+    they read back (not an item whose key the template does not parse back, a value
+    holding '#' in a table of '|' keys: its entity's reads would never find it)."""
+    rendered = {a: _render(parts, group.sep) for a, (parts, _) in templates.items()}
+    parsed = {a: KeyTemplate.parse(rendered[a]) for a in table_keys}
+    members = [all(n in templates[a][1] and parsed[a].parse_key(group.keys[n][a]) is not None
+                   for a in table_keys) for n in range(len(group.items))]
+    return rendered, parsed, members
+
+
 def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
-                 templates: Mapping[str, tuple[list[str | _Slot], set[int]]],
+                 templates: Mapping[str, Found],
                  fields: list[dict[str, Any]], table: Table) -> list[str]:
     """Add to ``fields`` each slot field no attribute holds: stored as the key attribute
     it is the whole of, else key-only (in the table key) or optional (in an index key

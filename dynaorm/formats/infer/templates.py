@@ -30,8 +30,12 @@ class _Slot:
     lead: str = ""
 
 
+#: a key attribute's template for an entity: its segments, and the items (by their index
+#: in the group) it holds
+Found = tuple[list[str | _Slot], set[int]]
+
 def _template(group: _Group, attr: str, plain: bool = False
-              ) -> tuple[list[str | _Slot], set[int]] | None:
+              ) -> Found | None:
     """The segments of ``attr``'s template for ``group`` (literal tokens and slots, the
     ``#`` between them implied), and the items it holds; ``None`` when no item has it.
     ``plain``: an index key attribute holding a field as it is (one slot, whatever the
