@@ -71,9 +71,9 @@ def _entity(table: Table, keyed: Sequence[str], skip: set[str], models: _Namer,
     names = _Namer(("model_config", *keyed))  # (a key-only field is stored under its
     # name: never a key attribute's)
     whole = {a for a in table["_keys"] if _is_whole(templates[a][0])}  # (every item has them)
-    stored_of = _name_slots(slots, attrs, names, whole)
+    new = _name_slots(slots, attrs, names, whole)
     fields = _attribute_fields(group, attrs, names, models, table)
-    key_only = _slot_fields(stored_of, slots, templates, fields, table)
+    key_only = _slot_fields(new, slots, templates, fields, table)
     _as_text({s.field for s in slots}, fields)
     rendered, parsed, members = _read_back(group, templates, table["_keys"])
     group.widths = {a: len(parts) for a, (parts, _) in templates.items()}
@@ -92,17 +92,15 @@ def _read_back(group: _Group, templates: Mapping[str, Found], table_keys: Sequen
     return rendered, parsed, members
 
 
-def _slot_fields(stored_of: Mapping[str, str | None], slots: Sequence[_Slot],
+def _slot_fields(new: Iterable[str], slots: Sequence[_Slot],
                  templates: Mapping[str, Found],
                  fields: list[dict[str, Any]], table: Table) -> list[str]:
-    """Add to ``fields`` each slot field no attribute holds: stored as the key attribute
-    it is the whole of, else key-only (in the table key) or optional (in an index key
-    only); the key-only ones' names."""
+    """Add to ``fields`` each ``new`` slot field (no attribute holds it): stored as the key
+    attribute it is the whole of, else key-only (in the table key) or optional (in an
+    index key only); the key-only ones' names."""
     key_only = []
     table_keys = table["_keys"]
-    for slot_field, stored in stored_of.items():
-        if stored is not None:
-            continue
+    for slot_field in new:
         mine = [s for s in slots if s.field == slot_field]
         whole = [s.attr for s in mine if s.attr in table_keys
                  and _is_whole(templates[s.attr][0])]

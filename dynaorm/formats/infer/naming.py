@@ -68,11 +68,11 @@ class _Namer:
 
 
 def _name_slots(slots: Sequence[_Slot], attrs: Values, names: _Namer, whole: set[str]
-                ) -> dict[str, str | None]:
+                ) -> dict[str, None]:
     """Name each slot's field: the attribute it always equals, else a slot named before
     it that it always equals, else a new field after its tag (``USER`` -> ``user_id``) or
-    its attribute. Returns each slot field's stored attribute (``None``: in keys only)."""
-    out: dict[str, str | None] = {}
+    its attribute. Returns the new fields, held in keys only (each once, in order)."""
+    out: dict[str, None] = {}
     named: list[_Slot] = []
     # (the attributes' names first: a key-only field takes another; those named as
     # themselves before the rest, so no field is named as another's attribute)
