@@ -59,7 +59,7 @@ SURFACES: dict[str, tuple[str, ...]] = {
                 "dynaorm/jobs/vector.py"),
     "OpenTelemetry": ("dynaorm/protocol/tracing.py", "dynaorm/protocol/metrics.py"),
     "Spark": ("dynaorm/spark.py", "dynaorm/jobs/job.py::run_spark"),
-    "inference": ("dynaorm/formats/infer.py", "dynaorm/client/infer.py"),
+    "inference": ("dynaorm/formats/infer/", "dynaorm/client/infer.py"),
     "testing": ("dynaorm/testing/", "pytest_dynaorm.py"),
 }
 

@@ -123,7 +123,7 @@ def test_a_guard_scope_keeps_the_key_template_as_written() -> None:
     spec or conversion dropped (``S#{n}``) would render another text than the keys hold."""
     from types import SimpleNamespace
 
-    from dynaorm.formats.infer import _scopes
+    from dynaorm.formats.infer.own import _scopes
     from dynaorm.schema.templates import KeyTemplate
 
     owner = SimpleNamespace(fields=[{"name": "n"}, {"name": "uid"}], parsed={
