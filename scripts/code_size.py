@@ -392,7 +392,7 @@ NEW_FEATURES: tuple[str, ...] = (
     # held to its own budget
     "dynaorm/langgraph",
     # 0.8, issue 72: the model of a table you already have (inference and its driver)
-    "dynaorm/formats/infer.py", "dynaorm/client/infer.py",
+    "dynaorm/formats/infer", "dynaorm/client/infer.py",
     # 0.9, issue 84: values of any size (Offloaded, the objects check compares) and keys
     # per tenant (key_scope, forget, sealed bytes, the forget command)
     "dynaorm/schema/rules/offloaded.py", "dynaorm/write/placing.py",
