@@ -69,8 +69,8 @@ def local_transaction_units(rows: Sequence[Any]) -> dict[str, float]:
     distinct = {frozenset(units.items()) for units in actions.values()}
     out: dict[str, float] = {}
     for capacity in distinct:
-        for name, units in capacity:
-            out[name] = out.get(name, 0.0) + units
+        for name, counted in capacity:
+            out[name] = out.get(name, 0.0) + counted
     return out
 
 
