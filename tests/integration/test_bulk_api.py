@@ -4,6 +4,10 @@
 botocore's service model and the developer guide describe them, over moto's S3 (in process,
 and on dynaorm's moto server: the async variant's, for two of them). ``dynaorm.jobs.load``
 and the filtered ``jobs.export`` are in ``test_load.py``.
+
+Through ``--dynaorm-endpoint`` a test runs on the engine given where it has the API (its
+S3 the engine's own, which it reads and writes), and skips, saying so, where the engine
+answers ``UnknownOperationException`` (dynoxide and DynamoDB Local have no bulk API).
 """
 
 from __future__ import annotations
@@ -19,11 +23,17 @@ from dynaorm import RequestError, TableNotFoundError
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, bulk_pace
 from dynaorm.testing.bulk import s3_factory
+from tests.conftest import engine_of
+from tests.support.engines import lacks
 
 pytestmark = pytest.mark.engines("moto")
 
 NEW = "attribute_not_exists(pk)"
 BUCKET = ""  # (each test's own: the moto server outlives a test)
+ENGINE = ""  # (the test's: tests.conftest.engine_of)
+BULK = ("StartBulkPutItems", "DescribeBulkOperation", "ListBulkOperations",
+        "CancelBulkOperation")
+EXPORT = ("ExportTableToPointInTime", "DescribeExport")
 
 
 def run(db: TestBackend, operation: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -32,14 +42,28 @@ def run(db: TestBackend, operation: str, request: dict[str, Any]) -> dict[str, A
 
 
 @pytest.fixture(autouse=True)
-def _bucket() -> Any:
-    global BUCKET
-    BUCKET = f"bulk-{uuid.uuid4().hex[:12]}"
+def _bucket(request: pytest.FixtureRequest) -> Any:
+    global BUCKET, ENGINE
+    BUCKET, ENGINE = f"bulk-{uuid.uuid4().hex[:12]}", engine_of(request)
     yield
     BUCKET = ""
 
 
-def s3_of(db: TestBackend) -> Any:
+def needs(db: TestBackend, *operations: str) -> None:
+    """Skip, naming it, when the test's engine has no API for one of ``operations``; never
+    on the embedded default (its emulation is the subject: a refusal there fails)."""
+    if ENGINE == "moto":
+        return
+    for operation in operations:
+        if lacks(lambda op, request: run(db, op, request), operation):
+            pytest.skip(f"the engine ({ENGINE}) has no {operation} API: it answers "
+                        "UnknownOperationException")
+
+
+def s3_of(db: TestBackend, *operations: str) -> Any:
+    """The engine's S3 with the test's bucket, once the engine is known to have the API
+    of ``operations`` (default: the bulk API)."""
+    needs(db, *(operations or BULK))
     s3 = s3_factory(db.endpoint_url)()
     s3.create_bucket(Bucket=BUCKET)
     return s3
@@ -260,6 +284,7 @@ def test_what_the_service_model_refuses_the_emulator_refuses(
     crashed the emulator with Python's ValueError; a short or missing ARN was
     ResourceNotFoundException; a bucket name no bucket can have started an operation)."""
     operation, request = refused
+    needs(db, operation)
     if operation == "StartBulkPutItems":
         request = {"TableName": db.table.name, "InputS3Configuration": {
             "S3Bucket": "b-1", "InputFormat": "DYNAMODB_JSON"},
@@ -309,7 +334,7 @@ def test_a_filtered_export_holds_what_its_filter_selects(db: TestBackend) -> Non
     """The engine evaluates the filter: a key condition reads one partition, a filter
     expression may name key attributes without one, a projection keeps its attributes;
     without point-in-time recovery, or incremental, an export is refused."""
-    s3_of(db)
+    s3_of(db, *EXPORT)
     for pk, sk, v in (("T#a#1", "X", "1"), ("T#a#1", "Y", "2"), ("T#a#2", "X", "3"),
                       ("T#b#1", "X", "4")):
         run(db, "PutItem", {"TableName": db.table.name, "Item": {

@@ -333,7 +333,7 @@ def test_a_ttl_no_form_takes_is_refused_when_the_store_is_made(
 def test_a_put_or_delete_on_a_missing_table_is_table_not_found(backend: str | None) -> None:
     """Issue 81: a put said BulkWriteError ("may have been applied") where a get says
     TableNotFoundError; nothing was written, and the table is missing: the same error."""
-    missing = Table(f"lg_store_missing{worker_suffix()}", ttl="expires")
+    missing = Table(f"lg_store_missing{worker_suffix()}", ttl="expires").connect(backend)
     store = Store(missing)
     with pytest.raises(TableNotFoundError):
         store.get(("a",), "k")

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import DynaormError, ItemExistsError, Session, UniqueConstraintError
+from dynaorm import DynaormError, ItemExistsError, RequestError, Session, UniqueConstraintError
 from dynaorm.jobs import LoadReport, NotLoadedError, load
 from dynaorm.jobs.checking import check_table
 from dynaorm.jobs.exports import _s3
@@ -75,6 +75,18 @@ def stored(lb: TestBackend) -> list[dict[str, Any]]:
     return sorted(({k: v for k, v in i.items() if k not in ("_rev", "updated")}
                    for i in lb.scan_raw()),
                   key=lambda i: json.dumps(i, sort_keys=True, default=str))
+
+
+def recoverable() -> None:
+    """Point-in-time recovery on, which an export needs; an engine with no backups API
+    (dynoxide) has none to turn on, and the emulator in front of it exports anyway."""
+    try:
+        loads.db.driver.run(call("UpdateContinuousBackups", {
+            "TableName": loads.name,
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+    except RequestError as exc:
+        if exc.code != "UnknownOperationException":
+            raise
 
 
 def readable_once(session: Session, objs: list[Account]) -> None:
@@ -300,9 +312,7 @@ def test_parquet_iceberg_and_a_dynamodb_export_load_into_a_fresh_table(
     assert run_load(objs).ok
     before = stored(lb)
     run_local(export(loads, tmp_path / "out"))
-    loads.db.driver.run(call("UpdateContinuousBackups", {
-        "TableName": loads.name,
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+    recoverable()
     arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
         "Table"]["TableArn"]
     manifest = loads.db.driver.run(call("ExportTableToPointInTime", {
@@ -341,9 +351,7 @@ def test_a_dynamodb_exports_undeclared_attributes_are_reported_as_dropped(
         for row in (i for i in lb.scan_raw() if i["pk"]["S"] == f"T#acme#ACCT#a{n:03d}"):
             loads.db.driver.run(call("PutItem", {  # (the row and its latest copy)
                 "TableName": loads.name, "Item": {**row, **extra}}))
-    loads.db.driver.run(call("UpdateContinuousBackups", {
-        "TableName": loads.name,
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+    recoverable()
     arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
         "Table"]["TableArn"]
     manifest = loads.db.driver.run(call("ExportTableToPointInTime", {

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 import http.client
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-__all__ = ["identify", "local_transaction_units"]
+__all__ = ["identify", "lacks", "local_transaction_units", "spellings"]
 
 _TIMEOUT: Final = 5.0
 
@@ -43,6 +43,17 @@ def identify(endpoint_url: str) -> str:
     return "endpoint"
 
 
+def lacks(run: Callable[[str, dict[str, Any]], Any], operation: str) -> bool:
+    """Whether the engine ``run`` sends to has no ``operation`` API: it answers a request
+    of it (empty, which an engine that has it refuses or answers) with
+    ``UnknownOperationException``, as dynoxide and DynamoDB Local answer the bulk API."""
+    try:
+        run(operation, {})
+    except Exception as exc:  # (any other answer: the engine has it)
+        return getattr(exc, "code", None) == "UnknownOperationException"
+    return False
+
+
 def local_transaction_units(rows: Sequence[Any]) -> dict[str, float]:
     """What DynamoDB Local reports as a ``TransactWriteItems``'s consumed capacity, by table
     and ``table/index``, for actions priced as ``rows`` (:class:`dynaorm.write.costs.Row`,
@@ -58,6 +69,19 @@ def local_transaction_units(rows: Sequence[Any]) -> dict[str, float]:
     distinct = {frozenset(units.items()) for units in actions.values()}
     out: dict[str, float] = {}
     for capacity in distinct:
-        for name, units in capacity:
-            out[name] = out.get(name, 0.0) + units
+        for name, counted in capacity:
+            out[name] = out.get(name, 0.0) + counted
     return out
+
+
+def spellings(client: Any, table: str, key: dict[str, Any], numbers: Iterable[str]
+              ) -> dict[str, str]:
+    """How the engine behind ``client`` stores each of ``numbers``: written in one item
+    under ``key`` of ``table``, read back, the item then deleted. moto and DynamoDB Local
+    keep a number's spelling (``1E2``), dynoxide stores its value (``100``): a test that
+    compares stored spellings compares them as the engine stores them."""
+    written = list(numbers)
+    client.put_item(TableName=table, Item={**key, "n": {"L": [{"N": n} for n in written]}})
+    got = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["n"]["L"]
+    client.delete_item(TableName=table, Key=key)
+    return {n: g["N"] for n, g in zip(written, got, strict=True)}
