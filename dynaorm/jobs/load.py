@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.core.load import (
     APPLIED,
@@ -68,7 +69,14 @@ from dynaorm.errors import (
     RequestError,
     UniqueConstraintError,
 )
-from dynaorm.jobs.load_files import LoadFiles, Parts, ServiceReport, entity_groups, key_of
+from dynaorm.jobs.load_files import (
+    Group,
+    LoadFiles,
+    Parts,
+    ServiceReport,
+    entity_groups,
+    key_of,
+)
 from dynaorm.jobs.load_sources import described_as, entities_of
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
@@ -84,7 +92,6 @@ __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
 #: up to 5 GB: similar sizes load fastest)
 PART_ROWS: Final = 100_000
 _TERMINAL: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
-_TRUSTED: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS"})
 _MIN_UNITS: Final = 1024
 _STATE_VERSION: Final = 1
 
@@ -336,30 +343,25 @@ class _Load(LoadFiles):
         status = str(described["BulkOperationStatus"])
         number = current["round"]
         report = ServiceReport(self, number)
-        trusted = status in _TRUSTED and report.readable and int(
-            described.get("ProcessedItemCount") or 0) == current["rows"] and (
-            report.errors == int(described.get("FailedItemCount") or 0))
+        trusted = report.trusted(described, current["rows"])
         after = Parts(self, number + 1)
-        loaded = failed = pending = 0
+        loaded = pending = 0
         failures: list[dict[str, Any]] = []
         for part in range(current["parts"]):
-            groups = entity_groups(self, number, part)
-            read_back = not trusted or part in report.unreadable_parts
-            self.heard = report.failed if report.readable and (
-                part not in report.unreadable_parts) else None
-            for outcome in self.settle_part(groups, report, read_back):
-                kind, records, error = outcome
-                if kind == "loaded":
+            unplaced = part in report.unreadable_parts
+            self.heard = report.failed if report.readable and not unplaced else None
+            for group, error in self.settle_part(entity_groups(self, number, part), report,
+                                                 not trusted or unplaced):
+                if error is None:
                     loaded += 1
                 elif isinstance(error, NotLoadedError):
                     pending += 1
-                    after.add_records(records[0], records[1])
+                    after.add_records(*group)
                 else:
-                    failed += 1
-                    failures.append(_failure_record(error, records))
-                    self.failures.append(_failure(self.table, error, records))
+                    failures.append(_failure_record(error, group))
+                    self.failures.append(LoadFailure(group[0], dict(failures[-1]["key"]), error))
         after.close()
-        current.update(status=status, settled=True, loaded=loaded, failed=failed,
+        current.update(status=status, settled=True, loaded=loaded, failed=len(failures),
                        pending=pending)
         self.settled.add(number)
         self.put(f"round-{number}/failures.json.gz", gzip.compress(
@@ -368,12 +370,10 @@ class _Load(LoadFiles):
             self.state["rounds"].append(after.summary())
         self.save_state()
 
-    def settle_part(self, groups: Iterator[tuple[type[Entity], list[dict[str, Any]]]],
-                    report: ServiceReport, read_back: bool
-                    ) -> Iterator[tuple[str, tuple[type[Entity], list[dict[str, Any]]],
-                                        DynaormError | None]]:
-        """``(kind, (entity class, its records), error)`` of each entity of a part."""
-        batch: list[tuple[type[Entity], list[dict[str, Any]]]] = []
+    def settle_part(self, groups: Iterator[Group], report: ServiceReport, read_back: bool
+                    ) -> Iterator[tuple[Group, DynaormError | None]]:
+        """Each entity of a part and its error (``None``: loaded)."""
+        batch: list[Group] = []
         for group in groups:
             batch.append(group)
             if len(batch) >= 100:
@@ -381,29 +381,20 @@ class _Load(LoadFiles):
                 batch = []
         yield from self.judge(batch, report, read_back)
 
-    def judge(self, batch: list[tuple[type[Entity], list[dict[str, Any]]]],
-              report: ServiceReport, read_back: bool
-              ) -> Iterator[tuple[str, tuple[type[Entity], list[dict[str, Any]]],
-                                  DynaormError | None]]:
-        if not batch:
-            return
+    def judge(self, batch: list[Group], report: ServiceReport, read_back: bool
+              ) -> Iterator[tuple[Group, DynaormError | None]]:
         # (read back: every row, when the report cannot be taken at its word; else the
         # rows it says a condition refused, a claim no count checks: what holds their key
         # is the table's to say, never a report object's)
-        said = {key_id(key_of(self.table, r["Item"])): (APPLIED, None) if read_back else
-                report.failed.get(key_id(key_of(self.table, r["Item"])), (APPLIED, None))
-                for _, records in batch for r in records}
-        keys = [key_of(self.table, r["Item"]) for _, records in batch for r in records
-                if read_back or said[key_id(key_of(self.table, r["Item"]))][0] == FAILED]
+        keyed = {key_id(k): k for k in (key_of(self.table, r["Item"])
+                                        for _, records in batch for r in records)}
+        said: dict[Any, Found] = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
+        keys = [k for i, k in keyed.items() if read_back or said[i][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if keys else {}
         for cls, records in batch:
-            found = self.found(records, said, stored, read_back)
-            if all(what == APPLIED for what, _ in found):
-                yield "loaded", (cls, records), None
-                continue
-            error = self.outcome(cls, records, found)
-            yield ("loaded" if error is None else "failed"), (cls, records), error
+            yield (cls, records), self.outcome(cls, records, self.found(
+                records, said, stored, read_back))
 
     def found(self, records: list[dict[str, Any]], said: dict[Any, Found],
               stored: dict[Any, Any], read_back: bool) -> list[Found]:
@@ -423,25 +414,16 @@ class _Load(LoadFiles):
 
     def outcome(self, cls: type[Entity], records: list[dict[str, Any]],
                 found: list[Found]) -> DynaormError | None:
-        """The error of an entity with a row not written (its written rows deleted)."""
-        planned = self.replanned(cls, records)
-        if isinstance(planned, DynaormError):
-            return planned
-        at_of = {key_id(key_of(self.table, r["Item"])): n for n, r in enumerate(records)}
-        order = [at_of.get(key_id(key_of(self.table, input_record(planned, n)["Item"])))
-                 for n in range(len(planned.plan.ops))]
-        if None in order or len(order) != len(records):
-            return DynaormError(f"{cls.__name__} {planned.key}: its rows no longer plan as "
-                                "the load rendered them (the model changed?): not settled")
-        planned = dataclasses.replace(planned, written=tuple(
-            records[at]["Item"] for at in order if at is not None))
-        ordered: list[Found] = [found[at] for at in order if at is not None]
+        """The error of an entity with a row not written (its written rows deleted);
+        ``None``: every row of it written."""
+        if all(what == APPLIED for what, _ in found):
+            return None
+        replanned = self.replanned(cls, records)
+        if isinstance(replanned, DynaormError):
+            return replanned
+        planned, order = replanned
         assert planned.written is not None
-        if self.heard is not None:  # (an entity's row the report does not name as refused,
-            ordered = [(APPLIED, got) if what == FAILED and own_row(op) and (  # found as
-                key_id(key_of(self.table, item)) not in self.heard) and row_is(  # written)
-                self.table, item, got) else (what, got) for op, item, (what, got) in zip(
-                planned.plan.ops, planned.written, ordered, strict=True)]
+        ordered = self.heard_as_written(planned, [found[at] for at in order])
         ordered = settled(self.table, planned.written, ordered,
                           [own_row(op) for op in planned.plan.ops],
                           self.claimed(cls, planned, ordered))
@@ -452,18 +434,37 @@ class _Load(LoadFiles):
         return error
 
     def replanned(self, cls: type[Entity], records: list[dict[str, Any]]
-                  ) -> Loaded | DynaormError:
+                  ) -> tuple[Loaded, list[int]] | DynaormError:
         """The load's plan of an entity from its rendered rows (its own row, at the
-        revision it holds), or the error saying it no longer plans."""
+        revision it holds) with its rows as written, and where each of them is among
+        ``records``; or the error saying it no longer plans as rendered."""
         rev_attr = self.table.revision_attribute
-        own = next((r["Item"] for r in records if rev_attr and rev_attr in r["Item"]),
-                   records[0]["Item"])
+        own = _own(records, rev_attr)
         try:
             planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
                 own[rev_attr]) if rev_attr and rev_attr in own else None))
         except DynaormError as exc:  # (the model changed since the load's input was made)
             return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
-        return planned
+        at_of = {key_id(key_of(self.table, r["Item"])): n for n, r in enumerate(records)}
+        order = [at_of.get(key_id(key_of(self.table, input_record(planned, n)["Item"])))
+                 for n in range(len(planned.plan.ops))]
+        kept = [at for at in order if at is not None]
+        if not len(kept) == len(order) == len(records):
+            return DynaormError(f"{cls.__name__} {planned.key}: its rows no longer plan as "
+                                "the load rendered them (the model changed?): not settled")
+        return dataclasses.replace(planned, written=tuple(records[at]["Item"] for at in kept)
+                                   ), kept
+
+    def heard_as_written(self, planned: Loaded, found: list[Found]) -> list[Found]:
+        """``found``, where an entity's own row the report does not name as refused is
+        found as written: written."""
+        if self.heard is None:
+            return found
+        assert planned.written is not None
+        return [(APPLIED, got) if what == FAILED and own_row(op) and (
+            key_id(key_of(self.table, item)) not in self.heard) and row_is(
+            self.table, item, got) else (what, got) for op, item, (what, got) in zip(
+            planned.plan.ops, planned.written, found, strict=True)]
 
     def roll_back(self, deletes: list[tuple[bool, dict[str, Any]]]) -> None:
         """Delete the written rows of an entity not loaded (each conditioned as written);
@@ -495,34 +496,43 @@ class _Load(LoadFiles):
         what, item = found[own[0]]
         if what == UNKNOWN:
             return set()
-        if what != FAILED or not isinstance(item, dict):
+        guards = self.guards(cls, item) if what == FAILED else None
+        return None if guards is None else guards | {
+            key_id(op.key) for op in planned.plan.ops if op.origin.role is not Role.GUARD}
+
+    def guards(self, cls: type[Entity], item: Any) -> set[Any] | None:
+        """The keys of the guards of the item ``item`` at an entity's key, as its own save
+        would render them (``None``: no item, or one that does not plan)."""
+        if not isinstance(item, dict):
             return None
-        try:  # (its guards as its own save would render them)
+        try:
             theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
         except (DynaormError, ValueError, TypeError, KeyError):
             return None
-        guards = {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
-        return guards | {key_id(op.key) for op in planned.plan.ops
-                         if op.origin.role is not Role.GUARD}
+        return {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
 
     def report(self) -> LoadReport:
         rounds = self.state["rounds"]
-        first = rounds[0]
         ended = [r["status"] for r in rounds if r.get("status")]
-        out = LoadReport(self.name, ended[-1] if ended else "IN_PROGRESS",
-                         operations=[r["arn"] for r in rounds if r.get("arn")],
-                         entities=first["entities"], rows=first["rows"],
-                         loaded=sum(r.get("loaded", 0) for r in rounds),
-                         pending=rounds[-1]["entities"] if not rounds[-1].get("settled")
-                         else rounds[-1].get("pending", 0), left=self.left,
-                         dropped=dict(self.state.get("dropped", {})))
-        out.failures = list(self.failures)
-        for r in rounds:
+        last = rounds[-1]
+        return LoadReport(self.name, ended[-1] if ended else "IN_PROGRESS",
+                          operations=[r["arn"] for r in rounds if r.get("arn")],
+                          entities=rounds[0]["entities"], rows=rounds[0]["rows"],
+                          loaded=sum(r.get("loaded", 0) for r in rounds),
+                          failures=[*self.failures, *self.kept_failures()],
+                          pending=last.get("pending", 0) if last.get("settled") else (
+                              last["entities"]), left=self.left,
+                          dropped=dict(self.state.get("dropped", {})))
+
+    def kept_failures(self) -> list[LoadFailure]:
+        """The failures of the rounds an earlier run settled, as it kept them in S3."""
+        out = []
+        for r in self.state["rounds"]:
             if r.get("settled") and r.get("failed") and r["round"] not in self.settled:
                 body = self.s3.get_object(Bucket=self.bucket, Key=self.key(
                     f"round-{r['round']}/failures.json.gz"))["Body"].read()
-                out.failures += [_failure_of(self.table, json.loads(line))
-                                 for line in gzip.decompress(body).splitlines() if line]
+                out += [_failure_of(self.table, json.loads(line))
+                        for line in gzip.decompress(body).splitlines() if line]
         return out
 
 
@@ -537,16 +547,18 @@ def _render_p(table: Table, objs: Iterator[Entity], writer: Parts) -> Proto[None
         writer.add(loaded)
 
 
+def _own(records: list[dict[str, Any]], rev: str | None) -> Item:
+    """An entity's own row among its rendered ``records`` (a versioned entity's: its latest
+    copy, the one holding the revision attribute ``rev``)."""
+    return next((r["Item"] for r in records if rev and rev in r["Item"]), records[0]["Item"])
 
-def _failure_record(error: DynaormError | None, group: tuple[type[Entity], list[Any]]
-                    ) -> dict[str, Any]:
+
+def _failure_record(error: DynaormError, group: Group) -> dict[str, Any]:
     """A failure as the load keeps it in S3 (to report it again when run again): the
     entity's primary key is its row's (a versioned entity's: its latest copy's)."""
     cls, records = group
     spec = spec_of(cls)
-    rev = spec.table.revision_attribute
-    own = next((r["Item"] for r in records if rev is not None and rev in r["Item"]),
-               records[0]["Item"])
+    own = _own(records, spec.table.revision_attribute)
     key = {a: key_value(own[a]) for a in (spec.table.pk, spec.table.sk)
            if a is not None and a in own}
     out: dict[str, Any] = {"entity": spec.type_name, "key": key,
@@ -554,14 +566,6 @@ def _failure_record(error: DynaormError | None, group: tuple[type[Entity], list[
     if isinstance(error, UniqueConstraintError):
         out["fields"] = [[f, str(v)] for f, v in error.violations]
     return out
-
-
-def _failure(table: Table, error: DynaormError | None,
-             group: tuple[type[Entity], list[Any]]) -> LoadFailure:
-    """An entity's failure as this run met it."""
-    kept = _failure_record(error, group)
-    assert error is not None
-    return LoadFailure(group[0], dict(kept["key"]), error)
 
 
 def _failure_of(table: Table, kept: dict[str, Any]) -> LoadFailure:

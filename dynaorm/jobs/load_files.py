@@ -21,6 +21,10 @@ from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.keys import key_id
 from dynaorm.wire import decode, render
 
+_TRUSTED = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS"})
+#: an entity of a part: its class and its records (as the load rendered them)
+Group = tuple[type[Entity], list[dict[str, Any]]]
+
 
 class LoadFiles:
     """A load's table, name and files in S3 (see the module)."""
@@ -113,8 +117,7 @@ class Parts:
                 "entities": self.entities}
 
 
-def entity_groups(files: LoadFiles, number: int, part: int
-           ) -> Iterator[tuple[type[Entity], list[dict[str, Any]]]]:
+def entity_groups(files: LoadFiles, number: int, part: int) -> Iterator[Group]:
     """Each entity of a part with its records, read back from S3 (index and data in
     step)."""
     classes = {spec_of(c).type_name: c for c in files.table.entities.values()}
@@ -152,6 +155,14 @@ class ServiceReport:
             except (ExportError, ValueError, TypeError, AttributeError, KeyError,
                     DynaormError):
                 self.readable = False
+
+    def trusted(self, described: Mapping[str, Any], rows: int) -> bool:
+        """Whether the report can be taken at its word: the operation (``described``)
+        completed, the report read whole, and its counts the operation's (every one of the
+        ``rows`` processed, each failure reported)."""
+        return described["BulkOperationStatus"] in _TRUSTED and self.readable and int(
+            described.get("ProcessedItemCount") or 0) == rows and (
+            self.errors == int(described.get("FailedItemCount") or 0))
 
     def record(self, files: LoadFiles, record: dict[str, Any]) -> None:
         if not isinstance(record, dict):
