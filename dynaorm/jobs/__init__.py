@@ -6,9 +6,7 @@ DynamoDB's bulk put items through the rules (:doc:`the loads guide </guide/loads
 export format besides Parquet (the lake's ``iceberg``) is an :class:`ExportFormat` found by
 its name (:mod:`dynaorm.plugins`), never imported here."""
 
-from dynaorm.jobs.export_files import ExportError
-from dynaorm.jobs.export_formats import ExportFormat, Staged
-from dynaorm.jobs.exports import ExportReport, export
+from dynaorm.jobs.exports import ExportError, ExportFormat, ExportReport, Staged, export
 from dynaorm.jobs.job import (
     MARK,
     BackfillReport,

@@ -3,8 +3,6 @@ key prefix proving a scope (:func:`scope_prefixes`), the ``FilterSpecification``
 DynamoDB export started for it (:func:`export_filter`, :func:`started_export`), and
 whether a stored item is in the scope (:func:`in_scope`)."""
 
-from __future__ import annotations
-
 import functools
 import operator
 import uuid
@@ -122,17 +120,18 @@ def in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None,
     def stored(name: Any, item: Item) -> bool:
         if held is None:
             return True
-        spec = specs.get(name) if isinstance(name, str) else None
+        spec = specs.get(name)  # (a type name of the scope, or none: no type attribute)
         return all(held.stored(s, item) for s in (
             [spec] if spec is not None else specs.values()))
 
     def scoped(item: Item | None) -> bool:
-        key = (item or {}).get(pk, {}).get("S")
+        item = item or {}
+        key = item.get(pk, {}).get("S")
         if not isinstance(key, str):
             return False
-        name = (item or {}).get(kind, {}).get("S") if kind is not None else None
+        name = item.get(kind, {}).get("S") if kind is not None else None
         mine = [prefixes[name]] if isinstance(name, str) and name in prefixes else (
             anyone if kind is None else [])
         return any(key == p if exact else key.startswith(p) for p, exact in mine) and (
-            stored(name, item or {}))
+            stored(name, item))
     return scoped

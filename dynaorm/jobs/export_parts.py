@@ -2,17 +2,15 @@
 ``s3://`` URL, each part put in place whole), one dataset's part (:class:`Part`: rows
 buffered, written as row groups) and the task's counts (:class:`Counts`)."""
 
-from __future__ import annotations
-
 import gc
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dynaorm.jobs.export_files import split_url
+from dynaorm.jobs.export_files import s3_client, split_url
 
 #: rows a part buffers before it writes them (one row group): a task's memory is bounded
 #: by this, not by the size of its segment or file
@@ -21,13 +19,27 @@ BATCH = 20_000
 LISTED = 100
 
 
+class Counts:
+    """A task's counts, made into its :class:`~dynaorm.jobs.ExportReport` at the end."""
+
+    def __init__(self) -> None:
+        self.unclaimed: dict[str, int] = {}
+        self.failed = self.scanned = self.skipped = 0
+        self.failures: list[str] = []
+
+    def fail(self, why: str) -> None:
+        self.failed += 1
+        if len(self.failures) < LISTED:
+            self.failures.append(why)
+
+
 class Sink:
     """The export's destination: a directory, or an ``s3://`` URL (a part goes through a
     local temporary file, uploaded whole)."""
 
-    def __init__(self, to: str, part: str, s3: Callable[[], Any]) -> None:
+    def __init__(self, to: str, part: str) -> None:
         self.to, self.part = to.rstrip("/"), part
-        self.s3 = s3() if to.startswith("s3://") else None
+        self.s3 = s3_client() if to.startswith("s3://") else None
 
     def temp(self, name: str) -> Path:
         """A new temporary file for dataset ``name``'s part (a dot file beside it)."""
@@ -131,17 +143,3 @@ class Part:
         self.close()
         if self.temp is not None:
             self.temp.unlink(missing_ok=True)
-
-
-class Counts:
-    """A task's counts, made into its :class:`~dynaorm.jobs.ExportReport` at the end."""
-
-    def __init__(self) -> None:
-        self.unclaimed: dict[str, int] = {}
-        self.failed = self.scanned = self.skipped = 0
-        self.failures: list[str] = []
-
-    def fail(self, why: str) -> None:
-        self.failed += 1
-        if len(self.failures) < LISTED:
-            self.failures.append(why)

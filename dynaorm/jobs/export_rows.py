@@ -1,8 +1,6 @@
 """How an export reads the rows of one entity (:class:`RowReader`): its rules' export
 hooks, then as a read decodes them, as the fields of its dataset."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model

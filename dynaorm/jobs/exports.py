@@ -53,17 +53,12 @@ from pydantic import ValidationError
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 from dynaorm.jobs.audit import scan_pages
-from dynaorm.jobs.export_files import (
-    Batch,
-    ExportError,
-    Item,
-    batches,
-    parse_line,
-    read_source,
-    s3_client,
-)
+from dynaorm.jobs.export_files import Batch, Item, batches, parse_line, read_source, s3_client
+from dynaorm.jobs.export_files import ExportError as ExportError
 from dynaorm.jobs.export_filter import export_filter, in_scope, scope_prefixes, started_export
-from dynaorm.jobs.export_formats import Staged, datasets_of, export_format, source_of
+from dynaorm.jobs.export_formats import ExportFormat as ExportFormat
+from dynaorm.jobs.export_formats import Staged as Staged
+from dynaorm.jobs.export_formats import datasets_of, export_format, source_of
 from dynaorm.jobs.export_parts import Counts, Part, Sink
 from dynaorm.jobs.export_rows import RowReader
 from dynaorm.jobs.job import Job, Task, job_of
@@ -215,8 +210,7 @@ class _Export:
         self.changes = options["kind"] == "incremental"
         self.view = options.get("view", "NEW_AND_OLD_IMAGES")
         self.readers = {cls: RowReader(spec_of(cls), self.decrypt) for cls in options["entities"]}
-        self.s3 = s3_client  # (the process's client, made when first needed)
-        self.sink = Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
+        self.sink = Sink(str(options["to"]), f"part-{segment:05d}.parquet")
         self.parts: dict[str, Part] = {}
         self.counts = Counts()
         full = not self.changes and options["kind"] != "scan"  # (a full export's file)
@@ -230,8 +224,8 @@ class _Export:
         its dataset (name, class)."""
         fast = {} if not full else {
             r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
-        names = {m: (r.spec.type_name, c) for c, r in self.readers.items()
-                 for m, _ in fast.values() if m is r.model}
+        names = {r.model: (r.spec.type_name, c) for c, r in self.readers.items()
+                 if r.spec.type_name in fast}
         type_attribute = self.table.type_attribute
         return None if not fast or type_attribute is None else stored_validator(
             type_attribute, fast), names
@@ -453,7 +447,7 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
                               if scoped is None or scoped(item)])
             else:
                 for url in files:
-                    for batch in batches(run.s3(), url):
+                    for batch in batches(s3_client(), url):
                         if scoped is not None:
                             batch = batch.only(n for n, line in enumerate(batch.lines)
                                                if scoped(_image(line, batch.where(n))))

@@ -43,7 +43,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.client.table import Table
@@ -90,10 +90,10 @@ __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
 
 #: rows a part holds, at most (DynamoDB reads up to 50,000 objects of an operation, each
 #: up to 5 GB: similar sizes load fastest)
-PART_ROWS: Final = 100_000
-_TERMINAL: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
-_MIN_UNITS: Final = 1024
-_STATE_VERSION: Final = 1
+PART_ROWS = 100_000
+_TERMINAL = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
+_MIN_UNITS = 1024
+_STATE_VERSION = 1
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,6 @@
 read back by :func:`entity_groups`) and the service's report of each round
 (:class:`ServiceReport`)."""
 
-from __future__ import annotations
-
 import gzip
 import json
 import tempfile

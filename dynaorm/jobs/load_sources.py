@@ -2,8 +2,6 @@
 dataset or a folder of them (local or ``s3://``), a pyiceberg table, or a DynamoDB export
 (each entity's row or latest copy, as a new object), one at a time."""
 
-from __future__ import annotations
-
 import json
 import os
 import tempfile
