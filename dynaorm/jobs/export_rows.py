@@ -20,6 +20,16 @@ def _rule(hook: Any) -> str | None:
     return getattr(getattr(hook, "__self__", None), "name", None)
 
 
+def _model(spec: EntitySpec, omitted: frozenset[str]) -> type[BaseModel]:
+    """The model of an entity's rows as exported: its class, or (fields ``omitted``) one
+    of the other fields."""
+    if not omitted:
+        return spec.cls
+    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in spec.cls.model_fields.items()
+                              if n not in omitted}
+    return create_model(spec.name, __config__=ConfigDict(populate_by_name=True), **fields)
+
+
 class RowReader:
     """How an export reads the rows of one entity: its rules' export hooks, then as a read
     decodes them (encrypted fields left out, or opened), as the dataset's field values."""
@@ -35,10 +45,7 @@ class RowReader:
         layout = spec.previous
         self.old = None if layout is None else frozenset(
             a for a, n in layout.fields_by_attr.items() if n in self.omitted)
-        fields: dict[str, Any] = {n: (f.annotation, f) for n, f in
-                                  spec.cls.model_fields.items() if n not in self.omitted}
-        self.model: type[BaseModel] = spec.cls if not self.omitted else create_model(
-            spec.name, __config__=ConfigDict(populate_by_name=True), **fields)
+        self.model = _model(spec, self.omitted)
 
     @property
     def fast(self) -> bool:

@@ -152,13 +152,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     ``options`` are its own: the job's tasks are the same, and the format makes what runs
     on their datasets (``format="iceberg"``, ``catalog=``, ``namespace=``: the lake,
     :mod:`dynaorm.lake`, whose merge commits each dataset to an Iceberg table)."""
-    kind = export_format(format, options)
-    try:
-        import dynaorm.jobs.arrow  # noqa: F401 (dynaorm[export])
-    except ModuleNotFoundError as exc:
-        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
-    if encrypted not in ENCRYPTED:
-        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
+    kind = _checked(format, options, encrypted)
     classes = _exported_entities(table, entities)
     prefixes = None if scope is None else scope_prefixes(table, classes, scope)
     if start_export is not None:
@@ -177,6 +171,19 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
         return job
     return kind.job(job, Staged(os.fspath(to), tuple(datasets_of(job)), source_of(job),
                                 job.template.segments), options)
+
+
+def _checked(format: str, options: Mapping[str, Any], encrypted: str) -> ExportFormat | None:
+    """The export format named ``format`` (:func:`export_format`), once the options are
+    checked and pyarrow found."""
+    kind = export_format(format, options)
+    try:
+        import dynaorm.jobs.arrow  # noqa: F401 (dynaorm[export])
+    except ModuleNotFoundError as exc:
+        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
+    if encrypted not in ENCRYPTED:
+        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
+    return kind
 
 
 def _task(task: Task, table: Any) -> ExportReport:
@@ -268,6 +275,23 @@ class _Export:
             self.table.db.driver.run(prepare_rows(specs, items), Operation(
                 "export", (self.table.name,), tuple(self.readers)))
 
+    def scan(self, segments: int, scoped: Callable[[Item], bool] | None) -> None:
+        """Export this task's scan segment (of ``segments``): its items ``scoped`` keeps."""
+        where = f"segment {self.segment} of {segments}"
+        for page, _ in scan_pages(self.table, None, None, "export", (self.segment, segments)):
+            self.rows([(where, item) for item in page if scoped is None or scoped(item)])
+
+    def read(self, files: tuple[str, ...], scoped: Callable[[Item | None], bool] | None
+             ) -> None:
+        """Export the lines of the data files ``files``: those whose item ``scoped``
+        keeps."""
+        for url in files:
+            for batch in batches(s3_client(), url):
+                if scoped is not None:
+                    batch = batch.only(n for n, line in enumerate(batch.lines)
+                                       if scoped(_image(line, batch.where(n))))
+                self.records(batch)
+
     def rows(self, items: list[tuple[str, Item]]) -> None:
         """Export stored items, each with where it was read."""
         self.prepare([i for _, i in items])
@@ -357,16 +381,13 @@ class _Export:
             counts.skipped += 1
             return
         try:
-            values = self._key_fields(reader.spec, change[2], version) if (
-                change is not None and removed) else reader.values(item)
+            values = self._values(reader, item, change, version)
         except _MALFORMED as exc:
             counts.fail(f"{where}: {cls.__name__} {self._key(item)}: {_short(exc)}")
             return
         if values is None:
             counts.skipped += 1
             return
-        if change is not None:
-            values = {**values, "_op": change[0], "_time": change[1]}
         name = f"{reader.spec.type_name}{'.history' if role == 'version' else ''}"
         self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
 
@@ -390,6 +411,18 @@ class _Export:
     def _key(self, item: Item) -> dict[str, str]:
         return {a: key_value(item[a]) for a in (self.table.pk, self.table.sk) if a and a in item}
 
+    def _values(self, reader: RowReader, item: Item,
+                change: tuple[str, datetime | None, Item] | None, version: int | None
+                ) -> dict[str, Any] | None:
+        """The field values of a stored row (``None``: its rules export nothing); of a
+        change, with its op and time (a remove: its key fields only)."""
+        if change is None:
+            return reader.values(item)
+        op, when, keys = change
+        values = self._key_fields(reader.spec, keys, version) if op == "remove" else (
+            reader.values(item))
+        return None if values is None else {**values, "_op": op, "_time": when}
+
     @staticmethod
     def _key_fields(spec: EntitySpec, keys: Item, version: int | None) -> dict[str, Any]:
         """A removed row's key fields (all a change set says of it without its image)."""
@@ -402,14 +435,9 @@ class _Export:
         if self.segment == 0:  # every dataset, empty or not: each has its schema
             for name, (cls, _) in names.items():
                 self.part(name, cls)
-        try:
-            for part in self.parts.values():
-                part.flush(self.counts)
-                part.close()
-        except BaseException:
-            for part in self.parts.values():
-                part.discard()
-            raise
+        for part in self.parts.values():  # (a failure: export_part discards them all)
+            part.flush(self.counts)
+            part.close()
         for name, part in self.parts.items():
             assert part.temp is not None
             self.sink.commit(name, part.temp)
@@ -441,17 +469,9 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
     try:
         with _collector_paused():
             if options["kind"] == "scan":
-                where = f"segment {segment} of {segments}"
-                for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
-                    run.rows([(where, item) for item in page
-                              if scoped is None or scoped(item)])
+                run.scan(segments, scoped)
             else:
-                for url in files:
-                    for batch in batches(s3_client(), url):
-                        if scoped is not None:
-                            batch = batch.only(n for n, line in enumerate(batch.lines)
-                                               if scoped(_image(line, batch.where(n))))
-                        run.records(batch)
+                run.read(files, scoped)
             return run.finish()
     except BaseException:
         run.discard()

@@ -49,10 +49,15 @@ def entities_of(table: Table, source: Any, entity: type[Entity] | None,
         for batch in reader:
             yield from _rows(entity, batch)
     else:
-        for obj in source:
-            if not isinstance(obj, Entity):
-                raise DynaormError(f"load: the source holds {obj!r}, not an entity object")
-            yield obj
+        yield from _objects(source)
+
+
+def _objects(source: Iterable[Any]) -> Iterator[Entity]:
+    """The entity objects of an iterable; :class:`DynaormError` for another object."""
+    for obj in source:
+        if not isinstance(obj, Entity):
+            raise DynaormError(f"load: the source holds {obj!r}, not an entity object")
+        yield obj
 
 
 def _from_export(table: Table, url: str, classes: list[type[Entity]],
