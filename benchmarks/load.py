@@ -87,9 +87,10 @@ class _Discard:
 
 def render(objs: list[Any]) -> float:
     """Client CPU seconds of rendering ``objs`` as a load does."""
-    from dynaorm.jobs.load import _Parts, _render_p
+    from dynaorm.jobs.load import _render_p
+    from dynaorm.jobs.load_files import Parts
 
-    writer = _Parts(_Discard(), 1)  # type: ignore[arg-type]
+    writer = Parts(_Discard(), 1)  # type: ignore[arg-type]
     gc.collect()
     start = time.process_time()
     bench.db.driver.run(_render_p(bench, iter(objs), writer))
@@ -161,14 +162,14 @@ def end_to_end(count: int) -> dict[str, float]:
     from moto import mock_aws
 
     from dynaorm.jobs import load
-    from dynaorm.jobs.exports import _s3
+    from dynaorm.jobs.export_files import s3_client
     from dynaorm.testing import moto_backend, use_tables
 
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
                         ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(name, value)
     with mock_aws(), moto_backend(), use_tables(bench):
-        _s3().create_bucket(Bucket="bench-loads")
+        s3_client().create_bucket(Bucket="bench-loads")
         start = time.perf_counter()
         report = load(bench, (a for a in accounts(count)), s3="s3://bench-loads/x", poll=0)
         seconds = time.perf_counter() - start

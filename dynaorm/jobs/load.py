@@ -39,20 +39,16 @@ import gzip
 import hashlib
 import json
 import os
-import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.core.load import (
     APPLIED,
-    ERROR,
     FAILED,
     UNKNOWN,
     Found,
@@ -73,7 +69,15 @@ from dynaorm.errors import (
     RequestError,
     UniqueConstraintError,
 )
-from dynaorm.jobs.exports import ExportError, _lines, _s3, _split, read_source
+from dynaorm.jobs.load_files import (
+    Group,
+    LoadFiles,
+    Parts,
+    ServiceReport,
+    entity_groups,
+    key_of,
+)
+from dynaorm.jobs.load_sources import described_as, entities_of
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
@@ -81,18 +85,15 @@ from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.keys import key_id, key_value
 from dynaorm.values.records import Role
-from dynaorm.values.state import undeclared
-from dynaorm.wire import decode, render
 
 __all__ = ["LoadFailure", "LoadReport", "NotLoadedError", "load"]
 
 #: rows a part holds, at most (DynamoDB reads up to 50,000 objects of an operation, each
 #: up to 5 GB: similar sizes load fastest)
-PART_ROWS: Final = 100_000
-_TERMINAL: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
-_TRUSTED: Final = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS"})
-_MIN_UNITS: Final = 1024
-_STATE_VERSION: Final = 1
+PART_ROWS = 100_000
+_TERMINAL = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "CANCELLED", "FAILED"})
+_MIN_UNITS = 1024
+_STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -195,8 +196,8 @@ def load(table: Table, source: Any, *, s3: str, entity: type[Entity] | None = No
                 part_rows, poll, progress, sleep, performance_tier)
     job.refuse_global_table()
     with held_to(rate):
-        report = job.run(lambda: _objects(table, source, entity, entities, job.dropped),
-                         _described(source))
+        report = job.run(lambda: entities_of(table, source, entity, entities, job.dropped),
+                         described_as(source))
     if report.dropped:
         warnings.warn(f"load {report.name!r}: the model declares none of "
                       f"{_dropped(report.dropped)}: left out of every entity loaded",
@@ -219,20 +220,10 @@ def _units(rate: Rate | None) -> int | None:
     return int(rate.write)
 
 
-def _described(source: Any) -> str | None:
-    """The source by its path, URL or Iceberg table name (``None``: objects, which the
-    load cannot name)."""
-    if isinstance(source, str | os.PathLike):
-        return os.fspath(source)
-    if hasattr(source, "scan") and hasattr(source, "name"):  # (a pyiceberg table)
-        return f"iceberg:{source.name()}"
-    return None
-
-
 def _name(table: Table, source: Any) -> str:
     """A load's default name: drawn from the table and the source's URL or path (the same
     source loads again as the same load); objects: a new one."""
-    described = _described(source)
+    described = described_as(source)
     if described is None:
         return os.urandom(8).hex()
     return hashlib.sha256(f"{table.name}\n{described}".encode()).hexdigest()[:16]
@@ -242,19 +233,16 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-class _Load:
+class _Load(LoadFiles):
     """One run of a load (see the module): its state, kept in S3, and its rounds."""
 
     def __init__(self, table: Table, s3: str, name: str, rate: Rate | None,
                  units: int | None, part_rows: int, poll: float,
                  progress: Callable[[int, int], object] | None,
                  sleep: Callable[[float], object], tier: str | None) -> None:
-        self.table, self.name, self.rate, self.units = table, name, rate, units
-        self.bucket, prefix = _split(s3)
-        self.prefix = f"{prefix.strip('/')}/{name}" if prefix.strip("/") else name
-        self.part_rows, self.poll, self.progress, self.sleep = part_rows, poll, progress, sleep
-        self.tier = tier
-        self.s3 = _s3()
+        super().__init__(table, s3, name, part_rows)
+        self.rate, self.units, self.poll, self.progress = rate, units, poll, progress
+        self.sleep, self.tier = sleep, tier
         self.operation = Operation("load", (table.name,))
         self.state: dict[str, Any] = {}
         self.failures: list[LoadFailure] = []  # (the rounds this run settled: as raised)
@@ -263,7 +251,7 @@ class _Load:
         self.dropped: dict[str, int] = {}  # (a DynamoDB export's undeclared attributes)
         self.deleted: set[Any] = set()  # (the rows this run's rollbacks took back)
 
-    # -- requests and files ------------------------------------------------------------
+    # -- requests and state ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = self.table.db.driver.run(call(operation, request),
                                                           self.operation)
@@ -272,43 +260,8 @@ class _Load:
     def run_p(self, proto: Proto[Any]) -> Any:
         return self.table.db.driver.run(proto, self.operation)
 
-    def key(self, rest: str) -> str:
-        return f"{self.prefix}/{rest}"
-
-    def put(self, rest: str, body: bytes) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=self.key(rest), Body=body)
-
-    def listed(self, rest: str) -> list[str]:
-        keys, pages = [], {"Bucket": self.bucket, "Prefix": self.key(rest)}
-        while True:
-            out = self.s3.list_objects_v2(**pages)
-            keys += [o["Key"] for o in out.get("Contents", [])]
-            if not out.get("IsTruncated"):
-                return keys
-            pages["ContinuationToken"] = out["NextContinuationToken"]
-
-    def lines(self, key: str) -> Iterator[bytes]:
-        for _, chunk in _lines(self.s3, f"s3://{self.bucket}/{key}"):
-            yield from chunk
-
     def save_state(self) -> None:
         self.put("load.json", json.dumps(self.state, sort_keys=True).encode())
-
-    def read_state(self) -> dict[str, Any]:
-        from botocore.exceptions import ClientError
-
-        try:
-            body = self.s3.get_object(Bucket=self.bucket, Key=self.key("load.json"))[
-                "Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return {}
-            raise
-        found: dict[str, Any] = json.loads(body)
-        if found.get("table") != self.table.name:
-            raise DynaormError(f"load {self.name!r} under s3://{self.bucket}/{self.prefix} "
-                               f"loads table {found.get('table')!r}, not {self.table.name!r}")
-        return found
 
     # -- the load ----------------------------------------------------------------------
     def refuse_global_table(self) -> None:
@@ -345,7 +298,7 @@ class _Load:
 
     def render(self, objs: Iterator[Entity], number: int) -> None:
         """Round ``number``'s input parts and indexes, from ``objs``, uploaded."""
-        writer = _Parts(self, number)
+        writer = Parts(self, number)
         self.run_p(_render_p(self.table, objs, writer))
         writer.close()
         self.state["rounds"].append(writer.summary())
@@ -389,31 +342,26 @@ class _Load:
         """Each entity's outcome (see the module); pending ones into the next round."""
         status = str(described["BulkOperationStatus"])
         number = current["round"]
-        report = _Report(self, number)
-        trusted = status in _TRUSTED and report.readable and int(
-            described.get("ProcessedItemCount") or 0) == current["rows"] and (
-            report.errors == int(described.get("FailedItemCount") or 0))
-        after = _Parts(self, number + 1)
-        loaded = failed = pending = 0
+        report = ServiceReport(self, number)
+        trusted = report.trusted(described, current["rows"])
+        after = Parts(self, number + 1)
+        loaded = pending = 0
         failures: list[dict[str, Any]] = []
         for part in range(current["parts"]):
-            groups = _groups(self, number, part)
-            read_back = not trusted or part in report.unreadable_parts
-            self.heard = report.failed if report.readable and (
-                part not in report.unreadable_parts) else None
-            for outcome in self.settle_part(groups, report, read_back):
-                kind, records, error = outcome
-                if kind == "loaded":
+            unplaced = part in report.unreadable_parts
+            self.heard = report.failed if report.readable and not unplaced else None
+            for group, error in self.settle_part(entity_groups(self, number, part), report,
+                                                 not trusted or unplaced):
+                if error is None:
                     loaded += 1
                 elif isinstance(error, NotLoadedError):
                     pending += 1
-                    after.add_records(records[0], records[1])
+                    after.add_records(*group)
                 else:
-                    failed += 1
-                    failures.append(_failure_record(error, records))
-                    self.failures.append(_failure(self.table, error, records))
+                    failures.append(_failure_record(error, group))
+                    self.failures.append(LoadFailure(group[0], dict(failures[-1]["key"]), error))
         after.close()
-        current.update(status=status, settled=True, loaded=loaded, failed=failed,
+        current.update(status=status, settled=True, loaded=loaded, failed=len(failures),
                        pending=pending)
         self.settled.add(number)
         self.put(f"round-{number}/failures.json.gz", gzip.compress(
@@ -422,12 +370,10 @@ class _Load:
             self.state["rounds"].append(after.summary())
         self.save_state()
 
-    def settle_part(self, groups: Iterator[tuple[type[Entity], list[dict[str, Any]]]],
-                    report: _Report, read_back: bool
-                    ) -> Iterator[tuple[str, tuple[type[Entity], list[dict[str, Any]]],
-                                        DynaormError | None]]:
-        """``(kind, (entity class, its records), error)`` of each entity of a part."""
-        batch: list[tuple[type[Entity], list[dict[str, Any]]]] = []
+    def settle_part(self, groups: Iterator[Group], report: ServiceReport, read_back: bool
+                    ) -> Iterator[tuple[Group, DynaormError | None]]:
+        """Each entity of a part and its error (``None``: loaded)."""
+        batch: list[Group] = []
         for group in groups:
             batch.append(group)
             if len(batch) >= 100:
@@ -435,29 +381,20 @@ class _Load:
                 batch = []
         yield from self.judge(batch, report, read_back)
 
-    def judge(self, batch: list[tuple[type[Entity], list[dict[str, Any]]]],
-              report: _Report, read_back: bool
-              ) -> Iterator[tuple[str, tuple[type[Entity], list[dict[str, Any]]],
-                                  DynaormError | None]]:
-        if not batch:
-            return
+    def judge(self, batch: list[Group], report: ServiceReport, read_back: bool
+              ) -> Iterator[tuple[Group, DynaormError | None]]:
         # (read back: every row, when the report cannot be taken at its word; else the
         # rows it says a condition refused, a claim no count checks: what holds their key
         # is the table's to say, never a report object's)
-        said = {key_id(_key_of(self.table, r["Item"])): (APPLIED, None) if read_back else
-                report.failed.get(key_id(_key_of(self.table, r["Item"])), (APPLIED, None))
-                for _, records in batch for r in records}
-        keys = [_key_of(self.table, r["Item"]) for _, records in batch for r in records
-                if read_back or said[key_id(_key_of(self.table, r["Item"]))][0] == FAILED]
+        keyed = {key_id(k): k for k in (key_of(self.table, r["Item"])
+                                        for _, records in batch for r in records)}
+        said: dict[Any, Found] = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
+        keys = [k for i, k in keyed.items() if read_back or said[i][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if keys else {}
         for cls, records in batch:
-            found = self.found(records, said, stored, read_back)
-            if all(what == APPLIED for what, _ in found):
-                yield "loaded", (cls, records), None
-                continue
-            error = self.outcome(cls, records, found)
-            yield ("loaded" if error is None else "failed"), (cls, records), error
+            yield (cls, records), self.outcome(cls, records, self.found(
+                records, said, stored, read_back))
 
     def found(self, records: list[dict[str, Any]], said: dict[Any, Found],
               stored: dict[Any, Any], read_back: bool) -> list[Found]:
@@ -465,7 +402,7 @@ class _Load:
         or a refusal the report claims) what the table holds at its key."""
         found: list[Found] = []
         for record in records:
-            ident = key_id(_key_of(self.table, record["Item"]))
+            ident = key_id(key_of(self.table, record["Item"]))
             if read_back or said[ident][0] == FAILED:  # (an item there: as if its
                 # condition refused it; unless this settling took it back since it was
                 # read: a clash with an entity of the load that was not stored is none)
@@ -477,25 +414,16 @@ class _Load:
 
     def outcome(self, cls: type[Entity], records: list[dict[str, Any]],
                 found: list[Found]) -> DynaormError | None:
-        """The error of an entity with a row not written (its written rows deleted)."""
-        planned = self.replanned(cls, records)
-        if isinstance(planned, DynaormError):
-            return planned
-        at_of = {key_id(_key_of(self.table, r["Item"])): n for n, r in enumerate(records)}
-        order = [at_of.get(key_id(_key_of(self.table, input_record(planned, n)["Item"])))
-                 for n in range(len(planned.plan.ops))]
-        if None in order or len(order) != len(records):
-            return DynaormError(f"{cls.__name__} {planned.key}: its rows no longer plan as "
-                                "the load rendered them (the model changed?): not settled")
-        planned = dataclasses.replace(planned, written=tuple(
-            records[at]["Item"] for at in order if at is not None))
-        ordered: list[Found] = [found[at] for at in order if at is not None]
+        """The error of an entity with a row not written (its written rows deleted);
+        ``None``: every row of it written."""
+        if all(what == APPLIED for what, _ in found):
+            return None
+        replanned = self.replanned(cls, records)
+        if isinstance(replanned, DynaormError):
+            return replanned
+        planned, order = replanned
         assert planned.written is not None
-        if self.heard is not None:  # (an entity's row the report does not name as refused,
-            ordered = [(APPLIED, got) if what == FAILED and own_row(op) and (  # found as
-                key_id(_key_of(self.table, item)) not in self.heard) and row_is(  # written)
-                self.table, item, got) else (what, got) for op, item, (what, got) in zip(
-                planned.plan.ops, planned.written, ordered, strict=True)]
+        ordered = self.heard_as_written(planned, [found[at] for at in order])
         ordered = settled(self.table, planned.written, ordered,
                           [own_row(op) for op in planned.plan.ops],
                           self.claimed(cls, planned, ordered))
@@ -506,18 +434,37 @@ class _Load:
         return error
 
     def replanned(self, cls: type[Entity], records: list[dict[str, Any]]
-                  ) -> Loaded | DynaormError:
+                  ) -> tuple[Loaded, list[int]] | DynaormError:
         """The load's plan of an entity from its rendered rows (its own row, at the
-        revision it holds), or the error saying it no longer plans."""
+        revision it holds) with its rows as written, and where each of them is among
+        ``records``; or the error saying it no longer plans as rendered."""
         rev_attr = self.table.revision_attribute
-        own = next((r["Item"] for r in records if rev_attr and rev_attr in r["Item"]),
-                   records[0]["Item"])
+        own = _own(records, rev_attr)
         try:
             planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
                 own[rev_attr]) if rev_attr and rev_attr in own else None))
         except DynaormError as exc:  # (the model changed since the load's input was made)
             return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
-        return planned
+        at_of = {key_id(key_of(self.table, r["Item"])): n for n, r in enumerate(records)}
+        order = [at_of.get(key_id(key_of(self.table, input_record(planned, n)["Item"])))
+                 for n in range(len(planned.plan.ops))]
+        kept = [at for at in order if at is not None]
+        if not len(kept) == len(order) == len(records):
+            return DynaormError(f"{cls.__name__} {planned.key}: its rows no longer plan as "
+                                "the load rendered them (the model changed?): not settled")
+        return dataclasses.replace(planned, written=tuple(records[at]["Item"] for at in kept)
+                                   ), kept
+
+    def heard_as_written(self, planned: Loaded, found: list[Found]) -> list[Found]:
+        """``found``, where an entity's own row the report does not name as refused is
+        found as written: written."""
+        if self.heard is None:
+            return found
+        assert planned.written is not None
+        return [(APPLIED, got) if what == FAILED and own_row(op) and (
+            key_id(key_of(self.table, item)) not in self.heard) and row_is(
+            self.table, item, got) else (what, got) for op, item, (what, got) in zip(
+            planned.plan.ops, planned.written, found, strict=True)]
 
     def roll_back(self, deletes: list[tuple[bool, dict[str, Any]]]) -> None:
         """Delete the written rows of an entity not loaded (each conditioned as written);
@@ -549,38 +496,47 @@ class _Load:
         what, item = found[own[0]]
         if what == UNKNOWN:
             return set()
-        if what != FAILED or not isinstance(item, dict):
+        guards = self.guards(cls, item) if what == FAILED else None
+        return None if guards is None else guards | {
+            key_id(op.key) for op in planned.plan.ops if op.origin.role is not Role.GUARD}
+
+    def guards(self, cls: type[Entity], item: Any) -> set[Any] | None:
+        """The keys of the guards of the item ``item`` at an entity's key, as its own save
+        would render them (``None``: no item, or one that does not plan)."""
+        if not isinstance(item, dict):
             return None
-        try:  # (its guards as its own save would render them)
+        try:
             theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
         except (DynaormError, ValueError, TypeError, KeyError):
             return None
-        guards = {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
-        return guards | {key_id(op.key) for op in planned.plan.ops
-                         if op.origin.role is not Role.GUARD}
+        return {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}
 
     def report(self) -> LoadReport:
         rounds = self.state["rounds"]
-        first = rounds[0]
         ended = [r["status"] for r in rounds if r.get("status")]
-        out = LoadReport(self.name, ended[-1] if ended else "IN_PROGRESS",
-                         operations=[r["arn"] for r in rounds if r.get("arn")],
-                         entities=first["entities"], rows=first["rows"],
-                         loaded=sum(r.get("loaded", 0) for r in rounds),
-                         pending=rounds[-1]["entities"] if not rounds[-1].get("settled")
-                         else rounds[-1].get("pending", 0), left=self.left,
-                         dropped=dict(self.state.get("dropped", {})))
-        out.failures = list(self.failures)
-        for r in rounds:
+        last = rounds[-1]
+        return LoadReport(self.name, ended[-1] if ended else "IN_PROGRESS",
+                          operations=[r["arn"] for r in rounds if r.get("arn")],
+                          entities=rounds[0]["entities"], rows=rounds[0]["rows"],
+                          loaded=sum(r.get("loaded", 0) for r in rounds),
+                          failures=[*self.failures, *self.kept_failures()],
+                          pending=last.get("pending", 0) if last.get("settled") else (
+                              last["entities"]), left=self.left,
+                          dropped=dict(self.state.get("dropped", {})))
+
+    def kept_failures(self) -> list[LoadFailure]:
+        """The failures of the rounds an earlier run settled, as it kept them in S3."""
+        out = []
+        for r in self.state["rounds"]:
             if r.get("settled") and r.get("failed") and r["round"] not in self.settled:
                 body = self.s3.get_object(Bucket=self.bucket, Key=self.key(
                     f"round-{r['round']}/failures.json.gz"))["Body"].read()
-                out.failures += [_failure_of(self.table, json.loads(line))
-                                 for line in gzip.decompress(body).splitlines() if line]
+                out += [_failure_of(self.table, json.loads(line))
+                        for line in gzip.decompress(body).splitlines() if line]
         return out
 
 
-def _render_p(table: Table, objs: Iterator[Entity], writer: _Parts) -> Proto[None]:
+def _render_p(table: Table, objs: Iterator[Entity], writer: Parts) -> Proto[None]:
     """Each of ``objs`` planned (``save``'s insert) and written as its records."""
     entities = {id(c) for c in table.entities.values()}
     for obj in objs:
@@ -591,130 +547,18 @@ def _render_p(table: Table, objs: Iterator[Entity], writer: _Parts) -> Proto[Non
         writer.add(loaded)
 
 
-class _Parts:
-    """A round's input parts and their indexes, written a part at a time."""
-
-    def __init__(self, job: _Load, number: int) -> None:
-        self.job, self.number = job, number
-        self.dir = Path(tempfile.mkdtemp(prefix="dynaorm-load-"))
-        self.part = self.rows = self.entities = self.in_part = 0
-        self.data: Any = None
-        self.index: Any = None
-
-    def _open(self) -> None:
-        # (closed by _flush, once the part is full or the round ends)
-        self.data = gzip.open(self.dir / "data.gz", "wb", compresslevel=1)  # noqa: SIM115
-        self.index = gzip.open(self.dir / "index.gz", "wb", compresslevel=1)  # noqa: SIM115
-
-    def add(self, loaded: Loaded) -> None:
-        """One entity's records."""
-        records = [input_record(loaded, n) for n in range(len(loaded.plan.ops))]
-        self.add_records(type(loaded.obj), records)
-
-    def add_records(self, cls: type[Entity], records: Sequence[Mapping[str, Any]]) -> None:
-        if self.data is None:
-            self._open()
-        self.data.write(b"".join(render(dict(r)) + b"\n" for r in records))
-        self.index.write(json.dumps([spec_of(cls).type_name, len(records)]).encode() + b"\n")
-        self.rows += len(records)
-        self.in_part += len(records)
-        self.entities += 1
-        if self.in_part >= self.job.part_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.data is None:
-            return
-        self.data.close()
-        self.index.close()
-        name = f"part-{self.part:05d}.json.gz"
-        self.job.put(f"round-{self.number}/input/{name}", (self.dir / "data.gz").read_bytes())
-        self.job.put(f"round-{self.number}/index/{name}", (self.dir / "index.gz").read_bytes())
-        self.part, self.in_part, self.data, self.index = self.part + 1, 0, None, None
-
-    def close(self) -> None:
-        self._flush()
-        for leftover in self.dir.iterdir():
-            leftover.unlink()
-        self.dir.rmdir()
-
-    def summary(self) -> dict[str, Any]:
-        return {"round": self.number, "parts": self.part, "rows": self.rows,
-                "entities": self.entities}
+def _own(records: list[dict[str, Any]], rev: str | None) -> Item:
+    """An entity's own row among its rendered ``records`` (a versioned entity's: its latest
+    copy, the one holding the revision attribute ``rev``)."""
+    return next((r["Item"] for r in records if rev and rev in r["Item"]), records[0]["Item"])
 
 
-def _groups(job: _Load, number: int, part: int
-            ) -> Iterator[tuple[type[Entity], list[dict[str, Any]]]]:
-    """Each entity of a part with its records, read back from S3 (index and data in
-    step)."""
-    classes = {spec_of(c).type_name: c for c in job.table.entities.values()}
-    name = f"part-{part:05d}.json.gz"
-    data = job.lines(job.key(f"round-{number}/input/{name}"))
-    for line in job.lines(job.key(f"round-{number}/index/{name}")):
-        type_name, count = json.loads(line)
-        records = [decode(next(data)) for _ in range(count)]
-        cls = classes.get(type_name)
-        if cls is None:
-            raise DynaormError(f"load {job.name!r}: its input holds entity {type_name!r}, "
-                               f"which table {job.table.name!r} no longer has")
-        yield cls, records
-
-
-def _key_of(table: Table, item: Item) -> Item:
-    """The table key of ``item`` (wire form)."""
-    return {a: item[a] for a in (table.pk, table.sk) if a is not None and a in item}
-
-
-class _Report:
-    """A round's report, read: the failed rows by key, the parts it cannot place."""
-
-    def __init__(self, job: _Load, number: int) -> None:
-        self.failed: dict[Any, tuple[str, Any]] = {}
-        self.unreadable_parts: set[int] = set()
-        self.errors = 0
-        self.readable = True
-        for key in job.listed(f"round-{number}/report"):
-            if not (key.endswith(".json.gz") or key.endswith(".json")) or key.endswith(
-                    "manifest.json"):
-                continue
-            try:  # (bytes from S3: a file or record that is not the report's, not trusted)
-                for line in job.lines(key):
-                    self.record(job, decode(line))
-            except (ExportError, ValueError, TypeError, AttributeError, KeyError,
-                    DynaormError):
-                self.readable = False
-
-    def record(self, job: _Load, record: dict[str, Any]) -> None:
-        if not isinstance(record, dict):
-            raise ValueError("a report record is a JSON object")
-        kind, item = record.get("OutputType"), record.get("Item")
-        if kind == "ERROR":
-            self.errors += 1
-        if not isinstance(item, dict) or kind not in ("ERROR", "CONDITION_CHECK_FAILURE"):
-            where = str(record.get("InputObject") or "")
-            name = where.rsplit("/", 1)[-1]
-            if name.startswith("part-") and name[5:10].isdigit():
-                self.unreadable_parts.add(int(name[5:10]))
-            else:
-                self.readable = False
-            return
-        ident = key_id(_key_of(job.table, item))
-        if kind == "CONDITION_CHECK_FAILURE":  # (what holds the key is read back)
-            self.failed[ident] = (FAILED, None)
-        else:
-            self.failed[ident] = (ERROR, record.get("ErrorMessage") or record.get(
-                "ErrorCode") or "refused")
-
-
-def _failure_record(error: DynaormError | None, group: tuple[type[Entity], list[Any]]
-                    ) -> dict[str, Any]:
+def _failure_record(error: DynaormError, group: Group) -> dict[str, Any]:
     """A failure as the load keeps it in S3 (to report it again when run again): the
     entity's primary key is its row's (a versioned entity's: its latest copy's)."""
     cls, records = group
     spec = spec_of(cls)
-    rev = spec.table.revision_attribute
-    own = next((r["Item"] for r in records if rev is not None and rev in r["Item"]),
-               records[0]["Item"])
+    own = _own(records, spec.table.revision_attribute)
     key = {a: key_value(own[a]) for a in (spec.table.pk, spec.table.sk)
            if a is not None and a in own}
     out: dict[str, Any] = {"entity": spec.type_name, "key": key,
@@ -722,14 +566,6 @@ def _failure_record(error: DynaormError | None, group: tuple[type[Entity], list[
     if isinstance(error, UniqueConstraintError):
         out["fields"] = [[f, str(v)] for f, v in error.violations]
     return out
-
-
-def _failure(table: Table, error: DynaormError | None,
-             group: tuple[type[Entity], list[Any]]) -> LoadFailure:
-    """An entity's failure as this run met it."""
-    kept = _failure_record(error, group)
-    assert error is not None
-    return LoadFailure(group[0], dict(kept["key"]), error)
 
 
 def _failure_of(table: Table, kept: dict[str, Any]) -> LoadFailure:
@@ -745,169 +581,3 @@ def _failure_of(table: Table, kept: dict[str, Any]) -> LoadFailure:
                                              kept["message"])}
     return LoadFailure(cls, key, kinds.get(kept["error"], lambda: DynaormError(
         kept["message"]))())
-
-
-# -- sources ---------------------------------------------------------------------------
-def _objects(table: Table, source: Any, entity: type[Entity] | None,
-             entities: Iterable[type[Entity]] | None, dropped: dict[str, int]
-             ) -> Iterator[Entity]:
-    """The entity objects of ``source`` (see :func:`load`), one at a time."""
-    classes = list(entities) if entities is not None else list(table.entities.values())
-    if isinstance(source, str | os.PathLike):
-        text = os.fspath(source)
-        if "/AWSDynamoDB/" in text or text.rstrip("/").endswith("manifest-summary.json"):
-            yield from _from_export(table, text, classes, dropped)
-        else:
-            yield from _from_parquet(text, entity, classes)
-    elif hasattr(source, "scan") and hasattr(source, "schema"):  # (a pyiceberg table)
-        if entity is None:
-            raise DynaormError("load: an Iceberg table's rows are one entity's: give entity=")
-        reader = source.scan().to_arrow_batch_reader()
-        for batch in reader:
-            yield from _rows(entity, batch)
-    else:
-        for obj in source:
-            if not isinstance(obj, Entity):
-                raise DynaormError(f"load: the source holds {obj!r}, not an entity object")
-            yield obj
-
-
-def _from_export(table: Table, url: str, classes: list[type[Entity]],
-                 dropped: dict[str, int]) -> Iterator[Entity]:
-    """The entities of a DynamoDB export: each entity's row or latest copy, as a new
-    object (its guards and version rows are made anew); the attributes its model does not
-    declare counted in ``dropped``."""
-    from dynaorm.schema.entity import prepare_rows
-
-    files, kind, _ = read_source(url)
-    if kind != "full":
-        raise DynaormError(f"load: {url} is an incremental export: load a full one")
-    specs = [spec_of(c) for c in classes]
-    s3 = _s3()
-    for data in files:
-        for _, chunk in _lines(s3, data):
-            for line in chunk:
-                item = decode(line).get("Item")
-                if not isinstance(item, dict):
-                    raise DynaormError(f"load: {data}: a line without an Item")
-                spec = next((s for s in specs if s.owns(item)), None)
-                if spec is None:
-                    continue
-                parsed = spec.rules.sort_keys.parse(key_value(item.get(
-                    spec.table.sk or "", {"S": ""})))
-                if parsed is not None and parsed[0]:  # (a version row: made anew)
-                    continue
-                if spec.rules.preparers:
-                    table.db.driver.run(prepare_rows((spec,), (item,)), Operation(
-                        "load", (table.name,), (spec.cls,)))
-                for attr in undeclared(spec, item).keys() - {table.revision_attribute}:
-                    dropped[f"{spec.name}.{attr}"] = dropped.get(f"{spec.name}.{attr}", 0) + 1
-                yield fresh(spec.cls, item)
-
-
-def _from_parquet(path: str, entity: type[Entity] | None,
-                  classes: list[type[Entity]]) -> Iterator[Entity]:
-    """The entities of a Parquet dataset (a file or folder of ``entity``), or of a folder
-    of datasets named by type name (as :func:`dynaorm.jobs.export` writes them)."""
-    import pyarrow.parquet as pq
-
-    for cls, files in _datasets(path, entity, classes):
-        for file in files:
-            with _local(file) as local:
-                for batch in pq.ParquetFile(local).iter_batches(batch_size=10_000):
-                    yield from _rows(cls, batch)
-
-
-def _datasets(path: str, entity: type[Entity] | None, classes: list[type[Entity]]
-              ) -> list[tuple[type[Entity], list[str]]]:
-    """Each dataset of ``path``: its entity class and its Parquet files."""
-    files = _files(path)
-    if entity is not None:
-        return [(entity, [f for f in files if f.endswith(".parquet")])]
-    by_name = {spec_of(c).type_name: c for c in classes}
-    root = path.rstrip("/") + "/"
-    found: dict[str, list[str]] = {}
-    for f in files:
-        folder = f.removeprefix(root).split("/", 1)[0] if f.startswith(root) else ""
-        if f.endswith(".parquet") and folder in by_name and "/." not in f:
-            found.setdefault(folder, []).append(f)
-    if not found:
-        raise DynaormError(f"load: no dataset under {path} is named by a type name of "
-                           f"{sorted(by_name)} (give entity= for one entity's dataset)")
-    return [(by_name[n], sorted(fs)) for n, fs in sorted(found.items())]
-
-
-def _files(path: str) -> list[str]:
-    """The files of a local or ``s3://`` path (itself, when it is one)."""
-    if path.startswith("s3://"):
-        bucket, prefix = _split(path)
-        s3, keys, pages = _s3(), [], {"Bucket": bucket, "Prefix": prefix}
-        while True:
-            out = s3.list_objects_v2(**pages)
-            keys += [f"s3://{bucket}/{o['Key']}" for o in out.get("Contents", [])]
-            if not out.get("IsTruncated"):
-                return sorted(keys)
-            pages["ContinuationToken"] = out["NextContinuationToken"]
-    local = Path(path)
-    if local.is_file():
-        return [str(local)]
-    return sorted(str(p) for p in local.rglob("*.parquet"))
-
-
-class _local:
-    """A Parquet file where ``pyarrow`` reads it: itself, or an S3 object downloaded into
-    a temporary file (removed after)."""
-
-    def __init__(self, path: str) -> None:
-        self.path: str = path
-        self.temp: str | None = None
-
-    def __enter__(self) -> str:
-        if not self.path.startswith("s3://"):
-            return self.path
-        bucket, key = _split(self.path)
-        fd, name = tempfile.mkstemp(suffix=".parquet", prefix="dynaorm-load-")
-        os.close(fd)
-        self.temp = name
-        _s3().download_file(bucket, key, name)
-        return name
-
-    def __exit__(self, *exc: object) -> None:
-        if self.temp is not None:
-            os.unlink(self.temp)
-
-
-def _rows(cls: type[Entity], batch: Any) -> Iterator[Entity]:
-    """The objects of an Arrow record batch of ``cls``'s columns (as an export writes
-    them: maps as pairs, JSON text for fields of no Arrow type)."""
-    from dynaorm.jobs.arrow import columns
-
-    json_fields = {c.name for c in columns(cls) if c.json}
-    kinds = {f.name: f.type for f in batch.schema}
-    names = [n for n in batch.schema.names if n in cls.model_fields]
-    for row in batch.to_pylist():
-        values = {n: _plain(kinds[n], row[n]) for n in names}
-        for n in json_fields & values.keys():
-            if isinstance(values[n], str):
-                values[n] = json.loads(values[n])
-        yield cls.model_validate(values)
-
-
-def _plain(kind: Any, value: Any) -> Any:
-    """``value`` of Arrow type ``kind`` as pydantic validates it (a map's pairs as a
-    dict, within lists and structs too)."""
-    import pyarrow as pa
-
-    if value is None:
-        return None
-    if pa.types.is_map(kind):
-        return {k: _plain(kind.item_type, v) for k, v in value}
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return [_plain(kind.value_type, v) for v in value]
-    if pa.types.is_struct(kind):
-        return {f.name: _plain(f.type, value.get(f.name)) for f in kind}
-    if pa.types.is_decimal(kind):  # (its column's scale: 0.25 read as 0.250000000000000000)
-        trimmed = value.normalize()
-        return trimmed.quantize(Decimal(1)) if trimmed.as_tuple().exponent > 0 else trimmed
-    return value
-

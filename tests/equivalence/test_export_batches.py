@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
-from dynaorm.jobs import exports as export_module
-from dynaorm.jobs.exports import ExportError, _s3
+from dynaorm.jobs import export_files
+from dynaorm.jobs.export_files import ExportError, s3_client
 
 
 def test_the_s3_client_is_one_a_process_for_each_aws_configuration(
@@ -29,16 +29,16 @@ def test_the_s3_client_is_one_a_process_for_each_aws_configuration(
                         ("AWS_DEFAULT_REGION", "us-east-1"),
                         ("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")):
         monkeypatch.setenv(name, value)
-    first = _s3()
-    assert _s3() is first and first.meta.endpoint_url == "http://127.0.0.1:1"
+    first = s3_client()
+    assert s3_client() is first and first.meta.endpoint_url == "http://127.0.0.1:1"
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2")
-    second = _s3()
+    second = s3_client()
     assert second is not first and second.meta.endpoint_url == "http://127.0.0.1:2"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "y")
-    third = _s3()
+    third = s3_client()
     assert third is not second and third._request_signer._credentials.access_key == "y"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
-    assert _s3() is second
+    assert s3_client() is second
 
 
 class _Body:
@@ -77,15 +77,15 @@ def test_a_file_s_lines_read_in_bulk_are_its_lines_read_one_by_one(
     data = b"".join(gzip.compress(text[a:b]) for a, b in itertools.pairwise(cut))
     plain = [(n, line) for n, line in enumerate(text.split(b"\n"), 1) if line.strip()]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(export_module, "LINES", batch)
-        batches = list(export_module._records(_S3(data, size),
-                                              f"s3://b/f.json.gz#{len(plain)}"))
+        patch.setattr(export_files, "LINES", batch)
+        batches = list(export_files.batches(_S3(data, size),
+                                            f"s3://b/f.json.gz#{len(plain)}"))
     assert all(0 < len(b.lines) <= batch for b in batches)
     assert all(len(b.lines) == batch for b in batches[:-1])
     assert [(b.numbers[n], line) for b in batches for n, line in enumerate(b.lines)] == plain
     assert [b.where(n) for b in batches for n in range(len(b.lines))] == [
         f"s3://b/f.json.gz line {n}" for n, _ in plain]
     with pytest.raises(ExportError, match="the file is truncated"):
-        list(export_module._records(_S3(data, size), f"s3://b/f.json.gz#{len(plain) + 1}"))
+        list(export_files.batches(_S3(data, size), f"s3://b/f.json.gz#{len(plain) + 1}"))
     with pytest.raises(ExportError, match="cannot be read whole"):  # (its last member cut)
-        list(export_module._records(_S3(data[:-1], size), "s3://b/f.json.gz"))
+        list(export_files.batches(_S3(data[:-1], size), "s3://b/f.json.gz"))

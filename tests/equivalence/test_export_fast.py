@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
 from dynaorm import Entity, Table
-from dynaorm.jobs.exports import _Reader
+from dynaorm.jobs.export_rows import RowReader
 from dynaorm.jobs.stored import stored_validator
 from dynaorm.schema.entity import encode_entity, spec_of
 from tests.support.exports import dynamodb_json
@@ -106,7 +106,7 @@ def _changed(item: dict[str, Any], attr: str, change: str) -> dict[str, Any]:
     return item
 
 
-def _plain(reader: _Reader, item: dict[str, Any]) -> dict[str, Any] | str:
+def _plain(reader: RowReader, item: dict[str, Any]) -> dict[str, Any] | str:
     try:
         values = reader.values(item)
     except Exception as exc:  # (the plain way refuses the row: counted, named)
@@ -123,7 +123,7 @@ def _plain(reader: _Reader, item: dict[str, Any]) -> dict[str, Any] | str:
 def test_a_line_the_fast_way_reads_gives_the_plain_way_s_values(
         obj: Wide, attr: str, change: str) -> None:
     spec = spec_of(Wide)
-    reader = _Reader(spec, decrypt=False)
+    reader = RowReader(spec, decrypt=False)
     assert reader.fast
     validate = stored_validator("_type", {"wide": (Wide, spec)})
     assert validate is not None
@@ -148,4 +148,4 @@ def test_an_entity_with_a_rule_that_reads_more_than_its_attributes_is_read_the_p
     from tests.support.export_models import Ledger, Member, Profile
 
     for cls in (Profile, Ledger, Member):
-        assert not _Reader(spec_of(cls), decrypt=False).fast, cls
+        assert not RowReader(spec_of(cls), decrypt=False).fast, cls

@@ -29,9 +29,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dynaorm import Entity, Table, Versioned
+from dynaorm.jobs import export_parts
 from dynaorm.jobs import exports as export_module
 from dynaorm.jobs.arrow import table_of
-from dynaorm.jobs.exports import _Reader
+from dynaorm.jobs.export_rows import RowReader
 from dynaorm.jobs.vector import vector_decoder
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.versioned import version_row, version_sk
@@ -120,7 +121,7 @@ def _line(item: dict[str, Any]) -> bytes:
 def _per_row(cls: type[Entity], items: list[dict[str, Any]]) -> Any:
     """The per-row way's table of ``items`` (all ``cls``'s), or ``None`` where it refuses
     a row (counted, named: the vector way must not take that batch)."""
-    reader = _Reader(spec_of(cls), decrypt=False)
+    reader = RowReader(spec_of(cls), decrypt=False)
     rows = [_plain(reader, item) for item in items]
     if any(isinstance(r, str) for r in rows):
         return None
@@ -301,7 +302,7 @@ def test_a_versioned_entity_s_latest_copies_read_the_vector_way(history: bool) -
     found, left_out = decode([_line(i) for i in items])
     table, lines = found["note"]
     assert lines == [0, 3, 4] and left_out == ([] if history else [1, 2, 5])
-    reader = _Reader(spec, decrypt=False)
+    reader = RowReader(spec, decrypt=False)
     assert reader.vectored and not reader.fast
     reference, bad = table_of(reader.columns(), [reader.values(items[n]) for n in lines])
     assert not bad and table.equals(reference)
@@ -322,7 +323,7 @@ def test_an_export_is_the_same_with_the_vector_way_off(
     from moto import mock_aws
 
     from dynaorm.jobs import export, run_local
-    from dynaorm.jobs.exports import _s3
+    from dynaorm.jobs.export_files import s3_client
     from tests.support.exports import full_export
 
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
@@ -335,7 +336,7 @@ def test_an_export_is_the_same_with_the_vector_way_off(
     bad["n"] = {"N": "99999999999999999999"}
     items += [*_note(0, 2), *_note(1, 1)]
     with mock_aws():
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="vector")
         # (the bad row in the first file only: its edges are read per row, the second's
         # the vector way)
@@ -345,8 +346,8 @@ def test_an_export_is_the_same_with_the_vector_way_off(
         vectored = 6 + sum(r["_type"] == {"S": "edge"} for f in (records[0::2], records[1::2])
                            if bad not in f for r in f)
         reports, tables = {}, []
-        add_table = export_module._Part.add_table
-        monkeypatch.setattr(export_module._Part, "add_table", lambda part, table, report: (
+        add_table = export_parts.Part.add_table
+        monkeypatch.setattr(export_parts.Part, "add_table", lambda part, table, report: (
             tables.append(table.num_rows), add_table(part, table, report))[-1])
         for history in (False, True):
             for on in (True, False):

@@ -33,7 +33,7 @@ pytest.importorskip("duckdb", reason="the dev group's duckdb reads the datasets 
 from dynaorm import Entity, KmsKeyring, Session, Table
 from dynaorm.cli.main import main
 from dynaorm.jobs import ExportError, ExportReport, export, run_local
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
@@ -129,7 +129,7 @@ def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path
     files are in DynamoDB's format: the summary names its view ``outputView`` (issue 59:
     0.6 read ``exportViewType``, so on a NEW_IMAGE export every modify was an insert)."""
     entities = fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     before = tb.scan_raw()
     job = export(exports, tmp_path / "full", source=full_export(s3, "exports", "full", before),
                  history=True, encrypted="decrypt")
@@ -228,7 +228,7 @@ def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
     :class:`ExportError` naming the file (and line), and the failed task writes nothing; a
     stored field that no longer fits its model is a row left out, counted and named."""
     fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     with pytest.raises(ExportError, match=r"s3://exports/nothing/manifest-summary\.json"):
         export(exports, tmp_path, source="s3://exports/nothing/")
     items = tb.scan_raw()
@@ -457,7 +457,7 @@ def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
         s = Session(prop)
         s.save_many(objs)
         expected = sorted((row_of(s.get(cls, id=o.id)) for o in objs), key=lambda r: r["id"])
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="anything")
         before = b.scan_raw()
         run_local(export(prop, f"{out}/live", entities=[cls], segments=2))

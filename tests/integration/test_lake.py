@@ -25,7 +25,7 @@ pytest.importorskip("duckdb", reason="the dev group's duckdb reads the tables ba
 from dynaorm import Entity, Session, Table
 from dynaorm.errors import DynaormError
 from dynaorm.jobs import ExportError, export, run_local
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.lake import LakeError
 from dynaorm.lake import iceberg as lake_module
 from dynaorm.schema.entity import spec_of
@@ -172,7 +172,7 @@ def test_full_then_incremental_exports_keep_the_tables_current(
     reads return after it; the commit records the export; applied again, nothing
     changes (no snapshot)."""
     fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     before = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "full", before),
                     exportTime="2026-01-01T00:00:00Z", exportArn="arn:full")
@@ -207,7 +207,7 @@ def test_change_sets_out_of_order_are_refused(tb: TestBackend, tmp_path: Path,
     """A change set that starts after the table's rows (one missed between) or ends
     before them is ``LakeError``, and the table is left as it was; in order, both apply."""
     fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     t0 = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "f", t0), exportTime="2026-01-01T00:00:00Z")
     run_local(export(exports, tmp_path / "f", source=full, format="iceberg", catalog=catalog,
@@ -251,7 +251,7 @@ def test_two_merges_at_once_lose_no_change(tb: TestBackend, tmp_path: Path, cata
     kept; a merge that loses every race fails with ``LakeError``, the table as the
     winner left it. The same change set merged twice at once applies once."""
     fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     t0 = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "f", t0), exportTime="2026-01-01T00:00:00Z")
     run_local(export(exports, tmp_path / "f", source=full, format="iceberg", catalog=catalog,
@@ -360,7 +360,7 @@ def test_a_field_the_model_gained_is_a_new_column(backend: str | None, aws: None
         run_local(export(evolving, tmp_path / "1", format="iceberg", catalog=catalog,
                          namespace="app"))
         assert [f.name for f in catalog.load_table("app.evo").schema().fields] == ["id", "n"]
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="evolving")
         before = b.scan_raw()
         new = model(True)
@@ -442,7 +442,7 @@ def test_any_model_reads_back_equal_from_the_lake(
         name = f"app.{spec_of(cls).type_name}"
         s = Session(prop)
         s.save_many(objs)
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="anything")
         before = b.scan_raw()
         full = _summary(s3, full_export(s3, "anything", "full", before),
@@ -511,7 +511,7 @@ def test_the_command_exports_to_the_lake_full_then_incremental(
     from dynaorm.cli.main import main
 
     fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     before = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "cli-full", before),
                     exportTime="2026-01-01T00:00:00Z", exportArn="arn:cli-full")

@@ -24,7 +24,7 @@ pytest.importorskip("pyiceberg", reason="dynaorm[lake] is not installed")
 
 from dynaorm import Entity, LakeError, Session, Table
 from dynaorm.jobs import export, run_local
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.lake import iceberg as lake_module
 from dynaorm.testing import (
     TestBackend,
@@ -159,7 +159,7 @@ def test_model_versions_become_schema_evolution_or_lake_error(
 
 
 def _full(tb: TestBackend, when: str, arn: str) -> str:
-    return full_export(_s3(), "exports", arn, tb.scan_raw(), time=when, arn=arn)
+    return full_export(s3_client(), "exports", arn, tb.scan_raw(), time=when, arn=arn)
 
 
 def _lake(tmp_path: Path, catalog: Any, url: str, name: str) -> Any:
@@ -223,7 +223,7 @@ def test_incremental_exports_made_locally_keep_the_lake_current(
     lake guide shows): a full export then two windows in order keep the table equal to the
     live profiles; the windows' times come from the helper's ``since``/``until``."""
     export_setup.fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     t0 = tb.scan_raw()
     full = full_export(s3, "exports", "app", t0, time="2026-01-01T00:00:00Z")
     run_local(_lake(tmp_path, catalog, full, "full"))
@@ -260,7 +260,7 @@ def test_the_command_prints_no_dependency_warning(
     from dynaorm.cli.main import main
 
     export_setup.fill_exports(tb)
-    s3 = _s3()
+    s3 = s3_client()
     t0 = tb.scan_raw()
     full = full_export(s3, "exports", "cli", t0, time="2026-01-01T00:00:00Z")
     s = Session(exports)
@@ -291,7 +291,7 @@ def test_full_exports_in_any_order_leave_the_newest_rows(
     """Four full exports (export ``i`` as of ``0i:00``, with profiles ``q0``..``qi``)
     applied in any order: each is refused exactly when a newer one is applied already,
     and the table ends with the newest export's rows."""
-    s3 = _s3()
+    s3 = s3_client()
     if not made or made[0] is not tb:  # (the table's states, once a test: a profile more each)
         made[:] = [tb]
         for i in range(4):

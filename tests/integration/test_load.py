@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from dynaorm import DynaormError, ItemExistsError, RequestError, Session, UniqueConstraintError
 from dynaorm.jobs import LoadReport, NotLoadedError, load
 from dynaorm.jobs.checking import check_table
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.steps import call
 from dynaorm.testing import (
     TestBackend,
@@ -51,7 +51,7 @@ def lb(backend: str | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestBac
         monkeypatch.setenv(name, value)
     with mock_aws(), moto_backend(), use_tables(loads, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as b:
-        _s3().create_bucket(Bucket=BUCKET)
+        s3_client().create_bucket(Bucket=BUCKET)
         yield b
 
 
@@ -410,7 +410,7 @@ def test_an_export_of_one_tenant_or_entity_sends_a_filter_and_holds_only_its_row
 
 def _export_items(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The items of the (one) export written under the request's prefix."""
-    s3 = _s3()
+    s3 = s3_client()
     listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=request["S3Prefix"])["Contents"]
     return [json.loads(line)["Item"] for o in listed if o["Key"].endswith(".json.gz")
             for line in gzip.decompress(s3.get_object(Bucket=BUCKET, Key=o["Key"])[

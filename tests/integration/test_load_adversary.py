@@ -49,7 +49,7 @@ from dynaorm import (
 )
 from dynaorm.jobs import LoadReport, load
 from dynaorm.jobs.checking import check_table
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import RULES
 from dynaorm.testing import (
@@ -85,7 +85,7 @@ def lb(backend: str | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestBac
     _aws(monkeypatch)
     with mock_aws(), moto_backend(), use_tables(loads, bare, tenants, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as b:
-        _s3().create_bucket(Bucket=BUCKET)
+        s3_client().create_bucket(Bucket=BUCKET)
         yield b
 
 
@@ -287,7 +287,7 @@ def test_a_load_resumed_past_its_tokens_window_applies_once(
 # -- the report is bytes from S3 ----------------------------------------------------------
 def _planted(key: str, body: bytes) -> Any:
     """A ``progress`` that puts ``body`` under the round's report prefix, in the window."""
-    return in_window(lambda: _s3().put_object(
+    return in_window(lambda: s3_client().put_object(
         Bucket=BUCKET, Key=f"runs/first/round-1/report/AWSDynamoDBBulkPut/x/{key}",
         Body=body))
 
@@ -487,7 +487,7 @@ def test_every_rule_at_once_is_stored_as_the_rules_imply_and_clashes_by_field(
     _aws(monkeypatch)
     with mock_aws(), moto_backend(), use_tables(m.table, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as tb:
-        _s3().create_bucket(Bucket=BUCKET)
+        s3_client().create_bucket(Bucket=BUCKET)
         saved(m.table, m.new("x", code="code-taken"), m.new("old", code="code-free",
                                                              expires=PAST))
         objs = [m.new("a"), m.new("b", secret="secret-longer-b"),
@@ -520,7 +520,7 @@ def test_an_entity_in_a_previous_layouts_window_refuses_the_load_before_it_write
     _aws(monkeypatch)
     with mock_aws(), moto_backend(), use_tables(m.table, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as tb:
-        _s3().create_bucket(Bucket=BUCKET)
+        s3_client().create_bucket(Bucket=BUCKET)
         with pytest.raises(DynaormError, match=r"window's old row.*load it with save"):
             run_load(m.table, [m.new("a")])
         assert tb.scan_raw() == []
@@ -646,7 +646,7 @@ def test_a_tenant_export_holds_no_row_of_a_tenant_whose_name_extends_it(
     report = run_local(export(tenants, tmp_path / "acme", scope={"tenant_id": "acme"},
                               start_export=f"s3://{BUCKET}/filtered", poll=0))
     assert report.rows == {"Org": 1, "Member": 1}
-    s3 = _s3()
+    s3 = s3_client()
     listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="filtered")["Contents"]
     items = [json.loads(line)["Item"] for o in listed if o["Key"].endswith(".json.gz")
              for line in gzip.decompress(s3.get_object(Bucket=BUCKET, Key=o["Key"])[

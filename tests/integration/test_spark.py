@@ -67,7 +67,7 @@ def test_an_export_on_spark_from_a_scan_and_from_s3(
     """The executors scan their segments, or read their data files of a full export to
     S3, and write the parts: the datasets read back equal to the entities."""
     from dynaorm.jobs import export
-    from dynaorm.jobs.exports import _s3
+    from dynaorm.jobs.export_files import s3_client
     from dynaorm.spark import run
     from tests.support.export_models import Ledger, Profile, exports
     from tests.support.exports import full_export, read_back, row_of
@@ -80,7 +80,7 @@ def test_an_export_on_spark_from_a_scan_and_from_s3(
             s.save(Profile(id=f"p{i}", email=f"p{i}@x.io", age=i, tags={f"t{i}"}))
         s.save(Ledger(id="l1", balance=5, memo="m"))
         s.commit()
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="spark-exports")
         source = full_export(s3, "spark-exports", "full", tb.scan_raw(), files=3)
         want = sorted((row_of(p, ("ssn",), ("anything", "either")) for p in

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from dynaorm import Client, Entity, Session, Table
-from dynaorm.jobs.exports import _s3
+from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.hooks import Hook
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
@@ -62,7 +62,7 @@ def tb(backend: str | None, aws: None) -> Iterator[TestBackend]:
         saved = (old_exports.name, old_exports.binding())
         old_exports.name = exports.name
         old_exports.restore((None, {}, Client(exports.endpoint_url)))
-        _s3().create_bucket(Bucket="exports")
+        s3_client().create_bucket(Bucket="exports")
         try:
             yield b
         finally:

@@ -652,7 +652,7 @@ def test_an_incremental_export_after_a_schema_change_evolves_the_table(
     from pyiceberg.catalog.sql import SqlCatalog
 
     from dynaorm.jobs import export, run_local
-    from dynaorm.jobs.exports import _s3
+    from dynaorm.jobs.export_files import s3_client
     from dynaorm.testing import full_export, incremental_export, moto_backend
 
     (tmp_path / "warehouse").mkdir()
@@ -661,7 +661,7 @@ def test_an_incremental_export_after_a_schema_change_evolves_the_table(
     table = dynaorm.Table("dynaorm-red73-inc")
     with mock_aws(), moto_backend(), use_tables(table, endpoint_url=backend,
                                                  name_suffix=worker_suffix()) as tb:
-        s3 = _s3()
+        s3 = s3_client()
         s3.create_bucket(Bucket="exports")
 
         def lake(cls: type[Any], url: str, n: str) -> Any:
