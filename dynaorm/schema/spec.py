@@ -54,7 +54,7 @@ from dynaorm.schema.templates import (
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import OWN_PREFIX, key_av, key_value
-from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, nested
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, holds_lists, lists_in
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -191,16 +191,17 @@ class EntitySpec:
 
     @functools.cached_property
     def member_lists(self) -> tuple[tuple[str, str], ...]:
-        """The stored fields holding lists of nested models, (name, attribute): a loaded
-        object's state knows those members by identity (:meth:`members_of`), so each
-        keeps what it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
-        return tuple((n, self.attr(n)) for n, node in self.trees.items() if nested(node)[1])
+        """The stored fields that may hold lists of nested models at any depth, (name,
+        attribute): a loaded object's state knows those members by identity
+        (:meth:`members_of`), so each keeps what it was read with wherever it moves
+        (:mod:`dynaorm.values.merge`)."""
+        return tuple((n, self.attr(n)) for n, node in self.trees.items() if holds_lists(node))
 
-    def members_of(self, values: Mapping[str, Any]) -> dict[str, tuple[Any, ...]] | None:
-        """The members of ``values``' lists of nested models, by attribute (``None``:
-        none), as an object's state keeps them."""
-        return {a: tuple(v) for n, a in self.member_lists
-                if type(v := values.get(n)) is list} or None
+    def members_of(self, values: Mapping[str, Any]) -> dict[Any, tuple[Any, ...]] | None:
+        """The members of ``values``' lists of nested models, by path from the attribute
+        (``None``: none), as an object's state keeps them."""
+        return {p: tuple(v) for n, a in self.member_lists
+                for p, v in lists_in(self.trees[n], values.get(n), (a,))} or None
 
     @functools.cached_property
     def attr_trees(self) -> Mapping[str, Node]:

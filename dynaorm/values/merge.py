@@ -13,7 +13,7 @@ every other member is left as stored. Anything else that changed is written whol
 change and the members its nested model does not declare where it did (contract 24,
 "round trip without loss"): each member of ``new`` is merged with the stored member it was
 read from (``origins``: the loaded object's own members, by identity, whichever list
-they were read in), never a neighbour's.
+they were read in, at any depth), never a neighbour's.
 A member stored under the alias its nested model reads it by is written there (the
 attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 """
@@ -27,19 +27,23 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item
 from dynaorm.values.tree import Node, nested
 
-__all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "merge_items"]
+__all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "Where", "merge_items"]
 
 #: a member's document path: the attribute's name, then each map key (never split on dots)
 Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: per list attribute: for each member of ``new``, the stored list and place it was read
-#: at (``None``: a new member)
-Origins = Mapping[str, list[tuple[str, int] | None]]
-_NONE: Mapping[str, Any] = {}
+#: a list's place in a value: its attribute, then a member's name, place or key at each level
+Where = tuple[Any, ...]
+#: per list of ``new`` (by its place): for each member, the list and place it was read at
+#: (``None``: a new member)
+Origins = Mapping[Where, list[tuple[Where, int] | None]]
+_NONE: Mapping[Any, Any] = {}
 #: a member's stored and old forms (``None``: a new one)
 _Read = tuple[AttributeValue, AttributeValue] | None
+#: the whole stored and old items, and the origins (what a merge at any depth reads)
+_Whole = tuple[Item, Item, Origins]
 
 
 @dataclass(slots=True)
@@ -65,30 +69,31 @@ def merge_items(stored: Item, old: Item, new: Item,
     """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
     only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
     in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
-    writes the item without them). ``origins`` says where each member of a list attribute
-    was read (else: an unchanged member wherever it moved, a changed one at its place);
+    writes the item without them). ``origins`` says where each member of a list was read
+    (else: an unchanged member wherever it moved, a changed one at its place);
     ``nodes``: the attributes' value trees (by attribute)."""
     item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
     to_set: Item = {}
     members: list[tuple[Path, AttributeValue | None]] = []
+    whole = (stored, old, origins)
     for name, av in new.items():
         before = old.get(name)
-        origin = origins.get(name) or []
-        if before == av and all(at in (None, (name, i)) for i, at in enumerate(origin)):
+        if before == av and all(at in (None, (w, i)) for w, o in origins.items()
+                                if w[0] == name for i, at in enumerate(o)):
             continue  # (alike, each known member in its place: as stored; moved: written)
         was = stored.get(name)
         inner = nodes.get(name)
         if "M" in av and was is not None and before is not None and _maps(was, before, av):
             paths: list[tuple[Path, AttributeValue | None]] = []
             item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
-                                          inner)}
+                                          inner, (name,), whole)}
             if len(paths) > MAX_MEMBER_PATHS or any("" in path for path, _ in paths):
                 to_set[name] = item[name]  # (many members, or one no path names: "")
             else:
                 members += paths
             continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, [
-            at and _member_at(stored, old, *at) for at in origin]) if "L" in av else av
+        item[name] = to_set[name] = _merged(was, before, av, inner, (name,),
+                                            whole) if "L" in av else av
     return Merged(to_set, _left_out(item, old, new, drop), members, item)
 
 
@@ -112,10 +117,11 @@ def _maps(*avs: AttributeValue) -> bool:
 
 
 def _merge_map(stored: Item, old: Item, new: Item, path: Path,
-               paths: list[tuple[Path, AttributeValue | None]], node: Node | None) -> Item:
-    """The members of a stored map merged (see :func:`merge_items`), each write of a
-    member appended to ``paths``; a member the stored map holds under its alias is
-    written there."""
+               paths: list[tuple[Path, AttributeValue | None]], node: Node | None,
+               where: Where, whole: _Whole) -> Item:
+    """The members of a stored map (at ``where`` in ``new``) merged (see
+    :func:`merge_items`), each write of a member appended to ``paths``; a member the
+    stored map holds under its alias is written there."""
     out: Item = {}
     model = node and nested(node)[0]
     for name, av in new.items():
@@ -130,9 +136,10 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
             continue  # (a member the stored map lacks stays absent: NULL in both)
         at = (*path, key)
         if was is not None and before is not None and _maps(was, before, av):
-            out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner)}
+            out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner,
+                                        (*where, name), whole)}
             continue
-        out[key] = _merged(was, before, av, inner, []) if "L" in av else av
+        out[key] = _merged(was, before, av, inner, (*where, name), whole) if "L" in av else av
         paths.append((at, out[key]))
     for name, av in stored.items():
         if name in out:
@@ -144,29 +151,40 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
-def _member_at(stored: Item, old: Item, attr: str, at: int) -> _Read:
-    """The stored and ``old`` forms of member ``at`` of list ``attr`` (``None``: not a
-    list in both, as long)."""
-    found = _lists(stored.get(attr), old.get(attr))
+def _member_at(whole: _Whole, where: Where, at: int) -> _Read:
+    """The stored and old forms of member ``at`` of the list at ``where`` (``None``: not
+    a list in both, as long)."""
+    found = _lists(*(_inside(item, where) for item in whole[:2]))
     return found and (found[0][at], found[1][at])
 
 
+def _inside(item: Item, where: Where) -> AttributeValue | None:
+    """The value at ``where`` in ``item`` (``None``: none)."""
+    av: Any = item.get(where[0])
+    for step in where[1:]:
+        inner = (av or {}).get("L" if type(step) is int else "M")
+        av = (inner[step] if step < len(inner) else None) if type(inner) is list else (
+            inner.get(step) if type(inner) is dict else None)
+    return av  # type: ignore[no-any-return]
+
+
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None, read: list[_Read]) -> AttributeValue:
-    """``new`` (a list), written whole, with what was stored that the change did not
-    touch kept: each member that ``read`` says was read from a stored map (its stored and
-    old forms; else: :func:`_by_value`, in ``stored``) as that one was stored where it
-    did not change, and merged with it where it did (no path names a list's member); a
-    new member, and anything else, is ``new``'s."""
+            node: Node | None, where: Where, whole: _Whole) -> AttributeValue:
+    """``new`` (a list, at ``where``), written whole, with what was stored that the change
+    did not touch kept: each member the origins say was read from a stored map (its
+    stored and old forms; else: :func:`_by_value`, in ``stored``) as that one was stored
+    where it did not change, and merged with it where it did (no path names a list's
+    member); a new member, and anything else, is ``new``'s."""
     now = new["L"]
+    read = [at and _member_at(whole, *at) for at in whole[2].get(where, ())]
     if len(read) != len(now):
         found = _lists(stored, old)
         if found is None:
             return new
         read = _by_value(*found, now)
     return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
-        at[0]["M"], at[1]["M"], av["M"], (), [], node)} if _maps(*at, av) else av
-        for av, at in zip(now, read, strict=True)]}
+        at[0]["M"], at[1]["M"], av["M"], (), [], node, (*where, n), whole)} if _maps(
+        *at, av) else av for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
 def _by_value(was: list[AttributeValue], before: list[AttributeValue],

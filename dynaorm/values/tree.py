@@ -36,16 +36,18 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from dynaorm._types import AttributeValue
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
 __all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "markers", "merged_kinds", "nested"]
+           "holds_lists", "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
            dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
+_HOLDS: dict[Node, bool] = cache("tree.holds_lists")
 
 
 @dataclass(eq=False)
@@ -193,6 +195,36 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
         return nested(node.walked[0], listed or node.shape == "list")
     return (node, listed) if node.shape == "model" else (None, False)
+
+
+def holds_lists(node: Node) -> bool:
+    """Whether values of ``node`` may hold a list of nested models, at any depth."""
+    found = _HOLDS.get(node)
+    if found is None:
+        found = _HOLDS[node] = any(nested(n)[1] for _, n in _nodes(node, walked=True))
+    return found
+
+
+def lists_in(node: Node, value: Any, path: tuple[Any, ...]
+                ) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
+    """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
+    model's member by name, a list's by place, a mapping's by key (a loaded object's
+    state knows their members: :mod:`dynaorm.values.merge`)."""
+    while len(node.walked) == 1 and node.shape in ("union", "alias"):
+        node = node.walked[0]
+    if not holds_lists(node) or value is None:
+        return
+    if node.shape == "list" and type(value) is list:
+        if nested(node)[1]:
+            yield path, value
+        for at, member in enumerate(value):
+            yield from lists_in(node.walked[0], member, (*path, at))
+    elif node.shape == "mapping" and isinstance(value, dict):
+        for key, member in value.items():
+            yield from lists_in(node.walked[0], member, (*path, key))
+    elif node.shape == "model":
+        for step, child in node.children:
+            yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
 
 
 def _reached(node: Node, first: bool = True) -> Iterator[Node]:

@@ -307,8 +307,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
         touched = frozenset(map(_head, self._actions))
-        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock:
-            return True  # (the rows a rule adds, another writer's lock: the values read)
+        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or (
+                self._loaded is not None and any(self._actions.get(n, ("",))[0] == "set"
+                                                 for n, _ in spec.member_lists)):
+            return True  # (the rows a rule adds, another writer's lock: the values read; a
+            # loaded object's lists set whole: its members merged, each with its own)
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
                     "min_length", "max_length"} & set(bounds(self.entity, n))))
@@ -554,12 +557,14 @@ class StagedUpdate(StagedWrite, Generic[T]):
             read = cls._from_item(state.item, spec)
             values = {**self._apply(dict(read.__dict__)),
                       **dict(spec.rules.pin(state.version or 0))}  # (its version)
-            if state.members:  # the members planned on are those read (a list a path
-                # changes: its plain form validated again, left to the merge by value)
-                paths = {_head(n) for n in self._actions if n != _head(n)}
+            if state.members:  # the members planned on are those read, the loaded
+                # object's own (a list a path changes: its plain form validated again, left
+                # to the merge by value)
+                paths = {spec.attr(_head(n)) for n in self._actions if n != _head(n)}
+                own = self._loaded is not None and self._loaded._dynaorm_state is state
                 state = state.revised({})
-                state.members = spec.members_of({n: v for n, v in read.__dict__.items()
-                                                 if n not in paths})
+                state.members = {w: ms for w, ms in ((own and state.members) or spec.members_of(
+                    read.__dict__) or {}).items() if w[0] not in paths}
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:

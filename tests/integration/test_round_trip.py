@@ -1398,10 +1398,6 @@ def _crate() -> dict[str, Any]:
 
 @pytest.mark.engines("moto")
 @pytest.mark.parametrize("where", ["list member", "mapping value"])
-@pytest.mark.xfail(strict=True, reason="defect: the state knows only the members of an "
-                   "entity's own lists of nested models (spec.member_lists); a list inside "
-                   "a member or a mapping's value is merged by value (merge._by_value), so "
-                   "deleting its first member moves P0's serial onto its neighbour")
 def test_a_list_inside_a_member_keeps_each_members_own_attributes_when_one_is_deleted(
         db: TestBackend, where: str) -> None:
     """A nested list (parts of a box in a list, or of a mapping's value) loses its first
@@ -1499,12 +1495,7 @@ def test_members_loaded_or_saved_in_bulk_keep_their_own_attributes(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.parametrize("how", [pytest.param("update of the object", marks=pytest.mark.xfail(
-    strict=True, reason="defect: an update of a loaded object that reads nothing first "
-    "(no lock, rule or validator: StagedUpdate._plan_ops) sets the list whole from its "
-    "members' declared values, so every member loses the attributes another writer "
-    "stored on it (S1, S2), though each is the very object loaded; a save of the same "
-    "change keeps them (InstanceState.merged)")), "update by key"])
+@pytest.mark.parametrize("how", ["update of the object", "update by key"])
 def test_an_update_setting_a_list_of_the_loaded_members_keeps_their_attributes(
         db: TestBackend, how: str) -> None:
     """``s.update(o).set(lines=o.lines[1:])``: the members set are the very ones loaded
