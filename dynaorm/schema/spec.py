@@ -54,7 +54,7 @@ from dynaorm.schema.templates import (
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import OWN_PREFIX, key_av, key_value
-from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, holds_lists, lists_in
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, lists_in
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class EntitySpec:
         attribute): a loaded object's state knows those members by identity
         (:meth:`members_of`), so each keeps what it was read with wherever it moves
         (:mod:`dynaorm.values.merge`)."""
-        return tuple((n, self.attr(n)) for n, node in self.trees.items() if holds_lists(node))
+        return tuple((n, self.attr(n)) for n, node in self.trees.items() if node.holds_lists)
 
     def members_of(self, values: Mapping[str, Any]) -> dict[Any, tuple[Any, ...]] | None:
         """The members of ``values``' lists of nested models, by path from the attribute
@@ -204,10 +204,10 @@ class EntitySpec:
                 for p, v in lists_in(self.trees[n], values.get(n), (a,))} or None
 
     @functools.cached_property
-    def attr_trees(self) -> Mapping[str, Node]:
-        """The fields' value trees by stored attribute name (what a save's merge walks:
-        :mod:`dynaorm.values.merge`)."""
-        return {self.attr(n): node for n, node in self.trees.items()}
+    def item_tree(self) -> Node:
+        """A stored item's value tree: a model of the fields' trees by stored attribute
+        name (what a save's merge walks: :mod:`dynaorm.values.merge`)."""
+        return Node("model", children=[(f".{self.attr(n)}", t) for n, t in self.trees.items()])
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""

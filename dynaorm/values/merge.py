@@ -20,6 +20,7 @@ attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,9 @@ Origins = Mapping[Where, list[tuple[Where, int] | None]]
 _NONE: Mapping[Any, Any] = {}
 #: a member's stored and old forms (``None``: a new one)
 _Read = tuple[AttributeValue, AttributeValue] | None
-#: the whole stored and old items, and the origins (what a merge at any depth reads)
-_Whole = tuple[Item, Item, Origins]
+#: the whole stored and old items, the origins, and the places of lists whose members
+#: moved, and of what holds them (what a merge at any depth reads)
+_Whole = tuple[Item, Item, Origins, set[Where]]
 
 
 @dataclass(slots=True)
@@ -65,50 +67,36 @@ class Merged:
 
 def merge_items(stored: Item, old: Item, new: Item,
                 drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE,
-                nodes: Mapping[str, Node] = _NONE) -> Merged:
-    """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
-    only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
-    in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
-    writes the item without them). ``origins`` says where each member of a list was read
-    (else: an unchanged member wherever it moved, a changed one at its place);
-    ``nodes``: the attributes' value trees (by attribute)."""
-    item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
-    to_set: Item = {}
-    members: list[tuple[Path, AttributeValue | None]] = []
-    whole = (stored, old, origins)
-    for name, av in new.items():
-        before = old.get(name)
-        if before == av and all(at in (None, (w, i)) for w, o in origins.items()
-                                if w[0] == name for i, at in enumerate(o)):
-            continue  # (alike, each known member in its place: as stored; moved: written)
-        was = stored.get(name)
-        inner = nodes.get(name)
-        if "M" in av and was is not None and before is not None and _maps(was, before, av):
-            paths: list[tuple[Path, AttributeValue | None]] = []
-            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
-                                          inner, (name,), whole)}
-            if len(paths) > MAX_MEMBER_PATHS or any("" in path for path, _ in paths):
-                to_set[name] = item[name]  # (many members, or one no path names: "")
-            else:
-                members += paths
-            continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, (name,),
-                                            whole) if "L" in av else av
-    return Merged(to_set, _left_out(item, old, new, drop), members, item)
-
-
-def _left_out(item: Item, old: Item, new: Item, drop: frozenset[str] | set[str]) -> list[str]:
-    """The attributes ``old`` held and ``new`` does not (what an update removes), taken
-    out of ``item`` with those of ``drop`` neither holds."""
-    remove = []
-    if not old.keys() <= new.keys():
-        remove = [name for name in old if name not in new and name in item]
-        for name in remove:
-            del item[name]
+                node: Node | None = None) -> Merged:
+    """The merge of ``new`` into ``stored`` given ``old`` (see the module): the item a
+    map, merged as one (:func:`_merge_map`), each member path that names an attribute
+    alone set or removed whole, as is an attribute of many member paths or one no path
+    names (``""``). An attribute only ``stored`` holds (another writer's, a ``NULL``
+    dynaorm would leave out) is kept in :attr:`Merged.item`, unless in ``drop``
+    (attributes the write leaves behind: a put writes the item without them).
+    ``origins`` says where each member of a list was read (else: an unchanged member
+    wherever it moved, a changed one at its place); ``node``: the item's value tree (a
+    model whose members are the attributes)."""
+    paths: list[tuple[Path, AttributeValue | None]] = []
+    moved = {w[:n] for w, o in origins.items() for i, at in enumerate(o)
+             if at not in (None, (w, i)) for n in range(1, len(w) + 1)}
+    item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
+    many = Counter(p[0] for p, _ in paths)
+    merged = Merged({}, [], [], item)
+    for path, av in paths:
+        name = path[0]
+        if "" in path[1:] or many[name] > MAX_MEMBER_PATHS:
+            merged.set[name] = item[name]  # (many members, or one no path names: "")
+        elif path[1:]:
+            merged.members.append((path, av))
+        elif av is None:
+            merged.remove.append(name)
+        else:
+            merged.set[name] = av
     for name in drop:
         if name in item and name not in new and name not in old:
             del item[name]
-    return remove
+    return merged
 
 
 def _maps(*avs: AttributeValue) -> bool:
@@ -130,10 +118,11 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         key = alias if alias in stored else name
         before = old.get(name)
         was = stored.get(key)
-        if before == av:
+        if before == av and (*where, name) not in whole[3]:
             if was is not None:
                 out[key] = was
-            continue  # (a member the stored map lacks stays absent: NULL in both)
+            continue  # (a member the stored map lacks stays absent: NULL in both; alike,
+            # each known member of its lists in its place: as stored, moved: written)
         at = (*path, key)
         if was is not None and before is not None and _maps(was, before, av):
             out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner,
@@ -154,18 +143,18 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
 def _member_at(whole: _Whole, where: Where, at: int) -> _Read:
     """The stored and old forms of member ``at`` of the list at ``where`` (``None``: not
     a list in both, as long)."""
-    found = _lists(*(_inside(item, where) for item in whole[:2]))
+    found = _lists(*(_inside({"M": item}, where) for item in whole[:2]))
     return found and (found[0][at], found[1][at])
 
 
-def _inside(item: Item, where: Where) -> AttributeValue | None:
-    """The value at ``where`` in ``item`` (``None``: none)."""
-    av: Any = item.get(where[0])
-    for step in where[1:]:
-        inner = (av or {}).get("L" if type(step) is int else "M")
-        av = (inner[step] if step < len(inner) else None) if type(inner) is list else (
-            inner.get(step) if type(inner) is dict else None)
-    return av  # type: ignore[no-any-return]
+def _inside(av: Any, where: Where) -> Any:
+    """The value at ``where`` in ``av`` (``None``: none)."""
+    for step in where:
+        try:
+            av = av["L" if type(step) is int else "M"][step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return av
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
@@ -182,7 +171,8 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
         if found is None:
             return new
         read = _by_value(*found, now)
-    return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
+    return {"L": [av if at is None else at[0] if at[1] == av and (
+        *where, n) not in whole[3] else {"M": _merge_map(
         at[0]["M"], at[1]["M"], av["M"], (), [], node, (*where, n), whole)} if _maps(
         *at, av) else av for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 

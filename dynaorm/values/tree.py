@@ -25,6 +25,7 @@ and rule markers (``Compressed``, ``Encrypted``, ``Offloaded``, ``Vector``) of i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import sys
 import types
@@ -36,18 +37,16 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from dynaorm._types import AttributeValue
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
 __all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "holds_lists", "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
+           "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
            dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
-_HOLDS: dict[Node, bool] = cache("tree.holds_lists")
 
 
 @dataclass(eq=False)
@@ -68,6 +67,11 @@ class Node:
     def kind(self) -> Kind | None:
         """The node's first value kind."""
         return next((k for k in self.kinds if isinstance(k, Kind)), None)
+
+    @functools.cached_property
+    def holds_lists(self) -> bool:
+        """Whether its values may hold a list of nested models, at any depth."""
+        return any(nested(n)[1] for _, n in _nodes(self, walked=True))
 
     @property
     def walked(self) -> list[Node]:
@@ -197,34 +201,23 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     return (node, listed) if node.shape == "model" else (None, False)
 
 
-def holds_lists(node: Node) -> bool:
-    """Whether values of ``node`` may hold a list of nested models, at any depth."""
-    found = _HOLDS.get(node)
-    if found is None:
-        found = _HOLDS[node] = any(nested(n)[1] for _, n in _nodes(node, walked=True))
-    return found
-
-
 def lists_in(node: Node, value: Any, path: tuple[Any, ...]
-                ) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
+             ) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
     """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
     model's member by name, a list's by place, a mapping's by key (a loaded object's
     state knows their members: :mod:`dynaorm.values.merge`)."""
     while len(node.walked) == 1 and node.shape in ("union", "alias"):
         node = node.walked[0]
-    if not holds_lists(node) or value is None:
+    if not node.holds_lists or value is None:
         return
-    if node.shape == "list" and type(value) is list:
-        if nested(node)[1]:
-            yield path, value
-        for at, member in enumerate(value):
-            yield from lists_in(node.walked[0], member, (*path, at))
-    elif node.shape == "mapping" and isinstance(value, dict):
-        for key, member in value.items():
-            yield from lists_in(node.walked[0], member, (*path, key))
-    elif node.shape == "model":
+    if node.shape == "model":
         for step, child in node.children:
             yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
+        return
+    if nested(node)[1]:
+        yield path, value
+    for at, member in value.items() if isinstance(value, dict) else enumerate(value):
+        yield from lists_in(node.walked[0], member, (*path, at))
 
 
 def _reached(node: Node, first: bool = True) -> Iterator[Node]:
