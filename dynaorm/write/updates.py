@@ -557,14 +557,16 @@ class StagedUpdate(StagedWrite, Generic[T]):
             read = cls._from_item(state.item, spec)
             values = {**self._apply(dict(read.__dict__)),
                       **dict(spec.rules.pin(state.version or 0))}  # (its version)
-            if state.members:  # the members planned on are those read, the loaded
-                # object's own (a list a path changes: its plain form validated again, left
-                # to the merge by value)
+            if state.members:  # the members planned on are those read, or the loaded
+                # object's set whole (a list a path changes: its plain form validated
+                # again, left to the merge by value)
+                sets = {spec.attr(n) for n, (m, _) in self._actions.items() if m == "set"}
                 paths = {spec.attr(_head(n)) for n in self._actions if n != _head(n)}
-                own = self._loaded is not None and self._loaded._dynaorm_state is state
+                known = state.members
                 state = state.revised({})
-                state.members = {w: ms for w, ms in ((own and state.members) or spec.members_of(
-                    read.__dict__) or {}).items() if w[0] not in paths}
+                state.members = {w: ms for w, ms in (spec.members_of(read.__dict__) or {}).items()
+                                 if w[0] not in paths} | {
+                    w: ms for w, ms in known.items() if w[0] in sets}
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:

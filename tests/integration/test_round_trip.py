@@ -1322,6 +1322,26 @@ def test_a_versioned_update_by_key_of_a_members_path_keeps_every_members_own(
     assert _serials(after) == ["S0", "S1"] and after["L"][1]["M"]["qty"] == {"N": "5"}
 
 
+@pytest.mark.engines("moto")
+def test_an_update_of_a_loaded_object_that_reads_first_keeps_each_members_own(
+        db: TestBackend) -> None:
+    """``s.update(o)`` of an entity whose updates read first: a line appended, the stored
+    ones keep their serials; then the lines set whole to the loaded ones reversed, each
+    keeps its own (the members set are the loaded object's)."""
+    key = _kept_with_serials(db)
+    s = db.session()
+    o = s.get(Kept, oid="1")
+    assert o is not None
+    s.update(o).append(lines=[Line(sku="b", qty=1)])
+    s.commit()
+    assert _serials(_after(key)["lines"]) == ["S0", "S1", None]
+    o = s.get(Kept, oid="1")
+    assert o is not None
+    s.update(o).set(lines=o.lines[::-1])
+    s.commit()
+    assert _serials(_after(key)["lines"]) == [None, "S1", "S0"]
+
+
 # -- red team 2 of issue 88: copies, nested lists, jobs -----------------------------------------
 @pytest.mark.engines("moto")
 def test_an_unchanged_list_holding_one_equal_copy_stays_as_stored(db: TestBackend) -> None:
