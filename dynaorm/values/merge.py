@@ -37,9 +37,9 @@ Path = tuple[str, ...]
 MAX_MEMBER_PATHS = 16
 #: a list's place in a value: its attribute, then a member's name, place or key at each level
 Where = tuple[Any, ...]
-#: per list of ``new`` (by its place): for each member, the list and place it was read at
-#: (``None``: a new member)
-Origins = Mapping[Where, list[tuple[Where, int] | None]]
+#: per list of ``new`` (by its place): for each member, where it was read (its list's
+#: place, then its own; ``None``: a new member)
+Origins = Mapping[Where, list[Where | None]]
 _NONE: Mapping[Any, Any] = {}
 #: a member's stored and old forms (``None``: a new one)
 _Read = tuple[AttributeValue, AttributeValue] | None
@@ -79,20 +79,18 @@ def merge_items(stored: Item, old: Item, new: Item,
     model whose members are the attributes)."""
     paths: list[tuple[Path, AttributeValue | None]] = []
     moved = {w[:n] for w, o in origins.items() for i, at in enumerate(o)
-             if at not in (None, (w, i)) for n in range(1, len(w) + 1)}
+             if at not in (None, (*w, i)) for n in range(1, len(w) + 1)}
     item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
     many = Counter(p[0] for p, _ in paths)
     merged = Merged({}, [], [], item)
     for path, av in paths:
         name = path[0]
-        if "" in path[1:] or many[name] > MAX_MEMBER_PATHS:
-            merged.set[name] = item[name]  # (many members, or one no path names: "")
-        elif path[1:]:
+        if path[1:] and "" not in path and many[name] <= MAX_MEMBER_PATHS:
             merged.members.append((path, av))
-        elif av is None:
-            merged.remove.append(name)
+        elif name in item:  # (whole: many members, or one no path names, "")
+            merged.set[name] = item[name]
         else:
-            merged.set[name] = av
+            merged.remove.append(name)
     for name in drop:
         if name in item and name not in new and name not in old:
             del item[name]
@@ -140,21 +138,17 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     return out
 
 
-def _member_at(whole: _Whole, where: Where, at: int) -> _Read:
-    """The stored and old forms of member ``at`` of the list at ``where`` (``None``: not
-    a list in both, as long)."""
-    found = _lists(*(_inside({"M": item}, where) for item in whole[:2]))
-    return found and (found[0][at], found[1][at])
-
-
-def _inside(av: Any, where: Where) -> Any:
-    """The value at ``where`` in ``av`` (``None``: none)."""
-    for step in where:
-        try:
-            av = av["L" if type(step) is int else "M"][step]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return av
+def _read(whole: _Whole, at: Where) -> _Read:
+    """The stored and old forms of the member at ``at`` (``None``: not in both)."""
+    found = []
+    for av in ({"M": item} for item in whole[:2]):
+        for step in at:
+            try:
+                av = av["L" if type(step) is int else "M"][step]
+            except (KeyError, IndexError, TypeError):
+                return None
+        found.append(av)
+    return found[0], found[1]
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
@@ -165,7 +159,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     where it did not change, and merged with it where it did (no path names a list's
     member); a new member, and anything else, is ``new``'s."""
     now = new["L"]
-    read = [at and _member_at(whole, *at) for at in whole[2].get(where, ())]
+    read = [at and _read(whole, at) for at in whole[2].get(where, ())]
     if len(read) != len(now):
         found = _lists(stored, old)
         if found is None:

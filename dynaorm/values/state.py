@@ -340,10 +340,10 @@ class InstanceState:
         if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
             old, new = {**old, **extra}, {**new, **extra}
         known = self.members or {}
-        places: dict[int, list[tuple[Where, int] | None]] = {}
+        places: dict[int, list[Where | None]] = {}
         for where, loaded in known.items():
             for at, member in enumerate(loaded):
-                places.setdefault(id(member), []).append((where, at))
+                places.setdefault(id(member), []).append((*where, at))
         return merge_items(stored, old, new, _left_behind(spec), {
             where: [(places.get(id(m)) or [None]).pop(0) for m in now]
             for where, now in (spec.members_of(values) or {}).items()
