@@ -180,8 +180,8 @@ def _by_value(was: list[AttributeValue], before: list[AttributeValue],
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
-        at = n if n < len(before) and free[n] and before[n] == av else next(
-            (i for i, b in enumerate(before) if free[i] and b == av), None)
+        at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
+                   and before[i] == av), None)
         if at is not None:
             free[at] = False
         origin.append(at)

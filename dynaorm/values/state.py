@@ -179,10 +179,6 @@ _last_page: tuple[LoadedPage, list[Item]] | None = None
 _REALIZING: Final = threading.Lock()
 
 
-#: the slots a state's subclass adds, by class (see :meth:`InstanceState.revised`)
-_SLOTS: dict[type[Any], tuple[str, ...]] = cache("state.slots")
-
-
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -314,17 +310,12 @@ class InstanceState:
 
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
-        cls = type(self)
-        names = _SLOTS.get(cls)
-        if names is None:  # (a subclass's own slots: Written's values, MovedState's history)
-            names = _SLOTS[cls] = tuple(n for c in cls.__mro__[:cls.__mro__.index(
-                InstanceState)] for n in getattr(c, "__slots__", ()))
-        new = object.__new__(cls)
-        for name in names:
-            setattr(new, name, getattr(self, name))
-        new._key, new._data, new._shape = self.key, {**self.item, **attrs}, None
-        new._rendered = None
-        new.version, new.members = self.version, self.members
+        new = object.__new__(type(self))  # (with a subclass's own slots: Written's values,
+        for c in type(self).__mro__:  # MovedState's history)
+            for name in getattr(c, "__slots__", ()):
+                setattr(new, name, getattr(self, name))
+        new._key, new._data = self.key, {**self.item, **attrs}
+        new._shape = new._rendered = None
         return new
 
     def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
