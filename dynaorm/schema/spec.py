@@ -190,18 +190,17 @@ class EntitySpec:
         return self.renames.get(name, name)
 
     @functools.cached_property
-    def member_lists(self) -> tuple[tuple[str, str], ...]:
-        """The stored fields that may hold lists of nested models at any depth, (name,
-        attribute): a loaded object's state knows those members by identity
-        (:meth:`members_of`), so each keeps what it was read with wherever it moves
-        (:mod:`dynaorm.values.merge`)."""
-        return tuple((n, self.attr(n)) for n, node in self.trees.items() if node.holds_lists)
+    def member_lists(self) -> tuple[str, ...]:
+        """The fields that may hold lists of nested models at any depth: a loaded object's
+        state knows those members by identity (:meth:`members_of`), so each keeps what it
+        was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
+        return tuple(n for n, node in self.trees.items() if node.holds_lists)
 
     def members_of(self, values: Mapping[str, Any]) -> dict[Any, tuple[Any, ...]] | None:
         """The members of ``values``' lists of nested models, by path from the attribute
         (``None``: none), as an object's state keeps them."""
-        return {p: tuple(v) for n, a in self.member_lists
-                for p, v in lists_in(self.trees[n], values.get(n), (a,))} or None
+        return {p: tuple(v) for n in self.member_lists
+                for p, v in lists_in(self.trees[n], values.get(n), (self.attr(n),))} or None
 
     @functools.cached_property
     def item_tree(self) -> Node:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item
-from dynaorm.values.tree import Node, nested
+from dynaorm.values.tree import Node, Where, nested
 
 __all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "Where", "merge_items"]
 
@@ -35,8 +35,6 @@ Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: a list's place in a value: its attribute, then a member's name, place or key at each level
-Where = tuple[Any, ...]
 #: per list of ``new`` (by its place): for each member, where it was read (its list's
 #: place, then its own; ``None``: a new member)
 Origins = Mapping[Where, list[Where | None]]
@@ -161,22 +159,22 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     now = new["L"]
     read = [at and _read(whole, at) for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        found = _lists(stored, old)
-        if found is None:
-            return new
-        read = _by_value(*found, now)
+        read = _by_value(stored, old, now)
     return {"L": [av if at is None else at[0] if at[1] == av and (
         *where, n) not in whole[3] else {"M": _merge_map(
         at[0]["M"], at[1]["M"], av["M"], (), [], node, (*where, n), whole)} if _maps(
         *at, av) else av for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
-def _by_value(was: list[AttributeValue], before: list[AttributeValue],
+def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
               now: list[AttributeValue]) -> list[_Read]:
     """Where each member of ``now`` was read (its stored form in ``was``, its old one in
     ``before``) when nothing says (a state that does not know its members): an unchanged
     one, its own place first, else wherever it moved; a changed one, its own place if no
-    unchanged one took it."""
+    unchanged one took it (none: ``stored`` and ``old`` not lists as long)."""
+    was, before = (stored or {}).get("L"), (old or {}).get("L")
+    if type(was) is not list or type(before) is not list or len(was) != len(before):
+        return [None] * len(now)
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
@@ -190,11 +188,3 @@ def _by_value(was: list[AttributeValue], before: list[AttributeValue],
             free[n] = False
             origin[n] = n
     return [None if at is None else (was[at], before[at]) for at in origin]
-
-
-def _lists(stored: AttributeValue | None, old: AttributeValue | None
-           ) -> tuple[list[AttributeValue], list[AttributeValue]] | None:
-    """The members of ``stored`` and ``old``, both lists as long (else ``None``)."""
-    was, before = (stored or {}).get("L"), (old or {}).get("L")
-    return (was, before) if type(was) is list and type(before) is list and len(
-        was) == len(before) else None

@@ -40,13 +40,15 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
-__all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
+__all__ = ["FirstTaking", "Node", "StoredMembers", "Where", "check_hidden", "compile_tree",
+           "field_kind", "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
            dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
+#: a place in a value: its attribute, then a member's name, place or key at each level
+Where = tuple[Any, ...]
 
 
 @dataclass(eq=False)
@@ -201,8 +203,7 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     return (node, listed) if node.shape == "model" else (None, False)
 
 
-def lists_in(node: Node, value: Any, path: tuple[Any, ...]
-             ) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
+def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, list[Any]]]:
     """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
     model's member by name, a list's by place, a mapping's by key (a loaded object's
     state knows their members: :mod:`dynaorm.values.merge`)."""

@@ -309,7 +309,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         touched = frozenset(map(_head, self._actions))
         if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or (
                 self._loaded is not None and any(self._actions.get(n, ("",))[0] == "set"
-                                                 for n, _ in spec.member_lists)):
+                                                 for n in spec.member_lists)):
             return True  # (the rows a rule adds, another writer's lock: the values read; a
             # loaded object's lists set whole: its members merged, each with its own)
         if any(m not in ("set", "set_default", "remove") and (
