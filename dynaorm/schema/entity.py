@@ -230,7 +230,7 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = spec.stored_key(item)
-    members = spec.members_of(obj.__dict__) if spec.member_lists else None
+    members = spec.members_of(obj.__dict__) if spec.item_tree.holds_lists else None
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version, members))
     return obj
@@ -280,7 +280,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     fields, lists = {}, {}  # (one loop, no call of its own: on every read's path)
     for name, (cls, spec) in types.items():
         fields[name] = spec.field_names
-        if spec.member_lists:
+        if spec.item_tree.holds_lists:
             lists[cls] = spec
     refused = False
     admits, only, holds = None, None, None  # (unscoped: no call made for them)

@@ -189,18 +189,12 @@ class EntitySpec:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
 
-    @functools.cached_property
-    def member_lists(self) -> tuple[str, ...]:
-        """The fields that may hold lists of nested models at any depth: a loaded object's
-        state knows those members by identity (:meth:`members_of`), so each keeps what it
-        was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
-        return tuple(n for n, node in self.trees.items() if node.holds_lists)
-
     def members_of(self, values: Mapping[str, Any]) -> dict[Any, tuple[Any, ...]] | None:
-        """The members of ``values``' lists of nested models, by path from the attribute
-        (``None``: none), as an object's state keeps them."""
-        return {p: tuple(v) for n in self.member_lists
-                for p, v in lists_in(self.trees[n], values.get(n), (self.attr(n),))} or None
+        """The members of ``values``' lists of nested models at any depth, by their place
+        (``None``: none), as an object's state keeps them by identity, so each keeps what
+        it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
+        return {p: tuple(v) for n, t in self.trees.items() if t.holds_lists
+                for p, v in lists_in(t, values.get(n), (self.attr(n),))} or None
 
     @functools.cached_property
     def item_tree(self) -> Node:

@@ -110,29 +110,32 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     model = node and nested(node)[0]
     for name, av in new.items():
         alias = model.aliases.get(name, name) if model else name
-        inner = model.child(f".{name}") if model else None
         key = alias if alias in stored else name
-        before = old.get(name)
-        was = stored.get(key)
-        if before == av and (*where, name) not in whole[3]:
-            if was is not None:
-                out[key] = was
-            continue  # (a member the stored map lacks stays absent: NULL in both; alike,
-            # each known member of its lists in its place: as stored, moved: written)
-        at = (*path, key)
-        if was is not None and before is not None and _maps(was, before, av):
-            out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner,
-                                        (*where, name), whole)}
-            continue
-        out[key] = _merged(was, before, av, inner, (*where, name), whole) if "L" in av else av
-        paths.append((at, out[key]))
+        found = _member(stored.get(key), old.get(name), av, (*path, key), paths,
+                        model.child(f".{name}") if model else None, (*where, name), whole)
+        if found is not None:  # (a member the stored map lacks stays absent: NULL in both)
+            out[key] = found
     for name, av in stored.items():
-        if name in out:
-            continue
         if name in old and name not in new:
             paths.append(((*path, name), None))  # removed by the change
-        else:
+        elif name not in out:
             out[name] = av  # a member no model declares (or one left as stored)
+    return out
+
+
+def _member(was: AttributeValue | None, before: AttributeValue | None, av: AttributeValue,
+            at: Path, paths: list[tuple[Path, AttributeValue | None]], node: Node | None,
+            where: Where, whole: _Whole) -> AttributeValue | None:
+    """One member merged (``was`` as stored, ``before`` as old, ``av`` as new, at path
+    ``at`` and place ``where``): alike, each known member of its lists in its place, as
+    stored; a map in all three, merged by member; else ``av`` (a list: :func:`_merged`),
+    written by its path."""
+    if before == av and where not in whole[3]:
+        return was
+    if was is not None and before is not None and _maps(was, before, av):
+        return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
+    out = _merged(was, before, av, node, where, whole) if "L" in av else av
+    paths.append((at, out))
     return out
 
 
@@ -160,10 +163,9 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     read = [at and _read(whole, at) for at in whole[2].get(where, ())]
     if len(read) != len(now):
         read = _by_value(stored, old, now)
-    return {"L": [av if at is None else at[0] if at[1] == av and (
-        *where, n) not in whole[3] else {"M": _merge_map(
-        at[0]["M"], at[1]["M"], av["M"], (), [], node, (*where, n), whole)} if _maps(
-        *at, av) else av for n, (av, at) in enumerate(zip(now, read, strict=True))]}
+    return {"L": [av if at is None else _member(at[0], at[1], av, (), [], node, (*where, n),
+                                                whole) or av
+                  for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
 def _by_value(stored: AttributeValue | None, old: AttributeValue | None,

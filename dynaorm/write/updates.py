@@ -308,8 +308,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec = self._spec
         touched = frozenset(map(_head, self._actions))
         if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or (
-                self._loaded is not None and any(self._actions.get(n, ("",))[0] == "set"
-                                                 for n in spec.member_lists)):
+                self._loaded is not None and any(self._actions.get(n, "-")[0] == "set"
+                                                 and t.holds_lists for n, t in spec.trees.items())):
             return True  # (the rows a rule adds, another writer's lock: the values read; a
             # loaded object's lists set whole: its members merged, each with its own)
         if any(m not in ("set", "set_default", "remove") and (

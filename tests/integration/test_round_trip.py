@@ -673,7 +673,7 @@ class Shelved(Entity):
 @pytest.mark.engines("moto")
 def test_a_member_moved_to_another_list_keeps_its_own_attributes(db: TestBackend) -> None:
     """Another writer's line moved from ``lines`` to ``spare`` keeps its serial (the
-    member "keeps what it was read with wherever it moves", spec.member_lists: the state
+    member "keeps what it was read with wherever it moves", spec.members_of: the state
     knows each member by identity, whichever list it was read in)."""
     key = _raw_key("SH#1", "SH")
     put_raw({**key, "_type": {"S": "Shelved"}, "oid": {"S": "1"},
