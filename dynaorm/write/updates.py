@@ -303,21 +303,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     # -- planning (pure) ---------------------------------------------------------------
     @property
-    def _sets(self) -> frozenset[str]:
-        """The lists of nested models (attributes) an update of a loaded object sets
-        whole: it plans as a save, each of their members the loaded object's own, merged
-        with what it was read as."""
-        trees = self._spec.trees
-        return frozenset() if self._loaded is None else frozenset(
-            self._spec.attr(n) for n, (m, _) in self._actions.items()
-            if m == "set" and n in trees and trees[n].holds_lists)
-
-    @property
     def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
         touched = frozenset(map(_head, self._actions))
-        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or self._sets:
+        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or (
+                self._loaded is not None and any(self._actions.get(n, "-")[0] == "set"
+                                                 and t.holds_lists for n, t in spec.trees.items())):
             return True  # (the rows a rule adds, another writer's lock: the values read; a
             # loaded object's lists set whole: its members merged, each with its own)
         if any(m not in ("set", "set_default", "remove") and (
@@ -563,10 +555,16 @@ class StagedUpdate(StagedWrite, Generic[T]):
             values = self._apply(dict(self._key_fields))
         else:
             read = cls._from_item(state.item, spec)
+            if read == self._loaded:  # (the loaded object, as read: its own members kept)
+                read = self._loaded
             values = {**self._apply(dict(read.__dict__)),
                       **dict(spec.rules.pin(state.version or 0))}  # (its version)
-            if state.members:
-                state = self._members(state, read)
+            if state.members:  # the members planned on are those read (a list a path
+                # changes: its plain form validated again, left to the merge by value)
+                paths = {_head(n) for n in self._actions if n != _head(n)}
+                state = state.revised({})
+                state.members = spec.members_of({n: v for n, v in read.__dict__.items()
+                                                 if n not in paths})
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:
@@ -575,17 +573,6 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 f"refuses; nothing was sent: {exc}") from exc
         obj._dynaorm_state = state
         return obj
-
-    def _members(self, state: InstanceState, read: Any) -> InstanceState:
-        """``state`` knowing the members planned on: those ``read``, but the loaded
-        object's in a list the update sets whole (a list a path changes: its plain form
-        validated again, left to the merge by value)."""
-        paths, sets = {_head(n) for n in self._actions if n != _head(n)}, self._sets
-        new = state.revised({})
-        new.members = (self._spec.members_of({n: v for n, v in read.__dict__.items()
-                                              if n not in paths}) or {}) | {
-            w: ms for w, ms in (state.members or {}).items() if w[0] in sets}
-        return new
 
     def _renders(self, state: InstanceState | None) -> tuple[Mapping[str, Any], ...]:
         """Planned as a save: the values it saves, and those stored."""
