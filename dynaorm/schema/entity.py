@@ -281,7 +281,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     for name, (cls, spec) in types.items():
         fields[name] = spec.field_names
         if spec.item_tree.holds_lists:
-            lists[cls] = spec
+            lists[cls] = spec.members_of
     refused = False
     admits, only, holds = None, None, None  # (unscoped: no call made for them)
     if admit is not None or hold is not None:
@@ -315,8 +315,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
             # (InstanceState.on_page) when first asked for (raw_state)
             slots: Iterable[tuple[Any, ...]] = zip(repeat(page), places)
             if lists:  # (and the members of its lists of nested models: see InstanceState)
-                slots = [(page, at, None if (spec := lists.get(type(o))) is None else
-                          spec.members_of(o.__dict__))
+                slots = [(page, at, (members := lists.get(type(o))) and members(o.__dict__))
                          for o, at in zip(objs, places, strict=False)]
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"), slots), maxlen=0)
             if "Items" in answer:

@@ -174,9 +174,9 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
     ``before``) when nothing says (a state that does not know its members): an unchanged
     one, its own place first, else wherever it moved; a changed one, its own place if no
     unchanged one took it (none: ``stored`` and ``old`` not lists as long)."""
-    was, before = (stored or {}).get("L"), (old or {}).get("L")
-    if type(was) is not list or type(before) is not list or len(was) != len(before):
-        return [None] * len(now)
+    was, before = (stored or {}).get("L") or [], (old or {}).get("L") or []
+    if len(was) != len(before):
+        was = before = []
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
