@@ -71,6 +71,11 @@ class Node:
         return next((k for k in self.kinds if isinstance(k, Kind)), None)
 
     @functools.cached_property
+    def holds_models(self) -> bool:
+        """Whether its values may hold a model or a record (a dataclass...), at any depth."""
+        return any(n.shape in ("model", "record") for _, n in _nodes(self))
+
+    @functools.cached_property
     def holds_lists(self) -> bool:
         """Whether its values may hold a list of nested models, at any depth."""
         return any(nested(n)[1] for _, n in _nodes(self, walked=True))
