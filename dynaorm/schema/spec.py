@@ -189,7 +189,7 @@ class EntitySpec:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
 
-    def members_of(self, values: Mapping[str, Any]) -> dict[Any, tuple[Any, ...]] | None:
+    def members_of(self, values: Mapping[str, Any]) -> dict[Any, Any] | None:
         """The members of ``values``' lists of nested models at any depth, by their place
         (``None``: none), as an object's state keeps them by identity, so each keeps what
         it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""

@@ -89,9 +89,8 @@ def merge_items(stored: Item, old: Item, new: Item,
             merged.set[name] = item[name]
         else:
             merged.remove.append(name)
-    for name in drop:
-        if name in item and name not in new and name not in old:
-            del item[name]
+    for name in drop - new.keys() - old.keys():
+        item.pop(name, None)
     return merged
 
 
@@ -187,6 +186,5 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
         origin.append(at)
     for n, at in enumerate(origin):
         if at is None and n < len(before) and free[n]:
-            free[n] = False
             origin[n] = n
     return [None if at is None else (was[at], before[at]) for at in origin]

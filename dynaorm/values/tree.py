@@ -208,7 +208,7 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     return (node, listed) if node.shape == "model" else (None, False)
 
 
-def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, list[Any]]]:
+def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]:
     """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
     model's member by name, a list's by place, a mapping's by key (a loaded object's
     state knows their members: :mod:`dynaorm.values.merge`)."""
