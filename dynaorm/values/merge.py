@@ -39,6 +39,8 @@ MAX_MEMBER_PATHS = 16
 #: place, then its own; ``None``: a new member)
 Origins = Mapping[Where, list[Where | None]]
 _NONE: Mapping[Any, Any] = {}
+#: member paths and what each writes (``None``: removes)
+_Paths = list[tuple[Path, AttributeValue | None]]
 #: a member's stored and old forms (``None``: a new one)
 _Read = tuple[AttributeValue, AttributeValue] | None
 #: the whole stored and old items, the origins, and the places of lists whose members
@@ -54,7 +56,7 @@ class Merged:
 
     set: Item
     remove: list[str]
-    members: list[tuple[Path, AttributeValue | None]]
+    members: _Paths
     item: Item
 
     @property
@@ -75,7 +77,7 @@ def merge_items(stored: Item, old: Item, new: Item,
     ``origins`` says where each member of a list was read (else: an unchanged member
     wherever it moved, a changed one at its place); ``node``: the item's value tree (a
     model whose members are the attributes)."""
-    paths: list[tuple[Path, AttributeValue | None]] = []
+    paths: _Paths = []
     moved = {w[:n] for w, o in origins.items() for i, at in enumerate(o)
              if at not in (None, (*w, i)) for n in range(1, len(w) + 1)}
     item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
@@ -100,7 +102,7 @@ def _maps(*avs: AttributeValue) -> bool:
 
 
 def _merge_map(stored: Item, old: Item, new: Item, path: Path,
-               paths: list[tuple[Path, AttributeValue | None]], node: Node | None,
+               paths: _Paths, node: Node | None,
                where: Where, whole: _Whole) -> Item:
     """The members of a stored map (at ``where`` in ``new``) merged (see
     :func:`merge_items`), each write of a member appended to ``paths``; a member the
@@ -123,7 +125,7 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
 
 
 def _member(was: AttributeValue | None, before: AttributeValue | None, av: AttributeValue,
-            at: Path, paths: list[tuple[Path, AttributeValue | None]], node: Node | None,
+            at: Path, paths: _Paths, node: Node | None,
             where: Where, whole: _Whole) -> AttributeValue | None:
     """One member merged (``was`` as stored, ``before`` as old, ``av`` as new, at path
     ``at`` and place ``where``): alike, each known member of its lists in its place, as

@@ -337,7 +337,7 @@ class InstanceState:
         return merge_items(stored, old, new, _left_behind(spec), {
             where: [(places.get(id(m)) or [None]).pop(0) for m in now]
             for where, now in (spec.members_of(values) or {}).items()
-            if where in known}, spec.item_tree)
+            if where in known} if known else {}, spec.item_tree)
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None
