@@ -21,8 +21,7 @@ what the next use costs. Caches kept:
   ``updates.model_rules``: per entity class, whether an update touches its rules;
 - ``receipts.factories``, ``receipts.fields``, ``receipts.pinned``: per entity (or staged
   write) class, what a keyed commit's digest leaves out or walks; ``receipts.conditions``:
-  a receipt's condition text per key and expiry attribute; ``state.slots``: the slots a
-  loaded state's subclass adds.
+  a receipt's condition text per key and expiry attribute.
 
 A leaf module: it imports nothing of dynaorm.
 """

@@ -230,7 +230,7 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = spec.stored_key(item)
-    members = spec.members_of(obj.__dict__) if spec.member_lists else None
+    members = spec.members_of(obj.__dict__) if spec.item_tree.holds_lists else None
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version, members))
     return obj
@@ -280,8 +280,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
     fields, lists = {}, {}  # (one loop, no call of its own: on every read's path)
     for name, (cls, spec) in types.items():
         fields[name] = spec.field_names
-        if spec.member_lists:
-            lists[cls] = spec
+        if spec.item_tree.holds_lists:
+            lists[cls] = spec.members_of
     refused = False
     admits, only, holds = None, None, None  # (unscoped: no call made for them)
     if admit is not None or hold is not None:
@@ -315,8 +315,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]],
             # (InstanceState.on_page) when first asked for (raw_state)
             slots: Iterable[tuple[Any, ...]] = zip(repeat(page), places)
             if lists:  # (and the members of its lists of nested models: see InstanceState)
-                slots = [(page, at, None if (spec := lists.get(type(o))) is None else
-                          spec.members_of(o.__dict__))
+                slots = [(page, at, (members := lists.get(type(o))) and members(o.__dict__))
                          for o, at in zip(objs, places, strict=False)]
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"), slots), maxlen=0)
             if "Items" in answer:

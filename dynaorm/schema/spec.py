@@ -54,7 +54,7 @@ from dynaorm.schema.templates import (
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import OWN_PREFIX, key_av, key_value
-from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, nested
+from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, lists_in
 from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
@@ -189,24 +189,18 @@ class EntitySpec:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
 
-    @functools.cached_property
-    def member_lists(self) -> tuple[tuple[str, str], ...]:
-        """The stored fields holding lists of nested models, (name, attribute): a loaded
-        object's state knows those members by identity (:meth:`members_of`), so each
-        keeps what it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
-        return tuple((n, self.attr(n)) for n, node in self.trees.items() if nested(node)[1])
-
-    def members_of(self, values: Mapping[str, Any]) -> dict[str, tuple[Any, ...]] | None:
-        """The members of ``values``' lists of nested models, by attribute (``None``:
-        none), as an object's state keeps them."""
-        return {a: tuple(v) for n, a in self.member_lists
-                if type(v := values.get(n)) is list} or None
+    def members_of(self, values: Mapping[str, Any]) -> dict[Any, Any] | None:
+        """The members of ``values``' lists of nested models at any depth, by their place
+        (``None``: none), as an object's state keeps them by identity, so each keeps what
+        it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
+        return {p: tuple(v) for n, t in self.trees.items() if t.holds_lists
+                for p, v in lists_in(t, values.get(n), (self.attr(n),))} or None
 
     @functools.cached_property
-    def attr_trees(self) -> Mapping[str, Node]:
-        """The fields' value trees by stored attribute name (what a save's merge walks:
-        :mod:`dynaorm.values.merge`)."""
-        return {self.attr(n): node for n, node in self.trees.items()}
+    def item_tree(self) -> Node:
+        """A stored item's value tree: a model of the fields' trees by stored attribute
+        name (what a save's merge walks: :mod:`dynaorm.values.merge`)."""
+        return Node("model", children=[(f".{self.attr(n)}", t) for n, t in self.trees.items()])
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""

@@ -13,33 +13,39 @@ every other member is left as stored. Anything else that changed is written whol
 change and the members its nested model does not declare where it did (contract 24,
 "round trip without loss"): each member of ``new`` is merged with the stored member it was
 read from (``origins``: the loaded object's own members, by identity, whichever list
-they were read in), never a neighbour's.
+they were read in, at any depth), never a neighbour's.
 A member stored under the alias its nested model reads it by is written there (the
 attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item
-from dynaorm.values.tree import Node, nested
+from dynaorm.values.tree import Node, Where, nested
 
-__all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "merge_items"]
+__all__ = ["MAX_MEMBER_PATHS", "Merged", "Origins", "Path", "Where", "merge_items"]
 
 #: a member's document path: the attribute's name, then each map key (never split on dots)
 Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: per list attribute: for each member of ``new``, the stored list and place it was read
-#: at (``None``: a new member)
-Origins = Mapping[str, list[tuple[str, int] | None]]
-_NONE: Mapping[str, Any] = {}
+#: per list of ``new`` (by its place): for each member, where it was read (its list's
+#: place, then its own; ``None``: a new member)
+Origins = Mapping[Where, list[Where | None]]
+_NONE: Mapping[Any, Any] = {}
+#: member paths and what each writes (``None``: removes)
+_Paths = list[tuple[Path, AttributeValue | None]]
 #: a member's stored and old forms (``None``: a new one)
 _Read = tuple[AttributeValue, AttributeValue] | None
+#: the whole stored and old items, the origins, and the places of lists whose members
+#: moved, and of what holds them (what a merge at any depth reads)
+_Whole = tuple[Item, Item, Origins, set[Where]]
 
 
 @dataclass(slots=True)
@@ -50,7 +56,7 @@ class Merged:
 
     set: Item
     remove: list[str]
-    members: list[tuple[Path, AttributeValue | None]]
+    members: _Paths
     item: Item
 
     @property
@@ -61,49 +67,33 @@ class Merged:
 
 def merge_items(stored: Item, old: Item, new: Item,
                 drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE,
-                nodes: Mapping[str, Node] = _NONE) -> Merged:
-    """The merge of ``new`` into ``stored`` given ``old`` (see the module). An attribute
-    only ``stored`` holds (another writer's, a ``NULL`` dynaorm would leave out) is kept
-    in :attr:`Merged.item`, unless in ``drop`` (attributes the write leaves behind: a put
-    writes the item without them). ``origins`` says where each member of a list attribute
-    was read (else: an unchanged member wherever it moved, a changed one at its place);
-    ``nodes``: the attributes' value trees (by attribute)."""
-    item = dict(stored)  # (untouched attributes as stored: only changes are looked at)
-    to_set: Item = {}
-    members: list[tuple[Path, AttributeValue | None]] = []
-    for name, av in new.items():
-        before = old.get(name)
-        origin = origins.get(name) or []
-        if before == av and all(at in (None, (name, i)) for i, at in enumerate(origin)):
-            continue  # (alike, each known member in its place: as stored; moved: written)
-        was = stored.get(name)
-        inner = nodes.get(name)
-        if "M" in av and was is not None and before is not None and _maps(was, before, av):
-            paths: list[tuple[Path, AttributeValue | None]] = []
-            item[name] = {"M": _merge_map(was["M"], before["M"], av["M"], (name,), paths,
-                                          inner)}
-            if len(paths) > MAX_MEMBER_PATHS or any("" in path for path, _ in paths):
-                to_set[name] = item[name]  # (many members, or one no path names: "")
-            else:
-                members += paths
-            continue
-        item[name] = to_set[name] = _merged(was, before, av, inner, [
-            at and _member_at(stored, old, *at) for at in origin]) if "L" in av else av
-    return Merged(to_set, _left_out(item, old, new, drop), members, item)
-
-
-def _left_out(item: Item, old: Item, new: Item, drop: frozenset[str] | set[str]) -> list[str]:
-    """The attributes ``old`` held and ``new`` does not (what an update removes), taken
-    out of ``item`` with those of ``drop`` neither holds."""
-    remove = []
-    if not old.keys() <= new.keys():
-        remove = [name for name in old if name not in new and name in item]
-        for name in remove:
-            del item[name]
-    for name in drop:
-        if name in item and name not in new and name not in old:
-            del item[name]
-    return remove
+                node: Node | None = None) -> Merged:
+    """The merge of ``new`` into ``stored`` given ``old`` (see the module): the item a
+    map, merged as one (:func:`_merge_map`), each member path that names an attribute
+    alone set or removed whole, as is an attribute of many member paths or one no path
+    names (``""``). An attribute only ``stored`` holds (another writer's, a ``NULL``
+    dynaorm would leave out) is kept in :attr:`Merged.item`, unless in ``drop``
+    (attributes the write leaves behind: a put writes the item without them).
+    ``origins`` says where each member of a list was read (else: an unchanged member
+    wherever it moved, a changed one at its place); ``node``: the item's value tree (a
+    model whose members are the attributes)."""
+    paths: _Paths = []
+    moved = {w[:n] for w, o in origins.items() for i, at in enumerate(o)
+             if at not in (None, (*w, i)) for n in range(1, len(w) + 1)}
+    item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
+    many = Counter(p[0] for p, _ in paths)
+    merged = Merged({}, [], [], item)
+    for path, av in paths:
+        name = path[0]
+        if path[1:] and "" not in path and many[name] <= MAX_MEMBER_PATHS:
+            merged.members.append((path, av))
+        elif name in item:  # (whole: many members, or one no path names, "")
+            merged.set[name] = item[name]
+        else:
+            merged.remove.append(name)
+    for name in drop - new.keys() - old.keys():
+        item.pop(name, None)
+    return merged
 
 
 def _maps(*avs: AttributeValue) -> bool:
@@ -112,87 +102,91 @@ def _maps(*avs: AttributeValue) -> bool:
 
 
 def _merge_map(stored: Item, old: Item, new: Item, path: Path,
-               paths: list[tuple[Path, AttributeValue | None]], node: Node | None) -> Item:
-    """The members of a stored map merged (see :func:`merge_items`), each write of a
-    member appended to ``paths``; a member the stored map holds under its alias is
-    written there."""
+               paths: _Paths, node: Node | None,
+               where: Where, whole: _Whole) -> Item:
+    """The members of a stored map (at ``where`` in ``new``) merged (see
+    :func:`merge_items`), each write of a member appended to ``paths``; a member the
+    stored map holds under its alias is written there."""
     out: Item = {}
     model = node and nested(node)[0]
     for name, av in new.items():
         alias = model.aliases.get(name, name) if model else name
-        inner = model.child(f".{name}") if model else None
         key = alias if alias in stored else name
-        before = old.get(name)
-        was = stored.get(key)
-        if before == av:
-            if was is not None:
-                out[key] = was
-            continue  # (a member the stored map lacks stays absent: NULL in both)
-        at = (*path, key)
-        if was is not None and before is not None and _maps(was, before, av):
-            out[key] = {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, inner)}
-            continue
-        out[key] = _merged(was, before, av, inner, []) if "L" in av else av
-        paths.append((at, out[key]))
+        found = _member(stored.get(key), old.get(name), av, (*path, key), paths,
+                        model.child(f".{name}") if model else None, (*where, name), whole)
+        if found is not None:  # (a member the stored map lacks stays absent: NULL in both)
+            out[key] = found
     for name, av in stored.items():
-        if name in out:
-            continue
         if name in old and name not in new:
             paths.append(((*path, name), None))  # removed by the change
-        else:
+        elif name not in out:
             out[name] = av  # a member no model declares (or one left as stored)
     return out
 
 
-def _member_at(stored: Item, old: Item, attr: str, at: int) -> _Read:
-    """The stored and ``old`` forms of member ``at`` of list ``attr`` (``None``: not a
-    list in both, as long)."""
-    found = _lists(stored.get(attr), old.get(attr))
-    return found and (found[0][at], found[1][at])
+def _member(was: AttributeValue | None, before: AttributeValue | None, av: AttributeValue,
+            at: Path, paths: _Paths, node: Node | None,
+            where: Where, whole: _Whole) -> AttributeValue | None:
+    """One member merged (``was`` as stored, ``before`` as old, ``av`` as new, at path
+    ``at`` and place ``where``): alike, each known member of its lists in its place, as
+    stored; a map in all three, merged by member; else ``av`` (a list: :func:`_merged`),
+    written by its path."""
+    if before == av and where not in whole[3]:
+        return was
+    if was is not None and before is not None and _maps(was, before, av):
+        return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
+    out = _merged(was, before, av, node, where, whole) if "L" in av else av
+    paths.append((at, out))
+    return out
+
+
+def _read(whole: _Whole, at: Where) -> _Read:
+    """The stored and old forms of the member at ``at`` (``None``: not in both)."""
+    found = []
+    for av in ({"M": item} for item in whole[:2]):
+        for step in at:
+            try:
+                av = av["L" if type(step) is int else "M"][step]
+            except (KeyError, IndexError, TypeError):
+                return None
+        found.append(av)
+    return found[0], found[1]
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
-            node: Node | None, read: list[_Read]) -> AttributeValue:
-    """``new`` (a list), written whole, with what was stored that the change did not
-    touch kept: each member that ``read`` says was read from a stored map (its stored and
-    old forms; else: :func:`_by_value`, in ``stored``) as that one was stored where it
-    did not change, and merged with it where it did (no path names a list's member); a
-    new member, and anything else, is ``new``'s."""
+            node: Node | None, where: Where, whole: _Whole) -> AttributeValue:
+    """``new`` (a list, at ``where``), written whole, with what was stored that the change
+    did not touch kept: each member the origins say was read from a stored map (its
+    stored and old forms; else: :func:`_by_value`, in ``stored``) as that one was stored
+    where it did not change, and merged with it where it did (no path names a list's
+    member); a new member, and anything else, is ``new``'s."""
     now = new["L"]
+    read = [at and _read(whole, at) for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        found = _lists(stored, old)
-        if found is None:
-            return new
-        read = _by_value(*found, now)
-    return {"L": [av if at is None else at[0] if at[1] == av else {"M": _merge_map(
-        at[0]["M"], at[1]["M"], av["M"], (), [], node)} if _maps(*at, av) else av
-        for av, at in zip(now, read, strict=True)]}
+        read = _by_value(stored, old, now)
+    return {"L": [av if at is None else _member(at[0], at[1], av, (), [], node, (*where, n),
+                                                whole) or av
+                  for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
-def _by_value(was: list[AttributeValue], before: list[AttributeValue],
+def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
               now: list[AttributeValue]) -> list[_Read]:
     """Where each member of ``now`` was read (its stored form in ``was``, its old one in
     ``before``) when nothing says (a state that does not know its members): an unchanged
     one, its own place first, else wherever it moved; a changed one, its own place if no
-    unchanged one took it."""
+    unchanged one took it (none: ``stored`` and ``old`` not lists as long)."""
+    was, before = (stored or {}).get("L") or [], (old or {}).get("L") or []
+    if len(was) != len(before):
+        was = before = []
     free = [True] * len(before)
     origin: list[int | None] = []
     for n, av in enumerate(now):
-        at = n if n < len(before) and free[n] and before[n] == av else next(
-            (i for i, b in enumerate(before) if free[i] and b == av), None)
+        at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
+                   and before[i] == av), None)
         if at is not None:
             free[at] = False
         origin.append(at)
     for n, at in enumerate(origin):
         if at is None and n < len(before) and free[n]:
-            free[n] = False
             origin[n] = n
     return [None if at is None else (was[at], before[at]) for at in origin]
-
-
-def _lists(stored: AttributeValue | None, old: AttributeValue | None
-           ) -> tuple[list[AttributeValue], list[AttributeValue]] | None:
-    """The members of ``stored`` and ``old``, both lists as long (else ``None``)."""
-    was, before = (stored or {}).get("L"), (old or {}).get("L")
-    return (was, before) if type(was) is list and type(before) is list and len(
-        was) == len(before) else None

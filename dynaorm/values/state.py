@@ -30,7 +30,7 @@ from dynaorm.caches import cache
 from dynaorm.errors import ItemDecodeError
 from dynaorm.values.codec import binary_from_json, decode_number, encode_value
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, stored_as
-from dynaorm.values.merge import Merged, merge_items
+from dynaorm.values.merge import Merged, Where, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
            "declared", "decoded_numbers", "undeclared"]
@@ -85,8 +85,7 @@ def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
         return {name: decode_number(av["N"]) for name, av in item.items()
                 if "N" in av and name in fields}
     except TypeError:  # (a member that is not an attribute value: loaded() refuses the item)
-        return {name: decode_number(av["N"]) for name, av in item.items()
-                if type(av) is dict and "N" in av and name in fields}
+        return {}
 
 
 class _Numbers(str):
@@ -179,10 +178,6 @@ _last_page: tuple[LoadedPage, list[Item]] | None = None
 _REALIZING: Final = threading.Lock()
 
 
-#: the slots a state's subclass adds, by class (see :meth:`InstanceState.revised`)
-_SLOTS: dict[type[Any], tuple[str, ...]] = cache("state.slots")
-
-
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -195,14 +190,15 @@ class InstanceState:
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
-    #: the object's members of each list of nested models the item holds, in the stored
-    #: list's order (by attribute; ``None``: not known): a member moved, or another
-    #: deleted, is still known as the one read from its stored map
-    members: Mapping[str, tuple[Any, ...]] | None
+    #: the object's members of each list of nested models the item holds at any depth,
+    #: in the stored list's order (by the list's place: ``spec.members_of``; ``None``: not
+    #: known): a member moved, or another deleted, is still known as the one read from
+    #: its stored map
+    members: Mapping[Where, tuple[Any, ...]] | None
 
     def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
                  version: int | None = None, shape: _Shape | LoadedPage | None = None,
-                 members: Mapping[str, tuple[Any, ...]] | None = None) -> None:
+                 members: Mapping[Where, tuple[Any, ...]] | None = None) -> None:
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
         # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
         # shape: ``item`` is the item's place in it, see :meth:`on_page`)
@@ -217,7 +213,7 @@ class InstanceState:
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
                version: int | None = None,
-               members: Mapping[str, tuple[Any, ...]] | None = None) -> InstanceState:
+               members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
@@ -259,7 +255,7 @@ class InstanceState:
 
     @classmethod
     def on_page(cls, page: LoadedPage, at: int,
-                members: Mapping[str, tuple[Any, ...]] | None = None) -> InstanceState:
+                members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
         """The state of an object validated from item ``at`` of ``page``'s bytes (its
         table not versioned, its keys strings): what :meth:`loaded` gives for that item
         (``page.state_of(at)``), made when first needed."""
@@ -313,17 +309,12 @@ class InstanceState:
 
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
-        cls = type(self)
-        names = _SLOTS.get(cls)
-        if names is None:  # (a subclass's own slots: Written's values, MovedState's history)
-            names = _SLOTS[cls] = tuple(n for c in cls.__mro__[:cls.__mro__.index(
-                InstanceState)] for n in getattr(c, "__slots__", ()))
-        new = object.__new__(cls)
-        for name in names:
-            setattr(new, name, getattr(self, name))
-        new._key, new._data, new._shape = self.key, {**self.item, **attrs}, None
-        new._rendered = None
-        new.version, new.members = self.version, self.members
+        new = object.__new__(type(self))  # (with a subclass's own slots: Written's values,
+        for c in type(self).__mro__:  # MovedState's history)
+            for name in getattr(c, "__slots__", ()):
+                setattr(new, name, getattr(self, name))
+        new._key, new._data = self.key, {**self.item, **attrs}
+        new._shape = new._rendered = None
         return new
 
     def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
@@ -339,15 +330,14 @@ class InstanceState:
         if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
             old, new = {**old, **extra}, {**new, **extra}
         known = self.members or {}
-        places: dict[int, list[tuple[str, int] | None]] = {}
-        for attr, loaded in known.items():
+        places: dict[int, list[Where | None]] = {}
+        for where, loaded in known.items():
             for at, member in enumerate(loaded):
-                places.setdefault(id(member), []).append((attr, at))
+                places.setdefault(id(member), []).append((*where, at))
         return merge_items(stored, old, new, _left_behind(spec), {
-            attr: [(places.get(id(m)) or [None]).pop(0) for m in now]
-            for name, attr in spec.member_lists
-            if attr in known and type(now := values.get(name)) is list} if known else {},
-            spec.attr_trees)
+            where: [(places.get(id(m)) or [None]).pop(0) for m in now]
+            for where, now in (spec.members_of(values) or {}).items()
+            if where in known} if known else {}, spec.item_tree)
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None

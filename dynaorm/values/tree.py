@@ -25,6 +25,7 @@ and rule markers (``Compressed``, ``Encrypted``, ``Offloaded``, ``Vector``) of i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import sys
 import types
@@ -39,13 +40,15 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
 
-__all__ = ["FirstTaking", "Node", "StoredMembers", "check_hidden", "compile_tree", "field_kind",
-           "kind_at", "markers", "merged_kinds", "nested"]
+__all__ = ["FirstTaking", "Node", "StoredMembers", "Where", "check_hidden", "compile_tree",
+           "field_kind", "kind_at", "lists_in", "markers", "merged_kinds", "nested"]
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
            dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
+#: a place in a value: its attribute, then a member's name, place or key at each level
+Where = tuple[Any, ...]
 
 
 @dataclass(eq=False)
@@ -66,6 +69,16 @@ class Node:
     def kind(self) -> Kind | None:
         """The node's first value kind."""
         return next((k for k in self.kinds if isinstance(k, Kind)), None)
+
+    @functools.cached_property
+    def holds_models(self) -> bool:
+        """Whether its values may hold a model or a record (a dataclass...), at any depth."""
+        return any(n.shape in ("model", "record") for _, n in _nodes(self))
+
+    @functools.cached_property
+    def holds_lists(self) -> bool:
+        """Whether its values may hold a list of nested models, at any depth."""
+        return any(nested(n)[1] for _, n in _nodes(self, walked=True))
 
     @property
     def walked(self) -> list[Node]:
@@ -193,6 +206,24 @@ def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
     if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
         return nested(node.walked[0], listed or node.shape == "list")
     return (node, listed) if node.shape == "model" else (None, False)
+
+
+def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]:
+    """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
+    model's member by name, a list's by place, a mapping's by key (a loaded object's
+    state knows their members: :mod:`dynaorm.values.merge`)."""
+    while len(node.walked) == 1 and node.shape in ("union", "alias"):
+        node = node.walked[0]
+    if not node.holds_lists or value is None:
+        return
+    if node.shape == "model":
+        for step, child in node.children:
+            yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
+        return
+    if nested(node)[1]:
+        yield path, value
+    for at, member in value.items() if isinstance(value, dict) else enumerate(value):
+        yield from lists_in(node.walked[0], member, (*path, at))
 
 
 def _reached(node: Node, first: bool = True) -> Iterator[Node]:

@@ -201,7 +201,7 @@ class Written(InstanceState):
                  values: Mapping[str, Any], version: int | None = None,
                  encoded: Item | None = None) -> None:
         super().__init__(key, item, version, None,
-                         spec.members_of(values) if spec.member_lists else None)
+                         spec.members_of(values) if spec.item_tree.holds_lists else None)
         #: the item as dynaorm encodes the values written (the base of the next diff)
         self.encoded: Item = item if encoded is None else encoded
         planned = spec.unique_fields | frozenset(f for idx in spec.indexes

@@ -14,12 +14,11 @@ as the next version (:meth:`SaveEntry._rereads`). The common insert reads nothin
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # (pydantic takes typing's from Python 3.12)
 
 from dynaorm._types import Item, PlainKey
@@ -327,15 +326,6 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
 _CHECKS: dict[type[Any], tuple[TypeAdapter[Any], frozenset[str]]] = cache("save.checks")
 
 
-def _holds_models(annotation: Any) -> bool:
-    """Whether a field's values may hold a pydantic model or dataclass (which validation
-    takes as it is, however it was changed in place)."""
-    if isinstance(annotation, type) and (issubclass(annotation, BaseModel)
-                                         or dataclasses.is_dataclass(annotation)):
-        return True
-    return any(map(_holds_models, typing.get_args(annotation)))
-
-
 def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
     """What ``save`` checks before sending: every field value of ``obj`` that differs
     from ``before`` (the values it was loaded or last written with; ``None``: a new
@@ -349,7 +339,7 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
             f"{cls.__name__}Fields", {n: NotRequired[Annotated[(i.annotation, *i.metadata)]
                                                      if i.metadata else i.annotation]
                                       for n, i in cls.model_fields.items()})), frozenset(
-            n for n, i in cls.model_fields.items() if _holds_models(i.annotation))
+            n for n, t in spec_of(cls).trees.items() if t.holds_models)
     check, models = _CHECKS[cls]
     data = obj.__dict__ if before is None else {
         n: v for n, v in obj.__dict__.items() if n in models or n not in before

@@ -307,8 +307,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
         touched = frozenset(map(_head, self._actions))
-        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock:
-            return True  # (the rows a rule adds, another writer's lock: the values read)
+        if spec.rules.reads(touched) or _model_rules(self.entity) or spec.lock or (
+                self._loaded is not None and any(self._actions.get(n, "-")[0] == "set"
+                                                 and t.holds_lists for n, t in spec.trees.items())):
+            return True  # (the rows a rule adds, another writer's lock: the values read; a
+            # loaded object's lists set whole: its members merged, each with its own)
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
                     "min_length", "max_length"} & set(bounds(self.entity, n))))
@@ -552,6 +555,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
             values = self._apply(dict(self._key_fields))
         else:
             read = cls._from_item(state.item, spec)
+            if read == self._loaded:  # (the loaded object, as read: its own members kept)
+                read = self._loaded
             values = {**self._apply(dict(read.__dict__)),
                       **dict(spec.rules.pin(state.version or 0))}  # (its version)
             if state.members:  # the members planned on are those read (a list a path

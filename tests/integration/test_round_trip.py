@@ -681,7 +681,7 @@ class Shelved(Entity):
 @pytest.mark.engines("moto")
 def test_a_member_moved_to_another_list_keeps_its_own_attributes(db: TestBackend) -> None:
     """Another writer's line moved from ``lines`` to ``spare`` keeps its serial (the
-    member "keeps what it was read with wherever it moves", spec.member_lists: the state
+    member "keeps what it was read with wherever it moves", spec.members_of: the state
     knows each member by identity, whichever list it was read in)."""
     key = _raw_key("SH#1", "SH")
     put_raw({**key, "_type": {"S": "Shelved"}, "oid": {"S": "1"},
@@ -1330,6 +1330,26 @@ def test_a_versioned_update_by_key_of_a_members_path_keeps_every_members_own(
     assert _serials(after) == ["S0", "S1"] and after["L"][1]["M"]["qty"] == {"N": "5"}
 
 
+@pytest.mark.engines("moto")
+def test_an_update_of_a_loaded_object_that_reads_first_keeps_each_members_own(
+        db: TestBackend) -> None:
+    """``s.update(o)`` of an entity whose updates read first: a line appended, the stored
+    ones keep their serials; then the lines set whole to the loaded ones reversed, each
+    keeps its own (the members set are the loaded object's)."""
+    key = _kept_with_serials(db)
+    s = db.session()
+    o = s.get(Kept, oid="1")
+    assert o is not None
+    s.update(o).append(lines=[Line(sku="b", qty=1)])
+    s.commit()
+    assert _serials(_after(key)["lines"]) == ["S0", "S1", None]
+    o = s.get(Kept, oid="1")
+    assert o is not None
+    s.update(o).set(lines=o.lines[::-1])
+    s.commit()
+    assert _serials(_after(key)["lines"]) == [None, "S1", "S0"]
+
+
 # -- red team 2 of issue 88: copies, nested lists, jobs -----------------------------------------
 @pytest.mark.engines("moto")
 def test_an_unchanged_list_holding_one_equal_copy_stays_as_stored(db: TestBackend) -> None:
@@ -1406,10 +1426,6 @@ def _crate() -> dict[str, Any]:
 
 @pytest.mark.engines("moto")
 @pytest.mark.parametrize("where", ["list member", "mapping value"])
-@pytest.mark.xfail(strict=True, reason="defect: the state knows only the members of an "
-                   "entity's own lists of nested models (spec.member_lists); a list inside "
-                   "a member or a mapping's value is merged by value (merge._by_value), so "
-                   "deleting its first member moves P0's serial onto its neighbour")
 def test_a_list_inside_a_member_keeps_each_members_own_attributes_when_one_is_deleted(
         db: TestBackend, where: str) -> None:
     """A nested list (parts of a box in a list, or of a mapping's value) loses its first
@@ -1507,12 +1523,7 @@ def test_members_loaded_or_saved_in_bulk_keep_their_own_attributes(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.parametrize("how", [pytest.param("update of the object", marks=pytest.mark.xfail(
-    strict=True, reason="defect: an update of a loaded object that reads nothing first "
-    "(no lock, rule or validator: StagedUpdate._plan_ops) sets the list whole from its "
-    "members' declared values, so every member loses the attributes another writer "
-    "stored on it (S1, S2), though each is the very object loaded; a save of the same "
-    "change keeps them (InstanceState.merged)")), "update by key"])
+@pytest.mark.parametrize("how", ["update of the object", "update by key"])
 def test_an_update_setting_a_list_of_the_loaded_members_keeps_their_attributes(
         db: TestBackend, how: str) -> None:
     """``s.update(o).set(lines=o.lines[1:])``: the members set are the very ones loaded
