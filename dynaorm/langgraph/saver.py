@@ -533,6 +533,7 @@ class Saver(Runner, BaseCheckpointSaver[int]):
     def _list(self, s: Any, config: RunnableConfig | None, filter: dict[str, Any] | None = None,
               before: RunnableConfig | None = None, limit: int | None = None) -> Op:
         conf = (config or {}).get("configurable", {})
+        whole: bool | None = "thread_id" in conf or None  # (a scan: unordered)
         ns, cid, last = conf.get("checkpoint_ns"), conf.get("checkpoint_id"), (
             before and get_checkpoint_id(before))
 
@@ -543,36 +544,41 @@ class Saver(Runner, BaseCheckpointSaver[int]):
             q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]),
                         **({} if ns is None or cid else {"ns": "_" + ns})).reverse()
             if ns is not None and cid:  # (as fields, two types' prefixes widen to none)
-                q = q.begins_with(ns="_" + ns, checkpoint_id=cid)
+                q, whole = q.begins_with(ns="_" + ns, checkpoint_id=cid), False
             elif ns is not None and limit == 1 and not filter and not last:
                 # the latest: its newest row first (the checkpoint, or one of its writes,
                 # which sort after it), then, if it has writes, just its own rows
                 top = (yield partial(q.page_size(1).page, None)).items
                 if not top or type(top[0]) is self.cp:
                     return self._tuples(top, near, {}, 1)
-                cid = top[0].checkpoint_id
+                cid, whole = top[0].checkpoint_id, False
                 q = s.query(self.cp, self.w, **self._pk(conf["thread_id"])).reverse(
                     ).begins_with(ns="_" + ns, checkpoint_id=cid)
             q = q.page_size(_page_size(cid, limit))
         else:  # (unordered: read it all)
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
-        return (yield from self._pages(q, near, limit_read, filter or {}, limit))
+        return (yield from self._pages(q, near, limit_read, filter or {}, limit, whole))
 
     def _pages(self, q: Any, near: Callable[[Any], bool], limit_read: int | None,
-               filter: dict[str, Any], limit: int | None) -> Op:
+               filter: dict[str, Any], limit: int | None, whole: bool | None) -> Op:
         """:meth:`_list`'s pages of ``q`` read until ``limit_read`` checkpoints are near
-        (``None``: all), as tuples."""
+        (``None``: all), as tuples. Unless ``whole`` is ``None`` (``q`` a scan), each
+        tuple's config carries the rows read (:class:`_Seen`), to the thread's oldest when
+        ``whole`` and ``q`` read to its end."""
         found: list[Any] = []
         cursor = None
         while True:  # (newest first: a checkpoint's writes have come before it)
             page = yield partial(q.page, cursor)
             found, cursor = found + page.items, page.cursor
             if cursor is None or (limit_read and sum(map(near, found)) >= limit_read):
-                return self._tuples(found, near, filter, limit)
+                seen = _Seen(self.cp, self._pk(found[0].thread_id) if found else {},
+                             found, bool(whole) and cursor is None, {}
+                             ) if whole is not None else None
+                return self._tuples(found, near, filter, limit, seen)
 
     def _tuples(self, found: list[Any], near: Callable[[Any], bool], filter: dict[str, Any],
-                limit: int | None) -> list[CheckpointTuple]:
+                limit: int | None, seen: _Seen | None = None) -> list[CheckpointTuple]:
         writes: dict[tuple[str, str, str], list[Any]] = {}
         for r in found:
             if type(r) is self.w:
@@ -587,8 +593,16 @@ class Saver(Runner, BaseCheckpointSaver[int]):
                 continue
             ws = sorted(_whole(writes.get((r.thread_id, r.ns, r.checkpoint_id), [])),
                         key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
+            config: Any = _config(r, r.checkpoint_id)
+            data = self._load(r.data)
+            if seen is not None:  # (what a history walk of it reads: get_state_history
+                # asks one a checkpoint)
+                config = _Listed(config)
+                config.seen, config.at = seen, (r.ns, r.checkpoint_id)
+                seen.opened[r.checkpoint_id] = (frozenset(data["channel_values"]), md.get(
+                    "counters_since_delta_snapshot"))
             out.append(CheckpointTuple(
-                _config(r, r.checkpoint_id), self._load(r.data), md,
+                config, data, md,
                 r.parent and _config(r, r.parent),
                 [(w.task_id, w.channel, self._load(w.value)) for w in ws]))
         return out
@@ -750,9 +764,16 @@ class Saver(Runner, BaseCheckpointSaver[int]):
         if not channels:
             return {}
         conf = config["configurable"]
-        ns = "_" + conf.get("checkpoint_ns", "")
+        ns, cid = "_" + conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
+        seen = getattr(config, "seen", None)
+        if seen is not None and seen.cp is self.cp and seen.key == self._pk(
+                conf["thread_id"]) and config.at == (ns, cid):  # type: ignore[attr-defined]
+            walk = _Walk(self, cid, channels, ns, seen.opened)
+            walk.read([r for r in seen.rows if r.ns == ns])
+            if walk.done or seen.whole:  # (else read the thread: a list stopped short)
+                return walk.result()
         q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
-        walk = _Walk(self, get_checkpoint_id(config), channels, ns)
+        walk = _Walk(self, cid, channels, ns)
         cursor = None
         while True:
             page = yield partial(q.page_size(walk.want()).page, cursor)
@@ -848,8 +869,9 @@ class _Walk:
     what :meth:`Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Saver, target: str | None, channels: Sequence[str],
-                 ns: str) -> None:
+                 ns: str, opened: dict[str, Any] | None = None) -> None:
         self.saver, self.channels, self.ns = saver, list(channels), ns
+        self.opened = {} if opened is None else opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)
         self.started = False
@@ -899,20 +921,30 @@ class _Walk:
         next, and as deep as its metadata counts, when it counts every channel."""
         self.started, self.at = True, r.parent
         self.done = r.parent is None
-        counters = self.saver._load(r.meta).get("counters_since_delta_snapshot")
+        counters = self._open(r)[1]
         if counters and all(c in counters for c in self.channels):
             self.depth = max(counters[c][1] for c in self.channels) + 2
 
+    def _open(self, row: Any) -> tuple[frozenset[str], Any]:
+        """The channels ``row`` stores a value of, and its metadata's counters since each
+        delta snapshot: decoded once a walk (the list that read it decoded them)."""
+        if (got := self.opened.get(row.checkpoint_id)) is None:
+            got = self.opened[row.checkpoint_id] = (frozenset(self.saver._load(row.data)[
+                "channel_values"]), self.saver._load(row.meta).get(
+                "counters_since_delta_snapshot"))
+        return got
+
     def _visit(self, row: Any) -> None:
-        channels = self.saver._load(row.data)["channel_values"]
         writes = sorted(_whole(self.writes.get(row.checkpoint_id, [])),
                         key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
         for w in reversed(writes):
             if w.channel in self.remaining:
                 self.found[w.channel].append((w.task_id, w.channel, self.saver._load(w.value)))
-        for ch in [c for c in self.remaining if c in channels]:
-            self.seeds[ch] = channels[ch]
-            self.remaining.discard(ch)
+        if seeded := [c for c in self.remaining if c in self._open(row)[0]]:
+            channels = self.saver._load(row.data)["channel_values"]  # (its own objects:
+            for ch in seeded:  # a reducer may change its input in place)
+                self.seeds[ch] = channels[ch]
+                self.remaining.discard(ch)
         self.at, self.visited = row.parent, self.visited + 1
         self.done = not self.remaining or row.parent is None
 
@@ -924,6 +956,31 @@ class _Walk:
                 entry["seed"] = self.seeds[ch]
             out[ch] = entry
         return out
+
+
+@dataclass
+class _Seen:
+    """The rows a ``list`` of one thread read (newest first, from its newest or the
+    checkpoint named; ``whole``: to its oldest), and what it decoded of each checkpoint
+    (``opened``: see :meth:`_Walk._open`): a ``DeltaChannel``'s history of a checkpoint it
+    listed walks them, as the thread was when listed, with no ``Query`` of its own."""
+
+    cp: Any
+    key: dict[str, Any]
+    rows: list[Any]
+    whole: bool
+    opened: dict[str, Any]
+
+
+class _Listed(dict[str, Any]):
+    """The config of a checkpoint ``list`` returned, carrying what it read (``seen``) and
+    the checkpoint's ``(ns, checkpoint_id)`` (``at``). Copied or pickled, a plain config."""
+
+    seen: _Seen
+    at: tuple[str, str]
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self),)
 
 
 def _first_root(fence: Fence | None, cid: str | None) -> bool:
