@@ -37,6 +37,8 @@ their root steps then extend the head as a run's do, so they never fork the thre
   whose put was refused (which deletes those before it). ``delete_thread`` takes the
   lease (a new epoch) first: a run's later writes are refused.
 
+:class:`Fenced` stages those actions in a saver's commits (:class:`Fence`: a write's run).
+
 A static breakpoint (``interrupt_before``/``interrupt_after``) or a crash stops a run
 without a parking write: the thread is free once its lease lapses.
 """
@@ -51,12 +53,14 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint
 
-from dynaorm import LeaseError
+from dynaorm import ConditionFailedError, F, LeaseError, OutcomeUnknownError
+from dynaorm.langgraph.rows import Op, Rows
 
 NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
 _ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()
@@ -82,6 +86,8 @@ except ImportError:  # pragma: no cover (another LangGraph)
     _RUNTIME, CONTROLLED = "__pregel_runtime", False
 _KEPT = 4096  # (tenures a saver remembers: runs in flight, and a few done)
 _STOPS = ("__interrupt__", "__error__")
+_SLACK = 4 / 3  # (a lease is renewed this much longer, and so a third of it less often)
+
 
 
 class ThreadBusyError(LeaseError):
@@ -185,3 +191,146 @@ def idle(checkpoint: Checkpoint) -> bool:
 def stops(writes: Any) -> bool:
     """Whether a root task's writes stop its run (an interrupt, an error)."""
     return any(channel in _STOPS for channel, _ in writes)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A single-writer saver's write: the thread's key, the holder it writes as, and the
+    run's tenure (``None``: a write without a run)."""
+
+    thread: dict[str, str]
+    holder: str
+    tenure: Tenure | None
+
+
+class Fenced(Rows):
+    """A single-writer saver's writes: each commit with its action on the thread's lease
+    (see the module)."""
+
+    single_writer: bool
+    tenures: Tenures
+
+    def _fence(self, config: RunnableConfig) -> Fence | None:
+        """The run a write of ``config`` belongs to, with its tenure (``None``: the
+        saver is not single-writer)."""
+        if not self.single_writer:
+            return None
+        conf = config["configurable"]
+        thread = self._pk(conf["thread_id"])
+        found = holder_of(config)
+        if found is None:
+            return Fence(thread, f"{NONCE[0]}:once:{uuid.uuid4().hex}", None)  # (its own)
+        return Fence(thread, found[0], self.tenures.of(thread, *found, uuid.uuid4().hex))
+
+    def _guard(self, s: Any, fence: Fence | None, parks: str | None,
+               extends: tuple[str | None] | None, head: str | None
+               ) -> tuple[float | None, Any]:
+        """Stage the lease's action of a write in its commit (see the fence module). A
+        root put ``extends`` the thread's head (the root checkpoint last written; any,
+        when none is known yet) and moves it: a checkpoint whose parent is not the head is
+        refused, so a run that read the thread before another moved it on never forks it
+        (a time travel's ``fork``/``update`` is a fork meant: not checked); the head
+        already this checkpoint is a put again (its answer lost), accepted. A task's
+        writes are not: LangGraph may store them before their checkpoint. A run renews
+        its lease (``lease`` and a third more, from now) when it acquires it, or writes a
+        third of ``lease`` or more after it last renewed it: its lease lapses no sooner than
+        ``lease`` after its last write. A write that changes the lease row the run knows
+        whole puts it, on the condition of its epoch (a put costs a commit less than an
+        update); one that changes nothing checks it. Returns the time it renewed at
+        (``None``: did not) and the lease row as the commit leaves it (``None``: not known
+        whole)."""
+        if fence is None:
+            return None, None
+        t, zero = fence.tenure, timedelta(0)
+        values = {**self._stamp(), **({} if head is None else {"head": head})}
+        # the condition a put that extends the thread's head stages on the lease row
+        # (None: none): the head is the parent named (or none yet), or this very one
+        where = None if extends is None else F("head").not_exists() if extends[
+            0] is None else F("head").not_exists() | (F("head") == extends[0])
+        if where is not None and head is not None:  # (or the head is this very one: the
+            where = where | (F("head") == head)  # put again, its first answer lost)
+        if t is None:  # (a write of no run: its own, acquired and let go at once)
+            s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
+                    where=where, **fence.thread)
+            return None, None
+        now = float(self.lease_row.clock())
+        if not t.held:
+            got = s.lease(self.lease_row, holder=fence.holder, duration=zero if parks is not
+                          None else self.lease * _SLACK, epoch=t.epoch, values=values,
+                          where=where, **fence.thread)
+            return now, got if head is not None else None
+        return self._held(s, fence, t, parks, head, values, where, now)
+
+    def _held(self, s: Any, fence: Fence, t: Tenure, parks: str | None, head: str | None,
+              values: dict[str, Any], where: Any, now: float) -> tuple[float | None, Any]:
+        """:meth:`_guard`'s action of a run that holds the lease already."""
+        stays = self._stays(t, parks, head, now)
+        until = 0 if parks is not None else None if stays else int(
+            (now + self.lease.total_seconds() * _SLACK) * 1000)
+        if t.row is not None and (head is not None or until is not None):
+            row = self.lease_row.model_construct(**{**dict(t.row), **values, **(
+                {} if until is None else {"until": until})})  # (a new object: a plain put)
+            held = F("epoch") == t.epoch
+            s.save(row, overwrite=True, condition=held if where is None else held & where)
+            return (None if until is None or parks is not None else now), row
+        known = t.row or self.lease_row(**fence.thread, holder=fence.holder, epoch=t.epoch)
+        if parks is not None:
+            got = s.lease(known, release=True, values=values, where=where)
+        elif stays:
+            s.lease(known, values=values, where=where)  # (parked it stays; or renewed lately)
+            return None, t.row if head is None else None
+        else:
+            got = s.lease(known, duration=self.lease * _SLACK, values=values, where=where)
+        return (None if parks is not None else now), got if (
+            t.row is not None or head is not None) else None
+
+    def _stays(self, t: Tenure, parks: str | None, head: str | None, now: float) -> bool:
+        """Whether a write of a run holding the lease leaves it as it is (no park, no
+        renewal): parked it stays, or it renewed lately."""
+        return parks is None and ((t.parked is not None and (head is None or head <= t.parked))
+                                  or now - t.renewed < self.lease.total_seconds() * (_SLACK - 1))
+
+    def _commit(self, s: Any, fence: Fence | None, parks: str | None,
+                extends: tuple[str | None] | None = None, head: str | None = None) -> Op:
+        """``s``'s commit, with the lease's action when single-writer (``parks``: the
+        root checkpoint the write parks the lease at): refused by the lease, a
+        :class:`ThreadBusyError`; the tenure as the outcome leaves it."""
+        renewed, row = self._guard(s, fence, parks, extends, head)
+        t = fence.tenure if fence else None
+        try:
+            yield s.commit
+        except LeaseError as exc:
+            raise _busy(fence, exc) from exc
+        except OutcomeUnknownError:
+            if t:  # (maybe acquired: from now on the run holds by its epoch, or is refused)
+                t.held, t.row = True, None
+            raise
+        if t:
+            t.held, t.row = True, row
+            if renewed is not None:
+                t.renewed = renewed
+            if parks is not None:
+                t.parked = max(t.parked or "", parks)
+            elif head is not None and t.parked is not None and head > t.parked:
+                t.parked = None  # (a later checkpoint: the run goes on)
+
+
+def _first_root(fence: Fence | None, cid: str | None) -> bool:
+    """Whether writes of ``fence`` on root checkpoint ``cid`` are a run's first (they
+    acquire the thread); those of a refused put find the thread busy."""
+    t = fence.tenure if fence else None
+    first = t is not None and not t.held and cid is not None
+    if first and cid in t.refused:  # type: ignore[union-attr]
+        raise _busy(fence, ConditionFailedError(f"checkpoint {cid!r} was refused"))
+    return first
+
+
+def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:
+    """The :class:`ThreadBusyError` of a write of ``fence`` refused (``exc``)."""
+    assert fence is not None
+    busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's ({exc})",
+                           entity=exc.entity, key=exc.key, item=exc.item,
+                           failures=exc.failures)
+    busy.thread_id = fence.thread["thread_id"]
+    return busy
+

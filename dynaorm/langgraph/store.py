@@ -68,8 +68,8 @@ from dynaorm import (
     Vector,
     VectorIndex,
 )
-from dynaorm.langgraph.saver import Op as Steps
-from dynaorm.langgraph.saver import Runner, ttl_of
+from dynaorm.langgraph.rows import Op as Steps
+from dynaorm.langgraph.rows import Runner, ttl_of
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 

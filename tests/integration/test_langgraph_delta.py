@@ -7,7 +7,10 @@ repository conformance capabilities for deltas run in test_langgraph_conformance
 from __future__ import annotations
 
 import asyncio
+import copy
 import operator
+import os
+import pickle
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -172,13 +175,16 @@ STEPS = st.lists(st.tuples(
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=STEPS, forks=st.dictionaries(st.integers(1, 9), st.integers(0, 8), max_size=3),
-       ns=st.sampled_from(["", "child:1"]), use_async=st.booleans())
+       ns=st.sampled_from(["", "child:1"]), use_async=st.booleans(),
+       limit=st.none() | st.integers(1, 4), every_ns=st.booleans())
 def test_the_history_of_every_checkpoint_is_in_memory_savers(
         tb: TestBackend, steps: list[Any], forks: dict[int, int], ns: str,
-        use_async: bool) -> None:
+        use_async: bool, limit: int | None, every_ns: bool) -> None:
     """Random chains by hand (snapshots, plain seeds, none; forks; writes of several
     tasks and channels): for every checkpoint, the history of each channel is what
-    LangGraph's InMemorySaver answers."""
+    LangGraph's InMemorySaver answers, asked by the config its put returned or by the
+    one a ``list`` returned (of its namespace or every one, ``limit``-ed or not: the
+    walk then reads the rows that list read, and the thread when they stop short)."""
     forks = {i: p for i, p in forks.items() if p < i < len(steps)}
     built = [((_DeltaSnapshot([f"snap{i}"]) if v == "snapshot" else [f"plain{i}"]) if v
               else None, c, chs) for i, (v, c, chs) in enumerate(steps)]
@@ -195,6 +201,12 @@ def test_the_history_of_every_checkpoint_is_in_memory_savers(
     latest = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
     assert saver.get_delta_channel_history(config=latest, channels=["ch"]) == \
         model.get_delta_channel_history(config=latest, channels=["ch"])
+    listed = {"configurable": {"thread_id": thread, **({} if every_ns else {
+        "checkpoint_ns": ns})}}
+    for t in saver.list(listed, limit=limit):
+        assert saver.get_delta_channel_history(config=t.config, channels=["ch", "other"]
+                                               ) == model.get_delta_channel_history(
+            config=t.config, channels=["ch", "other"])
     saver.delete_thread(thread)  # (moto copies the table for every transaction: kept small)
 
 
@@ -251,3 +263,117 @@ def test_prune_of_a_chain_written_by_hand_keeps_it_back_to_its_snapshot(
     assert saver.get_delta_channel_history(config=configs[-1], channels=["ch"]) == before
     kept = [t.checkpoint["id"] for t in saver.list(_config("hand"))]
     assert kept == ["0004", "0003", "0002", "0001"]
+
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_history_walk_is_one_query_and_reads_as_in_memory_saver(
+        tb: TestBackend, use_async: bool) -> None:
+    """``get_state_history`` of a 10-turn thread (40 checkpoints, each asking its
+    DeltaChannel's history; a snapshot every 4 updates) sends one Query: each history
+    walks the rows the list read (before: a Query a checkpoint, 33, each reading back to
+    its seed), and reads InMemorySaver's values."""
+    ours, theirs = graph(Saver(agents), every=4), graph(InMemorySaver(), every=4)
+    for g in ours, theirs:
+        _turns(g, "walk", 10)
+
+    async def alist(g: Any) -> list[Any]:
+        return [s async for s in g.aget_state_history(_config("walk"))]
+    rec = Requests(agents)
+    got = asyncio.run(alist(ours)) if use_async else list(ours.get_state_history(
+        _config("walk")))
+    assert Counter(op for op, _ in rec.calls) == {"Query": 1}
+    assert [s.values for s in got] == [s.values for s in theirs.get_state_history(
+        _config("walk"))] and len(got) == 40
+
+
+@pytest.mark.engines("moto")
+def test_each_history_of_a_listed_checkpoint_is_its_own_objects(tb: TestBackend) -> None:
+    """Histories of the checkpoints one list read share its rows, not their values: a
+    seed or a write changed in place by its reader (a reducer may) leaves the next
+    history of the walk as it was."""
+    saver, model = Saver(agents), InMemorySaver()
+    steps = [(_DeltaSnapshot(["s"]), None, ["ch"]), (None, None, ["ch"]), (None, None, [])]
+    for c in saver, model:
+        _chain(c, "own", "", steps, {})
+    listed = list(saver.list(_config("own")))
+    for t in listed + listed:
+        got = saver.get_delta_channel_history(config=t.config, channels=["ch"])
+        assert got == model.get_delta_channel_history(config=t.config, channels=["ch"])
+        if "seed" in got["ch"]:
+            got["ch"]["seed"].value.append("changed")
+
+
+def _histories(saver: Any, configs: list[Any]) -> list[Any]:
+    return [saver.get_delta_channel_history(config=c, channels=["messages"])
+            for c in configs]
+
+
+@pytest.mark.engines("moto")
+def test_a_history_walk_reads_the_thread_as_its_list_read_it(tb: TestBackend) -> None:
+    """Another writer moving the thread on and deleting it while ``get_state_history`` is
+    being iterated (its list read, its snapshots not yet built): the snapshots are the
+    thread's as listed (before: their messages were lost)."""
+    ours = graph(Saver(agents), every=50)
+    _turns(ours, "moved", 3)
+    before = [s.values for s in ours.get_state_history(_config("moved"))]
+    walk = ours.get_state_history(_config("moved"))
+    first = next(walk)
+    other = graph(Saver(agents), every=50)  # (another process's saver, say)
+    _turns(other, "moved", 1, start=3)
+    other.checkpointer.delete_thread("moved")
+    assert [first.values, *(s.values for s in walk)] == before
+
+
+@pytest.mark.engines("moto")
+def test_a_listed_config_copied_pickled_or_changed_is_a_plain_config(
+        tb: TestBackend) -> None:
+    """A listed checkpoint's config carries the rows its list read; copied, deep-copied
+    or pickled it is the plain config (no rows, no table), whose history is read again;
+    one its caller changed to name another checkpoint answers for that one."""
+    saver = Saver(agents)
+    _turns(graph(saver, every=50), "plain", 2)
+    listed = list(saver.list(_config("plain")))
+    configs = [t.config for t in listed]
+    expected = _histories(saver, configs)
+    for copied in (copy.copy, copy.deepcopy, lambda c: pickle.loads(pickle.dumps(c))):
+        plain = [copied(c) for c in configs]
+        assert all(type(c) is dict for c in plain) and plain == configs
+        rec = Requests(agents)
+        assert _histories(saver, plain) == expected
+        assert Counter(op for op, _ in rec.calls) == {"Query": len(plain)}
+    changed = listed[0].config
+    changed["configurable"]["checkpoint_id"] = configs[3]["configurable"]["checkpoint_id"]
+    assert _histories(saver, [changed]) == [expected[3]]
+
+
+@pytest.mark.engines("moto")
+def test_a_history_walk_spans_event_loops_and_forks(tb: TestBackend) -> None:
+    """A list read on one event loop: the histories of its checkpoints asked on another
+    loop, and in a child process of ``os.fork()``, are those of the thread (none reads
+    the table again)."""
+    saver = Saver(agents)
+    _turns(graph(saver, every=50), "loops", 2)
+    expected = _histories(saver, [t.config for t in saver.list(_config("loops"))])
+
+    async def alist() -> list[Any]:
+        return [t async for t in saver.alist(_config("loops"))]
+    listed = asyncio.run(alist())
+
+    async def ahistories() -> list[Any]:
+        return [await saver.aget_delta_channel_history(config=t.config, channels=[
+            "messages"]) for t in listed]
+    rec = Requests(agents)
+    assert asyncio.run(ahistories()) == expected and rec.calls == []
+    read, write = os.pipe()
+    if (child := os.fork()) == 0:  # pragma: no cover (the child's)
+        try:
+            os.write(write, pickle.dumps((_histories(saver, [t.config for t in listed]),
+                                          len(rec.calls))))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as got:
+        assert pickle.loads(got.read()) == (expected, 0)
+    os.waitpid(child, 0)

@@ -1,0 +1,200 @@
+"""What a saver deletes and copies (contract 23, 24): a thread's rows read whole
+(:meth:`Pruning._thread`, by their keys alone when the tenant is forgotten), deleted by
+``delete_thread``, ``delete_for_runs`` and ``prune`` less the ancestors a kept
+checkpoint's ``DeltaChannel`` values are read from (:meth:`Pruning._needed`), and copied
+by ``copy_thread``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from functools import cache, partial
+from typing import Any
+
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+from dynaorm import (
+    ConditionFailedError,
+    ConflictError,
+    DynaormError,
+    F,
+    ForgottenError,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+)
+from dynaorm.langgraph.rows import _KEYS, _ROWS, Op, Rows
+
+
+class Pruning(Rows):
+    """A saver's deletes and copies of threads (see the module)."""
+
+    def _thread(self, s: Any, thread_id: str, deleting: bool = False) -> Op:
+        """Every row of a thread: its checkpoints, their writes, its lease. ``deleting``: of
+        a forgotten tenant's thread, whose values cannot be opened, the keys of its rows
+        (:class:`_Unread`: a delete needs no value)."""
+        try:
+            return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
+        except ForgottenError:
+            if not deleting:
+                raise
+        found = _Unread()
+        for cls in self.cp, self.w, self.lease_row:
+            keys = yield s.query(cls, **self._pk(thread_id)).keys
+            found += [cls.model_construct(**key) for key in keys]
+        return found
+
+    def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
+        """Delete the checkpoints ``doomed`` (``None``: every one ``found``) with their
+        writes; a lease left naming a deleted checkpoint as the thread's head forgets it
+        (the next run starts from what is left), unless a put moved the head since the
+        thread was read."""
+        for cls in self.cp, self.w:
+            gone = [r for r in found if type(r) is cls and (
+                doomed is None or (r.ns, r.checkpoint_id) in doomed)]
+            if self.table.offload:  # (rows holding objects: deleted as read, by commits)
+                yield from _each(s, gone, s.delete)
+                continue
+            keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
+                    for r in gone]
+            if keys:
+                yield partial(s.delete_many, cls, keys)
+        for lease in (r for r in found if type(r) is self.lease_row):
+            if doomed is not None and lease.head is not None and ("_", lease.head) in doomed:
+                s.update(self.lease_row, **self._pk(lease.thread_id)).remove("head").where(
+                    F("head") == lease.head)  # (a put since the read moved it: kept)
+                with suppress(ItemNotFoundError, ConditionFailedError):
+                    yield s.commit
+
+    def _delete_thread(self, s: Any, thread_id: str) -> Op:
+        """Every row of the thread. It takes the thread's lease first (a new epoch, its
+        own, ``lease`` long, whoever held it): a run's write that landed before is read
+        and deleted, any after is refused (its epoch is gone); then every row as read,
+        and the lease last, while still its own."""
+        mine = self.lease_row(**self._pk(thread_id), holder="delete", epoch=uuid.uuid4().hex,
+                              until=int((self.lease_row.clock() + self.lease.total_seconds())
+                                        * 1000), **self._stamp())
+        s.save(mine, overwrite=True)
+        yield s.commit
+        found = yield from self._thread(s, thread_id, deleting=True)
+        yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
+        s.delete(mine, condition=F("epoch") == mine.epoch)
+        with suppress(ItemNotFoundError, ConditionFailedError):
+            yield s.commit
+
+    def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
+        """A run's checkpoints with their writes, less those a checkpoint kept still
+        reads its ``DeltaChannel`` values from (:meth:`_needed`)."""
+        runs, hits = list(run_ids), []
+        for at in range(0, len(runs), 100):  # (DynamoDB's IN takes at most 100 values; the
+            # keys only: a forgotten tenant's runs are deleted too)
+            hits += yield s.scan(self.cp).filter(F("run_id").is_in(runs[at:at + 100])).keys
+        for thread_id in {h["thread_id"] for h in hits}:
+            doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
+                      if h["thread_id"] == thread_id}
+            found = yield from self._thread(s, thread_id, deleting=True)
+            kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
+            yield from self._drop(s, found, doomed - self._needed(found, kept))
+
+    def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+        """Every row of the thread (the whole parent chain, every namespace, each
+        checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
+        found = yield from self._thread(s, source)
+        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
+                  if type(r) is not self.lease_row]  # (the copy is a thread of its own)
+        if self.table.offload:  # (each copy uploads objects of its own)
+            yield from _each(s, copies, partial(s.save, overwrite=True))
+        elif copies:
+            yield partial(s.save_many, copies)
+
+    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
+        if strategy not in ("keep_latest", "delete"):
+            raise DynaormError(f"prune: unknown strategy {strategy!r}")
+        for thread_id in thread_ids:
+            found = yield from self._thread(s, thread_id, deleting=True)
+            latest: dict[str, str] = {}
+            for r in found:
+                if type(r) is self.cp:
+                    latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
+            kept = set() if strategy == "delete" else set(latest.items())
+            kept |= self._needed(found, kept)
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if
+                                             type(r) is self.cp} - kept)
+
+    def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their
+        ``DeltaChannel`` values from: each one's parent chain back to the nearest
+        checkpoint that stores the channel's value (its seed, whose writes count too),
+        or to the root. A channel is a ``DeltaChannel`` of a checkpoint LangGraph wrote
+        when its metadata counts it (``counters_since_delta_snapshot``); in a checkpoint
+        without those counters (written by hand), when it has a version and no value,
+        and the nearest value stored on the chain is a ``_DeltaSnapshot``, or none is
+        and the chain holds writes of it."""
+        if isinstance(found, _Unread):  # (a forgotten thread's: none can be read again)
+            return set()
+        rows = {(r.ns, r.checkpoint_id): r for r in found if type(r) is self.cp}
+        written: dict[tuple[str, str], set[str]] = {}
+        for r in found:
+            if type(r) is self.w:
+                written.setdefault((r.ns, r.checkpoint_id), set()).add(r.channel)
+        stored = cache(lambda key: self._load(rows[key].data)["channel_values"])
+        needed: set[tuple[str, str]] = set()
+        for key in kept & rows.keys():
+            needed.update(self._chain(key, rows, written, stored))
+        return needed
+
+    def _open(self, key: tuple[str, str], row: Any,
+              stored: Callable[[tuple[str, str]], dict[str, Any]]) -> tuple[set[str], set[str]]:
+        """The channels a checkpoint's metadata counts as ``DeltaChannel``s, and those of
+        its channels it stores no value of (of the counted ones, when some are)."""
+        versions = self._load(row.data)["channel_versions"]
+        counted = set(self._load(row.meta).get("counters_since_delta_snapshot") or ())
+        return counted, {c for c in versions if c not in stored(key) and (
+            not counted or c in counted)}
+
+    def _chain(self, key: tuple[str, str], rows: dict[tuple[str, str], Any],
+               written: dict[tuple[str, str], set[str]],
+               stored: Callable[[tuple[str, str]], dict[str, Any]]) -> list[tuple[str, str]]:
+        """The ancestors of the checkpoint ``key`` it reads its ``DeltaChannel`` values
+        from (see :meth:`_needed`)."""
+        counted, open_ = self._open(key, rows[key], stored)
+        path: list[tuple[str, str]] = []
+        depth, at = 0, rows[key].parent
+        while open_ and at is not None and (key[0], at) in rows:
+            here = (key[0], at)
+            path.append(here)
+            for ch in [c for c in open_ if c in stored(here)]:
+                open_.discard(ch)
+                if counted or isinstance(stored(here)[ch], _DeltaSnapshot):
+                    depth = len(path)
+            at = rows[here].parent
+        if (counted and open_) or any(ch in written.get(h, ()) for h in path
+                                    for ch in open_):
+            depth = len(path)  # (a channel without a seed: its history is the chain)
+        return path[:depth]
+
+
+class _Unread(list[Any]):
+    """The rows of a forgotten tenant's thread, read by their keys only (objects holding
+    just their key fields): what deleting them needs."""
+
+
+def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
+    """Stage ``stage(row)`` for each of ``rows`` and commit, a transaction (100 rows) at a
+    time: the path of a table with ``offload=``, whose rows ``save_many`` and
+    ``delete_many`` refuse (they condition nothing, so cannot know what objects they
+    replace). A row another writer deleted or changed since the read is left to it: that
+    commit (or one whose outcome is unknown) is run again one row a commit, each proving
+    its row's end, the rows it refuses left out."""
+    for at in range(0, len(rows), _ROWS):
+        chunk = rows[at:at + _ROWS]
+        for r in chunk:
+            stage(r)
+        try:
+            yield s.commit
+        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError):
+            for r in chunk:
+                stage(r)
+                with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):
+                    yield s.commit
+

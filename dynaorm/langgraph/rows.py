@@ -1,0 +1,225 @@
+"""The ground LangGraph's saver and store stand on (contract 23): the rows a saver keeps
+in the application's table (:func:`rows`: the entities of checkpoints, writes and
+leases, declared once a table), the TTLs either keeps (:func:`ttl_of`), and
+:class:`Runner`, which runs one implementation of a call on a :class:`dynaorm.Session` or
+an :class:`dynaorm.AsyncSession`; :class:`Rows`, a saver's keys and values."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import nullcontext
+from datetime import timedelta
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from dynaorm import (
+    AsyncSession,
+    Compressed,
+    DynaormError,
+    Encrypted,
+    Entity,
+    KeyringError,
+    Lease,
+    Offloaded,
+    Session,
+    Table,
+)
+
+Op = Generator[Callable[[], Any], Any, Any]
+
+_KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
+
+_ROWS = 100  # (rows a transaction holds: a write is one row)
+
+
+def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
+         ) -> tuple[Any, Any, Any]:
+    """The entities of ``table``'s checkpoints, pending writes and threads' leases
+    (``LangGraphCheckpoint``, ``LangGraphWrite``, ``LangGraphLease``: a
+    :class:`dynaorm.Lease`), declared on first use with ``scope``'s fields in their
+    partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
+    the table shares them."""
+    pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
+    if (found := table.entities.get("LangGraphCheckpoint")) is not None:
+        if found.Meta.pk != pk:
+            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
+                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
+                               "the table the same scope fields")
+        if found.__dynaorm_sealed__ != sealed:
+            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints "
+                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: "
+                               "give every saver of the table the same sealed=")
+        return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
+    blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
+    meta: Any = Encrypted[bytes] if sealed else bytes
+    if table.offload:  # (a large value goes to the table's S3, through the model's rule)
+        large: Any = Offloaded  # (a generic alias, applied to a type made here)
+        blob, meta = large[blob], large[meta]
+    ttl = {table.ttl: int | None} if table.ttl else {}
+
+    def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
+               keys: tuple[str, ...] = ("ns", "checkpoint_id"), **defaults: Any
+               ) -> type[Entity]:
+        meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
+                                 "__qualname__": f"{name}.Meta"})
+        return type(name, (base,), {
+            "__module__": __name__, "__qualname__": name, "Meta": meta,
+            "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
+            "__dynaorm_sealed__": sealed,
+            **dict.fromkeys(ttl), **defaults,
+            "__annotations__": {
+                **dict.fromkeys((*scope, "thread_id", *keys), str),
+                **fields, **ttl}})
+    # (the writes and the lease first: a checkpoint entity is only ever declared beside
+    # them)
+    lease = entity("LangGraphLease", "L#", {"head": str | None}, base=Lease, keys=(),
+                   head=None)
+    write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
+        "task_id": str, "idx": int, "channel": str, "path": str, "value": blob,
+        "total": int | None}, total=None)
+    return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
+        "parent": str | None, "run_id": str | None,
+        "meta": meta, "data": blob},
+        parent=None, run_id=None), write, lease
+
+
+_SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
+
+_STORE_TTL = {"default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes"}
+
+
+def _positive(value: object, what: str) -> float:
+    """``value`` as a positive number of units, else ``TypeError``/``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{what} must be positive, not {value!r}")
+    return float(value)
+
+
+def ttl_of(ttl: object, *, store: bool = False) -> Any:
+    """The TTL a :class:`Saver` (a ``timedelta``) or a :class:`~dynaorm.langgraph.Store`
+    (LangGraph's ``TTLConfig``) keeps, from what either accepts: a ``timedelta``, a number
+    of seconds, or LangGraph's TTL config (a checkpointer's ``default_ttl`` minutes,
+    ``strategy="delete"``, ``sweep_interval_minutes`` (DynamoDB sweeps by itself); a
+    store's ``TTLConfig``). Anything else is refused now (``TypeError``, ``ValueError``),
+    not at the first write."""
+    if ttl is None:
+        return None
+    length: timedelta | None = None
+    if isinstance(ttl, timedelta):
+        length = ttl if ttl > timedelta(0) else None
+        if length is None:
+            raise ValueError(f"ttl must be positive, not {ttl!r}")
+    elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
+        length = timedelta(seconds=_positive(ttl, "ttl (seconds)"))
+    elif isinstance(ttl, Mapping):
+        allowed = _STORE_TTL if store else _SAVER_TTL
+        if unknown := sorted(map(str, set(ttl) - allowed)):
+            raise ValueError(f"ttl: unknown keys {unknown} (LangGraph's TTL config of a "
+                             f"{'store' if store else 'checkpointer'} has {sorted(allowed)})")
+        if ttl.get("sweep_interval_minutes") is not None:
+            _positive(ttl["sweep_interval_minutes"], "ttl's sweep_interval_minutes")
+        if store:
+            return _store_ttl(ttl)
+        if ttl.get("strategy", "delete") != "delete":
+            raise ValueError(f"ttl: strategy {ttl['strategy']!r}: a saver's rows expire "
+                             "(DynamoDB's TTL deletes them); prune() keeps the latest")
+        if "default_ttl" not in ttl:
+            raise ValueError("ttl: LangGraph's TTL config needs default_ttl (minutes)")
+        length = timedelta(minutes=_positive(ttl["default_ttl"], "ttl's default_ttl (minutes)"))
+    else:
+        raise TypeError(f"ttl must be a timedelta, seconds or LangGraph's TTL config (a "
+                        f"dict), not {type(ttl).__name__}")
+    if store:
+        return {"default_ttl": length.total_seconds() / 60, "refresh_on_read": True}
+    return length
+
+
+def _store_ttl(ttl: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A store's ``TTLConfig``, its keys known (see :func:`ttl_of`), checked."""
+    if ttl.get("default_ttl") is not None:
+        _positive(ttl["default_ttl"], "ttl's default_ttl (minutes)")
+    for flag in ("refresh_on_read", "omit_expired"):
+        if not isinstance(ttl.get(flag, True), bool):
+            raise TypeError(f"ttl's {flag} must be a bool")
+    return dict(ttl)
+
+
+class Runner:
+    """Runs an op (a generator of calls, given a session of ``self.table`` in
+    ``self.scope``) by :meth:`dynaorm.Session.run` (``_run``) or
+    :meth:`dynaorm.AsyncSession.run` (``_arun``): one implementation for both, on the
+    session's own runner. An exception a call raises is thrown into the op, for it to
+    handle or let through."""
+
+    table: Table
+    scope: dict[str, str]
+
+    def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object,
+              sealed: bool = False) -> None:
+        """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
+        with (a scope no key can hold: refused now, not at every call; ``sealed`` without
+        a keyring)."""
+        if sealed and (table.keyring or getattr(table.db, "keyring", None)) is None:
+            raise KeyringError(f"table {table.name!r}: sealed=True seals with the table's "
+                               "keyring, and it has none (Table(keyring=...) or "
+                               "Client(keyring=...))", key_id="?")
+        if table.sk is None or not table.string_keys:
+            raise DynaormError(f"table {table.name!r}: LangGraph's rows need string keys, "
+                               "a sort key among them")
+        if ttl is not None and not table.ttl:
+            raise DynaormError(f"table {table.name!r} has no TTL attribute (Table(ttl=...)):"
+                               " ttl= cannot expire its rows")
+        self.table, self.scope = table, dict(scope or {})
+        if self.scope:
+            Session(table, scope=self.scope)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        """The saver or store itself: its state is its table's, so a deep copy of a
+        compiled graph (or of a config holding it) keeps to the same rows (copying the
+        table's client raised ``TypeError``). Pickling stays refused."""
+        return self
+
+    def _run(self, op: Callable[..., Op], *args: Any, lock: Any = None) -> Any:
+        with t.sync if (t := lock and lock.tenure) else nullcontext():  # (a run's writes)
+            session = Session(self.table, scope=self.scope or None)
+            return session.run(op(session, *args))
+
+    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Any = None
+                    ) -> Any:
+        async with t.alock if (t := lock and lock.tenure) else nullcontext():
+            session = AsyncSession(self.table, scope=self.scope or None)
+            return await session.run(op(session, *args))
+
+
+
+class Rows(Runner):
+    """A saver's rows (see :func:`rows`): their keys, expiry and values."""
+
+    cp: Any
+    w: Any
+    lease_row: Any
+    ttl: timedelta | None
+    lease: timedelta
+    serde: SerializerProtocol
+
+    def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
+        return {**self.scope, "thread_id": str(thread_id), **more}
+
+    def _at(self, conf: Mapping[str, Any]) -> dict[str, Any]:
+        return self._pk(conf["thread_id"], ns="_" + conf.get("checkpoint_ns", ""))
+
+    def _stamp(self) -> dict[str, Any]:
+        return {self.table.ttl: int(time.time() + self.ttl.total_seconds())
+                } if self.ttl and self.table.ttl else {}
+
+    def _dump(self, value: Any) -> bytes:
+        kind, data = self.serde.dumps_typed(value)
+        return kind.encode() + b"\n" + data
+
+    def _load(self, blob: bytes) -> Any:
+        kind, _, data = blob.partition(b"\n")
+        return self.serde.loads_typed((kind.decode(), data))
