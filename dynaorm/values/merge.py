@@ -140,11 +140,13 @@ def _member(was: AttributeValue | None, before: AttributeValue | None, av: Attri
     return out
 
 
-def _read(whole: _Whole, at: Where) -> _Read:
-    """The stored and old forms of the member at ``at`` (``None``: not in both)."""
-    found = []
-    for av in ({"M": item} for item in whole[:2]):
-        for step in at:
+def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
+    """The stored and old forms of the member at ``at`` (``None``: not in both): of the
+    list ``here`` (its place, stored and old forms: found under an alias too) when it was
+    read there, else walked to from the items."""
+    found, own = [], at[:-1] == here[0]
+    for av in here[1:] if own else [{"M": item} for item in whole[:2]]:
+        for step in at[-1:] if own else at:
             try:
                 av = av["L" if type(step) is int else "M"][step]
             except (KeyError, IndexError, TypeError):
@@ -161,7 +163,8 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     where it did not change, and merged with it where it did (no path names a list's
     member); a new member, and anything else, is ``new``'s."""
     now = new["L"]
-    read = [at and _read(whole, at) for at in whole[2].get(where, ())]
+    read = [at and _read(whole, at, (where, stored, old))
+            for at in whole[2].get(where, ())]
     if len(read) != len(now):
         read = _by_value(stored, old, now)
     return {"L": [av if at is None else _member(at[0], at[1], av, (), [], node, (*where, n),

@@ -1444,6 +1444,45 @@ def test_a_list_inside_a_member_keeps_each_members_own_attributes_when_one_is_de
     assert parts["L"] == [_part(1), _part(2)]
 
 
+class AliasedBox(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    name: str = ""
+    parts: list[Part] = Field([], alias="pieces")
+
+
+class AliasedCrate(Entity):
+    """Another program's box whose list is stored under the nested field's alias."""
+
+    class Meta:
+        table = crm
+        type_name = "AliasedCrate"
+        pk = "ACR#{oid}"
+        sk = "ACR"
+
+    oid: str
+    boxes: list[AliasedBox] = []
+
+
+@pytest.mark.engines("moto")
+def test_a_list_at_depth_stored_under_its_alias_keeps_each_members_own_attributes(
+        db: TestBackend) -> None:
+    """The state knows the members of ``boxes[0].parts``, which the stored box holds as
+    ``pieces``: where a place the state recorded is not in the stored item, the members are
+    matched by value (as for a state that never read them), so P1 and P2 keep their
+    serials when the first part is deleted."""
+    key = _raw_key("ACR#1", "ACR")
+    box = {"M": {"name": {"S": "b"}, "pieces": {"L": [_part(n) for n in range(3)]}}}
+    put_raw({**key, "_type": {"S": "AliasedCrate"}, "oid": {"S": "1"},
+             "boxes": {"L": [box]}})
+    s = db.session()
+    o = s.get(AliasedCrate, oid="1")
+    assert o is not None and [p.sku for p in o.boxes[0].parts] == ["p"] * 3
+    del o.boxes[0].parts[0]
+    s.save(o)
+    s.commit()
+    assert _after(key)["boxes"]["L"][0]["M"]["pieces"]["L"] == [_part(1), _part(2)]
+
+
 @pytest.mark.engines("moto")
 def test_a_job_rebuilding_an_unchanged_list_keeps_every_members_attributes(
         db: TestBackend) -> None:
