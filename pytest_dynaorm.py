@@ -140,7 +140,7 @@ def _dynaorm_index_lag(request: pytest.FixtureRequest) -> Iterator[None]:
     url = endpoint_of(request.config)
     if url is not None and not fronted(url) and "dynaorm_endpoint" in request.fixturenames \
             and request.config.getoption(LAG_OPTION, default=None) is None:
-        from dynaorm.testing.emulator import unfronted
+        from dynaorm.testing.emulation.emulator import unfronted
 
         with unfronted(url):  # (index_lag refuses, saying why, rather than lag nothing)
             yield

@@ -348,9 +348,9 @@ LANDED = 175_252
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
     # issue 51: vector search
-    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py", "dynaorm/testing/vectors.py",
+    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py", "dynaorm/testing/emulation/vectors.py",
     # issue 54: tests that behave like DynamoDB
-    "dynaorm/testing/emulator.py", "dynaorm/testing/proxy.py",
+    "dynaorm/testing/emulation/emulator.py", "dynaorm/testing/proxy.py",
     # issue 50: rotation to the end
     "dynaorm/jobs/reencryption.py",
     # issue 52: exports by entity
@@ -380,7 +380,7 @@ NEW_FEATURES: tuple[str, ...] = (
     # dynaorm/lake/, with the export format its CLI options were: counted the same)
     "dynaorm/lake",
     # 0.8, issue 73: DynamoDB exports made locally, to test incremental exports (public)
-    "dynaorm/testing/exports.py",
+    "dynaorm/testing/emulation/exports.py",
     # 0.7, issue 60: exactly once across invocations (receipts)
     "dynaorm/schema/rules/receipts.py", "dynaorm/powertools.py",
     # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant
@@ -412,7 +412,7 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.9, issue 85: bulk loads through the rules, and the embedded backend's bulk API
     "dynaorm/core/load.py", "dynaorm/jobs/load.py", "dynaorm/cli/load.py",
     "dynaorm/jobs/load_files.py", "dynaorm/jobs/load_sources.py",  # (0.10: load.py split)
-    "dynaorm/testing/bulk.py",
+    "dynaorm/testing/emulation/bulk.py",
     # 0.9, issue 83: leases (the entity, its conditions, what an action stages)
     "dynaorm/schema/lease.py",
     # 0.10, issue 89: another writer's optimistic lock (Meta.lock: its declaration, its

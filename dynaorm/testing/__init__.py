@@ -18,7 +18,7 @@ Run the same tests against DynamoDB Local or another engine with
 Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
 ``-gw1``, ...), so workers never share or race on a table.
 
-The embedded backend is moto behind dynaorm's own rules (:mod:`dynaorm.testing.emulator`):
+The embedded backend is moto behind dynaorm's own rules (:mod:`dynaorm.testing.emulation.emulator`):
 it enforces what moto skips (``ClientRequestToken``, DynamoDB's size limits, atomic
 transactions under threads), and under :func:`index_lag` (or ``pytest
 --dynaorm-index-lag=SECONDS``) reads of global secondary indexes see the table as it was
@@ -53,14 +53,14 @@ from dynaorm.client.client import in_process_mock
 from dynaorm.codec import decode_item
 from dynaorm.keys import key_order, key_value
 from dynaorm.rules import call
-from dynaorm.testing.bulk import BULK_WRITES, bulk_pace, s3_factory
-from dynaorm.testing.emulator import _WRITES as SIZED
-from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.emulation.bulk import BULK_WRITES, bulk_pace, s3_factory
+from dynaorm.testing.emulation.emulator import _WRITES as SIZED
+from dynaorm.testing.emulation.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.emulation.exports import full_export, incremental_export
+from dynaorm.testing.emulation.vectors import serve_vectors
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
-from dynaorm.testing.exports import full_export, incremental_export
 from dynaorm.testing.private_apis import moto_nested, moto_sizes_unchecked
 from dynaorm.testing.proxy import fault_proxy
-from dynaorm.testing.vectors import serve_vectors
 
 __all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "bulk_pace", "fault_proxy",
            "index_lag", "moto_backend", "moto_server", "tables_fixture", "use_tables",
@@ -81,7 +81,7 @@ def moto_backend() -> Iterator[None]:
     """An in-process moto DynamoDB for the block's duration, installed as the transport of
     every client (those made before the block included) for tables without an endpoint:
     botocore's client, which moto answers, behind dynaorm's rules
-    (:class:`~dynaorm.testing.emulator.EmbeddedTransport`: what moto skips, and
+    (:class:`~dynaorm.testing.emulation.emulator.EmbeddedTransport`: what moto skips, and
     :func:`index_lag`), with dummy credentials and, where none is configured, the region
     ``us-east-1`` (:func:`dynaorm.client.client.in_process_mock`). When the block ends,
     every client goes back to the transport it had. No environment variable is set

@@ -1,5 +1,5 @@
 """The fault proxy: an HTTP server on a loopback port in front of a DynamoDB engine, every
-request going through an :class:`~dynaorm.testing.emulator.Emulator` (index reads lag
+request going through an :class:`~dynaorm.testing.emulation.emulator.Emulator` (index reads lag
 while :func:`~dynaorm.testing.index_lag` is on; ``rules=True``: what moto skips, as in
 front of dynaorm's moto server). A request the emulator leaves alone, and its answer, pass
 byte for byte; what it sends itself (a mirror's writes, the reads after a write) goes
@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dynaorm.errors import RequestError
-from dynaorm.testing.bulk import s3_factory
-from dynaorm.testing.emulator import Emulator
+from dynaorm.testing.emulation.bulk import s3_factory
+from dynaorm.testing.emulation.emulator import Emulator
 from dynaorm.wire import checked_answer, decode, render
 from dynaorm.wire.http import BadAnswer
 
@@ -223,12 +223,12 @@ def fault_proxy(endpoint_url: str, *, rules: bool = False,
     """A proxy in front of the DynamoDB at ``endpoint_url`` (a local engine: DynamoDB
     Local, dynoxide, a moto server) for the block: yields its URL. Index reads through it
     lag while :func:`~dynaorm.testing.index_lag` is on; ``rules=True`` also enforces what
-    moto skips (:mod:`dynaorm.testing.emulator`). Requests it leaves alone pass as they
+    moto skips (:mod:`dynaorm.testing.emulation.emulator`). Requests it leaves alone pass as they
     are; so do their answers. In front of another fault proxy of this process (the pytest
     plugin's ``--dynaorm-endpoint``, a moto server) it leaves the lag to that one.
     ``s3``: an S3 (the URL of one, a moto server's; or a maker of a botocore S3 client:
-    :func:`~dynaorm.testing.bulk.s3_factory`) through which it answers the bulk API and
-    filtered exports itself (:mod:`dynaorm.testing.bulk`), in front of any engine;
+    :func:`~dynaorm.testing.emulation.bulk.s3_factory`) through which it answers the bulk API and
+    filtered exports itself (:mod:`dynaorm.testing.emulation.bulk`), in front of any engine;
     ``None``: it passes them on."""
     maker = s3_factory(s3) if isinstance(s3, str) else s3
     emulator = Emulator(rules=rules, lags=not _proxied(endpoint_url), s3=maker)

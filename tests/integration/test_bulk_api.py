@@ -1,4 +1,4 @@
-"""The embedded default's bulk put items and filtered exports (``dynaorm.testing.bulk``):
+"""The embedded default's bulk put items and filtered exports (``dynaorm.testing.emulation.bulk``):
 ``StartBulkPutItems``, ``DescribeBulkOperation``, ``ListBulkOperations``,
 ``CancelBulkOperation`` and ``ExportTableToPointInTime``'s ``FilterSpecification``, as
 botocore's service model and the developer guide describe them, over moto's S3 (in process,
@@ -22,7 +22,7 @@ import pytest
 from dynaorm import RequestError, TableNotFoundError
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, bulk_pace
-from dynaorm.testing.bulk import s3_factory
+from dynaorm.testing.emulation.bulk import s3_factory
 from tests.conftest import engine_of
 from tests.support.engines import lacks
 

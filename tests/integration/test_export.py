@@ -196,7 +196,7 @@ def _fresh(base: Path, changes: Path, dataset: str, key: str) -> list[dict[str, 
 def test_the_embedded_default_s_own_export_reads_like_a_scan(
         tb: TestBackend, tmp_path: Path) -> None:
     """The export the embedded default's ``ExportTableToPointInTime`` writes (DynamoDB's
-    layout, manifests included: ``dynaorm.testing.bulk``) exports like a scan (moto
+    layout, manifests included: ``dynaorm.testing.emulation.bulk``) exports like a scan (moto
     in-process only)."""
     if tb.endpoint_url is not None:
         pytest.skip("the embedded default exports the tables of its in-process DynamoDB")

@@ -14,7 +14,7 @@ import pytest
 
 from dynaorm import DynaormError, TableNotFoundError
 from dynaorm.testing import TestBackend, fault_proxy, index_lag, use_tables, worker_suffix
-from dynaorm.testing.emulator import MIRROR_SUFFIX
+from dynaorm.testing.emulation.emulator import MIRROR_SUFFIX
 from pytest_dynaorm import LAG_OPTION
 from tests.conftest import engine_of, wire_of
 from tests.support.models import TplSparse, User, app

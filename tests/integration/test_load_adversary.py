@@ -261,7 +261,7 @@ def test_a_load_resumed_past_its_tokens_window_applies_once(
     a second operation of the same input, whose conditions refuse every row the first
     wrote; the load tells its own rows by their revision: every entity stored once, the
     clash reported by field, nothing left."""
-    import dynaorm.testing.bulk as bulk
+    import dynaorm.testing.emulation.bulk as bulk
 
     saved(loads, account(99, handle="taken"))
     objs = [account(n) for n in range(5)]

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dynaorm.testing.exports import dynamodb_json, full_export, incremental_export
+from dynaorm.testing.emulation.exports import dynamodb_json, full_export, incremental_export
 
 __all__ = ["dynamodb_json", "full_export", "incremental_export", "plain", "read_back", "row_of"]
 

@@ -240,7 +240,7 @@ def test_index_lag_holds_on_a_local_endpoint_given_alone(lag_project: Path,
 def test_index_lag_refuses_an_endpoint_no_proxy_can_front() -> None:
     import importlib.util
 
-    from dynaorm.testing.emulator import unfronted
+    from dynaorm.testing.emulation.emulator import unfronted
 
     spec = importlib.util.spec_from_file_location("plugin_here", ROOT / "pytest_dynaorm.py")
     assert spec is not None and spec.loader is not None  # (this checkout's plugin)

@@ -1,5 +1,5 @@
 """DynamoDB's bulk put items and its filtered exports, answered in front of a test engine
-(the :class:`~dynaorm.testing.emulator.Emulator` of dynaorm's embedded default and of its
+(the :class:`~dynaorm.testing.emulation.emulator.Emulator` of dynaorm's embedded default and of its
 moto server, and of any :func:`~dynaorm.testing.fault_proxy` given an S3), reading and
 writing an S3 the emulator is given (moto's, in a test): moto has none of them, and its
 ``ExportTableToPointInTime`` ignores the filter and writes no manifest.
@@ -22,7 +22,7 @@ writing an S3 the emulator is given (moto's, in a test): moto has none of them, 
 - ``ExportTableToPointInTime`` (point-in-time recovery enabled, as DynamoDB asks), with its
   ``FilterSpecification`` evaluated by the engine itself (a consistent ``Query`` for a key
   condition, else a ``Scan``, with the filter and projection expressions), written as
-  DynamoDB lays an export out (:mod:`dynaorm.testing.exports`); ``DescribeExport`` and
+  DynamoDB lays an export out (:mod:`dynaorm.testing.emulation.exports`); ``DescribeExport`` and
   ``ListExports``. The export is the table when it is asked for (``ExportTime`` is not
   gone back to); an incremental export or an ION one is refused.
 
@@ -58,7 +58,7 @@ BULK_OPERATIONS: Final = frozenset({
 #: those that move operations on (and so write items)
 BULK_WRITES: Final = frozenset({"StartBulkPutItems", "DescribeBulkOperation",
                                 "ListBulkOperations", "CancelBulkOperation"})
-#: sends one request to the engine (as :data:`~dynaorm.testing.emulator.Forward`)
+#: sends one request to the engine (as :data:`~dynaorm.testing.emulation.emulator.Forward`)
 Own = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 _TOKEN_SECONDS: Final = 8 * 3600.0  # how long a bulk operation's token holds
@@ -568,7 +568,7 @@ class BulkService:
                       ) -> tuple[str, int, int]:
         """The table's items the filter selects (the engine's own evaluation), written
         as an export: its folder, item count and size."""
-        from dynaorm.testing.exports import (
+        from dynaorm.testing.emulation.exports import (
             data_file,
             dynamodb_json,
             export_folder,

@@ -22,7 +22,7 @@ transport of every client: :class:`EmbeddedTransport`; over HTTP, in the proxy o
   or undoes half of another's transaction.
 - **The bulk API and filtered exports** (given an S3: dynaorm's moto backends, a fault
   proxy given one): ``StartBulkPutItems`` and the rest, ``ExportTableToPointInTime`` with
-  its ``FilterSpecification`` (:mod:`dynaorm.testing.bulk`).
+  its ``FilterSpecification`` (:mod:`dynaorm.testing.emulation.bulk`).
 
 Requests are dicts as a client sends them (botocore's shape, or DynamoDB's JSON in the
 proxy: nothing here reads a binary value's bytes but its size).
@@ -48,7 +48,7 @@ from dynaorm import DynaormError, RequestError, TableNotFoundError
 from dynaorm.client.botocore import botocore_error, create_client, method_name
 from dynaorm.codec import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.protocol.events import Reason
-from dynaorm.testing.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
+from dynaorm.testing.emulation.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
 from dynaorm.testing.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.wire import render
 
@@ -222,7 +222,7 @@ class Emulator:
         self._replicas: dict[str, list[str]] = {}
         self.bulk = None if s3 is None else BulkService(s3, self._replicas)
         """The bulk API and filtered exports it answers, over the S3 ``s3()`` makes
-        (:mod:`dynaorm.testing.bulk`); ``None``: given no S3, it passes them on."""
+        (:mod:`dynaorm.testing.emulation.bulk`); ``None``: given no S3, it passes them on."""
         _EMULATORS.add(self)
 
     def close(self) -> None:
