@@ -377,3 +377,51 @@ def test_a_history_walk_spans_event_loops_and_forks(tb: TestBackend) -> None:
     with os.fdopen(read, "rb") as got:
         assert pickle.loads(got.read()) == (expected, 0)
     os.waitpid(child, 0)
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.xfail(strict=True, reason="defect: _tuples keys what it decoded (opened) by "
+                   "checkpoint_id alone; a list of every namespace overwrites one "
+                   "namespace's with another's: KeyError 'ch' at walk.py _visit")
+def test_a_walk_of_a_list_of_every_namespace_opens_each_namespaces_own_checkpoint(
+        tb: TestBackend) -> None:
+    """Two namespaces of one thread whose checkpoints have the same ids (the ids are the
+    writer's: ``put`` takes any), one storing the channel's value where the other stores
+    none: the history of each checkpoint a list of every namespace returned is
+    InMemorySaver's (what the list decoded of one namespace's checkpoint is not the
+    other's)."""
+    saver, model = Saver(agents), InMemorySaver()
+    root = [(_DeltaSnapshot(["r0"]), None, ["ch"]), (None, None, ["ch"]),
+            (None, None, ["ch"])]
+    child = [(None, None, ["ch"]), (_DeltaSnapshot(["c1"]), None, ["ch"]),
+             (None, None, ["ch"])]
+    for c in saver, model:
+        _chain(c, "same-ids", "", root, {})
+        _chain(c, "same-ids", "child:1", child, {})
+    for t in saver.list(_config("same-ids")):
+        assert saver.get_delta_channel_history(config=t.config, channels=["ch"]) == \
+            model.get_delta_channel_history(config=t.config, channels=["ch"]), t.config
+
+
+@pytest.mark.engines("moto")
+def test_a_listed_config_given_to_a_saver_of_another_table_reads_that_table(
+        tb: TestBackend, backend: str | None) -> None:
+    """Two savers on two tables, a thread of the same id in each: the history asked of
+    the second saver with a config the first one's list returned is the second table's
+    (the first list's rows are not walked)."""
+    with use_tables(other_agents, endpoint_url=backend,
+                    name_suffix=worker_suffix()):
+        first, second = Saver(agents), Saver(other_agents)
+        _chain(first, "twin", "", [(_DeltaSnapshot(["first"]), None, ["ch"]),
+                                   (None, None, ["ch"])], {})
+        _chain(second, "twin", "", [(_DeltaSnapshot(["second"]), None, ["other"]),
+                                    (None, None, ["ch"])], {})
+        latest = next(first.list(_config("twin"))).config
+        got = second.get_delta_channel_history(config=latest, channels=["ch"])
+        assert got == {"ch": {"writes": [], "seed": _DeltaSnapshot(["second"])}}
+        assert first.get_delta_channel_history(config=latest, channels=["ch"]) == {"ch": {
+            "writes": [("task-a", "ch", "ch@0:task-a"), ("task-b", "ch", "ch@0:task-b")],
+            "seed": _DeltaSnapshot(["first"])}}
+
+
+other_agents = Table("langgraph_delta_other", ttl="expires_at")
