@@ -425,3 +425,51 @@ def test_a_listed_config_given_to_a_saver_of_another_table_reads_that_table(
 
 
 other_agents = Table("langgraph_delta_other", ttl="expires_at")
+
+
+@pytest.mark.engines("moto")
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(steps=STEPS, forks=st.dictionaries(st.integers(1, 9), st.integers(0, 8), max_size=3),
+       before=st.none() | st.integers(0, 9), step=st.none() | st.integers(0, 9),
+       limit=st.none() | st.integers(1, 4))
+def test_the_history_of_a_checkpoint_listed_before_or_filtered_is_in_memory_savers(
+        tb: TestBackend, steps: list[Any], forks: dict[int, int], before: int | None,
+        step: int | None, limit: int | None) -> None:
+    """A list ``before`` a checkpoint, ``filter``-ed on its metadata and ``limit``-ed
+    lists what InMemorySaver lists, and each listed checkpoint's history (walked over the
+    rows that list read, or the thread's when they stop short) is InMemorySaver's."""
+    forks = {i: p for i, p in forks.items() if p < i < len(steps)}
+    built = [((_DeltaSnapshot([f"snap{i}"]) if v == "snapshot" else [f"plain{i}"]) if v
+              else None, c, chs) for i, (v, c, chs) in enumerate(steps)]
+    saver, model = Saver(agents), InMemorySaver()
+    thread = uuid.uuid4().hex
+    ours = _chain(saver, thread, "", built, forks)
+    _chain(model, thread, "", built, forks)
+    kw: dict[str, Any] = {"limit": limit, "filter": None if step is None else {"step": step},
+                          "before": None if before is None or before >= len(ours) else ours[
+                              before]}
+    got, expected = (list(c.list(_config(thread), **kw)) for c in (saver, model))
+    assert [t.config for t in got] == [t.config for t in expected]
+    for t in got:
+        assert saver.get_delta_channel_history(config=t.config, channels=["ch", "other"]
+                                               ) == model.get_delta_channel_history(
+            config=t.config, channels=["ch", "other"])
+    saver.delete_thread(thread)
+
+
+@pytest.mark.engines("moto")
+def test_snapshots_of_a_history_share_no_value(tb: TestBackend) -> None:
+    """Each snapshot ``get_state_history`` yields changed in place as it comes (its
+    messages, its plain list, each message's own list) leaves every later snapshot as
+    InMemorySaver's: no two share an object (the rows one list read are walked for each)."""
+    ours, theirs = graph(Saver(agents), every=3), graph(InMemorySaver(), every=3)
+    for g in ours, theirs:
+        _turns(g, "shared", 4)
+    expected = [copy.deepcopy(s.values) for s in theirs.get_state_history(_config("shared"))]
+    got = []
+    for s in ours.get_state_history(_config("shared")):
+        got.append(copy.deepcopy(s.values))
+        for value in s.values.values():
+            value.append("changed in place")
+    assert got == expected
