@@ -473,3 +473,38 @@ def test_snapshots_of_a_history_share_no_value(tb: TestBackend) -> None:
         for value in s.values.values():
             value.append("changed in place")
     assert got == expected
+
+
+def _nested(checkpointer: Any) -> Any:
+    """A parent whose node is ``graph`` as a subgraph (its own checkpoints, in a
+    namespace of its own: a ``DeltaChannel`` in each) run on every turn."""
+    state = TypedDict("state", {  # type: ignore[misc]  # noqa: UP013
+        "messages": Annotated[list[Any], DeltaChannel(_append, snapshot_frequency=3)],
+        "plain": Annotated[list[Any], operator.add]})
+    builder = StateGraph(state)
+    builder.add_node("inner", graph(None, every=2))
+    builder.add_edge(START, "inner")
+    builder.add_edge("inner", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.engines("moto")
+def test_the_history_of_a_graph_and_of_its_subgraph_is_in_memory_savers(
+        tb: TestBackend) -> None:
+    """A subgraph's checkpoints (a namespace of their own, interleaved with the parent's
+    in the thread's rows): the parent's history is InMemorySaver's, and each checkpoint's
+    delta history, of a list of every namespace, walked over the rows it read is the one
+    the table's read answers."""
+    ours, theirs = _nested(Saver(agents)), _nested(InMemorySaver())
+    for g in ours, theirs:
+        _turns(g, "nested", 3)
+    assert [s.values for s in ours.get_state_history(_config("nested"))] == [
+        s.values for s in theirs.get_state_history(_config("nested"))]
+    saver = ours.checkpointer
+    listed = list(saver.list(_config("nested")))
+    assert len({t.config["configurable"]["checkpoint_ns"] for t in listed}) == 4
+    assert len(listed) == len(list(theirs.checkpointer.list(_config("nested"))))
+    for t in listed:  # (the model's namespaces are other task ids: the table's walk)
+        assert saver.get_delta_channel_history(config=t.config, channels=["messages"]) \
+            == saver.get_delta_channel_history(config=copy.copy(t.config),
+                                               channels=["messages"])
