@@ -314,3 +314,29 @@ def test_a_forgotten_tenants_thread_and_memories_kept_in_s3_are_deleted(
         else:
             assert [r for r in left if r["_type"]["S"] != "LangGraphLease"] == []
         assert _keyed(r for r in tb.scan_raw() if "beta" in str(r)) == beta
+
+
+@pytest.mark.xfail(strict=True, reason="defect: a listed config carries its thread's rows "
+                   "decrypted; after forget its DeltaChannel history is still walked over "
+                   "them in the clear (get_tuple of the same config: ForgottenError)")
+def test_a_forgotten_tenants_history_is_not_walked_from_a_config_listed_before(
+        backend: str | None) -> None:
+    """A sealed tenant's thread listed (its configs carry the rows the list read), then
+    the tenant forgotten: a ``DeltaChannel`` history of a listed checkpoint raises
+    ``ForgottenError`` as a read of it does (the tenants guide: no encrypted value of a
+    forgotten tenant is read through dynaorm in this process from the tombstone on)."""
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    from dynaorm import ForgottenError
+    from tests.integration.test_langgraph_delta import _chain
+
+    with use_tables(tenanted, endpoint_url=backend, name_suffix=worker_suffix()):
+        saver = Saver(tenanted, scope={"tenant_id": "walked"}, sealed=True)
+        _chain(saver, "th", "", [(_DeltaSnapshot([SECRETS[0]]), None, ["ch"]),
+                                 (None, None, ["ch"]), (None, None, ["ch"])], {})
+        listed = list(saver.list({"configurable": {"thread_id": "th"}}))
+        tenanted.forget(scope={"tenant_id": "walked"})
+        with pytest.raises(ForgottenError):
+            saver.get_tuple(listed[0].config)
+        with pytest.raises(ForgottenError):
+            saver.get_delta_channel_history(config=listed[0].config, channels=["ch"])
