@@ -96,18 +96,18 @@ class Pruning(Rows):
             kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
             yield from self._drop(s, found, doomed - self._needed(found, kept))
 
-    def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+    def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every row of the thread (the whole parent chain, every namespace, each
         checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
-        found = yield from self._thread(s, source)
-        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
-                  if type(r) is not self.lease_row]  # (the copy is a thread of its own)
+        found = yield from self._thread(s, source_thread_id)
+        copies = [type(r)(**{**dict(r), "thread_id": target_thread_id, **self._stamp()})
+                  for r in found if type(r) is not self.lease_row]  # (a thread of its own)
         if self.table.offload:  # (each copy uploads objects of its own)
             yield from _each(s, copies, partial(s.save, overwrite=True))
         elif copies:
             yield partial(s.save_many, copies)
 
-    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
+    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op:
         if strategy not in ("keep_latest", "delete"):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:

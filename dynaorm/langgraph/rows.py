@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import timedelta
+from functools import partial, wraps
+from inspect import signature
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -183,17 +185,45 @@ class Runner:
         table's client raised ``TypeError``). Pickling stays refused."""
         return self
 
-    def _run(self, op: Callable[..., Op], *args: Any, lock: Any = None) -> Any:
-        with t.sync if (t := lock and lock.tenure) else nullcontext():  # (a run's writes)
+    def _run(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
+        with t.sync if (t := _tenure(kwargs)) else nullcontext():  # (a run's writes)
             session = Session(self.table, scope=self.scope or None)
-            return session.run(op(session, *args))
+            return session.run(op(session, *args, **kwargs))
 
-    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Any = None
-                    ) -> Any:
-        async with t.alock if (t := lock and lock.tenure) else nullcontext():
+    async def _arun(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
+        async with t.alock if (t := _tenure(kwargs)) else nullcontext():
             session = AsyncSession(self.table, scope=self.scope or None)
-            return await session.run(op(session, *args))
+            return await session.run(op(session, *args, **kwargs))
 
+
+def _tenure(kwargs: dict[str, Any]) -> Any:
+    """The tenure of the run a write (its ``fence``) belongs to: its lock held while it
+    runs (see :mod:`dynaorm.langgraph.fence`)."""
+    return (fence := kwargs.get("fence")) and fence.tenure
+
+
+def twins(op: Callable[..., Op], fenced: bool = False) -> tuple[Any, Any]:
+    """A method running ``op`` (given a session, then the method's arguments) on a
+    :class:`dynaorm.Session`, and its ``a...`` twin on an :class:`dynaorm.AsyncSession`
+    (see :class:`Runner`): each written once. ``fenced``: a saver's write, given the
+    ``fence`` of its config's run (:meth:`~dynaorm.langgraph.fence.Fenced._fence`), whose
+    lock it holds. Both bear ``op``'s signature (LangGraph reads ``put_writes``' to pass
+    ``task_path``)."""
+    def fence(self: Any, args: Any, kwargs: Any) -> dict[str, Any]:
+        return {"fence": self._fence(args[0] if args else kwargs["config"])} if fenced else {}
+
+    @wraps(op)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._run(partial(op, self), *args, **kwargs, **fence(self, args, kwargs))
+
+    @wraps(op)
+    async def arun(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._arun(partial(op, self), *args, **kwargs, **fence(self, args, kwargs))
+    shown = signature(op)  # (less the session, the fence and the op's return)
+    shown = shown.replace(return_annotation=shown.empty, parameters=[
+        p for p in shown.parameters.values() if p.name not in ("s", "fence")])
+    run.__signature__ = arun.__signature__ = shown  # type: ignore[attr-defined]
+    return run, arun
 
 
 class Rows(Runner):

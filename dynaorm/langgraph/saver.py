@@ -42,7 +42,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
 )
@@ -68,7 +67,7 @@ from dynaorm.langgraph.fence import (
     stops,
 )
 from dynaorm.langgraph.pruning import Pruning
-from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of
+from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of, twins
 from dynaorm.langgraph.walk import _Listed, _Walk, _whole
 
 
@@ -98,7 +97,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         self.tenures = Tenures()
 
     def _put(self, s: Any, config: RunnableConfig, checkpoint: Checkpoint,
-             metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
+             metadata: CheckpointMetadata, new_versions: ChannelVersions | None = None,
+             fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
         meta, data = self._dump(md), self._dump(checkpoint)
@@ -143,7 +143,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             yield from self._drop(s, found)
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str, fence: Fence | None = None) -> Op:
+                    task_id: str, task_path: str = "", fence: Fence | None = None) -> Op:
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
@@ -297,7 +297,10 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         return out
 
     def _history(self, s: Any, config: RunnableConfig, channels: Sequence[str]) -> Op:
-        """A ``DeltaChannel``'s history (see :meth:`get_delta_channel_history`): one paged
+        """``get_delta_channel_history``: each of ``channels``' writes on the parent chain
+        of the checkpoint ``config`` names (oldest first, its own excluded) back to the
+        nearest ancestor that stores the channel's value (``seed``), LangGraph's contract
+        (``BaseCheckpointSaver``'s default reads a checkpoint at a time): one paged
         ``Query`` of the namespace, newest first, walking the parent chain as its rows
         come (a checkpoint's writes sort right after it, so they have come before it)
         and stopping once every channel has its seed, or the chain its root."""
@@ -319,87 +322,29 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             if walk.done or (cursor := page.cursor) is None:
                 return walk.result()
 
-    # -- BaseCheckpointSaver --------------------------------------------------------------
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(self._run(self._list, _one(config), None, None, 1)), None)
+    def _get_tuple(self, s: Any, config: RunnableConfig) -> Op:
+        return next(iter((yield from self._list(s, _one(config), None, None, 1))), None)
+
+    # -- BaseCheckpointSaver: each method and its ``a...`` twin run one op ----------------
+    get_tuple, aget_tuple = twins(_get_tuple)
+    put, aput = twins(_put, fenced=True)
+    put_writes, aput_writes = twins(_put_writes, fenced=True)
+    delete_thread, adelete_thread = twins(Pruning._delete_thread)
+    delete_for_runs, adelete_for_runs = twins(Pruning._delete_for_runs)
+    copy_thread, acopy_thread = twins(Pruning._copy_thread)
+    prune, aprune = twins(Pruning._prune)
+    get_delta_channel_history, aget_delta_channel_history = twins(_history)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
              limit: int | None = None) -> Iterator[CheckpointTuple]:
         return iter(self._run(self._list, config, filter, before, limit))
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
-        fence = self._fence(config)
-        return self._run(self._put, config, checkpoint, metadata,  # type: ignore[no-any-return]
-                         fence, lock=fence)
-
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                   task_id: str, task_path: str = "") -> None:
-        fence = self._fence(config)
-        self._run(self._put_writes, config, writes, task_id, task_path, fence,
-                  lock=fence)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._run(self._delete_thread, thread_id)
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(self._delete_for_runs, run_ids)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(self._copy_thread, source_thread_id, target_thread_id)
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(self._prune, thread_ids, strategy)
-
-    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
-                                  ) -> Mapping[str, DeltaChannelHistory]:
-        """Each of ``channels``' writes on the parent chain of the checkpoint ``config``
-        names (oldest first, its own excluded) back to the nearest ancestor that stores
-        the channel's value (``seed``): LangGraph's contract, read in one paged ``Query``
-        of the thread's namespace (``BaseCheckpointSaver``'s default reads a checkpoint
-        at a time)."""
-        return self._run(self._history, config, channels)  # type: ignore[no-any-return]
-
-    async def aget_delta_channel_history(self, *, config: RunnableConfig,
-                                         channels: Sequence[str]
-                                         ) -> Mapping[str, DeltaChannelHistory]:
-        """:meth:`get_delta_channel_history` on an ``AsyncSession``."""
-        return await self._arun(self._history, config, channels)  # type: ignore[no-any-return]
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(await self._arun(self._list, _one(config), None, None, 1)),
-                    None)
-
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         for found in await self._arun(self._list, config, filter, before, limit):
             yield found
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
-                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
-        fence = self._fence(config)
-        return await self._arun(self._put, config, checkpoint,  # type: ignore[no-any-return]
-                                metadata, fence, lock=fence)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                          task_id: str, task_path: str = "") -> None:
-        fence = self._fence(config)
-        await self._arun(self._put_writes, config, writes, task_id, task_path, fence,
-                         lock=fence)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._arun(self._delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._arun(self._delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._arun(self._copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._arun(self._prune, thread_ids, strategy)
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:

@@ -69,7 +69,7 @@ from dynaorm import (
     VectorIndex,
 )
 from dynaorm.langgraph.rows import Op as Steps
-from dynaorm.langgraph.rows import Runner, ttl_of
+from dynaorm.langgraph.rows import Runner, ttl_of, twins
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
@@ -145,14 +145,6 @@ class Store(Runner, BaseStore):
                     "its partition or one of its filters")
         self.entity: Any = memory_entity(table, sorted(self.scope), sealed)  # (as the saver's)
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` (reads first, then the writes) on a ``Session``."""
-        return self._run(self._batch, ops)  # type: ignore[no-any-return]
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` on an ``AsyncSession``."""
-        return await self._arun(self._batch, ops)  # type: ignore[no-any-return]
-
     # -- the steps, for either kind of session ---------------------------------------
     def _batch(self, s: Any, ops: Iterable[Op]) -> Steps:
         ops = list(ops)
@@ -189,6 +181,8 @@ class Store(Runner, BaseStore):
             with suppress(ItemNotFoundError, ConditionFailedError):  # (one commit an item:
                 yield s.commit  # deleted or put again since the read, it is left alone)
         return results
+
+    batch, abatch = twins(_batch)  # (reads first, then the writes)
 
     def _texts(self, writes: dict[str, PutOp]) -> dict[str, str]:
         """The text to embed of each write that has some (none without embeddings)."""
