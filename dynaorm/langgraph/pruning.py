@@ -143,21 +143,16 @@ class Pruning(Rows):
             needed.update(self._chain(key, rows, written, stored))
         return needed
 
-    def _open(self, key: tuple[str, str], row: Any,
-              stored: Callable[[tuple[str, str]], dict[str, Any]]) -> tuple[set[str], set[str]]:
-        """The channels a checkpoint's metadata counts as ``DeltaChannel``s, and those of
-        its channels it stores no value of (of the counted ones, when some are)."""
-        versions = self._load(row.data)["channel_versions"]
-        counted = set(self._load(row.meta).get("counters_since_delta_snapshot") or ())
-        return counted, {c for c in versions if c not in stored(key) and (
-            not counted or c in counted)}
-
     def _chain(self, key: tuple[str, str], rows: dict[tuple[str, str], Any],
                written: dict[tuple[str, str], set[str]],
                stored: Callable[[tuple[str, str]], dict[str, Any]]) -> list[tuple[str, str]]:
         """The ancestors of the checkpoint ``key`` it reads its ``DeltaChannel`` values
-        from (see :meth:`_needed`)."""
-        counted, open_ = self._open(key, rows[key], stored)
+        from (see :meth:`_needed`): the channels its metadata counts as ``DeltaChannel``s
+        (``counted``), and those it stores no value of (of the counted ones, when some are:
+        ``open_``)."""
+        counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot") or ())
+        open_ = {c for c in self._load(rows[key].data)["channel_versions"] if c not in stored(
+            key) and (not counted or c in counted)}
         path: list[tuple[str, str]] = []
         depth, at = 0, rows[key].parent
         while open_ and at is not None and (key[0], at) in rows:

@@ -44,15 +44,7 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
     partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
     the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
-    if (found := table.entities.get("LangGraphCheckpoint")) is not None:
-        if found.Meta.pk != pk:
-            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
-                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
-                               "the table the same scope fields")
-        if found.__dynaorm_sealed__ != sealed:
-            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints "
-                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: "
-                               "give every saver of the table the same sealed=")
+    if (found := declared(table, "LangGraphCheckpoint", pk, sealed)) is not None:
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
     meta: Any = Encrypted[bytes] if sealed else bytes
@@ -87,6 +79,17 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
         parent=None, run_id=None), write, lease
 
 
+def declared(table: Table, name: str, pk: str, sealed: bool) -> Any:
+    """The entity ``name`` a saver or store of ``table`` declared already (``None``: none
+    yet), refused unless its rows are keyed by ``pk`` and sealed as ``sealed`` asks."""
+    found = table.entities.get(name)
+    if found is not None and (found.Meta.pk, found.__dynaorm_sealed__) != (pk, sealed):
+        raise DynaormError(f"table {table.name!r} keeps its {name} rows under "
+                           f"{found.Meta.pk!r}, sealed={found.__dynaorm_sealed__}: give every "
+                           "saver (store) of a table the same scope fields and the same sealed=")
+    return found
+
+
 _SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
 
 _STORE_TTL = {"default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes"}
@@ -110,11 +113,8 @@ def ttl_of(ttl: object, *, store: bool = False) -> Any:
     not at the first write."""
     if ttl is None:
         return None
-    length: timedelta | None = None
     if isinstance(ttl, timedelta):
-        length = ttl if ttl > timedelta(0) else None
-        if length is None:
-            raise ValueError(f"ttl must be positive, not {ttl!r}")
+        length = timedelta(seconds=_positive(ttl.total_seconds(), "ttl"))
     elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
         length = timedelta(seconds=_positive(ttl, "ttl (seconds)"))
     elif isinstance(ttl, Mapping):
@@ -157,9 +157,6 @@ class Runner:
     session's own runner. An exception a call raises is thrown into the op, for it to
     handle or let through."""
 
-    table: Table
-    scope: dict[str, str]
-
     def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object,
               sealed: bool = False) -> None:
         """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
@@ -186,20 +183,15 @@ class Runner:
         return self
 
     def _run(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
-        with t.sync if (t := _tenure(kwargs)) else nullcontext():  # (a run's writes)
+        # (a run's writes hold its lock)
+        with t.sync if (t := (f := kwargs.get("fence")) and f.tenure) else nullcontext():
             session = Session(self.table, scope=self.scope or None)
             return session.run(op(session, *args, **kwargs))
 
     async def _arun(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
-        async with t.alock if (t := _tenure(kwargs)) else nullcontext():
+        async with t.alock if (t := (f := kwargs.get("fence")) and f.tenure) else nullcontext():
             session = AsyncSession(self.table, scope=self.scope or None)
             return await session.run(op(session, *args, **kwargs))
-
-
-def _tenure(kwargs: dict[str, Any]) -> Any:
-    """The tenure of the run a write (its ``fence``) belongs to: its lock held while it
-    runs (see :mod:`dynaorm.langgraph.fence`)."""
-    return (fence := kwargs.get("fence")) and fence.tenure
 
 
 def twins(op: Callable[..., Op], fenced: bool = False) -> tuple[Any, Any]:

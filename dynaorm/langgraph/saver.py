@@ -19,7 +19,7 @@ Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession
 
 (0.9, contract 24) A ``DeltaChannel``'s history is one paged ``Query`` of the thread's
 namespace, walked as its rows come, or the rows the ``list`` that returned its config read
-(:mod:`dynaorm.langgraph.walk`: one ``Query`` a ``get_state_history``); ``prune`` and
+(:class:`_Walk`: one ``Query`` a ``get_state_history``); ``prune`` and
 ``delete_for_runs`` keep the ancestors a kept checkpoint's delta channels read
 (:mod:`dynaorm.langgraph.pruning`). ``single_writer=True`` adds the thread's lease row
 (``L#``, a :class:`dynaorm.Lease`) to every write's commit (:mod:`dynaorm.langgraph.fence`);
@@ -29,6 +29,7 @@ namespace, walked as its rows come, or the rows the ``list`` that returned its c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -42,8 +43,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
+    writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -68,7 +72,6 @@ from dynaorm.langgraph.fence import (
 )
 from dynaorm.langgraph.pruning import Pruning
 from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of, twins
-from dynaorm.langgraph.walk import _Listed, _Walk, _whole
 
 
 class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
@@ -88,7 +91,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                  serde: SerializerProtocol | None = None, single_writer: bool = False,
                  lease: timedelta = timedelta(minutes=5), sealed: bool = False):
         super().__init__(serde=serde)
-        self.ttl: timedelta | None = ttl_of(ttl)
+        self.ttl = ttl_of(ttl)
         self._bind(table, scope, self.ttl, sealed)
         self.cp, self.w, self.lease_row = rows(table, sorted(self.scope), sealed)
         if not isinstance(lease, timedelta) or lease <= timedelta(0):
@@ -323,7 +326,10 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                 return walk.result()
 
     def _get_tuple(self, s: Any, config: RunnableConfig) -> Op:
-        return next(iter((yield from self._list(s, _one(config), None, None, 1))), None)
+        """``get_tuple``: without a ``checkpoint_ns``, of the root one (as in every
+        LangGraph saver; ``list`` alone reads every namespace)."""
+        config = {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+        return next(iter((yield from self._list(s, config, None, None, 1))), None)
 
     # -- BaseCheckpointSaver: each method and its ``a...`` twin run one op ----------------
     get_tuple, aget_tuple = twins(_get_tuple)
@@ -358,8 +364,132 @@ def _config(r: Any, checkpoint_id: str) -> RunnableConfig:
                              "checkpoint_id": checkpoint_id}}
 
 
-def _one(config: RunnableConfig) -> RunnableConfig:
-    """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
-    LangGraph saver; ``list`` alone reads every namespace)."""
-    return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+# -- a DeltaChannel's history (contract 24): the parent chain of one checkpoint walked
+# over its thread's rows read newest first (_Walk, pure), as a paged Query brings them or
+# as a list read them (carried by the configs it returns, _Listed: get_state_history asks
+# a history of each checkpoint it lists)
+_PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
+
+_FIRST = 100  # (and first, before the target's metadata says how far back to read)
+
+
+class _Walk:
+    """The parent chain of one checkpoint, walked over rows read newest first (pure):
+    what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
+
+    def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
+                 ns: str, opened: dict[str, Any] | None = None) -> None:
+        self.saver, self.channels, self.ns = saver, list(channels), ns
+        self.opened = {} if opened is None else opened
+        self.target = target
+        self.at: str | None = None  # (the next ancestor to visit)
+        self.started = False
+        self.rows: dict[str, Any] = {}
+        self.writes: dict[str, list[Any]] = {}
+        self.remaining = set(channels)
+        self.found: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        self.seeds: dict[str, Any] = {}
+        self.last: str | None = None  # (the sort key of the last row read)
+        self.done = False
+        self.depth: int | None = None  # (checkpoints to walk, as LangGraph counts them)
+        self.visited = self.read_rows = 0
+
+    def want(self) -> int:
+        """Rows to ask for next: the first page ``_FIRST``; once the target's metadata
+        counts the steps since each channel's snapshot, about what is left of the walk
+        (rows a checkpoint, writes included, as read so far), else ``_PAGE``."""
+        if not self.read_rows:
+            return _FIRST
+        if self.depth is None:
+            return _PAGE
+        per = self.read_rows / max(len(self.rows), 1)
+        return max(25, min(_PAGE, int((self.depth - self.visited) * per * 1.5) + 20))
+
+    def read(self, items: Sequence[Any]) -> None:
+        self.read_rows += len(items)
+        for r in items:
+            if type(r) is self.saver.w:
+                self.writes.setdefault(r.checkpoint_id, []).append(r)
+                continue
+            self.rows[r.checkpoint_id] = r
+            self.last = r.checkpoint_id
+            if not self.started and self.target in (None, r.checkpoint_id):
+                self._start(r)
+        if not self.started and self.last is not None and self.target is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, self.target):
+            self.started = self.done = True  # (no such checkpoint: nothing to walk)
+        while self.started and not self.done and self.at is not None and (
+                self.at in self.rows):
+            self._visit(self.rows[self.at])
+        if self.started and not self.done and self.last is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, str(self.at)):
+            self.done = True  # (read past where the parent sorts: it is not stored)
+
+    def _start(self, r: Any) -> None:
+        """Start the walk at ``r`` (the newest checkpoint, or the one named): its parent
+        next, and as deep as its metadata counts, when it counts every channel."""
+        self.started, self.at = True, r.parent
+        self.done = r.parent is None
+        counters = self._open(r)[1]
+        if counters and all(c in counters for c in self.channels):
+            self.depth = max(counters[c][1] for c in self.channels) + 2
+
+    def _open(self, row: Any) -> tuple[frozenset[str], Any]:
+        """The channels ``row`` stores a value of, and its metadata's counters since each
+        delta snapshot: decoded once a walk (the list that read it decoded them)."""
+        if (got := self.opened.get(row.checkpoint_id)) is None:
+            got = self.opened[row.checkpoint_id] = (frozenset(self.saver._load(row.data)[
+                "channel_values"]), self.saver._load(row.meta).get(
+                "counters_since_delta_snapshot"))
+        return got
+
+    def _visit(self, row: Any) -> None:
+        for w in reversed(_whole(self.writes.get(row.checkpoint_id, []))):
+            if w.channel in self.remaining:
+                self.found[w.channel].append((w.task_id, w.channel, self.saver._load(w.value)))
+        if seeded := [c for c in self.remaining if c in self._open(row)[0]]:
+            channels = self.saver._load(row.data)["channel_values"]  # (its own objects:
+            for ch in seeded:  # a reducer may change its input in place)
+                self.seeds[ch] = channels[ch]
+                self.remaining.discard(ch)
+        self.at, self.visited = row.parent, self.visited + 1
+        self.done = not self.remaining or row.parent is None
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        out: dict[str, DeltaChannelHistory] = {}
+        for ch in self.channels:
+            entry: DeltaChannelHistory = {"writes": self.found[ch][::-1]}
+            if ch in self.seeds:
+                entry["seed"] = self.seeds[ch]
+            out[ch] = entry
+        return out
+
+
+class _Listed(dict[str, Any]):
+    """The config of a checkpoint ``list`` returned, carrying the rows it read (``rows``),
+    what it decoded of them (``opened``: see :meth:`~dynaorm.langgraph.Saver._tuples`) and
+    the checkpoint's ``(saver, thread_id, ns, checkpoint_id)`` (``at``): a history asked
+    of another saver, thread or checkpoint reads its own. Copied or pickled, a plain
+    config."""
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self),)
+
+
+def _sk(ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's sort key (its entity's template): rows come in its order."""
+    return f"C#{ns}#{checkpoint_id}#"
+
+
+def _whole(writes: list[Any]) -> list[Any]:
+    """A checkpoint's writes in LangGraph's order, less a task's written past one
+    transaction and not all in yet (fewer regular rows than their ``total``: a
+    ``put_writes`` stopped between its commits, to be run again)."""
+    want: Counter[str] = Counter()
+    have: Counter[str] = Counter()
+    for w in writes:
+        want[w.task_id] = max(want[w.task_id], w.total or 0)
+        have[w.task_id] += w.idx >= 0
+    return sorted((w for w in writes if have[w.task_id] >= want[w.task_id]),
+                  key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
 

@@ -69,7 +69,7 @@ from dynaorm import (
     VectorIndex,
 )
 from dynaorm.langgraph.rows import Op as Steps
-from dynaorm.langgraph.rows import Runner, ttl_of, twins
+from dynaorm.langgraph.rows import Runner, declared, ttl_of, twins
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
@@ -83,15 +83,8 @@ def memory_entity(table: Table, scope: Iterable[str] = (), sealed: bool = False
     iam``, exports and ``check`` to see it. ``sealed``: its values ``Encrypted``."""
     fields = tuple(scope)
     pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
-    if (found := table.entities.get("LangGraphMemory")) is not None:
-        if found.Meta.pk != pk:
-            raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
-                               "scope's fields only")
-        if found.__dynaorm_sealed__ != sealed:
-            raise DynaormError(f"table {table.name!r} keeps the items of its stores "
-                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: give "
-                               "every store of the table the same sealed=")
-        return found
+    if (found := declared(table, "LangGraphMemory", pk, sealed)) is not None:
+        return found  # type: ignore[no-any-return]
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
     value: Any = Encrypted[Compressed[str]] if sealed else Compressed[str]
