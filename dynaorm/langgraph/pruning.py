@@ -4,8 +4,6 @@
 checkpoint's ``DeltaChannel`` values are read from (:meth:`Pruning._needed`), and copied
 by ``copy_thread``."""
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import suppress

@@ -4,8 +4,6 @@ leases, declared once a table), the TTLs either keeps (:func:`ttl_of`), and
 :class:`Runner`, which runs one implementation of a call on a :class:`dynaorm.Session` or
 an :class:`dynaorm.AsyncSession`; :class:`Rows`, a saver's keys and values."""
 
-from __future__ import annotations
-
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import nullcontext
@@ -194,15 +192,19 @@ class Runner:
             return await session.run(op(session, *args, **kwargs))
 
 
-def twins(op: Callable[..., Op], fenced: bool = False) -> tuple[Any, Any]:
+def twins(op: Callable[..., Op]) -> tuple[Any, Any]:
     """A method running ``op`` (given a session, then the method's arguments) on a
     :class:`dynaorm.Session`, and its ``a...`` twin on an :class:`dynaorm.AsyncSession`
-    (see :class:`Runner`): each written once. ``fenced``: a saver's write, given the
-    ``fence`` of its config's run (:meth:`~dynaorm.langgraph.fence.Fenced._fence`), whose
-    lock it holds. Both bear ``op``'s signature (LangGraph reads ``put_writes``' to pass
-    ``task_path``)."""
+    (see :class:`Runner`): each written once. An op that takes a ``fence`` is a saver's
+    write: given the fence of its config's run
+    (:meth:`~dynaorm.langgraph.fence.Fenced._fence`), whose lock it holds. Both bear
+    ``op``'s signature (LangGraph reads ``put_writes``' to pass ``task_path``), less the
+    session and the fence."""
+    shown = signature(op)
+
     def fence(self: Any, args: Any, kwargs: Any) -> dict[str, Any]:
-        return {"fence": self._fence(args[0] if args else kwargs["config"])} if fenced else {}
+        return {"fence": self._fence(args[0] if args else kwargs["config"])
+                } if "fence" in shown.parameters else {}
 
     @wraps(op)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -211,10 +213,9 @@ def twins(op: Callable[..., Op], fenced: bool = False) -> tuple[Any, Any]:
     @wraps(op)
     async def arun(self: Any, *args: Any, **kwargs: Any) -> Any:
         return await self._arun(partial(op, self), *args, **kwargs, **fence(self, args, kwargs))
-    shown = signature(op)  # (less the session, the fence and the op's return)
-    shown = shown.replace(return_annotation=shown.empty, parameters=[
-        p for p in shown.parameters.values() if p.name not in ("s", "fence")])
-    run.__signature__ = arun.__signature__ = shown  # type: ignore[attr-defined]
+    run.__signature__ = arun.__signature__ = shown.replace(  # type: ignore[attr-defined]
+        return_annotation=shown.empty, parameters=[
+            p for p in shown.parameters.values() if p.name not in ("s", "fence")])
     return run, arun
 
 
@@ -234,9 +235,9 @@ class Rows(Runner):
     def _at(self, conf: Mapping[str, Any]) -> dict[str, Any]:
         return self._pk(conf["thread_id"], ns="_" + conf.get("checkpoint_ns", ""))
 
-    def _stamp(self) -> dict[str, Any]:
+    def _stamp(self) -> dict[Any, Any]:
         return {self.table.ttl: int(time.time() + self.ttl.total_seconds())
-                } if self.ttl and self.table.ttl else {}
+                } if self.ttl else {}  # (a table without a TTL attribute refuses ttl=)
 
     def _dump(self, value: Any) -> bytes:
         kind, data = self.serde.dumps_typed(value)

@@ -27,8 +27,6 @@ namespace, walked as its rows come, or the rows the ``list`` that returned its c
 :mod:`dynaorm.langgraph.rows`).
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -43,7 +41,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
@@ -317,7 +314,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             if walk.done:  # (else read the thread: the list stopped short of the seed)
                 return walk.result()
         q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
-        walk = _Walk(self, cid, channels, ns)
+        walk = _Walk(self, cid, channels, ns, {})
         cursor = None
         while True:
             page = yield partial(q.page_size(walk.want()).page, cursor)
@@ -333,8 +330,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
 
     # -- BaseCheckpointSaver: each method and its ``a...`` twin run one op ----------------
     get_tuple, aget_tuple = twins(_get_tuple)
-    put, aput = twins(_put, fenced=True)
-    put_writes, aput_writes = twins(_put_writes, fenced=True)
+    put, aput = twins(_put)
+    put_writes, aput_writes = twins(_put_writes)
     delete_thread, adelete_thread = twins(Pruning._delete_thread)
     delete_for_runs, adelete_for_runs = twins(Pruning._delete_for_runs)
     copy_thread, acopy_thread = twins(Pruning._copy_thread)
@@ -378,9 +375,8 @@ class _Walk:
     what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
-                 ns: str, opened: dict[str, Any] | None = None) -> None:
-        self.saver, self.channels, self.ns = saver, list(channels), ns
-        self.opened = {} if opened is None else opened
+                 ns: str, opened: dict[str, Any]) -> None:
+        self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)
         self.started = False
@@ -455,14 +451,11 @@ class _Walk:
         self.at, self.visited = row.parent, self.visited + 1
         self.done = not self.remaining or row.parent is None
 
-    def result(self) -> dict[str, DeltaChannelHistory]:
-        out: dict[str, DeltaChannelHistory] = {}
-        for ch in self.channels:
-            entry: DeltaChannelHistory = {"writes": self.found[ch][::-1]}
-            if ch in self.seeds:
-                entry["seed"] = self.seeds[ch]
-            out[ch] = entry
-        return out
+    def result(self) -> dict[str, Any]:
+        """Each channel's ``DeltaChannelHistory``: its writes oldest first, and its seed
+        when one was found."""
+        return {ch: {"writes": self.found[ch][::-1], **(
+            {"seed": self.seeds[ch]} if ch in self.seeds else {})} for ch in self.channels}
 
 
 class _Listed(dict[str, Any]):

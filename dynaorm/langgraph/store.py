@@ -124,7 +124,7 @@ class Store(Runner, BaseStore):
                  scope: Mapping[str, str] | None = None,
                  ttl: TTLConfig | timedelta | float | None = None,
                  sealed: bool = False) -> None:
-        config: TTLConfig | None = ttl_of(ttl, store=True)
+        config = ttl_of(ttl, store=True)
         self._bind(table, scope, config, sealed)
         self.ttl_config, self.supports_ttl = config, bool(table.ttl)
         self.index_config, self.embeddings = index, None
