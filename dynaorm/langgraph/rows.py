@@ -83,8 +83,9 @@ def declared(table: Table, name: str, pk: str, sealed: bool) -> Any:
     found = table.entities.get(name)
     if found is not None and (found.Meta.pk, found.__dynaorm_sealed__) != (pk, sealed):
         raise DynaormError(f"table {table.name!r} keeps its {name} rows under "
-                           f"{found.Meta.pk!r}, sealed={found.__dynaorm_sealed__}: give every "
-                           "saver (store) of a table the same scope fields and the same sealed=")
+                           f"{found.Meta.pk!r}, sealed={found.__dynaorm_sealed__} (a table keeps "
+                           "one scope's fields): give every saver (store) of the table the "
+                           "same scope fields and the same sealed=")
     return found
 
 
