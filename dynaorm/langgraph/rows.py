@@ -1,8 +1,10 @@
 """The ground LangGraph's saver and store stand on (contract 23): the rows a saver keeps
 in the application's table (:func:`rows`: the entities of checkpoints, writes and
-leases, declared once a table), the TTLs either keeps (:func:`ttl_of`), and
-:class:`Runner`, which runs one implementation of a call on a :class:`dynaorm.Session` or
-an :class:`dynaorm.AsyncSession`; :class:`Rows`, a saver's keys and values."""
+leases, declared once a table; :func:`declared`, the check of a saver's or store's entity
+declared already), the TTLs either keeps (:func:`ttl_of`), and :class:`Runner`, which
+runs one implementation of a call (an op) on a :class:`dynaorm.Session` or an
+:class:`dynaorm.AsyncSession`: :func:`twins` makes a public method and its ``a...`` twin
+of one op; :class:`Rows`, a saver's keys and values."""
 
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
