@@ -325,9 +325,9 @@ def _first_root(fence: Fence | None, cid: str | None) -> bool:
     return first
 
 
-def _busy(fence: Fence | None, exc: ConditionFailedError) -> ThreadBusyError:
-    """The :class:`ThreadBusyError` of a write of ``fence`` refused (``exc``)."""
-    assert fence is not None
+def _busy(fence: Any, exc: ConditionFailedError) -> ThreadBusyError:
+    """The :class:`ThreadBusyError` of a write of ``fence`` (a :class:`Fence`: a
+    single-writer saver's) refused (``exc``)."""
     busy = ThreadBusyError(f"thread {fence.thread['thread_id']!r} is another run's ({exc})",
                            entity=exc.entity, key=exc.key, item=exc.item,
                            failures=exc.failures)

@@ -4,8 +4,6 @@
 checkpoint's ``DeltaChannel`` values are read from (:meth:`Pruning._needed`), and copied
 by ``copy_thread``."""
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -96,18 +94,18 @@ class Pruning(Rows):
             kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
             yield from self._drop(s, found, doomed - self._needed(found, kept))
 
-    def _copy_thread(self, s: Any, source: str, target: str) -> Op:
+    def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every row of the thread (the whole parent chain, every namespace, each
         checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
-        found = yield from self._thread(s, source)
-        copies = [type(r)(**{**dict(r), "thread_id": target, **self._stamp()}) for r in found
-                  if type(r) is not self.lease_row]  # (the copy is a thread of its own)
+        found = yield from self._thread(s, source_thread_id)
+        copies = [type(r)(**{**dict(r), "thread_id": target_thread_id, **self._stamp()})
+                  for r in found if type(r) is not self.lease_row]  # (a thread of its own)
         if self.table.offload:  # (each copy uploads objects of its own)
             yield from _each(s, copies, partial(s.save, overwrite=True))
         elif copies:
             yield partial(s.save_many, copies)
 
-    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str) -> Op:
+    def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op:
         if strategy not in ("keep_latest", "delete"):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
@@ -143,21 +141,16 @@ class Pruning(Rows):
             needed.update(self._chain(key, rows, written, stored))
         return needed
 
-    def _open(self, key: tuple[str, str], row: Any,
-              stored: Callable[[tuple[str, str]], dict[str, Any]]) -> tuple[set[str], set[str]]:
-        """The channels a checkpoint's metadata counts as ``DeltaChannel``s, and those of
-        its channels it stores no value of (of the counted ones, when some are)."""
-        versions = self._load(row.data)["channel_versions"]
-        counted = set(self._load(row.meta).get("counters_since_delta_snapshot") or ())
-        return counted, {c for c in versions if c not in stored(key) and (
-            not counted or c in counted)}
-
     def _chain(self, key: tuple[str, str], rows: dict[tuple[str, str], Any],
                written: dict[tuple[str, str], set[str]],
                stored: Callable[[tuple[str, str]], dict[str, Any]]) -> list[tuple[str, str]]:
         """The ancestors of the checkpoint ``key`` it reads its ``DeltaChannel`` values
-        from (see :meth:`_needed`)."""
-        counted, open_ = self._open(key, rows[key], stored)
+        from (see :meth:`_needed`): the channels its metadata counts as ``DeltaChannel``s
+        (``counted``), and those it stores no value of (of the counted ones, when some are:
+        ``open_``)."""
+        counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot") or ())
+        open_ = {c for c in self._load(rows[key].data)["channel_versions"] if c not in stored(
+            key) and (not counted or c in counted)}
         path: list[tuple[str, str]] = []
         depth, at = 0, rows[key].parent
         while open_ and at is not None and (key[0], at) in rows:

@@ -1,15 +1,17 @@
 """The ground LangGraph's saver and store stand on (contract 23): the rows a saver keeps
 in the application's table (:func:`rows`: the entities of checkpoints, writes and
-leases, declared once a table), the TTLs either keeps (:func:`ttl_of`), and
-:class:`Runner`, which runs one implementation of a call on a :class:`dynaorm.Session` or
-an :class:`dynaorm.AsyncSession`; :class:`Rows`, a saver's keys and values."""
-
-from __future__ import annotations
+leases, declared once a table; :func:`declared`, the check of a saver's or store's entity
+declared already), the TTLs either keeps (:func:`ttl_of`), and :class:`Runner`, which
+runs one implementation of a call (an op) on a :class:`dynaorm.Session` or an
+:class:`dynaorm.AsyncSession`: :func:`twins` makes a public method and its ``a...`` twin
+of one op; :class:`Rows`, a saver's keys and values."""
 
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import timedelta
+from functools import partial, wraps
+from inspect import signature
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -42,15 +44,7 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
     partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
     the table shares them."""
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
-    if (found := table.entities.get("LangGraphCheckpoint")) is not None:
-        if found.Meta.pk != pk:
-            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints under "
-                               f"{found.Meta.pk!r}, not {pk!r}: give every saver of "
-                               "the table the same scope fields")
-        if found.__dynaorm_sealed__ != sealed:
-            raise DynaormError(f"table {table.name!r} keeps LangGraph checkpoints "
-                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: "
-                               "give every saver of the table the same sealed=")
+    if (found := declared(table, "LangGraphCheckpoint", pk, sealed)) is not None:
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
     meta: Any = Encrypted[bytes] if sealed else bytes
@@ -85,6 +79,18 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
         parent=None, run_id=None), write, lease
 
 
+def declared(table: Table, name: str, pk: str, sealed: bool) -> Any:
+    """The entity ``name`` a saver or store of ``table`` declared already (``None``: none
+    yet), refused unless its rows are keyed by ``pk`` and sealed as ``sealed`` asks."""
+    found = table.entities.get(name)
+    if found is not None and (found.Meta.pk, found.__dynaorm_sealed__) != (pk, sealed):
+        raise DynaormError(f"table {table.name!r} keeps its {name} rows under "
+                           f"{found.Meta.pk!r}, sealed={found.__dynaorm_sealed__} (a table keeps "
+                           "one scope's fields): give every saver (store) of the table the "
+                           "same scope fields and the same sealed=")
+    return found
+
+
 _SAVER_TTL = {"default_ttl", "strategy", "sweep_interval_minutes"}
 
 _STORE_TTL = {"default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes"}
@@ -108,11 +114,8 @@ def ttl_of(ttl: object, *, store: bool = False) -> Any:
     not at the first write."""
     if ttl is None:
         return None
-    length: timedelta | None = None
     if isinstance(ttl, timedelta):
-        length = ttl if ttl > timedelta(0) else None
-        if length is None:
-            raise ValueError(f"ttl must be positive, not {ttl!r}")
+        length = timedelta(seconds=_positive(ttl.total_seconds(), "ttl"))
     elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
         length = timedelta(seconds=_positive(ttl, "ttl (seconds)"))
     elif isinstance(ttl, Mapping):
@@ -155,9 +158,6 @@ class Runner:
     session's own runner. An exception a call raises is thrown into the op, for it to
     handle or let through."""
 
-    table: Table
-    scope: dict[str, str]
-
     def _bind(self, table: Table, scope: Mapping[str, str] | None, ttl: object,
               sealed: bool = False) -> None:
         """Keep ``table`` and ``scope``, refusing a table or a scope they cannot be used
@@ -183,17 +183,43 @@ class Runner:
         table's client raised ``TypeError``). Pickling stays refused."""
         return self
 
-    def _run(self, op: Callable[..., Op], *args: Any, lock: Any = None) -> Any:
-        with t.sync if (t := lock and lock.tenure) else nullcontext():  # (a run's writes)
+    def _run(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
+        # (a run's writes hold its lock)
+        with t.sync if (t := (f := kwargs.get("fence")) and f.tenure) else nullcontext():
             session = Session(self.table, scope=self.scope or None)
-            return session.run(op(session, *args))
+            return session.run(op(session, *args, **kwargs))
 
-    async def _arun(self, op: Callable[..., Op], *args: Any, lock: Any = None
-                    ) -> Any:
-        async with t.alock if (t := lock and lock.tenure) else nullcontext():
+    async def _arun(self, op: Callable[..., Op], *args: Any, **kwargs: Any) -> Any:
+        async with t.alock if (t := (f := kwargs.get("fence")) and f.tenure) else nullcontext():
             session = AsyncSession(self.table, scope=self.scope or None)
-            return await session.run(op(session, *args))
+            return await session.run(op(session, *args, **kwargs))
 
+
+def twins(op: Callable[..., Op]) -> tuple[Any, Any]:
+    """A method running ``op`` (given a session, then the method's arguments) on a
+    :class:`dynaorm.Session`, and its ``a...`` twin on an :class:`dynaorm.AsyncSession`
+    (see :class:`Runner`): each written once. An op that takes a ``fence`` is a saver's
+    write: given the fence of its config's run
+    (:meth:`~dynaorm.langgraph.fence.Fenced._fence`), whose lock it holds. Both bear
+    ``op``'s signature (LangGraph reads ``put_writes``' to pass ``task_path``), less the
+    session and the fence."""
+    shown = signature(op)
+
+    def fence(self: Any, args: Any, kwargs: Any) -> dict[str, Any]:
+        return {"fence": self._fence(args[0] if args else kwargs["config"])
+                } if "fence" in shown.parameters else {}
+
+    @wraps(op)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._run(partial(op, self), *args, **kwargs, **fence(self, args, kwargs))
+
+    @wraps(op)
+    async def arun(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._arun(partial(op, self), *args, **kwargs, **fence(self, args, kwargs))
+    run.__signature__ = arun.__signature__ = shown.replace(  # type: ignore[attr-defined]
+        return_annotation=shown.empty, parameters=[
+            p for p in shown.parameters.values() if p.name not in ("s", "fence")])
+    return run, arun
 
 
 class Rows(Runner):
@@ -212,9 +238,9 @@ class Rows(Runner):
     def _at(self, conf: Mapping[str, Any]) -> dict[str, Any]:
         return self._pk(conf["thread_id"], ns="_" + conf.get("checkpoint_ns", ""))
 
-    def _stamp(self) -> dict[str, Any]:
+    def _stamp(self) -> dict[Any, Any]:
         return {self.table.ttl: int(time.time() + self.ttl.total_seconds())
-                } if self.ttl and self.table.ttl else {}
+                } if self.ttl else {}  # (a table without a TTL attribute refuses ttl=)
 
     def _dump(self, value: Any) -> bytes:
         kind, data = self.serde.dumps_typed(value)

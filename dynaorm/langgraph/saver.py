@@ -19,7 +19,7 @@ Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession
 
 (0.9, contract 24) A ``DeltaChannel``'s history is one paged ``Query`` of the thread's
 namespace, walked as its rows come, or the rows the ``list`` that returned its config read
-(:mod:`dynaorm.langgraph.walk`: one ``Query`` a ``get_state_history``); ``prune`` and
+(:class:`_Walk`: one ``Query`` a ``get_state_history``); ``prune`` and
 ``delete_for_runs`` keep the ancestors a kept checkpoint's delta channels read
 (:mod:`dynaorm.langgraph.pruning`). ``single_writer=True`` adds the thread's lease row
 (``L#``, a :class:`dynaorm.Lease`) to every write's commit (:mod:`dynaorm.langgraph.fence`);
@@ -27,8 +27,7 @@ namespace, walked as its rows come, or the rows the ``list`` that returned its c
 :mod:`dynaorm.langgraph.rows`).
 """
 
-from __future__ import annotations
-
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -42,9 +41,10 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
+    writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -68,8 +68,7 @@ from dynaorm.langgraph.fence import (
     stops,
 )
 from dynaorm.langgraph.pruning import Pruning
-from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of
-from dynaorm.langgraph.walk import _Listed, _Walk, _whole
+from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of, twins
 
 
 class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
@@ -89,7 +88,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                  serde: SerializerProtocol | None = None, single_writer: bool = False,
                  lease: timedelta = timedelta(minutes=5), sealed: bool = False):
         super().__init__(serde=serde)
-        self.ttl: timedelta | None = ttl_of(ttl)
+        self.ttl = ttl_of(ttl)
         self._bind(table, scope, self.ttl, sealed)
         self.cp, self.w, self.lease_row = rows(table, sorted(self.scope), sealed)
         if not isinstance(lease, timedelta) or lease <= timedelta(0):
@@ -98,7 +97,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         self.tenures = Tenures()
 
     def _put(self, s: Any, config: RunnableConfig, checkpoint: Checkpoint,
-             metadata: CheckpointMetadata, fence: Fence | None = None) -> Op:
+             metadata: CheckpointMetadata, new_versions: ChannelVersions | None = None,
+             fence: Fence | None = None) -> Op:
         conf, cid = config["configurable"], checkpoint["id"]
         md = get_serializable_checkpoint_metadata(config, metadata)
         meta, data = self._dump(md), self._dump(checkpoint)
@@ -143,7 +143,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             yield from self._drop(s, found)
 
     def _put_writes(self, s: Any, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str, fence: Fence | None = None) -> Op:
+                    task_id: str, task_path: str = "", fence: Fence | None = None) -> Op:
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
@@ -297,7 +297,10 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         return out
 
     def _history(self, s: Any, config: RunnableConfig, channels: Sequence[str]) -> Op:
-        """A ``DeltaChannel``'s history (see :meth:`get_delta_channel_history`): one paged
+        """``get_delta_channel_history``: each of ``channels``' writes on the parent chain
+        of the checkpoint ``config`` names (oldest first, its own excluded) back to the
+        nearest ancestor that stores the channel's value (``seed``), LangGraph's contract
+        (``BaseCheckpointSaver``'s default reads a checkpoint at a time): one paged
         ``Query`` of the namespace, newest first, walking the parent chain as its rows
         come (a checkpoint's writes sort right after it, so they have come before it)
         and stopping once every channel has its seed, or the chain its root."""
@@ -311,7 +314,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             if walk.done:  # (else read the thread: the list stopped short of the seed)
                 return walk.result()
         q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
-        walk = _Walk(self, cid, channels, ns)
+        walk = _Walk(self, cid, channels, ns, {})
         cursor = None
         while True:
             page = yield partial(q.page_size(walk.want()).page, cursor)
@@ -319,87 +322,32 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             if walk.done or (cursor := page.cursor) is None:
                 return walk.result()
 
-    # -- BaseCheckpointSaver --------------------------------------------------------------
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(self._run(self._list, _one(config), None, None, 1)), None)
+    def _get_tuple(self, s: Any, config: RunnableConfig) -> Op:
+        """``get_tuple``: without a ``checkpoint_ns``, of the root one (as in every
+        LangGraph saver; ``list`` alone reads every namespace)."""
+        config = {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+        return next(iter((yield from self._list(s, config, None, None, 1))), None)
+
+    # -- BaseCheckpointSaver: each method and its ``a...`` twin run one op ----------------
+    get_tuple, aget_tuple = twins(_get_tuple)
+    put, aput = twins(_put)
+    put_writes, aput_writes = twins(_put_writes)
+    delete_thread, adelete_thread = twins(Pruning._delete_thread)
+    delete_for_runs, adelete_for_runs = twins(Pruning._delete_for_runs)
+    copy_thread, acopy_thread = twins(Pruning._copy_thread)
+    prune, aprune = twins(Pruning._prune)
+    get_delta_channel_history, aget_delta_channel_history = twins(_history)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
              limit: int | None = None) -> Iterator[CheckpointTuple]:
         return iter(self._run(self._list, config, filter, before, limit))
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
-        fence = self._fence(config)
-        return self._run(self._put, config, checkpoint, metadata,  # type: ignore[no-any-return]
-                         fence, lock=fence)
-
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                   task_id: str, task_path: str = "") -> None:
-        fence = self._fence(config)
-        self._run(self._put_writes, config, writes, task_id, task_path, fence,
-                  lock=fence)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._run(self._delete_thread, thread_id)
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(self._delete_for_runs, run_ids)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(self._copy_thread, source_thread_id, target_thread_id)
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(self._prune, thread_ids, strategy)
-
-    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
-                                  ) -> Mapping[str, DeltaChannelHistory]:
-        """Each of ``channels``' writes on the parent chain of the checkpoint ``config``
-        names (oldest first, its own excluded) back to the nearest ancestor that stores
-        the channel's value (``seed``): LangGraph's contract, read in one paged ``Query``
-        of the thread's namespace (``BaseCheckpointSaver``'s default reads a checkpoint
-        at a time)."""
-        return self._run(self._history, config, channels)  # type: ignore[no-any-return]
-
-    async def aget_delta_channel_history(self, *, config: RunnableConfig,
-                                         channels: Sequence[str]
-                                         ) -> Mapping[str, DeltaChannelHistory]:
-        """:meth:`get_delta_channel_history` on an ``AsyncSession``."""
-        return await self._arun(self._history, config, channels)  # type: ignore[no-any-return]
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return next(iter(await self._arun(self._list, _one(config), None, None, 1)),
-                    None)
-
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         for found in await self._arun(self._list, config, filter, before, limit):
             yield found
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
-                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
-        fence = self._fence(config)
-        return await self._arun(self._put, config, checkpoint,  # type: ignore[no-any-return]
-                                metadata, fence, lock=fence)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                          task_id: str, task_path: str = "") -> None:
-        fence = self._fence(config)
-        await self._arun(self._put_writes, config, writes, task_id, task_path, fence,
-                         lock=fence)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._arun(self._delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._arun(self._delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._arun(self._copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._arun(self._prune, thread_ids, strategy)
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:
@@ -413,8 +361,128 @@ def _config(r: Any, checkpoint_id: str) -> RunnableConfig:
                              "checkpoint_id": checkpoint_id}}
 
 
-def _one(config: RunnableConfig) -> RunnableConfig:
-    """``get_tuple``'s config: without a ``checkpoint_ns``, the root one (as in every
-    LangGraph saver; ``list`` alone reads every namespace)."""
-    return {**config, "configurable": {"checkpoint_ns": "", **config["configurable"]}}
+# -- a DeltaChannel's history (contract 24): the parent chain of one checkpoint walked
+# over its thread's rows read newest first (_Walk, pure), as a paged Query brings them or
+# as a list read them (carried by the configs it returns, _Listed: get_state_history asks
+# a history of each checkpoint it lists)
+_PAGE = 1000  # (rows a history's request asks for at most: DynamoDB stops at 1 MB)
+
+_FIRST = 100  # (and first, before the target's metadata says how far back to read)
+
+
+class _Walk:
+    """The parent chain of one checkpoint, walked over rows read newest first (pure):
+    what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
+
+    def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
+                 ns: str, opened: dict[str, Any]) -> None:
+        self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
+        self.target = target
+        self.at: str | None = None  # (the next ancestor to visit)
+        self.started = False
+        self.rows: dict[str, Any] = {}
+        self.writes: dict[str, list[Any]] = {}
+        self.remaining = set(channels)
+        self.found: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        self.seeds: dict[str, Any] = {}
+        self.last: str | None = None  # (the sort key of the last row read)
+        self.done = False
+        self.depth: int | None = None  # (checkpoints to walk, as LangGraph counts them)
+        self.visited = self.read_rows = 0
+
+    def want(self) -> int:
+        """Rows to ask for next: the first page ``_FIRST``; once the target's metadata
+        counts the steps since each channel's snapshot, about what is left of the walk
+        (rows a checkpoint, writes included, as read so far), else ``_PAGE``."""
+        if not self.read_rows:
+            return _FIRST
+        if self.depth is None:
+            return _PAGE
+        per = self.read_rows / max(len(self.rows), 1)
+        return max(25, min(_PAGE, int((self.depth - self.visited) * per * 1.5) + 20))
+
+    def read(self, items: Sequence[Any]) -> None:
+        self.read_rows += len(items)
+        for r in items:
+            if type(r) is self.saver.w:
+                self.writes.setdefault(r.checkpoint_id, []).append(r)
+                continue
+            self.rows[r.checkpoint_id] = r
+            self.last = r.checkpoint_id
+            if not self.started and self.target in (None, r.checkpoint_id):
+                self._start(r)
+        if not self.started and self.last is not None and self.target is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, self.target):
+            self.started = self.done = True  # (no such checkpoint: nothing to walk)
+        while self.started and not self.done and self.at is not None and (
+                self.at in self.rows):
+            self._visit(self.rows[self.at])
+        if self.started and not self.done and self.last is not None and _sk(
+                self.ns, self.last) < _sk(self.ns, str(self.at)):
+            self.done = True  # (read past where the parent sorts: it is not stored)
+
+    def _start(self, r: Any) -> None:
+        """Start the walk at ``r`` (the newest checkpoint, or the one named): its parent
+        next, and as deep as its metadata counts, when it counts every channel."""
+        self.started, self.at = True, r.parent
+        self.done = r.parent is None
+        counters = self._open(r)[1]
+        if counters and all(c in counters for c in self.channels):
+            self.depth = max(counters[c][1] for c in self.channels) + 2
+
+    def _open(self, row: Any) -> tuple[frozenset[str], Any]:
+        """The channels ``row`` stores a value of, and its metadata's counters since each
+        delta snapshot: decoded once a walk (the list that read it decoded them)."""
+        if (got := self.opened.get(row.checkpoint_id)) is None:
+            got = self.opened[row.checkpoint_id] = (frozenset(self.saver._load(row.data)[
+                "channel_values"]), self.saver._load(row.meta).get(
+                "counters_since_delta_snapshot"))
+        return got
+
+    def _visit(self, row: Any) -> None:
+        for w in reversed(_whole(self.writes.get(row.checkpoint_id, []))):
+            if w.channel in self.remaining:
+                self.found[w.channel].append((w.task_id, w.channel, self.saver._load(w.value)))
+        if seeded := [c for c in self.remaining if c in self._open(row)[0]]:
+            channels = self.saver._load(row.data)["channel_values"]  # (its own objects:
+            for ch in seeded:  # a reducer may change its input in place)
+                self.seeds[ch] = channels[ch]
+                self.remaining.discard(ch)
+        self.at, self.visited = row.parent, self.visited + 1
+        self.done = not self.remaining or row.parent is None
+
+    def result(self) -> dict[str, Any]:
+        """Each channel's ``DeltaChannelHistory``: its writes oldest first, and its seed
+        when one was found."""
+        return {ch: {"writes": self.found[ch][::-1], **(
+            {"seed": self.seeds[ch]} if ch in self.seeds else {})} for ch in self.channels}
+
+
+class _Listed(dict[str, Any]):
+    """The config of a checkpoint ``list`` returned, carrying the rows it read (``rows``),
+    what it decoded of them (``opened``: see :meth:`~dynaorm.langgraph.Saver._tuples`) and
+    the checkpoint's ``(saver, thread_id, ns, checkpoint_id)`` (``at``): a history asked
+    of another saver, thread or checkpoint reads its own. Copied or pickled, a plain
+    config."""
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self),)
+
+
+def _sk(ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's sort key (its entity's template): rows come in its order."""
+    return f"C#{ns}#{checkpoint_id}#"
+
+
+def _whole(writes: list[Any]) -> list[Any]:
+    """A checkpoint's writes in LangGraph's order, less a task's written past one
+    transaction and not all in yet (fewer regular rows than their ``total``: a
+    ``put_writes`` stopped between its commits, to be run again)."""
+    want: Counter[str] = Counter()
+    have: Counter[str] = Counter()
+    for w in writes:
+        want[w.task_id] = max(want[w.task_id], w.total or 0)
+        have[w.task_id] += w.idx >= 0
+    return sorted((w for w in writes if have[w.task_id] >= want[w.task_id]),
+                  key=lambda w: writes_sort_key(w.path, w.task_id, w.idx))
 

@@ -69,7 +69,7 @@ from dynaorm import (
     VectorIndex,
 )
 from dynaorm.langgraph.rows import Op as Steps
-from dynaorm.langgraph.rows import Runner, ttl_of
+from dynaorm.langgraph.rows import Runner, declared, ttl_of, twins
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
@@ -83,15 +83,8 @@ def memory_entity(table: Table, scope: Iterable[str] = (), sealed: bool = False
     iam``, exports and ``check`` to see it. ``sealed``: its values ``Encrypted``."""
     fields = tuple(scope)
     pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
-    if (found := table.entities.get("LangGraphMemory")) is not None:
-        if found.Meta.pk != pk:
-            raise DynaormError(f"table {table.name!r} keeps the items of stores of one "
-                               "scope's fields only")
-        if found.__dynaorm_sealed__ != sealed:
-            raise DynaormError(f"table {table.name!r} keeps the items of its stores "
-                               f"{'sealed' if found.__dynaorm_sealed__ else 'in the clear'}: give "
-                               "every store of the table the same sealed=")
-        return found
+    if (found := declared(table, "LangGraphMemory", pk, sealed)) is not None:
+        return found  # type: ignore[no-any-return]
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
     value: Any = Encrypted[Compressed[str]] if sealed else Compressed[str]
@@ -131,7 +124,7 @@ class Store(Runner, BaseStore):
                  scope: Mapping[str, str] | None = None,
                  ttl: TTLConfig | timedelta | float | None = None,
                  sealed: bool = False) -> None:
-        config: TTLConfig | None = ttl_of(ttl, store=True)
+        config = ttl_of(ttl, store=True)
         self._bind(table, scope, config, sealed)
         self.ttl_config, self.supports_ttl = config, bool(table.ttl)
         self.index_config, self.embeddings = index, None
@@ -144,14 +137,6 @@ class Store(Runner, BaseStore):
                     "dimensions partitioned by none or a scope field, every scope field "
                     "its partition or one of its filters")
         self.entity: Any = memory_entity(table, sorted(self.scope), sealed)  # (as the saver's)
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` (reads first, then the writes) on a ``Session``."""
-        return self._run(self._batch, ops)  # type: ignore[no-any-return]
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` on an ``AsyncSession``."""
-        return await self._arun(self._batch, ops)  # type: ignore[no-any-return]
 
     # -- the steps, for either kind of session ---------------------------------------
     def _batch(self, s: Any, ops: Iterable[Op]) -> Steps:
@@ -189,6 +174,8 @@ class Store(Runner, BaseStore):
             with suppress(ItemNotFoundError, ConditionFailedError):  # (one commit an item:
                 yield s.commit  # deleted or put again since the read, it is left alone)
         return results
+
+    batch, abatch = twins(_batch)  # (reads first, then the writes)
 
     def _texts(self, writes: dict[str, PutOp]) -> dict[str, str]:
         """The text to embed of each write that has some (none without embeddings)."""

@@ -233,7 +233,7 @@ def test_a_concurrent_writer_of_the_same_task_in_a_lost_answer_s_window(
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "defect (dynaorm/langgraph/walk.py _whole): a task's put_writes stopped after its "
+    "defect (dynaorm/langgraph/saver.py _whole): a task's put_writes stopped after its "
     "first transaction (150 writes: 100 rows in, each with total=150), then the task run "
     "again with fewer writes (120, or 100: its rows are the ones in, nothing is written): "
     "put_writes reports success, yet the reader keeps the task hidden for ever (it wants "
