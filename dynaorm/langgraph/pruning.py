@@ -110,10 +110,8 @@ class Pruning(Rows):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
             found = yield from self._thread(s, thread_id, deleting=True)
-            latest: dict[str, str] = {}
-            for r in found:
-                if type(r) is self.cp:
-                    latest[r.ns] = max(latest.get(r.ns, ""), r.checkpoint_id)
+            ids = sorted((r.checkpoint_id, r.ns) for r in found if type(r) is self.cp)
+            latest = {ns: cid for cid, ns in ids}  # (each namespace's greatest id)
             kept = set() if strategy == "delete" else set(latest.items())
             kept |= self._needed(found, kept)
             yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if

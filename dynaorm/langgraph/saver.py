@@ -245,10 +245,10 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
         return (yield from self._pages(q, near, limit_read, filter or {}, limit, {} if (
-            "thread_id" in conf) else None))
+            "thread_id" in conf and not self.cp.__dynaorm_sealed__) else None))
 
     def _pages(self, q: Any, near: Callable[[Any], bool], limit_read: int | None,
-               filter: dict[str, Any], limit: int | None, opened: dict[str, Any] | None
+               filter: dict[str, Any], limit: int | None, opened: dict[Any, Any] | None
                ) -> Op:
         """:meth:`_list`'s pages of ``q`` read until ``limit_read`` checkpoints are near
         (``None``: all), as tuples (see :meth:`_tuples`)."""
@@ -261,7 +261,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                 return self._tuples(found, near, filter, limit, opened)
 
     def _tuples(self, found: list[Any], near: Callable[[Any], bool], filter: dict[str, Any],
-                limit: int | None, opened: dict[str, Any] | None = None
+                limit: int | None, opened: dict[Any, Any] | None = None
                 ) -> list[CheckpointTuple]:
         """The tuples of the checkpoints ``found`` that are ``near``. Unless ``opened`` is
         ``None`` (``found`` a scan's, unordered), each config carries the rows ``found``
@@ -288,7 +288,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                 config = _Listed(config)
                 config.rows, config.opened = found, opened
                 config.at = self, r.thread_id, r.ns, r.checkpoint_id
-                opened[r.checkpoint_id] = (frozenset(data["channel_values"]), md.get(
+                opened[r.ns, r.checkpoint_id] = (frozenset(data["channel_values"]), md.get(
                     "counters_since_delta_snapshot"))
             out.append(CheckpointTuple(
                 config, data, md,
@@ -375,7 +375,7 @@ class _Walk:
     what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
-                 ns: str, opened: dict[str, Any]) -> None:
+                 ns: str, opened: dict[Any, Any]) -> None:
         self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)
@@ -398,7 +398,7 @@ class _Walk:
             return _FIRST
         if self.depth is None:
             return _PAGE
-        per = self.read_rows / max(len(self.rows), 1)
+        per = self.read_rows / len(self.rows)  # (a depth is known once a row started it)
         return max(25, min(_PAGE, int((self.depth - self.visited) * per * 1.5) + 20))
 
     def read(self, items: Sequence[Any]) -> None:
@@ -433,8 +433,8 @@ class _Walk:
     def _open(self, row: Any) -> tuple[frozenset[str], Any]:
         """The channels ``row`` stores a value of, and its metadata's counters since each
         delta snapshot: decoded once a walk (the list that read it decoded them)."""
-        if (got := self.opened.get(row.checkpoint_id)) is None:
-            got = self.opened[row.checkpoint_id] = (frozenset(self.saver._load(row.data)[
+        if (got := self.opened.get(at := (row.ns, row.checkpoint_id))) is None:
+            got = self.opened[at] = (frozenset(self.saver._load(row.data)[
                 "channel_values"]), self.saver._load(row.meta).get(
                 "counters_since_delta_snapshot"))
         return got

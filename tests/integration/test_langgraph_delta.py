@@ -380,9 +380,6 @@ def test_a_history_walk_spans_event_loops_and_forks(tb: TestBackend) -> None:
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, reason="defect: _tuples keys what it decoded (opened) by "
-                   "checkpoint_id alone; a list of every namespace overwrites one "
-                   "namespace's with another's: KeyError 'ch' at walk.py _visit")
 def test_a_walk_of_a_list_of_every_namespace_opens_each_namespaces_own_checkpoint(
         tb: TestBackend) -> None:
     """Two namespaces of one thread whose checkpoints have the same ids (the ids are the

@@ -316,9 +316,6 @@ def test_a_forgotten_tenants_thread_and_memories_kept_in_s3_are_deleted(
         assert _keyed(r for r in tb.scan_raw() if "beta" in str(r)) == beta
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a listed config carries its thread's rows "
-                   "decrypted; after forget its DeltaChannel history is still walked over "
-                   "them in the clear (get_tuple of the same config: ForgottenError)")
 def test_a_forgotten_tenants_history_is_not_walked_from_a_config_listed_before(
         backend: str | None) -> None:
     """A sealed tenant's thread listed (its configs carry the rows the list read), then
