@@ -411,7 +411,7 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/keys.py", "dynaorm/codec.py", "dynaorm/schema/rows.py",
     # 0.9, issue 85: bulk loads through the rules, and the embedded backend's bulk API
     "dynaorm/core/load.py", "dynaorm/jobs/load.py", "dynaorm/cli/load.py",
-    "dynaorm/jobs/load_files.py", "dynaorm/jobs/load_sources.py",  # (0.10: load.py split)
+    "dynaorm/jobs/load_files.py",  # (0.10: load.py split; load_sources.py merged in)
     "dynaorm/testing/emulation/bulk.py",
     # 0.9, issue 83: leases (the entity, its conditions, what an action stages)
     "dynaorm/schema/lease.py",

@@ -74,10 +74,11 @@ from dynaorm.jobs.load_files import (
     LoadFiles,
     Parts,
     ServiceReport,
+    described_as,
+    entities_of,
     entity_groups,
     key_of,
 )
-from dynaorm.jobs.load_sources import described_as, entities_of
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
