@@ -150,7 +150,7 @@ class LoadReport:
         """The report, a line each (``dynaorm load`` prints them)."""
         out = [f"  {self.loaded} of {self.entities} entities loaded ({self.rows} rows, "
                f"{len(self.operations)} operation(s), last {self.status})"]
-        out += [f"  failed: {type(f.error).__name__}: {_one_line(f.error)}"
+        out += [f"  failed: {type(f.error).__name__}: {' '.join(str(f.error).split())}"
                 for f in self.failures[:100]]
         if len(self.failures) > 100:
             out.append(f"  ... and {len(self.failures) - 100} more failures")
@@ -228,10 +228,6 @@ def _name(table: Table, source: Any) -> str:
     if described is None:
         return os.urandom(8).hex()
     return hashlib.sha256(f"{table.name}\n{described}".encode()).hexdigest()[:16]
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 class _Load(LoadFiles):
@@ -530,10 +526,8 @@ class _Load(LoadFiles):
         out = []
         for r in self.state["rounds"]:
             if r.get("settled") and r.get("failed") and r["round"] not in self.settled:
-                body = self.s3.get_object(Bucket=self.bucket, Key=self.key(
-                    f"round-{r['round']}/failures.json.gz"))["Body"].read()
-                out += [_failure_of(self.table, json.loads(line))
-                        for line in gzip.decompress(body).splitlines() if line]
+                out += [_failure_of(self.table, json.loads(line)) for line in self.lines(
+                    self.key(f"round-{r['round']}/failures.json.gz"))]
         return out
 
 
