@@ -47,7 +47,6 @@ from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
-from dynaorm.jobs.exports import ExportError, export
 from dynaorm.plugins import COMMANDS, EXPORT_FORMATS, found, loaded
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import spec_of
@@ -60,8 +59,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _T = TypeVar("_T")
-_DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
-               "(or pass --endpoint-url URL of a running DynamoDB Local)")
 
 
 # -- describe ----------------------------------------------------------------------------
@@ -360,7 +357,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = connect(load_table(args.table), args)
     classes = None if args.entities is None else [entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    report = _job(export(
+    report = _job(jobs.export(
         table, args.to, source=args.source, entities=classes, history=args.history,
         segments=args.segments, rate=_rate(args),
         encrypted="decrypt" if args.decrypt else "omit", format=args.format,
@@ -384,7 +381,7 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
         if name == args.format:
             try:
                 kind.check(chosen := given)
-            except ExportError as exc:
+            except jobs.ExportError as exc:
                 raise BadReference(str(exc)) from None
         elif given:
             raise BadReference(f"{', '.join(sorted(given))}: --format {name}'s option(s), "
@@ -456,7 +453,8 @@ def _migrate_usage_error(args: argparse.Namespace) -> str | None:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
-        print(_DEMO_NEEDS, file=sys.stderr)
+        print('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
+              "(or pass --endpoint-url URL of a running DynamoDB Local)", file=sys.stderr)
         return EXIT_PROBLEMS
     from dynaorm.cli.demo import run_demo
 

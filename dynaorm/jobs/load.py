@@ -250,8 +250,7 @@ class _Load(LoadFiles):
 
     # -- requests and state ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        answer: dict[str, Any] = self.table.db.driver.run(call(operation, request),
-                                                          self.operation)
+        answer: dict[str, Any] = self.run_p(call(operation, request))
         return answer
 
     def run_p(self, proto: Proto[Any]) -> Any:
