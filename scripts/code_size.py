@@ -357,8 +357,8 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/jobs/exports.py", "dynaorm/jobs/arrow.py", "dynaorm/jobs/stored.py",
     # (0.10, issue 92: exports.py split at its seams)
     "dynaorm/jobs/export_files.py", "dynaorm/jobs/export_filter.py",
-    "dynaorm/jobs/export_formats.py", "dynaorm/jobs/export_parts.py",
-    "dynaorm/jobs/export_rows.py",
+    "dynaorm/jobs/export_formats.py", "dynaorm/jobs/export_parts.py",  # (export_rows.py
+    # merged into export_parts.py)
     # issue 53: the model as data, and what it costs
     "dynaorm/schema/model.py",
     # (described.py: model.py's described writes, moved below the spec to break a circle)
@@ -411,7 +411,7 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/keys.py", "dynaorm/codec.py", "dynaorm/schema/rows.py",
     # 0.9, issue 85: bulk loads through the rules, and the embedded backend's bulk API
     "dynaorm/core/load.py", "dynaorm/jobs/load.py", "dynaorm/cli/load.py",
-    "dynaorm/jobs/load_files.py", "dynaorm/jobs/load_sources.py",  # (0.10: load.py split)
+    "dynaorm/jobs/load_files.py",  # (0.10: load.py split; load_sources.py merged in)
     "dynaorm/testing/emulation/bulk.py",
     # 0.9, issue 83: leases (the entity, its conditions, what an action stages)
     "dynaorm/schema/lease.py",

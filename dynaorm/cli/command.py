@@ -121,6 +121,15 @@ def region_name(text: str) -> str:
     return text
 
 
+def table_command(sub: Any, name: str, run: Any, **texts: str) -> Any:
+    """Add the subcommand ``name`` (its ``help`` and ``description`` in ``texts``) to the
+    subcommands ``sub``, running ``run(args, out)``, its first argument ``MODULE:TABLE``."""
+    p = sub.add_parser(name, **texts)
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p.set_defaults(run=run)
+    return p
+
+
 def connection_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--endpoint-url`` and ``--region`` to ``parser`` (:func:`connect` reads them)."""
     parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,

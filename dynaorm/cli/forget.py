@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from dynaorm.cli.command import connect, connection_options, load_table
+from dynaorm.cli.command import connect, connection_options, load_table, table_command
 
 
 def _forget(args: argparse.Namespace, out: TextIO) -> int:
@@ -32,15 +32,14 @@ def _forget(args: argparse.Namespace, out: TextIO) -> int:
 
 def add_forget_command(sub: Any) -> None:
     """Add ``forget`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""
-    p = sub.add_parser("forget", help="destroy a tenant's key (Table(key_scope=...))",
-                       description="Destroy the key of one tenant of MODULE:TABLE (a table "
-                                   "declaring key_scope): every Encrypted value of that "
-                                   "tenant, wherever a copy lives, can no longer be read "
-                                   "(ForgottenError), and no write seals one for it; its "
-                                   "other fields and every other tenant read as before. "
-                                   "Idempotent: the key table keeps a tombstone of when.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "forget", _forget,
+                      help="destroy a tenant's key (Table(key_scope=...))",
+                      description="Destroy the key of one tenant of MODULE:TABLE (a table "
+                                  "declaring key_scope): every Encrypted value of that "
+                                  "tenant, wherever a copy lives, can no longer be read "
+                                  "(ForgottenError), and no write seals one for it; its "
+                                  "other fields and every other tenant read as before. "
+                                  "Idempotent: the key table keeps a tombstone of when.")
     p.add_argument("--scope", metavar="FIELD=VALUE", required=True,
                    help="the tenant: the table's key_scope field and its value")
     connection_options(p)
-    p.set_defaults(run=_forget)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from dynaorm.cli.command import connect, connection_options, entity_named, load_table
+from dynaorm.cli.command import connect, connection_options, entity_named, load_table, table_command
 
 
 def _load(args: argparse.Namespace, out: TextIO) -> int:
@@ -42,20 +42,20 @@ def _load(args: argparse.Namespace, out: TextIO) -> int:
 
 def add_load_command(sub: Any) -> None:
     """Add ``load`` to the subcommands ``sub`` of the ``dynaorm`` command's parser."""
-    p = sub.add_parser("load", help="load entities with DynamoDB's bulk put items",
-                       description="Load the entities of SOURCE into the existing table "
-                                   "MODULE:TABLE with DynamoDB's bulk put items "
-                                   "(StartBulkPutItems), each stored as a save stores a new "
-                                   "object: its rows, unique guards and version rows, each "
-                                   "conditioned on a free key. SOURCE: a Parquet dataset "
-                                   "(a file or folder, local or s3://; a folder of datasets "
-                                   "named by type name, as `dynaorm export` writes them), or "
-                                   "a DynamoDB export's s3://.../AWSDynamoDB/<id>/ folder. "
-                                   "Entities that clash (a unique value taken, an item at "
-                                   "their key) are reported, none of their rows left. Run "
-                                   "again with the same --name to resume. Exit 1 when an "
-                                   "entity was not loaded.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "load", _load,
+                      help="load entities with DynamoDB's bulk put items",
+                      description="Load the entities of SOURCE into the existing table "
+                                  "MODULE:TABLE with DynamoDB's bulk put items "
+                                  "(StartBulkPutItems), each stored as a save stores a new "
+                                  "object: its rows, unique guards and version rows, each "
+                                  "conditioned on a free key. SOURCE: a Parquet dataset "
+                                  "(a file or folder, local or s3://; a folder of datasets "
+                                  "named by type name, as `dynaorm export` writes them), or "
+                                  "a DynamoDB export's s3://.../AWSDynamoDB/<id>/ folder. "
+                                  "Entities that clash (a unique value taken, an item at "
+                                  "their key) are reported, none of their rows left. Run "
+                                  "again with the same --name to resume. Exit 1 when an "
+                                  "entity was not loaded.")
     p.add_argument("source", metavar="SOURCE", help="a Parquet dataset or a DynamoDB export")
     p.add_argument("--s3", metavar="S3URL", required=True,
                    help="s3://bucket/prefix: where the load keeps its input, reports and "
@@ -76,4 +76,3 @@ def add_load_command(sub: Any) -> None:
                    help="seconds between DescribeBulkOperation calls (default 10)")
     p.add_argument("--performance-tier", choices=("STANDARD", "ACCELERATED"), default=None)
     connection_options(p)
-    p.set_defaults(run=_load)

@@ -38,6 +38,7 @@ from dynaorm.cli.command import (
     import_module,
     load_attribute,
     load_table,
+    table_command,
 )
 from dynaorm.cli.forget import add_forget_command
 from dynaorm.cli.load import add_load_command
@@ -46,7 +47,6 @@ from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ModelFileError, RequestError
 from dynaorm.jobs.checking import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.jobs.checkpoint import CheckpointError
-from dynaorm.jobs.exports import ExportError, export
 from dynaorm.plugins import COMMANDS, EXPORT_FORMATS, found, loaded
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import spec_of
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _T = TypeVar("_T")
-_DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
-               "(or pass --endpoint-url URL of a running DynamoDB Local)")
 
 
 # -- describe ----------------------------------------------------------------------------
@@ -359,7 +357,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = connect(load_table(args.table), args)
     classes = None if args.entities is None else [entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    report = _job(export(
+    report = _job(jobs.export(
         table, args.to, source=args.source, entities=classes, history=args.history,
         segments=args.segments, rate=_rate(args),
         encrypted="decrypt" if args.decrypt else "omit", format=args.format,
@@ -383,7 +381,7 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
         if name == args.format:
             try:
                 kind.check(chosen := given)
-            except ExportError as exc:
+            except jobs.ExportError as exc:
                 raise BadReference(str(exc)) from None
         elif given:
             raise BadReference(f"{', '.join(sorted(given))}: --format {name}'s option(s), "
@@ -455,7 +453,8 @@ def _migrate_usage_error(args: argparse.Namespace) -> str | None:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
-        print(_DEMO_NEEDS, file=sys.stderr)
+        print('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
+              "(or pass --endpoint-url URL of a running DynamoDB Local)", file=sys.stderr)
         return EXIT_PROBLEMS
     from dynaorm.cli.demo import run_demo
 
@@ -490,15 +489,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
     parser.add_argument("--version", action="version", version=f"dynaorm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    p = sub.add_parser("create-table", help="create a table with all its indexes",
-                       description="Create MODULE:TABLE (on-demand billing, every index); "
-                                   "no error if it exists.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "create-table", cmd_create_table,
+                      help="create a table with all its indexes",
+                      description="Create MODULE:TABLE (on-demand billing, every index); "
+                                  "no error if it exists.")
     connection_options(p)
-    p.set_defaults(run=cmd_create_table)
     add_forget_command(sub)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
-                       description="Print every entity registered on every Table in MODULE "
+                      description="Print every entity registered on every Table in MODULE "
                                    "(or only on TABLE): key templates, unique rules, "
                                    "versioning, indexes, shards and the access patterns they "
                                    "allow.")
@@ -507,17 +505,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     connection_options(p)
     p.set_defaults(run=cmd_describe)
     add_model_commands(sub)
-    p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
-                       description="Scan the table page by page and report orphan guard "
-                                   "items, owners whose guard is missing (also after a unique "
-                                   "rule was added), latest copies of versioned entities that "
-                                   "differ from their newest version, index key attributes "
-                                   "that no longer match their templates, items whose "
-                                   "table key no longer matches (reported, never moved), "
-                                   "and on a table with offload=, references to missing "
-                                   "objects and objects no row references (--repair removes "
-                                   "these). Exit 1 when problems remain.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "check", cmd_check,
+                      help="audit guards, latest copies and derived keys (--repair)",
+                      description="Scan the table page by page and report orphan guard "
+                                  "items, owners whose guard is missing (also after a unique "
+                                  "rule was added), latest copies of versioned entities that "
+                                  "differ from their newest version, index key attributes "
+                                  "that no longer match their templates, items whose "
+                                  "table key no longer matches (reported, never moved), "
+                                  "and on a table with offload=, references to missing "
+                                  "objects and objects no row references (--repair removes "
+                                  "these). Exit 1 when problems remain.")
     p.add_argument("--repair", action="store_true",
                    help="fix what can be fixed as each page is checked, each fix one "
                         "transaction conditioned on the values it read")
@@ -529,16 +527,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         "by --repair) only when written at least MINUTES before the check "
                         "began (default 60: a commit uploads before it writes its row)")
     _scanning(p)
-    p.set_defaults(run=cmd_check)
-    p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",
-                       description="Scan the table page by page and move every item stored "
-                                   "in the previous layout of an entity (Meta.previous) to "
-                                   "its current layout, guards and version rows included, "
-                                   "each move one transaction conditioned on the state read "
-                                   "(safe beside live writers). Ends with dynaorm check. "
-                                   "Exit 1 when something could not be moved or check is "
-                                   "not clean.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "migrate", cmd_migrate,
+                      help="move items from previous layouts (Meta.previous)",
+                      description="Scan the table page by page and move every item stored "
+                                  "in the previous layout of an entity (Meta.previous) to "
+                                  "its current layout, guards and version rows included, "
+                                  "each move one transaction conditioned on the state read "
+                                  "(safe beside live writers). Ends with dynaorm check. "
+                                  "Exit 1 when something could not be moved or check is "
+                                  "not clean.")
     p.add_argument("--dry-run", action="store_true",
                    help="count the items per entity and show sample keys old -> new; "
                         "write nothing")
@@ -553,9 +550,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--max-pages", metavar="N", type=int, default=None,
                    help="stop after N pages (continue later with --resume)")
     _scanning(p)
-    p.set_defaults(run=cmd_migrate)
     p = sub.add_parser("backfill", help="save FUNCTION(obj) for every item of ENTITY",
-                       description="Pass every item of ENTITY to FUNCTION(obj) -> obj | None "
+                      description="Pass every item of ENTITY to FUNCTION(obj) -> obj | None "
                                    "and save what it returns, never over a newer state, as "
                                    "a job (dynaorm.jobs.backfill). Exit 1 when an item "
                                    "failed.")
@@ -567,17 +563,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     connection_options(p)
     _engine(p)
     p.set_defaults(run=cmd_backfill, engine="local")
-    p = sub.add_parser("export", help="write one typed Parquet dataset per entity",
-                       description="Write every entity of MODULE:TABLE as a Parquet dataset "
-                                   "typed from its model, TO/<EntityName>/part-<task>.parquet "
-                                   "(TO: a directory or s3://bucket/prefix), for DuckDB, "
-                                   "Polars, Spark or Athena: latest copies only (--history: "
-                                   "version rows too), never guard items, previous layouts "
-                                   "as the current one, encrypted fields left out "
-                                   "(--decrypt: their plaintext), as a job "
-                                   "(dynaorm.jobs.export). Exit 1 when a row did not fit "
-                                   "its entity.")
-    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p = table_command(sub, "export", cmd_export,
+                      help="write one typed Parquet dataset per entity",
+                      description="Write every entity of MODULE:TABLE as a Parquet dataset "
+                                  "typed from its model, TO/<EntityName>/part-<task>.parquet "
+                                  "(TO: a directory or s3://bucket/prefix), for DuckDB, "
+                                  "Polars, Spark or Athena: latest copies only (--history: "
+                                  "version rows too), never guard items, previous layouts "
+                                  "as the current one, encrypted fields left out "
+                                  "(--decrypt: their plaintext), as a job "
+                                  "(dynaorm.jobs.export). Exit 1 when a row did not fit "
+                                  "its entity.")
     p.add_argument("to", metavar="TO", help="a directory, or s3://bucket/prefix")
     p.add_argument("--source", metavar="S3URL", default=None,
                    help="a DynamoDB export to S3 (its .../AWSDynamoDB/<id>/ folder; full, or "
@@ -591,10 +587,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _export_formats(p, command in (None, "export"))
     connection_options(p)
     _engine(p)
-    p.set_defaults(run=cmd_export, engine="local")
+    p.set_defaults(engine="local")
     add_load_command(sub)
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
-                       description="Run the quickstart step by step on the embedded in-process "
+                      description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "
                                    "deletes the table 'dynaorm-demo' there).")
     connection_options(p)

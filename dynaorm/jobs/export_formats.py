@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.jobs.export_files import ExportError, manifest, s3_client, split_url
-from dynaorm.jobs.export_rows import RowReader
+from dynaorm.jobs.export_parts import RowReader
 from dynaorm.jobs.job import Job
 from dynaorm.plugins import EXPORT_FORMATS, found
 from dynaorm.schema.entity import spec_of

@@ -59,8 +59,7 @@ from dynaorm.jobs.export_filter import export_filter, in_scope, scope_prefixes, 
 from dynaorm.jobs.export_formats import ExportFormat as ExportFormat
 from dynaorm.jobs.export_formats import Staged as Staged
 from dynaorm.jobs.export_formats import datasets_of, export_format, source_of
-from dynaorm.jobs.export_parts import Counts, Part, Sink
-from dynaorm.jobs.export_rows import RowReader
+from dynaorm.jobs.export_parts import Counts, Part, RowReader, Sink
 from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
 from dynaorm.protocol.hooks import Operation
@@ -162,7 +161,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
             table, classes, prefixes, entities is not None), poll, sleep)
     files, read, view = ((), "scan", "") if source is None else read_source(source)
     job = job_of("export", table, len(files) or (segments if source is None else 1), rate,
-                 fn=_task, files=files, options=(
+                 fn=export_part, files=files, options=(
                      ("to", os.fspath(to)), ("entities", classes),
                      ("history", bool(history)), ("encrypted", encrypted), ("kind", read),
                      ("view", view), ("source", source or ""), ("scope", prefixes),
@@ -184,11 +183,6 @@ def _checked(format: str, options: Mapping[str, Any], encrypted: str) -> ExportF
     if encrypted not in ENCRYPTED:
         raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
     return kind
-
-
-def _task(task: Task, table: Any) -> ExportReport:
-    """Run one task of an export (``job.run`` calls it, pointed at the task's table)."""
-    return export_part(table, task.segment, task.segments, task.files, dict(task.options))
 
 
 def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
@@ -458,20 +452,20 @@ def _short(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
-                options: Mapping[str, Any]) -> ExportReport:
-    """Run one task of an export: scan segment ``segment`` of ``segments`` of ``table``,
-    or read the data files ``files`` of an export to S3 (``options["kind"]``), and write
-    its parts."""
-    run = _Export(table, segment, options)
+def export_part(task: Task, table: Any) -> ExportReport:
+    """Run one task of an export (``job.run`` calls it, pointed at the task's table): scan
+    its segment of ``table``, or read its data files of an export to S3
+    (``options["kind"]``), and write its parts."""
+    options = dict(task.options)
+    run = _Export(table, task.segment, options)
     scoped = in_scope(table, options.get("scope"), options.get("scope_values"),
                        options["entities"])
     try:
         with _collector_paused():
             if options["kind"] == "scan":
-                run.scan(segments, scoped)
+                run.scan(task.segments, scoped)
             else:
-                run.read(files, scoped)
+                run.read(task.files, scoped)
             return run.finish()
     except BaseException:
         run.discard()

@@ -37,6 +37,7 @@ from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
 from dynaorm.jobs.checking import check_table
+from dynaorm.jobs.export_files import listed, read_object, s3_client, split_url
 from dynaorm.jobs.migration import migrate as migrate_table
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, budget_of, held_to
@@ -162,19 +163,11 @@ def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 
                 name=name or uuid.uuid4().hex)
 
 
-def _s3(region: str | None) -> Any:
-    import botocore.session
-
-    return botocore.session.get_session().create_client("s3", region_name=region)
-
-
 def _export_files(export: str) -> tuple[str, ...]:
     """The data files of a DynamoDB export to S3 (``.../data/*.gz``)."""
-    bucket, _, prefix = export.removeprefix("s3://").partition("/")
-    pages = _s3(None).get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/data/")
-    files = tuple(f"s3://{bucket}/{o['Key']}" for page in pages
-                  for o in page.get("Contents", ()) if o["Key"].endswith(".gz"))
+    bucket, prefix = split_url(export)
+    files = tuple(f"s3://{bucket}/{key}" for key in listed(
+        s3_client(), bucket, f"{prefix.rstrip('/')}/data/") if key.endswith(".gz"))
     if not files:
         raise DynaormError(f"backfill job: no data files under {export}")
     return files
@@ -184,9 +177,8 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
     """The live state of each item of the task's entity in its export data file, read
     again consistently (the export is older than the table)."""
     spec = spec_of(task.entity_class)
-    bucket, _, key = task.files[0].removeprefix("s3://").partition("/")
-    body = _s3(task.where[2]).get_object(Bucket=bucket, Key=key)["Body"].read()
-    for line in gzip.decompress(body).splitlines():
+    for line in gzip.decompress(read_object(s3_client(), *split_url(task.files[0]))
+                                ).splitlines():
         item = normalize_item(json.loads(line)["Item"]) or {}
         row = spec.rules.sort_keys.parse(key_value(item.get(spec.table.sk or "", {"S": ""})))
         if spec.owns(item) and not (row is not None and row[0]):  # (no version row)

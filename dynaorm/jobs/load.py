@@ -74,10 +74,11 @@ from dynaorm.jobs.load_files import (
     LoadFiles,
     Parts,
     ServiceReport,
+    described_as,
+    entities_of,
     entity_groups,
     key_of,
 )
-from dynaorm.jobs.load_sources import described_as, entities_of
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, held_to
 from dynaorm.protocol.steps import Proto, call
@@ -149,7 +150,7 @@ class LoadReport:
         """The report, a line each (``dynaorm load`` prints them)."""
         out = [f"  {self.loaded} of {self.entities} entities loaded ({self.rows} rows, "
                f"{len(self.operations)} operation(s), last {self.status})"]
-        out += [f"  failed: {type(f.error).__name__}: {_one_line(f.error)}"
+        out += [f"  failed: {type(f.error).__name__}: {' '.join(str(f.error).split())}"
                 for f in self.failures[:100]]
         if len(self.failures) > 100:
             out.append(f"  ... and {len(self.failures) - 100} more failures")
@@ -229,10 +230,6 @@ def _name(table: Table, source: Any) -> str:
     return hashlib.sha256(f"{table.name}\n{described}".encode()).hexdigest()[:16]
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 class _Load(LoadFiles):
     """One run of a load (see the module): its state, kept in S3, and its rounds."""
 
@@ -253,8 +250,7 @@ class _Load(LoadFiles):
 
     # -- requests and state ------------------------------------------------------------
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        answer: dict[str, Any] = self.table.db.driver.run(call(operation, request),
-                                                          self.operation)
+        answer: dict[str, Any] = self.run_p(call(operation, request))
         return answer
 
     def run_p(self, proto: Proto[Any]) -> Any:
@@ -529,10 +525,8 @@ class _Load(LoadFiles):
         out = []
         for r in self.state["rounds"]:
             if r.get("settled") and r.get("failed") and r["round"] not in self.settled:
-                body = self.s3.get_object(Bucket=self.bucket, Key=self.key(
-                    f"round-{r['round']}/failures.json.gz"))["Body"].read()
-                out += [_failure_of(self.table, json.loads(line))
-                        for line in gzip.decompress(body).splitlines() if line]
+                out += [_failure_of(self.table, json.loads(line)) for line in self.lines(
+                    self.key(f"round-{r['round']}/failures.json.gz"))]
         return out
 
 

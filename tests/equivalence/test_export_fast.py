@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
 from dynaorm import Entity, Table
-from dynaorm.jobs.export_rows import RowReader
+from dynaorm.jobs.export_parts import RowReader
 from dynaorm.jobs.stored import stored_validator
 from dynaorm.schema.entity import encode_entity, spec_of
 from tests.support.exports import dynamodb_json

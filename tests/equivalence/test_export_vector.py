@@ -32,7 +32,7 @@ from dynaorm import Entity, Table, Versioned
 from dynaorm.jobs import export_parts
 from dynaorm.jobs import exports as export_module
 from dynaorm.jobs.arrow import table_of
-from dynaorm.jobs.export_rows import RowReader
+from dynaorm.jobs.export_parts import RowReader
 from dynaorm.jobs.vector import vector_decoder
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.versioned import version_row, version_sk

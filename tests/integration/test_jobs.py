@@ -475,7 +475,7 @@ def test_a_backfill_from_an_export_to_s3_rejudges_each_item_live(
     deleted item is skipped, and an item made after the export is not in it."""
     from moto import mock_aws
 
-    from dynaorm.jobs.job import _s3
+    from dynaorm.jobs.export_files import s3_client
     from dynaorm.testing import moto_backend
 
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
@@ -483,7 +483,7 @@ def test_a_backfill_from_an_export_to_s3_rejudges_each_item_live(
         monkeypatch.setenv(name, value)
     with mock_aws(), moto_backend(), use_tables(jobs_table, name_suffix=worker_suffix()):
         values = _fill(6)
-        s3 = _s3("us-east-1")
+        s3 = s3_client()
         s3.create_bucket(Bucket="exports")
         arn = jobs_table.db.driver.run(call("DescribeTable", {"TableName": jobs_table.name}))[
             "Table"]["TableArn"]

@@ -57,7 +57,7 @@ SURFACES: dict[str, tuple[str, ...]] = {
     "lake": ("dynaorm/lake/",),
     "exports": ("dynaorm/jobs/exports.py", "dynaorm/jobs/export_files.py",
                 "dynaorm/jobs/export_filter.py", "dynaorm/jobs/export_formats.py",
-                "dynaorm/jobs/export_parts.py", "dynaorm/jobs/export_rows.py",
+                "dynaorm/jobs/export_parts.py",
                 "dynaorm/jobs/arrow.py", "dynaorm/jobs/stored.py",
                 "dynaorm/jobs/vector.py"),
     "OpenTelemetry": ("dynaorm/protocol/tracing.py", "dynaorm/protocol/metrics.py"),
