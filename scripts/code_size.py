@@ -344,6 +344,10 @@ LANDED = 175_365
 #: 0.10's second cut (c2: from __future__ import annotations where every annotation
 #: evaluates as written -192, ...) beside a load's report of dropped attributes (+~80)
 LANDED = 175_252
+#: session 5's merges: members at every depth (-16), a list member read where its list is
+#: found (+50), jobs and cli cut (cli.command.table_command: six copies of a table
+#: subcommand made one, an export backfill's own S3 reader gone, -118)
+LANDED = 175_178
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -245,7 +245,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             q = s.scan(self.cp, self.w)
         limit_read = None if filter or "thread_id" not in conf else limit
         return (yield from self._pages(q, near, limit_read, filter or {}, limit, {} if (
-            "thread_id" in conf and not self.cp.__dynaorm_sealed__) else None))
+            "thread_id" in conf) else None))
 
     def _pages(self, q: Any, near: Callable[[Any], bool], limit_read: int | None,
                filter: dict[str, Any], limit: int | None, opened: dict[Any, Any] | None
@@ -284,8 +284,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
             ws = _whole(writes.get((r.thread_id, r.ns, r.checkpoint_id), []))
             config: Any = _config(r, r.checkpoint_id)
             data = self._load(r.data)
-            if opened is not None:
-                config = _Listed(config)
+            if opened is not None and not self.cp.__dynaorm_sealed__:  # (sealed: the
+                config = _Listed(config)  # history reads the table, a forget seen at once)
                 config.rows, config.opened = found, opened
                 config.at = self, r.thread_id, r.ns, r.checkpoint_id
                 opened[r.ns, r.checkpoint_id] = (frozenset(data["channel_values"]), md.get(
