@@ -352,7 +352,8 @@ LANDED = 175_178
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
     # issue 51: vector search
-    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py", "dynaorm/testing/emulation/vectors.py",
+    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py",
+    "dynaorm/testing/emulation/vectors.py",
     # issue 54: tests that behave like DynamoDB
     "dynaorm/testing/emulation/emulator.py", "dynaorm/testing/proxy.py",
     # issue 50: rotation to the end
