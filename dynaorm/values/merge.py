@@ -135,7 +135,10 @@ def _member(was: AttributeValue | None, before: AttributeValue | None, av: Attri
         return was
     if was is not None and before is not None and _maps(was, before, av):
         return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
-    out = _merged(was, before, av, node, where, whole) if "L" in av else av
+    if was is None and where in whole[3] and _maps(av):  # (a new map holding moved members)
+        out = _member({"M": {}}, {"M": {}}, av, at, [], node, where, whole)
+    else:
+        out = _merged(was, before, av, node, where, whole) if "L" in av else av
     paths.append((at, out))
     return out
 
@@ -166,14 +169,13 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     read = [at and _read(whole, at, (where, stored, old))
             for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        read = _by_value(stored, old, now)
-    return {"L": [av if at is None else _member(at[0], at[1], av, (), [], node, (*where, n),
-                                                whole) or av
+        read = _by_value(stored, old, now, where in whole[3])
+    return {"L": [_member(*at or (None, None), av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
 def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
-              now: list[AttributeValue]) -> list[_Read]:
+              now: list[AttributeValue], placed: bool) -> list[_Read]:
     """Where each member of ``now`` was read (its stored form in ``was``, its old one in
     ``before``) when nothing says (a state that does not know its members): an unchanged
     one, its own place first, else wherever it moved; a changed one, its own place if no
@@ -185,7 +187,7 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
     origin: list[int | None] = []
     for n, av in enumerate(now):
         at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
-                   and before[i] == av), None)
+                   and (placed or before[i] == av)), None)
         if at is not None:
             free[at] = False
         origin.append(at)
