@@ -135,7 +135,7 @@ def _member(was: AttributeValue | None, before: AttributeValue | None, av: Attri
         return was
     if was is not None and before is not None and _maps(was, before, av):
         return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
-    if was is None and where in whole[3] and _maps(av):  # (a new map holding moved members)
+    if was is None and whole[2] and _maps(av):  # (a new map: its lists' known members)
         out = _member({"M": {}}, {"M": {}}, av, at, [], node, where, whole)
     else:
         out = _merged(was, before, av, node, where, whole) if "L" in av else av
@@ -143,19 +143,24 @@ def _member(was: AttributeValue | None, before: AttributeValue | None, av: Attri
     return out
 
 
+def _at(av: Any, steps: Where) -> Any:
+    """The value at ``steps`` in ``av`` (``None``: none there)."""
+    for step in steps:
+        try:
+            av = av["L" if type(step) is int else "M"][step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return av
+
+
 def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
-    """The stored and old forms of the member at ``at`` (``None``: not in both): of the
-    list ``here`` (its place, stored and old forms: found under an alias too) when it was
-    read there, else walked to from the items."""
-    found, own = [], at[:-1] == here[0]
-    for av in here[1:] if own else [{"M": item} for item in whole[:2]]:
-        for step in at[-1:] if own else at:
-            try:
-                av = av["L" if type(step) is int else "M"][step]
-            except (KeyError, IndexError, TypeError):
-                return None
-        found.append(av)
-    return found[0], found[1]
+    """The stored and old forms of the member at ``at`` (``None``: not in both), walked to
+    from the items, else (its list stored under an alias) of the list ``here`` (its place,
+    stored and old forms) when it was read there."""
+    found = [_at({"M": item}, at) for item in whole[:2]]
+    if None in found and at[:-1] == here[0]:
+        found = [_at(av, at[-1:]) for av in here[1:]]
+    return None if None in found else (found[0], found[1])
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
@@ -169,7 +174,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     read = [at and _read(whole, at, (where, stored, old))
             for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        read = _by_value(stored, old, now, where in whole[3])
+        read = _by_value(stored, old, now, any(w[:len(where)] == where for w in whole[2]))
     return {"L": [_member(*at or (None, None), av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 

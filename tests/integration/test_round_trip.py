@@ -1772,3 +1772,36 @@ def test_members_moved_into_a_new_model_keep_their_own_attributes(
     assert new["M"]["parts"] == {"L": [_part(2), _part(0)]}, new
     assert after["boxes"]["L"][0]["M"]["parts"] == _parts(0, 1)
     assert after["named"]["M"]["k"]["M"]["parts"] == _parts(1, 2)
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("where", ["list", "new box first", "boxes swapped"])
+def test_a_member_is_read_where_it_was_stored_whatever_holds_its_list_now(
+        db: TestBackend, where: str) -> None:
+    """Found by the property (tests/system/test_value_tree.py): the last part of the first
+    inner list deleted left ``[[p], [p]]``, matched by value to the stored ``[[P0, P1],
+    [P3]]`` (P3's serial on the first list's P0); a part moved into a new box first, or
+    into the other box after the boxes swapped, was read from the list now at its old
+    place (a new box: none; a swapped one: a neighbour's)."""
+    s = db.session()
+    if where == "list":
+        _deep(grid={"L": [_parts(0, 1), _parts(3)]})
+        assert _saved(db, lambda o: o.grid[0].pop())["grid"]["L"] == [_parts(0), _parts(3)]
+        return
+    key = _raw_key("CR#1", "CR")
+    box = [{"M": {"name": {"S": "b"}, "parts": _parts(*ns)}} for ns in ((0, 1, 2), (5,))]
+    put_raw({**key, "_type": {"S": "Crate"}, "oid": {"S": "1"}, "boxes": {"L": box},
+             "named": {"M": {}}})
+    o = s.get(Crate, oid="1")
+    assert o is not None
+    if where == "new box first":
+        del o.boxes[0].parts[0]
+        o.boxes.insert(0, Boxed(name="new", parts=[o.boxes[0].parts.pop(0)]))
+        want = [[1], [2], [5]]
+    else:
+        o.boxes.reverse()
+        o.boxes[0].parts.append(o.boxes[1].parts.pop(0))
+        want = [[5, 0], [1, 2]]
+    s.save(o)
+    s.commit()
+    assert [b["M"]["parts"] for b in _after(key)["boxes"]["L"]] == [_parts(*w) for w in want]
