@@ -171,11 +171,11 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     where it did not change, and merged with it where it did (no path names a list's
     member); a new member, and anything else, is ``new``'s."""
     now = new["L"]
-    read = [at and _read(whole, at, (where, stored, old))
+    read = [_read(whole, at, (where, stored, old)) if at else None
             for at in whole[2].get(where, ())]
     if len(read) != len(now):
         read = _by_value(stored, old, now, any(w[:len(where)] == where for w in whole[2]))
-    return {"L": [_member(*at or (None, None), av, (), [], node, (*where, n), whole) or av
+    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
