@@ -9,13 +9,9 @@ tag, a number's spelling, members no model declares, a member the stored map lac
 member by member: the members that changed are written by their paths
 (``SET prefs.theme = :v``), the members ``old`` held and ``new`` does not are removed, and
 every other member is left as stored. Anything else that changed is written whole, as
-``new`` renders it, but a list of maps keeps each member's stored form where it did not
-change and the members its nested model does not declare where it did (contract 24,
-"round trip without loss"): each member of ``new`` is merged with the stored member it was
-read from (``origins``: the loaded object's own members, by identity, whichever list
-they were read in, at any depth), never a neighbour's.
-A member stored under the alias its nested model reads it by is written there (the
-attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
+``new`` renders it, but each member of a list of maps is merged with the stored member it
+was read from (``origins``: by identity, wherever it was read), never a neighbour's
+(contract 24). A member stored under its alias is written there (:mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
@@ -154,9 +150,8 @@ def _at(av: Any, steps: Where) -> Any:
 
 
 def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
-    """The stored and old forms of the member at ``at`` (``None``: not in both), walked to
-    from the items, else (its list stored under an alias) of the list ``here`` (its place,
-    stored and old forms) when it was read there."""
+    """The stored and old forms of the member at ``at`` (``None``: not in both), in the
+    items, else (under an alias) in the list ``here`` (place, stored, old) it was read in."""
     found = [_at({"M": item}, at) for item in whole[:2]]
     if None in found and at[:-1] == here[0]:
         found = [_at(av, at[-1:]) for av in here[1:]]
@@ -165,11 +160,8 @@ def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
             node: Node | None, where: Where, whole: _Whole) -> AttributeValue:
-    """``new`` (a list, at ``where``), written whole, with what was stored that the change
-    did not touch kept: each member the origins say was read from a stored map (its
-    stored and old forms; else: :func:`_by_value`, in ``stored``) as that one was stored
-    where it did not change, and merged with it where it did (no path names a list's
-    member); a new member, and anything else, is ``new``'s."""
+    """``new`` (a list, at ``where``), written whole, each member merged with the stored
+    one it was read from (the origins', else :func:`_by_value`'s)."""
     now = new["L"]
     read = [_read(whole, at, (where, stored, old)) if at else None
             for at in whole[2].get(where, ())]
@@ -181,10 +173,9 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
 
 def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
               now: list[AttributeValue], placed: bool) -> list[_Read]:
-    """Where each member of ``now`` was read (its stored form in ``was``, its old one in
-    ``before``) when nothing says (a state that does not know its members): an unchanged
-    one, its own place first, else wherever it moved; a changed one, its own place if no
-    unchanged one took it (none: ``stored`` and ``old`` not lists as long)."""
+    """Where each member of ``now`` was read when no origin says: an unchanged one, its
+    own place first, else wherever it moved; a changed one (and each, ``placed``: the
+    list holds known lists), its own place if free (none: lists not as long)."""
     was, before = (stored or {}).get("L") or [], (old or {}).get("L") or []
     if len(was) != len(before):
         was = before = []
