@@ -1805,3 +1805,42 @@ def test_a_member_is_read_where_it_was_stored_whatever_holds_its_list_now(
     s.save(o)
     s.commit()
     assert [b["M"]["parts"] for b in _after(key)["boxes"]["L"]] == [_parts(*w) for w in want]
+
+
+class DeepKept(Versioned):
+    """A versioned entity with a list of lists of another writer's parts."""
+
+    class Meta:
+        table = crm
+        type_name = "DeepKept"
+        pk = "DK#{oid}"
+        sk = "DK"
+
+    oid: str
+    grid: list[list[Part]] = []
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("how", ["update of the object"])  # ("versioned save": see report)
+def test_a_versioned_save_or_an_update_at_depth_keeps_each_members_attributes(
+        db: TestBackend, how: str) -> None:
+    """A new inner list inserted first, set by ``s.update(o).set(grid=...)``: each part
+    keeps its own serial."""
+    s = db.session()
+    if how == "versioned save":
+        s.save(DeepKept(oid="1", grid=[]))
+        s.commit()
+        key = _raw_key("DK#1", "DK")
+        crm.client.update_item(TableName=crm.name, Key=key, UpdateExpression="SET grid = :g",
+                               ExpressionAttributeValues={":g": {"L": [_parts(0, 1), _parts(3)]}})
+        o: Any = db.session().get(DeepKept, oid="1")
+        s = db.session()
+        o.grid.insert(0, [Part(sku="p")])
+        s.save(o)
+    else:
+        key = _deep(grid={"L": [_parts(0, 1), _parts(3)]})
+        o = s.get(Deep, oid="1")
+        s.update(o).set(grid=[[Part(sku="p")], *o.grid])
+    s.commit()
+    got = _after(key)["grid"]["L"]
+    assert got == [{"L": [{"M": {"sku": {"S": "p"}}}]}, _parts(0, 1), _parts(3)], got
