@@ -9,13 +9,9 @@ tag, a number's spelling, members no model declares, a member the stored map lac
 member by member: the members that changed are written by their paths
 (``SET prefs.theme = :v``), the members ``old`` held and ``new`` does not are removed, and
 every other member is left as stored. Anything else that changed is written whole, as
-``new`` renders it, but a list of maps keeps each member's stored form where it did not
-change and the members its nested model does not declare where it did (contract 24,
-"round trip without loss"): each member of ``new`` is merged with the stored member it was
-read from (``origins``: the loaded object's own members, by identity, whichever list
-they were read in, at any depth), never a neighbour's.
-A member stored under the alias its nested model reads it by is written there (the
-attributes' value trees, ``nodes``: :mod:`dynaorm.values.tree`).
+``new`` renders it, but each member of a list of maps is merged with the stored member it
+was read from (``origins``: by identity, wherever it was read), never a neighbour's
+(contract 24). A member stored under its alias is written there (:mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
@@ -135,49 +131,51 @@ def _member(was: AttributeValue | None, before: AttributeValue | None, av: Attri
         return was
     if was is not None and before is not None and _maps(was, before, av):
         return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
-    out = _merged(was, before, av, node, where, whole) if "L" in av else av
+    if was is None and whole[2] and _maps(av):  # (a new map: its lists' known members)
+        out = _member({"M": {}}, {"M": {}}, av, at, [], node, where, whole)
+    else:
+        out = _merged(was, before, av, node, where, whole) if "L" in av else av
     paths.append((at, out))
     return out
 
 
+def _at(av: Any, steps: Where) -> Any:
+    """The value at ``steps`` in ``av`` (``None``: none there)."""
+    for step in steps:
+        try:
+            av = av["L" if type(step) is int else "M"][step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return av
+
+
 def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
-    """The stored and old forms of the member at ``at`` (``None``: not in both): of the
-    list ``here`` (its place, stored and old forms: found under an alias too) when it was
-    read there, else walked to from the items."""
-    found, own = [], at[:-1] == here[0]
-    for av in here[1:] if own else [{"M": item} for item in whole[:2]]:
-        for step in at[-1:] if own else at:
-            try:
-                av = av["L" if type(step) is int else "M"][step]
-            except (KeyError, IndexError, TypeError):
-                return None
-        found.append(av)
-    return found[0], found[1]
+    """The stored and old forms of the member at ``at`` (``None``: not in both), in the
+    items, else (under an alias) in the list ``here`` (place, stored, old) it was read in."""
+    found = [_at({"M": item}, at) for item in whole[:2]]
+    if None in found and at[:-1] == here[0]:
+        found = [_at(av, at[-1:]) for av in here[1:]]
+    return None if None in found else (found[0], found[1])
 
 
 def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: AttributeValue,
             node: Node | None, where: Where, whole: _Whole) -> AttributeValue:
-    """``new`` (a list, at ``where``), written whole, with what was stored that the change
-    did not touch kept: each member the origins say was read from a stored map (its
-    stored and old forms; else: :func:`_by_value`, in ``stored``) as that one was stored
-    where it did not change, and merged with it where it did (no path names a list's
-    member); a new member, and anything else, is ``new``'s."""
+    """``new`` (a list, at ``where``), written whole, each member merged with the stored
+    one it was read from (the origins', else :func:`_by_value`'s)."""
     now = new["L"]
-    read = [at and _read(whole, at, (where, stored, old))
+    read = [_read(whole, at, (where, stored, old)) if at else None
             for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        read = _by_value(stored, old, now)
-    return {"L": [av if at is None else _member(at[0], at[1], av, (), [], node, (*where, n),
-                                                whole) or av
+        read = _by_value(stored, old, now, any(w[:len(where)] == where for w in whole[2]))
+    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
 def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
-              now: list[AttributeValue]) -> list[_Read]:
-    """Where each member of ``now`` was read (its stored form in ``was``, its old one in
-    ``before``) when nothing says (a state that does not know its members): an unchanged
-    one, its own place first, else wherever it moved; a changed one, its own place if no
-    unchanged one took it (none: ``stored`` and ``old`` not lists as long)."""
+              now: list[AttributeValue], placed: bool) -> list[_Read]:
+    """Where each member of ``now`` was read when no origin says: an unchanged one, its
+    own place first, else wherever it moved; a changed one (and each, ``placed``: the
+    list holds known lists), its own place if free (none: lists not as long)."""
     was, before = (stored or {}).get("L") or [], (old or {}).get("L") or []
     if len(was) != len(before):
         was = before = []
@@ -185,7 +183,7 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
     origin: list[int | None] = []
     for n, av in enumerate(now):
         at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
-                   and before[i] == av), None)
+                   and (placed or before[i] == av)), None)
         if at is not None:
             free[at] = False
         origin.append(at)

@@ -324,8 +324,8 @@ class InstanceState:
         write kept (:func:`undeclared`), each member of a list of nested models merged
         with the stored map it was read as: the stored list and place of each, by
         identity (:attr:`members`, whichever list it was read in; ``None``: a new one, an
-        equal copy or another item's member too). A list the state does not know is left
-        to the merge (by value)."""
+        equal copy or another item's member too). A list the state does not know, none of
+        whose members it knows, is left to the merge (by value)."""
         stored = self.item
         if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
             old, new = {**old, **extra}, {**new, **extra}
@@ -334,10 +334,10 @@ class InstanceState:
         for where, loaded in known.items():
             for at, member in enumerate(loaded):
                 places.setdefault(id(member), []).append((*where, at))
+        origins = {where: [(places.get(id(m)) or [None]).pop(0) for m in now]
+                   for where, now in (spec.members_of(values) or {}).items()} if known else {}
         return merge_items(stored, old, new, _left_behind(spec), {
-            where: [(places.get(id(m)) or [None]).pop(0) for m in now]
-            for where, now in (spec.members_of(values) or {}).items()
-            if where in known} if known else {}, spec.item_tree)
+            w: o for w, o in origins.items() if w in known or any(o)}, spec.item_tree)
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None
