@@ -166,16 +166,17 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     read = [_read(whole, at, (where, stored, old)) if at else None
             for at in whole[2].get(where, ())]
     if len(read) != len(now):
-        read = _by_value(stored, old, now, any(w[:len(where)] == where for w in whole[2]))
+        read = _by_value(stored, old, [None] * len(now) if any(  # (a list of known lists:
+            w[:len(where)] == where for w in whole[2]) else now)  # matched by place alone)
     return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
 def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
-              now: list[AttributeValue], placed: bool) -> list[_Read]:
+              now: list[Any]) -> list[_Read]:
     """Where each member of ``now`` was read when no origin says: an unchanged one, its
-    own place first, else wherever it moved; a changed one (and each, ``placed``: the
-    list holds known lists), its own place if free (none: lists not as long)."""
+    own place first, else wherever it moved; a changed one (a ``None``: any), its own
+    place if free (none: lists not as long)."""
     was, before = (stored or {}).get("L") or [], (old or {}).get("L") or []
     if len(was) != len(before):
         was = before = []
@@ -183,7 +184,7 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
     origin: list[int | None] = []
     for n, av in enumerate(now):
         at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
-                   and (placed or before[i] == av)), None)
+                   and before[i] == av), None)
         if at is not None:
             free[at] = False
         origin.append(at)
