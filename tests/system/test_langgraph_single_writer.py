@@ -871,3 +871,35 @@ def test_put_writes_and_its_async_twin_show_task_path() -> None:
         assert list(params) == ["config", "writes", "task_id", "task_path"]
     assert inspect.iscoroutinefunction(saver.aput_writes)
     assert not inspect.iscoroutinefunction(saver.put_writes)
+
+
+@pytest.mark.xfail(strict=True, reason="defect: a task's writes on its head past one "
+                   "transaction, refused between their commits (the run paused past its "
+                   "lease, another turn took the thread), raise ThreadBusyError ('nothing "
+                   "of the write was stored') though the first commit's 99 rows stay")
+@pytest.mark.engines("moto", "local")
+def test_writes_refused_between_their_commits_are_not_said_unstored(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of issue 90: B's task writes 150 rows on the thread's head 0001 (two
+    commits: the first acquires the thread); between them B pauses past its lease and A2's
+    turn takes the thread (0002); B's second commit is refused. ThreadBusyError says
+    nothing of the write was stored, and a refused run stores nothing: none of B's rows
+    may stay (or the error must not say so)."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A1", None, "0001", last=True)
+    commit, done = b._commit, []
+
+    def in_the_window(*args: Any, **kwargs: Any) -> Any:
+        found = yield from commit(*args, **kwargs)
+        done.append(1)
+        if len(done) == 1:
+            clock.now += LEASE.total_seconds() * 4 / 3 + 1
+            _put(a, "A2", "0001", "0002")
+        return found
+    monkeypatch.setattr(b, "_commit", in_the_window)
+    with pytest.raises(ThreadBusyError):
+        b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
+                                       "checkpoint_id": "0001", "run_id": "B"}},
+                     [("m", str(i)) for i in range(150)], "task-b")
+    assert len(done) == 1
+    assert [sk for i in _rows(tb) if "#W#task-b#" in (sk := i["sk"]["S"])] == []
