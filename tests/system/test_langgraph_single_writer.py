@@ -903,3 +903,55 @@ def test_writes_refused_between_their_commits_are_not_said_unstored(
                      [("m", str(i)) for i in range(150)], "task-b")
     assert len(done) == 1
     assert [sk for i in _rows(tb) if "#W#task-b#" in (sk := i["sk"]["S"])] == []
+
+
+@pytest.mark.xfail(strict=True, reason="defect: copy_thread writes the target thread "
+                   "without its lease: into a thread that has one, the lease's head is "
+                   "not the copied tip, and every next turn (a child of the latest "
+                   "checkpoint) is refused, for good (the head never lapses)")
+@pytest.mark.engines("moto", "local")
+def test_a_thread_copied_onto_one_with_a_lease_takes_the_next_turn(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 90: "th2" took a turn (its lease's head 0001); copy_thread("th",
+    "th2") copies th's 0005..0006 into it (LangGraph's copy_thread: every checkpoint and
+    write of the source into the target). The next turn reads th2's latest (0006) and
+    extends it: refused (the head is 0001), then and after any wait. Either the copy is
+    refused while th2 holds rows or a lease, or the turn is accepted."""
+    a = Saver(agents, single_writer=True, lease=LEASE)
+
+    def put(thread: str, parent: str | None, cid: str) -> Any:
+        cp = empty_checkpoint()
+        cp["id"] = cid
+        conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": "", "run_id": cid}
+        return a.put({"configurable": conf | ({"checkpoint_id": parent} if parent else {})},
+                     cp, {"source": "loop", "step": 1}, {})
+    put("th2", None, "0001")
+    put("th", None, "0005")
+    put("th", "0005", "0006")
+    copied = False
+    with suppress(ThreadBusyError):
+        a.copy_thread("th", "th2")
+        copied = True
+    latest = a.get_tuple({"configurable": {"thread_id": "th2", "checkpoint_ns": ""}})
+    assert latest is not None
+    if copied:
+        clock.now += 3600
+    put("th2", latest.checkpoint["id"], "0007")
+
+
+@pytest.mark.xfail(strict=True, reason="defect: copy_thread while the source's run has "
+                   "written ahead of its checkpoint copies those write rows without their "
+                   "checkpoint into the target, where no run will ever put it")
+@pytest.mark.engines("moto", "local")
+def test_a_copy_taken_while_a_run_writes_ahead_has_no_write_without_its_checkpoint(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 90: B's writes ahead of its checkpoint 0002 are stored (the thread
+    parked for it); copy_thread("th", "copy") then runs: the copy must hold no write row
+    whose checkpoint is not stored (the source's may still be put; the copy's never)."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A1", None, "0001", last=True)
+    _writes(b, "B", "0002", "b's")
+    a.copy_thread("th", "copy")
+    rows = [i["sk"]["S"] for i in tb.scan_raw() if i["pk"]["S"] == "LG#copy"]
+    stored = {sk.split("#")[2] for sk in rows if "#W#" not in sk}
+    assert [sk for sk in rows if "#W#" in sk and sk.split("#")[2] not in stored] == []
