@@ -955,3 +955,39 @@ def test_a_copy_taken_while_a_run_writes_ahead_has_no_write_without_its_checkpoi
     rows = [i["sk"]["S"] for i in tb.scan_raw() if i["pk"]["S"] == "LG#copy"]
     stored = {sk.split("#")[2] for sk in rows if "#W#" not in sk}
     assert [sk for sk in rows if "#W#" in sk and sk.split("#")[2] not in stored] == []
+
+
+@pytest.mark.engines("moto", "local")
+def test_the_async_twins_refuse_a_collision_and_delete_a_held_thread_alike(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 90 (``rows.twins``): the collision of
+    ``test_a_run_refused_after_a_collision_stores_nothing_and_takes_nothing`` through
+    ``aput``/``aput_writes``, each on an event loop of its own: B refused, nothing stored
+    nor acquired, the next turn accepted at once; then ``adelete_thread`` while a run
+    holds the thread: the run's next ``aput_writes`` refused, the table empty."""
+    a, b, c = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(3))
+
+    def conf(run: str, at: str | None) -> Any:
+        found: dict[str, Any] = {"thread_id": "th", "checkpoint_ns": "", "run_id": run}
+        return {"configurable": found | ({"checkpoint_id": at} if at else {})}
+
+    def aput(saver: Saver, run: str, parent: str | None, cid: str, last: bool) -> Any:
+        cp = empty_checkpoint()
+        cp["id"] = cid
+        cp["channel_values"] = {} if last else {"branch:to:next": None}
+        return asyncio.run(saver.aput(conf(run, parent), cp, {"source": "loop", "step": 1},
+                                      {}))
+    aput(a, "A1", None, "0001", True)
+    aput(a, "A2", "0001", "0002", True)
+    before = _rows(tb)
+    with pytest.raises(ThreadBusyError):
+        aput(b, "B", "0001", "0003", False)
+    with pytest.raises(ThreadBusyError):
+        asyncio.run(b.aput_writes(conf("B", "0003"), [("m", "b's")], "task-b"))
+    assert _rows(tb) == before
+    aput(c, "A3", "0002", "0004", False)  # (at once; A3 now holds the thread)
+    asyncio.run(c.adelete_thread("th"))
+    assert tb.scan_raw() == []
+    with pytest.raises(ThreadBusyError, match="no lease is stored"):
+        asyncio.run(c.aput_writes(conf("A3", "0004"), [("m", "late")], "task-late"))
+    assert tb.scan_raw() == []
