@@ -991,3 +991,25 @@ def test_the_async_twins_refuse_a_collision_and_delete_a_held_thread_alike(
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
         asyncio.run(c.aput_writes(conf("A3", "0004"), [("m", "late")], "task-late"))
     assert tb.scan_raw() == []
+
+
+@pytest.mark.engines("moto", "local")
+def test_savers_of_different_leases_on_one_table_hold_by_the_stored_lease(
+        tb: TestBackend, clock: Clock) -> None:
+    """Red team of issue 90: two workers' savers of one table with different ``lease=``.
+    A run of the long one (10 minutes) is not taken by the short one's new turn after
+    the short lease (30 s) has passed; the short one's run is taken once its own lapsed,
+    and is refused on its next write."""
+    short, long_ = (Saver(agents, single_writer=True, lease=LEASE),
+                    Saver(agents, single_writer=True, lease=timedelta(minutes=10)))
+    _put(long_, "L", None, "0001")
+    clock.now += LEASE.total_seconds() * 4 / 3 + 1
+    with pytest.raises(ThreadBusyError):
+        _put(short, "S", "0001", "0002")
+    _put(long_, "L", "0001", "0002", last=True)
+    _put(short, "S2", "0002", "0003")
+    clock.now += LEASE.total_seconds() * 4 / 3 + 1
+    _put(long_, "L2", "0003", "0004", last=True)
+    with pytest.raises(ThreadBusyError):
+        _put(short, "S2", "0003", "0005")
+    assert [i["sk"]["S"] for i in _rows(tb)] == [f"C#_#000{n}#" for n in range(1, 5)]
