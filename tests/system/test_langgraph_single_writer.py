@@ -1013,3 +1013,31 @@ def test_savers_of_different_leases_on_one_table_hold_by_the_stored_lease(
     with pytest.raises(ThreadBusyError):
         _put(short, "S2", "0003", "0005")
     assert [i["sk"]["S"] for i in _rows(tb)] == [f"C#_#000{n}#" for n in range(1, 5)]
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("every", [False, True])
+def test_a_release_whose_answer_is_lost_with_the_next_turn_in_the_window(
+        tb: TestBackend, clock: Clock, every: bool) -> None:
+    """Red team of issue 90: A's last put (it parks the thread) applied, its answer lost
+    (``every``: each retry's too); in the window B's turn reads the head (A's 0002) and
+    takes the thread at once. A is told the truth (success, or unknown); B's turn
+    goes on and parks; a third turn is accepted at once; one chain, no stray row."""
+    a, b, c = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(3))
+    _put(a, "A", None, "0001")
+
+    def in_the_window() -> None:
+        if not moved:
+            faults.clear()
+            moved.append(_put(b, "B", "0002", "0003"))
+            if every:
+                faults.lose_answer("TransactWriteItems", times=None)
+    moved: list[Any] = []
+    with inject_faults(agents) as faults:
+        faults.lose_answer("TransactWriteItems", after=in_the_window)
+        with suppress(OutcomeUnknownError):
+            _put(a, "A", "0001", "0002", last=True)
+    assert moved
+    _put(b, "B", "0003", "0004", last=True)
+    _put(c, "C", "0004", "0005", last=True)
+    assert [i["sk"]["S"] for i in _rows(tb)] == [f"C#_#000{n}#" for n in range(1, 6)]
