@@ -337,3 +337,26 @@ def test_a_forgotten_tenants_history_is_not_walked_from_a_config_listed_before(
             saver.get_tuple(listed[0].config)
         with pytest.raises(ForgottenError):
             saver.get_delta_channel_history(config=listed[0].config, channels=["ch"])
+
+
+def test_a_forgotten_tenants_thread_held_by_a_run_is_deleted_and_let_go(
+        backend: str | None) -> None:
+    """Red team of issue 90: a single-writer sealed saver's run holds a thread (its lease
+    live) when its tenant is forgotten. The run's next write stores nothing; the
+    thread's rows and its lease are deleted by ``delete_thread`` (a delete needs no value,
+    and takes the lease from the run); the run's later write is refused, never stored."""
+    with use_tables(tenanted, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        saver = Saver(tenanted, scope={"tenant_id": "theta"}, sealed=True,
+                      single_writer=True)
+        first = _put(saver, "t1", "0001", [SECRETS[0]], run="A")
+        mine = {"configurable": {**first["configurable"], "run_id": "A"}}
+        saver.put_writes(mine, [("messages", SECRETS[2])], "task")
+        assert [r["sk"]["S"] for r in tb.scan_raw(tenanted) if r["sk"]["S"] == "L#"]
+        tenanted.forget(scope={"tenant_id": "theta"})
+        with pytest.raises(DynaormError):
+            saver.put_writes(mine, [("messages", "after the forget")], "task2")
+        saver.delete_thread("t1")
+        assert [r for r in tb.scan_raw(tenanted) if "theta" in str(r)] == []
+        with pytest.raises(DynaormError):
+            saver.put_writes(mine, [("messages", "later")], "task3")
+        assert [r for r in tb.scan_raw(tenanted) if "theta" in str(r)] == []
