@@ -153,7 +153,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         A retry that finds every write stored after an unknown outcome, then the thread
         another run's, re-raises the unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
-        per = _ROWS - (fence is not None)  # (a commit holds the lease's action too)
+        per = _ROWS - 2 * (fence is not None)  # (a commit holds the lease's action too,
+        # and the first root writes' check that their checkpoint is not stored yet)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
         rows = self._write_rows(conf, writes, task_id, task_path, per)

@@ -779,10 +779,6 @@ def test_writes_ahead_whose_answer_is_lost_while_another_turn_takes_the_thread(
     assert _stray(tb) == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a task's writes ahead of their checkpoint "
-                   "of 99 rows or more raise TransactionTooLargeError (their acquiring "
-                   "commit holds 99 rows, the lease's action and the check that the "
-                   "checkpoint is not stored: 101 actions)")
 @pytest.mark.engines("moto", "local")
 def test_many_writes_ahead_of_their_checkpoint_are_accepted(tb: TestBackend,
                                                            clock: Clock) -> None:
