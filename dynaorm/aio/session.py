@@ -13,7 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
-from dynaorm.client.client import Client, _aiobotocore, session_target
+from dynaorm.client.botocore import aiobotocore
+from dynaorm.client.client import Client, session_target
 from dynaorm.client.session import BaseSession, Op, arun_op
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
@@ -40,7 +41,7 @@ class AsyncSession(BaseSession):
         super().__init__(*(found := session_target(target, type(self).__name__)), scope,
                          idempotency_key)
         if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
-            _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
+            aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:

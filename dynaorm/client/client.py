@@ -27,13 +27,13 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm._types import Reader
-from dynaorm.client.botocore import BotocoreWire, aiobotocore
+from dynaorm.client.botocore import BotocoreWire
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
@@ -45,22 +45,18 @@ from dynaorm.client.settings import (
     in_process_mock_depth,
     resolve_max_attempts,
 )
-from dynaorm.core.stage import describe
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.plugins import TRACERS, loaded
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import RequestEvent
-from dynaorm.protocol.hooks import DYNAMODB, HookLike, Listeners, Operation
+from dynaorm.protocol.hooks import DYNAMODB, HookLike, Listeners
 from dynaorm.protocol.policy import Policy, Rate, budget_of
 from dynaorm.schema.table import TableSchema
 
 if TYPE_CHECKING:
     from dynaorm.wire import Transport
     from dynaorm.wire.endpoint import Endpoint
-
-_aiobotocore = aiobotocore  # (the sessions' check that dynaorm[async] is installed)
-
 
 def _own_wire(client: Client) -> Transport:
     from dynaorm.wire import wire_for
@@ -182,7 +178,6 @@ class Client:
         self.rate = rate
         self._traced: dict[tuple[int, ...], Policy] = {}  # by the ids of the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
-        self._origin: Client | None = None  # the client this one is pointed from
         #: per table name, the type-name registry its Table objects bound here share
         #: (made before its keyring is set, above)
         self.driver = SyncDriver(self)
@@ -438,13 +433,6 @@ class Client:
         ``session``)."""
         return self.transport.botocore
 
-    def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
-        """What the hooks are told a session operation on ``entities`` is (``None`` when
-        no hook is attached: nothing to describe)."""
-        if not self.policy.hooks:
-            return None
-        return describe(name, entities)
-
     def add_hook(self, hook: _AnyHook) -> _AnyHook:
         """Attach a phase hook (:class:`dynaorm.Hook`): it sees the start and end of every
         session operation and every HTTP attempt of this client. Hooks added later are
@@ -511,7 +499,7 @@ class Client:
                         vars(theirs).update({k: v for k, v in vars(mine).items()
                                              if not k.startswith("_")})  # (their settings)
                 found._listeners = list(self._listeners)
-                found._label, found._origin = self._label, self
+                found._label = self._label
                 self._pointed[key] = found
             return found
 

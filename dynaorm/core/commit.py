@@ -34,7 +34,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.scope import Scope
@@ -66,11 +66,8 @@ from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.placing import settled_p
-from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
+from dynaorm.write.records import Outcome, Prepared, Reading, Receipt, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
-
-if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
-    from dynaorm.schema.rules.receipts import Receipting
 
 #: rounds of a commit whose conflict a staged write plans again on a fresh read (an
 #: overwrite while another writer keeps changing the item; a kept history found)
@@ -106,7 +103,7 @@ READS = _Reads()
 
 
 def _receipt(staged: list[StagedWrite], key: str | None, stage: Stage | None
-             ) -> Receipting | None:
+             ) -> Receipt | None:
     """The receipts of a commit of ``staged`` under the idempotency key ``key`` (``None``:
     not keyed; checked when nothing is staged too), inside the scope of ``stage`` when it
     has one: started by the receipts rule of the first table written (``table.receipts``:
@@ -178,16 +175,16 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
         raise _told(exc, earlier, idempotency_key, stage)  # noqa: B904 (its own cause)
 
 
-def _replay_p(receipt: Receipting | None, exc: ItemNotFoundError) -> Proto[CommitResult]:
+def _replay_p(receipt: Receipt | None, exc: ItemNotFoundError) -> Proto[CommitResult]:
     """A commit's item not found (keyed: an earlier commit of these writes may have
     deleted it): its replay's result, else ``exc`` raised."""
     replay = None if receipt is None else (yield from receipt.replayed(READS.item))
     if replay is None:
         raise exc
-    return replay.result
+    return cast(CommitResult, replay.result)
 
 
-def _replayed_p(staged: list[StagedWrite], receipt: Receipting, response: Any, plan: Any,
+def _replayed_p(staged: list[StagedWrite], receipt: Receipt, response: Any, plan: Any,
                 outcomes: Any) -> Proto[CommitResult]:
     """A replay (the same writes applied under the key): the first commit's made values
     were put back on the objects, whose states are planned on them."""
@@ -277,7 +274,7 @@ def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
     return (yield from keyed_plan_p(prepared))[0]
 
 
-def keyed_plan_p(prepared: list[Prepared], receipt: Receipting | None = None
+def keyed_plan_p(prepared: list[Prepared], receipt: Receipt | None = None
                  ) -> Proto[tuple[WritePlan, list[Outcome]]]:
     """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, planned once, with the
     key material it needs asked for first: each written entity's rules prepare
@@ -310,7 +307,7 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = (), receipt: Receipting | None = None,
+           prepared: Sequence[Prepared] = (), receipt: Receipt | None = None,
            outside: bool = True) -> Proto[Any]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that

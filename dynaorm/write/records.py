@@ -21,12 +21,13 @@ the objects users hold (``StagedUpdate``) show only their own API.
 from __future__ import annotations
 
 import copy
-from collections.abc import Generator, Hashable, Mapping
+from collections.abc import Generator, Hashable, Mapping, Sequence
 from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.errors import RequestError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
 from dynaorm.values.expressions import Condition
@@ -89,6 +90,30 @@ class Reads(Protocol):
         versioned rule's last version kept at its key, 0: none; ``None``: no rule reads,
         nothing is read)."""
 
+
+class Receipt(Protocol):
+    """A keyed commit's receipts, as the phases ask them (a table's receipts rule makes
+    them: :meth:`~dynaorm.schema.rules.receipts.Receipts.start`), so that no phase names
+    that rule."""
+
+    #: the commit's ``ClientRequestToken`` (its first 16 characters: the rows' revision)
+    token: str
+    #: the requests the commit sent before its transaction
+    sent: list[tuple[str, dict[str, Any]]]
+
+    def keyed_p(self) -> Reading[None]:
+        """Key the commit's digest (a protocol: a KMS keyring asks for its MAC)."""
+
+    def rows(self, ops: Sequence[Op]) -> list[Op]:
+        """The receipt rows the commit of ``ops`` adds to its plan."""
+
+    def settle(self, exc: RequestError, ops: Sequence[Op], read: Any, step: Any
+               ) -> Reading[Any]:
+        """What the failed send ``step`` means by the receipts (``None``: they say
+        nothing; else the response, or a replay)."""
+
+    def replayed(self, read: Any) -> Reading[Any]:
+        """The replay of an earlier commit of the same writes (``None``: none)."""
 
 
 class StagedWrite:

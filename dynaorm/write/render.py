@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import (
@@ -48,10 +48,7 @@ from dynaorm.values.records import (
 )
 from dynaorm.values.revision import stamp_of
 from dynaorm.write.placing import placed, placing
-from dynaorm.write.records import Outcome, Prepared
-
-if TYPE_CHECKING:  # (a phase names no rule module: only its type is named here)
-    from dynaorm.schema.rules.receipts import Receipting
+from dynaorm.write.records import Outcome, Prepared, Receipt
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch", "check_write",
            "compile_commit", "stamps"]
@@ -300,7 +297,7 @@ class WritePlan:
         return {"TransactItems": items, "ClientRequestToken": token}
 
 
-def compile_commit(entries: Sequence[Prepared], receipt: Receipting | None = None
+def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
                    ) -> tuple[WritePlan, list[Outcome]]:
     """Plan a whole commit (each staged write with the state it is planned on, in staging
     order; the tables are its entities'), with the rows of its ``receipt`` (a keyed
