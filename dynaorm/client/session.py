@@ -173,10 +173,8 @@ class BaseSession:
         stage = self._stage
         if stage.table is None:
             entities = [stage.spec(e).cls for e in entities]
-        client = stage.client
-        policy = client.policy
-        return (client.async_driver if self._async else client.driver, policy,
-                describe(name, entities) if policy.hooks else None)
+        policy = stage.client.policy
+        return self._driver, policy, describe(name, entities) if policy.hooks else None
 
     # -- the I/O both kinds run alike (an async session awaits what these return) -------
     def _send(self, proto: Proto[Any], name: str, entities: Iterable[type[Any]],
@@ -365,11 +363,9 @@ class BaseSession:
             table.index(index)
         chosen = check_segments(segment, segments)
         scope = self._stage.scope
-        if scope is None:
-            return kind(entities, index, chosen, segments, _driver=self._driver,
-                        _budget=budget_of(rate))
         return kind(entities, index, chosen, segments, _driver=self._driver,
-                    _budget=budget_of(rate), _scope=scope, _filter=scope.key_filter(entities))
+                    _budget=budget_of(rate), _scope=scope,
+                    _filter=None if scope is None else scope.key_filter(entities))
 
     def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
                 top: int, fields: Mapping[str, Any]) -> Any:

@@ -233,7 +233,7 @@ def _in_scope(exc: _HoldsItem, scope: Scope) -> None:
     """``exc`` with no stored object the scope does not hold (a stale key's row, whose
     fields name another tenant: a scoped session never sees it, on an error either)."""
     def held(obj: Any) -> Any:
-        return obj if obj is None or scope.holds(spec_of(type(obj)), obj) else None
+        return obj if obj is None or scope.holds(obj) else None
 
     exc.item = held(exc.item)
     if isinstance(exc, ConditionFailedError) and exc.failures:

@@ -48,7 +48,7 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
     item = yield from get_item_p(spec.table, key, consistent, (entity,),
                                  answer_reader({spec.type_name: (entity, spec)}))
     if isinstance(item, entity):  # (read from the answer's bytes)
-        return item if stage.scope is None else _held(stage, spec, item)
+        return _held(stage, item)
     if item is not None and spec.rules.preparers:  # (key material: Encrypted fields)
         yield from prepare_rows((spec,), (item,))
     found: T | None
@@ -57,13 +57,13 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
         found = yield from spec.rules.before.read(spec, old, key, item, FETCHING)
     else:
         found = _owned(entity, spec, item)
-    return found if stage.scope is None else _held(stage, spec, found)
+    return _held(stage, found)
 
 
-def _held(stage: Stage, spec: EntitySpec, obj: T | None) -> T | None:
+def _held(stage: Stage, obj: T | None) -> T | None:
     """``obj``, read in the scope of ``stage`` from a key the scope admitted, unless its
     own scope fields say another scope (a stale key's row: ``None``, as a miss)."""
-    return obj if obj is None or stage.scope is None or stage.scope.holds(spec, obj) else None
+    return obj if obj is None or stage.scope is None or stage.scope.holds(obj) else None
 
 
 def _owned(entity: type[T], spec: EntitySpec, item: Item | None) -> T | None:
@@ -104,7 +104,7 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
                 old := spec.rules.before.key(keys[at], spec.name)) is not None:
             out[at] = yield from spec.rules.before.read(spec, old, wanted[at], items[at],
                                                         FETCHING)
-    return out if stage.scope is None else [_held(stage, spec, obj) for obj in out]
+    return out if stage.scope is None else [_held(stage, obj) for obj in out]
 
 
 def find_p(stage: Stage, entity: type[T], consistent: bool,
@@ -138,7 +138,7 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
         item = yield from get_item_p(table, owner, consistent, (entity,))
         obj: T | None = yield from spec.rules.before.owner(spec, item, FETCHING)  # (either
         # layout, as get reads)
-        if obj is not None and _held(stage, spec, obj) is None:
+        if obj is not None and _held(stage, obj) is None:
             return None  # (a stale key's row: its fields say another scope)
         if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},

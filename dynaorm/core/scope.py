@@ -279,7 +279,7 @@ class Scope:
                 return False
         return True
 
-    def holds(self, spec: EntitySpec, obj: Any) -> bool:
+    def holds(self, obj: Any) -> bool:
         """Whether the entity object ``obj`` (read from a row whose key is inside the
         scope) holds the scope's values in its scope fields (:meth:`stored`'s decision,
         on the object: its fields were read from the row's attributes, or its key)."""
@@ -313,7 +313,7 @@ class Scope:
         def hold(objs: list[Any]) -> bool:
             for get, want in checks:  # (each object's value the scope's text, counted)
                 if list(map(get, objs)).count(want) != len(objs):
-                    return all(self.holds(spec, o) for o in objs)
+                    return all(self.holds(o) for o in objs)
             return True
 
         if len(_HOLDERS) < 4096:

@@ -245,7 +245,7 @@ class SearchSpec(Generic[T]):
                 hits.append(Hit(sel.decode(row), score))
             elif old.owns(row):  # (read as current, as a scan reads it)
                 obj = yield from old.owner(spec, row, FETCHING)
-                if self._within is None or self._within.holds(spec, obj):
+                if self._within is None or self._within.holds(obj):
                     hits.append(Hit(obj, score))  # (else a stale key's row: not a hit)
             else:
                 sel.foreign(row)
