@@ -178,6 +178,7 @@ class Client:
         self.rate = rate
         self._traced: dict[tuple[int, ...], Policy] = {}  # by the ids of the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
+        self._origin: Client | None = None  # the client this one is pointed from
         #: per table name, the type-name registry its Table objects bound here share
         #: (made before its keyring is set, above)
         self.driver = SyncDriver(self)
@@ -499,7 +500,7 @@ class Client:
                         vars(theirs).update({k: v for k, v in vars(mine).items()
                                              if not k.startswith("_")})  # (their settings)
                 found._listeners = list(self._listeners)
-                found._label = self._label
+                found._label, found._origin = self._label, self
                 self._pointed[key] = found
             return found
 
