@@ -120,12 +120,11 @@ class SyncDriver:
     def _gather(self, step: Gather) -> list[Any]:
         from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
 
-        protos = list(step.protos)
+        protos = step.protos
         workers = min(step.concurrency, len(protos), MAX_CONCURRENCY)
-        contexts = [contextvars.copy_context() for _ in protos]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(ctx.run, self.run, p, within=step.within)
-                       for ctx, p in zip(contexts, protos, strict=True)]
+            futures = [pool.submit(contextvars.copy_context().run, self.run, p,
+                                   within=step.within) for p in protos]
             try:
                 return [f.result() for f in futures]
             except BaseException:

@@ -284,8 +284,11 @@ def _repeated(rows: Sequence[Row]) -> bool:
 
 
 # -- reads ---------------------------------------------------------------------------------
-def _stored(items: Iterable[Any]) -> list[Item]:
-    """``items`` as stored items (entity objects encoded as a save would store them)."""
+def _stored(items: Iterable[Any] | None) -> list[Item] | None:
+    """``items`` as stored items (entity objects encoded as a save would store them;
+    ``None``: none given)."""
+    if items is None:
+        return None
     out = []
     for item in items:
         if isinstance(item, Entity):  # (with the revision a save stamps: its bytes count)
@@ -347,7 +350,7 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     table = spec_of(spec._entities[0]).table
     index = spec._plan().index if isinstance(spec, QuerySpec) else spec._index
     operation = spec._operation
-    stored = None if items is None else _stored(items)
+    stored = _stored(items)
     per_page = spec._page_size or spec._limit
     streams = spec._streams()
     requests, filtered = [], False
@@ -387,7 +390,7 @@ def _search(search: SearchSpec[Any], items: Sequence[Any] | None) -> Explanation
     index projects every attribute of the entity, a ``BatchGetItem`` of its hits by key
     (the units of the items given, else of one item of at most 4 KB)."""
     spec, index = spec_of(search._entities[0]), search._index
-    stored = None if items is None else _stored(items)
+    stored = _stored(items)
     units = sum(read_units(item_size(i)) for i in stored) if stored is not None else 0.5
     notes = [f"{SEARCH_OPERATION} is metered in vector search bytes (VectorSearchRequestBytes"
              "), apart from read units: AWS documents that they grow with the vector data a "
@@ -416,7 +419,7 @@ def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] |
          consistent: bool) -> Explanation:
     """A get by key; by a unique rule's fields, a find (its guard, then its owner)."""
     spec = spec_of(entity)
-    stored = None if items is None else _stored(items)
+    stored = _stored(items)
     size = item_size(stored[0]) if stored else 1
     notes = () if stored is not None else (
         "read units for an item of at most 4 KB: pass items=[obj] for the units of that",)
