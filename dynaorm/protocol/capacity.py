@@ -64,11 +64,6 @@ def searched(origins: tuple[Any, ...], response: Mapping[str, Any]
     return {(_entities(origins), SEARCH_BYTES): float(raw["VectorSearchRequestBytes"])}
 
 
-def slug(role: str) -> str:
-    """A role as a span attribute name part (``unique guard`` -> ``unique_guard``)."""
-    return role.replace(" ", "_")
-
-
 class Meter:
     """The consumed capacity of a client's requests by entity and role, added up since it
     was made or last reset (thread-safe)."""
