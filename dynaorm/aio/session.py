@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
 from dynaorm.client.botocore import aiobotocore
-from dynaorm.client.client import Client, session_target
+from dynaorm.client.client import Client
 from dynaorm.client.session import BaseSession, Op, arun_op
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
@@ -38,9 +38,8 @@ class AsyncSession(BaseSession):
     def __init__(self, target: Table | Client, *,
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
-        super().__init__(*(found := session_target(target, type(self).__name__)), scope,
-                         idempotency_key)
-        if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
+        super().__init__(target, scope=scope, idempotency_key=idempotency_key)
+        if self.client.wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     def _run(self, proto: Proto[R], name: str,

@@ -13,6 +13,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
+from dynaorm.client.client import Client, session_target
 from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.protocol.hooks import Operation
@@ -25,7 +26,7 @@ from dynaorm.values.expressions import Condition
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
-    from dynaorm.client.client import Client
+    from dynaorm.client.table import Table
     from dynaorm.schema.lease import Lease
     from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
@@ -116,9 +117,10 @@ class BaseSession:
     #: whether the session runs its protocols through the client's async driver
     _async: ClassVar[bool] = False
 
-    def __init__(self, table: TableSchema | None, client: Client,
+    def __init__(self, target: Table | Client, *,
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
+        table, client = session_target(target, type(self).__name__)
         self._stage = Stage(table, client if table is None else None, scope,
                             idempotency_key, client._receipts)
 

@@ -8,9 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from dynaorm.client.client import Client, session_target
 from dynaorm.client.session import BaseSession, Op, run_op
-from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate
@@ -29,12 +27,6 @@ class Session(BaseSession):
     create; not to be shared between threads. ``scope={"tenant_id": "t1"}`` holds it to
     one tenant: every key it renders is checked before sending (a
     :class:`~dynaorm.ScopeError` otherwise; scans are filtered to the scope)."""
-
-    def __init__(self, target: Table | Client, *,
-                 scope: Mapping[str, Any] | None = None,
-                 idempotency_key: str | None = None) -> None:
-        super().__init__(*session_target(target, type(self).__name__), scope,
-                         idempotency_key)
 
     def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
