@@ -88,10 +88,11 @@ _IN_PROCESS: list[Callable[[BotocoreWire], Transport] | None] = []
 
 def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object = None,
                    max_wait: object = 10.0, return_consumed_capacity: object = None,
-                   endpoint_url: object = None, region: object = None) -> None:
+                   **_: object) -> None:
     """Refuse connection settings that cannot work (``owner`` names the client or table
     in the message): the one check of ``Client(...)`` and ``Table(...)``'s shorthands
-    (``endpoint_url`` and ``region`` are judged by botocore when the client is made)."""
+    (the others, ``endpoint_url`` and ``region``, are judged by botocore when the client
+    is made)."""
     if wire not in WIRES:
         raise DynaormError(f"{owner}: wire must be one of {list(WIRES)}, got {wire!r}")
     if max_attempts is not None and (not isinstance(max_attempts, int)
