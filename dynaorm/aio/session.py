@@ -13,10 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
-from dynaorm.client.botocore import aiobotocore
-from dynaorm.client.client import Client
 from dynaorm.client.session import BaseSession, Op, arun_op
-from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate
@@ -34,13 +31,6 @@ class AsyncSession(BaseSession):
     staging and commit belong to one task. ``scope=`` as for :class:`~dynaorm.Session`."""
 
     _async = True
-
-    def __init__(self, target: Table | Client, *,
-                 scope: Mapping[str, Any] | None = None,
-                 idempotency_key: str | None = None) -> None:
-        super().__init__(target, scope=scope, idempotency_key=idempotency_key)
-        if self.client.wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
-            aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:

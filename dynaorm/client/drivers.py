@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Itera
 from typing import Any
 
 from dynaorm._types import Item
-from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.hooks import DYNAMODB, Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
 from dynaorm.protocol.steps import Await, Emit, Gather, Proto, R, Send, Stream, Wait, expand
 
@@ -106,8 +106,12 @@ class SyncDriver:
     def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return self._client.send(step.operation, step.request, step.reader, step.via,
-                                     step.service)
+            client = self._client
+            if step.service != DYNAMODB:  # (a request to another service: KMS)
+                return client.send(step.operation, step.request, via=step.via,
+                                   service=step.service)
+            transport = client._transport or client._transport_for(step.operation)
+            return transport.send(step.operation, step.request, step.reader)
         if kind is Wait:
             self.sleep(step.seconds)
             return step.seconds

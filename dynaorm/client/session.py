@@ -13,6 +13,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
+from dynaorm.client.botocore import aiobotocore
 from dynaorm.client.client import Client, session_target
 from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError, ScopeError
@@ -121,6 +122,8 @@ class BaseSession:
                  scope: Mapping[str, Any] | None = None,
                  idempotency_key: str | None = None) -> None:
         table, client = session_target(target, type(self).__name__)
+        if self._async and client.wire == "botocore":  # (dynaorm's own wire needs none)
+            aiobotocore()  # dynaorm[async] installed: said here, not at the first request
         self._stage = Stage(table, client if table is None else None, scope,
                             idempotency_key, client._receipts)
 
@@ -175,8 +178,10 @@ class BaseSession:
         stage = self._stage
         if stage.table is None:
             entities = [stage.spec(e).cls for e in entities]
-        policy = stage.client.policy
-        return self._driver, policy, describe(name, entities) if policy.hooks else None
+        client = stage.client
+        policy = client.policy
+        return (client.async_driver if self._async else client.driver, policy,
+                describe(name, entities) if policy.hooks else None)
 
     # -- the I/O both kinds run alike (an async session awaits what these return) -------
     def _send(self, proto: Proto[Any], name: str, entities: Iterable[type[Any]],

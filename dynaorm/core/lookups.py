@@ -48,7 +48,7 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
     item = yield from get_item_p(spec.table, key, consistent, (entity,),
                                  answer_reader({spec.type_name: (entity, spec)}))
     if isinstance(item, entity):  # (read from the answer's bytes)
-        return _held(stage, item)
+        return item if stage.scope is None else _held(stage, item)
     if item is not None and spec.rules.preparers:  # (key material: Encrypted fields)
         yield from prepare_rows((spec,), (item,))
     found: T | None
@@ -57,7 +57,7 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
         found = yield from spec.rules.before.read(spec, old, key, item, FETCHING)
     else:
         found = _owned(entity, spec, item)
-    return _held(stage, found)
+    return found if stage.scope is None else _held(stage, found)
 
 
 def _held(stage: Stage, obj: T | None) -> T | None:

@@ -337,7 +337,7 @@ class WireSettings:
         (a refreshable set refreshes here when due, as botocore's signer does; none, or a
         refresh that fails: a :class:`~dynaorm.RequestError` with botocore's code). In AWS
         Lambda the trace id (:func:`trace_header`) is added, not signed, as botocore does."""
-        body = render(request)
+        body = _ENCODER.encode(request).encode("utf-8")
         credentials = self._credentials
         if credentials is None:
             raise RequestError(operation, "NoCredentialsError", "Unable to locate credentials")
