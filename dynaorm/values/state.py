@@ -190,8 +190,8 @@ class InstanceState:
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
-    #: the object's members of each list of nested models the item holds at any depth,
-    #: in the stored list's order (by the list's place: ``spec.members_of``; ``None``: not
+    #: the object's members of each list (a tuple, in order) or mapping (a dict) of nested
+    #: models the item holds at any depth (by its place: ``spec.members_of``; ``None``: not
     #: known): a member moved, or another deleted, is still known as the one read from
     #: its stored map
     members: Mapping[Where, tuple[Any, ...]] | None
@@ -321,9 +321,9 @@ class InstanceState:
         """What a save of the object writes (:mod:`dynaorm.values.merge`): its item ``new``
         (of its field ``values``) merged with the one stored, given ``old``, the stored
         values as its entity (``spec``) writes them; the attributes the entity does not
-        write kept (:func:`undeclared`), each member of a list of nested models merged
-        with the stored map it was read as: the stored list and place of each, by
-        identity (:attr:`members`, whichever list it was read in; ``None``: a new one, an
+        write kept (:func:`undeclared`), each member of a list or mapping of nested models
+        merged with the stored map it was read as: where it was read, by identity
+        (:attr:`members`, whichever list or mapping it was read in; ``None``: a new one, an
         equal copy or another item's member too). A list the state does not know, none of
         whose members it knows, is left to the merge (by value)."""
         stored = self.item
@@ -332,12 +332,14 @@ class InstanceState:
         known = self.members or {}
         places: dict[int, list[Where | None]] = {}
         for where, loaded in known.items():
-            for at, member in enumerate(loaded):
+            for at, member in _each(loaded):
                 places.setdefault(id(member), []).append((*where, at))
-        origins = {where: [(places.get(id(m)) or [None]).pop(0) for m in now]
-                   for where, now in (spec.members_of(values) or {}).items()} if known else {}
-        return merge_items(stored, old, new, _left_behind(spec), {
-            w: o for w, o in origins.items() if w in known or any(o)}, spec.item_tree)
+        origins: dict[Where, Where | None] = {}
+        for where, now in (spec.members_of(values) or {}).items() if known else ():
+            found = {(*where, at): (places.get(id(m)) or [None]).pop(0) for at, m in _each(now)}
+            if where in known or any(found.values()):
+                origins |= found
+        return merge_items(stored, old, new, _left_behind(spec), origins, spec.item_tree)
 
     def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
                after: _Attrs = frozenset(), leave: _Attrs | None = None
@@ -456,6 +458,11 @@ class Deleted:
 
 #: the state of a deleted object (see :class:`Deleted`)
 DELETED: Final = Deleted()
+
+
+def _each(members: Any) -> Any:
+    """The members a state knows of a list (a tuple) or a mapping (a dict), by place."""
+    return members.items() if type(members) is dict else enumerate(members)
 
 
 def undeclared(spec: Any, stored: Item) -> Item:

@@ -1690,10 +1690,6 @@ def test_members_of_lists_in_a_mapping_keep_their_own_attributes(
         k: [f"P{n}" for n in ns] for k, ns in want.items()}, got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: the state knows the members of lists only (tree.lists_in), not a mapping's "
-    "model values: a member moved from a list to a dict[str, Model] value, or back, is "
-    "written as new (its serial lost)"))
 @pytest.mark.engines("moto")
 @pytest.mark.parametrize("way", ["list to mapping", "mapping to list"])
 def test_a_member_moved_between_a_list_and_a_mappings_value_keeps_its_attributes(
