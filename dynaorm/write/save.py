@@ -214,7 +214,7 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     b.around(b.rows(None, values, None, key, item, version),
              Put(key, item, cond, b.origin(spec.rules.own, Fail.EXISTS)))
     if strict:  # (in a migration window: no live row at its old key either)
-        b.ops += spec.rules.before.vacant(values, spec.name, key, b.origin)
+        b.ops += spec.rules.before.vacant(spec, values, key, b.origin)
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
                           stamps=pairs)
 
