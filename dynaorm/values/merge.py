@@ -11,7 +11,8 @@ member by member: the members that changed are written by their paths
 every other member is left as stored. Anything else that changed is written whole, as
 ``new`` renders it, but each member of a list of maps, or a model moved into a mapping, is
 merged with the stored member it was read from (``origins``: by identity, wherever it was
-read), never a neighbour's (contract 24). A member stored under its alias is written there (:mod:`dynaorm.values.tree`).
+read), never a neighbour's (contract 24). A member stored under its alias is written there
+(:mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
@@ -103,19 +104,18 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     :func:`merge_items`), each write of a member appended to ``paths``; a member the
     stored map holds under its alias is written there."""
     out: Item = {}
-    model = node and nested(node)[0]
+    model = node and nested(node)
     for name, av in new.items():
         alias = model.aliases.get(name, name) if model else name
         key = alias if alias in stored else name
         child = model.child(f".{name}") if model else None
         place = (*where, name)
         at = whole[2].get(place)
-        if at not in (None, place) and (read := _read(whole, at)):  # (moved in: written
-            out[key] = found = _member(*read, av, (), [], child, place, whole) or av  # whole)
+        read = _read(whole, at) if at and at != place else None
+        found = _member(*(read or (stored.get(key), old.get(name))), av, (*path, key),
+                        [] if read else paths, child, place, whole)
+        if read:  # (moved in from elsewhere: written whole)
             paths.append(((*path, key), found))
-            continue
-        found = _member(stored.get(key), old.get(name), av, (*path, key), paths, child,
-                        place, whole)
         if found is not None:  # (a member the stored map lacks stays absent: NULL in both)
             out[key] = found
     for name, av in stored.items():

@@ -28,8 +28,8 @@ from typing import Any, Final, final
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import ItemDecodeError
-from dynaorm.values.codec import binary_from_json, decode_number, encode_value
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, stored_as
+from dynaorm.values.codec import binary_from_json, decode_number
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, stored_as
 from dynaorm.values.merge import Merged, Where, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
@@ -341,52 +341,25 @@ class InstanceState:
                 origins |= found
         return merge_items(stored, old, new, _left_behind(spec), origins, spec.item_tree)
 
-    def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
-               after: _Attrs = frozenset(), leave: _Attrs | None = None
+    def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
                ) -> list[Condition]:
         """The conditions a write of the whole loaded object rests on: the stored
-        attributes ``before`` still as read, the unique fields' values still ``old``'s
-        (:meth:`unchanged`), the attributes ``after`` as read, and, with ``leave``, the
-        item exactly as loaded but for those (:meth:`as_loaded`)."""
-        stored = self.item
-        return [*stored_as(stored, before), *self.unchanged(spec, old, spec.unique_fields),
-                *stored_as(stored, after), *(() if leave is None else self.as_loaded(spec, leave))]
+        attributes ``held`` and the unique fields' (those their guards are built from)
+        still as read, and, with ``leave``, the item exactly as loaded but for those
+        (:meth:`as_loaded`)."""
+        return [*stored_as(self.item, held | _stored(spec, spec.unique_fields)),
+                *(() if leave is None else self.as_loaded(spec, leave))]
 
-    def update_guard(self, spec: Any, old: Mapping[str, Any], touched: set[str]
-                     ) -> Condition | None:
-        """An update of the loaded item: it exists, the values its guards and index keys
-        are built from are ``old``'s, and what it writes (``touched``) is still what was
-        read (no lost updates)."""
-        unique_fields = spec.unique_fields
-        depends = set(unique_fields)
+    def update_guard(self, spec: Any, touched: set[str]) -> Condition | None:
+        """An update of the loaded item: it exists, and what it writes (``touched``) and
+        the fields its guards and index keys are built from are still as read (no lost
+        updates)."""
+        depends = set(spec.unique_fields)
         if spec.indexes:
             for attr in touched:
                 depends.update(spec.derived_fields(attr))
-        if depends:
-            stored = spec.stored_fields
-            touched_fields = {stored.get(a, a) for a in touched}
-            depends -= touched_fields - unique_fields  # unique values read stay conditioned
-        conds = [exists(spec.table.pk)]
-        if depends:  # (a plain entity's update depends on none)
-            conds += self.unchanged(spec, old, depends)
-        conds += stored_as(self.item, touched - {spec.attr(d) for d in depends}
-                           if depends else touched)
-        return all_of(conds)
-
-    def unchanged(self, spec: Any, old: Mapping[str, Any], names: _Attrs
-                  ) -> list[Condition]:
-        """Conditions that the stored values of fields ``names`` are still what ``old``
-        says (a key-only field's: its key holds it; an encrypted or field-level kind's:
-        its value as read)."""
-        conds: list[Condition] = []
-        for name in sorted(names):
-            attr = spec.attr(name)
-            if name in spec.unstored or spec.rules.transforms or name in spec.kinds:
-                conds += [] if name in spec.unstored else stored_as(self.item, {attr})
-                continue
-            value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
-            conds.append(not_exists(attr) if value is None else raw_eq(attr, encode_value(value)))
-        return conds
+        return all_of([exists(spec.table.pk), *stored_as(self.item, touched | _stored(
+            spec, depends))])
 
     def as_loaded(self, spec: Any, leave: _Attrs = frozenset()) -> list[Condition]:
         """Conditions that the item is still exactly as loaded, for a write that replaces
@@ -458,6 +431,12 @@ class Deleted:
 
 #: the state of a deleted object (see :class:`Deleted`)
 DELETED: Final = Deleted()
+
+
+def _stored(spec: Any, names: _Attrs) -> set[str]:
+    """The stored attributes of fields ``names`` (a key-only field's: none, its key holds
+    it)."""
+    return {spec.attr(n) for n in names if n not in spec.unstored}
 
 
 def _each(members: Any) -> Any:

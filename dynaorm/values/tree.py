@@ -85,7 +85,7 @@ class Node:
         """Whether its values are lists or mappings of nested models (whose members a
         loaded object's state knows)."""
         return self.shape in ("list", "mapping") and len(self.walked) == 1 and nested(
-            self.walked[0], True)[0] is not None
+            self.walked[0], True) is not None
 
     @property
     def walked(self) -> list[Node]:
@@ -207,12 +207,12 @@ class StoredMembers(Kind):
             lambda v: _encode(node, v, encode_value(v)), node=node)
 
 
-def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
-    """The model node a field's values are (or are lists of), through ``Optional``, and
-    whether they are lists of it."""
+def nested(node: Node, listed: bool = False) -> Node | None:
+    """The model node a field's values are (or are lists of, unless ``listed``), through
+    ``Optional``."""
     if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
         return nested(node.walked[0], listed or node.shape == "list")
-    return (node, listed) if node.shape == "model" else (None, False)
+    return node if node.shape == "model" else None
 
 
 def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]:

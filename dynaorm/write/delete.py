@@ -88,7 +88,7 @@ class DeleteEntry(ObjectWrite):
         keys = {spec.table.pk, spec.table.sk or "", *map(spec.attr, spec.unique_fields),
                 *(a for a, _ in spec.rules.pin(0))}  # (conditioned as the rules say)
         conds = [exists(spec.table.pk), *state.guards(
-            spec, old_values, held | locked(spec.lock),
+            spec, held | locked(spec.lock),
             leave=None if spec.lock else held | keys)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)

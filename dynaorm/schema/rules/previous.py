@@ -161,8 +161,8 @@ class Layout(Before):
             vacant = vacant | (F(type_attr) != self.type_name)
         # (nor one holding another value of a current key field the old key lacks: an old
         # row of many current keys is the entity at its own only, as `read` has it)
-        for name in sorted(values.keys() & {*spec.pk.fields, *(spec.sk.fields if spec.sk else (
-                ))} - {*self.pk.fields, *(self.sk.fields if self.sk else ())}):
+        now, was = ({f for t in pair if t for f in t.fields} for pair in spec.layouts)
+        for name in sorted(values.keys() & now - was):
             vacant = vacant | ~raw_eq(self.renames.get(name, name), encode_value(values[name]))
         return (ConditionCheck(old_key, vacant, origin(Role.ROW, Fail.EXISTS)),)
 
