@@ -345,7 +345,7 @@ def test_a_wide_item_of_theirs_saves_with_its_lock_and_is_refused_before_sending
             s.commit()
         s.rollback()
         s.delete(o)
-        with pytest.raises(ConditionTooLargeError, match="revision"):
+        with pytest.raises(ConditionTooLargeError, match=r"a delete's the whole item"):
             s.commit()
         assert len(db.scan_raw()) == 1
         return
