@@ -171,7 +171,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     now, origins = new["L"], whole[2]
     read = [_read(whole, at, (where, stored, old)) if (at := origins.get((*where, n))) else None
             for n in range(len(now))]
-    if now and (*where, 0) not in origins:
+    if (*where, 0) not in origins:
         read = _by_value(stored, old, [None] * len(now) if any(  # (a list of known lists:
             w[:len(where)] == where for w in origins) else now)  # matched by place alone)
     return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av

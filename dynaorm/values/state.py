@@ -190,15 +190,15 @@ class InstanceState:
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
-    #: the object's members of each list (a tuple, in order) or mapping (a dict) of nested
+    #: the object's members of each list (in order) or mapping (a dict) of nested
     #: models the item holds at any depth (by its place: ``spec.members_of``; ``None``: not
     #: known): a member moved, or another deleted, is still known as the one read from
     #: its stored map
-    members: Mapping[Where, tuple[Any, ...]] | None
+    members: Mapping[Where, Any] | None
 
     def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
                  version: int | None = None, shape: _Shape | LoadedPage | None = None,
-                 members: Mapping[Where, tuple[Any, ...]] | None = None) -> None:
+                 members: Mapping[Where, Any] | None = None) -> None:
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
         # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
         # shape: ``item`` is the item's place in it, see :meth:`on_page`)
@@ -213,7 +213,7 @@ class InstanceState:
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
                version: int | None = None,
-               members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
+               members: Mapping[Where, Any] | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
@@ -255,7 +255,7 @@ class InstanceState:
 
     @classmethod
     def on_page(cls, page: LoadedPage, at: int,
-                members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
+                members: Mapping[Where, Any] | None = None) -> InstanceState:
         """The state of an object validated from item ``at`` of ``page``'s bytes (its
         table not versioned, its keys strings): what :meth:`loaded` gives for that item
         (``page.state_of(at)``), made when first needed."""
@@ -440,7 +440,7 @@ def _stored(spec: Any, names: _Attrs) -> set[str]:
 
 
 def _each(members: Any) -> Any:
-    """The members a state knows of a list (a tuple) or a mapping (a dict), by place."""
+    """The members a state knows of a list or a mapping (a dict), by place."""
     return members.items() if type(members) is dict else enumerate(members)
 
 

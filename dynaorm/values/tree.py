@@ -24,6 +24,7 @@ and rule markers (``Compressed``, ``Encrypted``, ``Offloaded``, ``Vector``) of i
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import re
@@ -216,10 +217,9 @@ def nested(node: Node, listed: bool = False) -> Node | None:
 
 
 def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]:
-    """Every list (a tuple of its members) or mapping (a dict) of nested models ``value``
-    (of ``node``, at ``path``) holds, by path: a model's member by name, a list's by
-    place, a mapping's by key (a loaded object's state knows their members:
-    :mod:`dynaorm.values.merge`)."""
+    """Every list or mapping of nested models ``value`` (of ``node``, at ``path``) holds (a
+    copy), by path: a model's member by name, a list's by place, a mapping's by key (a
+    loaded object's state knows their members: :mod:`dynaorm.values.merge`)."""
     while len(node.walked) == 1 and node.shape in ("union", "alias"):
         node = node.walked[0]
     if not node.holds_lists or value is None:
@@ -229,7 +229,7 @@ def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]
             yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
         return
     if node.collects:
-        yield path, dict(value) if isinstance(value, dict) else tuple(value)
+        yield path, copy.copy(value)
     for at, member in value.items() if isinstance(value, dict) else enumerate(value):
         yield from lists_in(node.walked[0], member, (*path, at))
 
