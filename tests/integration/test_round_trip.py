@@ -1713,6 +1713,16 @@ def test_a_member_moved_between_a_list_and_a_mappings_value_keeps_its_attributes
 
 
 @pytest.mark.engines("moto")
+def test_models_swapped_between_a_mappings_keys_keep_their_own_attributes(
+        db: TestBackend) -> None:
+    """``one["x"], one["y"] = one["y"], one["x"]``: each part keeps its own serial under
+    its new key (merged by key, each took the other's)."""
+    _deep(one={"M": {"x": _part(5), "y": _part(6)}})
+    got = _saved(db, lambda o: o.one.update(x=o.one["y"], y=o.one["x"]))
+    assert got["one"]["M"] == {"x": _part(6), "y": _part(5)}, got
+
+
+@pytest.mark.engines("moto")
 @pytest.mark.parametrize(("edit", "want"), [
     (lambda o: o.opt.pop(0), [1, 2]),
     (lambda o: setattr(o, "opt", o.opt[::-1]), [2, 1, 0]),
