@@ -107,7 +107,8 @@ class Entity(BaseModel):
         if isinstance(state, InstanceState) and state.members:  # are the copy's own copies)
             known = state.members
             state = state.revised({})
-            state.members = {a: tuple(memo.get(id(m), m) for m in ms) for a, ms in known.items()}
+            state.members = {a: {k: memo.get(id(m), m) for k, m in ms.items()} if isinstance(
+                ms, dict) else tuple(memo.get(id(m), m) for m in ms) for a, ms in known.items()}
         _set_state(copy, state)
         return copy
 

@@ -193,7 +193,7 @@ class EntitySpec:
         """The members of ``values``' lists of nested models at any depth, by their place
         (``None``: none), as an object's state keeps them by identity, so each keeps what
         it was read with wherever it moves (:mod:`dynaorm.values.merge`)."""
-        return {p: tuple(v) for n, t in self.trees.items() if t.holds_lists
+        return {p: v for n, t in self.trees.items() if t.holds_lists
                 for p, v in lists_in(t, values.get(n), (self.attr(n),))} or None
 
     @functools.cached_property

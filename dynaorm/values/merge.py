@@ -9,9 +9,10 @@ tag, a number's spelling, members no model declares, a member the stored map lac
 member by member: the members that changed are written by their paths
 (``SET prefs.theme = :v``), the members ``old`` held and ``new`` does not are removed, and
 every other member is left as stored. Anything else that changed is written whole, as
-``new`` renders it, but each member of a list of maps is merged with the stored member it
-was read from (``origins``: by identity, wherever it was read), never a neighbour's
-(contract 24). A member stored under its alias is written there (:mod:`dynaorm.values.tree`).
+``new`` renders it, but each member of a list of maps, or a model moved into a mapping, is
+merged with the stored member it was read from (``origins``: by identity, wherever it was
+read), never a neighbour's (contract 24). A member stored under its alias is written there
+(:mod:`dynaorm.values.tree`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ Path = tuple[str, ...]
 #: above this many member paths in one attribute, the merged map is written whole (an
 #: update expression has a length limit; the write is conditioned on the map as read)
 MAX_MEMBER_PATHS = 16
-#: per list of ``new`` (by its place): for each member, where it was read (its list's
-#: place, then its own; ``None``: a new member)
-Origins = Mapping[Where, list[Where | None]]
+#: by the place in ``new`` of each member of a list or mapping of models the state knows:
+#: where it was read (``None``: a new member)
+Origins = Mapping[Where, Where | None]
 _NONE: Mapping[Any, Any] = {}
 #: member paths and what each writes (``None``: removes)
 _Paths = list[tuple[Path, AttributeValue | None]]
@@ -74,8 +75,7 @@ def merge_items(stored: Item, old: Item, new: Item,
     wherever it moved, a changed one at its place); ``node``: the item's value tree (a
     model whose members are the attributes)."""
     paths: _Paths = []
-    moved = {w[:n] for w, o in origins.items() for i, at in enumerate(o)
-             if at not in (None, (*w, i)) for n in range(1, len(w) + 1)}
+    moved = {w[:n] for w, at in origins.items() if at not in (None, w) for n in range(1, len(w))}
     item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
     many = Counter(p[0] for p, _ in paths)
     merged = Merged({}, [], [], item)
@@ -104,12 +104,18 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     :func:`merge_items`), each write of a member appended to ``paths``; a member the
     stored map holds under its alias is written there."""
     out: Item = {}
-    model = node and nested(node)[0]
+    model = node and nested(node)
     for name, av in new.items():
         alias = model.aliases.get(name, name) if model else name
         key = alias if alias in stored else name
-        found = _member(stored.get(key), old.get(name), av, (*path, key), paths,
-                        model.child(f".{name}") if model else None, (*where, name), whole)
+        child = model.child(f".{name}") if model else None
+        place = (*where, name)
+        at = whole[2].get(place)
+        read = _read(whole, at) if at and at != place else None
+        found = _member(*(read or (stored.get(key), old.get(name))), av, (*path, key),
+                        [] if read else paths, child, place, whole)
+        if read:  # (moved in from elsewhere: written whole)
+            paths.append(((*path, key), found))
         if found is not None:  # (a member the stored map lacks stays absent: NULL in both)
             out[key] = found
     for name, av in stored.items():
@@ -149,7 +155,7 @@ def _at(av: Any, steps: Where) -> Any:
     return av
 
 
-def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any]) -> _Read:
+def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any] = ((),) * 3) -> _Read:
     """The stored and old forms of the member at ``at`` (``None``: not in both), in the
     items, else (under an alias) in the list ``here`` (place, stored, old) it was read in."""
     found = [_at({"M": item}, at) for item in whole[:2]]
@@ -162,12 +168,12 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
             node: Node | None, where: Where, whole: _Whole) -> AttributeValue:
     """``new`` (a list, at ``where``), written whole, each member merged with the stored
     one it was read from (the origins', else :func:`_by_value`'s)."""
-    now = new["L"]
-    read = [_read(whole, at, (where, stored, old)) if at else None
-            for at in whole[2].get(where, ())]
-    if len(read) != len(now):
+    now, origins = new["L"], whole[2]
+    read = [_read(whole, at, (where, stored, old)) if (at := origins.get((*where, n))) else None
+            for n in range(len(now))]
+    if (*where, 0) not in origins:
         read = _by_value(stored, old, [None] * len(now) if any(  # (a list of known lists:
-            w[:len(where)] == where for w in whole[2]) else now)  # matched by place alone)
+            w[:len(where)] == where for w in origins) else now)  # matched by place alone)
     return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 

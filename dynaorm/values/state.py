@@ -28,8 +28,8 @@ from typing import Any, Final, final
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import ItemDecodeError
-from dynaorm.values.codec import binary_from_json, decode_number, encode_value
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, stored_as
+from dynaorm.values.codec import binary_from_json, decode_number
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, stored_as
 from dynaorm.values.merge import Merged, Where, merge_items
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
@@ -190,15 +190,15 @@ class InstanceState:
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
-    #: the object's members of each list of nested models the item holds at any depth,
-    #: in the stored list's order (by the list's place: ``spec.members_of``; ``None``: not
+    #: the object's members of each list (in order) or mapping (a dict) of nested
+    #: models the item holds at any depth (by its place: ``spec.members_of``; ``None``: not
     #: known): a member moved, or another deleted, is still known as the one read from
     #: its stored map
-    members: Mapping[Where, tuple[Any, ...]] | None
+    members: Mapping[Where, Any] | None
 
     def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
                  version: int | None = None, shape: _Shape | LoadedPage | None = None,
-                 members: Mapping[Where, tuple[Any, ...]] | None = None) -> None:
+                 members: Mapping[Where, Any] | None = None) -> None:
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
         # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
         # shape: ``item`` is the item's place in it, see :meth:`on_page`)
@@ -213,7 +213,7 @@ class InstanceState:
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
                version: int | None = None,
-               members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
+               members: Mapping[Where, Any] | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
@@ -255,7 +255,7 @@ class InstanceState:
 
     @classmethod
     def on_page(cls, page: LoadedPage, at: int,
-                members: Mapping[Where, tuple[Any, ...]] | None = None) -> InstanceState:
+                members: Mapping[Where, Any] | None = None) -> InstanceState:
         """The state of an object validated from item ``at`` of ``page``'s bytes (its
         table not versioned, its keys strings): what :meth:`loaded` gives for that item
         (``page.state_of(at)``), made when first needed."""
@@ -321,9 +321,9 @@ class InstanceState:
         """What a save of the object writes (:mod:`dynaorm.values.merge`): its item ``new``
         (of its field ``values``) merged with the one stored, given ``old``, the stored
         values as its entity (``spec``) writes them; the attributes the entity does not
-        write kept (:func:`undeclared`), each member of a list of nested models merged
-        with the stored map it was read as: the stored list and place of each, by
-        identity (:attr:`members`, whichever list it was read in; ``None``: a new one, an
+        write kept (:func:`undeclared`), each member of a list or mapping of nested models
+        merged with the stored map it was read as: where it was read, by identity
+        (:attr:`members`, whichever list or mapping it was read in; ``None``: a new one, an
         equal copy or another item's member too). A list the state does not know, none of
         whose members it knows, is left to the merge (by value)."""
         stored = self.item
@@ -332,59 +332,34 @@ class InstanceState:
         known = self.members or {}
         places: dict[int, list[Where | None]] = {}
         for where, loaded in known.items():
-            for at, member in enumerate(loaded):
+            for at, member in _each(loaded):
                 places.setdefault(id(member), []).append((*where, at))
-        origins = {where: [(places.get(id(m)) or [None]).pop(0) for m in now]
-                   for where, now in (spec.members_of(values) or {}).items()} if known else {}
-        return merge_items(stored, old, new, _left_behind(spec), {
-            w: o for w, o in origins.items() if w in known or any(o)}, spec.item_tree)
+        origins: dict[Where, Where | None] = {}
+        for where, now in (spec.members_of(values) or {}).items() if known else ():
+            found = {(*where, at): (places.get(id(m)) or [None]).pop(0) for at, m in _each(now)}
+            if where in known or any(found.values()):
+                origins |= found
+        return merge_items(stored, old, new, _left_behind(spec), origins, spec.item_tree)
 
-    def guards(self, spec: Any, old: Mapping[str, Any], before: _Attrs = frozenset(),
-               after: _Attrs = frozenset(), leave: _Attrs | None = None
+    def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
                ) -> list[Condition]:
         """The conditions a write of the whole loaded object rests on: the stored
-        attributes ``before`` still as read, the unique fields' values still ``old``'s
-        (:meth:`unchanged`), the attributes ``after`` as read, and, with ``leave``, the
-        item exactly as loaded but for those (:meth:`as_loaded`)."""
-        stored = self.item
-        return [*stored_as(stored, before), *self.unchanged(spec, old, spec.unique_fields),
-                *stored_as(stored, after), *(() if leave is None else self.as_loaded(spec, leave))]
+        attributes ``held`` and the unique fields' (those their guards are built from)
+        still as read, and, with ``leave``, the item exactly as loaded but for those
+        (:meth:`as_loaded`)."""
+        return [*stored_as(self.item, held | _stored(spec, spec.unique_fields)),
+                *(() if leave is None else self.as_loaded(spec, leave))]
 
-    def update_guard(self, spec: Any, old: Mapping[str, Any], touched: set[str]
-                     ) -> Condition | None:
-        """An update of the loaded item: it exists, the values its guards and index keys
-        are built from are ``old``'s, and what it writes (``touched``) is still what was
-        read (no lost updates)."""
-        unique_fields = spec.unique_fields
-        depends = set(unique_fields)
+    def update_guard(self, spec: Any, touched: set[str]) -> Condition | None:
+        """An update of the loaded item: it exists, and what it writes (``touched``) and
+        the fields its guards and index keys are built from are still as read (no lost
+        updates)."""
+        depends = set(spec.unique_fields)
         if spec.indexes:
             for attr in touched:
                 depends.update(spec.derived_fields(attr))
-        if depends:
-            stored = spec.stored_fields
-            touched_fields = {stored.get(a, a) for a in touched}
-            depends -= touched_fields - unique_fields  # unique values read stay conditioned
-        conds = [exists(spec.table.pk)]
-        if depends:  # (a plain entity's update depends on none)
-            conds += self.unchanged(spec, old, depends)
-        conds += stored_as(self.item, touched - {spec.attr(d) for d in depends}
-                           if depends else touched)
-        return all_of(conds)
-
-    def unchanged(self, spec: Any, old: Mapping[str, Any], names: _Attrs
-                  ) -> list[Condition]:
-        """Conditions that the stored values of fields ``names`` are still what ``old``
-        says (a key-only field's: its key holds it; an encrypted or field-level kind's:
-        its value as read)."""
-        conds: list[Condition] = []
-        for name in sorted(names):
-            attr = spec.attr(name)
-            if name in spec.unstored or spec.rules.transforms or name in spec.kinds:
-                conds += [] if name in spec.unstored else stored_as(self.item, {attr})
-                continue
-            value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
-            conds.append(not_exists(attr) if value is None else raw_eq(attr, encode_value(value)))
-        return conds
+        return all_of([exists(spec.table.pk), *stored_as(self.item, touched | _stored(
+            spec, depends))])
 
     def as_loaded(self, spec: Any, leave: _Attrs = frozenset()) -> list[Condition]:
         """Conditions that the item is still exactly as loaded, for a write that replaces
@@ -456,6 +431,17 @@ class Deleted:
 
 #: the state of a deleted object (see :class:`Deleted`)
 DELETED: Final = Deleted()
+
+
+def _stored(spec: Any, names: _Attrs) -> set[str]:
+    """The stored attributes of fields ``names`` (a key-only field's: none, its key holds
+    it)."""
+    return {spec.attr(n) for n in names if n not in spec.unstored}
+
+
+def _each(members: Any) -> Any:
+    """The members a state knows of a list or a mapping (a dict), by place."""
+    return members.items() if type(members) is dict else enumerate(members)
 
 
 def undeclared(spec: Any, stored: Item) -> Item:

@@ -24,6 +24,7 @@ and rule markers (``Compressed``, ``Encrypted``, ``Offloaded``, ``Vector``) of i
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import re
@@ -77,8 +78,15 @@ class Node:
 
     @functools.cached_property
     def holds_lists(self) -> bool:
-        """Whether its values may hold a list of nested models, at any depth."""
-        return any(nested(n)[1] for _, n in _nodes(self, walked=True))
+        """Whether its values may hold a list or a mapping of nested models, at any depth."""
+        return any(n.collects for _, n in _nodes(self, walked=True))
+
+    @property
+    def collects(self) -> bool:
+        """Whether its values are lists or mappings of nested models (whose members a
+        loaded object's state knows)."""
+        return self.shape in ("list", "mapping") and len(self.walked) == 1 and nested(
+            self.walked[0], True) is not None
 
     @property
     def walked(self) -> list[Node]:
@@ -200,18 +208,18 @@ class StoredMembers(Kind):
             lambda v: _encode(node, v, encode_value(v)), node=node)
 
 
-def nested(node: Node, listed: bool = False) -> tuple[Node | None, bool]:
-    """The model node a field's values are (or are lists of), through ``Optional``, and
-    whether they are lists of it."""
+def nested(node: Node, listed: bool = False) -> Node | None:
+    """The model node a field's values are (or are lists of, unless ``listed``), through
+    ``Optional``."""
     if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
         return nested(node.walked[0], listed or node.shape == "list")
-    return (node, listed) if node.shape == "model" else (None, False)
+    return node if node.shape == "model" else None
 
 
 def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]:
-    """Every list of nested models ``value`` (of ``node``, at ``path``) holds, by path: a
-    model's member by name, a list's by place, a mapping's by key (a loaded object's
-    state knows their members: :mod:`dynaorm.values.merge`)."""
+    """Every list or mapping of nested models ``value`` (of ``node``, at ``path``) holds (a
+    copy), by path: a model's member by name, a list's by place, a mapping's by key (a
+    loaded object's state knows their members: :mod:`dynaorm.values.merge`)."""
     while len(node.walked) == 1 and node.shape in ("union", "alias"):
         node = node.walked[0]
     if not node.holds_lists or value is None:
@@ -220,8 +228,8 @@ def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]
         for step, child in node.children:
             yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
         return
-    if nested(node)[1]:
-        yield path, value
+    if node.collects:
+        yield path, copy.copy(value)
     for at, member in value.items() if isinstance(value, dict) else enumerate(value):
         yield from lists_in(node.walked[0], member, (*path, at))
 

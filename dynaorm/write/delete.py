@@ -82,15 +82,14 @@ class DeleteEntry(ObjectWrite):
             return with_condition(b.ops, self, spec, index), Outcome(obj, None)
         old_values = _values(type(obj), state.item)
         b = ActionBuilder(spec, state.key, index)
-        # (the revision it was loaded with, and another writer's lock: a change stored
-        # since is never deleted unseen; a row holding neither: the whole item as loaded)
-        revision = {a for a in (spec.table.revision_attribute,) if a}
-        held = revision | spec.rules.held
+        # (another writer's lock, else the whole item as loaded: a change stored since,
+        # ours or one made in place that keeps our revision, is never deleted unseen)
+        held = {a for a in (spec.table.revision_attribute,) if a} | spec.rules.held
         keys = {spec.table.pk, spec.table.sk or "", *map(spec.attr, spec.unique_fields),
                 *(a for a, _ in spec.rules.pin(0))}  # (conditioned as the rules say)
         conds = [exists(spec.table.pk), *state.guards(
-            spec, old_values, held | locked(spec.lock),
-            leave=None if spec.lock or revision & state.item.keys() else held | keys)]
+            spec, held | locked(spec.lock),
+            leave=None if spec.lock else held | keys)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
         history = (state.version or 0) if self.history else 0  # (its version rows go too)

@@ -119,9 +119,8 @@ def _bounded(text: str, op: Op, what: str) -> None:
             f"{count} operators) is over DynamoDB's limits (4 KB; a condition, 300 "
             "operators), nothing was sent: change fewer fields in one commit, or save it "
             "whole (overwrite=True: the last writer wins). A save's condition proves each "
-            "attribute it writes as read, and the whole item where no revision or lock "
-            "does: declare the other writer's lock (Meta.lock), or let dynaorm write it "
-            "once (a revision)")
+            "attribute it writes as read, a key move's or a delete's the whole item, "
+            "unless a lock does: declare the other writer's lock (Meta.lock)")
 
 
 _SET_FORMS = {

@@ -183,9 +183,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int, spec: 
     b = ActionBuilder(spec, old_key, index)
     row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        row = _plan_key_move(b, entry, spec, state, old_values, key, merged.item)
+        row = _plan_key_move(b, entry, spec, state, key, merged.item)
     else:
-        row = _plan_row_write(entry, spec, state, old_values, merged, key, index)
+        row = _plan_row_write(entry, spec, state, merged, key, index)
     if row is None:  # (nothing changed)
         return [], Outcome(obj, Written(spec, key, merged.item, values, encoded=encoded))
     b.around(b.rows(old_values, values, old_key, key, merged.item), row)
@@ -214,14 +214,13 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     b.around(b.rows(None, values, None, key, item, version),
              Put(key, item, cond, b.origin(spec.rules.own, Fail.EXISTS)))
     if strict:  # (in a migration window: no live row at its old key either)
-        b.ops += spec.rules.before.vacant(values, spec.name, key, b.origin)
+        b.ops += spec.rules.before.vacant(spec, values, key, b.origin)
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
                           stamps=pairs)
 
 
 def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
-                   state: InstanceState, old_values: Mapping[str, Any], key: PlainKey,
-                   item: Item) -> Put:
+                   state: InstanceState, key: PlainKey, item: Item) -> Put:
     """A loaded object whose primary key changed: delete the old row (as read: its guard
     values, and every attribute unless an overwrite), and the put of the new one where
     nothing is (its origin names the new key, as the rows that follow it do)."""
@@ -231,7 +230,7 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
             *(spec.attr(f) for f in spec.unique_fields)}
     # (a lock: every writer moves it, so the whole item needs no condition)
     guard = all_of([exists(spec.table.pk), *state.guards(
-        spec, old_values, after=spec.rules.held | locked(spec.lock), leave=None if (
+        spec, spec.rules.held | locked(spec.lock), leave=None if (
             entry.overwrite or spec.lock) else {k for k in keys if k})])
     b.ops.append(Delete(state.key, guard, b.origin(Role.ROW, Fail.GONE)))
     b.owner = key  # (onto an item whose TTL has passed: gone for reads, as for an insert)
@@ -239,8 +238,7 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
 
 
 def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
-                    old_values: Mapping[str, Any], merged: Merged, key: PlainKey,
-                    index: int) -> Op | None:
+                    merged: Merged, key: PlainKey, index: int) -> Op | None:
     """The write of a loaded object kept under its key: a Put (overwrite) or an Update
     of what changed (whole attributes, and members of stored maps by path: ``merged``),
     conditioned on what was read (an overwrite: only its guards' values) with the
@@ -261,9 +259,9 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
         # read, so that the lock moves from the value stored)
         after = spec.rules.held | locked(spec.lock)
         cond = all_of([exists(spec.table.pk), *state.guards(
-            spec, old_values, after=after)]) if spec.unique_fields or after else None
+            spec, after)]) if spec.unique_fields or after else None
     else:
-        cond = state.update_guard(spec, old_values, touched)
+        cond = state.update_guard(spec, touched)
     caller = entry.condition
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
@@ -314,7 +312,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     leave = {spec.table.pk, spec.table.sk, *revision, *(a for a, _ in spec.rules.pin(n)),
              *(spec.attr(f) for f in spec.unique_fields)}
     cond = all_of([*spec.rules.pinned(n), *state.guards(
-        spec, old_values, revision | locked(spec.lock), leave=None if (
+        spec, revision | locked(spec.lock), leave=None if (
             entry.overwrite or spec.lock) else {a for a in leave if a})])
     b.around(b.rows(old_values, values, key, key, item, following),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))

@@ -308,6 +308,77 @@ def test_a_new_object_at_the_current_key_of_an_old_row_is_refused(db: TestBacken
     assert _keys(db) == NEW_KEYS
 
 
+# -- a new object beside a lossy old row (an old layout with fewer key fields) ----------
+
+lossy = Table("mig_lossy")
+
+
+class Line(Entity):
+    """The old layout kept one row per ``id`` (``USER#{id}``/``PROFILE``, type ``LineV1``);
+    the current one a row per ``item``: the old row is the entity of the ``item`` it
+    holds, no other."""
+
+    class Meta:
+        table = lossy
+        pk = "USER#{id}"
+        sk = "{item}"
+        previous = Previous(sk="PROFILE", type_name="LineV1")
+
+    id: str
+    item: str
+    body: str = ""
+
+
+@pytest.fixture
+def moto_lossy() -> Iterator[None]:
+    from dynaorm.testing import moto_backend
+
+    with moto_backend(), use_tables(lossy, name_suffix=worker_suffix()):
+        yield
+
+
+def _plant_line(item: str) -> None:
+    lossy.db.driver.run(call("PutItem", {"TableName": lossy.name, "Item": {
+        "pk": {"S": "USER#x"}, "sk": {"S": "PROFILE"}, "_type": {"S": "LineV1"},
+        "id": {"S": "x"}, "item": {"S": item}, "body": {"S": "old"}}}))
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+def test_a_new_object_beside_a_lossy_old_row_of_another_entity_saves(
+        moto_lossy: None) -> None:
+    """A new ``Line(id="x", item="y")`` beside the old row of item ``z``: that row is not
+    the entity (``get`` says none), so the insert's check at the old key lets it pass (it
+    was ItemExistsError, whose advice found nothing to get)."""
+    _plant_line("z")
+    s = Session(lossy)
+    assert s.get(Line, id="x", item="y") is None
+    s.save(Line(id="x", item="y", body="new"))
+    s.commit()
+    rows = lossy.db.driver.run(call("Scan", {"TableName": lossy.name}))["Items"]
+    assert sorted(r["sk"]["S"] for r in rows) == ["PROFILE", "y"], rows
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+def test_following_the_advice_of_item_exists_leaves_the_entity_once(
+        moto_lossy: None) -> None:
+    _plant_line("y")
+    s = Session(lossy)
+    s.save(Line(id="x", item="y", body="new"))
+    with pytest.raises(dynaorm.ItemExistsError, match="previous") as caught:
+        s.commit()
+    assert "PROFILE" in str(caught.value) and "get it and save it" in str(caught.value)
+    s = Session(lossy)  # (the advice: the entity read in its old layout, changed, saved)
+    found = s.get(Line, id="x", item="y")
+    assert found is not None
+    found.body = "new"
+    s.save(found)
+    s.commit()
+    rows = lossy.db.driver.run(call("Scan", {"TableName": lossy.name}))["Items"]
+    assert [r["sk"]["S"] for r in rows] == ["y"], rows  # (the entity once)
+
+
 def test_migrate_moves_the_kept_history_of_a_deleted_entity(db: TestBackend) -> None:
     """(0.4) a versioned entity deleted without ``history=True`` keeps its version rows;
     in the old layout they stayed there after migrate said ok: ``history()`` was empty."""

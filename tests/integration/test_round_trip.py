@@ -1690,10 +1690,6 @@ def test_members_of_lists_in_a_mapping_keep_their_own_attributes(
         k: [f"P{n}" for n in ns] for k, ns in want.items()}, got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: the state knows the members of lists only (tree.lists_in), not a mapping's "
-    "model values: a member moved from a list to a dict[str, Model] value, or back, is "
-    "written as new (its serial lost)"))
 @pytest.mark.engines("moto")
 @pytest.mark.parametrize("way", ["list to mapping", "mapping to list"])
 def test_a_member_moved_between_a_list_and_a_mappings_value_keeps_its_attributes(
@@ -1714,6 +1710,16 @@ def test_a_member_moved_between_a_list_and_a_mappings_value_keeps_its_attributes
             "x": _part(5), "y": _part(0)}, got
     else:
         assert got["grid"]["L"] == [_parts(5, 0, 1)] and got["one"]["M"] == {}, got
+
+
+@pytest.mark.engines("moto")
+def test_models_swapped_between_a_mappings_keys_keep_their_own_attributes(
+        db: TestBackend) -> None:
+    """``one["x"], one["y"] = one["y"], one["x"]``: each part keeps its own serial under
+    its new key (merged by key, each took the other's)."""
+    _deep(one={"M": {"x": _part(5), "y": _part(6)}})
+    got = _saved(db, lambda o: o.one.update(x=o.one["y"], y=o.one["x"]))
+    assert got["one"]["M"] == {"x": _part(6), "y": _part(5)}, got
 
 
 @pytest.mark.engines("moto")

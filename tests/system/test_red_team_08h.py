@@ -167,83 +167,12 @@ def test_an_old_row_of_a_padded_layout_is_the_entity_at_its_key(
             "pk": {"S": old_key["pk"]}, "sk": {"S": old_key["sk"]}}}))
 
 
-# -- a new object beside a lossy old row: ItemExistsError's advice ------------------------
-
-lossy = Table("red08h_lossy")
-
-
-class Line(Entity):
-    """The old layout kept one row per ``id`` (``USER#{id}``/``PROFILE``, type ``LineV1``);
-    the current one a row per ``item``: the old row is the entity of the ``item`` it
-    holds, no other."""
-
-    class Meta:
-        table = lossy
-        pk = "USER#{id}"
-        sk = "{item}"
-        previous = Previous(sk="PROFILE", type_name="LineV1")
-
-    id: str
-    item: str
-    body: str = ""
-
-
-@pytest.fixture
-def moto_lossy() -> Iterator[None]:
-    from dynaorm.testing import moto_backend
-
-    with moto_backend(), use_tables(lossy, name_suffix=worker_suffix()):
-        yield
-
-
-def _plant_line(item: str) -> None:
-    lossy.db.driver.run(call("PutItem", {"TableName": lossy.name, "Item": {
-        "pk": {"S": "USER#x"}, "sk": {"S": "PROFILE"}, "_type": {"S": "LineV1"},
-        "id": {"S": "x"}, "item": {"S": item}, "body": {"S": "old"}}}))
-
-
-@pytest.mark.sync_only
-@pytest.mark.engines("moto")
-@pytest.mark.xfail(strict=True, raises=dynaorm.ItemExistsError, reason=(
-    "red08h: a new Line(id='x', item='y') beside the old row of item 'z' is refused with "
-    "ItemExistsError naming the old key (the insert's ConditionCheck on the old key looks "
-    "only at the type name), though get(item='y') says no such entity and the old row is "
-    "not it (its advice, to get and save the entity, finds none). The check should also let pass "
-    "an old row whose fields the old key lacks (item) hold other values"))
-def test_a_new_object_beside_a_lossy_old_row_of_another_entity_saves(
-        moto_lossy: None) -> None:
-    _plant_line("z")
-    s = Session(lossy)
-    assert s.get(Line, id="x", item="y") is None
-    s.save(Line(id="x", item="y", body="new"))
-    s.commit()
-
-
-@pytest.mark.sync_only
-@pytest.mark.engines("moto")
-def test_following_the_advice_of_item_exists_leaves_the_entity_once(
-        moto_lossy: None) -> None:
-    _plant_line("y")
-    s = Session(lossy)
-    s.save(Line(id="x", item="y", body="new"))
-    with pytest.raises(dynaorm.ItemExistsError, match="previous") as caught:
-        s.commit()
-    assert "PROFILE" in str(caught.value) and "get it and save it" in str(caught.value)
-    s = Session(lossy)  # (the advice: the entity read in its old layout, changed, saved)
-    found = s.get(Line, id="x", item="y")
-    assert found is not None
-    found.body = "new"
-    s.save(found)
-    s.commit()
-    rows = lossy.db.driver.run(call("Scan", {"TableName": lossy.name}))["Items"]
-    assert [r["sk"]["S"] for r in rows] == ["y"], rows  # (the entity once)
-
-
 scoped = Table("red08h_scoped")
 
 
 class TenantLine(Entity):
-    """Line's lossy old layout, scoped by ``tenant_id``."""
+    """A lossy old layout (one row per ``tenant_id``; a row per ``item`` now), scoped by
+    ``tenant_id``."""
 
     class Meta:
         table = scoped

@@ -337,7 +337,7 @@ class Before:
         them (the stand-in holds none: asked, it raises)."""
         raise DynaormError(f"{spec.name} declares no previous layout")
 
-    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey,
+    def vacant(self, spec: Any, values: Mapping[str, Any], key: PlainKey,
                origin: Callable[[Role, Fail], Origin]) -> tuple[Op, ...]:
         """A new object's check that no live row of it is stored in this layout (at its
         old key, other than ``key``: it would be the same entity twice, its old row and

@@ -61,6 +61,7 @@ from dynaorm.schema.rules import (
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, literal_outranks, parse_keys
+from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import (
     Condition,
     F,
@@ -68,6 +69,7 @@ from dynaorm.values.expressions import (
     exists,
     free,
     not_exists,
+    raw_eq,
     rename_paths,
     stored_as,
 )
@@ -148,15 +150,20 @@ class Layout(Before):
                 item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
         return self.owns(item)
 
-    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey,
+    def vacant(self, spec: Any, values: Mapping[str, Any], key: PlainKey,
                origin: Callable[[Role, Fail], Origin]) -> tuple[Op, ...]:
-        old_key = self.key(values, owner)
+        old_key = self.key(values, spec.name)
         if old_key == key:  # (a move in place: the insert's own condition covers it)
             return ()
         vacant = free(self.table.pk, self.table.ttl)
         type_attr = self.table.type_attribute
         if type_attr is not None:  # (another entity's item at that key is no conflict)
             vacant = vacant | (F(type_attr) != self.type_name)
+        # (nor one holding another value of a current key field the old key lacks: an old
+        # row of many current keys is the entity at its own only, as `read` has it)
+        now, was = ({f for t in pair if t for f in t.fields} for pair in spec.layouts)
+        for name in sorted(values.keys() & now - was):
+            vacant = vacant | ~raw_eq(self.renames.get(name, name), encode_value(values[name]))
         return (ConditionCheck(old_key, vacant, origin(Role.ROW, Fail.EXISTS)),)
 
     def owns(self, item: Item | None) -> bool:
