@@ -211,7 +211,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                         at + per >= len(todo)) else None, (cid,) if first and not again else None)
                     break
                 except ThreadBusyError:
-                    if again or not first:
+                    if again or not first:  # (a refused run stores nothing)
+                        yield from self._drop(s, todo[:at])
                         raise
                 except ConditionFailedError as exc:  # (the checkpoint is stored)
                     if exc.entity is self.cp:
