@@ -50,21 +50,22 @@ class Pruning(Rows):
             found += [cls.model_construct(**key) for key in keys]
         return found
 
-    def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
-        """Delete the checkpoints ``doomed`` (``None``: every row ``found``) with their
-        writes, and let a lease ``found`` (taken by :meth:`_thread`) go: deleted with the
-        thread's last checkpoint, else released, forgetting a head deleted (the next run
-        starts from what is left)."""
+    def _drop(self, s: Any, found: list[Any], kept: set[tuple[str, str]] | None = None
+              ) -> Op:
+        """Delete the rows ``found`` but those of the checkpoints ``kept`` (``None``: none
+        kept) and of the ancestors they read (:meth:`_needed`), and let a lease ``found``
+        (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
+        forgetting a head deleted (the next run starts from what is left)."""
+        keep = set() if kept is None else kept | self._needed(found, kept)
         for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
-                doomed is None or (r.ns, r.checkpoint_id) in doomed)], s.delete)
-        for lease in (r for r in found if type(r) is self.lease_row):  # (taken: let go)
-            if doomed is None or all((r.ns, r.checkpoint_id) in doomed
-                                     for r in found if type(r) is self.cp):
-                s.delete(lease, condition=F("epoch") == lease.epoch)
+                r.ns, r.checkpoint_id) not in keep], s.delete)
+        for lease in (r for r in found if type(r) is self.lease_row):
+            if keep:
+                s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
+                    "head": None}).where(F("epoch") == lease.epoch)
             else:
-                s.update(lease).set(until=0, **{"head": None} if lease.head and (
-                    "_", lease.head) in doomed else {}).where(F("epoch") == lease.epoch)
+                s.delete(lease, condition=F("epoch") == lease.epoch)
             with suppress(ItemNotFoundError, ConditionFailedError):
                 yield s.commit
 
@@ -84,8 +85,8 @@ class Pruning(Rows):
             doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
                       if h["thread_id"] == thread_id}
             found = yield from self._thread(s, thread_id, deleting=True)
-            kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
-            yield from self._drop(s, found, doomed - self._needed(found, kept))
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found
+                                             if type(r) is self.cp} - doomed)
 
     def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every checkpoint of the thread with its writes (the whole parent chain, every
@@ -107,10 +108,8 @@ class Pruning(Rows):
             found = yield from self._thread(s, thread_id, deleting=True)
             ids = sorted((r.checkpoint_id, r.ns) for r in found if type(r) is self.cp)
             latest = {ns: cid for cid, ns in ids}  # (each namespace's greatest id)
-            kept = set() if strategy == "delete" else set(latest.items())
-            kept |= self._needed(found, kept)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if
-                                             type(r) is self.cp} - kept)
+            yield from self._drop(s, found, set() if strategy == "delete" else set(
+                latest.items()))
 
     def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their

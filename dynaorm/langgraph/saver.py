@@ -157,14 +157,19 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         # and the first root writes' check that their checkpoint is not stored yet)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
-        rows = self._write_rows(conf, writes, task_id, task_path, per)
+        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
+            writes) > per else None
+        rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
+                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
+                       value=self._dump(value), total=total, **self._stamp())
+                for i, (channel, value) in enumerate(writes)]  # (``total``: of more than
+        # one commit, each row holds the count of the task's regular writes)
         kept: set[int] = set()
         unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:
                 s = type(s)(self.table, scope=self.scope or None)
-                kept = {w.idx for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=
-                        conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
+                kept = yield from self._kept(s, conf, task_id, total)
             todo = [r for r in rows if r.idx not in kept]
             try:
                 yield from self._save_writes(s, todo, per, fence, parks, None if conf.get(
@@ -180,16 +185,13 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                     raise
                 unknown = exc if isinstance(exc, OutcomeUnknownError) else None
 
-    def _write_rows(self, conf: Mapping[str, Any], writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str, per: int) -> list[Any]:
-        """A task's writes as rows, each holding the count of its regular writes
-        (``total``) when they take more than one commit (``per`` rows)."""
-        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
-            writes) > per else None
-        return [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
-                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), total=total, **self._stamp())
-                for i, (channel, value) in enumerate(writes)]
+    def _kept(self, s: Any, conf: Mapping[str, Any], task_id: str, total: int | None) -> Op:
+        """A retry's regular writes of the task stored already, of its count ``total``
+        (left out); those of another count, a stopped call's (never shown), deleted."""
+        found = [w for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=conf[
+            "checkpoint_id"], task_id=task_id).all) if w.idx >= 0]
+        yield from self._drop(s, [w for w in found if w.total != total])
+        return {w.idx for w in found if w.total == total}
 
     def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
                      parks: str | None, root: dict[str, Any] | None) -> Op:
