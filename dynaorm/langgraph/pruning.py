@@ -1,8 +1,9 @@
 """What a saver deletes and copies (contract 23, 24): a thread's rows read whole
 (:meth:`Pruning._thread`, by their keys alone when the tenant is forgotten), deleted by
-``delete_thread``, ``delete_for_runs`` and ``prune`` less the ancestors a kept
-checkpoint's ``DeltaChannel`` values are read from (:meth:`Pruning._needed`), and copied
-by ``copy_thread``."""
+``delete_thread``, ``delete_for_runs`` and ``prune`` (each taking the thread's lease
+first, then letting it go) less the ancestors a kept checkpoint's ``DeltaChannel``
+values are read from (:meth:`Pruning._needed`), and copied by ``copy_thread``. Deletes
+and copies are commits of up to 100 rows (:func:`_each`)."""
 
 import uuid
 from collections.abc import Callable, Sequence
@@ -166,11 +167,11 @@ class _Unread(list[Any]):
 
 def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     """Stage ``stage(row)`` for each of ``rows`` and commit, a transaction (100 rows) at a
-    time: the path of a table with ``offload=``, whose rows ``save_many`` and
-    ``delete_many`` refuse (they condition nothing, so cannot know what objects they
-    replace). A row another writer deleted or changed since the read is left to it: that
-    commit (or one whose outcome is unknown) is run again one row a commit, each proving
-    its row's end, the rows it refuses left out."""
+    time: every delete and copy of a saver (one path: on a table with ``offload=``,
+    ``save_many`` and ``delete_many`` refuse the rows, as they condition nothing, so
+    cannot know what objects they replace). A row another writer deleted or changed
+    since the read is left to it: that commit (or one whose outcome is unknown) is run
+    again one row a commit, each proving its row's end, the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:

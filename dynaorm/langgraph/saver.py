@@ -150,8 +150,10 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         transaction (100 rows), one commit a 100, each row holding the task's count of
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
         takes a task with an output write as finished: part of them would lose the rest).
-        A retry that finds every write stored after an unknown outcome, then the thread
-        another run's, re-raises the unknown outcome (they may be the first attempt's)."""
+        A retry keeps the rows stored of its own count; a stopped call's of another count
+        (never shown) it deletes and writes anew. A retry that finds every write stored
+        after an unknown outcome, then the thread another run's, re-raises the unknown
+        outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         per = _ROWS - 2 * (fence is not None)  # (a commit holds the lease's action too,
         # and the first root writes' check that their checkpoint is not stored yet)
