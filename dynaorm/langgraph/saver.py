@@ -174,9 +174,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                 kept = yield from self._kept(s, conf, task_id, total)
             todo = [r for r in rows if r.idx not in kept]
             try:
-                yield from self._save_writes(s, todo, per, fence, parks, None if conf.get(
-                    "checkpoint_ns") else {**self._at(conf), "checkpoint_id": conf[
-                        "checkpoint_id"]})
+                yield from self._save_writes(s, todo, per, fence, parks, conf)
                 return
             except ThreadBusyError:
                 if unknown is not None and not todo:  # (all stored, maybe by the first
@@ -196,20 +194,21 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         return {w.idx for w in found if w.total == total}
 
     def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
-                     parks: str | None, root: dict[str, Any] | None) -> Op:
+                     parks: str | None, conf: Mapping[str, Any]) -> Op:
         """Commit the rows ``todo``, ``per`` a commit (at least one: the lease's action),
-        the last parking the lease at ``parks``. A run's first root writes (``root``: their
-        checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
+        the last parking the lease at ``parks``. A run's first root writes (``conf``: their
+        checkpoint's) acquire the thread on its head, else parked on a checkpoint not
         stored yet (the run's next checkpoint takes it up; a refused put deletes them); on any
         other, or one whose put was refused, nothing is stored nor acquired."""
-        cid: str | None = root["checkpoint_id"] if root else None
+        cid = None if conf.get("checkpoint_ns") else conf["checkpoint_id"]
         for at in range(0, max(len(todo), 1), per):
             first = _first_root(fence, cid)
             for again in (False, True) if first else (False,):
                 for r in todo[at:at + per]:
                     s.save(r, overwrite=r.idx < 0)
                 if again:
-                    s.check(self.cp, condition=F("checkpoint_id").not_exists(), **(root or {}))
+                    s.check(self.cp, condition=F("checkpoint_id").not_exists(),
+                            **self._at(conf), checkpoint_id=cid)
                 try:
                     yield from self._commit(s, fence, cid if again else parks if (
                         at + per >= len(todo)) else None, (cid,) if first and not again else None)
