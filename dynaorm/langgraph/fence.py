@@ -34,8 +34,10 @@ their root steps then extend the head as a run's do, so they never fork the thre
   another moved it on, cannot fork it with its first checkpoint either. A run's first
   writes are on the head, or on a checkpoint not stored yet (LangGraph may store them
   before it), acquiring the thread parked: else refused, as are writes on a checkpoint
-  whose put was refused (which deletes those before it). ``delete_thread`` takes the
-  lease (a new epoch) first: a run's later writes are refused.
+  whose put was refused (which deletes those before it). ``delete_thread``, ``prune``
+  and ``delete_for_runs`` take the lease (a new epoch) first: a run's later writes are
+  refused. A write refused after some of its commits (over one transaction) deletes
+  what they stored.
 
 :class:`Fenced` stages those actions in a saver's commits (:class:`Fence`: a write's run).
 

@@ -1,8 +1,9 @@
 """What a saver deletes and copies (contract 23, 24): a thread's rows read whole
 (:meth:`Pruning._thread`, by their keys alone when the tenant is forgotten), deleted by
-``delete_thread``, ``delete_for_runs`` and ``prune`` less the ancestors a kept
-checkpoint's ``DeltaChannel`` values are read from (:meth:`Pruning._needed`), and copied
-by ``copy_thread``."""
+``delete_thread``, ``delete_for_runs`` and ``prune`` (each taking the thread's lease
+first, then letting it go) less the ancestors a kept checkpoint's ``DeltaChannel``
+values are read from (:meth:`Pruning._needed`), and copied by ``copy_thread``. Deletes
+and copies are commits of up to 100 rows (:func:`_each`)."""
 
 import uuid
 from collections.abc import Callable, Sequence
@@ -21,64 +22,58 @@ from dynaorm import (
     ItemNotFoundError,
     OutcomeUnknownError,
 )
-from dynaorm.langgraph.rows import _KEYS, _ROWS, Op, Rows
+from dynaorm.langgraph.rows import _ROWS, Op, Rows
 
 
 class Pruning(Rows):
     """A saver's deletes and copies of threads (see the module)."""
 
     def _thread(self, s: Any, thread_id: str, deleting: bool = False) -> Op:
-        """Every row of a thread: its checkpoints, their writes, its lease. ``deleting``: of
-        a forgotten tenant's thread, whose values cannot be opened, the keys of its rows
-        (:class:`_Unread`: a delete needs no value)."""
+        """Every row of a thread: its checkpoints, their writes, its lease. ``deleting``:
+        its lease taken first (a new epoch, its own, ``lease`` long, whoever held it; its
+        head kept): a run's write that landed before is read, any after is refused (its
+        epoch is gone); of a forgotten tenant's thread, whose values cannot be opened, the
+        keys of its checkpoints and writes (:class:`_Unread`: a delete needs no value)."""
+        pk = self._pk(thread_id)
+        if deleting:
+            s.update(self.lease_row, upsert=True, **pk).set(
+                holder="delete", epoch=uuid.uuid4().hex, until=int((self.lease_row.clock(
+                ) + self.lease.total_seconds()) * 1000), **self._stamp())
+            yield s.commit
         try:
-            return (yield s.query(self.cp, self.w, self.lease_row, **self._pk(thread_id)).all)
+            return (yield s.query(self.cp, self.w, self.lease_row, **pk).all)
         except ForgottenError:
             if not deleting:
                 raise
-        found = _Unread()
-        for cls in self.cp, self.w, self.lease_row:
-            keys = yield s.query(cls, **self._pk(thread_id)).keys
+        found = _Unread((yield s.query(self.lease_row, **pk).all))
+        for cls in self.cp, self.w:
+            keys = yield s.query(cls, **pk).keys
             found += [cls.model_construct(**key) for key in keys]
         return found
 
-    def _drop(self, s: Any, found: list[Any], doomed: set[tuple[str, str]] | None = None) -> Op:
-        """Delete the checkpoints ``doomed`` (``None``: every one ``found``) with their
-        writes; a lease left naming a deleted checkpoint as the thread's head forgets it
-        (the next run starts from what is left), unless a put moved the head since the
-        thread was read."""
+    def _drop(self, s: Any, found: list[Any], kept: set[tuple[str, str]] | None = None
+              ) -> Op:
+        """Delete the rows ``found`` but those of the checkpoints ``kept`` (``None``: none
+        kept) and of the ancestors they read (:meth:`_needed`), and let a lease ``found``
+        (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
+        forgetting a head deleted (the next run starts from what is left)."""
+        keep = set() if kept is None else kept | self._needed(found, kept)
         for cls in self.cp, self.w:
-            gone = [r for r in found if type(r) is cls and (
-                doomed is None or (r.ns, r.checkpoint_id) in doomed)]
-            if self.table.offload:  # (rows holding objects: deleted as read, by commits)
-                yield from _each(s, gone, s.delete)
-                continue
-            keys = [{f: getattr(r, f) for f in (*self.scope, *_KEYS) if hasattr(r, f)}
-                    for r in gone]
-            if keys:
-                yield partial(s.delete_many, cls, keys)
+            yield from _each(s, [r for r in found if type(r) is cls and (
+                r.ns, r.checkpoint_id) not in keep], s.delete)
         for lease in (r for r in found if type(r) is self.lease_row):
-            if doomed is not None and lease.head is not None and ("_", lease.head) in doomed:
-                s.update(self.lease_row, **self._pk(lease.thread_id)).remove("head").where(
-                    F("head") == lease.head)  # (a put since the read moved it: kept)
-                with suppress(ItemNotFoundError, ConditionFailedError):
-                    yield s.commit
+            if keep:
+                s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
+                    "head": None}).where(F("epoch") == lease.epoch)
+            else:
+                s.delete(lease, condition=F("epoch") == lease.epoch)
+            with suppress(ItemNotFoundError, ConditionFailedError):
+                yield s.commit
 
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of the thread. It takes the thread's lease first (a new epoch, its
-        own, ``lease`` long, whoever held it): a run's write that landed before is read
-        and deleted, any after is refused (its epoch is gone); then every row as read,
-        and the lease last, while still its own."""
-        mine = self.lease_row(**self._pk(thread_id), holder="delete", epoch=uuid.uuid4().hex,
-                              until=int((self.lease_row.clock() + self.lease.total_seconds())
-                                        * 1000), **self._stamp())
-        s.save(mine, overwrite=True)
-        yield s.commit
-        found = yield from self._thread(s, thread_id, deleting=True)
-        yield from self._drop(s, [r for r in found if type(r) is not self.lease_row])
-        s.delete(mine, condition=F("epoch") == mine.epoch)
-        with suppress(ItemNotFoundError, ConditionFailedError):
-            yield s.commit
+        """Every row of the thread, its lease taken first (see :meth:`_thread`), and
+        deleted last, while still its own."""
+        yield from self._drop(s, (yield from self._thread(s, thread_id, deleting=True)))
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
         """A run's checkpoints with their writes, less those a checkpoint kept still
@@ -91,19 +86,21 @@ class Pruning(Rows):
             doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
                       if h["thread_id"] == thread_id}
             found = yield from self._thread(s, thread_id, deleting=True)
-            kept = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp} - doomed
-            yield from self._drop(s, found, doomed - self._needed(found, kept))
+            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found
+                                             if type(r) is self.cp} - doomed)
 
     def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
-        """Every row of the thread (the whole parent chain, every namespace, each
-        checkpoint's writes): the copy reads every ``DeltaChannel`` as the source does."""
+        """Every checkpoint of the thread with its writes (the whole parent chain, every
+        namespace): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source_thread_id)
+        stored = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
         copies = [type(r)(**{**dict(r), "thread_id": target_thread_id, **self._stamp()})
-                  for r in found if type(r) is not self.lease_row]  # (a thread of its own)
-        if self.table.offload:  # (each copy uploads objects of its own)
-            yield from _each(s, copies, partial(s.save, overwrite=True))
-        elif copies:
-            yield partial(s.save_many, copies)
+                  for r in found if (getattr(r, "ns", 0), getattr(r, "checkpoint_id", 0))
+                  in stored]  # (not the lease, nor a run's writes ahead of its checkpoint)
+        yield from _each(s, copies, partial(s.save, overwrite=True))
+        s.update(self.lease_row, **self._pk(target_thread_id)).set(head=None)
+        with suppress(ItemNotFoundError):  # (the target's lease forgets its head: its next
+            yield s.commit  # turn extends the latest it reads)
 
     def _prune(self, s: Any, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op:
         if strategy not in ("keep_latest", "delete"):
@@ -112,10 +109,8 @@ class Pruning(Rows):
             found = yield from self._thread(s, thread_id, deleting=True)
             ids = sorted((r.checkpoint_id, r.ns) for r in found if type(r) is self.cp)
             latest = {ns: cid for cid, ns in ids}  # (each namespace's greatest id)
-            kept = set() if strategy == "delete" else set(latest.items())
-            kept |= self._needed(found, kept)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found if
-                                             type(r) is self.cp} - kept)
+            yield from self._drop(s, found, set() if strategy == "delete" else set(
+                latest.items()))
 
     def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their
@@ -172,11 +167,11 @@ class _Unread(list[Any]):
 
 def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     """Stage ``stage(row)`` for each of ``rows`` and commit, a transaction (100 rows) at a
-    time: the path of a table with ``offload=``, whose rows ``save_many`` and
-    ``delete_many`` refuse (they condition nothing, so cannot know what objects they
-    replace). A row another writer deleted or changed since the read is left to it: that
-    commit (or one whose outcome is unknown) is run again one row a commit, each proving
-    its row's end, the rows it refuses left out."""
+    time: every delete and copy of a saver (one path: on a table with ``offload=``,
+    ``save_many`` and ``delete_many`` refuse the rows, as they condition nothing, so
+    cannot know what objects they replace). A row another writer deleted or changed
+    since the read is left to it: that commit (or one whose outcome is unknown) is run
+    again one row a commit, each proving its row's end, the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:

@@ -31,8 +31,6 @@ from dynaorm import (
 
 Op = Generator[Callable[[], Any], Any, Any]
 
-_KEYS = ("thread_id", "ns", "checkpoint_id", "task_id", "idx")
-
 _ROWS = 100  # (rows a transaction holds: a write is one row)
 
 

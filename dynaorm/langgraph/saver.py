@@ -150,26 +150,31 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         transaction (100 rows), one commit a 100, each row holding the task's count of
         regular writes (``total``): a reader sees none of them until all are in (LangGraph
         takes a task with an output write as finished: part of them would lose the rest).
-        A retry that finds every write stored after an unknown outcome, then the thread
-        another run's, re-raises the unknown outcome (they may be the first attempt's)."""
+        A retry keeps the rows stored of its own count; a stopped call's of another count
+        (never shown) it deletes and writes anew. A retry that finds every write stored
+        after an unknown outcome, then the thread another run's, re-raises the unknown
+        outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         per = _ROWS - 2 * (fence is not None)  # (a commit holds the lease's action too,
         # and the first root writes' check that their checkpoint is not stored yet)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
-        rows = self._write_rows(conf, writes, task_id, task_path, per)
+        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
+            writes) > per else None
+        rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
+                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
+                       value=self._dump(value), total=total, **self._stamp())
+                for i, (channel, value) in enumerate(writes)]  # (``total``: of more than
+        # one commit, each row holds the count of the task's regular writes)
         kept: set[int] = set()
         unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:
                 s = type(s)(self.table, scope=self.scope or None)
-                kept = {w.idx for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=
-                        conf["checkpoint_id"], task_id=task_id).all) if w.idx >= 0}
+                kept = yield from self._kept(s, conf, task_id, total)
             todo = [r for r in rows if r.idx not in kept]
             try:
-                yield from self._save_writes(s, todo, per, fence, parks, None if conf.get(
-                    "checkpoint_ns") else {**self._at(conf), "checkpoint_id": conf[
-                        "checkpoint_id"]})
+                yield from self._save_writes(s, todo, per, fence, parks, conf)
                 return
             except ThreadBusyError:
                 if unknown is not None and not todo:  # (all stored, maybe by the first
@@ -180,38 +185,37 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                     raise
                 unknown = exc if isinstance(exc, OutcomeUnknownError) else None
 
-    def _write_rows(self, conf: Mapping[str, Any], writes: Sequence[tuple[str, Any]],
-                    task_id: str, task_path: str, per: int) -> list[Any]:
-        """A task's writes as rows, each holding the count of its regular writes
-        (``total``) when they take more than one commit (``per`` rows)."""
-        total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
-            writes) > per else None
-        return [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
-                       idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), total=total, **self._stamp())
-                for i, (channel, value) in enumerate(writes)]
+    def _kept(self, s: Any, conf: Mapping[str, Any], task_id: str, total: int | None) -> Op:
+        """A retry's regular writes of the task stored already, of its count ``total``
+        (left out); those of another count, a stopped call's (never shown), deleted."""
+        found = [w for w in (yield s.query(self.w, **self._at(conf), checkpoint_id=conf[
+            "checkpoint_id"], task_id=task_id).all) if w.idx >= 0]
+        yield from self._drop(s, [w for w in found if w.total != total])
+        return {w.idx for w in found if w.total == total}
 
     def _save_writes(self, s: Any, todo: list[Any], per: int, fence: Fence | None,
-                     parks: str | None, root: dict[str, Any] | None) -> Op:
+                     parks: str | None, conf: Mapping[str, Any]) -> Op:
         """Commit the rows ``todo``, ``per`` a commit (at least one: the lease's action),
-        the last parking the lease at ``parks``. A run's first root writes (``root``: their
-        checkpoint's key) acquire the thread on its head, else parked on a checkpoint not
+        the last parking the lease at ``parks``. A run's first root writes (``conf``: their
+        checkpoint's) acquire the thread on its head, else parked on a checkpoint not
         stored yet (the run's next checkpoint takes it up; a refused put deletes them); on any
         other, or one whose put was refused, nothing is stored nor acquired."""
-        cid: str | None = root["checkpoint_id"] if root else None
+        cid = None if conf.get("checkpoint_ns") else conf["checkpoint_id"]
         for at in range(0, max(len(todo), 1), per):
             first = _first_root(fence, cid)
             for again in (False, True) if first else (False,):
                 for r in todo[at:at + per]:
                     s.save(r, overwrite=r.idx < 0)
                 if again:
-                    s.check(self.cp, condition=F("checkpoint_id").not_exists(), **(root or {}))
+                    s.check(self.cp, condition=F("checkpoint_id").not_exists(),
+                            **self._at(conf), checkpoint_id=cid)
                 try:
                     yield from self._commit(s, fence, cid if again else parks if (
                         at + per >= len(todo)) else None, (cid,) if first and not again else None)
                     break
                 except ThreadBusyError:
-                    if again or not first:
+                    if again or not first:  # (a refused run stores nothing)
+                        yield from self._drop(s, todo[:at])
                         raise
                 except ConditionFailedError as exc:  # (the checkpoint is stored)
                     if exc.entity is self.cp:

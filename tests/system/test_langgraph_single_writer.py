@@ -349,30 +349,43 @@ def test_a_run_refused_after_a_collision_stores_nothing_and_takes_nothing(
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0001#", "C#_#0002#", "C#_#0004#"]
 
 
+@pytest.mark.parametrize("what", ["A's put", "A's writes"])
 @pytest.mark.parametrize("how", ["prune", "delete_for_runs"])
-def test_a_put_inside_a_prunes_window_keeps_the_threads_head(
-        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    """Red team of issue 83: a prune (strategy="delete") or a delete_for_runs reads the
-    thread, then A (which holds it) puts 0004 before the delete's writes; the head the
-    lease keeps is A's 0004, which the delete never saw. Before, the delete removed the
-    head whatever it had become: B, a worker that read 0003 before, then extended 0003
-    once A parked, and the thread forked (0004 and B's 0005 both children of 0003)."""
+def test_a_write_inside_a_prunes_window_is_refused(
+        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, how: str,
+        what: str) -> None:
+    """Red team of issues 83 and 90: a prune (strategy="delete") or a delete_for_runs of A
+    reads the thread while A holds it (0001..0003), then A puts 0004 (or its task writes
+    on its head 0003) before the delete's writes. Before, the put was kept (and the head
+    with it), the writes stayed, write rows whose checkpoint the delete removed. Both
+    take the lease first (a new epoch), as delete_thread does: A's write is refused and
+    stores nothing, the thread goes whole with its lease, A's next write is refused, and
+    a new turn takes the thread at once."""
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     _put(a, "A", "0002", "0003")
+    refused: list[Exception] = []
+
+    def inside() -> None:
+        try:
+            if what == "A's put":
+                _put(a, "A", "0003", "0004", last=True)
+            else:
+                _writes(a, "A", "0003", "late")
+        except ThreadBusyError as exc:
+            refused.append(exc)
     deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=lambda: _put(  # (A parks the thread at 0004)
-        a, "A", "0003", "0004", last=True))
+    _window(monkeypatch, deleter, first=inside)
     if how == "prune":
         deleter.prune(["th"], strategy="delete")
     else:
         deleter.delete_for_runs(["A"])
-    with pytest.raises(ThreadBusyError):
-        _put(b, "B", "0003", "0005")
-    lease = [i for i in tb.scan_raw() if i["sk"]["S"] == "L#"]
-    assert [i["head"]["S"] for i in lease] == ["0004"]
-    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0004#"]
+    assert len(refused) == 1 and tb.scan_raw() == []
+    with pytest.raises(ThreadBusyError, match="no lease is stored"):
+        _writes(a, "A", "0003", "later")
+    _put(b, "B", "0003", "0005", last=True)
+    assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0005#"]
 
 
 def _window(monkeypatch: pytest.MonkeyPatch, deleter: Saver, first: Callable[[], Any]) -> None:
@@ -795,11 +808,6 @@ def test_many_writes_ahead_of_their_checkpoint_are_accepted(tb: TestBackend,
     assert found is not None and len(found.pending_writes or []) == 150
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a task's writes ahead of their checkpoint "
-                   "past one transaction (>99 rows; masked now by TransactionTooLargeError, "
-                   "see the test above) refused mid-way (another turn took the "
-                   "parked thread between its commits) leave the first commit's rows, a "
-                   "write row whose checkpoint is never stored")
 @pytest.mark.engines("moto", "local")
 def test_writes_ahead_refused_between_their_commits_leave_nothing(
         tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -827,32 +835,6 @@ def test_writes_ahead_refused_between_their_commits_leave_nothing(
     _put(a, "A2", "0002", "0004", last=True)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: prune(strategy='delete') and "
-                   "delete_for_runs do not take the lease: a run's writes landing in their "
-                   "window on the checkpoint they delete stay, write rows without their "
-                   "checkpoint")
-@pytest.mark.parametrize("how", ["prune", "delete_for_runs"])
-def test_writes_inside_a_prunes_window_are_not_left_without_their_checkpoint(
-        tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    """Red team of issue 90: a prune (strategy="delete") or a delete_for_runs of A reads
-    the thread while A holds it (0001..0003), then A's task writes on its head 0003, then
-    the delete removes 0003: A's write row stays, its checkpoint gone; A's next put (a
-    child of 0003) is then accepted, the write row still without its checkpoint."""
-    a = Saver(agents, single_writer=True, lease=LEASE)
-    _put(a, "A", None, "0001")
-    _put(a, "A", "0001", "0002")
-    _put(a, "A", "0002", "0003")
-    deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=lambda: _writes(a, "A", "0003", "late"))
-    if how == "prune":
-        deleter.prune(["th"], strategy="delete")
-    else:
-        deleter.delete_for_runs(["A"])
-    with suppress(ThreadBusyError):
-        _put(a, "A", "0003", "0004", last=True)
-    assert _stray(tb) == []
-
-
 @pytest.mark.engines("moto")
 def test_put_writes_and_its_async_twin_show_task_path() -> None:
     """LangGraph passes ``task_path`` to ``put_writes`` only where
@@ -869,10 +851,6 @@ def test_put_writes_and_its_async_twin_show_task_path() -> None:
     assert not inspect.iscoroutinefunction(saver.put_writes)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a task's writes on its head past one "
-                   "transaction, refused between their commits (the run paused past its "
-                   "lease, another turn took the thread), raise ThreadBusyError ('nothing "
-                   "of the write was stored') though the first commit's 99 rows stay")
 @pytest.mark.engines("moto", "local")
 def test_writes_refused_between_their_commits_are_not_said_unstored(
         tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -901,10 +879,6 @@ def test_writes_refused_between_their_commits_are_not_said_unstored(
     assert [sk for i in _rows(tb) if "#W#task-b#" in (sk := i["sk"]["S"])] == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: copy_thread writes the target thread "
-                   "without its lease: into a thread that has one, the lease's head is "
-                   "not the copied tip, and every next turn (a child of the latest "
-                   "checkpoint) is refused, for good (the head never lapses)")
 @pytest.mark.engines("moto", "local")
 def test_a_thread_copied_onto_one_with_a_lease_takes_the_next_turn(
         tb: TestBackend, clock: Clock) -> None:
@@ -935,9 +909,6 @@ def test_a_thread_copied_onto_one_with_a_lease_takes_the_next_turn(
     put("th2", latest.checkpoint["id"], "0007")
 
 
-@pytest.mark.xfail(strict=True, reason="defect: copy_thread while the source's run has "
-                   "written ahead of its checkpoint copies those write rows without their "
-                   "checkpoint into the target, where no run will ever put it")
 @pytest.mark.engines("moto", "local")
 def test_a_copy_taken_while_a_run_writes_ahead_has_no_write_without_its_checkpoint(
         tb: TestBackend, clock: Clock) -> None:

@@ -232,16 +232,14 @@ def test_a_concurrent_writer_of_the_same_task_in_a_lost_answer_s_window(
     assert _task(saver, "th") == [v for _, v in writes]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect (dynaorm/langgraph/saver.py _whole): a task's put_writes stopped after its "
-    "first transaction (150 writes: 100 rows in, each with total=150), then the task run "
-    "again with fewer writes (120, or 100: its rows are the ones in, nothing is written): "
-    "put_writes reports success, yet the reader keeps the task hidden for ever (it wants "
-    "the largest total, 150), so every resume runs the task again; InMemorySaver (and "
-    "every LangGraph saver: the first kept) shows the task's writes"))
 @pytest.mark.parametrize("again", [120, 100])
 def test_a_task_run_again_with_fewer_writes_after_a_stopped_put_writes(
         tb: TestBackend, again: int) -> None:
+    """Issue 90: a task's put_writes stopped after its first transaction (150 writes: 100
+    rows in, each counting 150), then the task run again with fewer writes (120, or 100:
+    the rows in): the reader shows the second call's writes, as InMemorySaver does (the
+    retry deletes the stopped call's rows of another count, never shown, and writes its
+    own). Before, the task stayed hidden for ever (the reader wanted 150)."""
     saver, model = Saver(agents, scope={"tenant_id": uuid.uuid4().hex}), InMemorySaver()
     at = _put(saver, "th", "1")
     with inject_faults(agents) as faults:
