@@ -123,18 +123,20 @@ def region_name(text: str) -> str:
 
 def table_command(sub: Any, name: str, run: Any, **texts: str) -> Any:
     """Add the subcommand ``name`` (its ``help`` and ``description`` in ``texts``) to the
-    subcommands ``sub``, running ``run(args, out)``, its first argument ``MODULE:TABLE``."""
+    subcommands ``sub``, running ``run(args, out)``, its first argument ``MODULE:TABLE``,
+    with :func:`connection_options`."""
     p = sub.add_parser(name, **texts)
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.set_defaults(run=run)
+    connection_options(p)
     return p
 
 
 def connection_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--endpoint-url`` and ``--region`` to ``parser`` (:func:`connect` reads them)."""
-    parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,
+    parser.add_argument("--endpoint-url", metavar="URL", type=endpoint_url,
                         help="DynamoDB endpoint (DynamoDB Local, moto server); default: the "
                              "table's own, else botocore's resolution "
                              "(AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, config)")
-    parser.add_argument("--region", default=None, type=region_name,
+    parser.add_argument("--region", type=region_name,
                         help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION)")
