@@ -73,11 +73,9 @@ def connect(table: Table, args: argparse.Namespace) -> Table:
     parser :func:`connection_options` gave those options."""
     if args.endpoint_url is None and args.region is None:
         return table
-    url = args.endpoint_url or table.endpoint_url
-    region = args.region or table.region
     # Credentials and region come from the AWS configuration, as for the application; a
     # local engine with none configured gets dynaorm's dummy ones (client.settings).
-    return table.connect(url, region)
+    return table.connect(args.endpoint_url or table.endpoint_url, args.region or table.region)
 
 
 def entity_named(table: Table, name: str) -> type[Any]:

@@ -45,16 +45,12 @@ def _model(args: argparse.Namespace, out: TextIO) -> int:
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    text, notes = formats.as_text(model, args.format)
-    for note in notes:
-        print(f"dynaorm model: {note}", file=sys.stderr)
-    return _emit(text, args.output, out)
+    return _formatted(model, args, out)
 
 
 def _infer(args: argparse.Namespace, out: TextIO) -> int:
     """``--infer TABLE``: the model of a live table, in ``--format`` (``code``: entity
     code, what it could not place in a comment at its end)."""
-    from dynaorm import formats
     from dynaorm.client.infer import infer_code, unplaced_note
     from dynaorm.formats.infer import InferenceError
 
@@ -70,9 +66,16 @@ def _infer(args: argparse.Namespace, out: TextIO) -> int:
                      args.output, out)
     if args.format == "json":
         return _emit(json.dumps(model, indent=2) + "\n", args.output, out)
+    return _formatted(model, args, out)
+
+
+def _formatted(model: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """``model`` in ``--format`` (what the format has no place for said on stderr)."""
+    from dynaorm import formats
+
     text, notes = formats.as_text(model, args.format)
-    for line in notes:
-        print(f"dynaorm model: {line}", file=sys.stderr)
+    for note in notes:
+        print(f"dynaorm model: {note}", file=sys.stderr)
     return _emit(text, args.output, out)
 
 

@@ -218,7 +218,7 @@ class EntitySpec:
     @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
         """Stored attribute name -> field name, for every field."""
-        return {self.renames.get(n, n): n for n in self.field_names}
+        return {self.attr(n): n for n in self.field_names}
 
     @functools.cached_property
     def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
