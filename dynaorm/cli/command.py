@@ -73,11 +73,9 @@ def connect(table: Table, args: argparse.Namespace) -> Table:
     parser :func:`connection_options` gave those options."""
     if args.endpoint_url is None and args.region is None:
         return table
-    url = args.endpoint_url or table.endpoint_url
-    region = args.region or table.region
     # Credentials and region come from the AWS configuration, as for the application; a
     # local engine with none configured gets dynaorm's dummy ones (client.settings).
-    return table.connect(url, region)
+    return table.connect(args.endpoint_url or table.endpoint_url, args.region or table.region)
 
 
 def entity_named(table: Table, name: str) -> type[Any]:
@@ -123,18 +121,20 @@ def region_name(text: str) -> str:
 
 def table_command(sub: Any, name: str, run: Any, **texts: str) -> Any:
     """Add the subcommand ``name`` (its ``help`` and ``description`` in ``texts``) to the
-    subcommands ``sub``, running ``run(args, out)``, its first argument ``MODULE:TABLE``."""
+    subcommands ``sub``, running ``run(args, out)``, its first argument ``MODULE:TABLE``,
+    with :func:`connection_options`."""
     p = sub.add_parser(name, **texts)
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.set_defaults(run=run)
+    connection_options(p)
     return p
 
 
 def connection_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--endpoint-url`` and ``--region`` to ``parser`` (:func:`connect` reads them)."""
-    parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,
+    parser.add_argument("--endpoint-url", metavar="URL", type=endpoint_url,
                         help="DynamoDB endpoint (DynamoDB Local, moto server); default: the "
                              "table's own, else botocore's resolution "
                              "(AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, config)")
-    parser.add_argument("--region", default=None, type=region_name,
+    parser.add_argument("--region", type=region_name,
                         help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION)")

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from dynaorm.cli.command import connect, connection_options, load_table, table_command
+from dynaorm.cli.command import connect, load_table, table_command
 
 
 def _forget(args: argparse.Namespace, out: TextIO) -> int:
@@ -42,4 +42,3 @@ def add_forget_command(sub: Any) -> None:
                                   "Idempotent: the key table keeps a tombstone of when.")
     p.add_argument("--scope", metavar="FIELD=VALUE", required=True,
                    help="the tenant: the table's key_scope field and its value")
-    connection_options(p)

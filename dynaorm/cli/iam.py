@@ -39,10 +39,10 @@ def add_iam_command(sub: Any) -> None:
                                    "2 naming each template it cannot prove, with no policy.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.add_argument("--role", choices=("read", "write"), required=True)
-    p.add_argument("--scope", metavar="FIELD", default=None,
+    p.add_argument("--scope", metavar="FIELD",
                    help="the key field each principal is held to (its tag aws:PrincipalTag/"
                         "FIELD)")
-    p.add_argument("--account", default=None, help="the ARNs' account (default: *)")
-    p.add_argument("--aws-region", default=None, help="the ARNs' region (default: *)")
-    p.add_argument("--partition", default=None, help="the ARNs' partition (default: aws)")
+    p.add_argument("--account", help="the ARNs' account (default: *)")
+    p.add_argument("--aws-region", help="the ARNs' region (default: *)")
+    p.add_argument("--partition", help="the ARNs' partition (default: aws)")
     p.set_defaults(run=_iam)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from dynaorm.cli.command import connect, connection_options, entity_named, load_table, table_command
+from dynaorm.cli.command import connect, entity_named, load_table, table_command
 
 
 def _load(args: argparse.Namespace, out: TextIO) -> int:
@@ -60,19 +60,18 @@ def add_load_command(sub: Any) -> None:
     p.add_argument("--s3", metavar="S3URL", required=True,
                    help="s3://bucket/prefix: where the load keeps its input, reports and "
                         "state")
-    p.add_argument("--name", default=None,
+    p.add_argument("--name",
                    help="the load's name (default: drawn from the table and SOURCE); run "
                         "again with it to resume")
-    p.add_argument("--entity", metavar="NAME", default=None,
+    p.add_argument("--entity", metavar="NAME",
                    help="the entity class of a single dataset's rows")
-    p.add_argument("--entities", metavar="NAMES", default=None,
+    p.add_argument("--entities", metavar="NAMES",
                    help="comma-separated entity class names read from a folder of datasets "
                         "or an export (default: every entity)")
-    p.add_argument("--write-units", metavar="W", type=int, default=None,
+    p.add_argument("--write-units", metavar="W", type=int,
                    help="MaxWriteRequestUnits, at least 1024 (default: the service's pace)")
     p.add_argument("--part-rows", metavar="N", type=int, default=100_000,
                    help="rows an input part holds, at most (default 100000)")
     p.add_argument("--poll", metavar="SECONDS", type=float, default=10.0,
                    help="seconds between DescribeBulkOperation calls (default 10)")
-    p.add_argument("--performance-tier", choices=("STANDARD", "ACCELERATED"), default=None)
-    connection_options(p)
+    p.add_argument("--performance-tier", choices=("STANDARD", "ACCELERATED"))

@@ -82,21 +82,21 @@ def access_patterns(spec: EntitySpec) -> list[str]:
         scope = _fields(rule.scope)
         out.append(f"find {name} by {rule.field}" + (
             f" within {', '.join(scope)}" if scope else ""))
-    pk_fields = _fields(spec.pk)
-    scatter = " (scatter-gather over {} shards)"
-    sharded = scatter.format(spec.shards["primary"].count) if "primary" in spec.shards else ""
+
+    def query(on: str, pk: KeyTemplate, sk: KeyTemplate | None, target: str, more: str = ""
+              ) -> None:
+        keys = _fields(pk)
+        shards = (f" (scatter-gather over {spec.shards[target].count} shards)"
+                  if target in spec.shards else "")
+        out.append(f"query {name}{on} by {', '.join(keys) or 'its fixed pk'}"
+                   f"{_sk_part(sk, keys)}{more}{shards}")
+
+    if spec.versioned or _fields(spec.sk):
+        query("", spec.pk, spec.sk, "primary", " (latest copies)" * spec.versioned)
     if spec.versioned:
-        out.append(f"query {name} by {', '.join(pk_fields) or 'its fixed pk'}"
-                   f"{_sk_part(spec.sk, pk_fields)} (latest copies){sharded}")
         out.append(f"history {name} by {lookup}")
-    elif _fields(spec.sk):
-        out.append(f"query {name} by {', '.join(pk_fields) or 'its fixed pk'}"
-                   f"{_sk_part(spec.sk, pk_fields)}{sharded}")
     for idx in spec.indexes:
-        ipk = _fields(idx.pk)
-        shards = scatter.format(spec.shards[idx.name].count) if idx.name in spec.shards else ""
-        out.append(f"query {name} on {idx.name} by {', '.join(ipk) or 'its fixed pk'}"
-                   f"{_sk_part(idx.sk, ipk)}{shards}")
+        query(f" on {idx.name}", idx.pk, idx.sk, idx.name)
     return out
 
 
@@ -417,24 +417,23 @@ def _job(job: jobs.Job, args: argparse.Namespace,
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=("local", "spark"), default=None,
+    p.add_argument("--engine", choices=("local", "spark"),
                    help="run as a job of --segments tasks: in --workers local processes, "
                         "or on Apache Spark (check, migrate without it: one sequential scan)")
     p.add_argument("--segments", metavar="N", type=at_least_one, default=1)
     p.add_argument("--workers", metavar="N", type=at_least_one, default=1)
-    p.add_argument("--read-units", metavar="R", type=float, default=None,
+    p.add_argument("--read-units", metavar="R", type=float,
                    help="the job's read capacity units a second, all workers together")
-    p.add_argument("--write-units", metavar="W", type=float, default=None)
+    p.add_argument("--write-units", metavar="W", type=float)
 
 
 def _scanning(p: argparse.ArgumentParser) -> None:
     """The options of the commands that scan the table (check, migrate)."""
-    p.add_argument("--page-size", metavar="N", type=int, default=None,
+    p.add_argument("--page-size", metavar="N", type=int,
                    help="items per Scan request (default: DynamoDB's 1 MB pages)")
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar (total, rate, ETA) on stderr even when it is "
                         "not a terminal (default: only on a terminal)")
-    connection_options(p)
     _engine(p)
 
 
@@ -493,7 +492,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="create a table with all its indexes",
                       description="Create MODULE:TABLE (on-demand billing, every index); "
                                   "no error if it exists.")
-    connection_options(p)
     add_forget_command(sub)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                       description="Print every entity registered on every Table in MODULE "
@@ -519,7 +517,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true",
                    help="fix what can be fixed as each page is checked, each fix one "
                         "transaction conditioned on the values it read")
-    p.add_argument("--checkpoint", metavar="FILE", default=None,
+    p.add_argument("--checkpoint", metavar="FILE",
                    help="record progress in FILE after every page; an unfinished run "
                         "recorded there continues where it stopped")
     p.add_argument("--orphan-age", metavar="MINUTES", type=_minutes, default=60,
@@ -539,15 +537,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="count the items per entity and show sample keys old -> new; "
                         "write nothing")
-    p.add_argument("--checkpoint", metavar="FILE", default=None,
+    p.add_argument("--checkpoint", metavar="FILE",
                    help="record the scan position and counts in FILE after every page")
     p.add_argument("--resume", action="store_true",
                    help="continue the unfinished run recorded in --checkpoint FILE")
-    p.add_argument("--rate", metavar="N", type=float, default=None,
+    p.add_argument("--rate", metavar="N", type=float,
                    help="at most N moves per second (default: as fast as it goes)")
     p.add_argument("--concurrency", metavar="N", type=int, default=1,
                    help="moves in flight at once, each its own transaction (default 1)")
-    p.add_argument("--max-pages", metavar="N", type=int, default=None,
+    p.add_argument("--max-pages", metavar="N", type=int,
                    help="stop after N pages (continue later with --resume)")
     _scanning(p)
     p = sub.add_parser("backfill", help="save FUNCTION(obj) for every item of ENTITY",
@@ -557,7 +555,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                    "failed.")
     p.add_argument("entity", metavar="MODULE:ENTITY", help="e.g. myapp.models:User")
     p.add_argument("fn", metavar="MODULE:FUNCTION", help="e.g. myapp.fixes:add_plan")
-    p.add_argument("--name", default=None,
+    p.add_argument("--name",
                    help="the job's marker (run again with the same name to resume)")
     p.add_argument("--export", metavar="S3URI", help="a DynamoDB export: a task per file")
     connection_options(p)
@@ -575,17 +573,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                   "(dynaorm.jobs.export). Exit 1 when a row did not fit "
                                   "its entity.")
     p.add_argument("to", metavar="TO", help="a directory, or s3://bucket/prefix")
-    p.add_argument("--source", metavar="S3URL", default=None,
+    p.add_argument("--source", metavar="S3URL",
                    help="a DynamoDB export to S3 (its .../AWSDynamoDB/<id>/ folder; full, or "
                         "incremental: change sets): a task per data file, no table read")
-    p.add_argument("--entities", metavar="NAMES", default=None,
+    p.add_argument("--entities", metavar="NAMES",
                    help="comma-separated entity class names (default: every entity)")
     p.add_argument("--history", action="store_true",
                    help="versioned entities' version rows too, as <EntityName>.history")
     p.add_argument("--decrypt", action="store_true",
                    help="write encrypted fields' plaintext (the table's keyring)")
     _export_formats(p, command in (None, "export"))
-    connection_options(p)
     _engine(p)
     p.set_defaults(engine="local")
     add_load_command(sub)

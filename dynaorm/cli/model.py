@@ -45,16 +45,12 @@ def _model(args: argparse.Namespace, out: TextIO) -> int:
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    text, notes = formats.as_text(model, args.format)
-    for note in notes:
-        print(f"dynaorm model: {note}", file=sys.stderr)
-    return _emit(text, args.output, out)
+    return _formatted(model, args, out)
 
 
 def _infer(args: argparse.Namespace, out: TextIO) -> int:
     """``--infer TABLE``: the model of a live table, in ``--format`` (``code``: entity
     code, what it could not place in a comment at its end)."""
-    from dynaorm import formats
     from dynaorm.client.infer import infer_code, unplaced_note
     from dynaorm.formats.infer import InferenceError
 
@@ -70,9 +66,16 @@ def _infer(args: argparse.Namespace, out: TextIO) -> int:
                      args.output, out)
     if args.format == "json":
         return _emit(json.dumps(model, indent=2) + "\n", args.output, out)
+    return _formatted(model, args, out)
+
+
+def _formatted(model: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """``model`` in ``--format`` (what the format has no place for said on stderr)."""
+    from dynaorm import formats
+
     text, notes = formats.as_text(model, args.format)
-    for line in notes:
-        print(f"dynaorm model: {line}", file=sys.stderr)
+    for note in notes:
+        print(f"dynaorm model: {note}", file=sys.stderr)
     return _emit(text, args.output, out)
 
 
@@ -114,23 +117,23 @@ def add_model_commands(sub: Any) -> None:
                                    "Workbench model or the AWS DynamoDB MCP server's "
                                    "schema.json; --chart OUT.html draws it; --import FILE "
                                    "prints entity code that exports back to the same model.")
-    p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
+    p.add_argument("table", metavar="MODULE:TABLE", nargs="?",
                    help="e.g. myapp.models:app")
     p.add_argument("--format", choices=(*FORMATS, "code"), default="json",
                    help="code: entity code (with --infer)")
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
+    p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (default: standard output)")
-    p.add_argument("--chart", metavar="OUT.html", default=None,
+    p.add_argument("--chart", metavar="OUT.html",
                    help="write a self-contained HTML chart of the design instead")
-    p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
+    p.add_argument("--import", dest="import_file", metavar="FILE",
                    help="read a model file of --format and print entity code")
-    p.add_argument("--infer", metavar="TABLE", default=None,
+    p.add_argument("--infer", metavar="TABLE",
                    help="infer the model of the live table TABLE from a sample of its "
                         "items (reads only: DescribeTable, DescribeTimeToLive, Scan, and "
                         "GetObject of values kept in S3)")
     p.add_argument("--endpoint", "--endpoint-url", dest="endpoint", metavar="URL",
-                   default=None, help="with --infer: the DynamoDB endpoint")
-    p.add_argument("--region", metavar="R", default=None, help="with --infer: the region")
+                   help="with --infer: the DynamoDB endpoint")
+    p.add_argument("--region", metavar="R", help="with --infer: the region")
     p.add_argument("--sample", metavar="N", type=int, default=1000,
                    help="with --infer: read at most N items (default 1000)")
     p.set_defaults(run=_model)
@@ -140,6 +143,6 @@ def add_model_commands(sub: Any) -> None:
                                    "index read, the rows written by role and their read and "
                                    "write units, on a sample item. Sends nothing.")
     p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models")
-    p.add_argument("--item-size", metavar="BYTES", type=int, default=None,
+    p.add_argument("--item-size", metavar="BYTES", type=int,
                    help="price on sample items of about this many bytes (default: small)")
     p.set_defaults(run=_explain)

@@ -305,10 +305,7 @@ def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
     text = None if path is None else existing(path, fresh, create=True)
     if text is None:
         return fresh, False
-    state = parse(_State, text, str(path), "check")
-    if state.table != table.name:
-        raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
-                              f"{table.name!r}")
+    state = parse(_State, text, str(path), "check", table.name)
     if state.done:
         return fresh, False
     if state.repair != fix:

@@ -32,12 +32,13 @@ def dump(state: Any) -> str:
                       default=lambda raw: base64.b64encode(raw).decode())
 
 
-def parse(cls: type[S], text: str, where: str, command: str) -> S:
+def parse(cls: type[S], text: str, where: str, command: str, table: str) -> S:
     """The state of class ``cls`` in the checkpoint text read from ``where``: every field
     must hold what its annotation says (``list[str]``: a list of strings; a hand-edited
-    file), ``last_key`` a DynamoDB key; else :class:`CheckpointError` naming ``command``."""
+    file), ``last_key`` a DynamoDB key; else :class:`CheckpointError` naming ``command``;
+    one of another ``table`` than the run's is refused too."""
     try:
-        state = cls(**json.loads(text))
+        state = cls(**(data := json.loads(text)))
         state.last_key = normalize_item(state.last_key,  # type: ignore[attr-defined]
                                         f"{where} last_key")
         for name, kind in typing.get_type_hints(cls).items():
@@ -47,6 +48,8 @@ def parse(cls: type[S], text: str, where: str, command: str) -> S:
     except (ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {where} is not a dynaorm {command} checkpoint: "
                               f"{exc}") from exc
+    if (found := data["table"]) != table:
+        raise CheckpointError(f"checkpoint {where} belongs to table {found!r}, not {table!r}")
     return state
 
 

@@ -553,8 +553,7 @@ def _failure_record(error: DynaormError, group: Group) -> dict[str, Any]:
     cls, records = group
     spec = spec_of(cls)
     own = _own(records, spec.table.revision_attribute)
-    key = {a: key_value(own[a]) for a in (spec.table.pk, spec.table.sk)
-           if a is not None and a in own}
+    key = spec.stored_key(own)
     out: dict[str, Any] = {"entity": spec.type_name, "key": key,
                            "error": type(error).__name__, "message": str(error)}
     if isinstance(error, UniqueConstraintError):

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
@@ -46,6 +46,7 @@ from dynaorm.schema.rules.unique import OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
 from dynaorm.values.keys import GUARD_TYPE, key_value
+from dynaorm.values.records import Op
 from dynaorm.values.state import MovedState
 from dynaorm.values.ttl import expired
 from dynaorm.write.conditions import WRITING
@@ -111,8 +112,7 @@ class MigrationReport:
 
 
 def _migrating(table: Table) -> list[EntitySpec]:
-    specs = [spec_of(cls) for cls in table.entities.values()]
-    return [s for s in specs if s.previous is not None]
+    return [s for s in map(spec_of, table.entities.values()) if s.previous is not None]
 
 
 def old_row(specs: list[EntitySpec], item: Item) -> tuple[EntitySpec, int] | None:
@@ -181,9 +181,7 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
             # writer moved or changed it: the fresh read below judges)
             with contextlib.suppress(RequestError):
                 for ops in history_batches(spec, state, WRITING):
-                    request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
-                    session.client.driver.run(call("TransactWriteItems", request),
-                                              Operation("migrate.history", (spec.table.name,)))
+                    _send(spec.table.name, session.client.driver, ops)
             current = session.get(spec.cls, consistent=True, **fields)
             continue
         session.save(current)
@@ -201,10 +199,7 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     layout; ``"skipped"`` when its entity is stored again in the old layout (its move
     takes the row) or a writer moved or deleted the row first."""
     try:
-        ops = kept_row_move(spec, row, WRITING)
-        request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
-        table.db.driver.run(call("TransactWriteItems", request),
-                            Operation("migrate.history", (spec.table.name,)))
+        _send(table.name, table.db.driver, kept_row_move(spec, row, WRITING))
     except RequestError as exc:
         if exc.code == "TransactionCanceledException":
             return "skipped"
@@ -212,6 +207,12 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     except DynaormError as exc:
         return str(exc)
     return "moved"
+
+
+def _send(table: str, driver: Any, ops: list[Op]) -> None:
+    """One transaction of a history's move (a batch, or a kept row)."""
+    request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
+    driver.run(call("TransactWriteItems", request), Operation("migrate.history", (table,)))
 
 
 def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:
@@ -225,10 +226,7 @@ def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple
         if resume:
             raise CheckpointError(f"checkpoint {path} does not exist: nothing to resume")
         return fresh, False
-    state = parse(_State, text, str(path), "migrate")
-    if state.table != table.name:
-        raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
-                              f"{table.name!r}")
+    state = parse(_State, text, str(path), "migrate", table.name)
     if not resume:
         if state.done:
             return fresh, False
@@ -323,11 +321,11 @@ def _check_options(concurrency: int, rate: float | None) -> None:
 
 
 class _Found(NamedTuple):
-    """An item found in a previous layout, with what the migration does with it."""
+    """An item found in a previous layout (its old key: ``spec.stored_key(item)``), with
+    what the migration does with it."""
 
     spec: EntitySpec
     item: Item
-    old_key: PlainKey
     kept: bool
     """A version row (version 1 or later), moved alone if its entity is gone, counted
     apart; else the entity's own row (its latest copy), loaded and saved anew."""
@@ -345,7 +343,7 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
             continue
         spec = old[0]
         if old[1]:  # a version row (moved alone if its entity is gone)
-            found.append(_Found(spec, item, spec.stored_key(item), kept=True))
+            found.append(_Found(spec, item, kept=True))
             continue
         old_key = spec.stored_key(item)
         try:
@@ -358,26 +356,19 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         state.found[spec.name] = state.found.get(spec.name, 0) + 1
         samples = state.samples.setdefault(spec.name, [])
         if len(samples) < SAMPLES:
-            samples.append([_key_text(old_key),
-                            _key_text(new_key)])
-        found.append(_Found(spec, item, old_key, kept=False))
+            samples.append([_key_text(old_key), _key_text(new_key)])
+        found.append(_Found(spec, item, kept=False))
     return found
 
 
 def _count_outcomes(state: _State, moves: list[_Found], outcomes: list[str]) -> None:
     """Record in ``state`` what each move came to: moved, skipped (a live writer moved
     or deleted the item first), or failed (with its reason)."""
-    for (spec, _, old_key, kept), outcome in zip(moves, outcomes, strict=True):
-        if kept:  # a kept version row: counted apart, skipped silently
-            if outcome == "moved":
-                name = f"{spec.name} (kept history)"
-                state.moved[name] = state.moved.get(name, 0) + 1
-            elif outcome != "skipped":
-                state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
-            continue
-        if outcome == "moved":
-            state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
+    for (spec, item, kept), outcome in zip(moves, outcomes, strict=True):
+        if outcome == "moved":  # (a kept version row: counted apart, skipped silently)
+            name = f"{spec.name} (kept history)" if kept else spec.name
+            state.moved[name] = state.moved.get(name, 0) + 1
         elif outcome == "skipped":
-            state.skipped += 1
+            state.skipped += not kept
         else:
-            state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+            state.failed.append(f"{spec.name} {_key_text(spec.stored_key(item))}: {outcome}")

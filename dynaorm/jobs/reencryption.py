@@ -51,7 +51,6 @@ from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq
-from dynaorm.values.keys import key_value
 from dynaorm.values.records import Fail, Op, Origin, Role, Update
 from dynaorm.write.placing import Published, publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
@@ -125,7 +124,7 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
             outcome = _reseal(table, task.entity_class, rows, item)
             outcomes[outcome] += 1
             if outcome not in ("resealed", "current", "gone", "forgotten"):
-                key = {a: key_value(item[a]) for a in spec.table_key_attrs}
+                key = spec.stored_key(item)
                 failed.append(f"{task.entity_class.__name__} {key}: {outcome}")
     return ReencryptReport(outcomes["resealed"], outcomes["current"], failed,
                            sum(outcomes.values()), outcomes["forgotten"], rewrapped)
@@ -139,7 +138,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     assert item is not None
     driver, during = table.db.driver, Operation("reencrypt", (table.name,), (entity,))
     spec = spec_of(entity)
-    key = {a: key_value(item[a]) for a in spec.table_key_attrs}
+    key = spec.stored_key(item)
     for _ in range(ROUNDS):
         if item is None:
             return "gone"

@@ -212,7 +212,7 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     except ValidationError as exc:
         raise _decode_error(cls, spec, item, exc) from exc
     if spec.renames:  # the snapshot shares values by stored attribute name
-        decoded = {spec.renames.get(n, n): v for n, v in decoded.items()}
+        decoded = {spec.attr(n): v for n, v in decoded.items()}
     return _mark_loaded(obj, spec, item, decoded)
 
 

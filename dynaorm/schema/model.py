@@ -475,13 +475,6 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
     }
 
 
-def receipt_row(table: TableSchema) -> dict[str, Any]:
-    """The receipts' row kind (an idempotent commit's receipt, ``commit(idempotency_key=)``:
-    one in each table the commit writes): its role, type name, key shape and how long it
-    is kept (:class:`~dynaorm.RowKind`)."""
-    return table.row_kinds[0].data(table)
-
-
 def model_of(table: TableSchema) -> dict[str, Any]:
     """The model of ``table``: the table, its indexes and every entity registered on it,
     as plain data (see the module)."""

@@ -5,14 +5,31 @@ table of their own). Pure, a leaf of the schema: :mod:`dynaorm.schema.table` rea
 options with it."""
 
 import re
+from collections.abc import Generator, Sequence
 from typing import Any
 
+from dynaorm._types import Item
 from dynaorm.errors import DynaormError
+from dynaorm.protocol.steps import Call
 
 #: the size from which an ``Offloaded`` value is kept in S3 (``offload_threshold=``): 64 KiB
 OFFLOAD_THRESHOLD = 64 * 1024
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
+
+
+def rows_at(table: str, keys: Sequence[Item], origins: tuple[Any, ...]
+            ) -> Generator[Any, Any, list[Item]]:
+    """The items stored at ``keys`` (wire form) in ``table``: consistent BatchGetItem
+    requests of a hundred keys, each sent again for its unprocessed keys (a protocol)."""
+    found: list[Item] = []
+    for at in range(0, len(keys), 100):
+        pending: dict[str, Any] = {table: {"Keys": keys[at:at + 100], "ConsistentRead": True}}
+        while pending:
+            out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
+            found += (out.get("Responses") or {}).get(table, [])
+            pending = out.get("UnprocessedKeys") or {}
+    return found
 
 
 def checked_offload(table: str, uri: Any, threshold: Any) -> tuple[str | None, int]:

@@ -106,7 +106,7 @@ def check_pair(where: str, name: str, value: Any) -> Pair | None:
     ``None``: not declared), else a :class:`SettingsError` naming ``where``."""
     if value is None:
         return None
-    if (not isinstance(value, tuple | list) or len(value) != 2 or value == [None, None]
+    if (not isinstance(value, tuple | list) or len(value) != 2
             or tuple(value) == (None, None) or not all(
                 v is None or (type(v) is int and 1 <= v <= _LONG) for v in value)):
         raise SettingsError(f"{where}: {name}= takes (reads, writes), each a whole number "

@@ -164,8 +164,7 @@ class EntitySpec:
     def previous(self) -> Layout | None:
         """``Meta.previous``: the layout its items had before a design change
         (migrations); the previous-layout rule's."""
-        rule = self.rules.by_name.get("previous")
-        layout = getattr(rule, "before", None)
+        layout = getattr(self.rules.by_name.get("previous"), "before", None)
         return layout
 
     def separators(self, name: str) -> frozenset[str]:
@@ -219,7 +218,7 @@ class EntitySpec:
     @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
         """Stored attribute name -> field name, for every field."""
-        return {self.renames.get(n, n): n for n in self.field_names}
+        return {self.attr(n): n for n in self.field_names}
 
     @functools.cached_property
     def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
@@ -598,8 +597,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
                                     type_name, indexes, shards, trees=trees))
     check_reserved(owner, table, renames, field_names, rules)
-    unique = rules.get(Uniqueness)
-    uniques = () if unique is None else unique.rules
+    uniques: tuple[UniqueRule, ...] = getattr(rules.get(Uniqueness), "rules", ())
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
                                          {f for rule in uniques for f in rule.fields})
     check_shard_fields(owner, shards, field_names, _identity(pk, sk))

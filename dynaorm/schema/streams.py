@@ -313,11 +313,8 @@ def _row_spec(table: StreamTable, image: Item, type_name: str | None, pk: str | 
 def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
     """Which of the entity's items a sort key is, and the version it carries: a versioned
     entity's latest copy (version 0) or a version row, else the entity's row."""
-    if spec.versioned and sk is not None:
-        parsed = parse_version_sk(sk)
-        if parsed is not None:
-            version = parsed[0]
-            return ("latest" if version == 0 else "version"), version
+    if spec.versioned and sk is not None and (parsed := parse_version_sk(sk)) is not None:
+        return ("version" if parsed[0] else "latest"), parsed[0]
     return "row", None
 
 

@@ -338,9 +338,8 @@ class StaticKeyring(Keyring):
         return f"StaticKeyring(key id {self.key_id!r})"
 
     def _new(self, origins: tuple[Any, ...]) -> Proto[tuple[bytes, bytes]]:
-        key, nonce = os.urandom(32), os.urandom(12)
-        return key, nonce + aesgcm(self._by_id[self.key_id]).encrypt(nonce, key, b"dk")
-        yield  # (asks for nothing)
+        key = os.urandom(32)
+        return key, (yield from self._wrap(key, origins))
 
     def _unwrap(self, key_id: str, wrapped: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
         return bytes(aesgcm(self._by_id[key_id]).decrypt(wrapped[:12], wrapped[12:], b"dk"))

@@ -73,7 +73,7 @@ from dynaorm.errors import DynaormError, OffloadError, RequestError
 from dynaorm.protocol.hooks import logger
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
-from dynaorm.schema.places import offload_location
+from dynaorm.schema.places import offload_location, rows_at
 from dynaorm.schema.rules import (
     NO_ROWS,
     Change,
@@ -546,7 +546,8 @@ class Offloading(Rule):
         origins = () if self.entity is None else (self.entity,)
         before, after, unread = self._rows_of(ops, known)
         if unread:
-            for row in (yield from self._rows(unread, origins)):
+            for row in (yield from rows_at(self.table.name, list(map(wire_key, unread)),
+                                           origins)):
                 before.update((r.uri, r) for r in references(row, self.fields).values())
         pending = {ref.uri: (ref, held) for ref, held in after.values() if held is not None}
         uploaded: list[Reference] = []
@@ -596,19 +597,6 @@ class Offloading(Rule):
                                uri=ref.uri) from exc
         held.pending = False
         uploaded.append(ref)
-
-    def _rows(self, keys: list[PlainKey], origins: tuple[Any, ...]
-              ) -> Generator[Any, Any, list[Item]]:
-        """The rows stored at ``keys`` (consistent reads, a hundred a request)."""
-        found: list[Item] = []
-        for at in range(0, len(keys), 100):
-            pending: dict[str, Any] = {self.table.name: {
-                "Keys": [wire_key(k) for k in keys[at:at + 100]], "ConsistentRead": True}}
-            while pending:
-                out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
-                found += (out.get("Responses") or {}).get(self.table.name, [])
-                pending = out.get("UnprocessedKeys") or {}
-        return found
 
     def release(self, published: Any, applied: bool | None) -> Generator[Any, Any, None]:
         """Applied: the objects the commit's rows no longer reference go; not applied:

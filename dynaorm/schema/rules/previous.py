@@ -369,21 +369,16 @@ class Layout(Before):
                    ) -> Generator[Any, Any, Any]:
         if type(state) is not MovedState:
             return (yield from Before.stored_now(self, spec, state, key, kit))
-        return (yield from self._either(spec, state.key, key, kit, held=True))
+        return (yield from self.either(spec, state.key, key, kit, held=True))
 
-    def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
-               ) -> Generator[Any, Any, Any]:
-        """(by key: an old row whose object's current key is not ``key`` is not the
-        entity at ``key``, as :meth:`read` has it)"""
-        return (yield from self._either(spec, old_key, key, kit, held=False))
-
-    def _either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching,
-                held: bool) -> Generator[Any, Any, Any]:
+    def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching,
+               held: bool = False) -> Generator[Any, Any, Any]:
         """The old row, still there: a fresh :class:`~dynaorm.values.state.MovedState`
         (with its version rows), so the write moves it; else the current row (another
         writer moved it): its plain state, so the write replaces it; else ``None``.
         ``held``: the object read from that old row is held (a write of it, its key
-        fields maybe changed), else asked by ``key``."""
+        fields maybe changed), else asked by ``key`` (an old row whose object's current
+        key is not ``key`` is not the entity at ``key``, as :meth:`read` has it)."""
         if key_id(old_key) == key_id(key):  # only the type or stored names changed
             out = yield from call("GetItem", {"TableName": spec.table.name,
                                               "Key": wire_key(old_key), "ConsistentRead": True},
@@ -617,8 +612,7 @@ def _old_stored_names(owner: str, raw: Previous, table: TableSchema, field_names
 
 def _same_template(old: KeyTemplate | None, new: KeyTemplate | None) -> bool:
     """Whether two key templates (either possibly absent) are the same."""
-    return (old is None and new is None) or (old is not None and new is not None
-                                             and old.source == new.source)
+    return getattr(old, "source", None) == getattr(new, "source", None)
 
 
 def _check_changed(owner: str, same_keys: bool, same_names: bool, same_type: bool) -> None:

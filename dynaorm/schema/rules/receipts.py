@@ -362,9 +362,8 @@ class Receipts:
         if not staged:
             return None
         written = {e._entity.__dynaorm_spec__.table.name: e._entity for e in staged}
-        homes = []
-        for name in sorted(written):  # (each table's entity, in the order of their names)
-            homes.append((written[name], written[name].__dynaorm_spec__.table))
+        homes = [(written[name], written[name].__dynaorm_spec__.table)  # (each table's
+                 for name in sorted(written)]  # entity, in the order of their names)
         if home is not None:
             homes = [(homes[0][0], home)]
         for _, table in homes:

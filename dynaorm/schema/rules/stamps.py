@@ -95,7 +95,7 @@ class Stamping(Rule):
         fields = timestamp_fields(decl.owner, decl.meta.get("timestamps"), decl.field_names)
         ttl = decl.table.ttl  # (the field stored as the table's TTL attribute, if any)
         ttl_field = next((f for f in decl.field_names if ttl is not None
-                          and decl.renames.get(f, f) == ttl), None)
+                          and decl.attr(f) == ttl), None)
         if fields == (None, None) and ttl_field is None:
             return None
         return cls(fields, ttl_field)

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from dynaorm.errors import DynaormError, ForgottenError, KeyringError, RequestError
 from dynaorm.protocol.steps import Call, Proto
+from dynaorm.schema.places import rows_at
 from dynaorm.schema.rules.keyrings import Keyring, NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import OWN_PREFIX
@@ -289,17 +290,8 @@ class TenantKeys:
     def _read(self, toks: list[str], origins: tuple[Any, ...]
               ) -> Generator[Any, Any, dict[str, dict[str, Any]]]:
         """The key table's items of ``toks`` (consistent BatchGetItem, 100 a request)."""
-        name = str(self.table.key_table)
-        found: dict[str, dict[str, Any]] = {}
-        for at in range(0, len(toks), 100):
-            pending: dict[str, Any] = {name: {"Keys": [_key(t) for t in toks[at:at + 100]],
-                                              "ConsistentRead": True}}
-            while pending:
-                out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
-                for item in (out.get("Responses") or {}).get(name, []):
-                    found[str(item[TENANT]["S"]).removeprefix(_ITEM)] = item
-                pending = out.get("UnprocessedKeys") or {}
-        return found
+        rows = yield from rows_at(str(self.table.key_table), list(map(_key, toks)), origins)
+        return {str(item[TENANT]["S"]).removeprefix(_ITEM): item for item in rows}
 
     def _held_from(self, item: dict[str, Any] | None, tok: str, origins: tuple[Any, ...]
                    ) -> Generator[Any, Any, TenantRing | Forgotten | None]:
