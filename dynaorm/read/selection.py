@@ -34,6 +34,13 @@ from dynaorm.values.ttl import expired
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
 _NO_VALUE: Final[dict[str, Any]] = {}
+
+
+def named(item: Item, type_attr: str) -> Any:
+    """The type name ``item`` stores (``None``: none, or a value no string attribute is:
+    a bare string, as a get has it, is no type)."""
+    value = item.get(type_attr, _NO_VALUE)
+    return value.get("S") if isinstance(value, dict) else None
 #: Keys per BatchGetItem request.
 BATCH_GET: Final = 100
 
@@ -113,7 +120,7 @@ class Selection(Generic[T]):
         if not self.shapeless:
             if self.table is None:
                 return False
-            name = item.get(self.type_attr, _NO_VALUE).get("S")
+            name = named(item, self.type_attr)
             if name is None or name in self.types or name in self.table.entities:
                 return False  # (most items: a class claims them, one dict lookup)
             return note_unclaimed(self.table, item)
@@ -131,7 +138,7 @@ class Selection(Generic[T]):
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
-        name = item.get(self.type_attr, _NO_VALUE).get("S")
+        name = named(item, self.type_attr)
         return name if name in self.types else None
 
     def keep(self, item: Item) -> bool:
@@ -160,7 +167,7 @@ class Selection(Generic[T]):
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
         name = (self.type_of(item) if self.shapeless else
-                item.get(self.type_attr, _NO_VALUE).get("S"))
+                named(item, self.type_attr))
         if name is None or name not in self.types or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False

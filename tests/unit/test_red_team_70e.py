@@ -288,9 +288,6 @@ def test_a_malformed_attribute_value_reads_alike_on_both_wires(name: str) -> Non
     _reads_agree(PART[name])
 
 
-@pytest.mark.xfail(strict=True, reason="a query of an item whose type attribute is a bare "
-                   "string raises a raw AttributeError on dynaorm's wire "
-                   "(dynaorm/read/selection.py type_of)")
 @pytest.mark.parametrize("fast", [False, True])
 def test_a_bare_string_type_attribute_is_never_a_raw_error(fast: bool) -> None:
     with _clients() as (body, dbs):
