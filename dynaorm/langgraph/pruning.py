@@ -21,6 +21,7 @@ from dynaorm import (
     ForgottenError,
     ItemNotFoundError,
     OutcomeUnknownError,
+    TransactionTooLargeError,
 )
 from dynaorm.langgraph.rows import _ROWS, Op, Rows
 
@@ -58,9 +59,12 @@ class Pruning(Rows):
         (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
         forgetting a head deleted (the next run starts from what is left)."""
         keep = set() if kept is None else kept | self._needed(found, kept)
-        for cls in self.cp, self.w:
+        stored = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
+        for cls in self.cp, self.w:  # (a plain saver's run in flight keeps its writes ahead
+            # of their checkpoint; a single writer's is refused: its writes go)
             yield from _each(s, [r for r in found if type(r) is cls and (
-                r.ns, r.checkpoint_id) not in keep], s.delete)
+                r.ns, r.checkpoint_id) not in keep and (kept is None or self.single_writer or (
+                    r.ns, r.checkpoint_id) in stored)], s.delete)
         for lease in (r for r in found if type(r) is self.lease_row):
             if keep:
                 s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
@@ -170,15 +174,16 @@ def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     time: every delete and copy of a saver (one path: on a table with ``offload=``,
     ``save_many`` and ``delete_many`` refuse the rows, as they condition nothing, so
     cannot know what objects they replace). A row another writer deleted or changed
-    since the read is left to it: that commit (or one whose outcome is unknown) is run
-    again one row a commit, each proving its row's end, the rows it refuses left out."""
+    since the read is left to it: that commit (or one whose outcome is unknown, or one
+    over a transaction's 4 MB) is run again one row a commit, each proving its row's end, the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:
             stage(r)
         try:
             yield s.commit
-        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError):
+        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError,
+                TransactionTooLargeError):
             for r in chunk:
                 stage(r)
                 with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):
