@@ -175,7 +175,8 @@ def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     ``save_many`` and ``delete_many`` refuse the rows, as they condition nothing, so
     cannot know what objects they replace). A row another writer deleted or changed
     since the read is left to it: that commit (or one whose outcome is unknown, or one
-    over a transaction's 4 MB) is run again one row a commit, each proving its row's end, the rows it refuses left out."""
+    past a transaction's 4 MB) is run again one row a commit, each proving its row's end,
+    the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:

@@ -155,16 +155,18 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         after an unknown outcome, then the thread another run's, re-raises the unknown
         outcome (they may be the first attempt's)."""
         conf = config["configurable"]
-        per = _ROWS - 2 * (fence is not None)  # (a commit holds the lease's action too,
-        # and the first root writes' check that their checkpoint is not stored yet)
+        values = [self._dump(value) for _, value in writes]
+        per = min(_ROWS - 2 * (fence is not None), _BYTES // max(map(len, values), default=1))
+        # (a commit holds the lease's action too, and the first root writes' check that
+        # their checkpoint is not stored yet; and no more than 3 MB of values)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
             writes) > per else None
         rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
                        idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), total=total, **self._stamp())
-                for i, (channel, value) in enumerate(writes)]  # (``total``: of more than
+                       value=values[i], total=total, **self._stamp())
+                for i, (channel, _) in enumerate(writes)]  # (``total``: of more than
         # one commit, each row holds the count of the task's regular writes)
         kept: set[int] = set()
         unknown: OutcomeUnknownError | None = None
@@ -353,6 +355,9 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         for found in await self._arun(self._list, config, filter, before, limit):
             yield found
+
+
+_BYTES = 3 << 20  # (values a commit of writes holds: a transaction takes 4 MB)
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:

@@ -194,6 +194,18 @@ def test_a_thread_of_large_checkpoints_is_copied_and_deleted_whole(tb: TestBacke
     assert _values(saver, "copy") == [] and len(_values(saver, "th")) == 12
 
 
+def test_a_tasks_writes_past_a_transactions_4_mb_are_stored(tb: TestBackend) -> None:
+    """Red team of issue 90: a task's 12 writes of 360 KB each (tool outputs that do not
+    compress) are each under an item's 400 KB, together past a transaction's 4 MB.
+    Before, put_writes raised TransactionTooLargeError (the task could never finish).
+    Written by commits, read back whole."""
+    saver = Saver(agents, scope=T1)
+    stored = _put(saver, "th", "v")
+    saver.put_writes(stored, [("messages", os.urandom(360_000)) for _ in range(12)], "task")
+    found = saver.get_tuple(stored)
+    assert found is not None and [len(w[2]) for w in found.pending_writes] == [360_000] * 12
+
+
 def test_a_large_checkpoint_is_compressed_and_one_too_large_refused(tb: TestBackend) -> None:
     """1 MB of messages that compress fit one item and read back whole; 500 KB that do not
     compress are refused with ItemTooLargeError, before anything is sent."""
