@@ -209,6 +209,7 @@ class Fenced(Rows):
     """A single-writer saver's writes: each commit with its action on the thread's lease
     (see the module)."""
 
+    single_writer: bool
     tenures: Tenures
 
     def _fence(self, config: RunnableConfig) -> Fence | None:

@@ -58,13 +58,12 @@ class Pruning(Rows):
         kept) and of the ancestors they read (:meth:`_needed`), and let a lease ``found``
         (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
         forgetting a head deleted (the next run starts from what is left)."""
-        keep = set() if kept is None else kept | self._needed(found, kept)
-        stored = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
-        for cls in self.cp, self.w:  # (a plain saver's run in flight keeps its writes ahead
-            # of their checkpoint; a single writer's is refused: its writes go)
+        keep = set() if kept is None else kept | self._needed(found, kept) | _keys(
+            found, self.w) - _keys(found, self.cp)  # (and writes ahead of a checkpoint not
+        # stored: a run's in flight, whose put, if refused, deletes them)
+        for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
-                r.ns, r.checkpoint_id) not in keep and (kept is None or self.single_writer or (
-                    r.ns, r.checkpoint_id) in stored)], s.delete)
+                r.ns, r.checkpoint_id) not in keep], s.delete)
         for lease in (r for r in found if type(r) is self.lease_row):
             if keep:
                 s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
@@ -90,17 +89,17 @@ class Pruning(Rows):
             doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
                       if h["thread_id"] == thread_id}
             found = yield from self._thread(s, thread_id, deleting=True)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found
-                                             if type(r) is self.cp} - doomed)
+            yield from self._drop(s, found, _keys(found, self.cp) - doomed)
 
     def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every checkpoint of the thread with its writes (the whole parent chain, every
         namespace): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source_thread_id)
-        stored = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
+        stored = _keys(found, self.cp)
         copies = [type(r)(**{**dict(r), "thread_id": target_thread_id, **self._stamp()})
-                  for r in found if (getattr(r, "ns", 0), getattr(r, "checkpoint_id", 0))
-                  in stored]  # (not the lease, nor a run's writes ahead of its checkpoint)
+                  for r in found if type(r) is not self.lease_row and (
+                      r.ns, r.checkpoint_id) in stored]  # (not the lease, nor a run's
+        # writes ahead of its checkpoint)
         yield from _each(s, copies, partial(s.save, overwrite=True))
         s.update(self.lease_row, **self._pk(target_thread_id)).set(head=None)
         with suppress(ItemNotFoundError):  # (the target's lease forgets its head: its next
@@ -111,8 +110,7 @@ class Pruning(Rows):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
             found = yield from self._thread(s, thread_id, deleting=True)
-            ids = sorted((r.checkpoint_id, r.ns) for r in found if type(r) is self.cp)
-            latest = {ns: cid for cid, ns in ids}  # (each namespace's greatest id)
+            latest = dict(sorted(_keys(found, self.cp)))  # (each namespace's greatest id)
             yield from self._drop(s, found, set() if strategy == "delete" else set(
                 latest.items()))
 
@@ -162,6 +160,11 @@ class Pruning(Rows):
                                     for ch in open_):
             depth = len(path)  # (a channel without a seed: its history is the chain)
         return path[:depth]
+
+
+def _keys(found: list[Any], cls: Any) -> set[tuple[str, str]]:
+    """The checkpoints (``(ns, checkpoint_id)``) of the rows ``found`` of type ``cls``."""
+    return {(r.ns, r.checkpoint_id) for r in found if type(r) is cls}
 
 
 class _Unread(list[Any]):

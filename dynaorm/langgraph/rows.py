@@ -228,7 +228,6 @@ class Rows(Runner):
     lease_row: Any
     ttl: timedelta | None
     lease: timedelta
-    single_writer: bool
     serde: SerializerProtocol
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:

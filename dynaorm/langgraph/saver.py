@@ -156,7 +156,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         values = [self._dump(value) for _, value in writes]
-        per = min(_ROWS - 2 * (fence is not None), _BYTES // max(map(len, values), default=1))
+        per = min(_ROWS - 2 * (fence is not None), (3 << 20) // max(map(len, values), default=1))
         # (a commit holds the lease's action too, and the first root writes' check that
         # their checkpoint is not stored yet; and no more than 3 MB of values)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
@@ -355,9 +355,6 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         for found in await self._arun(self._list, config, filter, before, limit):
             yield found
-
-
-_BYTES = 3 << 20  # (values a commit of writes holds: a transaction takes 4 MB)
 
 
 def _page_size(cid: str | None, limit: int | None) -> int:
