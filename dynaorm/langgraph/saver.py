@@ -156,7 +156,8 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         values = [self._dump(value) for _, value in writes]
-        per = min(_ROWS - 2 * (fence is not None), (3 << 20) // max(map(len, values), default=1))
+        per = min(_ROWS - 2 * (fence is not None), (3 << 20) // max(
+            map(len, values), default=1) or 1)
         # (a commit holds the lease's action too, and the first root writes' check that
         # their checkpoint is not stored yet; and no more than 3 MB of values)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(

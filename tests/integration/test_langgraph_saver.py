@@ -204,6 +204,9 @@ def test_a_tasks_writes_past_a_transactions_4_mb_are_stored(tb: TestBackend) -> 
     saver.put_writes(stored, [("messages", os.urandom(360_000)) for _ in range(12)], "task")
     found = saver.get_tuple(stored)
     assert found is not None and [len(w[2]) for w in found.pending_writes] == [360_000] * 12
+    saver.put_writes(stored, [("messages", "the same text " * 300_000)], "long")  # (4 MB
+    found = saver.get_tuple(stored)  # that compress into one item)
+    assert found is not None and len(found.pending_writes) == 13
 
 
 def test_a_large_checkpoint_is_compressed_and_one_too_large_refused(tb: TestBackend) -> None:
