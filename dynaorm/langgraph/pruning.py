@@ -55,12 +55,12 @@ class Pruning(Rows):
     def _drop(self, s: Any, found: list[Any], kept: set[tuple[str, str]] | None = None
               ) -> Op:
         """Delete the rows ``found`` but those of the checkpoints ``kept`` (``None``: none
-        kept) and of the ancestors they read (:meth:`_needed`), and let a lease ``found``
+        kept), of the ancestors they read (:meth:`_needed`) and, unless ``None``, writes
+        ahead of a checkpoint not stored (a run's in flight), and let a lease ``found``
         (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
         forgetting a head deleted (the next run starts from what is left)."""
         keep = set() if kept is None else kept | self._needed(found, kept) | _keys(
-            found, self.w) - _keys(found, self.cp)  # (and writes ahead of a checkpoint not
-        # stored: a run's in flight, whose put, if refused, deletes them)
+            found, self.w) - _keys(found, self.cp)  # (a refused put deletes its own)
         for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
                 r.ns, r.checkpoint_id) not in keep], s.delete)

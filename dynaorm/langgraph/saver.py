@@ -147,13 +147,13 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
-        transaction (100 rows), one commit a 100, each row holding the task's count of
-        regular writes (``total``): a reader sees none of them until all are in (LangGraph
-        takes a task with an output write as finished: part of them would lose the rest).
-        A retry keeps the rows stored of its own count; a stopped call's of another count
-        (never shown) it deletes and writes anew. A retry that finds every write stored
-        after an unknown outcome, then the thread another run's, re-raises the unknown
-        outcome (they may be the first attempt's)."""
+        transaction (100 rows, or values past 3 MB), by commits, each row holding the task's
+        count of regular writes (``total``): a reader sees none of them until all are in
+        (LangGraph takes a task with an output write as finished: part of them would lose
+        the rest). A retry keeps the rows stored of its own count; a stopped call's of
+        another count (never shown) it deletes and writes anew. A retry that finds every
+        write stored after an unknown outcome, then the thread another run's, re-raises the
+        unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
         values = [self._dump(value) for _, value in writes]
         per = min(_ROWS - 2 * (fence is not None), (3 << 20) // max(
