@@ -21,6 +21,7 @@ from dynaorm import (
     ForgottenError,
     ItemNotFoundError,
     OutcomeUnknownError,
+    TransactionTooLargeError,
 )
 from dynaorm.langgraph.rows import _ROWS, Op, Rows
 
@@ -54,10 +55,12 @@ class Pruning(Rows):
     def _drop(self, s: Any, found: list[Any], kept: set[tuple[str, str]] | None = None
               ) -> Op:
         """Delete the rows ``found`` but those of the checkpoints ``kept`` (``None``: none
-        kept) and of the ancestors they read (:meth:`_needed`), and let a lease ``found``
+        kept), of the ancestors they read (:meth:`_needed`) and, unless ``None``, writes
+        ahead of a checkpoint not stored (a run's in flight), and let a lease ``found``
         (taken by :meth:`_thread`) go: deleted when no checkpoint is kept, else released,
         forgetting a head deleted (the next run starts from what is left)."""
-        keep = set() if kept is None else kept | self._needed(found, kept)
+        keep = set() if kept is None else kept | self._needed(found, kept) | _keys(
+            found, self.w) - _keys(found, self.cp)  # (a refused put deletes its own)
         for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
                 r.ns, r.checkpoint_id) not in keep], s.delete)
@@ -86,17 +89,17 @@ class Pruning(Rows):
             doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
                       if h["thread_id"] == thread_id}
             found = yield from self._thread(s, thread_id, deleting=True)
-            yield from self._drop(s, found, {(r.ns, r.checkpoint_id) for r in found
-                                             if type(r) is self.cp} - doomed)
+            yield from self._drop(s, found, _keys(found, self.cp) - doomed)
 
     def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every checkpoint of the thread with its writes (the whole parent chain, every
         namespace): the copy reads every ``DeltaChannel`` as the source does."""
         found = yield from self._thread(s, source_thread_id)
-        stored = {(r.ns, r.checkpoint_id) for r in found if type(r) is self.cp}
+        stored = _keys(found, self.cp)
         copies = [type(r)(**{**dict(r), "thread_id": target_thread_id, **self._stamp()})
-                  for r in found if (getattr(r, "ns", 0), getattr(r, "checkpoint_id", 0))
-                  in stored]  # (not the lease, nor a run's writes ahead of its checkpoint)
+                  for r in found if type(r) is not self.lease_row and (
+                      r.ns, r.checkpoint_id) in stored]  # (not the lease, nor a run's
+        # writes ahead of its checkpoint)
         yield from _each(s, copies, partial(s.save, overwrite=True))
         s.update(self.lease_row, **self._pk(target_thread_id)).set(head=None)
         with suppress(ItemNotFoundError):  # (the target's lease forgets its head: its next
@@ -107,8 +110,7 @@ class Pruning(Rows):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
             found = yield from self._thread(s, thread_id, deleting=True)
-            ids = sorted((r.checkpoint_id, r.ns) for r in found if type(r) is self.cp)
-            latest = {ns: cid for cid, ns in ids}  # (each namespace's greatest id)
+            latest = dict(sorted(_keys(found, self.cp)))  # (each namespace's greatest id)
             yield from self._drop(s, found, set() if strategy == "delete" else set(
                 latest.items()))
 
@@ -160,6 +162,11 @@ class Pruning(Rows):
         return path[:depth]
 
 
+def _keys(found: list[Any], cls: Any) -> set[tuple[str, str]]:
+    """The checkpoints (``(ns, checkpoint_id)``) of the rows ``found`` of type ``cls``."""
+    return {(r.ns, r.checkpoint_id) for r in found if type(r) is cls}
+
+
 class _Unread(list[Any]):
     """The rows of a forgotten tenant's thread, read by their keys only (objects holding
     just their key fields): what deleting them needs."""
@@ -170,15 +177,17 @@ def _each(s: Any, rows: Sequence[Any], stage: Callable[[Any], None]) -> Op:
     time: every delete and copy of a saver (one path: on a table with ``offload=``,
     ``save_many`` and ``delete_many`` refuse the rows, as they condition nothing, so
     cannot know what objects they replace). A row another writer deleted or changed
-    since the read is left to it: that commit (or one whose outcome is unknown) is run
-    again one row a commit, each proving its row's end, the rows it refuses left out."""
+    since the read is left to it: that commit (or one whose outcome is unknown, or one
+    past a transaction's 4 MB) is run again one row a commit, each proving its row's end,
+    the rows it refuses left out."""
     for at in range(0, len(rows), _ROWS):
         chunk = rows[at:at + _ROWS]
         for r in chunk:
             stage(r)
         try:
             yield s.commit
-        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError):
+        except (ConditionFailedError, ConflictError, ItemNotFoundError, OutcomeUnknownError,
+                TransactionTooLargeError):
             for r in chunk:
                 stage(r)
                 with suppress(ConditionFailedError, ConflictError, ItemNotFoundError):

@@ -147,24 +147,27 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         """A task's regular writes (index >= 0) are inserted: the first kept, as by every
         LangGraph saver; its special ones (``__interrupt__``...) replaced. One commit; when
         some are there already (a retry, or its answer lost), those are left out. Past a
-        transaction (100 rows), one commit a 100, each row holding the task's count of
-        regular writes (``total``): a reader sees none of them until all are in (LangGraph
-        takes a task with an output write as finished: part of them would lose the rest).
-        A retry keeps the rows stored of its own count; a stopped call's of another count
-        (never shown) it deletes and writes anew. A retry that finds every write stored
-        after an unknown outcome, then the thread another run's, re-raises the unknown
-        outcome (they may be the first attempt's)."""
+        transaction (100 rows, or values past 3 MB), by commits, each row holding the task's
+        count of regular writes (``total``): a reader sees none of them until all are in
+        (LangGraph takes a task with an output write as finished: part of them would lose
+        the rest). A retry keeps the rows stored of its own count; a stopped call's of
+        another count (never shown) it deletes and writes anew. A retry that finds every
+        write stored after an unknown outcome, then the thread another run's, re-raises the
+        unknown outcome (they may be the first attempt's)."""
         conf = config["configurable"]
-        per = _ROWS - 2 * (fence is not None)  # (a commit holds the lease's action too,
-        # and the first root writes' check that their checkpoint is not stored yet)
+        values = [self._dump(value) for _, value in writes]
+        per = min(_ROWS - 2 * (fence is not None), (3 << 20) // max(
+            map(len, values), default=1) or 1)
+        # (a commit holds the lease's action too, and the first root writes' check that
+        # their checkpoint is not stored yet; and no more than 3 MB of values)
         parks = conf["checkpoint_id"] if fence and not conf.get("checkpoint_ns") and stops(
             writes) else None
         total = sum(WRITES_IDX_MAP.get(c, 0) >= 0 for c, _ in writes) if len(
             writes) > per else None
         rows = [self.w(**self._at(conf), checkpoint_id=conf["checkpoint_id"], task_id=task_id,
                        idx=WRITES_IDX_MAP.get(channel, i), channel=channel, path=task_path,
-                       value=self._dump(value), total=total, **self._stamp())
-                for i, (channel, value) in enumerate(writes)]  # (``total``: of more than
+                       value=values[i], total=total, **self._stamp())
+                for i, (channel, _) in enumerate(writes)]  # (``total``: of more than
         # one commit, each row holds the count of the task's regular writes)
         kept: set[int] = set()
         unknown: OutcomeUnknownError | None = None

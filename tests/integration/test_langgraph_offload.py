@@ -301,3 +301,20 @@ def test_langgraphs_conformance_suite_passes_with_every_value_in_s3(
         n: r.failures for n, r in report.results.items()}
     assert b.keys()
     consistent(tb, b, everything)
+
+
+def test_a_copy_past_a_transactions_4_mb_leaves_no_orphan(s3: tuple[TestBackend, Bucket]
+                                                          ) -> None:
+    """Red team of issue 90: a thread of a large checkpoint (its value in S3) and 70 of
+    60 KB kept inline (under the threshold: 4 MB inline in all) is copied: more than one
+    transaction's 4 MB, so the copy runs again one row a commit. The copy reads whole,
+    and the bucket holds exactly what the rows reference."""
+    tb, b = s3
+    saver = Saver(agents)
+    config = _put(saver, "t", "0000", os.urandom(BIG))
+    for n in range(1, 71):
+        config = _put(saver, "t", f"{n:04d}", os.urandom(60_000), config["configurable"][
+            "checkpoint_id"])
+    saver.copy_thread("t", "copy")
+    assert len(list(saver.list({"configurable": {"thread_id": "copy"}}))) == 71
+    consistent(tb, b, agents)

@@ -153,6 +153,62 @@ def test_a_retried_task_writes_once(tb: TestBackend) -> None:
                                             ("task", "messages", "a")]
 
 
+@pytest.mark.parametrize("how", ["prune", "delete_for_runs"])
+def test_a_prune_racing_a_run_keeps_the_runs_writes_ahead_of_its_checkpoint(
+        tb: TestBackend, how: str) -> None:
+    """Red team of issue 90 (a plain saver): run r2's task writes land before its
+    checkpoint (LangGraph's background writes), then prune(keep_latest) or a
+    delete_for_runs of another run runs, then r2's checkpoint is put. Its writes must be
+    read with it, as before the lease changes (and as a saver without leases does):
+    they are a live run's, not strays (a single-writer run is refused instead)."""
+    saver = Saver(agents, scope=T1)
+    _put(saver, "th", "old", run="r0")
+    head = _put(saver, "th", "kept", run="r1", parent=_put(saver, "th", "mid", run="r0")[
+        "configurable"]["checkpoint_id"])
+    cp = empty_checkpoint()
+    ahead: Any = {"configurable": {"thread_id": "th", "checkpoint_ns": "",
+                                   "checkpoint_id": cp["id"]}}
+    saver.put_writes(ahead, [("messages", "done")], "task-r2")
+    if how == "prune":
+        saver.prune(["th"])
+    else:
+        saver.delete_for_runs(["r0"])
+    stored = saver.put(head, cp, {"source": "loop", "step": 1, "run_id": "r2"}, {})
+    found = saver.get_tuple(stored)
+    assert found is not None and found.pending_writes == [("task-r2", "messages", "done")]
+
+
+def test_a_thread_of_large_checkpoints_is_copied_and_deleted_whole(tb: TestBackend) -> None:
+    """Red team of issue 90: copies and deletes are commits of up to 100 rows; a thread of
+    12 checkpoints of 360 KB each (values that do not compress) is more than one
+    transaction's 4 MB. Before, copy_thread raised TransactionTooLargeError with part
+    of the thread copied. Copied whole, then deleted whole."""
+    saver = Saver(agents, scope=T1)
+    config: Any = None
+    for _ in range(12):
+        config = _put(saver, "th", os.urandom(360_000), parent=config and config[
+            "configurable"]["checkpoint_id"])
+    saver.copy_thread("th", "copy")
+    assert [len(v) for v in _values(saver, "copy")] == [360_000] * 12
+    saver.delete_thread("copy")
+    assert _values(saver, "copy") == [] and len(_values(saver, "th")) == 12
+
+
+def test_a_tasks_writes_past_a_transactions_4_mb_are_stored(tb: TestBackend) -> None:
+    """Red team of issue 90: a task's 12 writes of 360 KB each (tool outputs that do not
+    compress) are each under an item's 400 KB, together past a transaction's 4 MB.
+    Before, put_writes raised TransactionTooLargeError (the task could never finish).
+    Written by commits, read back whole."""
+    saver = Saver(agents, scope=T1)
+    stored = _put(saver, "th", "v")
+    saver.put_writes(stored, [("messages", os.urandom(360_000)) for _ in range(12)], "task")
+    found = saver.get_tuple(stored)
+    assert found is not None and [len(w[2]) for w in found.pending_writes] == [360_000] * 12
+    saver.put_writes(stored, [("messages", "the same text " * 300_000)], "long")  # (4 MB
+    found = saver.get_tuple(stored)  # that compress into one item)
+    assert found is not None and len(found.pending_writes) == 13
+
+
 def test_a_large_checkpoint_is_compressed_and_one_too_large_refused(tb: TestBackend) -> None:
     """1 MB of messages that compress fit one item and read back whole; 500 KB that do not
     compress are refused with ItemTooLargeError, before anything is sent."""

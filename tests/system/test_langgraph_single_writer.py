@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from dynaorm import OutcomeUnknownError, Table
+from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 
@@ -1008,3 +1008,31 @@ def test_a_release_whose_answer_is_lost_with_the_next_turn_in_the_window(
     _put(b, "B", "0003", "0004", last=True)
     _put(c, "C", "0004", "0005", last=True)
     assert [i["sk"]["S"] for i in _rows(tb)] == [f"C#_#000{n}#" for n in range(1, 6)]
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.xfail(strict=True, raises=ThreadBusyError, reason=(
+    "defect: delete_thread/prune/delete_for_runs take the thread's lease ``lease`` long "
+    "(Pruning._thread) before reading it; when the read or a delete then fails, nothing "
+    "lets it go: every turn is refused (ThreadBusyError, held by 'delete') for the whole "
+    "lease (5 minutes by default). Fix: a try/except releasing the lease at the delete's "
+    "epoch (a _forget op around _thread and _drop, written and passing: +63 tokens, past "
+    "dynaorm/langgraph's budget of 12,210)"))
+@pytest.mark.parametrize("how", ["delete_thread", "prune", "delete_for_runs"])
+def test_a_delete_that_fails_after_taking_the_lease_leaves_the_thread_writable(
+        tb: TestBackend, clock: Clock, how: str) -> None:
+    """Red team of issue 90: delete_thread, prune and delete_for_runs take the thread's
+    lease (``lease`` long) before they read it; the read then fails (DynamoDB's 500 on
+    every Query, past the session's retries: nothing deleted). The caller is told, and
+    the thread must not stay locked: the next turn, on any worker, is accepted at once
+    (as after a refused run), not after the whole lease."""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A", None, "0001", last=True)
+    with inject_faults(agents) as faults:
+        faults.server_error("Query", times=None)
+        with pytest.raises(DynaormError):  # (the read's 500, past the retries)
+            if how == "delete_for_runs":
+                a.delete_for_runs(["A"])
+            else:
+                getattr(a, how)("th" if how == "delete_thread" else ["th"])
+    _put(b, "B", "0001", "0002", last=True)
