@@ -30,17 +30,10 @@ class Pruning(Rows):
     """A saver's deletes and copies of threads (see the module)."""
 
     def _thread(self, s: Any, thread_id: str, deleting: bool = False) -> Op:
-        """Every row of a thread: its checkpoints, their writes, its lease. ``deleting``:
-        its lease taken first (a new epoch, its own, ``lease`` long, whoever held it; its
-        head kept): a run's write that landed before is read, any after is refused (its
-        epoch is gone); of a forgotten tenant's thread, whose values cannot be opened, the
-        keys of its checkpoints and writes (:class:`_Unread`: a delete needs no value)."""
+        """Every row of a thread: its checkpoints, their writes, its lease; of a forgotten
+        tenant's thread, whose values cannot be opened, when ``deleting``, the keys of its
+        checkpoints and writes (:class:`_Unread`: a delete needs no value)."""
         pk = self._pk(thread_id)
-        if deleting:
-            s.update(self.lease_row, upsert=True, **pk).set(
-                holder="delete", epoch=uuid.uuid4().hex, until=int((self.lease_row.clock(
-                ) + self.lease.total_seconds()) * 1000), **self._stamp())
-            yield s.commit
         try:
             return (yield s.query(self.cp, self.w, self.lease_row, **pk).all)
         except ForgottenError:
@@ -73,10 +66,30 @@ class Pruning(Rows):
             with suppress(ItemNotFoundError, ConditionFailedError):
                 yield s.commit
 
+    def _forget(self, s: Any, thread_id: str, kept: Callable[[list[Any]], Any] = lambda _: None
+                ) -> Op:
+        """The thread's rows dropped (:meth:`_drop`) but the checkpoints ``kept(found)``,
+        its lease taken first (a new epoch, its own, ``lease`` long, whoever held it; its
+        head kept: a run's write that landed before is read, any after is refused, its
+        epoch gone) and let go last, while still its own; released if the read or a
+        delete fails (the next turn is accepted at once)."""
+        pk, epoch = self._pk(thread_id), uuid.uuid4().hex
+        s.update(self.lease_row, upsert=True, **pk).set(
+            holder="delete", epoch=epoch, until=int((self.lease_row.clock(
+            ) + self.lease.total_seconds()) * 1000), **self._stamp())
+        yield s.commit
+        try:
+            found = yield from self._thread(s, thread_id, True)
+            yield from self._drop(s, found, kept(found))
+        except Exception:
+            s.update(self.lease_row, **pk).set(until=0).where(F("epoch") == epoch)
+            with suppress(DynaormError):
+                yield s.commit
+            raise
+
     def _delete_thread(self, s: Any, thread_id: str) -> Op:
-        """Every row of the thread, its lease taken first (see :meth:`_thread`), and
-        deleted last, while still its own."""
-        yield from self._drop(s, (yield from self._thread(s, thread_id, deleting=True)))
+        """Every row of the thread (see :meth:`_forget`)."""
+        yield from self._forget(s, thread_id)
 
     def _delete_for_runs(self, s: Any, run_ids: Sequence[str]) -> Op:
         """A run's checkpoints with their writes, less those a checkpoint kept still
@@ -88,8 +101,8 @@ class Pruning(Rows):
         for thread_id in {h["thread_id"] for h in hits}:
             doomed = {(h["ns"], h["checkpoint_id"]) for h in hits
                       if h["thread_id"] == thread_id}
-            found = yield from self._thread(s, thread_id, deleting=True)
-            yield from self._drop(s, found, _keys(found, self.cp) - doomed)
+            yield from self._forget(s, thread_id, lambda found, doomed=doomed: _keys(
+                found, self.cp) - doomed)
 
     def _copy_thread(self, s: Any, source_thread_id: str, target_thread_id: str) -> Op:
         """Every checkpoint of the thread with its writes (the whole parent chain, every
@@ -109,10 +122,9 @@ class Pruning(Rows):
         if strategy not in ("keep_latest", "delete"):
             raise DynaormError(f"prune: unknown strategy {strategy!r}")
         for thread_id in thread_ids:
-            found = yield from self._thread(s, thread_id, deleting=True)
-            latest = dict(sorted(_keys(found, self.cp)))  # (each namespace's greatest id)
-            yield from self._drop(s, found, set() if strategy == "delete" else set(
-                latest.items()))
+            yield from self._forget(s, thread_id, lambda found: set() if strategy == (
+                "delete") else set(dict(sorted(_keys(found, self.cp))).items()))  # (each
+            # namespace's greatest id)
 
     def _needed(self, found: list[Any], kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """The ancestors (``(ns, checkpoint_id)``) the checkpoints ``kept`` read their

@@ -1011,13 +1011,6 @@ def test_a_release_whose_answer_is_lost_with_the_next_turn_in_the_window(
 
 
 @pytest.mark.engines("moto", "local")
-@pytest.mark.xfail(strict=True, raises=ThreadBusyError, reason=(
-    "defect: delete_thread/prune/delete_for_runs take the thread's lease ``lease`` long "
-    "(Pruning._thread) before reading it; when the read or a delete then fails, nothing "
-    "lets it go: every turn is refused (ThreadBusyError, held by 'delete') for the whole "
-    "lease (5 minutes by default). Fix: a try/except releasing the lease at the delete's "
-    "epoch (a _forget op around _thread and _drop, written and passing: +63 tokens, past "
-    "dynaorm/langgraph's budget of 12,210)"))
 @pytest.mark.parametrize("how", ["delete_thread", "prune", "delete_for_runs"])
 def test_a_delete_that_fails_after_taking_the_lease_leaves_the_thread_writable(
         tb: TestBackend, clock: Clock, how: str) -> None:
