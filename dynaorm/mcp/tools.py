@@ -78,11 +78,6 @@ class Tool:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _hidden(entity: type[Entity]) -> frozenset[str]:
-    """Fields a result never holds: the encrypted ones."""
-    return frozenset(spec_of(entity).encrypted)
-
-
 #: pydantic's configuration of bytes in JSON as the tools take and give them
 _BASE64_CONFIG: Any = {"ser_json_bytes": "base64", "val_json_bytes": "base64"}
 
@@ -129,7 +124,7 @@ def json_of(entity: type[Entity]) -> _Json:
                     "type": "typed-dict", "config": _BASE64_CONFIG, "extra_behavior": "forbid",
                     "fields": {n: {"type": "typed-dict-field", "schema": _given(f["schema"]),
                                    "required": False} for n, f in fields.items()}}},
-                    _BASE64_CONFIG), set(_hidden(entity)))
+                    _BASE64_CONFIG), set(spec_of(entity).encrypted))
         finally:
             for c in held:
                 type.__setattr__(c, "__pydantic_complete__", True)
