@@ -143,11 +143,6 @@ def unfronted(url: str) -> Iterator[None]:
         _UNFRONTED.remove(url)
 
 
-def current_lag() -> IndexLag | None:
-    """The lag index reads have now (the innermost :func:`index_lag` block's)."""
-    return _LAGS[-1] if _LAGS else None
-
-
 @contextmanager
 def index_lag(seconds: float, *, seed: int | None = None) -> Iterator[IndexLag]:
     """For the block, reads of global secondary indexes and vector indexes see the table as
@@ -275,7 +270,7 @@ class Emulator:
                 ) -> IndexLag | None:
         """The lag on now; the mirrors of another lag, or of a table whose definition
         ``request`` changes, dropped."""
-        lag = current_lag() if self.lags else None
+        lag = _LAGS[-1] if self.lags and _LAGS else None  # (the innermost block's)
         with self._lock:
             if lag is not self._lag:
                 self.forget()
