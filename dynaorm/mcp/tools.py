@@ -650,10 +650,6 @@ _JSON_TYPES = ((bool, "a boolean"), (int, "an integer"), (float, "a number"),
                (type(None), "null"))
 
 
-def _json_type(value: Any) -> str:
-    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "a value")
-
-
 def _types(schema: Any) -> str:
     """What a schema (or each of its ``anyOf``/``oneOf`` choices) takes, by type."""
     if not isinstance(schema, Mapping):
@@ -692,7 +688,8 @@ def _refusal(e: Any) -> str:
     if named is not None:
         return named
     at = f"argument {where!r}" if where else "the arguments"
-    rule, bound, got = e.validator, e.validator_value, _json_type(e.instance)
+    rule, bound = e.validator, e.validator_value
+    got = next((name for kind, name in _JSON_TYPES if isinstance(e.instance, kind)), "a value")
     if rule == "type":
         return f"{at} must be {' or '.join(bound) if isinstance(bound, list) else bound}, " \
                f"not {got}"
