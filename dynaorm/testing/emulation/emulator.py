@@ -427,9 +427,9 @@ class Emulator:
             for _, key, item in due:
                 _restore(mirror.own, mirror.name, key, item)
         answer = forward(operation, {**request, "TableName": mirror.name})
-        for used in _listed(answer.get("ConsumedCapacity")):
-            if used.get("TableName") == mirror.name:
-                used["TableName"] = request["TableName"]
+        used = answer.get("ConsumedCapacity")  # (an index read's: one table's)
+        if isinstance(used, dict) and used.get("TableName") == mirror.name:
+            used["TableName"] = request["TableName"]
         return answer
 
 
@@ -440,10 +440,6 @@ def _mirrors_hidden(operation: str, answer: dict[str, Any]) -> dict[str, Any]:
     if names and any(n.endswith(MIRROR_SUFFIX) for n in names):
         return {**answer, "TableNames": [n for n in names if not n.endswith(MIRROR_SUFFIX)]}
     return answer
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
 
 
 def _fingerprint(request: dict[str, Any]) -> bytes:
