@@ -84,24 +84,22 @@ def _keys(index: Mapping[str, Any], table: Mapping[str, Any]) -> list[dict[str, 
     return [{"AttributeName": a, "KeyType": k} for a, k in key_schema(index, table)]
 
 
-def _index(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
+def _projection(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
     kind, included = projection(index, table)
-    found: dict[str, Any] = {"IndexName": index["name"], "KeySchema": _keys(index, table),
-                             "Projection": {"ProjectionType": kind}}
-    if included:
-        found["Projection"]["NonKeyAttributes"] = included
-    return found | _throughput(index)
+    return {"ProjectionType": kind, **({"NonKeyAttributes": included} if included else {})}
+
+
+def _index(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
+    return {"IndexName": index["name"], "KeySchema": _keys(index, table),
+            "Projection": _projection(index, table), **_throughput(index)}
 
 
 def _vector(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
     """A vector index as ``VectorIndexes`` holds it (CreateTable's shape)."""
-    kind, included = projection(index, table)
     found: dict[str, Any] = {
         "IndexName": index["name"], "VectorAttribute": {"AttributeName": index["attribute"]},
         "Dimensions": index["dimensions"], "DistanceFunction": index["distance"],
-        "Projection": {"ProjectionType": kind}}
-    if included:
-        found["Projection"]["NonKeyAttributes"] = included
+        "Projection": _projection(index, table)}
     schema = search_schema(index)
     if schema:
         found["SearchSchema"] = [{"AttributeName": a, "SearchSchemaElementType": role}

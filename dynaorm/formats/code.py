@@ -245,7 +245,7 @@ def _table_args(w: _Writer, table: Mapping[str, Any]) -> list[str]:
     plain = [i for i in table.get("indexes", ()) if i["kind"] != "vector"]
     vectors = [i for i in table.get("indexes", ()) if i["kind"] == "vector"]
     if plain:
-        args.append("indexes=[" + ", ".join(_index(w, i) for i in plain) + "]")
+        args.append("indexes=[" + ", ".join(_index(i) for i in plain) + "]")
     if vectors:
         args.append("vector_indexes=[" + ", ".join(_vector(i) for i in vectors) + "]")
     return args
@@ -269,7 +269,7 @@ def _projection(index: Mapping[str, Any]) -> str:
     return f", projection={projection if isinstance(projection, str) else tuple(projection)!r}"
 
 
-def _index(w: _Writer, index: Mapping[str, Any]) -> str:
+def _index(index: Mapping[str, Any]) -> str:
     if index["kind"] == "lsi":
         return f"_d.LSI({index['name']!r}, sk={index['sk'][0]!r}{_projection(index)})"
     pk, sk = list(index["pk"]), list(index.get("sk") or ())
@@ -283,7 +283,7 @@ def _index(w: _Writer, index: Mapping[str, Any]) -> str:
 
 
 def _vector(index: Mapping[str, Any]) -> str:
-    extra = "".join(f", {k}={index[k]!r}" for k in ("partition",) if index.get(k))
+    extra = f", partition={index['partition']!r}" if index.get("partition") else ""
     if index.get("filters"):
         extra += f", filters={tuple(index['filters'])!r}"
     return (f"_d.VectorIndex({index['name']!r}, attribute={index['attribute']!r}, "
@@ -326,7 +326,7 @@ def _meta_rules(w: _Writer, e: Mapping[str, Any]) -> Iterator[str]:
     if e.get("overlaps", "literal") != "literal":
         yield f"        overlaps = {e['overlaps']!r}"
     if e.get("previous"):
-        yield f"        previous = {_previous(w, e)}"
+        yield f"        previous = {_previous(e)}"
     if e.get("lock"):
         yield f"        lock = _d.Lock(**{e['lock']!r})"
 
@@ -356,7 +356,7 @@ def _shards(w: _Writer, s: Mapping[str, Any]) -> str:
     return f"_d.Shards({', '.join(args)})"
 
 
-def _previous(w: _Writer, e: Mapping[str, Any]) -> str:
+def _previous(e: Mapping[str, Any]) -> str:
     old = e["previous"]
     args = [f"{k}={old[k]!r}" for k in ("pk", "sk", "type_name")
             if old.get(k) is not None and old.get(k) != e.get(k if k != "type_name" else

@@ -89,12 +89,13 @@ def _granted(model: Mapping[str, Any], role: str, scope: str | None) -> _Grants:
     if role == "write" and scope is not None:  # (the table's own rows that render it)
         grants.leading[""] += [_Prefix(f"{r['type']}#", "#", "", f"{r['role']}s",
                                        next(iter(r["key"].values())))
-                               for r in _own(model) if r.get("scoped", True)]
+                               for r in model["table"].get("rows", ())
+                               if r.get("scoped", True)]  # (its own row kinds: dynaorm.RowKind)
     return grants
 
 
 def _policy_statements(grants: _Grants, table: str, scope: str | None,
-                       where: Mapping[str, str], refused: frozenset[str] = frozenset()
+                       where: Mapping[str, str], refused: frozenset[str]
                        ) -> list[dict[str, Any]]:
     """The policy's statements granting ``grants`` on the table named ``table``: one
     for the table, one per index, one for the vector searches; ``refused``: the
@@ -160,14 +161,6 @@ class _Grants:
                 self.on_table.add("Query")  # (a save reads the last version)
 
 
-def _own(model: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The kinds of row the table keeps beside its entities' (:class:`dynaorm.RowKind`):
-    the receipts of idempotent commits, keyed ``<type>#<scope value>#...#<digest>`` in a
-    scoped session (``scoped``: scope fields in the order of their names), and those a
-    surface registered (Powertools' records)."""
-    return list(model["table"].get("rows", ()))
-
-
 def unbound_rows(model: Mapping[str, Any], role: str, scope: str | None) -> list[str]:
     """The rows a write role held to ``scope`` may need and is not granted, because
     their keys do not render the scope: the row kinds of the model that are not
@@ -179,7 +172,7 @@ def unbound_rows(model: Mapping[str, Any], role: str, scope: str | None) -> list
         return []
     return [f"{r['role']}s (partition key {next(iter(r['key'].values()))!r}) do not carry "
             f"{{{scope}}}: not granted, so this role cannot write them "
-            f"({r.get('writer') or r['type']})" for r in _own(model)
+            f"({r.get('writer') or r['type']})" for r in model["table"].get("rows", ())
             if not r.get("scoped", True)]
 
 
@@ -188,7 +181,7 @@ def _sid(name: str) -> str:
 
 
 def _statement(sid: str, actions: Iterable[str], resources: list[str], scope: str | None,
-               leading: list[str], refused: frozenset[str] = frozenset()) -> dict[str, Any]:
+               leading: list[str], refused: frozenset[str]) -> dict[str, Any]:
     found: dict[str, Any] = {"Sid": sid, "Effect": "Allow",
                              "Action": [f"dynamodb:{a}" for a in sorted(actions)],
                              "Resource": resources}

@@ -68,7 +68,7 @@ def _one(names: list[str]) -> str | list[str]:
     return names[0] if len(names) == 1 else names
 
 
-def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     table = model["table"]
     gsis, notes = left_out(model, "mcp", multi=True)
     out = _table_config(table, gsis)
@@ -381,10 +381,6 @@ def _mcp_pattern(p: At) -> dict[str, Any]:
             "description": p.get("description", str, "a description", default="").value,
             "pattern_id": p.get("pattern_id", int, "a number").value}
 
-
-
-
-to_format = _mcp
 
 
 def from_format(doc: Any) -> list[dict[str, Any]]:

@@ -48,9 +48,7 @@ def _value(value: Any) -> str:
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, _Raw):
+    if isinstance(value, int | _Raw):  # (a number; a reference, written as it is)
         return str(value)
     text = "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c)
                    for c in str(value))

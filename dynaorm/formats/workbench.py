@@ -61,7 +61,7 @@ def _facet_attributes(model: Mapping[str, Any], entity: Mapping[str, Any],
     return out
 
 
-def _workbench(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     table = model["table"]
     key_types = table.get("key_types", {})
     keys = (table["pk"], table.get("sk"))
@@ -246,11 +246,6 @@ def _key_fields(keys: tuple[str, str | None], templates: tuple[str, str | None],
             if attr != name and name not in listed and parsed and name in parsed.exact_fields:
                 key_only.append(name)  # (a field the item holds only in its key)
     return keyed, key_only
-
-
-
-
-to_format = _workbench
 
 
 def from_format(doc: Any) -> list[dict[str, Any]]:

@@ -76,15 +76,14 @@ class Column:
 CHANGES = (Column("_op", pa.string(), False), Column("_time", pa.timestamp("us", tz="UTC"), True))
 
 
-def columns(model: type[BaseModel], omit: frozenset[str] = frozenset()) -> list[Column]:
-    """The columns of ``model``'s fields (but those in ``omit``), in declaration order."""
+def columns(model: type[BaseModel]) -> list[Column]:
+    """The columns of ``model``'s fields, in declaration order."""
     out = []
     for name, info in model.model_fields.items():
-        if name not in omit:
-            kind, convert, nullable = _arrow(info.annotation, tuple(info.metadata))
-            out.append(Column(name, kind, nullable or (
-                not info.is_required() and info.default is None), convert,
-                getattr(convert, "json", False)))
+        kind, convert, nullable = _arrow(info.annotation, tuple(info.metadata))
+        out.append(Column(name, kind, nullable or (
+            not info.is_required() and info.default is None), convert,
+            getattr(convert, "json", False)))
     return out
 
 

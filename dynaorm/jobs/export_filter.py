@@ -18,7 +18,7 @@ from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.expressions import F, Placeholders
 
 
-def scope_prefixes(table: Table, classes: Sequence[type[Entity]], scope: Mapping[str, Any]
+def scope_prefixes(classes: Sequence[type[Entity]], scope: Mapping[str, Any]
                    ) -> dict[str, tuple[str, bool]]:
     """Each entity's key prefix that proves its rows belong to ``scope`` (type name ->
     ``(prefix, exact)``: exact when the prefix is the whole partition key), from the key

@@ -153,7 +153,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     :mod:`dynaorm.lake`, whose merge commits each dataset to an Iceberg table)."""
     kind = _checked(format, options, encrypted)
     classes = _exported_entities(table, entities)
-    prefixes = None if scope is None else scope_prefixes(table, classes, scope)
+    prefixes = None if scope is None else scope_prefixes(classes, scope)
     if start_export is not None:
         if source is not None:
             raise ExportError("export: source= and start_export= exclude each other")

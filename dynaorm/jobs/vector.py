@@ -230,7 +230,7 @@ def _value(schema: Mapping[str, Any], kind: Any) -> _Plan | None:
                 return None
             tag = "SS" if inner["type"] == "str" else "NS"
             return _Plan(tag, pa.list_(pa.string()), _set(item.decode))
-        member = _member(inner, kind.value_type)
+        member = _value(inner, kind.value_type)  # (not None: a NULL member is per row)
         return None if member is None else _Plan("L", pa.list_(pa.struct(
             [pa.field(member.tag, member.json)])), _list(member))
     if tp == "dict" and _plain(schema, "keys_schema", "values_schema") and (
@@ -242,11 +242,6 @@ def _value(schema: Mapping[str, Any], kind: Any) -> _Plan | None:
         model = _nested(schema, kind)
         return None if model is None else _Plan("M", model.json, model_decoder(model))
     return _scalar(schema, kind)
-
-
-def _member(schema: Mapping[str, Any], kind: Any) -> _Plan | None:
-    """A list's member: not ``None`` (a ``NULL`` member: per row)."""
-    return _value(schema, kind)
 
 
 def _nested(schema: Mapping[str, Any], kind: Any) -> _Model | None:
@@ -269,7 +264,7 @@ def model_plan(schema: Mapping[str, Any], cols: Mapping[str, Column],
     for name, spec in schema["schema"]["fields"].items():
         if not _plain_field(spec, renamed=bool(stored.get(name))):
             return None
-        found = _field(name, spec["schema"], cols[name], stored.get(name, name),
+        found = _field(spec["schema"], cols[name], stored.get(name, name),
                        name in keyed)
         if found is None:
             return None
@@ -297,7 +292,7 @@ def _plain_field(spec: Mapping[str, Any], renamed: bool) -> bool:
         "type", "schema", "metadata", *(("validation_alias", "serialization_alias")
                                         if renamed else ())}
 
-def _field(name: str, schema: Mapping[str, Any], column: Column, attr: str, keyed: bool
+def _field(schema: Mapping[str, Any], column: Column, attr: str, keyed: bool
            ) -> _Field | None:
     default = None
     if schema.get("type") == "default":

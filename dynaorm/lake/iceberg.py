@@ -139,19 +139,18 @@ def commit(catalog: Any, namespace: str, datasets: Sequence[Dataset], source: So
     ``pyarrow.Table``) to its Iceberg table; returns the rows each commit appended, by
     table (``0``: nothing to apply, or applied already). A model change Iceberg cannot
     follow, in any dataset, is :class:`LakeError` before any table commits."""
-    catalog = _catalog(catalog)
-    with contextlib.suppress(_already()):
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
+
+    if isinstance(catalog, str):
+        catalog = load_catalog(catalog)
+    with contextlib.suppress(NamespaceAlreadyExistsError):
         catalog.create_namespace(namespace)
     for d in datasets:
-        with contextlib.suppress(_missing()):
+        with contextlib.suppress(NoSuchTableError):
             held = catalog.load_table((namespace, d.table)).schema()
             _check_types(f"{namespace}.{d.table}", held, lake_schema(d.schema))
     return {f"{namespace}.{d.table}": _apply(catalog, (namespace, d.table), d, source, read)
             for d in datasets}
-
-
-def _catalog(catalog: Any) -> Any:
-    return load_catalog(catalog) if isinstance(catalog, str) else catalog
 
 
 def load_catalog(catalog: str, warehouse: str | None = None) -> Any:
@@ -171,18 +170,6 @@ def load_catalog(catalog: str, warehouse: str | None = None) -> Any:
         return catalogs.load_catalog("dynaorm" if uri else catalog, **props)
     except (ValueError, KeyError, OSError, NotImplementedError, ImportError) as exc:
         raise LakeError(f"the lake's catalog {catalog!r} cannot be loaded: {exc}") from exc
-
-
-def _already() -> type[Exception]:
-    from pyiceberg.exceptions import NamespaceAlreadyExistsError
-
-    return NamespaceAlreadyExistsError
-
-
-def _missing() -> type[Exception]:
-    from pyiceberg.exceptions import NoSuchTableError
-
-    return NoSuchTableError
 
 
 def _apply(catalog: Any, ident: tuple[str, str], ds: Dataset, source: Source,

@@ -78,11 +78,6 @@ class Tool:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _hidden(entity: type[Entity]) -> frozenset[str]:
-    """Fields a result never holds: the encrypted ones."""
-    return frozenset(spec_of(entity).encrypted)
-
-
 #: pydantic's configuration of bytes in JSON as the tools take and give them
 _BASE64_CONFIG: Any = {"ser_json_bytes": "base64", "val_json_bytes": "base64"}
 
@@ -129,7 +124,7 @@ def json_of(entity: type[Entity]) -> _Json:
                     "type": "typed-dict", "config": _BASE64_CONFIG, "extra_behavior": "forbid",
                     "fields": {n: {"type": "typed-dict-field", "schema": _given(f["schema"]),
                                    "required": False} for n, f in fields.items()}}},
-                    _BASE64_CONFIG), set(_hidden(entity)))
+                    _BASE64_CONFIG), set(spec_of(entity).encrypted))
         finally:
             for c in held:
                 type.__setattr__(c, "__pydantic_complete__", True)
@@ -546,17 +541,18 @@ def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Any,
     return {"explanation": str(found), "tool": target.name}
 
 
-def _validator(tool: Tool) -> Any:
-    """``tool``'s input schema compiled once (a JSON Schema 2020-12 validator)."""
-    found = _VALIDATORS.get(id(tool))
+def _compiled(tool: Tool) -> tuple[Tool, Callable[[Any], bool] | None, Any]:
+    """``tool``, its quick check (:func:`_quick`) and its input schema's JSON Schema
+    2020-12 validator, compiled once."""
+    found = _COMPILED.get(id(tool))
     if found is None or found[0] is not tool:
         schemas = importlib.import_module("jsonschema")  # (untyped: stubs or not)
-        found = _VALIDATORS[id(tool)] = (tool, schemas.Draft202012Validator(tool.input_schema))
-    return found[1]
+        found = _COMPILED[id(tool)] = (tool, _quick(tool.input_schema),
+                                       schemas.Draft202012Validator(tool.input_schema))
+    return found
 
 
-_VALIDATORS: dict[int, tuple[Tool, Any]] = {}
-_QUICK: dict[int, tuple[Tool, Callable[[Any], bool] | None]] = {}
+_COMPILED: dict[int, tuple[Tool, Callable[[Any], bool] | None, Any]] = {}
 #: JSON Schema's scalar types (a bool is neither an integer nor a number)
 _SCALARS: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
@@ -622,21 +618,15 @@ def _quick_scalar(typed: Callable[[Any], bool], schema: Mapping[str, Any],
     return lambda v: typed(v) and (enum is None or v in enum) and all(
         b(v, x) for b, x in bounds)
 
-def _accepts(tool: Tool, args: Mapping[str, Any]) -> bool:
-    found = _QUICK.get(id(tool))
-    if found is None or found[0] is not tool:
-        found = _QUICK[id(tool)] = (tool, _quick(tool.input_schema))
-    return found[1] is not None and found[1](args)
-
-
 def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
     """``args`` fit ``tool``'s input schema, else :class:`ToolError` naming each argument
     refused and why (never quoting a value: it may be an encrypted field's plaintext)."""
     if len(json.dumps(args, default=str)) > MAX_ARGUMENT_BYTES:
         raise ToolError(f"{tool.name}: arguments over {MAX_ARGUMENT_BYTES} bytes")
-    if _accepts(tool, args):
+    _, quick, validator = _compiled(tool)
+    if quick is not None and quick(args):
         return  # (the plain case, checked without the full validator)
-    errors = sorted(_validator(tool).iter_errors(args),
+    errors = sorted(validator.iter_errors(args),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:  # (one refusal said once: jsonschema reports a missing name per name, each
         # naming all that are missing)
@@ -653,10 +643,6 @@ _BOUND_WORDS = {"maximum": "at most {}", "minimum": "at least {}",
 _JSON_TYPES = ((bool, "a boolean"), (int, "an integer"), (float, "a number"),
                (str, "a string"), (list, "an array"), (dict, "an object"),
                (type(None), "null"))
-
-
-def _json_type(value: Any) -> str:
-    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "a value")
 
 
 def _types(schema: Any) -> str:
@@ -697,7 +683,8 @@ def _refusal(e: Any) -> str:
     if named is not None:
         return named
     at = f"argument {where!r}" if where else "the arguments"
-    rule, bound, got = e.validator, e.validator_value, _json_type(e.instance)
+    rule, bound = e.validator, e.validator_value
+    got = next((name for kind, name in _JSON_TYPES if isinstance(e.instance, kind)), "a value")
     if rule == "type":
         return f"{at} must be {' or '.join(bound) if isinstance(bound, list) else bound}, " \
                f"not {got}"

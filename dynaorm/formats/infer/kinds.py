@@ -148,14 +148,14 @@ def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]
     keys = {k for v in values for k in v}
     if keys and all(_IDENT.match(k) and not k.startswith(("_", "model_")) and k != "Meta"
                     and not keyword.iskeyword(k) and k not in _MEMBERS for k in keys):
-        fields = _fields_of(values, keys, models, name)
+        fields = _fields_of(values, keys, models)
         return {"type": "object", "model": models(_class_name(name)), "fields": fields}
     inner = _merge([_kind(av) for v in values for av in v.values()], members=True)
     return {"type": "map", "values": _resolved(inner, name, models)}
 
 
-def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models: _Namer,
-               owner: str) -> list[dict[str, Any]]:
+def _fields_of(values: Sequence[Mapping[str, Any]], keys: Iterable[str], models: _Namer
+               ) -> list[dict[str, Any]]:
     """The fields of a nested model from the maps ``values`` (each attribute a field under
     its own name; optional unless every map holds it)."""
     out = []

@@ -111,10 +111,6 @@ def s3_factory(endpoint_url: str | None = None, region: str = "us-east-1"
     return make
 
 
-def _refused(operation: str, code: str, message: str) -> RequestError:
-    return RequestError(operation, code, message)
-
-
 def _invalid(operation: str, message: str) -> RequestError:
     return RequestError(operation, "ValidationException", message)
 
@@ -247,9 +243,10 @@ class BulkService:
             if operation == "DescribeExport":
                 found = self._exports.get(str(request.get("ExportArn")))
                 if found is None:
-                    raise _refused(operation, "ExportNotFoundException",
+                    raise RequestError(operation, "ExportNotFoundException",
                                    f"Export not found: {request.get('ExportArn')}")
-                return {"ExportDescription": _export_done(found)}
+                found.description["ExportStatus"] = "COMPLETED"  # (written whole at its start)
+                return {"ExportDescription": dict(found.description)}
             if operation == "ListExports":
                 return self._list_exports(request)
             self._tick(own)  # (time passes as the bulk API is asked: the pace's records)
@@ -268,7 +265,7 @@ class BulkService:
             known = self._operations.get(self._tokens.get(token, ""))
             if known is not None and time.monotonic() - known.since < _TOKEN_SECONDS:
                 if known.fingerprint != fingerprint:
-                    raise _refused(op, "IdempotentParameterMismatchException",
+                    raise RequestError(op, "IdempotentParameterMismatchException",
                                    "ClientToken was used with other parameters")
                 return {"BulkOperationDescription": known.description()}
         name = _table_name(str(request["TableName"]))
@@ -277,7 +274,7 @@ class BulkService:
             raise _invalid(op, f"Table {name} is part of a global table: bulk put items "
                                "does not support global tables")
         if table.get("TableStatus", "ACTIVE") != "ACTIVE":
-            raise _refused(op, "ResourceInUseException",
+            raise RequestError(op, "ResourceInUseException",
                            f"Table {name} is {table.get('TableStatus')}")
         arn = f"{table['TableArn']}/bulk-operation/{uuid.uuid4().hex}"
         found = _Operation(arn=arn, token=token, fingerprint=fingerprint, table=name,
@@ -331,7 +328,7 @@ class BulkService:
                            "have length between 37 and 1024 (and is required)")
         found = self._operations.get(arn)
         if found is None:
-            raise _refused(operation, "ResourceNotFoundException",
+            raise RequestError(operation, "ResourceNotFoundException",
                            f"Bulk operation not found: {request.get('BulkOperationArn')}")
         return found
 
@@ -519,7 +516,7 @@ class BulkService:
         known = self._exports.get(self._export_tokens.get(token or "", ""))
         if known is not None and time.monotonic() - known.since < _TOKEN_SECONDS:
             if known.fingerprint != fingerprint:
-                raise _refused(op, "ExportConflictException",
+                raise RequestError(op, "ExportConflictException",
                                "ClientToken was used with other parameters")
             return {"ExportDescription": dict(known.description)}
         name = _table_name(request["TableArn"])
@@ -534,7 +531,7 @@ class BulkService:
                 "PointInTimeRecoveryStatus": "ENABLED"}}
         if backups.get("PointInTimeRecoveryDescription", {}).get(
                 "PointInTimeRecoveryStatus") != "ENABLED":
-            raise _refused(op, "PointInTimeRecoveryUnavailableException",
+            raise RequestError(op, "PointInTimeRecoveryUnavailableException",
                            f"Point in time recovery is not enabled for table '{name}'")
         filters = request.get("FilterSpecification") or {}
         _check_filter(filters)
@@ -631,12 +628,6 @@ def _iso(epoch: float) -> str:
 
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
-
-
-def _export_done(found: _Export) -> dict[str, Any]:
-    """An export's description once described: written whole at its start."""
-    found.description["ExportStatus"] = "COMPLETED"
-    return dict(found.description)
 
 
 def _sse(conf: dict[str, Any]) -> dict[str, Any]:

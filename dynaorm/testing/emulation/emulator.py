@@ -58,19 +58,12 @@ Forward = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 #: the end of the name of a table's mirror (the table as its lagging indexes see it)
 MIRROR_SUFFIX: Final = ".dynaorm-lag"
-#: the reads that go through an index, by operation: whether a request reads one of the
-#: ``lagging`` indexes of its table (those its mirror has: :func:`mirror_definition`)
-INDEX_READS: dict[str, Callable[[dict[str, Any], frozenset[str]], bool]] = {
-    "Query": lambda request, lagging: request.get("IndexName") in lagging,
-    "Scan": lambda request, lagging: request.get("IndexName") in lagging,
-    "SearchVectors": lambda request, lagging: request.get("IndexName") in lagging,
-}
+#: the reads that go through an index (``IndexName``: lagging when its table's mirror has
+#: it: :func:`mirror_definition`)
+INDEX_READS: Final = frozenset({"Query", "Scan", "SearchVectors"})
 #: what a vector index's ``CreateTable`` entry holds of its ``DescribeTable`` entry
 _VECTOR_KEYS: Final = ("IndexName", "VectorAttribute", "Dimensions", "DistanceFunction",
                        "SearchSchema", "Projection")
-#: the operations dynaorm's moto backends answer themselves, by name: a function of the
-#: request and of how the emulator reaches moto (which has no such operation)
-ANSWERS: dict[str, Callable[[dict[str, Any], Forward], dict[str, Any]]] = {}
 _WRITES: Final = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",
                             "TransactWriteItems"})
 _SCHEMA_CHANGES: Final = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
@@ -148,11 +141,6 @@ def unfronted(url: str) -> Iterator[None]:
         yield
     finally:
         _UNFRONTED.remove(url)
-
-
-def current_lag() -> IndexLag | None:
-    """The lag index reads have now (the innermost :func:`index_lag` block's)."""
-    return _LAGS[-1] if _LAGS else None
 
 
 @contextmanager
@@ -267,7 +255,7 @@ class Emulator:
             _refuse(operation, request)
         if lag is not None and operation in INDEX_READS and request.get("IndexName"):
             mirror = self._mirror(request["TableName"], own)
-            if mirror is not None and INDEX_READS[operation](request, mirror.indexes):
+            if mirror is not None and request["IndexName"] in mirror.indexes:
                 return self._lagging_read(operation, request, mirror, lag, forward)
         if lag is None or operation not in _WRITES:
             return _mirrors_hidden(operation, self._send(operation, request, forward, own))
@@ -282,7 +270,7 @@ class Emulator:
                 ) -> IndexLag | None:
         """The lag on now; the mirrors of another lag, or of a table whose definition
         ``request`` changes, dropped."""
-        lag = current_lag() if self.lags else None
+        lag = _LAGS[-1] if self.lags and _LAGS else None  # (the innermost block's)
         with self._lock:
             if lag is not self._lag:
                 self.forget()
@@ -293,12 +281,6 @@ class Emulator:
                 if dropped is not None and dropped.indexes:
                     _drop(own, dropped.name)
         return lag
-
-    def _forward(self, operation: str, request: dict[str, Any], forward: Forward,
-                 own: Forward) -> dict[str, Any]:
-        """``request`` answered by the engine, or with the rules by :data:`ANSWERS`."""
-        answer = ANSWERS.get(operation) if self.rules else None
-        return forward(operation, request) if answer is None else answer(request, own)
 
     def _key(self, table: str, item: dict[str, Any], own: Forward) -> dict[str, Any]:
         """The key of ``item`` (or of a key) of ``table``."""
@@ -368,9 +350,9 @@ class Emulator:
             touched = [(t, self._key(t, k, own)) for t, k in _touched(operation, request)
                        ] if updated else []
         except TableNotFoundError:  # (the request fails on its own)
-            return self._forward(operation, request, forward, own)
+            return forward(operation, request)
         before = [(t, k, _read(own, t, k)) for t, k in touched]
-        answer = self._forward(operation, request, forward, own)
+        answer = forward(operation, request)
         for at, (table, key) in updated:
             item = _read(own, table, key)
             if item is not None and item_size(item) > MAX_ITEM_BYTES:
@@ -444,11 +426,10 @@ class Emulator:
             mirror.pending = [change for change in mirror.pending if change[0] > now]
             for _, key, item in due:
                 _restore(mirror.own, mirror.name, key, item)
-        answer = self._forward(operation, {**request, "TableName": mirror.name}, forward,
-                               mirror.own)
-        for used in _listed(answer.get("ConsumedCapacity")):
-            if used.get("TableName") == mirror.name:
-                used["TableName"] = request["TableName"]
+        answer = forward(operation, {**request, "TableName": mirror.name})
+        used = answer.get("ConsumedCapacity")  # (an index read's: one table's)
+        if isinstance(used, dict) and used.get("TableName") == mirror.name:
+            used["TableName"] = request["TableName"]
         return answer
 
 
@@ -459,10 +440,6 @@ def _mirrors_hidden(operation: str, answer: dict[str, Any]) -> dict[str, Any]:
     if names and any(n.endswith(MIRROR_SUFFIX) for n in names):
         return {**answer, "TableNames": [n for n in names if not n.endswith(MIRROR_SUFFIX)]}
     return answer
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
 
 
 def _fingerprint(request: dict[str, Any]) -> bytes:

@@ -128,15 +128,15 @@ def data_file(s3: Any, bucket: str, folder: str, records: Iterable[dict[str, Any
     body = gzip.compress("".join(line + "\n" for line in lines).encode())
     key = f"{folder}/data/{uuid.uuid4().hex}.json.gz"
     s3.put_object(Bucket=bucket, Key=key, Body=body)
-    md5 = hashlib.md5(body).digest()
-    return {"itemCount": len(lines), "md5Checksum": base64.b64encode(md5).decode(),
-            "etag": hashlib.md5(body).hexdigest(), "dataFileS3Key": key}
+    md5 = hashlib.md5(body)
+    return {"itemCount": len(lines), "md5Checksum": base64.b64encode(md5.digest()).decode(),
+            "etag": md5.hexdigest(), "dataFileS3Key": key}
 
 
 def write_manifests(s3: Any, bucket: str, folder: str, entries: list[dict[str, Any]], *,
-                    export_type: str, arn: str, **more: Any) -> str:
+                    export_type: str, arn: str, **more: Any) -> None:
     """``manifest-files.json`` listing ``entries`` and ``manifest-summary.json`` (with
-    ``more``'s members) in ``folder``: the summary's key."""
+    ``more``'s members) in ``folder``."""
     s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
                   Body="".join(json.dumps(e) + "\n" for e in entries).encode())
     prefix = folder.rsplit("/AWSDynamoDB/", 1)[0] if "/AWSDynamoDB/" in folder else ""
@@ -148,7 +148,6 @@ def write_manifests(s3: Any, bucket: str, folder: str, entries: list[dict[str, A
                "s3SseKmsKeyId": None, "manifestFilesS3Key": f"{folder}/manifest-files.json",
                "billedSizeBytes": 0, "itemCount": sum(e["itemCount"] for e in entries),
                "outputFormat": "DYNAMODB_JSON", "exportType": export_type, **more}
-    key = f"{folder}/manifest-summary.json"
-    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary).encode())
+    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json",
+                  Body=json.dumps(summary).encode())
     s3.put_object(Bucket=bucket, Key=f"{folder}/_started", Body=b"")
-    return key

@@ -99,13 +99,6 @@ def _vector_handler() -> type[Any]:
     return VectorHandler
 
 
-def _key_attributes(body: Mapping[str, Any]) -> set[str]:
-    """The attributes a CreateTable's key schemas (table, GSIs, LSIs) name."""
-    schemas = [body.get("KeySchema") or [], *(i.get("KeySchema") or [] for i in [
-        *(body.get("GlobalSecondaryIndexes") or []), *(body.get("LocalSecondaryIndexes") or [])])]
-    return {k["AttributeName"] for schema in schemas for k in schema}
-
-
 def _created(body: dict[str, Any]) -> dict[str, Any] | None:
     """A CreateTable's vector indexes checked as DynamoDB checks them (``None``: none), its
     search schema's attribute definitions taken out of the request moto reads."""
@@ -114,10 +107,11 @@ def _created(body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     definitions = body.get("AttributeDefinitions") or []
     billing = body.get("BillingMode") or "PROVISIONED"
-    names = {i.get("IndexName") for i in [*(body.get("GlobalSecondaryIndexes") or []),
-                                         *(body.get("LocalSecondaryIndexes") or [])]}
-    indexes = _checked(declared, definitions, billing, names, [])
-    keyed = _key_attributes(body)
+    others = [*(body.get("GlobalSecondaryIndexes") or []),
+              *(body.get("LocalSecondaryIndexes") or [])]
+    indexes = _checked(declared, definitions, billing, {i.get("IndexName") for i in others}, [])
+    keyed = {k["AttributeName"] for i in [body, *others]  # (the key schemas' attributes)
+             for k in i.get("KeySchema") or []}
     search = {e["AttributeName"] for i in indexes for e in i.get("SearchSchema") or []}
     body["AttributeDefinitions"] = [d for d in definitions if d["AttributeName"] in keyed]
     return {"indexes": indexes, "attributes": [d for d in definitions if d["AttributeName"]
