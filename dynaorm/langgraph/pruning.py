@@ -66,7 +66,7 @@ class Pruning(Rows):
             with suppress(ItemNotFoundError, ConditionFailedError):
                 yield s.commit
 
-    def _forget(self, s: Any, thread_id: str, kept: Callable[[list[Any]], Any] = lambda _: None
+    def _forget(self, s: Any, thread_id: str, kept: Callable[..., Any] = lambda _: None
                 ) -> Op:
         """The thread's rows dropped (:meth:`_drop`) but the checkpoints ``kept(found)``,
         its lease taken first (a new epoch, its own, ``lease`` long, whoever held it; its

@@ -33,13 +33,12 @@ from dynaorm.values.ttl import expired
 
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
-_NO_VALUE: Final[dict[str, Any]] = {}
 
 
 def named(item: Item, type_attr: str) -> Any:
     """The type name ``item`` stores (``None``: none, or a value no string attribute is:
     a bare string, as a get has it, is no type)."""
-    value = item.get(type_attr, _NO_VALUE)
+    value = item.get(type_attr)
     return value.get("S") if isinstance(value, dict) else None
 #: Keys per BatchGetItem request.
 BATCH_GET: Final = 100
