@@ -108,7 +108,7 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     for name, av in new.items():
         alias = model.aliases.get(name, name) if model else name
         key = alias if alias in stored else name
-        child = model.child(f".{name}") if model else None
+        child = model.child(f".{name}") if model and ("M" in av or "L" in av) else None
         place = (*where, name)
         at = whole[2].get(place)
         read = _read(whole, at) if at and at != place else None
