@@ -162,14 +162,15 @@ def test_unchanged_unique_values_leave_guards_untouched() -> None:
     assert req == {
         "TableName": T, "Key": USER_KEY,
         "UpdateExpression": "SET #n0 = :v0",
-        # the guards' values, then the written attribute's old value (no lost updates)
-        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2) "
-                               "AND (#n0 = :v3)",
+        # the guards' values and the written attribute's old value (no lost updates),
+        # each as stored when read, in the stored item's order
+        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n0 = :v2) "
+                               "AND (#n3 = :v3)",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ExpressionAttributeNames": {"#n0": "full_name", "#n1": "pk", "#n2": "email",
                                      "#n3": "username"},
         "ExpressionAttributeValues": {":v0": {"S": "Alice A."}, ":v1": {"S": "a@x.com"},
-                                      ":v2": {"S": "alice"}, ":v3": {"S": ""}},
+                                      ":v2": {"S": ""}, ":v3": {"S": "alice"}},
     }
 
 
