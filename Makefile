@@ -10,7 +10,7 @@ TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 # package and the test modules from source again (about half a second of CPU a process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-endpoint release-check test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
+.PHONY: demo test test-endpoint release-check test-botocore-wire fuzz-wire deep lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -91,6 +91,11 @@ ENDPOINT_TESTS ?= "(test_index_lag or test_vectors or test_search or test_explai
 test-endpoint: $(STAMP) dynoxide
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/python scripts/with-dynoxide.py $(BIN)/pytest -q \
 		-p no:cacheprovider -n 2 tests/integration -k $(ENDPOINT_TESTS)
+
+# Every property at the examples it declares (make test draws a quarter of them:
+# tests/support/examples.py), the rest of the suite as make test runs it.
+deep: $(STAMP) engines
+	DYNAORM_EXAMPLES=1 DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2
 
 # The integration suite on DynamoDB Local through the botocore wire (make test sends
 # through dynaorm's own wire; moto in-process and the tests that hook botocore use botocore).

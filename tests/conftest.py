@@ -49,12 +49,15 @@ from pytest_dynaorm import LAG_OPTION, endpoint_of
 from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
 from tests.support.dynoxide import Dynoxide, find_binary
 from tests.support.engines import identify
+from tests.support.examples import examples
 from tests.support.models import app
 
 # Generation speed is the machine's, not the code's: two xdist workers and the engines
 # share two cores, so a strategy's first draws can take a second ("too_slow"), which
-# says nothing about the property. Every other health check stays on.
-settings.register_profile("dynaorm", suppress_health_check=[HealthCheck.too_slow])
+# says nothing about the property. Every other health check stays on. A property that
+# declares no count draws the run's share of hypothesis's 100 (tests/support/examples.py).
+settings.register_profile("dynaorm", suppress_health_check=[HealthCheck.too_slow],
+                          max_examples=examples(100))
 settings.load_profile("dynaorm")
 
 BACKENDS = ("moto", "local", "dynoxide")

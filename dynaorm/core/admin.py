@@ -227,6 +227,7 @@ def delete_p(table: TableSchema, wait: float) -> Proto[None]:
     except RequestError as exc:
         if exc.code != "ResourceNotFoundException":
             raise
+        return  # (no table: nothing to wait for)
     yield from _settle_p(table, lambda status: status is None, wait)
 
 

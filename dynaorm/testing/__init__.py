@@ -59,7 +59,7 @@ from dynaorm.testing.emulation.emulator import EmbeddedTransport, Emulator, Inde
 from dynaorm.testing.emulation.exports import full_export, incremental_export
 from dynaorm.testing.emulation.vectors import serve_vectors
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
-from dynaorm.testing.private_apis import moto_nested, moto_sizes_unchecked
+from dynaorm.testing.private_apis import moto_botocore_only, moto_nested, moto_sizes_unchecked
 from dynaorm.testing.proxy import fault_proxy
 
 __all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "bulk_pace", "fault_proxy",
@@ -106,7 +106,7 @@ def moto_backend() -> Iterator[None]:
         rules=True, s3=s3_factory())
     _EMBEDDED.append(emulator)
     try:
-        with mock_aws(config=config), in_process_mock(
+        with moto_botocore_only(), mock_aws(config=config), in_process_mock(
                 lambda wire: EmbeddedTransport(emulator, wire)):
             yield
     finally:
