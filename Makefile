@@ -75,9 +75,13 @@ release-check: $(STAMP)
 # engines first).
 CHECKS := engines lint typecheck docs release-check
 test:
+	@date +'%T checks'
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
+	@date +'%T suite'
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
+	@date +'%T endpoint'
 	$(MAKE) --no-print-directory test-endpoint
+	@date +'%T done
 
 # The path `--dynaorm-endpoint URL` takes (the README's "any engine": the plugin's fault
 # proxy in front, the async variant on it), which the run above never takes, on a dynoxide
