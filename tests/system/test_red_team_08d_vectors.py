@@ -69,19 +69,39 @@ def _hit(embedding: Any) -> dict[str, Any]:
 
 @contextmanager
 def _hostile(body: bytes, wire: str, rows: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
+    with serving(_script({"body": body, "rows": rows})) as server, _pointed(server.url, wire):
+        yield
+
+
+def _script(answers: dict[str, Any]) -> Any:
+    """The server's script: a batch read answered with ``answers["rows"]``, any other
+    request with ``answers["body"]`` (both read as each request comes)."""
     def script(n: int, request: bytes) -> Reply:
         if b"RequestItems" not in request:
-            return Reply(answer(body))
-        return Reply(answer(json_body({"Responses": {hv.name: list(rows)}})))
+            return Reply(answer(answers["body"]))
+        return Reply(answer(json_body({"Responses": {hv.name: list(answers["rows"])}})))
 
-    with serving(script) as server:
-        bound = hv.binding()
-        try:
-            hv.connect(server.url)
-            hv.wire, hv.max_attempts = wire, 1
-            yield
-        finally:
-            hv.restore(bound)
+    return script
+
+
+@contextmanager
+def _pointed(url: str, wire: str) -> Iterator[None]:
+    bound = hv.binding()
+    try:
+        hv.connect(url)
+        hv.wire, hv.max_attempts = wire, 1
+        yield
+    finally:
+        hv.restore(bound)
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[tuple[str, dict[str, Any]]]:
+    """One loopback server for every hostile case (a case sets what it answers: each
+    request is one case's, the cases run one at a time): its URL and its answers."""
+    answers: dict[str, Any] = {"body": b"", "rows": ()}
+    with serving(_script(answers)) as server:
+        yield server.url, answers
 
 
 def _plain(embedding: Any) -> list[float] | None:
@@ -129,11 +149,13 @@ MEMBERS: dict[str, Any] = {
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 @pytest.mark.parametrize("case", list(MEMBERS))
 def test_a_hostile_vector_is_the_plain_ways_floats_or_dynaorms_error(
-        case: str, wire: str, kind: str) -> None:
+        case: str, wire: str, kind: str, hostile: tuple[str, dict[str, Any]]) -> None:
     embedding = MEMBERS[case]
-    body = json.dumps({"SearchResults": [_hit(embedding)]}).encode()
+    url, answers = hostile
+    answers["body"] = json.dumps({"SearchResults": [_hit(embedding)]}).encode()
+    answers["rows"] = [_hit(embedding)["Item"]]
     expected = _plain(embedding)
-    with _hostile(body, wire, [_hit(embedding)["Item"]]):
+    with _pointed(url, wire):
         s: Any = Session(hv) if kind == "sync" else BlockingAsyncSession(AsyncSession(hv))
         try:
             hits = s.search(Pt, "by_distance", vector=[1, 0, 0], top=1).all()
