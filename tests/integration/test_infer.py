@@ -45,8 +45,9 @@ from tests.support.published import (
 )
 
 # (sync only: botocore events on a plain boto3 client)
-# (moto and DynamoDB Local: what these attack does not depend on the engine beyond
-# them, and CI has 30 minutes)
+# (moto and DynamoDB Local where the engine's answers are asserted: its errors, pages,
+# capacity, TTL, indexes and legacy conditions; moto alone where what inference makes of
+# the items is the subject, marked)
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
 
 READS = {"DescribeTable", "DescribeTimeToLive", "Scan"}
@@ -100,6 +101,7 @@ def _scan(client: Any, name: str) -> list[dict[str, Any]]:
 
 
 # -- published designs ---------------------------------------------------------------------
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 def test_published_designs_score(raw: tuple[Any, list[str]],
                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Published designs of several origins (AWS samples, NoSQL Workbench models, items
@@ -160,6 +162,7 @@ def test_code_runs_and_check_claims_every_placed_item(raw: tuple[Any, list[str]]
         [e["pk"] for e in model["entities"]])
 
 
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 def test_nothing_is_written(raw: tuple[Any, list[str]]) -> None:
     """Every request inference sends is a read (captured at botocore), and the table
     holds what it held."""
@@ -196,6 +199,7 @@ def test_consumed_capacity_reported(raw: tuple[Any, list[str]]) -> None:
 
 
 # -- the project's own designs ------------------------------------------------------------
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 def test_project_designs_score(backend: str | None, capsys: pytest.CaptureFixture[str]) -> None:
     """Every table of the examples and the suite's designs (tests/support/designs.py),
     written by dynaorm with three objects of each entity, is inferred back: at least 90%
@@ -349,6 +353,7 @@ def _entity_source(n: int, templates: tuple[str, ...], table: str) -> str:
             f"{fields}    note: str = ''\n")
 
 
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 @given(model=_models(), data=st.data())
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
@@ -394,6 +399,7 @@ def _where(backend: str | None) -> list[str]:
     return ["--region", "us-east-1", *(["--endpoint", backend] if backend else [])]
 
 
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 def test_cli_every_format(raw: tuple[Any, list[str]], backend: str | None) -> None:
     name = _design(raw, "session_management")
     for fmt in (*FORMATS, "code"):
@@ -405,6 +411,7 @@ def test_cli_every_format(raw: tuple[Any, list[str]], backend: str | None) -> No
     assert code == 0 and '"sampled": 3' in out
 
 
+@pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 def test_cli_code_imports_and_runs(raw: tuple[Any, list[str]], backend: str | None,
                                    tmp_path: Path) -> None:
     name = _design(raw, "online_shop")

@@ -44,7 +44,8 @@ from tests.conftest import engine_of, wire_of
 from tests.support.offload import Bucket, bucket, kms_for, referenced
 from tests.support.recording import Requests, send
 
-#: (what it asserts depends on the engine: it runs on each)
+#: (what the engine answers: the key table's conditions, races and settings, on each
+#: engine; a test of what dynaorm seals, reads and deletes by construction on moto alone)
 pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
 
 KEY, OLD = b"t" * 32, b"o" * 32
@@ -161,6 +162,7 @@ def test_the_key_table_keeps_no_copies(kt: tuple[TestBackend, Bucket],
     assert pitr.get("PointInTimeRecoveryStatus", "DISABLED") == "DISABLED"
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_forget_makes_every_copy_of_the_tenants_values_unreadable(
         kt: tuple[TestBackend, Bucket]) -> None:
     tb, b = kt
@@ -223,6 +225,7 @@ def test_forget_refuses_writes_for_the_tenant_and_is_idempotent(
         ks.forget(scope={"name": "acme"})
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_another_process_sees_the_forget_once_its_cached_key_is_old(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A process that cached a tenant's key reads it until the key is older than
@@ -246,6 +249,7 @@ def test_another_process_sees_the_forget_once_its_cached_key_is_old(
         tb.session().get(Account, tenant_id="acme", account_id="1", consistent=True)
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_a_forget_is_seen_at_once_by_another_table_object_of_the_same_table(
         kt: tuple[TestBackend, Bucket], backend: str | None) -> None:
     """A second Table object of the same table (a client of its own) that holds the
@@ -325,6 +329,7 @@ def test_a_forget_racing_a_write_of_another_table_object(
         ks2.restore(was[1])
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_a_forget_of_a_tenant_nothing_was_sealed_for_warns_and_says_so(
         kt: tuple[TestBackend, Bucket]) -> None:
     """A forget that finds no key (nothing was ever sealed under the tenant's key: a
@@ -375,6 +380,7 @@ def test_two_writers_never_make_two_keys_for_one_tenant(
                             consistent=True).iban == "first"
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_seal_and_open_bytes_for_a_tenant(kt: tuple[TestBackend, Bucket]) -> None:
     """What a surface that stores values of its own seals them with (LangGraph's
     ``sealed=True``): bound to the table and a context, under the tenant's key."""
@@ -393,6 +399,7 @@ def test_seal_and_open_bytes_for_a_tenant(kt: tuple[TestBackend, Bucket]) -> Non
         ks.seal(b"more", scope={"tenant_id": "acme"})
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_reencrypt_moves_a_tenants_values_under_its_key_and_rewraps_it(
         kt: tuple[TestBackend, Bucket]) -> None:
     """Rotation per tenant: values sealed before the table declared key_scope (under
@@ -426,6 +433,7 @@ def test_reencrypt_moves_a_tenants_values_under_its_key_and_rewraps_it(
     assert report.failed == [] and report.forgotten == 1
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_reencrypt_to_a_tenants_key_reaches_its_values_kept_in_s3(
         kt: tuple[TestBackend, Bucket], backend: str | None, request: pytest.FixtureRequest,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -483,6 +491,7 @@ def test_encrypted_fields_need_the_key_scope_field() -> None:
             secret: Encrypted[str] = ""
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_dynaorm_forget_is_the_command(kt: tuple[TestBackend, Bucket],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     from dynaorm.cli.main import main
@@ -503,6 +512,7 @@ def test_dynaorm_forget_is_the_command(kt: tuple[TestBackend, Bucket],
 
 
 # -- KMS: tenant keys wrapped by KMS, asked through the client, cached -------------------
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_tenant_keys_through_kms(backend: str | None, request: pytest.FixtureRequest,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = None if backend is None else request.getfixturevalue("dynaorm_moto_server")
@@ -568,6 +578,7 @@ def test_forget_and_seal_awaited(kt: tuple[TestBackend, Bucket],
     assert asyncio.run(main()) == (b"state", True, True)
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 @pytest.mark.sync_only
 def test_a_forked_child_reads_and_forgets_with_its_own_locks(
         kt: tuple[TestBackend, Bucket], request: pytest.FixtureRequest) -> None:
@@ -827,6 +838,7 @@ def _of(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
     return [r for r in rows if (r.get("owner_pk") or r["pk"])["S"].startswith(f"T#{tenant}#")]
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_a_forgotten_tenant_is_deleted_every_way_without_its_values(
         kg: tuple[TestBackend, Bucket]) -> None:
     """After a forget, every delete of the tenant's rows goes (a loaded object, by key,
@@ -911,6 +923,7 @@ class Book(Versioned):
     text: Encrypted[Offloaded[str]]
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 @pytest.mark.parametrize("how", ["by key", "loaded before", "keyed commit"])
 def test_a_forgotten_tenants_row_in_its_previous_layout_is_deleted(
         backend: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
@@ -966,6 +979,7 @@ def _in(rows: list[dict[str, Any]], tenant: str) -> list[dict[str, Any]]:
     return [r for r in rows if f"#{tenant}#" in (r.get("owner_pk") or r["pk"])["S"]]
 
 
+@pytest.mark.engines("moto")  # (by construction: see the module's marker)
 def test_check_repair_keeps_a_forgotten_tenants_objects_while_its_rows_hold_them(
         kg: tuple[TestBackend, Bucket]) -> None:
     """``check --repair`` (every object old enough to judge) removes no object a
