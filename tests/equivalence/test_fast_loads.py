@@ -750,7 +750,9 @@ def test_pages_read_in_many_threads_at_once_leave_the_collector_on() -> None:
 
     reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
     assert reader is not None
-    body = _body({"Items": _row_page(200), "Count": 200})
+    # (a short page: more pauses and resumes of the collector, to be interleaved, per
+    # row validated)
+    body = _body({"Items": _row_page(20), "Count": 20})
     expected = [_seen(obj) for obj in reader(body)["Items"]]  # type: ignore[index]
     seen: list[list[Any]] = []
     errors: list[BaseException] = []

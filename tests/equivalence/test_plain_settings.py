@@ -14,7 +14,7 @@ import dataclasses
 import datetime
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from dynaorm.client.settings import (
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 from dynaorm.wire import WireSettings, sigv4
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.loaders import shared_loaders
 
 FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
 
@@ -166,8 +167,7 @@ def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -
     assert _seen(fast_settings) == _seen(slow_settings)
     # the botocore client itself: the same endpoint, region, and (but for botocore's
     # business-metrics token, which names features making a client used) User-Agent
-    client = create_client(endpoint_url, region, config=config,
-                           session=botocore.session.get_session())
+    client = create_client(endpoint_url, region, config=config, session=session)
     own = client_endpoint(client, credentials)
     assert (client.meta.endpoint_url, client.meta.region_name) == (
         fast_settings.endpoint.url, fast_settings.endpoint.region)
@@ -183,6 +183,12 @@ def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -
     for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
         assert signed.get(name) == theirs.get(name), name
     return True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parsed_once() -> Iterator[None]:
+    with shared_loaders():
+        yield
 
 
 #: the signer's own clock, before a test freezes it

@@ -7,6 +7,7 @@ other partitions) no light settings are made and the client is built as before."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from dynaorm.client.botocore import create_client
 from dynaorm.client.plain import light_settings as light_client
 from dynaorm.wire import WireSettings
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.loaders import shared_loaders
 
 _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION",
           "AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "AWS_USE_FIPS_ENDPOINT",
@@ -26,6 +28,13 @@ _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DE
           "AWS_SDK_UA_APP_ID", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy",
           "http_proxy", "no_proxy", "AWS_PROFILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
 _PLAIN = Credentials("AKID", "SECRET")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parsed_once() -> Iterator[None]:
+    """The module's botocore sessions share the parsed models (``shared_loaders``)."""
+    with shared_loaders():
+        yield
 
 
 @pytest.fixture(autouse=True)

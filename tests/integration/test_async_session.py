@@ -73,14 +73,14 @@ def notes(n: int) -> list[Note]:
 
 
 def test_concurrent_gets_with_gather(local: TestBackend) -> None:
-    Session(app).save_many(notes(40))
+    Session(app).save_many(notes(20))
     seen: list[RequestEvent] = []
     app.on_request(seen.append)
 
     async def main() -> list[Note | None]:
         s = AsyncSession(app)
         first = await client(app)
-        got = await asyncio.gather(*(s.get(Note, note_id=f"n{i:03}") for i in range(45)))
+        got = await asyncio.gather(*(s.get(Note, note_id=f"n{i:03}") for i in range(24)))
         assert await client(app) is first  # one client per table and event loop
         return got
 
@@ -89,9 +89,9 @@ def test_concurrent_gets_with_gather(local: TestBackend) -> None:
     finally:
         app._listeners.remove(seen.append)
     assert [g.note_id if g else None for g in got] == [
-        *(f"n{i:03}" for i in range(40)), None, None, None, None, None]
+        *(f"n{i:03}" for i in range(20)), None, None, None, None]
     assert got[3] == Note(note_id="n003", body="body 3")
-    assert sum(e.operation == "GetItem" for e in seen) == 45
+    assert sum(e.operation == "GetItem" for e in seen) == 24
 
 
 @pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")

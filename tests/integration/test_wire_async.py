@@ -43,6 +43,7 @@ from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.wire import AsyncWire
 from dynaorm.wire.endpoint import client_endpoint
 from tests.support.hostile import certificate
+from tests.support.loaders import shared_loaders
 from tests.support.models import Note, User, app
 
 pytestmark = [pytest.mark.sync_only,  # each test drives both async wires itself
@@ -61,6 +62,14 @@ def arun(coro: Coroutine[Any, Any, R]) -> R:
             await close()
 
     return asyncio.run(closing())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parsed_once() -> Iterator[None]:
+    """The module's botocore and aiobotocore sessions share the parsed models
+    (``shared_loaders``: each session still new)."""
+    with shared_loaders():
+        yield
 
 
 @pytest.fixture(params=["local", "dynoxide"])

@@ -40,6 +40,7 @@ from dynaorm import (
 from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
 from dynaorm.wire import TARGET_PREFIX, SyncWire, answer_error, decode, render, sigv4
+from tests.support.loaders import shared_loaders
 from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
@@ -379,6 +380,13 @@ def test_a_bodyless_server_error_is_a_retryable_maybe_applied_one(status: int) -
 
 # -- the wire itself ------------------------------------------------------------------------
 FROZEN = datetime.datetime(2026, 11, 23, 12, 34, 56)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parsed_once() -> Iterator[None]:
+    """The module's botocore sessions share the parsed models (``shared_loaders``)."""
+    with shared_loaders():
+        yield
 
 
 @pytest.fixture
