@@ -333,6 +333,7 @@ def _lake_state(catalog: Any) -> tuple[Any, ...]:
     return (str(t.schema()), [s.snapshot_id for s in t.snapshots()], rows)
 
 
+@pytest.mark.engines("moto")  # (the lake's evolution is dynaorm's and pyiceberg's: one engine)
 @pytest.mark.parametrize("change", CHANGES, ids=[c[0] for c in CHANGES])
 def test_a_model_change_between_runs_is_evolution_or_lake_error(
         backend: str | None, aws: None, tmp_path: Path, change: Any) -> None:  # noqa: F811
