@@ -59,6 +59,10 @@ from tests.support.spans import Spans
 pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
 
 KEY, OLD, OTHER, MAC = b"k" * 32, b"o" * 32, b"x" * 32, b"m" * 32
+#: KMS is a moto server's whatever the table's engine: its requests on moto and, through
+#: dynaorm's own wire, on DynamoDB Local (dynoxide, on botocore's wire, added nothing
+#: but a third table; ``test_kms_requests_are_requests_of_the_client`` keeps all three)
+KMS_ENGINES = pytest.mark.engines("moto", "local")
 
 
 def ring(key: bytes, *previous: bytes) -> StaticKeyring:
@@ -419,6 +423,7 @@ def _put_raw(tb: TestBackend, item: dict[str, Any]) -> None:
     client.put_item(TableName=tb.table.name, Item=item)
 
 
+@pytest.mark.engines("moto")  # (opening a stored value is the client's: one engine)
 def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -> None:
     s = eb.session()
     _save(s, Patient(patient_id="p1", name="Ada", ssn="111", score=1),
@@ -813,6 +818,7 @@ def test_kms_requests_are_requests_of_the_client(kv: Kms) -> None:
                                "GetItem", "Scan"]
 
 
+@KMS_ENGINES
 def test_a_commit_with_unique_encrypted_values_is_planned_once(
         kv: Kms, monkeypatch: pytest.MonkeyPatch) -> None:
     """Contract 23: the MACs a commit renders into guard keys (new values, and stored ones
@@ -861,6 +867,7 @@ def test_a_commit_with_unique_encrypted_values_is_planned_once(
     assert [i for i in kv.tb.scan_raw() if i["pk"]["S"].startswith("email#")] == []
 
 
+@KMS_ENGINES
 def test_kms_requests_say_their_service(kv: Kms) -> None:
     """Each attempt says the AWS service it goes to (``Attempt.service``): ``"kms"`` for a
     keyring's requests (named ``kms:Name``), ``"dynamodb"`` for the table's."""
@@ -883,6 +890,7 @@ def test_kms_requests_say_their_service(kv: Kms) -> None:
     assert all(service == "kms" for service, op in services if op.startswith("kms:"))
 
 
+@KMS_ENGINES
 def test_kms_data_keys_are_bounded_by_use_and_age(kv: Kms) -> None:
     """A data key seals ``max_uses`` values for ``max_age`` seconds: the next commit's
     prepare past either asks for a new one (a plan already made keeps its own)."""
@@ -901,6 +909,7 @@ def test_kms_data_keys_are_bounded_by_use_and_age(kv: Kms) -> None:
     assert sorted(m.member_id for m in s.scan(Member).all()) == [f"m{i}" for i in range(8)]
 
 
+@KMS_ENGINES
 def test_kms_rotation_reads_old_values_and_refuses_a_dropped_key(kv: Kms) -> None:
     _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"))
     second = kv.kms.create_key()["KeyMetadata"]["KeyId"]
@@ -922,6 +931,7 @@ def test_kms_rotation_reads_old_values_and_refuses_a_dropped_key(kv: Kms) -> Non
     assert info.value.key_id == second
 
 
+@KMS_ENGINES
 def test_kms_reencrypt_lets_the_first_key_go(kv: Kms) -> None:
     """``jobs.reencrypt`` asks KMS through the client (Decrypt under the first key for each
     data key it meets, one GenerateDataKey under the second), and the first key leaves the
@@ -947,6 +957,7 @@ def test_kms_reencrypt_lets_the_first_key_go(kv: Kms) -> None:
         _save(s, Member(member_id="m2", email="ada@example.com"))
 
 
+@KMS_ENGINES
 def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:
     """Each read decodes only after asking for the data keys it has not unwrapped, each
     write encodes only after asking for a data key (a fresh keyring before each step:
@@ -980,6 +991,7 @@ def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:
     assert seen.operations.count("kms:GenerateDataKey") == 5
 
 
+@KMS_ENGINES
 def test_check_and_streams_ask_kms_through_the_client(kv: Kms) -> None:
     """``dynaorm check`` audits guards by the MACs of the values it reads, and a stream's
     images open: both ask KMS (Decrypt, GenerateMac) through the table's client."""
@@ -1004,6 +1016,7 @@ def test_check_and_streams_ask_kms_through_the_client(kv: Kms) -> None:
     assert seen.operations == ["kms:Decrypt"]
 
 
+@KMS_ENGINES
 @pytest.mark.sync_only  # (the sync driver's sleep)
 def test_a_kms_throttle_is_retried(kv: Kms) -> None:
     kvault.db.driver.sleep = lambda seconds: None
@@ -1019,6 +1032,7 @@ def test_a_kms_throttle_is_retried(kv: Kms) -> None:
     assert faults.sent["kms:Decrypt"] == 2
 
 
+@KMS_ENGINES
 @pytest.mark.sync_only  # (the sync driver's sleep)
 def test_a_kms_failure_past_the_attempts_is_a_keyring_error(kv: Kms) -> None:
     """A KMS request that fails after its retries is a KeyringError naming the key (the
@@ -1047,6 +1061,7 @@ def test_a_kms_failure_past_the_attempts_is_a_keyring_error(kv: Kms) -> None:
     assert info.value.key_id == kv.key
 
 
+@KMS_ENGINES
 def test_missing_wrong_and_refused_kms_keys_name_the_key(kv: Kms) -> None:
     """A missing key (NotFoundException), a key of the wrong kind (InvalidKeyUsage), a
     data key KMS refuses to unwrap (an edited wrapped key: AccessDenied): each a
@@ -1078,6 +1093,7 @@ def test_missing_wrong_and_refused_kms_keys_name_the_key(kv: Kms) -> None:
     assert isinstance(refused.value.__cause__.__cause__, RequestError)
 
 
+@KMS_ENGINES
 def test_kms_attempts_are_spans_of_their_operation(kv: Kms) -> None:
     spans = Spans()
     kvault.db.tracing.tracer_provider = spans.provider
@@ -1102,6 +1118,7 @@ def test_kms_attempts_are_spans_of_their_operation(kv: Kms) -> None:
         kvault.db.tracing.tracer_provider = None
 
 
+@KMS_ENGINES
 @pytest.mark.sync_only  # (the sync driver's sleep)
 def test_rate_holds_kms_requests(kv: Kms) -> None:
     """``rate=``: a KMS request consumes no capacity unit but waits, as every request

@@ -671,6 +671,7 @@ def _replayed(tb: TestBackend, cls: type[Entity], key: str) -> Entity:
     return obj
 
 
+@pytest.mark.engines("moto")  # (the state a replayed object holds is dynaorm's own)
 @pytest.mark.parametrize("cls", list(KEPT), ids=lambda c: c.__name__)
 def test_a_replayed_object_with_sealed_or_offloaded_values_saves_again(
         kb: tuple[TestBackend, Bucket], cls: type[Entity]) -> None:
@@ -697,8 +698,13 @@ def test_a_replayed_object_with_sealed_or_offloaded_values_saves_again(
     assert tb.session().get(cls, sid="1") == obj
 
 
-@pytest.mark.parametrize("when", ["before the replay", "after the replay"])
-@pytest.mark.parametrize("cls", list(KEPT), ids=lambda c: c.__name__)
+#: (the refusal is the engine's condition, on the reference engine too; when the other
+#: writer came does not depend on what kind of values the class keeps: each class once,
+#: the two moments in turn)
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize(("cls", "when"), [
+    (cls, ("before the replay", "after the replay")[i % 2]) for i, cls in enumerate(KEPT)],
+    ids=lambda v: getattr(v, "__name__", str(v)))
 def test_a_replayed_object_saved_over_a_change_since_is_refused(
         kb: tuple[TestBackend, Bucket], cls: type[Entity], when: str) -> None:
     """The other side of the test above: another writer's change of the replayed row's

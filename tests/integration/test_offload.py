@@ -155,6 +155,7 @@ def consistent(tb: TestBackend, b: Bucket) -> None:
 
 
 # -- what is stored ------------------------------------------------------------------------
+@pytest.mark.engines("moto")  # (what the client sends S3, never the engine's)
 def test_a_small_value_stays_in_its_row_and_asks_s3_nothing(s3: tuple[TestBackend, Bucket]
                                                             ) -> None:
     tb, b = s3
@@ -287,6 +288,7 @@ def test_a_page_fetches_its_objects_in_parallel_one_get_each(
     assert set(seen.operations) == {"Scan", "s3:GetObject"}
 
 
+@pytest.mark.engines("moto")  # (S3's object checked by the client: one engine)
 def test_a_read_of_a_missing_object_raises_never_another_value(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
@@ -479,6 +481,7 @@ def test_compressed_then_sealed_then_offloaded(s3: tuple[TestBackend, Bucket]) -
     assert tb.session().get(Secret, sid="1", consistent=True).text == text
 
 
+@pytest.mark.engines("moto", "local")  # (KMS and S3 a moto server's on any engine)
 def test_a_rotation_reaches_the_offloaded_values_and_the_old_key_can_go(
         s3: tuple[TestBackend, Bucket], backend: str | None, request: pytest.FixtureRequest,
         monkeypatch: pytest.MonkeyPatch) -> None:
