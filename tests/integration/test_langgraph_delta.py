@@ -28,7 +28,10 @@ from langgraph.graph import END, START, StateGraph
 from dynaorm import Table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 from tests.support.recording import Requests
+
+pytestmark = pytest.mark.usefixtures("moto_copies_once")
 
 agents = Table("langgraph_delta", ttl="expires_at")
 
@@ -214,11 +217,26 @@ def _rows(tb: TestBackend, thread: str) -> int:
     return sum(i["pk"]["S"] == f"LG#{thread}" for i in tb.scan_raw())
 
 
-@pytest.mark.engines("moto", "local")
-@pytest.mark.parametrize("use_async", [False, True])
-@pytest.mark.parametrize("op", ["prune", "delete_for_runs", "copy_thread"])
+OPS = ["prune", "delete_for_runs", "copy_thread"]
+
+
+@pytest.mark.engines("moto")
+@pytest.mark.parametrize("op", OPS)
 def test_the_state_read_after_prune_delete_for_runs_and_copy_is_the_state_before(
-        tb: TestBackend, op: str, use_async: bool) -> None:
+        tb: TestBackend, op: str) -> None:
+    """The sync methods on moto (their async twins on DynamoDB Local: below, each pair
+    once, each engine with every method)."""
+    _state_kept(tb, op, use_async=False)
+
+
+@pytest.mark.engines("local")
+@pytest.mark.parametrize("op", OPS)
+def test_the_state_read_after_the_async_prune_delete_and_copy_is_the_state_before(
+        tb: TestBackend, op: str) -> None:
+    _state_kept(tb, op, use_async=True)
+
+
+def _state_kept(tb: TestBackend, op: str, use_async: bool) -> None:
     """Five turns, a snapshot every 4 updates (the latest checkpoint is none): after
     ``prune(keep_latest)``, ``delete_for_runs`` of the first four runs, or
     ``copy_thread``, the state read (DeltaChannel ``messages``, plain ``plain``) is the
@@ -267,25 +285,25 @@ def test_prune_of_a_chain_written_by_hand_keeps_it_back_to_its_snapshot(
 
 
 @pytest.mark.engines("moto")
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_history_walk_is_one_query_and_reads_as_in_memory_saver(
-        tb: TestBackend, use_async: bool) -> None:
+def test_a_history_walk_is_one_query_and_reads_as_in_memory_saver(tb: TestBackend) -> None:
     """``get_state_history`` of a 10-turn thread (40 checkpoints, each asking its
-    DeltaChannel's history; a snapshot every 4 updates) sends one Query: each history
-    walks the rows the list read (before: a Query a checkpoint, 33, each reading back to
-    its seed), and reads InMemorySaver's values."""
+    DeltaChannel's history; a snapshot every 4 updates) sends one Query, sync and async
+    (the thread written once for both: reading it writes nothing): each history walks
+    the rows the list read (before: a Query a checkpoint, 33, each reading back to its
+    seed), and reads InMemorySaver's values."""
     ours, theirs = graph(Saver(agents), every=4), graph(InMemorySaver(), every=4)
     for g in ours, theirs:
         _turns(g, "walk", 10)
+    expected = [s.values for s in theirs.get_state_history(_config("walk"))]
 
     async def alist(g: Any) -> list[Any]:
         return [s async for s in g.aget_state_history(_config("walk"))]
-    rec = Requests(agents)
-    got = asyncio.run(alist(ours)) if use_async else list(ours.get_state_history(
-        _config("walk")))
-    assert Counter(op for op, _ in rec.calls) == {"Query": 1}
-    assert [s.values for s in got] == [s.values for s in theirs.get_state_history(
-        _config("walk"))] and len(got) == 40
+    for use_async in (False, True):
+        rec = Requests(agents)
+        got = asyncio.run(alist(ours)) if use_async else list(ours.get_state_history(
+            _config("walk")))
+        assert Counter(op for op, _ in rec.calls) == {"Query": 1}, use_async
+        assert [s.values for s in got] == expected and len(got) == 40
 
 
 @pytest.mark.engines("moto")

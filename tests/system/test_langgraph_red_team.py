@@ -37,12 +37,14 @@ from dynaorm import (
 )
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
 agents = Table("langgraph_red", ttl="expires_at")
 # (sync only: the saver's own a... methods are its async variant)
 # (moto and DynamoDB Local: what these attack does not depend on the engine beyond
 # them, and CI has 30 minutes)
-pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local"),
+              pytest.mark.usefixtures("moto_copies_once")]
 
 
 def _canon(item: Any) -> str:
@@ -277,7 +279,7 @@ def test_a_task_with_more_writes_than_a_transaction_holds(tb: TestBackend) -> No
     """A task of 101 writes (a node fanning out 101 Sends) is saved (one transaction a
     100) and read back whole, as the model reads it. (It was refused: one transaction.)"""
     saver, model = Saver(agents, scope=_tenant()), Model()
-    writes = [("__pregel_tasks", f"send {i}") for i in range(101)]
+    writes = [("__pregel_tasks", f"send {i}") for i in range(150)]
     for s in saver, model:
         s.put_writes(_put(s, "th", "", "1"), writes, "task")
     assert _state(saver, "th") == _state(model, "th")
@@ -292,9 +294,12 @@ def test_a_task_s_writes_stopped_between_transactions_are_never_read_in_part(
     """LangGraph takes a task with an output write as finished (its writes go back to it;
     it is not run again: ``langgraph.pregel._task_status``): a ``put_writes`` stopped
     between its transactions must never show part of the task's writes, else the rest are
-    lost. None of them shows (the task runs again); run again, all of them, once."""
+    lost. None of them shows (the task runs again); run again, all of them, once. (150
+    writes: stopped after the first transaction's 100, before its 50; a stop between
+    two of three transactions, and a lost answer, are test_red_team_lg.py's
+    test_put_writes_shows_all_of_a_task_or_none_and_tells_the_truth.)"""
     saver, model = Saver(agents, scope=_tenant()), Model()
-    writes = [("__pregel_tasks", f"send {i}") for i in range(250)]
+    writes = [("__pregel_tasks", f"send {i}") for i in range(150)]
     for s in saver, model:
         s.put_writes(_put(s, "th", "", "1"), [("m", "other")], "other task")
     with inject_faults(agents) as faults:
@@ -310,7 +315,7 @@ def test_a_task_s_writes_stopped_between_transactions_are_never_read_in_part(
         s.put_writes(_conf("th", "", "1"), writes, "task")
     assert _state(saver, "th") == _state(model, "th")
     found = saver.get_tuple(_conf("th"))
-    assert found is not None and len(found.pending_writes) == 251
+    assert found is not None and len(found.pending_writes) == 151
 
 
 HOSTILE = ["é☃", "ns|a:b", "_", "C", "W", "0", "-1", " ", "%23", "\u0000x", "a" * 900,
