@@ -19,13 +19,10 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES, _is_
 from dynaorm import Table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 from tests.vendor.langgraph_conformance import (
     test_delta_channel_history,
     test_delta_channel_reconstruction,
 )
-
-pytestmark = pytest.mark.usefixtures("moto_copies_once")
 
 agents = Table("langgraph_conformance", ttl="expires_at")
 

@@ -28,10 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from dynaorm import Table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 from tests.support.recording import Requests
-
-pytestmark = pytest.mark.usefixtures("moto_copies_once")
 
 agents = Table("langgraph_delta", ttl="expires_at")
 

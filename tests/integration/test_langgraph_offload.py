@@ -27,11 +27,10 @@ from dynaorm import ItemTooLargeError, OutcomeUnknownError, StaticKeyring, Table
 from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 from tests.support.offload import Bucket, bucket, referenced
 from tests.support.recording import Requests
 
-pytestmark = [pytest.mark.engines("moto"), pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.engines("moto")]
 agents = Table("lg_offload", offload="s3://placeholder/v/")
 vault = Table("lg_offload_sealed", offload="s3://placeholder/v/",
               keyring=StaticKeyring(os.urandom(32)))

@@ -20,9 +20,8 @@ from langgraph.store.base import PutOp
 from dynaorm import DecryptionError, DynaormError, KeyringError, StaticKeyring, Table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
-pytestmark = [pytest.mark.engines("moto"), pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.engines("moto")]
 RING = StaticKeyring(os.urandom(32))
 vault = Table("langgraph_sealed", ttl="expires_at", keyring=RING)
 # (a writer without the keyring, and one with another: their rows are copied into the

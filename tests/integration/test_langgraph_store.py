@@ -38,11 +38,9 @@ from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
 #: (what it asserts depends on the engine: it runs on each)
-pytestmark = [pytest.mark.engines("moto", "local", "dynoxide"),
-              pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.engines("moto", "local", "dynoxide")]
 
 DIMS = 8
 plain = Table("lg_store", ttl="expires")

@@ -37,14 +37,12 @@ from dynaorm import (
 )
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
 agents = Table("langgraph_red", ttl="expires_at")
 # (sync only: the saver's own a... methods are its async variant)
 # (moto and DynamoDB Local: what these attack does not depend on the engine beyond
 # them, and CI has 30 minutes)
-pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local"),
-              pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
 
 
 def _canon(item: Any) -> str:

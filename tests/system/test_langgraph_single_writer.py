@@ -37,14 +37,12 @@ from langgraph.types import Command, interrupt
 from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
 agents = Table("langgraph_single", ttl="expires_at")
 LEASE = timedelta(seconds=30)
 # (threads, a fault injector and a clock of its own: sync only; on DynamoDB Local, whose
 # conditions and transactions these clauses are about)
-pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local"),
-              pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]
 
 
 class State(TypedDict):

@@ -41,11 +41,10 @@ from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
 # (moto and DynamoDB Local: what these attack does not depend on the engine beyond them,
 # and CI has 30 minutes)
-pytestmark = [pytest.mark.engines("moto", "local"), pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.engines("moto", "local")]
 
 DIMS = 4
 memory = Table("lg_red_store", ttl="expires")

@@ -33,10 +33,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from dynaorm import DynaormError, Table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
-from tests.support.moto_once import moto_copies_once  # noqa: F401 (the fixture)
 
-pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto"),
-              pytest.mark.usefixtures("moto_copies_once")]
+pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
 _QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=6)
 
