@@ -9,6 +9,7 @@ of the traced paths are ``test_budgets.py``'s."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import tomllib
@@ -53,25 +54,51 @@ FOREIGN = frozenset({
 })
 
 
-def _defined() -> set[str]:
-    """Every name the project's Python defines (functions, classes, assignments,
-    attributes set, parameters, imports) and every module's name."""
+#: every Python file of the project and its text (7 MB: parsing it all took some 20 s of
+#: CPU, so a file is parsed only when its text holds a name asked about)
+SOURCES = {path: path.read_text()
+           for folder in ("dynaorm", "tests", "benchmarks", "scripts", "examples")
+           for path in (ROOT / folder).rglob("*.py")}
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(SOURCES[path])
+
+
+@functools.cache
+def _names_in(path: Path) -> frozenset[str]:
+    """The names one file defines (functions, classes, assignments, attributes set,
+    parameters, imports, string constants)."""
     names: set[str] = set()
-    for folder in ("dynaorm", "tests", "benchmarks", "scripts", "examples"):
-        for path in (ROOT / folder).rglob("*.py"):
-            names.add(path.stem)
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    names.add(node.name)
-                elif isinstance(node, ast.Name | ast.arg):
-                    names.add(node.id if isinstance(node, ast.Name) else node.arg)
-                elif isinstance(node, ast.Attribute):
-                    names.add(node.attr)
-                elif isinstance(node, ast.alias):
-                    names.add((node.asname or node.name).split(".")[-1])
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    names.add(node.value)  # (a cache's name, a marker's)
-    return names
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name | ast.arg):
+            names.add(node.id if isinstance(node, ast.Name) else node.arg)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[-1])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)  # (a cache's name, a marker's)
+    return frozenset(names)
+
+
+#: each word of the project's Python, the files whose text holds it
+FILES_OF: dict[str, set[Path]] = {}
+for _path, _text in SOURCES.items():
+    for _word in set(re.findall(r"\w+", _text)):
+        FILES_OF.setdefault(_word, set()).add(_path)
+
+
+def _defined(name: str) -> bool:
+    """Whether the project's Python defines ``name`` (see ``_names_in``) or names a module
+    so; only the files whose text holds its words are parsed (no other can define it)."""
+    words = [FILES_OF.get(word, set()) for word in name.split(".")]
+    holding = sorted(set.intersection(*words), key=lambda path: len(SOURCES[path]))
+    return any(path.stem == name for path in SOURCES) or any(
+        name in _names_in(path) for path in holding)  # (the smallest first: parsing costs)
 
 
 def _contracts() -> list[dict[str, Any]]:
@@ -163,12 +190,11 @@ def _docstring_alone(path: Path) -> bool:
 
 
 def test_the_names_the_doc_gives_are_defined() -> None:
-    defined = _defined()
     unknown = {}
     for found in re.finditer(r"`([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?:\([^`]*\))?`", PROSE):
         name = found.group(1)
         last = name.split(".")[-1]
-        if last not in defined | FOREIGN and name not in defined and last != "py":
+        if last not in FOREIGN and last != "py" and not _defined(last) and not _defined(name):
             unknown.setdefault(name, PROSE[:found.start()].count("\n") + 1)
     assert not unknown, f"names the code does not define (name: line of the prose): {unknown}"
 
@@ -196,8 +222,9 @@ def test_the_counts_the_doc_states_are_the_codes() -> None:
     caches = re.search(r"empties them all \((\w+) today:\s*(.*?)\)\.", DOC, re.S)
     assert caches
     listed = re.findall(r"`([\w.]+)`", caches.group(2))
-    declared = {node.args[0].value for path in (ROOT / "dynaorm").rglob("*.py")
-                for node in ast.walk(ast.parse(path.read_text()))
+    cached = [p for p, text in SOURCES.items()  # (no other file can name a cache)
+              if p.is_relative_to(ROOT / "dynaorm") and "cache" in text]
+    declared = {node.args[0].value for path in cached for node in ast.walk(_tree(path))
                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "cache"
                 and node.args and isinstance(node.args[0], ast.Constant)}
     assert sorted(listed) == sorted(declared) and _number(caches.group(1)) == len(declared)
@@ -205,8 +232,8 @@ def test_the_counts_the_doc_states_are_the_codes() -> None:
     assert memos
     named = {n for n in re.findall(r"`(\w+\.\w+)`", memos.group(1))
              if not n.startswith("functools.")}
-    decorated = {f"{path.stem}.{node.name}" for path in (ROOT / "dynaorm").rglob("*.py")
-                 for node in ast.walk(ast.parse(path.read_text()))
+    decorated = {f"{path.stem}.{node.name}" for path in cached
+                 for node in ast.walk(_tree(path))
                  if isinstance(node, ast.FunctionDef) and any(
                      "cache" in ast.unparse(d) and "cached_property" not in ast.unparse(d)
                      for d in node.decorator_list)}

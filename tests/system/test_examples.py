@@ -4,8 +4,9 @@ endpoint given either way (``--endpoint-url`` or the environment). What an examp
 that depends on the engine is the subject of an integration test on every engine: running
 all of them on DynamoDB Local too took about two minutes of CI's two cores.
 
-The examples of one backend run in subprocesses, ``AT_ONCE`` at a time (each uses its own
-table).
+The examples of one backend run in processes of their own, ``AT_ONCE`` at a time (each uses
+its own table), each forked from one interpreter that imported what they all import
+(tests/support/fork_scripts.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,19 +87,42 @@ def run_all(names: Sequence[str], args: Sequence[str] = (),
 AT_ONCE = 4
 
 
+#: what every example imports, imported once by the interpreter the example runs fork from
+PRELOAD = "_support,moto,boto3,dynaorm,dynaorm.testing"
+FORK_SCRIPTS = Path(__file__).resolve().parents[1] / "support" / "fork_scripts.py"
+
+
 def _run_together(names: Sequence[str], args: Sequence[str],
                   endpoint_env: str | None) -> dict[str, Run]:
-    def run(name: str) -> Run:
-        try:
-            done = subprocess.run(
-                [sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=EXAMPLES.parent,
-                env=_env(endpoint_env), capture_output=True, text=True, timeout=TIMEOUT)
-        except subprocess.TimeoutExpired as exc:
-            return Run(name, -9, _text(exc.stdout), _text(exc.stderr) + "\n(timed out)")
-        return Run(name, done.returncode, done.stdout, done.stderr)
+    """Each example a process of its own, run as its script (``__main__``, its argv, its
+    exit code), forked from one interpreter that imported moto, boto3 and dynaorm once:
+    those imports were most of an example run's CPU."""
+    spawning = [n for n in names if "run_local" in (EXAMPLES / f"{n}.py").read_text()]
+    runs = {n: _run_alone(n, args, endpoint_env) for n in spawning}  # (processes of their
+    names = [n for n in names if n not in spawning]  # own: not forked from a fork)
+    if not names:
+        return runs
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            [sys.executable, str(FORK_SCRIPTS), "--preload", PRELOAD, "--at-once",
+             str(AT_ONCE), "--timeout", str(TIMEOUT), "--out", out, "--",
+             *(str(EXAMPLES / f"{name}.py") for name in names), "--", *args],
+            cwd=EXAMPLES.parent, env=_env(endpoint_env), capture_output=True, text=True,
+            timeout=TIMEOUT * len(names), check=False)
+        codes = dict(line.split() for line in done.stdout.splitlines())
+        assert done.returncode == 0 and set(codes) == set(names), done.stdout + done.stderr
+        return runs | {name: Run(name, int(codes[name]), (Path(out) / f"{name}.out").read_text(),
+                                 (Path(out) / f"{name}.err").read_text()) for name in names}
 
-    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
-        return dict(zip(names, pool.map(run, names), strict=True))
+
+def _run_alone(name: str, args: Sequence[str], endpoint_env: str | None) -> Run:
+    try:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=EXAMPLES.parent,
+            env=_env(endpoint_env), capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        return Run(name, -9, _text(exc.stdout), _text(exc.stderr) + "\n(timed out)")
+    return Run(name, done.returncode, done.stdout, done.stderr)
 
 
 def _text(out: str | bytes | None) -> str:
