@@ -111,7 +111,7 @@ test-botocore-wire: $(STAMP) engines
 # 20 examples per variant; DYNAORM_FUZZ_EXAMPLES=N make fuzz-wire for another count)
 DYNAORM_FUZZ_EXAMPLES ?= 2000
 fuzz-wire: $(STAMP)
-	DYNAORM_FUZZ_EXAMPLES=$(DYNAORM_FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider \
+	DYNAORM_FUZZ_EXAMPLES=$(DYNAORM_FUZZ_EXAMPLES) DYNAORM_EXAMPLES=1 $(BIN)/pytest -q -p no:cacheprovider \
 		tests/unit/test_wire_hostile.py -k random_byte_streams
 
 bench: $(STAMP)
@@ -149,5 +149,5 @@ clean:
 # SOAK examples of the state machine, its figures printed at the end.
 SOAK ?= 300
 soak: $(STAMP) ddb-local
-	DYNAORM_SOAK=$(SOAK) DYNAORM_BACKENDS=local DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -s \
+	DYNAORM_SOAK=$(SOAK) DYNAORM_EXAMPLES=1 DYNAORM_BACKENDS=local DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -s \
 		-p no:cacheprovider tests/system/test_adversary.py

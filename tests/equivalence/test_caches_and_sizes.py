@@ -44,6 +44,7 @@ from dynaorm.values.limits import (
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import check_write, compile_commit
 from dynaorm.write.save import SaveEntry
+from tests.support.examples import examples
 from tests.support.models import Note, User
 from tests.support.recording import Requests
 
@@ -194,19 +195,19 @@ def _size_by_json(av: Any) -> int:
                    for k, v in raw.items())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_VALUES)
 def test_value_size_is_the_documented_rule(av: Any) -> None:
     assert value_size(av) == _size_by_json(av)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_NUMBERS)
 def test_number_size_is_the_decimal_rule(text: str) -> None:
     assert number_size(text) == _number_size_by_decimal(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.one_of(_NAMES, st.text(alphabet="abc_:#", min_size=1)),
                        st.one_of(_VALUES, st.text(max_size=30).map(lambda s: {"S": s}),
                                  st.integers(0, 10 ** 12).map(lambda n: {"N": str(n)})),
@@ -228,7 +229,7 @@ def _gate(op: Any) -> Any:
 REV = {"_rev": {"S": "0" * 16}}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(_NAMES, _VALUES, max_size=5), st.text(max_size=30))
 def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
                                                           pk: str) -> None:
@@ -248,7 +249,7 @@ def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
             text_size(n) + _size_by_json(av) for n, av in sent.items())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.dictionaries(_NAMES.filter(lambda n: n not in ("pk", "sk")), _VALUES,
                        min_size=1, max_size=4))
 def test_an_update_adds_its_values_to_its_key(values: dict[str, Any]) -> None:
@@ -357,7 +358,7 @@ def _plain_check_item(item: dict[str, Any], key: dict[str, Any],
     return size
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.dictionaries(_ITEM_NAMES, _ITEM_VALUES, max_size=6), st.sampled_from(
     ["P#1", "", "p" * 2048, "p" * 2049, "é"]))
 def test_check_item_answers_as_the_plain_path(item: dict[str, Any], pk: str) -> None:
@@ -369,7 +370,7 @@ def test_check_item_answers_as_the_plain_path(item: dict[str, Any], pk: str) -> 
     assert got == _outcome(lambda: _plain_check_item(item, key, key_item))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_ITEM_VALUES, st.integers(0, 2100).map(lambda n: {"S": "k" * n})),
        st.sampled_from(["partition", "sort"]))
 def test_check_key_value_answers_as_the_plain_path(av: Any, role: str) -> None:

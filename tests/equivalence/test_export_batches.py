@@ -19,6 +19,7 @@ pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
 from dynaorm.jobs import export_files
 from dynaorm.jobs.export_files import ExportError, s3_client
+from tests.support.examples import examples
 
 
 def test_the_s3_client_is_one_a_process_for_each_aws_configuration(
@@ -63,7 +64,7 @@ class _S3:
 _LINE = st.sampled_from([b"", b" ", b"\t\r", b"{}", b'{"Item": {}}', b"x" * 40, b"a b"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lines=st.lists(_LINE, max_size=40), end=st.booleans(), members=st.integers(1, 3),
        size=st.integers(1, 64), batch=st.integers(1, 7))
 def test_a_file_s_lines_read_in_bulk_are_its_lines_read_one_by_one(

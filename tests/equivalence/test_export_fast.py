@@ -25,6 +25,7 @@ from dynaorm import Entity, Table
 from dynaorm.jobs.export_parts import RowReader
 from dynaorm.jobs.stored import stored_validator
 from dynaorm.schema.entity import encode_entity, spec_of
+from tests.support.examples import examples
 from tests.support.exports import dynamodb_json
 
 fast_table = Table("dynaorm-export-fast", revision_attribute=None)
@@ -115,7 +116,7 @@ def _plain(reader: RowReader, item: dict[str, Any]) -> dict[str, Any] | str:
     return values
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(obj=WIDE, attr=st.sampled_from(["pk", "sk", "id", "group", "lbl", "n", "ratio", "price",
                                        "ok", "at", "day", "mood", "tags", "ids", "parts",
                                        "counts", "nums", "main", "note", "_type"]),

@@ -37,6 +37,7 @@ from dynaorm.jobs.vector import vector_decoder
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.versioned import version_row, version_sk
 from tests.equivalence.test_export_fast import CHANGES, WIDE, Wide, _changed, _plain
+from tests.support.examples import examples
 from tests.support.exports import dynamodb_json
 
 vector_table = Table("dynaorm-export-vector", revision_attribute=None)
@@ -153,7 +154,7 @@ def _check(items: list[dict[str, Any]], entities: tuple[type[Entity], ...] = ENT
     return found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(objs=st.lists(WIDE, min_size=1, max_size=5), data=st.data())
 def test_a_batch_the_vector_way_reads_equals_the_per_row_way(
         objs: list[Wide], data: st.DataObject) -> None:

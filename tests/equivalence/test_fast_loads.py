@@ -36,6 +36,7 @@ from dynaorm.testing import TestBackend
 from dynaorm.values import state as state_module
 from dynaorm.values.state import InstanceState, LoadedPage
 from dynaorm.wire import decode
+from tests.support.examples import examples
 from tests.support.models import app
 
 
@@ -348,7 +349,7 @@ def _same_page(loads: Iterator[Entity], plain: list[Any]) -> None:
     assert fast == plain[:end + 1]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_one_item_loads_alike(data: st.DataObject) -> None:
     cls = data.draw(st.sampled_from(ENTITIES))
@@ -356,7 +357,7 @@ def test_one_item_loads_alike(data: st.DataObject) -> None:
     assert _outcome(cls, item, fast=True) == _outcome(cls, item, fast=False)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_a_page_loads_alike(data: st.DataObject) -> None:
     cls = data.draw(st.sampled_from((FRow, FRenamed, FVersioned, FKeyed)))
@@ -367,7 +368,7 @@ def test_a_page_loads_alike(data: st.DataObject) -> None:
     _same_page((cls._from_item(i, spec_of(cls)) for i in page), plain)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data())
 def test_a_page_of_several_types_loads_alike(data: st.DataObject) -> None:
     kinds = (FRow, FRenamed, FVersioned, FKeyed, FModelChecked)
@@ -390,7 +391,7 @@ def _body(answer: dict[str, Any]) -> bytes:
     return json.dumps(answer, default=blob).encode()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data())
 def test_an_answers_bytes_load_alike(data: st.DataObject) -> None:
     """The bytes path (:func:`answer_reader`: the whole answer validated from its JSON)

@@ -18,6 +18,7 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.read.keycond import KeyPlan, _plan_keys, plan_keys, skip_literals
 from dynaorm.schema.entity import spec_of
 from tests.support.alias_models import Game
+from tests.support.examples import examples
 from tests.support.models import SEvent, SOrder, User
 
 #: a table with a type attribute, an index and a number sort key on another table
@@ -176,7 +177,7 @@ def _outcome(plan: Any) -> Any:
         return type(exc), str(exc)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data())
 def test_a_query_planned_by_its_shape_plans_what_the_plain_planning_plans(
         data: st.DataObject) -> None:

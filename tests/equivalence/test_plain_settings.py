@@ -44,6 +44,7 @@ from dynaorm.client.settings import (
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 from dynaorm.wire import WireSettings, sigv4
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.examples import examples
 from tests.support.loaders import shared_loaders
 
 FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
@@ -207,7 +208,7 @@ _TAKEN = sorted(n for n in _VARIABLES if n in ALLOWED or n.startswith(("AWS_LAMB
 _OTHERS = sorted(set(_VARIABLES) - set(_TAKEN))
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=8),
        others=st.just({}) | st.dictionaries(st.sampled_from(_OTHERS), st.integers(0, 5),
@@ -222,7 +223,7 @@ def test_the_fast_path_resolves_what_botocore_resolves(
     _run(taken | others, plain, config, shared, named, endpoint_url, region)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=10),
        named=st.booleans(), endpoint_url=st.sampled_from(_ENDPOINTS[:6]),
        region=st.sampled_from(_REGIONS))
@@ -233,7 +234,7 @@ def test_the_fast_path_resolves_what_botocore_resolves_in_plain_environments(
     _run(taken, True, None, None, named, endpoint_url, region)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(config=st.sampled_from([None, *_CONFIG]), shared=st.sampled_from([None, *_CREDENTIALS]),
        regions=st.dictionaries(st.sampled_from(["AWS_REGION", "AWS_DEFAULT_REGION"]),
                                st.integers(0, 5), max_size=2),
@@ -584,7 +585,7 @@ def test_a_config_of_plain_options_resolves_what_botocore_resolves(
 
 
 @given(st.text(max_size=30))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_the_user_agent_sanitizing_is_botocores(raw: str) -> None:
     from botocore.useragent import sanitize_user_agent_string_component
 
@@ -665,7 +666,7 @@ def test_the_signer_stamps_the_current_utc_time(monkeypatch: pytest.MonkeyPatch)
     assert f"/{stamp:%Y%m%d}/eu-west-1/dynamodb/aws4_request" in signed["Authorization"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.dictionaries(st.sampled_from(["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY",
                                         "all_proxy", "NO_PROXY", "no_proxy", "Ftp_Proxy",
                                         "REQUEST_METHOD", "PROXY"]),

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from dynaorm.values.codec import binary_from_json
 from dynaorm.wire import decode
+from tests.support.examples import examples
 
 
 def plain_decode(body: bytes) -> dict[str, Any]:
@@ -85,7 +86,7 @@ ANSWERS = st.one_of(
     st.dictionaries(TEXT, st.none() | st.integers() | TEXT | ITEMS, max_size=4))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(answer=ANSWERS, ascii_only=st.booleans(), spaced=st.booleans())
 def test_an_answers_bytes_decode_as_the_long_way_decodes_them(
         answer: dict[str, Any], ascii_only: bool, spaced: bool) -> None:
@@ -94,7 +95,7 @@ def test_an_answers_bytes_decode_as_the_long_way_decodes_them(
     assert outcome(decode, body) == outcome(plain_decode, body)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(answer=ANSWERS)
 def test_an_escaped_tag_decodes_as_the_long_way_decodes_it(answer: dict[str, Any]) -> None:
     """A tag spelt with an escape (``"\\u0042"``) is a tag to either way, as to botocore."""

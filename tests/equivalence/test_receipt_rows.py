@@ -22,6 +22,7 @@ from dynaorm.values.expressions import condition_values
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, number_size, value_size
 from dynaorm.values.records import Fail, Origin, Put, Role
 from dynaorm.write.render import render_op
+from tests.support.examples import examples
 
 pytestmark = pytest.mark.engines("moto")
 
@@ -88,7 +89,7 @@ def _plain(row: Put) -> tuple[str, int]:
     return json.dumps(body, ensure_ascii=False), size
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(shape=st.sampled_from(sorted(SHAPES)), key=_text,
        scope=st.none() | st.dictionaries(st.sampled_from(["tenant", "org"]), _text,
                                          min_size=1, max_size=2),

@@ -23,6 +23,7 @@ from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.values.limits import float32 as float32_plain
 from dynaorm.values.merge import merge_items
 from dynaorm.values.state import _Numbers
+from tests.support.examples import examples
 
 DIMS = 6
 table = Table("vector-reads", vector_indexes=[
@@ -61,7 +62,7 @@ numbers = st.one_of(
                      10**400, "1", None]))  # (no float: the plain way says so)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(numbers, max_size=12))
 def test_float32_in_bulk_is_the_plain_rounding(values: list[Any]) -> None:
     assert outcome(float32, values) == outcome(float32_plain, values)
@@ -78,7 +79,7 @@ texts = st.one_of(
     st.text(max_size=8))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(texts, max_size=10))
 def test_a_vector_s_texts_read_as_float_reads_them(numbers_: list[str]) -> None:
     av = {"L": [{"N": t} for t in numbers_]}
@@ -109,7 +110,7 @@ elements = st.one_of(st.dictionaries(st.sampled_from(["N", "S"]), st.one_of(
     st.text(max_size=3), st.integers())), st.text(max_size=2), st.none())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(st.builds(lambda t: {"N": t}, st.text(max_size=3)), elements),
                 max_size=5))
 def test_the_loaded_state_keeps_a_list_of_numbers_as_the_plain_way(raw: list[Any]) -> None:
@@ -123,7 +124,7 @@ stored_texts = st.lists(st.one_of(
     st.sampled_from(["-0", "0.10", "1E+2", "3.40282347e+38"])), min_size=DIMS, max_size=DIMS)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(stored_texts, st.integers(0, DIMS - 1), st.floats(-1e6, 1e6, width=32))
 def test_a_loaded_vector_is_the_plain_one_and_its_changes_are_seen(
         numbers_: list[str], at: int, other: float) -> None:

@@ -36,6 +36,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.recording import recording
 
 #: (what it asserts depends on the engine: it runs on each)
@@ -87,7 +88,7 @@ class Big(Entity):
     blob: Compressed[bytes] = b""
 
 
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(30), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow, HealthCheck.data_too_large])
 _slugs = itertools.count()

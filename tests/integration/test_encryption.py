@@ -52,6 +52,7 @@ from dynaorm.schema.rules.encrypted import _aad, header_of, open_value, seal_val
 from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.recording import Requests
 from tests.support.spans import Spans
 
@@ -450,7 +451,7 @@ def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -
         eb.session().get(Patient, patient_id="p1")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=st.text(max_size=40), where=st.integers(min_value=0), bit=st.integers(0, 7))
 def test_no_edit_of_a_sealed_value_opens(value: str, where: int, bit: int) -> None:
     ring = StaticKeyring(os.urandom(32))
@@ -499,7 +500,7 @@ def test_async_session_seals_opens_and_finds(eb: TestBackend,
         asyncio.run(read())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(moves=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["ssn", "notes", "score"]),
                                 st.integers(0, 3), st.sampled_from(["ssn", "notes", "score"])),
                       min_size=1, max_size=6),

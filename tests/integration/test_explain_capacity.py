@@ -53,6 +53,7 @@ from dynaorm import (
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of
 from tests.support.engines import local_transaction_units
+from tests.support.examples import examples
 from tests.support.models import SHARDS, Audit, Note, SOrder, TplSparse, User, app
 from tests.support.recording import send
 
@@ -264,7 +265,7 @@ SIZES = st.one_of(st.integers(900, 1100), st.integers(1950, 2100), st.integers(3
                   st.integers(8050, 8250))
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=examples(EXAMPLES), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(size=SIZES, consistent=st.booleans())
 def test_put_and_get_price_what_dynamodb_local_reports_around_the_boundaries(
@@ -384,7 +385,7 @@ def test_a_save_moving_an_item_out_of_its_previous_layout(moving: TestBackend) -
     assert priced(found) == got, found
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=examples(EXAMPLES), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(size=SIZES, wide=st.sampled_from(["", "é", "€", "𝄞"]),
        tags=st.lists(st.text(max_size=30), max_size=6), status=st.text(st.characters(
@@ -621,7 +622,7 @@ def test_reads_of_entities_with_rules(local: TestBackend) -> None:
     assert wrong == []
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=examples(EXAMPLES), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(size=SIZES, grow=st.integers(0, 1100), tags=st.lists(st.text(max_size=20),
                                                             max_size=4))

@@ -37,6 +37,7 @@ from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
+from tests.support.examples import examples
 from tests.support.export_models import (
     Ledger,
     Profile,
@@ -436,7 +437,7 @@ def test_the_command_exports_with_progress(tb: TestBackend, tmp_path: Path,
         "at 20", "at 30", "first"]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(fields=st.lists(st.tuples(st.sampled_from(sorted(KINDS)), st.booleans()), min_size=1,
                        max_size=6, unique_by=lambda f: f[0]), data=st.data())

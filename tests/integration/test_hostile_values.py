@@ -29,6 +29,7 @@ from dynaorm import (
     Table,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.models import app
 from tests.support.recording import Requests
 
@@ -99,7 +100,7 @@ DOCUMENTS = st.one_of(
     st.builds(nest, st.integers(28, 34), SCALARS, st.booleans()),
     st.builds(nest, st.sampled_from([100, 700]), st.just("x"), st.booleans()))
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -34,6 +34,7 @@ from dynaorm import (
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.models import Audit, Note, User, app
 from tests.support.offload import Bucket, bucket, referenced
 
@@ -520,7 +521,7 @@ _NAMES = ["digest", "nonce", "rev", "at", "result", "made", "_expires", "expires
           "_type"]
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=examples(6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_NAMES[:-1]), min_size=2, max_size=2, unique=True),
        st.sampled_from(_NAMES))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dynaorm.testing import TestBackend, index_lag
 from tests.integration.test_index_lag import _foreign, lagging  # noqa: F401
+from tests.support.examples import examples
 from tests.support.recording import send
 
 STEP = st.one_of(
@@ -37,7 +38,7 @@ def _read(db: TestBackend) -> dict[str, int]:
 
 
 @pytest.mark.sync_only
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(steps=st.lists(STEP, min_size=1, max_size=12), seed=st.integers(0, 5))
 def test_index_reads_under_lag_follow_the_model(lagging: TestBackend, backend: str | None,  # noqa: F811
                                                 steps: list[Any], seed: int) -> None:

@@ -32,6 +32,7 @@ from dynaorm.jobs.checking import check_table
 from dynaorm.testing import use_tables, worker_suffix
 from tests.support.designs import DESIGNS, design
 from tests.support.engines import identify
+from tests.support.examples import examples
 from tests.support.other_writers import ENHANCED, MAPPER_V1, PYNAMODB, Mapper, Refused
 from tests.support.published import (
     EXPECTED,
@@ -355,7 +356,7 @@ def _entity_source(n: int, templates: tuple[str, ...], table: str) -> str:
 
 @pytest.mark.engines("moto")  # (what it proves does not depend on the engine)
 @given(model=_models(), data=st.data())
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 def test_random_model_round_trip(backend: str | None, model: list[tuple[str, ...]],
                                  data: st.DataObject) -> None:

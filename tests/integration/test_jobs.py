@@ -34,6 +34,7 @@ from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.job_models import (
     STEP,
     Counter,
@@ -183,7 +184,7 @@ def _bump(stop: threading.Event, bumps: dict[str, int], seed: int) -> None:
             break
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), kills=st.lists(st.integers(0, 5), min_size=1, max_size=3))
 def test_adversary_kills_twice_run_tasks_and_a_second_writer(

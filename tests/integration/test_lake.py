@@ -31,6 +31,7 @@ from dynaorm.lake import iceberg as lake_module
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
+from tests.support.examples import examples
 from tests.support.export_models import Ledger, Profile, exports
 from tests.support.export_setup import (
     ENCRYPTED,
@@ -415,7 +416,7 @@ def test_options_of_the_lake_are_checked(tb: TestBackend, tmp_path: Path, catalo
                          namespace="app", entities=[Profile]))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(fields=st.lists(st.tuples(st.sampled_from(sorted(KINDS)), st.booleans()), min_size=1,
                        max_size=5, unique_by=lambda f: f[0]), data=st.data())

@@ -35,6 +35,7 @@ from dynaorm.testing import (
     worker_suffix,
 )
 from tests.support import export_setup
+from tests.support.examples import examples
 from tests.support.export_models import Profile, exports
 
 #: the lake's schema evolution and the ordering of exports are the lake's, whatever engine
@@ -283,7 +284,7 @@ def test_the_command_prints_no_dependency_warning(
     assert "Warning" not in capfd.readouterr().err
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(order=st.permutations(range(4)))
 def test_full_exports_in_any_order_leave_the_newest_rows(

@@ -28,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from dynaorm import Table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.recording import Requests
 
 agents = Table("langgraph_delta", ttl="expires_at")
@@ -172,7 +173,7 @@ STEPS = st.lists(st.tuples(
 
 
 @pytest.mark.engines("moto")
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=STEPS, forks=st.dictionaries(st.integers(1, 9), st.integers(0, 8), max_size=3),
        ns=st.sampled_from(["", "child:1"]), use_async=st.booleans(),
@@ -440,7 +441,7 @@ other_agents = Table("langgraph_delta_other", ttl="expires_at")
 
 
 @pytest.mark.engines("moto")
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=examples(15), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=STEPS, forks=st.dictionaries(st.integers(1, 9), st.integers(0, 8), max_size=3),
        before=st.none() | st.integers(0, 9), step=st.none() | st.integers(0, 9),

@@ -25,6 +25,7 @@ from dynaorm.jobs import export, run_local
 from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.recording import Requests
 
 agents = Table("langgraph_saver", ttl="expires_at")
@@ -86,7 +87,7 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("runs"), st.sampled_from(["r1", "r2"]))), max_size=6)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=OPS)
 def test_no_call_of_one_tenant_ever_changes_another_tenants_rows(

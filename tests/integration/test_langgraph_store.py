@@ -38,6 +38,7 @@ from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 
 #: (what it asserts depends on the engine: it runs on each)
 pytestmark = [pytest.mark.engines("moto", "local", "dynoxide")]
@@ -181,7 +182,7 @@ def differential(tb: TestBackend, table: Table, index: Any, runs: list[Any]) -> 
             assert _scores(mine) == pytest.approx(_scores(theirs), abs=1e-5), ops
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(runs=RUNS)
 @example(runs=NEIGHBOURS)
@@ -192,7 +193,7 @@ def test_batches_answer_as_in_memory_store_does(tb: TestBackend, runs: list[Any]
 
 
 @pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(runs=RUNS)
 @example(runs=NEIGHBOURS)

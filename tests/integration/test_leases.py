@@ -22,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from dynaorm import DynaormError, Entity, Lease, LeaseError, OutcomeUnknownError, Table
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 
 app = Table("leases")
 SECONDS = timedelta(seconds=30)
@@ -275,5 +276,5 @@ class Leases(RuleBasedStateMachine):
 def test_random_leases_answer_as_the_model(tb: TestBackend, clock: Clock) -> None:
     Leases.tb, Leases.clock = tb, clock
     run_state_machine_as_test(Leases, settings=settings(
-        max_examples=20, stateful_step_count=12, deadline=None,
+        max_examples=examples(20), stateful_step_count=12, deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))

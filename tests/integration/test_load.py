@@ -33,6 +33,7 @@ from dynaorm.testing import (
     use_tables,
     worker_suffix,
 )
+from tests.support.examples import examples
 from tests.support.load_models import Account, Memo, loads
 
 BUCKET = "loads"
@@ -137,7 +138,7 @@ def test_a_load_with_clashes_stores_the_rest_once_and_leaves_nothing_of_the_clas
 
 
 @pytest.mark.engines("moto")
-@settings(max_examples=12, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["acme", "beta"]),
                           st.sampled_from(["free", "pro"]),

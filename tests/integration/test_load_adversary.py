@@ -60,6 +60,7 @@ from dynaorm.testing import (
     use_tables,
     worker_suffix,
 )
+from tests.support.examples import examples
 from tests.support.load_adversary_models import Member, Org, Person, bare, tenants
 from tests.support.load_models import Account, Memo, loads
 from tests.support.rule_matrix import EXPIRES, PAST, build, matrix_rules
@@ -402,7 +403,7 @@ _POOL = ["h0", "h1", "h2", "h3"]
 
 
 @pytest.mark.engines("moto")
-@settings(max_examples=15, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # (shrinking a load is slow)
 @given(stored=st.lists(st.tuples(st.integers(0, 5), st.sampled_from(_POOL),

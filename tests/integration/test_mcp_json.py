@@ -24,6 +24,7 @@ import dynaorm.mcp
 from dynaorm import Entity, Session, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.mcp_client import call, text
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
@@ -125,7 +126,7 @@ STAMPS = st.builds(
     chunks=st.lists(BYTES, max_size=3))
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(STAMPS)
 def test_a_save_stores_what_a_session_save_stores_and_a_get_answers_its_json(

@@ -21,6 +21,7 @@ import dynaorm.mcp
 from dynaorm import Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.tenant_models import Tag, tenants
 
 pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
@@ -121,5 +122,5 @@ class Agent(RuleBasedStateMachine):
 
 def test_random_tool_sequences_agree_with_the_model(tdb: TestBackend) -> None:
     run_state_machine_as_test(Agent, settings=settings(
-        max_examples=6, stateful_step_count=8, deadline=None,
+        max_examples=examples(6), stateful_step_count=8, deadline=None,
         suppress_health_check=list(HealthCheck)))

@@ -39,6 +39,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.mcp_client import call, text
 from tests.support.tenant_models import Memo, tenants
 
@@ -265,7 +266,7 @@ def _saved_by_a_caller(kit_id: str, values: dict[str, Any]) -> tuple[bool, Any]:
     return True, values_of(kit_raw(kit_id))
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.fixed_dictionaries({}, optional=FIELD_VALUES))
 def test_the_write_tools_store_what_a_save_stores_and_refuse_what_it_refuses(

@@ -16,6 +16,7 @@ from dynaorm import DynaormError, OffloadError
 from dynaorm.schema.rules.offloaded import MARK, references
 from dynaorm.testing import TestBackend, inject_faults
 from tests.integration.test_offload import Doc, Moving, Note, big, consistent, rows, s3, store
+from tests.support.examples import examples
 from tests.support.offload import Bucket
 from tests.support.recording import Requests
 
@@ -155,7 +156,7 @@ def test_a_delete_never_removes_an_object_outside_its_tables_prefix(
 
 # -- a hostile S3 ----------------------------------------------------------------------------------
 @pytest.mark.engines("moto")
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=examples(25), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(how=st.sampled_from(["truncate", "extend", "flip", "empty", "other"]),
        at=st.integers(0, 4999))

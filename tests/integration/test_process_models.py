@@ -38,6 +38,7 @@ from dynaorm import (
     Table,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.hostile import certificate
 from tests.support.models import Note, app
 from tests.support.recording import send
@@ -637,7 +638,7 @@ _ANSWERS = st.dictionaries(
 
 
 @pytest.mark.sync_only
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answer=_ANSWERS, read=st.sampled_from(["get", "query", "scan", "count", "first"]))
 def test_a_hook_s_answer_of_any_shape_never_escapes_as_a_raw_error(

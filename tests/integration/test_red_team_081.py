@@ -21,6 +21,7 @@ from dynaorm import AsyncSession, DynaormError, Entity, F, Session, Table
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.tenant_models import Paper, plant, plant_stale_rows, stale
 
 pytestmark = pytest.mark.engines("moto")  # (conditions and keys: no engine's own)
@@ -178,7 +179,7 @@ def _writes(entity: type[Entity], mine: str, doc: str) -> list[Callable[[Session
 
 
 @pytest.mark.sync_only
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=examples(20), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(head=st.sampled_from(["T", "", "T#"]), sep=st.sampled_from(_SEPS),
        base=st.text(st.sampled_from("ab"), min_size=1, max_size=2),

@@ -25,6 +25,7 @@ from dynaorm import GSI, Entity, F, Previous, Session, StoredAs, Table, Versione
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.engines import spellings
+from tests.support.examples import examples
 from tests.support.recording import Requests
 
 crm = Table("round-trip", pk="PK", sk="SK", type_attribute="_type",
@@ -538,7 +539,7 @@ def _at(item: dict[str, Any], path: tuple[str, ...]) -> Any:
     return found
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=examples(40), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(stored=STORED, extra=EXTRA, change=CHANGES, how=st.sampled_from(["get", "query"]))

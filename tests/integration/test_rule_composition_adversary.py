@@ -26,6 +26,7 @@ from dynaorm import AsyncSession, Compressed, Encrypted, Entity, Session, Static
 from dynaorm.jobs import export, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.exports import read_back
 from tests.support.user_rules import B64_1, B64_2, REV1, REV2
 
@@ -64,7 +65,7 @@ def _raw(tb: TestBackend, pk: str, sk: str) -> dict[str, Any]:
 
 
 @pytest.mark.sync_only
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(a=st.tuples(texts, texts, texts), b=st.tuples(texts, texts, texts))
 def test_decode_inverts_encode_on_every_read_path(sb: TestBackend, a: tuple[str, ...],

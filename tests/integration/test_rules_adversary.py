@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from dynaorm import ConditionFailedError, Entity, F, InvalidValueError
 from dynaorm.testing import TestBackend
+from tests.support.examples import examples
 from tests.support.models import app
 
 _NAMES = itertools.count()
@@ -91,7 +92,7 @@ def _expected(before: dict[str, Any], method: str, path: str, value: Any) -> dic
     return data
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=examples(60), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(cls=MODELS, actions=st.lists(ACTION, min_size=1, max_size=5))
 def test_what_is_stored_is_exactly_what_pydantic_accepts(

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from dynaorm import Entity, F, Rule, register_rule
 from dynaorm.schema.rules import RULES
 from dynaorm.testing import TestBackend
+from tests.support.examples import examples
 from tests.support.models import app
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(25), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 _shelves = itertools.count()

@@ -35,6 +35,7 @@ from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.recording import Requests
 from tests.support.tenant_models import (
     Clip,
@@ -333,7 +334,7 @@ def _doc_entity(home: Table, source: str) -> type[Entity]:
     return PropDoc
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(head=st.sampled_from(["T", "", "T#"]), sep=st.sampled_from(_SEPARATORS),
@@ -479,7 +480,7 @@ def _plain_key(source: str, values: dict[str, str]) -> str:
 
 
 @pytest.mark.engines("moto")
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(head=st.sampled_from(["T", "", "T#"]), sep=st.sampled_from(_SEPS),

@@ -28,6 +28,7 @@ from dynaorm import DynaormError, Session
 from dynaorm.protocol import metrics, tracing
 from dynaorm.testing import inject_faults
 from tests.integration.test_telemetry import Member, shop
+from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
@@ -144,7 +145,7 @@ def fresh_shop(backend: str | None) -> Any:
         shop.connect(backend)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=6))
 def test_cached_templates_emit_exactly_what_cold_ones_do(
         fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:
@@ -159,7 +160,7 @@ def test_cached_templates_emit_exactly_what_cold_ones_do(
     assert not shop.db.tracing._open
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=5))
 def test_quiet_dropped_operations_emit_nothing_and_end_as_traced_ones(
         fresh_shop: Any, program: list[tuple[Any, ...]]) -> None:

@@ -19,6 +19,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
+from tests.support.examples import examples
 from tests.support.recording import Requests, send
 from tests.support.update_models import Counter, Doc, FieldRules, Needy, Player, Product, Window
 
@@ -326,7 +327,7 @@ ACTIONS = st.lists(st.one_of(
     min_size=1, max_size=3, unique_by=lambda a: a[1])
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(actions=ACTIONS)
 def test_random_updates_store_only_what_the_model_accepts(

@@ -37,6 +37,7 @@ from dynaorm.testing import TestBackend, fault_proxy, index_lag, use_tables, wor
 from dynaorm.values.limits import float32
 from pytest_dynaorm import LAG_OPTION
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.recording import Requests
 from tests.support.vector_models import (
     Account,
@@ -394,7 +395,7 @@ _VECTORS = st.lists(_NUMBERS, min_size=3, max_size=3)
 
 
 @pytest.mark.sync_only  # (one engine, one session kind: the model is the subject)
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(points=st.lists(_VECTORS, max_size=10), query=_VECTORS, top=st.integers(1, 12),
        distance=st.sampled_from(["COSINE", "EUCLIDEAN", "DOT_PRODUCT"]))

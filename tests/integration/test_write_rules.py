@@ -14,6 +14,7 @@ from pydantic import ValidationError
 import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
+from tests.support.examples import examples
 from tests.support.recording import Requests, send
 from tests.support.rule_models import (
     Account,
@@ -186,7 +187,7 @@ def test_save_refuses_a_nested_model_changed_in_place_as_an_assignment(
     assert db.session().get(cls, pid="p1").stats == Stats(logins=3)
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logins=st.integers(-2, 5), kind=st.text(max_size=2), city=st.one_of(
     st.text(max_size=3), st.integers(0, 9)))

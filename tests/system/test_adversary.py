@@ -58,6 +58,7 @@ from dynaorm import (
 from dynaorm.jobs.checking import check_table
 from dynaorm.jobs.migration import migrate
 from dynaorm.testing import TestBackend, inject_faults
+from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.models import app
 from tests.support.raw import raw_get, raw_set
@@ -613,7 +614,7 @@ def local(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBacke
 def test_the_adversary_finds_nothing(local: TestBackend) -> None:
     machine = type("Machine", (Adversary,), {"db": local})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=_examples(), stateful_step_count=30, deadline=None,
+        max_examples=examples(_examples()), stateful_step_count=30, deadline=None,
         derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
     violated = 1  # (a violation fails the run at once: hypothesis shrinks and raises it)

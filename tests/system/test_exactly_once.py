@@ -45,6 +45,7 @@ from tests.support.exactly_once import (
     notes,
     second_writer,
 )
+from tests.support.examples import examples
 from tests.support.models import Note
 
 #: (what it asserts depends on the engine: it runs on each)
@@ -236,7 +237,7 @@ def _staged(ops: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return out
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_ops, st.randoms(use_true_random=False))
 def test_the_same_writes_in_any_order_digest_the_same(ops: list[Any], rnd: Any) -> None:
     shuffled = list(ops)
@@ -244,7 +245,7 @@ def test_the_same_writes_in_any_order_digest_the_same(ops: list[Any], rnd: Any) 
     assert digest(_staged(ops)) == digest(_staged(shuffled))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_ops, _ops)
 def test_different_writes_digest_otherwise(first: list[Any], second: list[Any]) -> None:
     def writes(ops: list[Any]) -> list[str]:  # (a write's values, in any order)
@@ -294,7 +295,7 @@ def _digest_of(given: dict[str, Any]) -> str:
     return digest([SaveEntry(DigestStamped(**given))])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(_GIVEN, min_size=2, max_size=8))
 def test_objects_differing_in_a_value_the_caller_gave_never_share_a_digest(
         objects: list[dict[str, Any]]) -> None:
@@ -325,7 +326,7 @@ _DIGESTS = textwrap.dedent("""
 """)
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_GIVEN, min_size=4, max_size=12))
 def test_another_process_digests_each_object_alike(objects: list[dict[str, Any]]) -> None:
     """Another process, digesting the same objects in the reverse order (another first

@@ -30,6 +30,7 @@ from tests.support.exactly_once import (
     second_writer,
     tables_beside,
 )
+from tests.support.examples import examples
 from tests.support.job_models import Counter, jobs_table
 from tests.support.models import Audit, Note, app
 
@@ -472,7 +473,7 @@ def _update(actions: list[tuple[str, str, str]], note_id: str = "n1") -> Any:
     return u
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_actions, st.randoms(use_true_random=False))
 def test_updates_of_the_same_actions_in_any_order_digest_the_same(
         actions: list[tuple[str, str, str]], rnd: Any) -> None:
@@ -485,7 +486,7 @@ def _meaning(actions: list[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
     return {("set", f, v) if f == "body" else (m, f, v) for m, f, v in actions}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_actions, _actions)
 def test_updates_of_other_actions_digest_otherwise(first: list[tuple[str, str, str]],
                                                    second: list[tuple[str, str, str]]) -> None:

@@ -32,6 +32,7 @@ from dynaorm.formats.infer import InferenceError
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import worker_suffix
 from tests.support import published
+from tests.support.examples import examples
 from tests.support.published import EXPECTED, boto_client, create_raw, load, score
 
 # (sync only: botocore events on a plain boto3 client; moto only: inference is pure, and
@@ -441,7 +442,7 @@ _item = st.fixed_dictionaries({"pk": st.builds(S, _key), "sk": st.builds(S, _key
                                   max_size=4).map(lambda rest: {**rest, **k}))
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,  # (no shrinking: a failure
+@settings(max_examples=examples(12), deadline=None, derandomize=True,  # (no shrinking: a failure
           phases=(Phase.explicit, Phase.generate),  # that fails shrank for 5 min in CI)
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -37,6 +37,7 @@ from dynaorm import (
 )
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 
 agents = Table("langgraph_red", ttl="expires_at")
 # (sync only: the saver's own a... methods are its async variant)
@@ -222,7 +223,7 @@ class Differential(RuleBasedStateMachine):
 def test_every_call_answers_as_langgraphs_in_memory_saver(tb: TestBackend) -> None:
     """Random sequences of all eight capabilities, sync and async, answer as the model."""
     run_state_machine_as_test(Differential, settings=settings(
-        max_examples=int(os.environ.get("DYNAORM_RED_EXAMPLES", "25")), deadline=None,
+        max_examples=examples(int(os.environ.get("DYNAORM_RED_EXAMPLES", "25"))), deadline=None,
         stateful_step_count=14,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
 

@@ -37,6 +37,7 @@ from langgraph.types import Command, interrupt
 from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 
 agents = Table("langgraph_single", ttl="expires_at")
 LEASE = timedelta(seconds=30)
@@ -606,7 +607,7 @@ class Workers(RuleBasedStateMachine):
 def test_no_interleaving_of_workers_forks_the_thread(tb: TestBackend, clock: Clock) -> None:
     Workers.tb, Workers.clock = tb, clock
     run_state_machine_as_test(Workers, settings=settings(
-        max_examples=int(os.environ.get("DYNAORM_LEASE_EXAMPLES", 10)),
+        max_examples=examples(int(os.environ.get("DYNAORM_LEASE_EXAMPLES", 10))),
         stateful_step_count=15, deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
 

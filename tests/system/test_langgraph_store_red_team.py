@@ -41,6 +41,7 @@ from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 
 # (moto and DynamoDB Local: what these attack does not depend on the engine beyond them,
 # and CI has 30 minutes)
@@ -342,7 +343,7 @@ def _stray(value: Any) -> bool:
 
 @pytest.mark.engines("moto")
 @pytest.mark.sync_only
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=st.dictionaries(_KEYS, _VALUES, max_size=3))
 def test_a_put_value_is_got_back_equal_or_refused_unwritten(tb: TestBackend,
                                                             value: Any) -> None:

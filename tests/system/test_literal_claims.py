@@ -21,6 +21,7 @@ from dynaorm import DynaormError, Session, Table
 from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.testing import moto_backend, use_tables, worker_suffix
+from tests.support.examples import examples
 
 pytestmark = pytest.mark.sync_only
 
@@ -63,7 +64,7 @@ def _read_back(home: Table, cls: type[Any], obj: Any) -> None:
     assert obj in found and all(type(x) is cls for x in found)
 
 
-@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=120)
+@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(120))
 @given(first=st.tuples(st.sampled_from(PKS), st.sampled_from(SKS)),
        second=st.tuples(st.sampled_from(PKS), st.sampled_from(SKS)),
        values=st.fixed_dictionaries({k: _value for k in "abc"}),

@@ -20,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from dynaorm import Entity, Table, Unique, UniqueConstraintError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.models import app
 
 pytestmark = [pytest.mark.sync_only,  # the machine drives its own sync sessions
@@ -196,6 +197,6 @@ def test_commits_across_tables_match_the_model(tables: TestBackend,
         "faults": ("none", "throttle", "500", "lose") if engine == "local" else
         ("none", "throttle", "500")})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=15 if engine == "moto" else 8, stateful_step_count=25, deadline=None,
+        max_examples=examples(15 if engine == "moto" else 8), stateful_step_count=25, deadline=None,
         suppress_health_check=list(HealthCheck))
     machine.TestCase().runTest()  # type: ignore[attr-defined]

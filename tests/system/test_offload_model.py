@@ -43,6 +43,7 @@ from dynaorm import (
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.offload import Bucket, bucket, referenced
 
@@ -257,7 +258,7 @@ def test_no_orphan_and_no_dangling_reference(store: tuple[TestBackend, Bucket]) 
     tb, b = store
     machine = type("Machine", (OffloadModel,), {"db": tb, "bucket": b})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=12, stateful_step_count=10, deadline=None, derandomize=True,
+        max_examples=examples(12), stateful_step_count=10, deadline=None, derandomize=True,
         suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
     machine.TestCase().runTest()  # type: ignore[attr-defined]

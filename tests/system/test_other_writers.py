@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from dynaorm import ConcurrentModificationError, Entity, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.other_writers import ENHANCED, MAPPER_V1, PYNAMODB, Mapper, Refused, client_for
 
 pytestmark = pytest.mark.engines("local")
@@ -86,7 +87,7 @@ def test_no_update_of_either_writer_is_lost(db: TestBackend, style: Mapper) -> N
         assert found is not None
         return found
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
+    @settings(max_examples=examples(EXAMPLES), deadline=None, derandomize=False,
               suppress_health_check=[HealthCheck.too_slow])
     @given(steps=STEPS, made_by=st.lists(st.booleans(), min_size=ITEMS, max_size=ITEMS))
     def race(steps: list[tuple[str, str, int]], made_by: list[bool]) -> None:

@@ -32,6 +32,7 @@ from dynaorm.protocol.steps import call
 from dynaorm.schema.rules.receipts import digest
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.testing import moto_backend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.mcp_client import call as mcp_call
 from tests.support.mcp_client import text
 from tests.support.tenant_models import Customer, tenants
@@ -82,7 +83,7 @@ _value = st.one_of(st.sampled_from(["t1", "t2", "c1", "c|2", "c1@t1.example",
                    st.text(st.sampled_from("ct12#|@.\x00 é"), min_size=1, max_size=6))
 
 
-@settings(_QUICK, max_examples=40)
+@settings(_QUICK, max_examples=examples(40))
 @given(scoped=st.sampled_from([None, "t1", "t2"]),
        name=st.sampled_from(["get_customer", "find_customer_by_email"]),
        args=st.dictionaries(st.sampled_from(["tenant_id", "customer_id", "email"]), _value,
@@ -241,7 +242,7 @@ def _stored(order: Order) -> str:
     return json.dumps(item, sort_keys=True, default=repr)
 
 
-@settings(_QUICK, max_examples=200)
+@settings(_QUICK, max_examples=examples(200))
 @given(a=_order, b=_order)
 @example(a=Order(order_id="o1", note=Sku("a")), b=Order(order_id="o1", note=Sku("b")))
 @example(a=Order(order_id="o1", note={"k": [Sku("a")]}),
@@ -286,7 +287,7 @@ _template = st.lists(st.one_of(_literal, _field), min_size=1, max_size=5).map(
 _key_value = st.one_of(st.text(st.sampled_from("a#|-1 A"), max_size=4), st.integers(-5, 200))
 
 
-@settings(_QUICK, max_examples=400)
+@settings(_QUICK, max_examples=examples(400))
 @given(wide=_template, narrow=_template,
        values=st.fixed_dictionaries({"x": _key_value, "y": _key_value, "z": _key_value}))
 @example(wide="AUDIT#{x}#{y}", narrow="AUDIT#ORDER#{z}", values={"x": 0, "y": 0, "z": "1"})
@@ -382,7 +383,7 @@ _mixed_key = st.lists(st.tuples(st.sampled_from(["#", "|"]), _part), min_size=1,
                       max_size=3).map(lambda parts: "".join(s + p for s, p in parts)[1:])
 
 
-@settings(_QUICK, max_examples=30)
+@settings(_QUICK, max_examples=examples(30))
 @given(keys=st.lists(st.tuples(_mixed_key, _mixed_key), min_size=1, max_size=7,
                      unique=True), n=st.integers(0, 3))
 @example(keys=[("USER|1", "A"), ("USER#1", "A"), ("USER#1|2", "B|x")], n=1)
@@ -408,7 +409,7 @@ _audit_pk = st.lists(st.one_of(st.sampled_from(["AUDIT", "ORDER", "AUDIT#", "#",
                           for p in parts))
 
 
-@settings(_QUICK, max_examples=25)
+@settings(_QUICK, max_examples=examples(25))
 @given(pk=_audit_pk, oid=st.sampled_from(["1", "a-b", "x|y"]))
 @example(pk="AUDIT#{kind}#{ref}", oid="1")
 @example(pk="AUDIT#ORDER#{ref}", oid="1")
@@ -486,7 +487,7 @@ def ledgers(moto: None) -> Iterator[dict[str, tuple[Table, Any, Any]]]:
         RULES.pop(Red73Audit.name, None)
 
 
-@settings(_QUICK, max_examples=60)
+@settings(_QUICK, max_examples=examples(60))
 @given(label=st.sampled_from(["typed", "untyped"]), oid=_part,
        values=st.fixed_dictionaries({k: _part for k in ("kind", "ref", "what", "a", "b")}))
 @example(label="untyped", oid="1", values={"kind": "ORDER", "ref": "1", "what": "w",

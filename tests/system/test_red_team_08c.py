@@ -62,6 +62,7 @@ from dynaorm.schema.rules.previous import Previous
 from dynaorm.schema.unclaimed import rule_row
 from dynaorm.testing import use_tables, worker_suffix
 from dynaorm.values.records import Fail, Put, Role
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -515,7 +516,7 @@ SURFACES = ("session", "idempotent", "async", "save_many", "update", "delete", "
             "mcp_update", "mcp_delete", "backfill")
 
 
-@settings(_QUICK, max_examples=40)
+@settings(_QUICK, max_examples=examples(40))
 @given(label=st.sampled_from(VARIANTS), surface=st.sampled_from(SURFACES),
        values=st.fixed_dictionaries({k: _part for k in LEDGER_KEYS}))
 @example(label="plain", surface="delete", values={"kind": "ORDER", "ref": "1",
@@ -593,7 +594,7 @@ def test_migrate_reports_an_item_it_cannot_move_instead_of_raising(
 _label = st.text(st.sampled_from("shadowx1-|"), min_size=1, max_size=7)
 
 
-@settings(_QUICK, max_examples=25)
+@settings(_QUICK, max_examples=examples(25))
 @given(puts=st.lists(st.tuples(st.lists(_label, min_size=1, max_size=2), _label, st.booleans()),
                      min_size=1, max_size=30))
 @example(puts=[(["x"], "1", False)] * 26 + [(["shadow"], "1", False)])
@@ -632,7 +633,7 @@ def test_the_store_never_puts_at_a_key_a_rule_row_kind_claims(
     assert [i for i in _items(home) if "shadow..1" in i]
 
 
-@settings(_QUICK, max_examples=20)
+@settings(_QUICK, max_examples=examples(20))
 @given(thread=st.sampled_from(["audit", "other", "audit-"]), cid=st.sampled_from(["1", "2", "x"]),
        call=st.sampled_from(["put", "aput", "copy_thread", "put_writes", "delete_thread",
                              "prune"]))

@@ -32,6 +32,7 @@ import dynaorm.mcp
 from dynaorm import Entity, Session, Table
 from dynaorm.mcp.tools import json_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.mcp_client import call
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
@@ -123,7 +124,7 @@ def _entity_reads(data: dict[str, Any]) -> Crate | None:
         return None
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(args=_hostile())
 def test_an_mcp_save_of_hostile_json_stores_what_a_session_save_stores(

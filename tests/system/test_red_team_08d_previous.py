@@ -42,6 +42,7 @@ from dynaorm import (
 from dynaorm.jobs.migration import migrate
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 
 pytestmark = pytest.mark.sync_only
 
@@ -395,7 +396,7 @@ class PreviousLayoutMachine(RuleBasedStateMachine):
 def test_previous_layout_sequences_against_a_model(both: TestBackend) -> None:
     PreviousLayoutMachine.tb = both
     run = PreviousLayoutMachine.TestCase
-    run.settings = settings(max_examples=15, stateful_step_count=10, deadline=None,
+    run.settings = settings(max_examples=examples(15), stateful_step_count=10, deadline=None,
                             suppress_health_check=list(HealthCheck))
     run().runTest()
 

@@ -36,6 +36,7 @@ from dynaorm.values.expressions import condition_values
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.values.records import Put
 from dynaorm.write.render import render_op
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -108,7 +109,7 @@ _values = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(ids=st.lists(_keys.filter(lambda k: "#" not in k), min_size=1, max_size=3, unique=True),
        values=_values,
        made=_texts | st.integers(-(10**40), 10**40), key=_keys)

@@ -37,6 +37,7 @@ import dynaorm.mcp
 from dynaorm import AsyncSession, Attempt, Entity, Hook, Session, Table
 from dynaorm.mcp.tools import run, tools_of
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.mcp_client import text
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
@@ -128,7 +129,7 @@ def _plans(draw: Any) -> dict[str, Any]:
             "lost": lost, "gets": draw(st.integers(0, 4))}
 
 
-@settings(max_examples=12, deadline=None, phases=NO_SHRINK,
+@settings(max_examples=examples(12), deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(plan=_plans())
 def test_concurrent_tool_calls_with_lost_answers_are_told_the_truth(
@@ -309,7 +310,7 @@ class _CancelAt(Hook):
         return None
 
 
-@settings(max_examples=20, deadline=None, phases=NO_SHRINK,
+@settings(max_examples=examples(20), deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(kind=st.sampled_from(["save", "update", "delete"]), at=st.integers(0, 5),
        lost=st.integers(0, 1), item=_ITEM)

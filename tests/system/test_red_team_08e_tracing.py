@@ -43,6 +43,7 @@ from opentelemetry.trace import NoOpTracerProvider
 from dynaorm import AsyncSession, Entity, Hook, Session, Table
 from dynaorm.protocol.hooks import Attempt
 from dynaorm.protocol.tracing import Tracing
+from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, json_body, serving
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
@@ -282,7 +283,7 @@ def _check_nesting(spans: list[ReadableSpan], expected_tasks: set[str], per_task
         g.context.span_id for g in gets), "an attempt under another operation's span"
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=examples(8), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(loops=st.integers(1, 3), tasks=st.integers(1, 5), per_task=st.integers(1, 3),
        threaded=st.booleans())

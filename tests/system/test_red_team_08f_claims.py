@@ -36,6 +36,7 @@ from dynaorm import DynaormError, ItemNotFoundError, Previous, Session, Table
 from dynaorm.schema.streams import classify
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.testing import use_tables, worker_suffix
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -223,7 +224,7 @@ def _owners_changed(before: dict[str, Any], after: dict[str, Any], actor: str | 
             if _owner(item) != actor and after.get(k) != item]
 
 
-@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=200)
+@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(200))
 @given(shapes=_shapes(), ops=st.lists(_op, min_size=1, max_size=12),
        pool=st.lists(st.sampled_from(VALUES), min_size=1, max_size=3, unique=True))
 def test_no_entity_ever_takes_anothers_row(moto: None, shapes: list[Any],

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.templates import KeyTemplate
+from tests.support.examples import examples
 
 pytestmark = pytest.mark.engines("moto")
 
@@ -34,7 +35,7 @@ def _written(t: KeyTemplate) -> list[Any]:
     return [s if isinstance(s, str) else (s.name, s.spec, s.conversion) for s in t.segments]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), n=st.integers(1, 4))
 def test_a_prefix_is_the_templates_leading_part_as_written(data: st.DataObject,
                                                           n: int) -> None:

@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from dynaorm import AsyncSession, DynaormError, Entity, Hook, Session, Table, Unique
 from dynaorm.protocol.hooks import Attempt, Operation
 from dynaorm.testing import inject_faults
+from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.hostile import Reply, answer, json_body, serving
 
@@ -259,7 +260,7 @@ def fresh(backend: str | None) -> Iterator[None]:
         shop.max_wait = wait
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=5),
        extra=st.sampled_from(sorted(EXTRAS)))
 def test_a_hook_beside_the_tracer_changes_nothing_it_exports(
@@ -514,7 +515,7 @@ class Counting(Hook):
         return None
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=5))
 def test_a_quiet_operation_hides_its_attempts_from_the_tracer_alone(
         fresh: None, program: list[tuple[Any, ...]]) -> None:
@@ -604,7 +605,7 @@ def test_a_hook_interrupted_at_its_start_leaves_no_span_open(fresh: None, kind: 
 
 
 # == async sessions, cancelled mid-attempt =================================================
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(program=st.lists(STEPS, min_size=1, max_size=4),
        extra=st.sampled_from(sorted(EXTRAS)))
 def test_async_a_hook_beside_the_tracer_changes_nothing_it_exports(

@@ -28,6 +28,7 @@ from dynaorm import Entity, Previous, Session, Table
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 
 numbered = Table("red08h_num", pk="pk", sk="sk", key_types={"pk": "N"})
 
@@ -129,7 +130,7 @@ def moto_padded() -> Iterator[None]:
 
 @pytest.mark.sync_only
 @pytest.mark.engines("moto")
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(entity=st.sampled_from([PadOld, PadNew]), n=st.integers(0, 99999),
        other=st.integers(0, 99999), c=st.sampled_from(["a", "b"]),
        how=st.sampled_from(["get", "get_many", "update", "delete"]))

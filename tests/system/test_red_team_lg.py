@@ -33,10 +33,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from dynaorm import DynaormError, Table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
-_QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=6)
+_QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(6))
 
 agents = Table("redlg_agents", ttl="expires")
 
@@ -191,7 +192,7 @@ def _sends(n: int, run: str = "") -> list[tuple[str, Any]]:
     return [("__pregel_tasks", f"{run}send {i}") for i in range(n)]
 
 
-@settings(_QUICK, max_examples=3)  # (CI's 30 minutes: a retried 500 backs off)
+@settings(_QUICK, max_examples=examples(3))  # (CI's 30 minutes: a retried 500 backs off)
 @given(kind=st.sampled_from(["server_error", "lose_answer"]), skip=st.integers(0, 4),
        times=st.sampled_from([1, 2, None]), size=st.sampled_from([101, 230]))
 def test_put_writes_shows_all_of_a_task_or_none_and_tells_the_truth(

@@ -48,6 +48,7 @@ from dynaorm.schema.streams import classify
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.testing import use_tables, worker_suffix
 from dynaorm.values.keys import key_av
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -115,7 +116,7 @@ def _meeting(draw: st.DrawFn) -> tuple[list[tuple[str, str]], dict[str, str]]:
     return list(dict.fromkeys(shapes)), values
 
 
-@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=300)
+@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(300))
 @given(shapes_values=st.one_of(
     _meeting(), st.tuples(st.lists(_pair, min_size=2, max_size=3, unique=True),
                           st.fixed_dictionaries({k: _value for k in "abc"}))))
@@ -166,7 +167,7 @@ def test_a_key_is_refused_exactly_when_a_read_takes_it_for_anothers(
 
 
 # == 3. two or three entities: what is allowed reads back as itself (moto) ==============
-@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=25)
+@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(25))
 @given(shapes_values=_meeting())
 @example(shapes_values=([("USER#{a}", "{c}"), ("USER#admin", "PROFILE"),
                          ("USER#{a}", "PROFILE#1")], {"a": "admin", "b": "1", "c": "PROFILE#1"}))

@@ -33,6 +33,7 @@ from dynaorm.formats import iam
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import moto_backend, use_tables, worker_suffix
+from tests.support.examples import examples
 from tests.support.iam_eval import allowed, checks_of
 from tests.support.recording import recording
 
@@ -92,7 +93,7 @@ def _plant(table: Table, tenant: str, uid: str, email: str) -> None:
 _id = st.text(st.sampled_from("ab-_:"), min_size=1, max_size=4)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck),
           phases=QUICK)
 @given(rows=st.lists(st.tuples(_id, _id, st.booleans()), min_size=1, max_size=5,
                      unique_by=lambda r: (r[0], r[1])))
@@ -367,7 +368,7 @@ _tool_calls = st.lists(st.tuples(
     st.sampled_from([None, "K1", "K2"])), min_size=1, max_size=8)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=list(HealthCheck),
           phases=QUICK)
 @given(a=_tenant, b=_tenant, calls=_tool_calls)
 def test_every_request_a_tenants_tools_send_is_one_its_policy_allows(

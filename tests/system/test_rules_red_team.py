@@ -40,6 +40,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.examples import examples
 from tests.support.fault_kinds import KINDS
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]  # (as ``local`` decides)
@@ -123,7 +124,7 @@ def _check(tb: TestBackend, run: str, model: dict[str, tuple[Any, ...] | None]) 
     assert sorted(g["owner_pk"]["S"] for g in guards) == sorted(f"MEM#{m}" for m in live)
 
 
-@settings(max_examples=50, deadline=None, derandomize=True,
+@settings(max_examples=examples(50), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=1, max_size=6))
 def test_faulted_commits_with_a_second_writer_never_lie_nor_leave_half(

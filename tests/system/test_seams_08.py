@@ -30,6 +30,8 @@ from tests.support.iam_eval import string_like
 lg = pytest.importorskip("dynaorm.langgraph", reason="dynaorm[langgraph] is not installed")
 from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 
+from tests.support.examples import examples  # noqa: E402
+
 Saver, Store = lg.Saver, lg.Store
 SCOPE = "tenant_id"
 
@@ -70,7 +72,7 @@ class Note(Entity):
 _tenant = st.text(st.sampled_from("ac-|._*%$?:"), min_size=1, max_size=5)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(a=_tenant, b=_tenant)
 def test_a_scoped_saver_or_store_never_reaches_another_tenant(moto: None, a: str,
                                                               b: str) -> None:
@@ -181,7 +183,7 @@ def test_a_tenant_one_entity_refuses_is_refused_by_every_scope_of_the_table(
         assert [i["pk"] for i in tb.scan_raw()] == [{"S": "T-acme-corp-1"}]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @example(tenants=["acme", "acme-corp"], docs=["corp-1"])
 @given(tenants=st.lists(st.text(st.sampled_from("ac-_.:"), min_size=1, max_size=6),
                         min_size=2, max_size=4, unique=True),
@@ -426,7 +428,7 @@ _calls = st.lists(st.tuples(
     _doc_id, st.booleans(), st.sampled_from([None, "K", "L"])), min_size=1, max_size=8)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
 @given(a=st.text(st.sampled_from("ac_.:|"), min_size=1, max_size=4),
        b=st.text(st.sampled_from("ac_.:|"), min_size=1, max_size=4),
        docs=st.lists(_doc_id, min_size=1, max_size=3), calls=_calls)
@@ -473,7 +475,7 @@ def test_a_tenants_mcp_calls_never_touch_nor_show_another_tenants_items(
 _id = st.text(st.sampled_from("ac-_.|:"), min_size=1, max_size=4)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(st.tuples(_id, _id), min_size=2, max_size=6, unique=True))
 def test_an_inferred_model_renders_the_keys_it_read_and_holds_a_scope_by_them(
         moto: None, rows: list[tuple[str, str]]) -> None:

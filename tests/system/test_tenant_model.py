@@ -37,6 +37,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
 
@@ -220,7 +221,7 @@ def model_db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Te
 def test_no_value_of_a_forgotten_tenant_is_readable(model_db: TestBackend) -> None:
     machine = type("Machine", (TenantModel,), {"db": model_db})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=15, stateful_step_count=12, deadline=None, derandomize=True,
+        max_examples=examples(15), stateful_step_count=12, deadline=None, derandomize=True,
         suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
     machine.TestCase().runTest()  # type: ignore[attr-defined]

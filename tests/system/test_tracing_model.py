@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from dynaorm import Attempt, DynaormError, Hook, Operation, OutcomeUnknownError
 from dynaorm.testing import TestBackend, inject_faults
+from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.models import Note, app
 
@@ -162,6 +163,6 @@ def test_spans_match_the_phases_every_hook_sees(db: TestBackend) -> None:
     app.max_wait = 0  # faults are retried without waiting (rebinds the table)
     machine = type("Machine", (Traced,), {"db": db})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=6, stateful_step_count=12, deadline=None,
+        max_examples=examples(6), stateful_step_count=12, deadline=None,
         suppress_health_check=list(HealthCheck))
     machine.TestCase().runTest()  # type: ignore[attr-defined]

@@ -77,6 +77,7 @@ from dynaorm.schema.rules.encrypted import header_of
 from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.examples import examples
 from tests.support.offload import Bucket, bucket
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto", "local")]
@@ -238,7 +239,7 @@ def value_classes(draw: st.DrawFn) -> dict[str, Node]:
 _REFUSAL = re.compile(r"^(\w+)\.(\S+): (\w+) inside a field's value is not applied")
 
 
-@settings(max_examples=EXAMPLES or 150, deadline=None)
+@settings(max_examples=examples(EXAMPLES or 150), deadline=None)
 @given(fields=field_trees(anywhere=True), versioned=st.booleans())
 def test_a_rule_kind_where_its_rules_do_not_reach_is_refused_naming_its_path(
         fields: dict[str, Node], versioned: bool) -> None:
@@ -836,7 +837,7 @@ def test_an_encrypted_value_is_never_shown_and_every_value_reads(
     logger.setLevel(logging.DEBUG)
     machine = type("Machine", (ValueTreeModel,), {"db": tb, "bucket": b, "logs": logs})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
-        max_examples=EXAMPLES or 20, stateful_step_count=12, deadline=None,
+        max_examples=examples(EXAMPLES or 20), stateful_step_count=12, deadline=None,
         derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
     try:
@@ -1568,7 +1569,7 @@ def _raw_cargo() -> dict[str, Any]:
     return found
 
 
-@settings(max_examples=EXAMPLES or 25, deadline=None,
+@settings(max_examples=examples(EXAMPLES or 25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(stored=STORED_CARGO, data=st.data())
 def test_each_member_keeps_its_own_attributes_whatever_the_edits(

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dynaorm.errors import InvalidValueError
 from dynaorm.values.codec import decode_item, decode_value, encode_fields, encode_value
+from tests.support.examples import examples
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=10**30)
@@ -37,20 +38,20 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(value=_json)
 def test_encode_decode_round_trip(value: Any) -> None:
     assert _same(decode_value(encode_value(value)), value)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
 def test_floats_round_trip_exactly(value: float) -> None:
     decoded = decode_value(encode_value(value))
     assert float(decoded) == value
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(strings=st.sets(st.text(max_size=10), min_size=1, max_size=6),
        numbers=st.sets(st.integers(min_value=-10**9, max_value=10**9), min_size=1, max_size=6))
 def test_sets_round_trip(strings: set[str], numbers: set[int]) -> None:
@@ -58,7 +59,7 @@ def test_sets_round_trip(strings: set[str], numbers: set[int]) -> None:
     assert decode_value(encode_value(numbers)) == numbers
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(data=st.dictionaries(st.text(min_size=1, max_size=8), _json, max_size=6))
 def test_encode_fields_leaves_out_none(data: dict[str, Any]) -> None:
     item = encode_fields(data)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dynaorm import Entity, KeyTemplateError, Table
 from dynaorm.cli.main import main
 from dynaorm.formats import iam
+from tests.support.examples import examples
 from tests.support.iam_eval import Check, allowed, string_like
 
 SCOPE = "tenant_id"
@@ -188,7 +189,7 @@ def _attacks(templates: list[str], values: list[str]) -> list[str]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(templates=st.lists(_template, min_size=1, max_size=3),
        values=st.lists(_value, min_size=1, max_size=4),
        docs=st.lists(_value, min_size=1, max_size=3), role=st.sampled_from(["read", "write"]),

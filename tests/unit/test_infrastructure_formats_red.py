@@ -24,6 +24,7 @@ from dynaorm import GSI, LSI, Table
 from dynaorm.formats import cloudformation, terraform
 from dynaorm.formats.terraform import _value
 from tests.support.cfn import lint
+from tests.support.examples import examples
 
 TERRAFORM = shutil.which("terraform")
 _NAME = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
@@ -89,7 +90,7 @@ def _unquoted(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
 @given(tables())
 def test_red_every_table_is_a_template_cfn_lint_passes_holding_what_create_sends(
         table: Table) -> None:
@@ -111,7 +112,7 @@ def test_red_every_table_is_a_template_cfn_lint_passes_holding_what_create_sends
             declared.contributor_insights or ""))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
 @given(tables())
 def test_red_every_table_is_terraform_that_parses_holding_what_create_sends(
         table: Table) -> None:
@@ -149,7 +150,7 @@ def _unescaped(text: str) -> str:
 
 
 @pytest.mark.skipif(TERRAFORM is None, reason="terraform is not installed")
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
                       .map(lambda t: unicodedata.normalize("NFC", t)), min_size=1, max_size=20))
 def test_red_terraform_reads_every_string_as_written(texts: list[str],

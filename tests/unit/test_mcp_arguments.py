@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from dynaorm import GSI, Entity, Table
 from dynaorm.mcp.tools import ToolError, _quick, check_arguments, json_of, tools_of
+from tests.support.examples import examples
 from tests.support.tenant_models import shelf, tenants
 
 TOOLS = {**tools_of(tenants, ["Memo", "Customer"]),
@@ -34,7 +35,7 @@ CHECKS = {name: (_quick(tool.input_schema), Draft202012Validator(tool.input_sche
           for name, tool in TOOLS.items()}
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(st.sampled_from(NAMES), st.dictionaries(KEYS, VALUES, max_size=6))
 def test_the_quick_check_accepts_only_what_the_schema_accepts(name: str,
                                                               args: dict[str, Any]) -> None:
@@ -71,7 +72,7 @@ _CAP_VALUES = st.recursive(
                         inner, max_size=2)), max_leaves=6)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(st.dictionaries(st.sampled_from(["roots", "sampling", "elicitation", "experimental",
                                         "extensions", "tasks", "other"]), _CAP_VALUES,
                        max_size=3),

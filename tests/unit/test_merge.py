@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from dynaorm import DynaormError, StoredAs
 from dynaorm.values.limits import updated_item
 from dynaorm.values.merge import MAX_MEMBER_PATHS, merge_items
+from tests.support.examples import examples
 
 
 def test_untouched_attributes_keep_their_stored_form() -> None:
@@ -73,7 +74,7 @@ MAPS = st.recursive(LEAVES, lambda inner: st.builds(
 ITEMS = st.dictionaries(st.sampled_from(["x", "y", "z"]), MAPS, max_size=3)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(stored=ITEMS, old=ITEMS, new=ITEMS)
 def test_the_update_makes_the_item_the_merge_says(stored: dict[str, Any], old: dict[str, Any],
                                                   new: dict[str, Any]) -> None:
@@ -161,7 +162,7 @@ FORMATS = [StoredAs.ISO_Z, StoredAs.ISO_Z_MILLIS, StoredAs.EPOCH_SECONDS, Stored
            StoredAs("%Y-%m-%dT%H:%M:%S.%f", zone=timezone(timedelta(hours=-7)))]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(fmt=st.sampled_from(FORMATS),
        when=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
                          timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)),

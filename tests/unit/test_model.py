@@ -22,6 +22,7 @@ from dynaorm.formats.chart import chart_of
 from dynaorm.formats.code import code_of, import_code
 from dynaorm.schema.model import FORMAT
 from tests.support.designs import DESIGNS, defined, design, roundtrip
+from tests.support.examples import examples
 from tests.support.json_schema import problems
 from tests.support.models import app
 
@@ -580,7 +581,7 @@ def _models(draw: st.DrawFn) -> dict[str, Any]:
             "tags": draw(st.sampled_from([{}, {"team": "a"}]))}}, "entities": entities}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_models())
 def test_hypothesis_models_export_from_their_code_as_they_were_made(model: dict[str, Any]
                                                                    ) -> None:
@@ -608,7 +609,7 @@ def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return [at, *(p for k, v in inner for p in _paths(v, (*at, k)))]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(data=st.data(), fmt=st.sampled_from(formats.READABLE))
 def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObject,
                                                                fmt: str) -> None:

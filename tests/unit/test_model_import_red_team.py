@@ -26,6 +26,7 @@ from dynaorm.formats import read
 from dynaorm.formats._common import PURE_MODULES
 from dynaorm.schema.model import _returns
 from tests.support.designs import defined
+from tests.support.examples import examples
 
 _BASE: dict[str, Any] = {
     "dynaorm_model": 1, "table": {"name": "red-team", "pk": "pk", "sk": "sk"},
@@ -225,7 +226,7 @@ def _as_json_defaults(value: Any) -> None:
             _as_json_defaults(v)
 
 
-@settings(max_examples=int(os.environ.get("DYNAORM_RED_TEAM_EXAMPLES", "300")),
+@settings(max_examples=examples(int(os.environ.get("DYNAORM_RED_TEAM_EXAMPLES", "300"))),
           derandomize=True, deadline=5000, suppress_health_check=list(HealthCheck))
 @given(doc=_documents())
 def test_any_model_document_is_refused_or_defines_the_same_model_without_side_effects(

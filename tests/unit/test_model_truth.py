@@ -26,6 +26,7 @@ from dynaorm import ModelFileError, Table, Unique
 from dynaorm.formats import code as codegen
 from dynaorm.formats import read
 from tests.support.designs import defined, design
+from tests.support.examples import examples
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,7 +220,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=30)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(doc=_JSON, fmt=st.sampled_from(["json", "workbench", "mcp"]), at=st.sampled_from(
     ["", "entities", "tables", "DataModel", "table"]))
 def test_any_json_imports_or_is_a_model_file_error(doc: Any, fmt: str, at: str) -> None:

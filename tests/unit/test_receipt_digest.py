@@ -21,6 +21,7 @@ from dynaorm.schema.rules.receipts import _canon, digest, made, made_paths
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
+from tests.support.examples import examples
 from tests.support.models import Audit, Note, User
 
 _pinned = Table("dynaorm-digest-pin")
@@ -98,7 +99,7 @@ def test_the_canonical_text_of_values_is_pinned() -> None:
         "pInner{'n':i1,'s':'x'}"]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.text(max_size=8), st.text(max_size=8), st.text(min_size=1, max_size=8))
 def test_values_default_factories_made_never_count_and_given_ones_always_do(
         name: str, email: str, other: str) -> None:
@@ -172,7 +173,7 @@ _PARTS = st.builds(lambda given, qty, tags: _Part(**given, qty=qty, tags=tags),
                    st.integers(0, 3), st.lists(st.text(max_size=3), max_size=2))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.fixed_dictionaries({}, optional={
     "order_id": st.text(min_size=1, max_size=4), "note": st.text(max_size=4),
     "parts": st.lists(_PARTS, max_size=3),
@@ -196,7 +197,7 @@ def test_made_paths_are_the_plain_walks(given: dict[str, Any], loaded: bool) -> 
         assert digest([SaveEntry(order)]) == digest([SaveEntry(again)])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(given=st.fixed_dictionaries({}, optional={
     "order_id": st.text(min_size=1, max_size=4), "note": st.text(max_size=4),
     "parts": st.lists(_PARTS, max_size=3)}), state=st.sampled_from(["new", "loaded", "deleted"]))

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dynaorm import GSI, Entity, Previous, Table
 from dynaorm.formats import iam
+from tests.support.examples import examples
 from tests.support.iam_eval import Check, allowed
 
 SCOPE = "tenant_id"
@@ -44,7 +45,7 @@ class Folder(Entity):
 _TEXT = st.text(st.sampled_from(TAG_CHARS), min_size=1, max_size=5)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(tag=_TEXT, owner=_TEXT, rest=_TEXT,
        shape=st.sampled_from(["S-{t}-{r}", "F/{t}/{r}", "F.{t}.{r}", "G:{t}:{r}"]))
 def test_a_principal_reads_no_key_the_grammar_gives_another_tenant(

@@ -29,6 +29,7 @@ from dynaorm import Client, Entity, Session, Table, inspect
 from dynaorm import errors as dynaorm_errors
 from dynaorm.values.codec import binary_from_json
 from dynaorm.wire import decode
+from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, serving
 from tests.support.vector_models import docs
 from tests.unit.test_vectors import hostile as hostile_search
@@ -179,7 +180,7 @@ def _escaped(text: str, which: list[bool]) -> str:
     return "".join(out)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=st.dictionaries(_KEYS, _JSON, max_size=4) | _JSON,
        which=st.lists(st.booleans(), max_size=4),
        space=st.sampled_from(["", " ", "\n", "\r\n\t"]), cut=st.integers(0, 3))

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from dynaorm import Client, Entity, Session, Table, inspect
 from dynaorm.errors import DynaormError
+from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, serving
 
 WIRES = ("dynaorm", "botocore")
@@ -125,7 +126,7 @@ def _answers(item: dict[str, Any], key: dict[str, Any]) -> list[tuple[tuple[str,
         (_UPDATE, {"Attributes": item, "ConsumedCapacity": _CAPACITY})]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(item=_ITEM, key=st.dictionaries(st.sampled_from(["pk", "sk", "B"]), _SCALAR,
                                        min_size=1, max_size=2),
        escapes=st.lists(st.booleans(), min_size=1, max_size=8))
@@ -216,7 +217,7 @@ _FIELDS = st.fixed_dictionaries({}, optional={
     "tags": st.builds(lambda v: {"SS": sorted(v)}, st.sets(_TEXT, min_size=1, max_size=3))})
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fields=_FIELDS, escapes=st.lists(st.booleans(), min_size=1, max_size=8))
 def test_an_entity_read_of_escaped_tags_is_the_same_object_on_both_wires(
         fields: dict[str, Any], escapes: list[bool]) -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dynaorm import KeyTemplateError, keys
 from dynaorm.schema.rules.versioned import version_sk
+from tests.support.examples import examples
 
 ALPHABET = "A#-:_xK"
 CONVERT = {"u": str.upper, "l": str.lower, None: lambda text: text}
@@ -36,7 +37,7 @@ def templates(draw: Any) -> tuple[str, int]:
     return "".join(parts), count
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(templates(), st.lists(values, min_size=3, max_size=3),
        st.lists(values, min_size=3, max_size=3))
 def test_a_rendered_key_parses_back_and_a_scope_prefix_proves_its_value(
@@ -63,7 +64,7 @@ def test_a_rendered_key_parses_back_and_a_scope_prefix_proves_its_value(
             assert key_b != prefix if exact else not key_b.startswith(prefix)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.one_of(
     st.text(alphabet="v0123456789_\u0661\u00b2x", max_size=14),
     st.builds("v{}_{}".format, st.text(alphabet="0123456789\u0661\u00b2", min_size=7,

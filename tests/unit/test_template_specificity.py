@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dynaorm.schema.templates import KeyTemplate
+from tests.support.examples import examples
 
 #: literal pieces and separators the drawn templates are built from
 _PIECES = st.sampled_from(["A", "AUDIT", "ORDER", "x", "#", "-", "#A#", "A-", "#ORDER#"])
@@ -37,7 +38,7 @@ def _values(draw: st.DrawFn, t: KeyTemplate) -> dict[str, str]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(templates(), templates(), st.data())
 def test_a_key_of_a_covered_template_always_parses_under_the_wider_one(
         wide: KeyTemplate, narrow: KeyTemplate, data: st.DataObject) -> None:
@@ -52,7 +53,7 @@ def test_a_key_of_a_covered_template_always_parses_under_the_wider_one(
     assert narrow.parse_key(key) is not None  # (the grammar gives its own keys back)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(templates(), templates())
 def test_covers_is_reflexive_and_narrower_is_one_way(a: KeyTemplate, b: KeyTemplate) -> None:
     assert a.covers(a)

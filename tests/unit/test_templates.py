@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dynaorm import Entity, KeyTemplateError
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.templates import KeyTemplate, render_value
+from tests.support.examples import examples
 from tests.support.models import app
 
 
@@ -187,14 +188,14 @@ _segment = st.text(
 _TEMPLATE = KeyTemplate.parse("ORG#{org}#USER#{user}#AT#{n}")
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(org=_segment, user=_segment, n=st.integers(min_value=-10**12, max_value=10**12))
 def test_render_parse_round_trip(org: str, user: str, n: int) -> None:
     key = _TEMPLATE.render({"org": org, "user": user, "n": n})
     assert _TEMPLATE.parse_key(key) == {"org": org, "user": user, "n": str(n)}
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(a=st.tuples(_segment, _segment), b=st.tuples(_segment, _segment))
 def test_distinct_field_tuples_give_distinct_keys(a: tuple[str, str],
                                                   b: tuple[str, str]) -> None:
@@ -204,7 +205,7 @@ def test_distinct_field_tuples_give_distinct_keys(a: tuple[str, str],
     assert (ka == kb) == (a == b)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(n=st.integers(min_value=0, max_value=10**8 - 1),
        m=st.integers(min_value=0, max_value=10**8 - 1))
 def test_padded_numbers_sort_like_numbers(n: int, m: int) -> None:
@@ -212,7 +213,7 @@ def test_padded_numbers_sort_like_numbers(n: int, m: int) -> None:
     assert (t.render({"n": n}) < t.render({"n": m})) == (n < m)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(at=st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2999, 1, 1),
                        timezones=st.sampled_from([UTC, timezone(timedelta(hours=5)),
                                                   timezone(timedelta(hours=-8))])))
@@ -251,7 +252,7 @@ def _grammar_templates(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "".join(parts), names
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(shape=_grammar_templates(), data=st.data())
 def test_a_value_the_grammar_accepts_parses_back_exactly(
         shape: tuple[str, list[str]], data: st.DataObject) -> None:
@@ -307,7 +308,7 @@ class ScopedDoc(Entity):
 _TENANT = st.text(st.sampled_from("ab-_.:|/ #"), min_size=1, max_size=5)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(mine=_TENANT, theirs=_TENANT, doc=st.text(st.sampled_from("ab-_.:1 "), min_size=1,
                                                  max_size=6))
 def test_a_scope_admits_only_keys_that_parse_to_it(mine: str, theirs: str, doc: str) -> None:
@@ -352,7 +353,7 @@ _PIECES = st.lists(st.one_of(st.text(_LITERAL_CHARS, min_size=1, max_size=2),
                              st.sampled_from(["{{", "}}"])), min_size=1, max_size=3).map("".join)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(data=st.data(), n=st.integers(min_value=1, max_value=3))
 def test_a_prefix_through_a_field_is_the_template_as_written(data: st.DataObject,
                                                              n: int) -> None:
@@ -422,7 +423,7 @@ def _slow_render(template: KeyTemplate, values: dict[str, Any]) -> str:
                    for s in template.segments)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(template=_any_templates(), data=st.data())
 def test_every_render_path_checks_through_one_function(template: KeyTemplate,
                                                        data: st.DataObject) -> None:
@@ -469,7 +470,7 @@ def _keys(template: KeyTemplate, values: dict[str, str], draw: Any) -> str:
     return key
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(template=_any_templates(), data=st.data())
 def test_the_matcher_is_the_parse_and_the_leading_text_holds(template: KeyTemplate,
                                                              data: st.DataObject) -> None:
@@ -520,7 +521,7 @@ def test_the_cases_an_attacker_tries_are_named() -> None:
     assert KeyTemplate.parse("A#{t}").matcher({"t": "a#b"})("A#a#b") is False  # type: ignore[misc]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(template=_any_templates(), data=st.data())
 def test_the_matcher_of_a_list_is_the_matcher_of_each(template: KeyTemplate,
                                                       data: st.DataObject) -> None:

@@ -38,6 +38,7 @@ from dynaorm.values.tree import (
     markers,
     merged_kinds,
 )
+from tests.support.examples import examples
 
 ISO = StoredAs.ISO_Z
 EPOCH = StoredAs.EPOCH_SECONDS
@@ -304,7 +305,7 @@ def _extend(children: st.SearchStrategy[_Pair]) -> st.SearchStrategy[_Pair]:
 _ANNOTATED = st.recursive(st.sampled_from(_LEAVES), _extend, max_leaves=6)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=_ANNOTATED, data=st.data())
 def test_the_members_encoding_is_the_old_walks_on_random_values(pair: _Pair,
                                                                    data: Any) -> None:
@@ -317,7 +318,7 @@ def test_the_members_encoding_is_the_old_walks_on_random_values(pair: _Pair,
         assert new.encode(value) == old(value, encode_value(value))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=_ANNOTATED)
 def test_a_definition_is_refused_where_the_old_walk_found_a_hidden_kind(pair: _Pair) -> None:
     """The same path; of several kinds on one value, the first in the documented order
@@ -358,7 +359,7 @@ def test_a_hidden_kind_in_a_model_inside_itself_is_refused_once() -> None:
         check_hidden("Holder", _tree(holder))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=_ANNOTATED)
 def test_the_kinds_a_fields_rules_read_are_the_old_walks(pair: _Pair) -> None:
     """A field's own kinds and its first level's, as the rules read them (0.9 read the

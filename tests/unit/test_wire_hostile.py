@@ -42,6 +42,7 @@ from dynaorm import (
     RequestNotSentError,
 )
 from dynaorm.wire.connection import MAX_HEAD, AnswerReader
+from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, certificate, json_body, serving
 
 #: random byte streams per run (``make fuzz-wire`` raises it)
@@ -525,7 +526,7 @@ def test_random_byte_streams(where: str, kind: str, tls_cert: tuple[str, str],
                  else current[0], tls) as server:
         db = client(server.url, wire)
 
-        @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
+        @settings(max_examples=examples(FUZZ_EXAMPLES), deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(data=hostile_bytes(), close=st.booleans())
         def one(data: bytes, close: bool) -> None:

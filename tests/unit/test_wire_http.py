@@ -30,6 +30,7 @@ from dynaorm.wire.http import (
     Destination,
     HTTPPool,
 )
+from tests.support.examples import examples
 from tests.support.hostile import accepting, certificate
 
 Handler = Callable[[socket.socket, bytes, int], bool]  # (conn, request body, n) -> keep open
@@ -561,7 +562,7 @@ _ANSWERS = [
 ]
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=examples(60), deadline=None, database=None)
 @given(which=st.integers(0, len(_ANSWERS) - 1), cuts=st.lists(st.integers(0, 400),
                                                              max_size=12))
 def test_any_split_of_an_answer_reads_the_same(which: int, cuts: list[int]) -> None:
@@ -581,7 +582,7 @@ def test_any_split_of_an_answer_reads_the_same(which: int, cuts: list[int]) -> N
         whole.status, whole.headers, whole.body, whole.reusable)
 
 
-@settings(max_examples=80, deadline=None, database=None)
+@settings(max_examples=examples(80), deadline=None, database=None)
 @given(which=st.integers(0, len(_ANSWERS) - 1),
        tail=st.sampled_from([b"x", b"\r\n", b"HTTP/1.1 200 OK\r\n", _ANSWERS[0]]) | st.binary(
            min_size=1, max_size=40),
@@ -630,7 +631,7 @@ _VALUES = st.text(st.sampled_from("ab 1,;=/\t\x80\xe9"), max_size=12).map(
     lambda v: v.lstrip(" \t"))  # (no leading whitespace: llhttp strips it, and so do we)
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=examples(150), deadline=None, database=None)
 @given(lines=st.lists(st.tuples(_NAMES, _VALUES, st.sampled_from(["", " ", "  ", "\t"])),
                       max_size=12),
        interim=st.booleans(), blank=st.sampled_from([b"", b"\r\n", b"\r\n\r\n"]),
