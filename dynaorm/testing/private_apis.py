@@ -87,44 +87,39 @@ def moto_sizes_unchecked() -> Iterator[None]:
         _SIZES.off = before
 
 
-_COPIES = threading.local()  # .made: the tables this thread's transaction copied, by id
-
-
 def moto_transactions_copy_once() -> None:
     """From now on, moto's ``TransactWriteItems`` backs each table up once, not once an
     item: moto deep-copies a table for every item of a transaction (to restore it if the
     transaction fails), identical copies of which it keeps the last, so a commit of N
-    rows copied the table N times. The same backup: the same answers and rollback.
+    rows copied the table N times. The same backup: the same answers and rollback (moto
+    answers one request at a time behind the emulator).
 
     moto: ``moto.dynamodb.models.copy`` (the module ``transact_write_items`` copies
-    with) and ``DynamoDBBackend.transact_write_items``; moto has no setting for it."""
+    with); moto has no setting for it."""
     import copy
     import types
 
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
 
-    if isinstance(models.copy, types.SimpleNamespace):  # type: ignore[attr-defined]  # (already)
+    transact = models.DynamoDBBackend.transact_write_items
+    if transact.__name__ == "once":  # (already)
         return
 
-    def deepcopy(value: Any, memo: Any = None) -> Any:
-        made = getattr(_COPIES, "made", None)
-        if made is None or not isinstance(value, Table):
-            return copy.deepcopy(value, memo)
-        if id(value) not in made:
-            made[id(value)] = copy.deepcopy(value)
-        return made[id(value)]
+    def once(self: Any, items: Any) -> None:
+        made: dict[int, Any] = {}
 
-    transact = models.DynamoDBBackend.transact_write_items
+        def deepcopy(value: Any) -> Any:
+            if isinstance(value, Table) and id(value) not in made:
+                made[id(value)] = copy.deepcopy(value)
+            return made[id(value)] if isinstance(value, Table) else copy.deepcopy(value)
 
-    def once(self: Any, items: list[dict[str, Any]]) -> None:
-        _COPIES.made = {}
+        models.copy = types.SimpleNamespace(deepcopy=deepcopy)  # type: ignore[attr-defined, assignment]
         try:
             transact(self, items)
         finally:
-            _COPIES.made = None
+            models.copy = copy  # type: ignore[attr-defined]
 
-    models.copy = types.SimpleNamespace(**{**vars(copy), "deepcopy": deepcopy})  # type: ignore[attr-defined, assignment]
     models.DynamoDBBackend.transact_write_items = once  # type: ignore[method-assign, assignment]
 
 
