@@ -81,7 +81,7 @@ test:
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
 	@date +'%T endpoint'
 	$(MAKE) --no-print-directory test-endpoint
-	@date +'%T done
+	@date +'%T done'
 
 # The path `--dynaorm-endpoint URL` takes (the README's "any engine": the plugin's fault
 # proxy in front, the async variant on it), which the run above never takes, on a dynoxide

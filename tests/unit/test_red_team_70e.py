@@ -27,6 +27,17 @@ from dynaorm import Client, Entity, Session, Table, inspect
 from dynaorm.errors import DynaormError
 from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, serving
+from tests.support.loaders import shared_loaders
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parsed_once() -> Iterator[None]:
+    """The module's botocore sessions share the parsed models (``shared_loaders``): each
+    read still has fresh clients and sessions, which is its subject (a client that has
+    read before parses some answers otherwise)."""
+    with shared_loaders():
+        yield
+
 
 WIRES = ("dynaorm", "botocore")
 
