@@ -369,6 +369,10 @@ LANDED = 174_892
 #: for nothing): +227. CI is CPU-bound at 60 minutes and every moto test pays these; no
 #: cut of that size was found beside them in the time: the next stop owes it
 LANDED = 175_119
+#: review of session 7: a requests call to AWS inside moto_backend passed through to the
+#: network once moto routed none of its services for requests (the catch-all stays now;
+#: the routes are left out of the start alone): +17, owed with the rest
+LANDED = 175_136
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -112,9 +112,14 @@ def moto_backend() -> Iterator[None]:
         rules=True, s3=s3_factory())
     _EMBEDDED.append(emulator)
     try:
-        with moto_botocore_only(), mock_aws(config=config), in_process_mock(
-                lambda wire: EmbeddedTransport(emulator, wire)):
-            yield
+        mock = mock_aws(config=config)
+        with nullcontext() if config is None else moto_botocore_only():  # (a first start
+            mock.start()  # alone: nested, another mock's requests may be in flight)
+        try:
+            with in_process_mock(lambda wire: EmbeddedTransport(emulator, wire)):
+                yield
+        finally:
+            mock.stop()
     finally:
         _EMBEDDED.pop()
         if not _EMBEDDED:

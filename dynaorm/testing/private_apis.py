@@ -26,19 +26,21 @@ def moto_nested() -> bool:
 
 @contextmanager
 def moto_botocore_only() -> Iterator[None]:
-    """For the block, a ``mock_aws`` started answers botocore's clients only: it routes
-    nothing of the ``requests`` library, which dynaorm never sends with (routing it built
-    some 1,300 of ``responses``' routes at each start: nine tenths of a start's time).
+    """For the block, a ``mock_aws`` started routes none of moto's services for the
+    ``requests`` library, which dynaorm never sends with (building those routes, some
+    1,300, was nine tenths of a start); its catch-all for AWS's domains stays, so a
+    ``requests`` call to AWS is refused, never passed through. botocore's clients are
+    answered as before: the routing table is swapped for the start alone.
 
-    moto: ``moto.core.models.RESPONSES_METHODS``, the methods a start routes for
-    ``requests``; moto has no setting to leave them out."""
-    import moto.core.models as models
+    moto: ``moto.backend_index.backend_url_patterns``, which a start routes for
+    ``requests`` (and botocore's stubber reads per request); moto has no setting."""
+    import moto.backend_index as index
 
-    saved, models.RESPONSES_METHODS = models.RESPONSES_METHODS, []
+    saved, index.backend_url_patterns = index.backend_url_patterns, []
     try:
         yield
     finally:
-        models.RESPONSES_METHODS = saved
+        index.backend_url_patterns = saved
 
 
 def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
@@ -110,9 +112,11 @@ def moto_transactions_copy_once() -> None:
         made: dict[int, Any] = {}
 
         def deepcopy(value: Any) -> Any:
-            if isinstance(value, Table) and id(value) not in made:
+            if not isinstance(value, Table):
+                return copy.deepcopy(value)
+            if id(value) not in made:
                 made[id(value)] = copy.deepcopy(value)
-            return made[id(value)] if isinstance(value, Table) else copy.deepcopy(value)
+            return made[id(value)]
 
         models.copy = types.SimpleNamespace(deepcopy=deepcopy)  # type: ignore[attr-defined, assignment]
         try:
