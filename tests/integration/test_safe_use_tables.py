@@ -181,3 +181,15 @@ def test_a_named_host_works_end_to_end(ddb_local: str,
         with Session(table) as s:
             s.save(Order(order_id="n1"))
         assert [i["order_id"] for i in tb.scan()] == ["n1"]
+
+
+def test_a_requests_call_to_aws_inside_the_embedded_moto_is_refused_never_sent() -> None:
+    """moto starts for botocore alone (its services' routes for the ``requests`` library
+    are left out of the start): its catch-all for AWS's domains still answers a
+    ``requests`` call, which never passes through to the network."""
+    requests = pytest.importorskip("requests")
+    from dynaorm.testing import moto_backend
+
+    with moto_backend():
+        got = requests.get("https://s3.amazonaws.com/a-bucket/a-key", timeout=5)
+    assert (got.status_code, got.text) == (400, "The method is not implemented")
