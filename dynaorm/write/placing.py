@@ -34,9 +34,9 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
     """The specs of the entities of ``ops`` whose rules may do something outside the table
     for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
     row it deletes, or a held attribute's value, in a row it writes or one the plan read,
-    that may be kept outside: a map (a reference's shape) or one that may be larger than
-    the threshold (a string's UTF-8 bytes are at most 4 a character). None: a commit
-    whose values all stay in their rows pays nothing more."""
+    that may be kept outside: a map of one member (a reference's shape) or one that may
+    be larger than the threshold (a string's UTF-8 bytes are at most 4 a character). None:
+    a commit whose values all stay in their rows pays nothing more."""
     found: dict[int, Any] = {}
     read = []
     for _, state in entries:
@@ -51,8 +51,8 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
                 op, "set", {}), *read):
             for a in spec.rules.held:
                 if isinstance(op, Delete) or ((av := row.get(a)) and "NULL" not in av and (
-                        "M" in av or (4 * len(av["S"]) if "S" in av else value_size(av)
-                                      ) > most)):
+                        len(av.get("M", ())) == 1 or (
+                            4 * len(av["S"]) if "S" in av else value_size(av)) > most)):
                     found.setdefault(id(spec), spec)
     return list(found.values())
 

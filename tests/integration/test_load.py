@@ -34,7 +34,7 @@ from dynaorm.testing import (
     worker_suffix,
 )
 from tests.support.examples import examples
-from tests.support.load_models import Account, Memo, loads
+from tests.support.load_models import Account, Card, Memo, Wallet, loads, wallets
 
 BUCKET = "loads"
 WHEN = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -163,6 +163,45 @@ def test_a_loaded_entity_is_stored_exactly_as_a_save_stores_it(
         for obj in objs():
             s.save(obj)
     assert stored(lb) == loaded
+
+
+@pytest.mark.engines("moto")
+def test_kinds_over_nested_models_and_lists_load_as_a_save_stores_them(
+        lb: TestBackend) -> None:
+    """Entities whose ``Offloaded`` values are nested models and lists (inline: below the
+    threshold; a model's map is not a reference) and whose sealed values are a list's
+    members and a nested model: a load stores the rows a save stores (every attribute
+    but the revision; sealed ones binary, never the plaintext) and reads back as saved;
+    one above the threshold is still refused, nothing written."""
+    def objs(*ids: str) -> list[Wallet]:
+        card = Card(pan="4111-0000-SECRET", at=WHEN)
+        return [Wallet(wallet_id=i, card=card, cards=[card], pans=[card.pan], sealed=card)
+                for i in ids]
+
+    with use_tables(wallets, endpoint_url=lb.endpoint_url, name_suffix=worker_suffix()
+                    ) as wb:
+        report = load(wallets, objs("a", "b"), s3=f"s3://{BUCKET}/runs", name="w", poll=0)
+        assert report.ok and report.loaded == 2
+        loaded = {i["wallet_id"]["S"]: i for i in wb.scan_raw()}
+        with Session(wallets) as s:
+            for obj in objs("c"):
+                s.save(obj)
+        saved = next(i for i in wb.scan_raw() if i["wallet_id"]["S"] == "c")
+        for item in loaded.values():
+            assert set(item) == set(saved) and "SECRET" not in json.dumps(
+                {a: item[a] for a in ("pans", "sealed")}, default=str)
+            assert {a: av for a, av in item.items() if a not in (
+                "_rev", "pk", "wallet_id", "pans", "sealed")} == {
+                a: av for a, av in saved.items() if a not in (
+                    "_rev", "pk", "wallet_id", "pans", "sealed")}
+            assert list(item["pans"]) == list(item["sealed"]) == ["B"]
+        with Session(wallets) as s:
+            assert [s.get(Wallet, wallet_id=i) for i in ("a", "b")] == objs("a", "b")
+        big = objs("d")
+        big[0].cards = [Card(pan="x" * 70_000, at=WHEN)]
+        with pytest.raises(DynaormError, match="outside the table"):
+            load(wallets, big, s3=f"s3://{BUCKET}/runs", name="big", poll=0)
+        assert {i["wallet_id"]["S"] for i in wb.scan_raw()} == {"a", "b", "c"}
 
 
 def _clear(lb: TestBackend) -> None:

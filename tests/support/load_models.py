@@ -2,17 +2,18 @@
 save writes (unique guards, a versioned entity's latest copy and version row, an index's
 key attributes, timestamps), every tenant's rows under a key prefix the key grammar proves
 (``T#{tenant_id}#...``: a filtered export of one tenant), and values of several kinds (a
-Parquet round trip). Importable by reference."""
+Parquet round trip); a wallet whose values are kept in S3 and sealed (``Offloaded`` and
+``Encrypted`` over nested models and lists). Importable by reference."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from dynaorm import GSI, Entity, Table, Unique
+from dynaorm import GSI, Encrypted, Entity, Offloaded, StaticKeyring, StoredAs, Table, Unique
 
 loads = Table("dynaorm-loads", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
 
@@ -53,3 +54,28 @@ class Memo(Entity):
     tenant_id: str
     memo_id: str
     body: str = ""
+
+
+wallets = Table("dynaorm-load-wallets", keyring=StaticKeyring(b"w" * 32, mac_key=b"m" * 32),
+                offload="s3://loads/kept/")
+
+
+class Card(BaseModel):
+    pan: str
+    at: Annotated[datetime, StoredAs.EPOCH_SECONDS]
+
+
+class Wallet(Entity):
+    """Values of kinds over nested models and lists: kept in S3 above the threshold (a
+    model, stored inline as a map below it), sealed."""
+
+    class Meta:
+        table = wallets
+        pk = "W#{wallet_id}"
+        sk = "W"
+
+    wallet_id: str
+    card: Offloaded[Card] | None = None
+    cards: Offloaded[list[Card]] = Field(default_factory=list)
+    pans: list[Encrypted[str]] = Field(default_factory=list)
+    sealed: Encrypted[Card] | None = None
