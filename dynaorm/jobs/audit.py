@@ -81,7 +81,7 @@ from dynaorm.values.expressions import (
     not_exists,
     raw_eq,
 )
-from dynaorm.values.keys import GUARD_TYPE, key_av, key_value
+from dynaorm.values.keys import GUARD_TYPE, key_av, key_value, named
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.ttl import expired
 
@@ -217,8 +217,7 @@ class _Auditor:
     def type_of(self, item: Item) -> str | None:
         if self.table.type_attribute is None:  # told apart by key shape
             return next((n for n, s in self.specs.items() if s.fits(item)), None)
-        value = item.get(self.table.type_attr, {}).get("S")
-        return value if isinstance(value, str) else None
+        return named(item, self.table.type_attribute)
 
     def action(self, kind: str, key: Key, condition: Condition | None,
                item: Item | None = None, update: str | None = None,

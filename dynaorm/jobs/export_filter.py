@@ -16,6 +16,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.values.expressions import F, Placeholders
+from dynaorm.values.keys import named
 
 
 def scope_prefixes(classes: Sequence[type[Entity]], scope: Mapping[str, Any]
@@ -129,8 +130,8 @@ def in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None,
         key = item.get(pk, {}).get("S")
         if not isinstance(key, str):
             return False
-        name = item.get(kind, {}).get("S") if kind is not None else None
-        mine = [prefixes[name]] if isinstance(name, str) and name in prefixes else (
+        name = named(item, kind)
+        mine = [prefixes[name]] if name is not None and name in prefixes else (
             anyone if kind is None else [])
         return any(key == p if exact else key.startswith(p) for p, exact in mine) and (
             stored(name, item))

@@ -45,7 +45,7 @@ from dynaorm.schema.rules.previous import (
 from dynaorm.schema.rules.unique import OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
-from dynaorm.values.keys import GUARD_TYPE, key_value
+from dynaorm.values.keys import GUARD_TYPE, key_value, named
 from dynaorm.values.records import Op
 from dynaorm.values.state import MovedState
 from dynaorm.values.ttl import expired
@@ -131,9 +131,9 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
     """Whether the guard ``item`` names a previous type or an owner key stored in a
     previous layout (a move re-points it: one left means a move left it)."""
     table = specs[0].table if specs else None
-    if table is None or item.get(table.type_attr, {}).get("S") != GUARD_TYPE:
+    if table is None or named(item, table.type_attribute) != GUARD_TYPE:
         return False
-    owner_type = item.get(OWNER_TYPE, {}).get("S")
+    owner_type = named(item, OWNER_TYPE)
     owner = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
     if table.type_attribute is not None and owner_type is not None:
         owner[table.type_attribute] = {"S": owner_type}

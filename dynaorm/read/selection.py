@@ -29,17 +29,11 @@ from dynaorm.schema.templates import KeyTemplate, parse_keys
 from dynaorm.schema.unclaimed import note_unclaimed, unclaimed_shape
 from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
+from dynaorm.values.keys import named
 from dynaorm.values.ttl import expired
 
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
-
-
-def named(item: Item, type_attr: str) -> Any:
-    """The type name ``item`` stores (``None``: none, or a value no string attribute is:
-    a bare string, as a get has it, is no type)."""
-    value = item.get(type_attr)
-    return value.get("S") if isinstance(value, dict) else None
 #: Keys per BatchGetItem request.
 BATCH_GET: Final = 100
 

@@ -53,7 +53,7 @@ from dynaorm.schema.templates import (
 )
 from dynaorm.schema.unclaimed import check_rule_rows, claimant, refuse_claimed
 from dynaorm.values.codec import Kind, decode_item
-from dynaorm.values.keys import OWN_PREFIX, key_av, key_value
+from dynaorm.values.keys import OWN_PREFIX, key_av, key_value, named
 from dynaorm.values.tree import Node, check_hidden, compile_tree, field_kind, lists_in
 from dynaorm.values.ttl import expired
 
@@ -402,8 +402,7 @@ class EntitySpec:
             return False  # a rule of the entity keeps it from the results
         if self.table.type_attribute is None:
             return self.fits(item)
-        tag = item.get(self.table.type_attribute)  # (a hook's answer may hold anything)
-        return isinstance(tag, dict) and tag.get("S") == self.type_name
+        return named(item, self.table.type_attribute) == self.type_name
 
     def fits(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates, and no

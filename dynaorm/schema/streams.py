@@ -31,7 +31,7 @@ from dynaorm.schema.rules.unique import OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.unclaimed import claimant, rule_row
 from dynaorm.values.codec import decode_value
-from dynaorm.values.keys import GUARD_TYPE, key_value
+from dynaorm.values.keys import GUARD_TYPE, key_value, named
 
 ChangeKind = Literal["insert", "modify", "remove"]
 ChangeRole = Literal["row", "latest", "version", "guard", "rule"]
@@ -187,13 +187,6 @@ def _time(raw: Any) -> datetime | None:
 
 
 # -- classification ------------------------------------------------------------------------
-def _text(item: Item | None, attr: str | None) -> str | None:
-    if item is None or attr is None:
-        return None
-    value = item.get(attr, {}).get("S")
-    return value if isinstance(value, str) else None
-
-
 def _key(item: Item | None, attr: str | None) -> str | None:
     """A key attribute as a rendered key value (numbers and binary too)."""
     if item is None or attr is None or attr not in item:
@@ -291,8 +284,8 @@ def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | 
     one when its pk (equal to its sk, on a table with a sort key) has the guard key shape
     of exactly one unique rule."""
     if type_name == GUARD_TYPE:  # (its owner's type name: current, or a previous layout's)
-        owner = _text(image, OWNER_TYPE) or ""
-        return table.entities.get(owner) or table.retired.get(owner), _text(image, UNIQUE_FIELD)
+        owner = named(image, OWNER_TYPE) or ""
+        return table.entities.get(owner) or table.retired.get(owner), named(image, UNIQUE_FIELD)
     if type_name is not None or pk is None or (table.sk is not None and pk != sk):
         return None
     return _match_guard(table, pk)
@@ -356,7 +349,7 @@ def classify(table: StreamTable, image: Item
     ``(None, "row", None, None)`` for an item no entity owns."""
     pk = _key(image, table.pk)
     sk = _key(image, table.sk)
-    type_name = _text(image, table.type_attribute)
+    type_name = named(image, table.type_attribute)
     guard = _guard_of(table, image, type_name, pk, sk)
     if guard is not None:
         return guard[0], "guard", None, guard[1]

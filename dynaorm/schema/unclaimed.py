@@ -33,7 +33,7 @@ from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.templates import KeyTemplate
-from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, key_av
+from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, key_av, named
 from dynaorm.values.records import Put, Role
 
 #: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot
@@ -120,8 +120,7 @@ def rule_rows(spec: Any) -> tuple[RuleRow, ...]:
                 continue
             for op in (*added.before, *added.after):
                 if isinstance(op, Put) and op.origin.role is Role.ROW and op.key != own:
-                    tag = op.item.get(table.type_attribute or "")
-                    name = tag.get("S") if isinstance(tag, dict) else None
+                    name = named(op.item, table.type_attribute)
                     kind = (str(getattr(getattr(add, "__self__", None), "name", "?")),
                             name if isinstance(name, str) and name not in table.entities
                             else None, str(op.key.get(table.pk, "")))
@@ -156,8 +155,7 @@ def rule_row(table: Any, item: Item | None) -> RuleRow | None:
     Asked of an item no entity claims (an entity's own rows come first)."""
     if item is None:
         return None
-    tag = item.get(table.type_attribute or "")
-    name = tag.get("S") if isinstance(tag, dict) else None
+    name = named(item, table.type_attribute)
     for cls in table.entities.values():
         for row in rule_rows(cls.__dynaorm_spec__):
             if name is not None:
@@ -327,12 +325,8 @@ def claimed_names(table: Any) -> frozenset[str]:
 def unclaimed_name(table: Any, item: Item) -> str | None:
     """The stored type name of ``item`` when no class of ``table`` claims it, else ``None``
     (also ``None`` on a table without a type attribute, or an item without one)."""
-    attr = table.type_attribute
-    if attr is None:
-        return None
-    value = item.get(attr)
-    name = value.get("S") if isinstance(value, dict) else None
-    if not isinstance(name, str) or name in table.entities or (
+    name = named(item, table.type_attribute)
+    if name is None or name in table.entities or (
             name.startswith(OWN_PREFIX) and own_row(table, item)):
         return None  # (most items: a class's or dynaorm's; the rest looks at every class)
     return None if name in claimed_names(table) else name

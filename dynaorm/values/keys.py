@@ -26,6 +26,14 @@ GUARD_TYPE = OWN_PREFIX + "unique"
 RECEIPT_TYPE = OWN_PREFIX + "receipt"
 
 
+def named(item: Mapping[str, Any], type_attr: str | None) -> str | None:
+    """The type name ``item`` stores under ``type_attr`` (``None``: none, no type
+    attribute, or a value no string attribute is: a bare string, as a get has it)."""
+    value = item.get(type_attr or "")
+    name = value.get("S") if isinstance(value, dict) else None
+    return name if isinstance(name, str) else None
+
+
 class NumberKey(str):
     """The rendered value of a number (``N``) key attribute, in DynamoDB's decimal text."""
 

@@ -73,7 +73,7 @@ from dynaorm.values.expressions import (
     rename_paths,
     stored_as,
 )
-from dynaorm.values.keys import key_id, key_order, key_value, wire_key
+from dynaorm.values.keys import key_id, key_order, key_value, named, wire_key
 from dynaorm.values.merge import merge_items
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.state import MovedState, undeclared
@@ -174,7 +174,7 @@ class Layout(Before):
             return False
         type_attr = self.table.type_attribute
         if type_attr is not None:
-            return item.get(type_attr, {}).get("S") == self.type_name and (
+            return named(item, type_attr) == self.type_name and (
                 self.parse_key(item) is not None)
         return self.parse_key(item) is not None and not self._claimed(item)
 

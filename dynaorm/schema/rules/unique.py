@@ -34,7 +34,7 @@ from dynaorm.schema.rules.keyrings import bound_keyring, check_macs, keyring_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
-from dynaorm.values.keys import GUARD_TYPE
+from dynaorm.values.keys import GUARD_TYPE, named
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.tree import holding
 from dynaorm.values.ttl import encode_ttl
@@ -133,7 +133,7 @@ class UniqueRule:
     def owner_key(table: TableSchema, guard: Item | None, type_name: str) -> PlainKey | None:
         """The key of the row the guard item ``guard`` names as its owner, when that is a
         row of type ``type_name`` (else ``None``: no guard, or another type's)."""
-        if guard is None or guard.get(OWNER_TYPE, {}).get("S") != type_name:
+        if guard is None or named(guard, OWNER_TYPE) != type_name:
             return None
         return guard_owner(table, guard)
 

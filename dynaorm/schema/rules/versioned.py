@@ -33,6 +33,7 @@ from dynaorm.schema.rules import (
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.values.expressions import F, Placeholders, free, not_exists
+from dynaorm.values.keys import named
 from dynaorm.values.records import Delete, Fail, Put, Role
 
 VERSION_WIDTH = 8
@@ -226,8 +227,8 @@ class Versioning(Rule):
             out = yield from call("Query", request, (change.entity,))
             for item in out.get("Items", []):
                 found = parse_version_sk(item[sk].get("S", ""))  # (a string key)
-                if found and found[0] and found[1] == base and item.get(
-                        type_attr or "", {"S": type_name}).get("S") == type_name:
+                if found and found[0] and found[1] == base and named(
+                        item, type_attr) in (None, type_name):
                     return found[0]
             if not out.get("LastEvaluatedKey"):
                 return 0
