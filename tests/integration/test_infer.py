@@ -768,6 +768,70 @@ def test_offloaded_values_are_read_through_the_printed_model(
     assert (got.body, got.lines, got.blob) == (wrote[1].body, wrote[1].lines, wrote[1].blob)
 
 
+_COMPRESSED = '''
+from pydantic import BaseModel
+from dynaorm import Compressed, Entity, Offloaded, Table
+docs = Table({name!r}, offload="s3://placeholder/v/", offload_threshold=300)
+
+class Card(BaseModel):
+    pan: str
+
+class Doc(Entity):
+    class Meta:
+        table = docs
+        pk = "DOC#{{doc_id}}"
+        sk = "DOC"
+    doc_id: str
+    body: Compressed[str] = ""
+    card: Compressed[Card] | None = None
+    lines: Compressed[list[str]] = []
+    kept: Offloaded[Compressed[str]] = ""
+    blob: bytes = b""
+'''
+
+
+@pytest.mark.engines("moto")
+def test_compressed_values_are_read_through_the_printed_model(
+        backend: str | None, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table dynaorm wrote with ``Compressed`` values (a text, a nested model, a list;
+    one kept in S3 too), the long ones stored compressed (binary), the short ones as they
+    are: the printed model declares each such field ``Compressed``, typed as the value it
+    holds, never the zlib bytes as the value; a field of plain binary values stays
+    ``bytes``; the printed code, imported, reads every value back."""
+    from dynaorm import Session
+    from tests.support.offload import bucket
+
+    module = types.ModuleType(f"compressed_model_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_COMPRESSED.format(name=_name("compressed")), module.__dict__)
+    docs, doc, card = module.docs, module.Doc, module.Card
+    wrote = [doc(doc_id="d0", body="b" * 400, card=card(pan="p" * 300), lines=["x" * 300],
+                 kept="".join(uuid.uuid4().hex for _ in range(40)), blob=b"\x00\x01"),
+             doc(doc_id="d1", body="short", card=card(pan="p"), lines=["y"], kept="k",
+                 blob=b"\x02")]
+    with bucket(backend, request, monkeypatch, docs), use_tables(
+            docs, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        s = tb.session()
+        for obj in wrote:
+            s.save(obj)
+        s.commit()
+        code, model = infer_code(docs.name, client=docs.client, report=None)
+        fields = {f["name"]: f for f in model["entities"][0]["fields"]}
+        assert {n for n, f in fields.items() if "compressed" in f} == {
+            "body", "card", "lines", "kept"}, code
+        assert (fields["body"]["type"], fields["card"]["type"], fields["lines"]["type"],
+                fields["kept"]["type"], fields["blob"]["type"]) == (
+            "string", "object", "list", "string", "binary"), code
+        printed = _defined(code)
+        printed.connect(backend, "us-east-1")
+        (cls,) = printed.entities.values()
+        with Session(printed) as s:
+            read = {o.doc_id: o for o in s.scan(cls).all()}
+    assert {k: (o.body, o.card.pan, o.lines, o.kept, o.blob) for k, o in read.items()} == {
+        o.doc_id: (o.body, o.card.pan, o.lines, o.kept, o.blob) for o in wrote}
+
+
 @pytest.mark.engines("moto")
 def test_an_offloaded_value_whose_object_is_gone_is_reported(
         backend: str | None, request: pytest.FixtureRequest,

@@ -10,12 +10,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dynaorm.errors import DynaormError
 from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
 from dynaorm.formats.infer.templates import Found, _is_whole, _render, _Slot, _template
 from dynaorm.keys import KeyTemplate, could_overlap, literal_outranks
-from dynaorm.schema.rules import offloaded
+from dynaorm.schema.rules import compressed, offloaded
 
 #: an attribute named as a mapper's optimistic lock (``version``, ``record_version``)
 _LOCK = re.compile(r"(?i)(record_?|lock_?)?version(_?(no|num|number))?\Z")
@@ -143,14 +144,27 @@ def _attribute_fields(group: _Group, attrs: Values,
     for attr, values in attrs.items():
         avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
         # reference)
+        opened = _decompressed(avs)
         if attr == table.get("ttl"):
             kind: dict[str, Any] = {"type": "datetime"}
         else:
-            kind = _resolved(_merge([_kind(av) for av in avs]), f"{group.name}_{attr}", models)
-        out.append(_field(_attr_field_name(attr, names), attr, kind, len(avs) == total, avs))
+            kind = _resolved(_merge([_kind(av) for av in opened]), f"{group.name}_{attr}", models)
+        out.append(_field(_attr_field_name(attr, names), attr, kind, len(avs) == total, opened))
         if any(offloaded.reference(av) for av in values.values()):
             out[-1]["offloaded"] = True
+        if opened is not avs:
+            out[-1]["compressed"] = 256  # (the rule's default: a read tells by the type)
     return out
+
+
+def _decompressed(avs: list[Any]) -> list[Any]:
+    """``avs`` (an attribute's values) with their binary values decompressed, where each
+    is a value ``Compressed`` wrote (a zlib stream of DynamoDB JSON); else ``avs``."""
+    rule = compressed.Compression({"": ("", 0)}, "")
+    try:
+        return [rule.decode({"": av})[""] for av in avs] if any("B" in av for av in avs) else avs
+    except DynaormError:
+        return avs
 
 
 def _readable(group: _Group, build: Callable[[_Group], _Entity]) -> _Entity:
