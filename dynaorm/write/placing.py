@@ -21,6 +21,7 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, OutcomeUnknownError, RequestError
 from dynaorm.protocol.hooks import logger
+from dynaorm.values.keys import OWN_PREFIX
 from dynaorm.values.limits import value_size
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.costs import known_items
@@ -34,8 +35,8 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
     """The specs of the entities of ``ops`` whose rules may do something outside the table
     for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
     row it deletes, or a held attribute's value, in a row it writes or one the plan read,
-    that may be kept outside: a map of one member (a reference's shape) or one that may
-    be larger than the threshold (a string's UTF-8 bytes are at most 4 a character). None:
+    that may be kept outside: a map with a member of dynaorm's name (a reference's) or one
+    that may be larger than the threshold (a string's UTF-8 bytes are at most 4 a character). None:
     a commit whose values all stay in their rows pays nothing more."""
     found: dict[int, Any] = {}
     read = []
@@ -51,7 +52,7 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
                 op, "set", {}), *read):
             for a in spec.rules.held:
                 if isinstance(op, Delete) or ((av := row.get(a)) and "NULL" not in av and (
-                        len(av.get("M", ())) == 1 or (
+                        any(k.startswith(OWN_PREFIX) for k in av.get("M", ())) or (
                             4 * len(av["S"]) if "S" in av else value_size(av)) > most)):
                     found.setdefault(id(spec), spec)
     return list(found.values())

@@ -77,5 +77,6 @@ class Wallet(Entity):
     wallet_id: str
     card: Offloaded[Card] | None = None
     cards: Offloaded[list[Card]] = Field(default_factory=list)
+    labels: Offloaded[dict[str, str]] = Field(default_factory=dict)
     pans: list[Encrypted[str]] = Field(default_factory=list)
     sealed: Encrypted[Card] | None = None
