@@ -67,7 +67,7 @@ from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify
-from dynaorm.values.keys import key_value
+from dynaorm.values.keys import key_value, named
 
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
@@ -207,10 +207,10 @@ class _Export:
 
     def __init__(self, table: Any, segment: int, options: Mapping[str, Any]) -> None:
         self.table, self.segment = table, segment
-        self.history, self.decrypt = options["history"], options["encrypted"] == "decrypt"
+        self.history, decrypt = options["history"], options["encrypted"] == "decrypt"
         self.changes = options["kind"] == "incremental"
         self.view = options.get("view", "NEW_AND_OLD_IMAGES")
-        self.readers = {cls: RowReader(spec_of(cls), self.decrypt) for cls in options["entities"]}
+        self.readers = {cls: RowReader(spec_of(cls), decrypt) for cls in options["entities"]}
         self.sink = Sink(str(options["to"]), f"part-{segment:05d}.parquet")
         self.parts: dict[str, Part] = {}
         self.counts = Counts()
@@ -263,8 +263,9 @@ class _Export:
         return self.parts[name]
 
     def prepare(self, items: list[Item]) -> None:
-        """Ask for the key material of ``items`` first (``encrypted="decrypt"``)."""
-        if self.decrypt and items:
+        """What the rules need before ``items`` are read, asked for first (as a scan's
+        pages are: key material, the values kept in S3)."""
+        if items:
             specs = [r.spec for r in self.readers.values()]
             self.table.db.driver.run(prepare_rows(specs, items), Operation(
                 "export", (self.table.name,), tuple(self.readers)))
@@ -390,7 +391,7 @@ class _Export:
         table's own (a receipt, a Powertools record: never exported)."""
         if self.table.own_row(item):
             return
-        name = item.get(self.table.type_attribute or "", {}).get("S", "?")
+        name = named(item, self.table.type_attribute) or "?"
         self.counts.unclaimed[name] = self.counts.unclaimed.get(name, 0) + 1
 
     def _exported(self, reader: RowReader, role: str | None, item: Item, removed: bool

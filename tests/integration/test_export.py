@@ -39,9 +39,12 @@ from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
 from tests.support.examples import examples
 from tests.support.export_models import (
+    Card,
     Ledger,
     Profile,
+    Wallet,
     exports,
+    kept,
 )
 from tests.support.export_setup import (
     ENCRYPTED,
@@ -223,6 +226,33 @@ def test_the_embedded_default_s_own_export_reads_like_a_scan(
 # moto only: what is read is the export's files in S3 (moto's, on every engine alike); the
 # table only fills them
 @pytest.mark.engines("moto")
+def test_values_kept_in_s3_export_as_values_from_a_scan_and_a_dynamodb_export(
+        tb: TestBackend, tmp_path: Path) -> None:
+    """An entity whose ``Offloaded`` values (a nested model, a list of them, a sealed
+    model) are kept in S3: an export from a scan and from a DynamoDB export (its data
+    files) writes the values, never the references, and leaves the sealed one out (no
+    plaintext in any file) unless decrypted."""
+    s3 = s3_client()
+    card = Card(pan="4111-" + "9" * 80, tags=["a"])
+    secret = Card(pan=f"sealed-{uuid.uuid4().hex}")
+    with use_tables(kept, endpoint_url=tb.endpoint_url, name_suffix=worker_suffix()) as kb:
+        with Session(kept) as s:
+            s.save(Wallet(id="w1", card=card, cards=[card, card], sealed=secret))
+        assert card.pan not in json.dumps(kb.scan_raw(), default=str)  # (all kept in S3)
+        source = full_export(s3, "exports", "kept", kb.scan_raw())
+        for name, via in (("scan", None), ("files", source)):
+            report = run_local(export(kept, tmp_path / name, source=via))
+            assert (report.rows, report.failed) == ({"Wallet": 1}, 0), report
+            (row,) = read_back(tmp_path / name, "Wallet")
+            assert (row["card"]["pan"], [c["pan"] for c in row["cards"]]) == (
+                card.pan, [card.pan] * 2) and "sealed" not in row
+            assert not any(secret.pan.encode() in f.read_bytes()
+                           for f in (tmp_path / name).rglob("*") if f.is_file())
+            run_local(export(kept, tmp_path / f"{name}-open", source=via, encrypted="decrypt"))
+            (row,) = read_back(tmp_path / f"{name}-open", "Wallet")
+            assert row["sealed"]["pan"] == secret.pan
+
+
 def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
         tb: TestBackend, tmp_path: Path) -> None:
     """A missing manifest, a truncated data file, a corrupt line and an ION export are

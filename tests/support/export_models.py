@@ -2,7 +2,8 @@
 kind, versioned history, unique guards, encrypted fields, a previous layout and items no
 entity claims. Importable by reference, so a job's tasks reach them in another process or
 on a Spark executor. ``old_exports`` is the same table as the release before saw it (the
-old layout of :class:`Member`: point it at ``exports``' name and endpoint)."""
+old layout of :class:`Member`: point it at ``exports``' name and endpoint). ``kept`` keeps
+values in S3 (``Offloaded``) beside sealed ones."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from dynaorm import GSI, Encrypted, Entity, Previous, StaticKeyring, Table, Versioned
+from dynaorm import (
+    GSI,
+    Encrypted,
+    Entity,
+    Offloaded,
+    Previous,
+    StaticKeyring,
+    Table,
+    Versioned,
+)
 
 KEYRING = StaticKeyring(b"e" * 32, mac_key=b"m" * 32)
 exports = Table("dynaorm-exports", keyring=KEYRING, ttl="expires",
@@ -127,3 +137,26 @@ class Member(Entity):
     id: str
     email: str
     note: Encrypted[str] = ""
+
+
+kept = Table("dynaorm-exports-kept", keyring=KEYRING, offload="s3://exports/kept/",
+             offload_threshold=64)
+
+
+class Card(BaseModel):
+    pan: str
+    tags: list[str] = []
+
+
+class Wallet(Entity):
+    """Values kept in S3 (a nested model, a list of them) beside sealed ones."""
+
+    class Meta:
+        table = kept
+        pk = "W#{id}"
+        sk = "W"
+
+    id: str
+    card: Offloaded[Card] | None = None
+    cards: Offloaded[list[Card]] = Field(default_factory=list)
+    sealed: Offloaded[Encrypted[Card]] | None = None
