@@ -823,6 +823,7 @@ def test_compressed_values_are_read_through_the_printed_model(
         assert (fields["body"]["type"], fields["card"]["type"], fields["lines"]["type"],
                 fields["kept"]["type"], fields["blob"]["type"]) == (
             "string", "object", "list", "string", "binary"), code
+        assert [n for n, f in fields.items() if f.get("offloaded")] == ["kept"], code
         printed = _defined(code)
         printed.connect(backend, "us-east-1")
         (cls,) = printed.entities.values()
