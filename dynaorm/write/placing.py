@@ -52,7 +52,7 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
                 op, "set", {}), *read):
             for a in spec.rules.held:
                 if isinstance(op, Delete) or ((av := row.get(a)) and "NULL" not in av and (
-                        any(k.startswith(OWN_PREFIX) for k in av.get("M", ())) or (
+                        ("M" in av and any(k.startswith(OWN_PREFIX) for k in av["M"])) or (
                             4 * len(av["S"]) if "S" in av else value_size(av)) > most)):
                     found.setdefault(id(spec), spec)
     return list(found.values())
