@@ -66,7 +66,7 @@ def _fields(template: KeyTemplate | None) -> list[str]:
     return [] if template is None else [f for f in template.fields if f != SHARD_FIELD]
 
 
-def _sk_part(sk: KeyTemplate | None, after: Sequence[str] = ()) -> str:
+def _sk_part(sk: KeyTemplate | None, after: Sequence[str]) -> str:
     rest = [f for f in _fields(sk) if f not in after]
     if not rest:
         return ""
@@ -177,7 +177,7 @@ def _vector_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     return rows
 
 
-def describe_module(module: ModuleType, only: str | None = None) -> str:
+def describe_module(module: ModuleType, only: str | None) -> str:
     """Every entity registered on every table the module defines, as plain text
     (``only``: just the table bound to that attribute name)."""
     tables = find_tables(module)

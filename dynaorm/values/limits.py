@@ -373,7 +373,7 @@ def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "i
     return size
 
 
-def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
+def check_read_key(table: Any, key: PlainKey, entity: str) -> None:
     """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
     limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read).
     (Here, not in :mod:`dynaorm.write.render`: a read checks its key without loading the
