@@ -323,7 +323,7 @@ class _Auditor:
                 guard.get(UNIQUE_FIELD, {}).get("S", "?"))
 
     def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
-                stale: Item | None = None) -> None:
+                stale: Item | None) -> None:
         """``missing-guard``: put the guard, conditioned on its absence (or on the expired
         guard ``stale`` still being as judged)."""
         free = not_exists(self.table.pk) if stale is None else self.unchanged(

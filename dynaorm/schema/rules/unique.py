@@ -67,7 +67,7 @@ class UniqueRule:
     scope: KeyTemplate | None
     #: an encrypted field's: the table whose keyring MACs its values (the guard holds the
     #: MAC; ``None``: its value as it is)
-    mac: Any = None
+    mac: Any
 
     def text(self, values: Mapping[str, Any], owner: str) -> str | None:
         """The value a guard key renders, as text (normalised; before its MAC), or
