@@ -488,10 +488,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
     parser.add_argument("--version", action="version", version=f"dynaorm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    p = table_command(sub, "create-table", cmd_create_table,
-                      help="create a table with all its indexes",
-                      description="Create MODULE:TABLE (on-demand billing, every index); "
-                                  "no error if it exists.")
+    table_command(sub, "create-table", cmd_create_table,
+                  help="create a table with all its indexes",
+                  description="Create MODULE:TABLE (on-demand billing, every index); "
+                              "no error if it exists.")
     add_forget_command(sub)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                       description="Print every entity registered on every Table in MODULE "
