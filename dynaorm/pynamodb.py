@@ -165,15 +165,13 @@ def _key_number(value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     """Numbers inside a raw map, an untyped list or a number set as PynamoDB reads them."""
-    if isinstance(value, Decimal):
-        return _plain_number(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, set | frozenset):
         return {_plain(v) for v in value}
-    return value
+    return _plain_number(value)
 
 
 def _json_in(value: Any) -> Any:

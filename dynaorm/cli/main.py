@@ -66,7 +66,7 @@ def _fields(template: KeyTemplate | None) -> list[str]:
     return [] if template is None else [f for f in template.fields if f != SHARD_FIELD]
 
 
-def _sk_part(sk: KeyTemplate | None, after: Sequence[str] = ()) -> str:
+def _sk_part(sk: KeyTemplate | None, after: Sequence[str]) -> str:
     rest = [f for f in _fields(sk) if f not in after]
     if not rest:
         return ""
@@ -177,7 +177,7 @@ def _vector_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     return rows
 
 
-def describe_module(module: ModuleType, only: str | None = None) -> str:
+def describe_module(module: ModuleType, only: str | None) -> str:
     """Every entity registered on every table the module defines, as plain text
     (``only``: just the table bound to that attribute name)."""
     tables = find_tables(module)
@@ -488,10 +488,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
     parser.add_argument("--version", action="version", version=f"dynaorm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    p = table_command(sub, "create-table", cmd_create_table,
-                      help="create a table with all its indexes",
-                      description="Create MODULE:TABLE (on-demand billing, every index); "
-                                  "no error if it exists.")
+    table_command(sub, "create-table", cmd_create_table,
+                  help="create a table with all its indexes",
+                  description="Create MODULE:TABLE (on-demand billing, every index); "
+                              "no error if it exists.")
     add_forget_command(sub)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
                       description="Print every entity registered on every Table in MODULE "

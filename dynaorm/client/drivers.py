@@ -65,7 +65,7 @@ class SyncDriver:
         drive.close()
         raise TypeError("run() drives protocols that emit no items; iterate a read")
 
-    def iterate(self, stream: Stream, operation: Operation | None = None,
+    def iterate(self, stream: Stream, operation: Operation | None,
                 decode: Decode = None) -> Iterator[Any]:
         """The batches of items ``stream`` emits, in order, fetched lazily (each page one
         ``operation`` for the hooks), or what ``decode`` makes of each, one at a time (a
@@ -160,7 +160,7 @@ class AsyncDriver:
             steps.close()
         return box[0]
 
-    def iterate(self, stream: Stream, operation: Operation | None = None,
+    def iterate(self, stream: Stream, operation: Operation | None,
                 decode: Decode = None) -> AsyncGenerator[Any, None]:
         """As :meth:`SyncDriver.iterate`: the batches ``stream`` emits, or what ``decode``
         makes of each, one at a time; closing the iterator closes the stream."""

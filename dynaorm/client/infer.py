@@ -68,7 +68,7 @@ def _call(op: Callable[..., dict[str, Any]], table: str, **kwargs: Any) -> dict[
         raise
 
 
-def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
+def read_sample(client: Any, table: str, sample: int
                 ) -> tuple[dict[str, Any], str | None, list[dict[str, Any]], float]:
     """The table's description, TTL attribute, at most ``sample`` items (a parallel Scan
     of ``segments`` segments) and the read units the Scan consumed."""
@@ -77,7 +77,7 @@ def read_sample(client: Any, table: str, sample: int, segments: int = SEGMENTS
     ttl_desc = _call(client.describe_time_to_live, table).get("TimeToLiveDescription", {})
     ttl = (ttl_desc.get("AttributeName")
            if ttl_desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") else None)
-    segments = max(1, min(segments, sample))
+    segments = max(1, min(SEGMENTS, sample))
     share = [sample // segments + (1 if n < sample % segments else 0) for n in range(segments)]
 
     starts: list[dict[str, Any] | None] = [None] * segments

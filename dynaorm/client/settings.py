@@ -245,8 +245,8 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
 
 
 def service_settings(session: Any, service: str, region: str | None, *,
-                     endpoint_url: str | None = None, owner: str = "Client",
-                     config: Any = None, verify: bool | str | None = None
+                     endpoint_url: str | None, owner: str,
+                     config: Any, verify: bool | str | None
                      ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the botocore client of another service (``"kms"``) that a dynaorm client sends
     through is created with, as :func:`client_settings` says for DynamoDB: the client's
@@ -294,7 +294,7 @@ def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
+def credentials_for(endpoint_url: str | None, session: Any | None) -> Any:
     """The credentials the botocore client of ``endpoint_url`` signs with: the dummy ones
     dynaorm gives a local engine without configured credentials, else the session's chain
     (refreshable credentials stay refreshable); ``None`` when there are none."""

@@ -316,7 +316,7 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
 
 
 def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult,
-              stage: Stage | None = None) -> Proto[None]:
+              stage: Stage | None) -> Proto[None]:
     """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
     read under both layouts, then deleted where it is (its old row, guards and all), or
     already gone (deleted, as asked); reported as ``key``."""

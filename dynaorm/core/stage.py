@@ -37,9 +37,9 @@ class Stage:
     __slots__ = ("_given", "idempotency_key", "key_commits", "keyed", "receipts", "scope",
                  "table", "takes", "writes")
 
-    def __init__(self, table: TableSchema | None, client: object = None,
-                 scope: Mapping[str, Any] | None = None, idempotency_key: str | None = None,
-                 receipts: TableSchema | None = None) -> None:
+    def __init__(self, table: TableSchema | None, client: object,
+                 scope: Mapping[str, Any] | None, idempotency_key: str | None,
+                 receipts: TableSchema | None) -> None:
         self.table = table
         self._given = client
         #: the table that keeps the receipts of the session's keyed commits, resolved when

@@ -62,8 +62,8 @@ def search_schema(index: Mapping[str, Any]) -> dict[str, str]:
     return found | {name: "INLINE_FILTER" for name in index.get("filters") or ()}
 
 
-def vector_notes(table: Mapping[str, Any], fmt: str) -> list[str]:
-    """One note per vector index a format has no place for (it is left out)."""
-    return [f"{fmt} has no vector index: {i['name']!r} (on {i['attribute']!r}, "
+def vector_notes(table: Mapping[str, Any]) -> list[str]:
+    """One note per vector index Terraform has no place for (it is left out)."""
+    return [f"Terraform has no vector index: {i['name']!r} (on {i['attribute']!r}, "
             f"{i['dimensions']} dimensions) left out; create() adds it"
             for i in table.get("indexes", ()) if i["kind"] == "vector"]

@@ -102,7 +102,7 @@ def to_format(model: Mapping[str, Any]) -> tuple[str, list[str]]:
         w.block(f'resource "aws_dynamodb_contributor_insights" "{name}"', {
             "table_name": _Raw(f"aws_dynamodb_table.{name}.name"),
             "mode": INSIGHTS[settings["contributor_insights"]]})
-    return "\n".join(w.lines) + "\n", vector_notes(table, "Terraform")
+    return "\n".join(w.lines) + "\n", vector_notes(table)
 
 
 class _Raw(str):

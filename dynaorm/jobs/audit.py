@@ -168,13 +168,6 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
         yield list(page), None if position is DONE else position
 
 
-def audit_table(table: Table) -> tuple[int, list[Problem]]:
-    """Scan ``table`` and audit it: ``(items scanned, problems)``."""
-    items = [item for page, _ in scan_pages(table) for item in page]
-    keyed(table, items)
-    return len(items), audit_items(table, items)
-
-
 def keyed(table: Table, items: Sequence[Item]) -> None:
     """The MACs of the unique encrypted values of ``items`` asked for through ``table``'s
     client (what its keyring lacks), before an audit of ``items`` (pure) needs them."""
@@ -329,7 +322,7 @@ class _Auditor:
                 guard.get(UNIQUE_FIELD, {}).get("S", "?"))
 
     def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
-                stale: Item | None = None) -> None:
+                stale: Item | None) -> None:
         """``missing-guard``: put the guard, conditioned on its absence (or on the expired
         guard ``stale`` still being as judged)."""
         free = not_exists(self.table.pk) if stale is None else self.unchanged(

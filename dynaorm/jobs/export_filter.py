@@ -103,7 +103,7 @@ def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: 
 
 
 def in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None,
-             values: Mapping[str, Any] | None = None, classes: Sequence[Any] = ()
+             values: Mapping[str, Any] | None, classes: Sequence[Any]
              ) -> Callable[[Item | None], bool] | None:
     """Whether a stored item is in an export's scope (``None``: no scope): its partition
     key starts with its entity's proven prefix (:func:`scope_prefixes`; exact: is it),

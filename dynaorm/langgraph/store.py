@@ -74,7 +74,7 @@ from dynaorm.langgraph.rows import Runner, declared, ttl_of, twins
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
-def memory_entity(table: Table, scope: Iterable[str] = (), sealed: bool = False
+def memory_entity(table: Table, scope: Iterable[str], sealed: bool
                   ) -> type[Entity]:
     """The entity a :class:`Store` of ``table`` keeps its items as (``scope``: the names
     of its scope's fields), with a vector for the table's first COSINE vector index whose

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.errors import RequestError
@@ -329,8 +329,8 @@ class Listeners(Hook):
     """The ``on_request`` hooks (:class:`~dynaorm.RequestEvent` after every attempt):
     ``everywhere`` sees every request, ``by_table`` those naming one of its tables."""
 
-    everywhere: list[Callable[[Any], object]] = field(default_factory=list)
-    by_table: Callable[[str], Sequence[Callable[[Any], object]]] = lambda name: ()
+    everywhere: list[Callable[[Any], object]]
+    by_table: Callable[[str], Sequence[Callable[[Any], object]]]
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """Tell the listeners about an attempt (nothing for an operation)."""

@@ -100,12 +100,12 @@ class _Open:
 
     span: Any
     recording: bool
+    tracer: Any  # the tracer its span was made with (its attempts' too)
     attempts: int = 0
     capacity: float = 0.0
     by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
     current: Any = None  # a context with the span current (made for its first attempt)
-    tracer: Any = None  # the tracer its span was made with (its attempts' too)
 
     def context(self) -> Any:
         """A context holding the operation's span as the current one (the parent of its
@@ -340,7 +340,7 @@ class Tracing(Hook):
         if recording or self._meters is not None or (  # (or any instrumentation)
                 "opentelemetry.instrumentation" in sys.modules) or (
                 self._routes is not None and self._routes(op.session)):
-            opened = self._open[id(op)] = _Open(span, recording, tracer=tracer)
+            opened = self._open[id(op)] = _Open(span, recording, tracer)
             return opened
         op.quiet += (self,)
         return span

@@ -124,7 +124,7 @@ def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
                                  ) from exc
 
 
-def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0, *,
+def encode_cursor(query_fingerprint: str, positions: list[Any], served: int, *,
                   secret: bytes | None) -> str:
     """A cursor: the read's fingerprint, each stream's position and the count of results
     already served (so ``limit`` holds across pages), as :func:`seal` makes it."""

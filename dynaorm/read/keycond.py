@@ -80,7 +80,7 @@ def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTem
 
 
 def partition_values(spec: EntitySpec, pk: KeyTemplate, target: str, index: str | None,
-                     fields: Mapping[str, Any], shard: int | None = None) -> tuple[str, ...]:
+                     fields: Mapping[str, Any], shard: int | None) -> tuple[str, ...]:
     """The partition key values a query of ``pk`` (the template of ``index``, the
     ``target`` of its shards) reads: one, or one per shard (``shard``: just it)."""
     missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
@@ -324,7 +324,7 @@ class _SortQuery:
 
 
 def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-               cond: SortCondition | None, *, latest: bool = False,
+               cond: SortCondition | None, *, latest: bool,
                history: bool = False, shard: int | None = None) -> KeyPlan:
     pk, sk, pk_attr, sk_attr, target = _templates(spec, index)
     _check_fields(spec, fields, pk, sk)

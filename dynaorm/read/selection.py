@@ -279,7 +279,7 @@ class Selection(Generic[T]):
         return (keys if self.scope_keys else None,
                 {name: scope.holder(spec) for name, (_, spec) in self.types.items()})
 
-    def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
+    def type_condition(self, *, latest: bool, ttl: bool) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
         table's sort key must then be nameable in the filter: scans, not queries)."""
         copies = self.version_keyed if latest else frozenset()

@@ -177,7 +177,7 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
 
 def check_rules(cls: type[Any], table: TableSchema, layouts: Layouts, *,
                 uniques: bool, versioned: bool, sharded: bool, ttl_field: str | None,
-                timestamps: tuple[str | None, str | None], overlaps: str = "literal") -> None:
+                timestamps: tuple[str | None, str | None], overlaps: str) -> None:
     """Rules that need string keys or a type attribute, the TTL field's and the
     timestamps' types, and overlapping key shapes on a table without a type attribute
     (checked on the entity's spec as it is built: its ``layouts``, ``Meta.previous``'s too)."""
@@ -228,7 +228,7 @@ Layouts = tuple[tuple[KeyTemplate, KeyTemplate | None], ...]
 
 
 def _check_overlaps(cls: type[Any], table: TableSchema, layouts: Layouts,
-                    policy: str = "literal") -> None:
+                    policy: str) -> None:
     """Each layout of ``cls`` (its keys, ``Meta.previous``'s until migrated) against each
     of every other entity's: a row both may fit is told apart by a literal key only."""
     for other in list(table.entities.values()):

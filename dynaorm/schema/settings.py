@@ -237,7 +237,7 @@ _MOST: Final = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
 
 def parse_settings(table: Mapping[str, Any], backups: Mapping[str, Any] | None,
                    insights: Mapping[str, Any] | None, tags: list[Mapping[str, str]] | None,
-                   unknown: tuple[str, ...] = ()) -> TableSettings:
+                   unknown: tuple[str, ...]) -> TableSettings:
     """The settings of a live table from DescribeTable's ``Table``, DescribeContinuousBackups,
     DescribeContributorInsights and ListTagsOfResource's ``Tags`` (``None``: the endpoint
     has no such API, named in ``unknown``)."""

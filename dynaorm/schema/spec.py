@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter
@@ -29,7 +29,7 @@ from dynaorm.schema.checks import (
     unstored_fields,
 )
 from dynaorm.schema.lock import Lock, read_lock
-from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rules
+from dynaorm.schema.rules import RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.receipts import own_row
@@ -108,25 +108,25 @@ class EntitySpec:
     field_names: frozenset[str]
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
-    null_fields: frozenset[str] = frozenset()
+    null_fields: frozenset[str]
     #: field name -> stored attribute name, for the fields stored under an alias
-    renames: Mapping[str, str] = field(default_factory=dict)
+    renames: Mapping[str, str]
     #: ``Meta.overlaps``: "literal" (a literal key wins over another entity's template on
     #: a table without a type attribute) or "refuse"
-    overlaps: str = "literal"
+    overlaps: str
     #: ``Meta.key_only``: fields stored only inside the table key (filled back on reads)
-    key_only: frozenset[str] = frozenset()
+    key_only: frozenset[str]
     #: fields no write stores as their own attribute: ``key_only`` and ``exclude=True``
-    unstored: frozenset[str] = frozenset()
+    unstored: frozenset[str]
     #: the entity's rules, one tuple per hook (:class:`~dynaorm.schema.rules.Rules`)
-    rules: Rules = NO_RULES
+    rules: Rules
     #: field name -> its field-level :class:`~dynaorm.values.codec.Kind` (one given in the
     #: field's ``Annotated`` metadata): how its values are stored, whatever their class
-    kinds: Mapping[str, Kind] = field(default_factory=dict)
+    kinds: Mapping[str, Kind]
     #: field name -> its value tree (:mod:`dynaorm.values.tree`)
-    trees: Mapping[str, Node] = field(default_factory=dict)
+    trees: Mapping[str, Node]
     #: ``Meta.lock``: another writer's optimistic lock (:mod:`dynaorm.schema.lock`)
-    lock: Lock | None = None
+    lock: Lock | None
 
     # -- the rules' data, as the rules hold it (no copy: asked of them once) ----------
     @functools.cached_property

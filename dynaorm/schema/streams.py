@@ -146,7 +146,7 @@ def _binary(raw: Any, where: str) -> bytes:
                             f"{type(raw).__name__}")
 
 
-def normalize_value(av: Mapping[str, Any], where: str = "attribute") -> AttributeValue:
+def normalize_value(av: Mapping[str, Any], where: str) -> AttributeValue:
     """One AttributeValue from either record shape in the wire form reads use
     (binary as ``bytes``, numbers as strings), nested maps, lists and sets included."""
     if len(av) != 1:
@@ -312,7 +312,7 @@ def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
 
 
 def parse_change(table: StreamTable, record: Mapping[str, Any],
-                 prepare: Callable[[type[Any], Item], object] | None = None) -> Change:
+                 prepare: Callable[[type[Any], Item], object] | None) -> Change:
     """Classify one stream record (either shape) of ``table`` (``prepare``: see
     :attr:`Change.prepare`)."""
     event_id = record.get("eventID")

@@ -55,8 +55,7 @@ def tenant_of(table: TableSchema, scope: Mapping[str, Any] | None,
     return str(value)
 
 
-def forget_p(table: TableSchema, scope: Mapping[str, Any],
-             origins: tuple[Any, ...] = ()) -> Proto[Forgotten]:
+def forget_p(table: TableSchema, scope: Mapping[str, Any]) -> Proto[Forgotten]:
     """Destroy the key of the tenant ``scope`` names (see
     :func:`dynaorm.schema.rules.tenants.forget_p`): idempotent, its tombstone (when) is
     the audit row."""
@@ -64,10 +63,10 @@ def forget_p(table: TableSchema, scope: Mapping[str, Any],
     if tenant is None:
         raise DynaormError(f"table {table.name!r}: forget needs Table(key_scope=...): its "
                            "values are sealed under no tenant's key")
-    return (yield from _forget_p(table, keyring_of(table), tenant, origins))
+    return (yield from _forget_p(table, keyring_of(table), tenant))
 
 
-def rewrap_p(table: TableSchema, tenant: str, origins: tuple[Any, ...] = ()) -> Proto[bool]:
+def rewrap_p(table: TableSchema, tenant: str, origins: tuple[Any, ...]) -> Proto[bool]:
     """Wrap the key of ``tenant`` anew under ``table``'s keyring's current key where an
     older one wraps it (``jobs.reencrypt``); whether it did."""
     return (yield from tenant_keys(table, keyring_of(table)).rewrap(tenant, origins))
@@ -79,8 +78,8 @@ def _bound(context: str) -> dict[str, Any]:
     return {"context": {"S": context}}
 
 
-def seal_p(table: TableSchema, data: bytes, scope: Mapping[str, Any] | None = None,
-           context: str = "", origins: tuple[Any, ...] = ()) -> Proto[bytes]:
+def seal_p(table: TableSchema, data: bytes, scope: Mapping[str, Any] | None,
+           context: str) -> Proto[bytes]:
     """``data`` sealed (AES-GCM, as an ``Encrypted`` value is) under ``table``'s keyring,
     or under the key of the tenant ``scope`` names (made on first use; a forgotten
     tenant's is :class:`~dynaorm.ForgottenError`), bound to the table and ``context``:
@@ -90,18 +89,18 @@ def seal_p(table: TableSchema, data: bytes, scope: Mapping[str, Any] | None = No
     tenant = tenant_of(table, scope)
     base = keyring_of(table)
     if tenant is None:
-        yield from base.prepare(writing=True, origins=origins)
+        yield from base.prepare(writing=True)
         ring = base
     else:
         keys = tenant_keys(table, base)
-        yield from keys.prepare((), {token(tenant): tenant}, writing=True, origins=origins)
+        yield from keys.prepare((), {token(tenant): tenant}, writing=True)
         ring = keys.ring(tenant)
     sealed = seal_value(ring, {"B": bytes(data)}, table.name, _bound(context), _SEALED)
     return bytes(sealed["B"])
 
 
-def open_p(table: TableSchema, blob: bytes, scope: Mapping[str, Any] | None = None,
-           context: str = "", origins: tuple[Any, ...] = ()) -> Proto[bytes]:
+def open_p(table: TableSchema, blob: bytes, scope: Mapping[str, Any] | None,
+           context: str) -> Proto[bytes]:
     """The bytes :func:`seal_p` sealed into ``blob`` for ``table`` and ``context``
     (``scope``, where given: the tenant it must be sealed for); anything else is
     :class:`~dynaorm.DecryptionError`, a forgotten tenant's
@@ -114,7 +113,7 @@ def open_p(table: TableSchema, blob: bytes, scope: Mapping[str, Any] | None = No
                               key_id="?")
     base = keyring_of(table)
     if table.key_scope is None:
-        yield from base.prepare([header], origins=origins)
+        yield from base.prepare([header])
         opener: Any = base
     else:
         kid = header[0]
@@ -123,9 +122,8 @@ def open_p(table: TableSchema, blob: bytes, scope: Mapping[str, Any] | None = No
                                   field=_SEALED, key_id=kid)
         opener = tenant_keys(table, base)
         if kid.startswith(TENANT_PREFIX):
-            yield from opener.prepare([kid[len(TENANT_PREFIX):].partition("/")[0]],
-                                      origins=origins)
+            yield from opener.prepare([kid[len(TENANT_PREFIX):].partition("/")[0]])
         else:
-            yield from base.prepare([header], origins=origins)
+            yield from base.prepare([header])
     opened = open_value(opener, av, table.name, _bound(context), _SEALED, _SEALED)
     return bytes(opened["B"])

@@ -227,7 +227,7 @@ def _claims(spec: Any) -> _Claims:
     return claims
 
 
-def ruled_over(spec: Any, item: Item, rows: tuple[RuleRow, ...] | None = None
+def ruled_over(spec: Any, item: Item, rows: tuple[RuleRow, ...] | None
                ) -> RuleRow | None:
     """The rule row kind ``item``, whose key may fit the key templates of ``spec``'s
     entity, is a row of instead: its key fits a rule row kind narrower than them (an

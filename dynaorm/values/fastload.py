@@ -87,7 +87,7 @@ def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 
 def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
-                key_attrs: tuple[str, ...], pk_attr: str | None = None
+                key_attrs: tuple[str, ...], pk_attr: str | None
                 ) -> Callable[[bytes], dict[str, Any]] | None:
     """A validator of a whole answer's JSON bytes (Query, Scan, GetItem or BatchGetItem),
     in one pydantic-core call: ``Items`` a list of objects of the ``types`` (type name ->

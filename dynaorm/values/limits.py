@@ -373,7 +373,7 @@ def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "i
     return size
 
 
-def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
+def check_read_key(table: Any, key: PlainKey, entity: str) -> None:
     """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
     limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read).
     (Here, not in :mod:`dynaorm.write.render`: a read checks its key without loading the
@@ -384,14 +384,14 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
     check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
 
 
-def short_repr(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` as a message shows it: at most about ``limit`` characters, a longer
-    one cut, with its length when it has one (a vector of 4,096 numbers is not printed)."""
+def short_repr(value: Any) -> str:
+    """``repr(value)`` as a message shows it: at most about 60 characters, a longer one
+    cut, with its length when it has one (a vector of 4,096 numbers is not printed)."""
     text = repr(value)
-    if len(text) <= limit:
+    if len(text) <= 60:
         return text
     size = f", {len(value)} items" if isinstance(value, Sized) else ""
-    return f"{text[:limit]}... ({type(value).__name__}{size})"
+    return f"{text[:60]}... ({type(value).__name__}{size})"
 
 
 def float32(values: Sequence[Any]) -> list[float]:

@@ -405,7 +405,7 @@ class MovedState(InstanceState):
     history: tuple[Item, ...]
 
     def __init__(self, key: PlainKey, item: Item, version: int | None,
-                 history: tuple[Item, ...] = ()) -> None:
+                 history: tuple[Item, ...]) -> None:
         super().__init__(key, item, version)
         self.history = history
 

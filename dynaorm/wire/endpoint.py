@@ -13,7 +13,7 @@ import re
 import ssl
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -44,16 +44,16 @@ class Endpoint:
     """Seconds to send, then for a whole answer (the ``Config``'s)."""
     pool_size: int
     """Connections kept open at most (the ``Config``'s ``max_pool_connections``)."""
-    client_cert: str | tuple[str, str] | None = None
+    client_cert: str | tuple[str, str] | None
     """The client certificate offered to the endpoint (a file, or ``(cert, key)``)."""
-    proxy: str | None = None
+    proxy: str | None
     """The proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
     ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint, as botocore decides)."""
-    proxy_headers: Mapping[str, str] = field(default_factory=dict)
+    proxy_headers: Mapping[str, str]
     """Headers for the proxy (``Proxy-Authorization`` from its URL)."""
-    proxies_config: Mapping[str, Any] = field(default_factory=dict)
+    proxies_config: Mapping[str, Any]
     """botocore's ``proxies_config`` (see :func:`proxy_tls_context`)."""
-    search_url: str | None = None
+    search_url: str | None
     """Where ``SearchVectors`` goes when not to :attr:`url` (AWS's vector-search endpoint:
     :func:`search_endpoint`)."""
 
@@ -185,15 +185,15 @@ def _user_agent(config: Any, given: str | None) -> str:
 _TRACE_SAFE = "-=;:+&[]{}\"',"
 
 
-def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
+def trace_header() -> str | None:
     """The ``X-Amzn-Trace-Id`` a request carries, as botocore's
     ``add_recursion_detection_header`` decides it, read at each request (a wire knows
     once whether it runs in AWS Lambda): inside AWS Lambda (``AWS_LAMBDA_FUNCTION_NAME``
     set) with ``_X_AMZN_TRACE_ID`` set, that id percent-quoted (no line break or non-ASCII
     character survives); else ``None``."""
-    if "AWS_LAMBDA_FUNCTION_NAME" not in environ:
+    if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
         return None
-    trace = environ.get("_X_AMZN_TRACE_ID")
+    trace = os.environ.get("_X_AMZN_TRACE_ID")
     return quote(trace, safe=_TRACE_SAFE) if trace else None
 
 

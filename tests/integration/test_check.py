@@ -34,7 +34,6 @@ from dynaorm.cli.main import main
 from dynaorm.jobs.audit import (
     Problem,
     audit_items,
-    audit_table,
     repair,
     scan_pages,
 )
@@ -43,6 +42,7 @@ from dynaorm.jobs.checkpoint import CheckpointError
 from dynaorm.read.batches import MAX_BATCH_ROUNDS
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.audit import audit_table
 from tests.support.models import Audit, User, app
 from tests.support.recording import FlakyBatches, Requests, send
 from tests.support.tenant_models import plant_stale_rows, stale

@@ -996,8 +996,8 @@ def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:
 def test_check_and_streams_ask_kms_through_the_client(kv: Kms) -> None:
     """``dynaorm check`` audits guards by the MACs of the values it reads, and a stream's
     images open: both ask KMS (Decrypt, GenerateMac) through the table's client."""
-    from dynaorm.jobs.audit import audit_table
     from dynaorm.jobs.checking import check_table
+    from tests.support.audit import audit_table
 
     _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"),
           Member(member_id="m2", email="bob@example.com"))

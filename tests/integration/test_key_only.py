@@ -15,8 +15,8 @@ import pytest
 from pydantic import Field
 
 from dynaorm import GSI, DynaormError, Entity, Table, Unique, Versioned
-from dynaorm.jobs.audit import audit_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.audit import audit_table
 from tests.support.recording import send
 
 keys = Table("keys-only", pk="PK", sk="SK", indexes=[GSI("GSI1", pk="GSI1PK", sk="GSI1SK")])

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from dynaorm.jobs.audit import audit_table
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.audit import audit_table
 from tests.support.guards import assert_guards_consistent
 from tests.support.models import Audit, User, app
 

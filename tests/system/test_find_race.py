@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from dynaorm import ConcurrentModificationError, DynaormError, Session
-from dynaorm.jobs.audit import audit_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.audit import audit_table
 from tests.support.models import User, app
 
 USERS = 8

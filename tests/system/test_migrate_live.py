@@ -22,11 +22,11 @@ import pytest
 
 from dynaorm import Client, ConflictError, Session
 from dynaorm.cli.main import main
-from dynaorm.jobs.audit import audit_table
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.unique import guard_item
 from dynaorm.schema.rules.versioned import version_row
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.audit import audit_table
 from tests.support.migration_models import Ledger, OldLedger, mig, old
 
 pytestmark = pytest.mark.sync_only

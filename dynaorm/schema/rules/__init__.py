@@ -104,10 +104,6 @@ Values = Callable[[], Sequence[Mapping[str, Any]]]
 SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan", "stream",
                    "history", "migrate", "backfill", "check", "export", "search", "messages",
                    "logs", "spans")
-#: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
-HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "pin", "prepare", "prepare_write", "rows", "reads", "explain", "export",
-                "place", "holds", "publish", "release")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 

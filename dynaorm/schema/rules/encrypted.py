@@ -110,7 +110,7 @@ class Encryption(Rule):
     entity: type[Any]
     #: the stored attribute of the table's ``key_scope`` field (``None``: no key_scope):
     #: each row's values are sealed under its tenant's key
-    scope_attr: str | None = None
+    scope_attr: str | None
     name = "encrypted"
     order = 50
     answers = {

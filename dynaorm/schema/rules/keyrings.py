@@ -142,7 +142,7 @@ class Keyring:
         ``previous`` wrapped anew)."""
         return (yield from self._asked(self._wrap(key, origins), self.key_id))
 
-    def unwrapped(self, key_id: str, wrapped: bytes, origins: tuple[Any, ...] = ()
+    def unwrapped(self, key_id: str, wrapped: bytes, origins: tuple[Any, ...]
                   ) -> Proto[bytes]:
         """The data key ``wrapped`` under ``key_id`` (one of :attr:`key_ids`), asked for
         now and not cached (a tenant's key: its own cache keeps it); a key it does not

@@ -120,7 +120,7 @@ class Layout(Before):
     #: field name -> its old stored attribute name, only where it differs from the field
     #: name (what a caller's condition, written in field names, is judged through on an
     #: old row)
-    renames: Mapping[str, str] = field(default_factory=dict)
+    renames: Mapping[str, str]
     #: the entity's rules' decoders as a row stored in this layout is read, last rule
     #: first (an encrypted value opened under its old attribute name, bound to the old
     #: row's key)

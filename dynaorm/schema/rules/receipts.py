@@ -60,9 +60,6 @@ from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 #: an import back would be a circle)
 _Home = Any
 
-#: the type name of a receipt row
-#: how long a table keeps receipts unless ``Table(receipts_ttl=...)`` says otherwise
-DEFAULT_TTL: Final = timedelta(days=7)
 #: the expiry attribute of a receipt 0.7 wrote on a table without a TTL attribute
 EXPIRES: Final = "_expires"
 #: a receipt's own attributes: named under dynaorm's prefix, so none is a key or index

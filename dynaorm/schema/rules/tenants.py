@@ -334,7 +334,7 @@ class TenantKeys:
             return (yield from self._held_from(rows.get(tok), tok, origins))
         return TenantRing(tok, kid, key)
 
-    def rewrap(self, value: str, origins: tuple[Any, ...] = ()) -> Proto[bool]:
+    def rewrap(self, value: str, origins: tuple[Any, ...]) -> Proto[bool]:
         """Wrap the key of the tenant ``value`` anew under the table keyring's current
         key where a key of its ``previous`` wraps it (rotation): one conditioned update of
         its key table item (a forget, or another rewrap, meanwhile wins). Whether this

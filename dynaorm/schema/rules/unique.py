@@ -67,7 +67,7 @@ class UniqueRule:
     scope: KeyTemplate | None
     #: an encrypted field's: the table whose keyring MACs its values (the guard holds the
     #: MAC; ``None``: its value as it is)
-    mac: Any = None
+    mac: Any
 
     def text(self, values: Mapping[str, Any], owner: str) -> str | None:
         """The value a guard key renders, as text (normalised; before its MAC), or
@@ -111,7 +111,7 @@ class UniqueRule:
             yield from keyring_of(self.mac).prepare(macs=sorted(texts), origins=origins)
 
     # -- the reads of a guard (``find``) ------------------------------------------------
-    def guard_key_p(self, values: Mapping[str, Any], owner: str, origins: tuple[Any, ...] = ()
+    def guard_key_p(self, values: Mapping[str, Any], owner: str, origins: tuple[Any, ...]
                     ) -> Generator[Any, Any, str | None]:
         """:meth:`guard_key` as a protocol: the MAC it renders asked for first."""
         yield from self.macs_p((values,), owner, origins)
