@@ -60,10 +60,11 @@ from dynaorm.testing.emulation.exports import full_export, incremental_export
 from dynaorm.testing.emulation.vectors import serve_vectors
 from dynaorm.testing.engines import NotATestEngineError, check_test_engine
 from dynaorm.testing.private_apis import (
+    moto_attribute_values_direct,
     moto_botocore_only,
     moto_nested,
     moto_sizes_unchecked,
-    moto_transactions_copy_once,
+    moto_transaction_backups,
 )
 from dynaorm.testing.proxy import fault_proxy
 
@@ -107,7 +108,8 @@ def moto_backend() -> Iterator[None]:
     if moto_nested():  # inside the caller's own mock_aws: keep its
         config = None  # settings (moto restores them when that block ends)
     serve_vectors()
-    moto_transactions_copy_once()
+    moto_transaction_backups()
+    moto_attribute_values_direct()
     emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(  # (one per moto)
         rules=True, s3=s3_factory())
     _EMBEDDED.append(emulator)
@@ -245,7 +247,8 @@ def moto_server() -> Iterator[str]:
         raise ModuleNotFoundError(f"the moto server needs moto[server]: {INSTALL_HINT}",
                                   name=exc.name) from exc
     serve_vectors()  # (before the app: it routes moto's DynamoDB when first asked)
-    moto_transactions_copy_once()
+    moto_transaction_backups()
+    moto_attribute_values_direct()
     app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
 
     def one_at_a_time(environ: dict[str, Any], start_response: Any) -> list[bytes]:
