@@ -64,7 +64,7 @@ from dynaorm.testing.private_apis import (
     moto_botocore_only,
     moto_nested,
     moto_sizes_unchecked,
-    moto_transaction_backups,
+    moto_transactions_copy_once,
 )
 from dynaorm.testing.proxy import fault_proxy
 
@@ -108,7 +108,7 @@ def moto_backend() -> Iterator[None]:
     if moto_nested():  # inside the caller's own mock_aws: keep its
         config = None  # settings (moto restores them when that block ends)
     serve_vectors()
-    moto_transaction_backups()
+    moto_transactions_copy_once()
     moto_attribute_values_direct()
     emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(  # (one per moto)
         rules=True, s3=s3_factory())
@@ -247,7 +247,7 @@ def moto_server() -> Iterator[str]:
         raise ModuleNotFoundError(f"the moto server needs moto[server]: {INSTALL_HINT}",
                                   name=exc.name) from exc
     serve_vectors()  # (before the app: it routes moto's DynamoDB when first asked)
-    moto_transaction_backups()
+    moto_transactions_copy_once()
     moto_attribute_values_direct()
     app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
 

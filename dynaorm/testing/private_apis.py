@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["moto_attribute_values_direct", "moto_botocore_only", "moto_dynamodb_route",
-           "moto_nested", "moto_sizes_unchecked", "moto_transaction_backups", "unobserved"]
+           "moto_nested", "moto_sizes_unchecked", "moto_transactions_copy_once", "unobserved"]
 
 
 def moto_nested() -> bool:
@@ -89,76 +89,42 @@ def moto_sizes_unchecked() -> Iterator[None]:
         _SIZES.off = before
 
 
-def moto_transaction_backups() -> None:
-    """From now on, moto's ``TransactWriteItems`` backs up the items it names, not their
-    tables: moto deep-copies every table a transaction names, once for every item (to
-    restore it if the transaction fails), so a commit's cost grew with the table (a 5-row
-    commit on a 2,000-row table: 656 ms of CPU). A failed transaction puts back each named
-    item as it was (absent ones removed, an emptied partition as it was) and each table's
-    stream records, all a transaction can change in moto: the same table as the copy's.
+def moto_transactions_copy_once() -> None:
+    """From now on, moto's ``TransactWriteItems`` backs each table up once, not once an
+    item: moto deep-copies a table for every item of a transaction (to restore it if the
+    transaction fails), identical copies of which it keeps the last, so a commit of N
+    rows copied the table N times. The same backup: the same answers and rollback (moto
+    answers one request at a time behind the emulator).
 
     moto: ``moto.dynamodb.models.copy`` (the module ``transact_write_items`` copies
-    with), ``Table.items`` (``{hash: item}`` or ``{hash: {range: item}}``) and
-    ``Table.stream_shard.items``; moto has no setting for it."""
+    with); moto has no setting for it."""
     import copy
     import types
 
     from moto.dynamodb import models
-    from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 
     transact = models.DynamoDBBackend.transact_write_items
-    if transact.__name__ == "backed_up":  # (already)
+    if transact.__name__ == "once":  # (already)
         return
 
-    def saved(tables: dict[str, Any], entry: Any) -> tuple[Any, ...] | None:
-        """``(table, hash, range, partition held, item held, a copy of the item)``."""
-        try:
-            ((_, op),) = entry.items()
-            table = tables[op["TableName"]]
-            key = op["Item"] if "Item" in op else op["Key"]
-            hash_ = DynamoType(key[table.hash_key_attr])
-            range_ = (DynamoType(key[table.range_key_attr])
-                      if table.range_key_attr is not None else None)
-        except Exception:  # (moto refuses it, writing nothing for it)
-            return None
-        part = table.items.get(hash_)
-        item = part if range_ is None else (part or {}).get(range_)
-        return table, hash_, range_, part is not None, item is not None, copy.deepcopy(item)
+    def once(self: Any, items: Any) -> None:
+        made: dict[int, Any] = {}
 
-    def restore(table: Any, hash_: Any, range_: Any, had_part: bool, had: bool,
-                item: Any) -> None:
-        if range_ is None:
-            if had:
-                table.items[hash_] = item
-            else:
-                table.items.pop(hash_, None)
-            return
-        if had:
-            table.items[hash_][range_] = item
-            return
-        table.items.get(hash_, {}).pop(range_, None)
-        if not had_part and not table.items.get(hash_, True):
-            del table.items[hash_]
+        def deepcopy(value: Any) -> Any:
+            if not isinstance(value, Table):
+                return copy.deepcopy(value)
+            if id(value) not in made:
+                made[id(value)] = copy.deepcopy(value)
+            return made[id(value)]
 
-    def backed_up(self: Any, items: Any) -> None:
-        backups = [b for b in (saved(self.tables, e) for e in items) if b is not None]
-        shards = {id(b[0].stream_shard): (b[0].stream_shard, list(b[0].stream_shard.items))
-                  for b in backups if b[0].stream_shard is not None}
-        models.copy = types.SimpleNamespace(  # type: ignore[attr-defined, assignment]
-            deepcopy=lambda v: v if isinstance(v, Table) else copy.deepcopy(v))
+        models.copy = types.SimpleNamespace(deepcopy=deepcopy)  # type: ignore[attr-defined, assignment]
         try:
             transact(self, items)
-        except BaseException:
-            for backup in reversed(backups):
-                restore(*backup)
-            for shard, records in shards.values():
-                shard.items = records
-            raise
         finally:
             models.copy = copy  # type: ignore[attr-defined]
 
-    models.DynamoDBBackend.transact_write_items = backed_up  # type: ignore[method-assign, assignment]
+    models.DynamoDBBackend.transact_write_items = once  # type: ignore[method-assign, assignment]
 
 
 def moto_attribute_values_direct() -> None:

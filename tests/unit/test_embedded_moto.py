@@ -2,9 +2,10 @@
 moto's answers: its own item size check is off only on the thread inside
 ``moto_sizes_unchecked()`` (red team of issue 59, point 4: a client on another thread,
 sending to moto directly, not through the emulator, which sizes items, is still refused
-past moto's limit), and a ``TransactWriteItems`` that fails leaves its tables, streams
-included, exactly as they were, though only the items it names are backed up
-(``moto_transaction_backups``)."""
+past moto's limit); a ``TransactWriteItems`` that fails leaves its tables, streams
+included, exactly as they were, though each table is backed up once, not once an item
+(``moto_transactions_copy_once``); an answer's attribute values are written as moto
+writes them (``moto_attribute_values_direct``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from botocore.exceptions import ClientError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynaorm.testing.private_apis import moto_sizes_unchecked, moto_transaction_backups
+from dynaorm.testing.private_apis import moto_sizes_unchecked, moto_transactions_copy_once
 from tests.support.examples import examples
 
 moto = pytest.importorskip("moto")
@@ -112,7 +113,7 @@ def _state(backend: Any) -> dict[str, Any]:
 def two_tables() -> Any:
     """moto with a table with a sort key and one without, both with a stream; moto's
     DynamoDB backend."""
-    moto_transaction_backups()
+    moto_transactions_copy_once()
     from moto.dynamodb.models import dynamodb_backends
 
     stream: Any = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
@@ -133,7 +134,7 @@ def two_tables() -> Any:
 def test_a_failed_transaction_leaves_its_tables_as_they_were(
         two_tables: tuple[Any, Any],
         transactions: list[list[tuple[str, bool, tuple[str, str], str | None, int]]]) -> None:
-    """Property: with only the named items backed up, a transaction moto refuses (a false
+    """Property: with each table backed up once, a transaction moto refuses (a false
     condition, a key twice, a malformed item) leaves every table it names, stream records
     and emptied partitions included, as they were."""
     client, backend = two_tables
