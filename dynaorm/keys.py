@@ -10,7 +10,8 @@ tenant's rows. Pure: it sends nothing.
   fields, for a ``begins_with``), :func:`render_value` (one value as keys hold it);
 - **read back**: :func:`key_value` (a stored key attribute, DynamoDB JSON, as the text
   templates render), :meth:`KeyTemplate.parse_key` (its field texts, ``None`` when the
-  template did not render it), :func:`key_order` (key values in DynamoDB's order);
+  template did not render it), :func:`key_order` (key values in DynamoDB's order),
+  :func:`named` (the type name a stored item holds under the table's type attribute);
 - **the proven prefix**: :meth:`KeyTemplate.scope_prefix` (the leading part of a key
   that proves it belongs to a scope's values: what ``dynaorm iam --scope`` grants);
   :meth:`KeyTemplate.separators` (what a field's values never hold);
@@ -30,10 +31,11 @@ from dynaorm.errors import KeyTemplateError
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.templates import KeyTemplate, literal_outranks, render_value
-from dynaorm.values.keys import OWN_PREFIX, key_order, key_value
+from dynaorm.values.keys import OWN_PREFIX, key_order, key_value, named
 
 __all__ = ["OWN_PREFIX", "KeyTemplate", "KeyTemplateError", "could_overlap", "key_order",
-           "key_value", "literal_outranks", "parse", "parse_version_sk", "render_value"]
+           "key_value", "literal_outranks", "named", "parse", "parse_version_sk",
+           "render_value"]
 
 
 def parse(source: str, *, key_type: str = "S") -> KeyTemplate:

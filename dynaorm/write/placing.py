@@ -36,13 +36,10 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
     for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
     row it deletes, or a held attribute's value, in a row it writes or one the plan read,
     that may be kept outside: a map with a member of dynaorm's name (a reference's) or one
-    that may be larger than the threshold (a string's UTF-8 bytes are at most 4 a character). None:
-    a commit whose values all stay in their rows pays nothing more."""
+    that may be larger than the threshold (a string's UTF-8 bytes are at most 4 a
+    character). None: a commit whose values all stay in their rows pays nothing more."""
     found: dict[int, Any] = {}
-    read = []
-    for _, state in entries:
-        if state is not None:
-            read.append(state.item)
+    read = [state.item for _, state in entries if state is not None]
     for op in ops:
         spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
         if spec is None or spec.cls is not op.origin.entity or not spec.rules.places:

@@ -33,8 +33,11 @@ from tests.support.public_door import (
     table,
 )
 
-#: the most private names and attributes the other surfaces take together
-OTHERS = 30
+#: the most private names and attributes the other surfaces take together (31 since
+#: inference tells ``Compressed`` values by the rule's own decoder, ``rules.compressed``:
+#: one more, said in the CHANGELOG; exports' reading of a stored type name went public,
+#: ``dynaorm.keys.named``; issue 92 asks 20)
+OTHERS = 31
 
 
 @pytest.fixture(scope="module")
