@@ -310,25 +310,23 @@ class InstanceState:
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
         new = object.__new__(type(self))  # (with a subclass's own slots: Written's values,
-        for c in type(self).__mro__:  # MovedState's history)
+        for c in type(self).__mro__[:-2]:  # MovedState's history)
             for name in getattr(c, "__slots__", ()):
                 setattr(new, name, getattr(self, name))
-        new._key, new._data = self.key, {**self.item, **attrs}
-        new._shape = new._rendered = None
+        InstanceState.__init__(new, self.key, {**self.item, **attrs}, self.version, None,
+                               self.members)
         return new
 
     def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
         """What a save of the object writes (:mod:`dynaorm.values.merge`): its item ``new``
         (of its field ``values``) merged with the one stored, given ``old``, the stored
         values as its entity (``spec``) writes them; the attributes the entity does not
-        write kept (:func:`undeclared`), each member of a list or mapping of nested models
-        merged with the stored map it was read as: where it was read, by identity
-        (:attr:`members`, whichever list or mapping it was read in; ``None``: a new one, an
-        equal copy or another item's member too). A list the state does not know, none of
-        whose members it knows, is left to the merge (by value)."""
-        stored = self.item
-        if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
-            old, new = {**old, **extra}, {**new, **extra}
+        write (:func:`undeclared`: neither ``old`` nor ``new`` holds them) kept as stored,
+        each member of a list or mapping of nested models merged with the stored map it was
+        read as: where it was read, by identity (:attr:`members`, whichever list or mapping
+        it was read in; ``None``: a new one, an equal copy or another item's member too). A
+        list the state does not know, none of whose members it knows, is left to the merge
+        (by value)."""
         known = self.members or {}
         places: dict[int, list[Where | None]] = {}
         for where, loaded in known.items():
@@ -339,7 +337,7 @@ class InstanceState:
             found = {(*where, at): (places.get(id(m)) or [None]).pop(0) for at, m in _each(now)}
             if where in known or any(found.values()):
                 origins |= found
-        return merge_items(stored, old, new, _left_behind(spec), origins, spec.item_tree)
+        return merge_items(self.item, old, new, _left_behind(spec), origins, spec.item_tree)
 
     def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
                ) -> list[Condition]:
