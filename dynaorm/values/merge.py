@@ -88,7 +88,7 @@ def merge_items(stored: Item, old: Item, new: Item,
             merged.set[name] = item[name]
         else:
             merged.remove.append(name)
-    for name in drop - new.keys() - old.keys():
+    for name in drop.difference(new).difference(old):
         item.pop(name, None)
     return merged
 
@@ -118,13 +118,11 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         alias = model.aliases.get(name, name) if model else name
         key = alias if alias in stored else name
         child = model.child(f".{name}") if model and ("M" in av or "L" in av) else None
-        found = _member(*(read or (stored.get(key), before)), av, (*path, key),
-                        [] if read else paths, child, place, whole)
+        out[key] = _member(*(read or (stored.get(key), before)), av, (*path, key),
+                           [] if read else paths, child, place, whole)
         if read:  # (moved in from elsewhere: written whole)
-            paths.append(((*path, key), found))
-        if found is not None:
-            out[key] = found
-    for name in sorted(old.keys() - new.keys() & stored.keys()):
+            paths.append(((*path, key), out[key]))
+    for name in () if old.keys() <= new.keys() else sorted(old.keys() - new.keys() & stored.keys()):
         del out[name]
         paths.append(((*path, name), None))  # removed by the change
     return out
@@ -132,13 +130,13 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
 
 def _member(was: AttributeValue | None, before: AttributeValue | None, av: AttributeValue,
             at: Path, paths: _Paths, node: Node | None,
-            where: Where, whole: _Whole) -> AttributeValue | None:
+            where: Where, whole: _Whole) -> AttributeValue:
     """One member merged (``was`` as stored, ``before`` as old, ``av`` as new, at path
     ``at`` and place ``where``): alike, each known member of its lists in its place, as
     stored; a map in all three, merged by member; else ``av`` (a list: :func:`_merged`),
     written by its path."""
     if before == av and where not in whole[3]:
-        return was
+        return was or av
     if "M" in av and was is not None and before is not None and _maps(was, before, av):
         return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
     if was is None and whole[2] and _maps(av):  # (a new map: its lists' known members)
@@ -178,7 +176,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     if (*where, 0) not in origins:
         read = _by_value(stored, old, [None] * len(now) if any(  # (a list of known lists:
             w[:len(where)] == where for w in origins) else now)  # matched by place alone)
-    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
+    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole)
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 
