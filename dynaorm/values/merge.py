@@ -106,12 +106,13 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     stored map holds under its alias is written there."""
     out = dict(stored)  # (members left as stored, and those no model declares)
     model = node and nested(node)
+    origins = whole[2]
     for name, av in new.items():
         before = old.get(name)
-        if before == av and not whole[2]:  # (no member read elsewhere: none moved in)
+        if before == av and not origins:  # (no member read elsewhere: none moved in)
             continue  # untouched: as stored (a member the stored map lacks stays absent)
         place = (*where, name)
-        at = whole[2].get(place)
+        at = origins.get(place)
         read = _read(whole, at) if at and at != place else None
         if before == av and not read and place not in whole[3]:
             continue

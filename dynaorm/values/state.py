@@ -327,16 +327,18 @@ class InstanceState:
         it was read in; ``None``: a new one, an equal copy or another item's member too). A
         list the state does not know, none of whose members it knows, is left to the merge
         (by value)."""
-        known = self.members or {}
-        places: dict[int, list[Where | None]] = {}
-        for where, loaded in known.items():
-            for at, member in _each(loaded):
-                places.setdefault(id(member), []).append((*where, at))
+        known = self.members
         origins: dict[Where, Where | None] = {}
-        for where, now in (spec.members_of(values) or {}).items() if known else ():
-            found = {(*where, at): (places.get(id(m)) or [None]).pop(0) for at, m in _each(now)}
-            if where in known or any(found.values()):
-                origins |= found
+        if known:
+            places: dict[int, list[Where | None]] = {}
+            for where, loaded in known.items():
+                for at, member in _each(loaded):
+                    places.setdefault(id(member), []).append((*where, at))
+            for where, now in (spec.members_of(values) or {}).items():
+                found = {(*where, at): (places.get(id(m)) or [None]).pop(0)
+                         for at, m in _each(now)}
+                if where in known or any(found.values()):
+                    origins |= found
         return merge_items(self.item, old, new, _left_behind(spec), origins, spec.item_tree)
 
     def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
