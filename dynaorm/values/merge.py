@@ -112,8 +112,7 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
         if before == av and not origins:  # (no member read elsewhere: none moved in)
             continue  # untouched: as stored (a member the stored map lacks stays absent)
         place = (*where, name)
-        at = origins.get(place)
-        read = _read(whole, at) if at and at != place else None
+        read = _moved_in(whole, place)
         if before == av and not read and place not in whole[3]:
             continue
         alias = model.aliases.get(name, name) if model else name
@@ -156,6 +155,13 @@ def _at(av: Any, steps: Where) -> Any:
         except (KeyError, IndexError, TypeError):
             return None
     return av
+
+
+def _moved_in(whole: _Whole, place: Where) -> _Read:
+    """The stored and old forms of the member now at ``place`` when it was read elsewhere
+    (``None``: it was not, or is not in both)."""
+    at = whole[2].get(place)
+    return _read(whole, at) if at and at != place else None
 
 
 def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any] = ((),) * 3) -> _Read:

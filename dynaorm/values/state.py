@@ -310,11 +310,11 @@ class InstanceState:
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
         new = object.__new__(type(self))  # (with a subclass's own slots: Written's values,
-        for c in type(self).__mro__[:-2]:  # MovedState's history)
-            for name in getattr(c, "__slots__", ()):
-                setattr(new, name, getattr(self, name))
-        InstanceState.__init__(new, self.key, {**self.item, **attrs}, self.version, None,
-                               self.members)
+        for name in type(self).__slots__:  # MovedState's history)
+            setattr(new, name, getattr(self, name))
+        new._key, new._data, new.version = self.key, {**self.item, **attrs}, self.version
+        new._shape = new._rendered = None
+        new.members = self.members
         return new
 
     def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
