@@ -88,8 +88,9 @@ def merge_items(stored: Item, old: Item, new: Item,
             merged.set[name] = item[name]
         else:
             merged.remove.append(name)
-    for name in drop.difference(new).difference(old):
-        item.pop(name, None)
+    for name in drop:  # (most often none: no set is made)
+        if name not in new and name not in old:
+            item.pop(name, None)
     return merged
 
 
