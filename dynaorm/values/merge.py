@@ -17,7 +17,6 @@ read), never a neighbour's (contract 24). A member stored under its alias is wri
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +76,9 @@ def merge_items(stored: Item, old: Item, new: Item,
     paths: _Paths = []
     moved = {w[:n] for w, at in origins.items() if at not in (None, w) for n in range(1, len(w))}
     item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
-    many = Counter(p[0] for p, _ in paths)
+    many: dict[str, int] = {}
+    for path, _ in paths:
+        many[path[0]] = many.get(path[0], 0) + 1
     merged = Merged({}, [], [], item)
     for path, av in paths:
         name = path[0]
@@ -87,8 +88,9 @@ def merge_items(stored: Item, old: Item, new: Item,
             merged.set[name] = item[name]
         else:
             merged.remove.append(name)
-    for name in drop - new.keys() - old.keys():
-        item.pop(name, None)
+    for name in drop:  # (most often none: no set is made)
+        if name not in new and name not in old:
+            item.pop(name, None)
     return merged
 
 
@@ -103,39 +105,40 @@ def _merge_map(stored: Item, old: Item, new: Item, path: Path,
     """The members of a stored map (at ``where`` in ``new``) merged (see
     :func:`merge_items`), each write of a member appended to ``paths``; a member the
     stored map holds under its alias is written there."""
-    out: Item = {}
+    out = dict(stored)  # (members left as stored, and those no model declares)
     model = node and nested(node)
+    origins = whole[2]
     for name, av in new.items():
+        before = old.get(name)
+        if before == av and not origins:  # (no member read elsewhere: none moved in)
+            continue  # untouched: as stored (a member the stored map lacks stays absent)
+        place = (*where, name)
+        read = _moved_in(whole, place)
+        if before == av and not read and place not in whole[3]:
+            continue
         alias = model.aliases.get(name, name) if model else name
         key = alias if alias in stored else name
         child = model.child(f".{name}") if model and ("M" in av or "L" in av) else None
-        place = (*where, name)
-        at = whole[2].get(place)
-        read = _read(whole, at) if at and at != place else None
-        found = _member(*(read or (stored.get(key), old.get(name))), av, (*path, key),
-                        [] if read else paths, child, place, whole)
+        out[key] = _member(*(read or (stored.get(key), before)), av, (*path, key),
+                           [] if read else paths, child, place, whole)
         if read:  # (moved in from elsewhere: written whole)
-            paths.append(((*path, key), found))
-        if found is not None:  # (a member the stored map lacks stays absent: NULL in both)
-            out[key] = found
-    for name, av in stored.items():
-        if name in old and name not in new:
-            paths.append(((*path, name), None))  # removed by the change
-        elif name not in out:
-            out[name] = av  # a member no model declares (or one left as stored)
+            paths.append(((*path, key), out[key]))
+    for name in () if old.keys() <= new.keys() else sorted(old.keys() - new.keys() & stored.keys()):
+        del out[name]
+        paths.append(((*path, name), None))  # removed by the change
     return out
 
 
 def _member(was: AttributeValue | None, before: AttributeValue | None, av: AttributeValue,
             at: Path, paths: _Paths, node: Node | None,
-            where: Where, whole: _Whole) -> AttributeValue | None:
+            where: Where, whole: _Whole) -> AttributeValue:
     """One member merged (``was`` as stored, ``before`` as old, ``av`` as new, at path
     ``at`` and place ``where``): alike, each known member of its lists in its place, as
     stored; a map in all three, merged by member; else ``av`` (a list: :func:`_merged`),
     written by its path."""
     if before == av and where not in whole[3]:
-        return was
-    if was is not None and before is not None and _maps(was, before, av):
+        return was or av
+    if "M" in av and was is not None and before is not None and _maps(was, before, av):
         return {"M": _merge_map(was["M"], before["M"], av["M"], at, paths, node, where, whole)}
     if was is None and whole[2] and _maps(av):  # (a new map: its lists' known members)
         out = _member({"M": {}}, {"M": {}}, av, at, [], node, where, whole)
@@ -153,6 +156,13 @@ def _at(av: Any, steps: Where) -> Any:
         except (KeyError, IndexError, TypeError):
             return None
     return av
+
+
+def _moved_in(whole: _Whole, place: Where) -> _Read:
+    """The stored and old forms of the member now at ``place`` when it was read elsewhere
+    (``None``: it was not, or is not in both)."""
+    at = whole[2].get(place)
+    return _read(whole, at) if at and at != place else None
 
 
 def _read(whole: _Whole, at: Where, here: tuple[Where, Any, Any] = ((),) * 3) -> _Read:
@@ -174,7 +184,7 @@ def _merged(stored: AttributeValue | None, old: AttributeValue | None, new: Attr
     if (*where, 0) not in origins:
         read = _by_value(stored, old, [None] * len(now) if any(  # (a list of known lists:
             w[:len(where)] == where for w in origins) else now)  # matched by place alone)
-    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole) or av
+    return {"L": [_member(at and at[0], at and at[1], av, (), [], node, (*where, n), whole)
                   for n, (av, at) in enumerate(zip(now, read, strict=True))]}
 
 

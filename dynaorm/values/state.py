@@ -310,36 +310,36 @@ class InstanceState:
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
         new = object.__new__(type(self))  # (with a subclass's own slots: Written's values,
-        for c in type(self).__mro__:  # MovedState's history)
-            for name in getattr(c, "__slots__", ()):
-                setattr(new, name, getattr(self, name))
-        new._key, new._data = self.key, {**self.item, **attrs}
+        for name in type(self).__slots__:  # MovedState's history)
+            setattr(new, name, getattr(self, name))
+        new._key, new._data, new.version = self.key, {**self.item, **attrs}, self.version
         new._shape = new._rendered = None
+        new.members = self.members
         return new
 
     def merged(self, spec: Any, old: Item, new: Item, values: Mapping[str, Any]) -> Merged:
         """What a save of the object writes (:mod:`dynaorm.values.merge`): its item ``new``
         (of its field ``values``) merged with the one stored, given ``old``, the stored
         values as its entity (``spec``) writes them; the attributes the entity does not
-        write kept (:func:`undeclared`), each member of a list or mapping of nested models
-        merged with the stored map it was read as: where it was read, by identity
-        (:attr:`members`, whichever list or mapping it was read in; ``None``: a new one, an
-        equal copy or another item's member too). A list the state does not know, none of
-        whose members it knows, is left to the merge (by value)."""
-        stored = self.item
-        if extra := undeclared(spec, stored):  # (a newer model's attributes: kept)
-            old, new = {**old, **extra}, {**new, **extra}
-        known = self.members or {}
-        places: dict[int, list[Where | None]] = {}
-        for where, loaded in known.items():
-            for at, member in _each(loaded):
-                places.setdefault(id(member), []).append((*where, at))
+        write (:func:`undeclared`: neither ``old`` nor ``new`` holds them) kept as stored,
+        each member of a list or mapping of nested models merged with the stored map it was
+        read as: where it was read, by identity (:attr:`members`, whichever list or mapping
+        it was read in; ``None``: a new one, an equal copy or another item's member too). A
+        list the state does not know, none of whose members it knows, is left to the merge
+        (by value)."""
+        known = self.members
         origins: dict[Where, Where | None] = {}
-        for where, now in (spec.members_of(values) or {}).items() if known else ():
-            found = {(*where, at): (places.get(id(m)) or [None]).pop(0) for at, m in _each(now)}
-            if where in known or any(found.values()):
-                origins |= found
-        return merge_items(stored, old, new, _left_behind(spec), origins, spec.item_tree)
+        if known:
+            places: dict[int, list[Where | None]] = {}
+            for where, loaded in known.items():
+                for at, member in _each(loaded):
+                    places.setdefault(id(member), []).append((*where, at))
+            for where, now in (spec.members_of(values) or {}).items():
+                found = {(*where, at): (places.get(id(m)) or [None]).pop(0)
+                         for at, m in _each(now)}
+                if where in known or any(found.values()):
+                    origins |= found
+        return merge_items(self.item, old, new, _left_behind(spec), origins, spec.item_tree)
 
     def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
                ) -> list[Condition]:

@@ -211,7 +211,7 @@ class StoredMembers(Kind):
 def nested(node: Node, listed: bool = False) -> Node | None:
     """The model node a field's values are (or are lists of, unless ``listed``), through
     ``Optional``."""
-    if len(node.walked) == 1 and (node.shape == "union" or (node.shape == "list" and not listed)):
+    if (node.shape == "union" or (node.shape == "list" and not listed)) and len(node.walked) == 1:
         return nested(node.walked[0], listed or node.shape == "list")
     return node if node.shape == "model" else None
 

@@ -27,7 +27,7 @@ from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.lock import locked, moved
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import Condition, all_of, exists, free, rename_paths
+from dynaorm.values.expressions import Condition, all_of, exists, free
 from dynaorm.values.limits import short_repr
 from dynaorm.values.merge import Merged
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
@@ -67,8 +67,8 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     ops, outcome = _plan_save(entry, state, index, spec)
     if entry.mark:
         ops = [_marked(op, entry.mark) for op in ops]
-    if entry.condition is None or (ops and ops[0].origin.caller is not None):
-        return ops, outcome  # (an update of the row itself carries it already)
+    if entry.condition is None:
+        return ops, outcome
     return with_condition(ops, entry, spec, index), outcome
 
 
@@ -262,13 +262,10 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
             spec, after)]) if spec.unique_fields or after else None
     else:
         cond = state.update_guard(spec, touched)
-    caller = entry.condition
-    # (an unconditioned overwrite fails only on the caller's condition, if any)
-    fail = Fail.GONE if cond is not None else Fail.CALLER
-    if caller is not None:  # ANDed in here as with_condition does (this is the first row
-        caller = rename_paths(caller, spec.renames, spec.kinds)  # action: built once)
-        cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
-    origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
+    # (an unconditioned overwrite fails only on the caller's condition, if any: plan_save
+    # ANDs it in)
+    origin = Origin(spec.cls, state.key, Role.ROW, Fail.GONE if cond is not None else
+                    Fail.CALLER, staged=index)
     if entry.overwrite:
         return Put(key, item, cond, origin)
     return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item,
