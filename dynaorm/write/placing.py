@@ -39,10 +39,13 @@ def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
     that may be larger than the threshold (a string's UTF-8 bytes are at most 4 a
     character). None: a commit whose values all stay in their rows pays nothing more."""
     found: dict[int, Any] = {}
-    read = [state.item for _, state in entries if state is not None]
+    read = []
+    for _, state in entries:
+        if state is not None:
+            read.append(state.item)
     for op in ops:
-        spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if spec is None or spec.cls is not op.origin.entity or not spec.rules.places:
+        spec: Any = getattr(op.origin.entity, "__dynaorm_spec__", None)
+        if getattr(spec, "cls", None) is not op.origin.entity or not spec.rules.places:
             continue
         most = spec.table.offload_threshold
         for row in (getattr(op, "known", None) or {}, getattr(op, "item", None) or getattr(
