@@ -46,7 +46,7 @@ from hypothesis import HealthCheck, settings
 
 from dynaorm.testing import TestBackend, fault_proxy, moto_backend, use_tables, worker_suffix
 from pytest_dynaorm import LAG_OPTION, endpoint_of
-from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
+from tests.support.ddb_local import DEFAULT_CACHE_DIR, QUICK_JVM, DynamoDBLocal, find_jar
 from tests.support.dynoxide import Dynoxide, find_binary
 from tests.support.engines import identify
 from tests.support.examples import examples
@@ -155,7 +155,7 @@ def ddb_local_engine() -> Iterator[str]:
     if find_jar(DEFAULT_CACHE_DIR) is None:
         _unavailable("DynamoDB Local is not installed "
                      "(run scripts/install-ddb-local.sh or make test)")
-    server = DynamoDBLocal()
+    server = DynamoDBLocal(jvm_args=QUICK_JVM)
     try:
         server.start()
     except Exception as exc:

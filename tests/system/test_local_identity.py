@@ -21,7 +21,7 @@ import botocore.session
 import pytest
 
 from dynaorm.client.settings import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
-from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
+from tests.support.ddb_local import DEFAULT_CACHE_DIR, QUICK_JVM, DynamoDBLocal, find_jar
 
 MODELS = """
 from dynaorm import Entity, Table
@@ -49,7 +49,7 @@ def keyed_local() -> Iterator[str]:
     """A DynamoDB Local keeping one database per access key and region (no -sharedDb)."""
     if find_jar(DEFAULT_CACHE_DIR) is None:
         pytest.skip("DynamoDB Local is not installed (run scripts/install-ddb-local.sh)")
-    with DynamoDBLocal(shared_db=False) as server:
+    with DynamoDBLocal(shared_db=False, jvm_args=QUICK_JVM) as server:
         yield server.endpoint_url
 
 
