@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.templates import KeyTemplate, render_value
@@ -48,7 +49,7 @@ _COVERED: set[tuple[Any, ...]] = set()
 #: per entity class: its table's partition attribute and partition key templates (the
 #: current layout's, and the previous one's under ``Meta.previous``): what
 #: :meth:`Scope.admits` parses with
-_PKS: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = {}
+_PKS: dict[type[Any], tuple[str, tuple[KeyTemplate, ...]]] = cache("scope.partition_keys")
 
 
 def _templates(spec: EntitySpec) -> tuple[str, tuple[KeyTemplate, ...]]:
