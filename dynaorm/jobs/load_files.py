@@ -349,7 +349,7 @@ def _rows(cls: type[Entity], batch: Any) -> Iterator[Entity]:
 
     json_fields = {c.name for c in columns(cls) if c.json}
     kinds = {f.name: f.type for f in batch.schema if f.name in cls.model_fields}
-    if lost := [n for n in spec_of(cls).encrypted.values() if n not in kinds]:
+    if lost := sorted(set(spec_of(cls).encrypted.values()) - kinds.keys()):
         raise DynaormError(f"load: {cls.__name__}'s source has no column of its Encrypted "
                            f"field(s) {', '.join(lost)} (their defaults would be stored): an "
                            "export written with encrypted='omit' cannot be loaded back; "
