@@ -9,6 +9,7 @@ read back by :func:`entity_groups`) and the service's report of each round
 import gzip
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -94,8 +95,8 @@ class Parts:
 
     def add(self, loaded: Loaded) -> None:
         """One entity's records."""
-        records = [input_record(loaded, n) for n in range(len(loaded.plan.ops))]
-        self.add_records(type(loaded.obj), records)
+        self.add_records(type(loaded.obj), [input_record(loaded, n) for n in range(len(
+            loaded.plan.ops))])
 
     def add_records(self, cls: type[Entity], records: Sequence[Mapping[str, Any]]) -> None:
         if self.data is None:
@@ -116,13 +117,12 @@ class Parts:
         name = f"part-{self.part:05d}.json.gz"
         self.files.put(f"round-{self.number}/input/{name}", (self.dir / "data.gz").read_bytes())
         self.files.put(f"round-{self.number}/index/{name}", (self.dir / "index.gz").read_bytes())
-        self.part, self.in_part, self.data, self.index = self.part + 1, 0, None, None
+        self.part += 1
+        self.in_part, self.data, self.index = 0, None, None
 
     def close(self) -> None:
         self._flush()
-        for leftover in self.dir.iterdir():
-            leftover.unlink()
-        self.dir.rmdir()
+        shutil.rmtree(self.dir)
 
     def summary(self) -> dict[str, Any]:
         return {"round": self.number, "parts": self.part, "rows": self.rows,
@@ -147,7 +147,7 @@ def entity_groups(files: LoadFiles, number: int, part: int) -> Iterator[Group]:
 
 def key_of(table: Table, item: Item) -> Item:
     """The table key of ``item`` (wire form)."""
-    return {a: item[a] for a in (table.pk, table.sk) if a is not None and a in item}
+    return {a: item[a] for a in (table.pk, table.sk) if a in item}
 
 
 class ServiceReport:
@@ -221,8 +221,7 @@ def entities_of(table: Table, source: Any, entity: type[Entity] | None,
     elif hasattr(source, "scan") and hasattr(source, "schema"):  # (a pyiceberg table)
         if entity is None:
             raise DynaormError("load: an Iceberg table's rows are one entity's: give entity=")
-        reader = source.scan().to_arrow_batch_reader()
-        for batch in reader:
+        for batch in source.scan().to_arrow_batch_reader():
             yield from _rows(entity, batch)
     else:
         yield from _objects(source)
@@ -344,14 +343,19 @@ class _local:
 
 def _rows(cls: type[Entity], batch: Any) -> Iterator[Entity]:
     """The objects of an Arrow record batch of ``cls``'s columns (as an export writes
-    them: maps as pairs, JSON text for fields of no Arrow type)."""
+    them: maps as pairs, JSON text for fields of no Arrow type); a batch without a column
+    of an ``Encrypted`` field refused (its default would be stored in its place)."""
     from dynaorm.jobs.arrow import columns
 
     json_fields = {c.name for c in columns(cls) if c.json}
-    kinds = {f.name: f.type for f in batch.schema}
-    names = [n for n in batch.schema.names if n in cls.model_fields]
+    kinds = {f.name: f.type for f in batch.schema if f.name in cls.model_fields}
+    if lost := sorted(set(spec_of(cls).encrypted.values()) - kinds.keys()):
+        raise DynaormError(f"load: {cls.__name__}'s source has no column of its Encrypted "
+                           f"field(s) {', '.join(lost)} (their defaults would be stored): an "
+                           "export written with encrypted='omit' cannot be loaded back; "
+                           "export with encrypted='decrypt'")
     for row in batch.to_pylist():
-        values = {n: _plain(kinds[n], row[n]) for n in names}
+        values = {n: _plain(k, row[n]) for n, k in kinds.items()}
         for n in json_fields & values.keys():
             if isinstance(values[n], str):
                 values[n] = json.loads(values[n])

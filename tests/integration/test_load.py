@@ -204,6 +204,39 @@ def test_kinds_over_nested_models_and_lists_load_as_a_save_stores_them(
         assert {i["wallet_id"]["S"] for i in wb.scan_raw()} == {"a", "b", "c"}
 
 
+@pytest.mark.engines("moto")
+def test_an_export_without_its_encrypted_fields_is_refused_before_anything_is_written(
+        lb: TestBackend, tmp_path: Path) -> None:
+    """``jobs.export``'s default (``encrypted="omit"``) leaves the sealed fields' columns
+    out: loaded back, each entity would be stored with its model's defaults in their
+    place, its secrets lost without a word. The load refuses such a source before it
+    writes anything, over the stored entities and into an empty table alike, naming the
+    fields and the export that keeps them, which loads back whole."""
+    from dynaorm.jobs import export, run_local
+
+    card = Card(pan="4111-0000-SECRET", at=WHEN)
+    obj = Wallet(wallet_id="a", pans=[card.pan], sealed=card)
+    with use_tables(wallets, endpoint_url=lb.endpoint_url, name_suffix=worker_suffix()
+                    ) as wb:
+        with Session(wallets) as s:
+            s.save(obj)
+        run_local(export(wallets, tmp_path / "out"))
+        run_local(export(wallets, tmp_path / "kept", encrypted="decrypt"))
+        for name in ("over", "fresh"):
+            before = wb.scan_raw()
+            with pytest.raises(DynaormError, match=r"Wallet.*pans, sealed.*encrypted='omit'"
+                               r".*encrypted='decrypt'"):
+                load(wallets, str(tmp_path / "out"), s3=f"s3://{BUCKET}/runs", name=name,
+                     poll=0)
+            assert wb.scan_raw() == before
+            for item in before:
+                wallets.db.driver.run(call("DeleteItem", {"TableName": wallets.name, "Key": {
+                    "pk": item["pk"], "sk": item["sk"]}}))
+        assert load(wallets, str(tmp_path / "kept"), s3=f"s3://{BUCKET}/runs", name="kept",
+                    poll=0).ok
+        assert Session(wallets).get(Wallet, wallet_id="a") == obj
+
+
 def _clear(lb: TestBackend) -> None:
     for item in lb.scan_raw():
         loads.db.driver.run(call("DeleteItem", {"TableName": loads.name, "Key": {
