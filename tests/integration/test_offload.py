@@ -353,6 +353,26 @@ def test_a_changed_value_replaces_its_object_after_the_commit(
     consistent(tb, b)
 
 
+@pytest.mark.engines("moto")  # (what the save plans, never the engine's)
+def test_a_map_kept_in_its_row_that_a_changed_member_makes_large_goes_to_s3(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """A loaded save writes a changed member of a stored map by its path: never so for an
+    offloaded map, whose whole value the rule must see (it was stored inline, above the
+    threshold, and read as a plain map)."""
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="1", data={"a": "x", "b": "y"}))
+    s.commit()
+    doc = tb.session().get(Doc, doc_id="1", consistent=True)
+    doc.data = {"a": "x", "b": big()}
+    s = tb.session()
+    s.save(doc)
+    s.commit()
+    assert list(rows(tb)[0]["data"]["M"]) == [MARK]
+    consistent(tb, b)
+    assert tb.session().get(Doc, doc_id="1", consistent=True).data == {"a": "x", "b": big()}
+
+
 def test_an_update_by_key_reads_the_row_and_releases_its_object(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
