@@ -113,6 +113,20 @@ class Journal(Versioned):
     entry: Encrypted[Offloaded[str]] = ""
 
 
+class Profile(Entity):
+    """An offloaded value beside a plain map (whose changed members a save writes by
+    their paths)."""
+
+    class Meta:
+        table = store
+        pk = "PROFILE#{pid}"
+        sk = "PROFILE"
+
+    pid: str
+    bio: Offloaded[str] = ""
+    prefs: dict[str, str] = {}
+
+
 class Moving(Entity):
     class Meta:
         table = store
@@ -371,6 +385,23 @@ def test_a_map_kept_in_its_row_that_a_changed_member_makes_large_goes_to_s3(
     assert list(rows(tb)[0]["data"]["M"]) == [MARK]
     consistent(tb, b)
     assert tb.session().get(Doc, doc_id="1", consistent=True).data == {"a": "x", "b": big()}
+
+
+@pytest.mark.engines("moto")  # (what the save plans, never the engine's)
+def test_a_map_member_changed_beside_a_large_value_is_written(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    tb, b = s3
+    s = tb.session()
+    s.save(Profile(pid="1", bio=big(), prefs={"theme": "light", "lang": "en"}))
+    s.commit()
+    p = tb.session().get(Profile, pid="1", consistent=True)
+    p.bio, p.prefs = big(c="y"), {"theme": "dark", "lang": "en"}
+    s = tb.session()
+    s.save(p)
+    s.commit()
+    got = tb.session().get(Profile, pid="1", consistent=True)
+    assert (got.bio, got.prefs) == (big(c="y"), {"theme": "dark", "lang": "en"})
+    consistent(tb, b)
 
 
 def test_an_update_by_key_reads_the_row_and_releases_its_object(
