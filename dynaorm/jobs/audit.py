@@ -319,8 +319,8 @@ class _Auditor:
 
     def holder(self, guard: Item) -> tuple[Key, str]:
         """(owner key, unique field) recorded on a guard item."""
-        return ((guard.get(OWNER_PK, {}).get("S", ""), guard.get(OWNER_SK, {}).get("S", "")),
-                guard.get(UNIQUE_FIELD, {}).get("S", "?"))
+        return ((named(guard, OWNER_PK) or "", named(guard, OWNER_SK) or ""),
+                named(guard, UNIQUE_FIELD) or "?")
 
     def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
                 stale: Item | None) -> None:
@@ -347,7 +347,7 @@ class _Auditor:
         if expired(guard, self.table.ttl):
             return  # its TTL passed: DynamoDB deletes it, and a claim takes it over
         (okey, ofield) = self.holder(guard)
-        otype = guard.get(OWNER_TYPE, {}).get("S", "?")
+        otype = named(guard, OWNER_TYPE) or "?"
         held = next((o for o, _, r in owners if self.key_of(o) == okey and r.field == ofield),
                     None)
         if held is not None:
