@@ -126,7 +126,7 @@ class Repair:
 
 
 # -- scanning ----------------------------------------------------------------------------
-def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
+def _scan_p(table: Table, pager: Pager, page_size: int | None, operation: str) -> Stream:
     """The pages of a raw, consistent scan of the whole table (every item: guards and
     version rows too), one :class:`Emit` per response, empty pages included, each request
     through the shared retry rules. The paging (``Limit``, ``ExclusiveStartKey``, the
@@ -145,7 +145,8 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
             raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
         pager.feed(i, out)
         page = pager.take()
-        yield from prepare_rows(preparing(table), page)  # (key material: Encrypted fields)
+        if operation != "export":  # (an export prepares its entities' rows itself)
+            yield from prepare_rows(preparing(table), page)  # (key material, S3 values)
         yield Emit(page)
 
 
@@ -162,7 +163,7 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
     pager = Pager([{"TableName": table.name, "ConsistentRead": True, **where}], [start],
                   keep=list,
                   position_of=lambda item: {a: item[a] for a in attrs}, ordered=False)
-    for page in table.db.driver.iterate(_scan_p(table, pager, page_size),
+    for page in table.db.driver.iterate(_scan_p(table, pager, page_size, operation),
                                         Operation(operation, (table.name,))):
         position = pager.positions[0]
         yield list(page), None if position is DONE else position
@@ -318,8 +319,8 @@ class _Auditor:
 
     def holder(self, guard: Item) -> tuple[Key, str]:
         """(owner key, unique field) recorded on a guard item."""
-        return ((guard.get(OWNER_PK, {}).get("S", ""), guard.get(OWNER_SK, {}).get("S", "")),
-                guard.get(UNIQUE_FIELD, {}).get("S", "?"))
+        return ((named(guard, OWNER_PK) or "", named(guard, OWNER_SK) or ""),
+                named(guard, UNIQUE_FIELD) or "?")
 
     def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
                 stale: Item | None) -> None:
@@ -346,7 +347,7 @@ class _Auditor:
         if expired(guard, self.table.ttl):
             return  # its TTL passed: DynamoDB deletes it, and a claim takes it over
         (okey, ofield) = self.holder(guard)
-        otype = guard.get(OWNER_TYPE, {}).get("S", "?")
+        otype = named(guard, OWNER_TYPE) or "?"
         held = next((o for o, _, r in owners if self.key_of(o) == okey and r.field == ofield),
                     None)
         if held is not None:

@@ -127,8 +127,8 @@ def in_scope(table: Any, prefixes: Mapping[str, tuple[str, bool]] | None,
 
     def scoped(item: Item | None) -> bool:
         item = item or {}
-        key = item.get(pk, {}).get("S")
-        if not isinstance(key, str):
+        key = named(item, pk)
+        if key is None:
             return False
         name = named(item, kind)
         mine = [prefixes[name]] if name is not None and name in prefixes else (

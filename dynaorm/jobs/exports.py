@@ -207,10 +207,10 @@ class _Export:
 
     def __init__(self, table: Any, segment: int, options: Mapping[str, Any]) -> None:
         self.table, self.segment = table, segment
-        self.history, decrypt = options["history"], options["encrypted"] == "decrypt"
+        self.history, self.decrypt = options["history"], options["encrypted"] == "decrypt"
         self.changes = options["kind"] == "incremental"
         self.view = options.get("view", "NEW_AND_OLD_IMAGES")
-        self.readers = {cls: RowReader(spec_of(cls), decrypt) for cls in options["entities"]}
+        self.readers = {cls: RowReader(spec_of(cls), self.decrypt) for cls in options["entities"]}
         self.sink = Sink(str(options["to"]), f"part-{segment:05d}.parquet")
         self.parts: dict[str, Part] = {}
         self.counts = Counts()
@@ -264,11 +264,16 @@ class _Export:
 
     def prepare(self, items: list[Item]) -> None:
         """What the rules need before ``items`` are read, asked for first (as a scan's
-        pages are: key material, the values kept in S3)."""
+        pages are: the values kept in S3; key material only to decrypt: else the binary
+        values, sealed ones among them, are not shown)."""
         if items:
             specs = [r.spec for r in self.readers.values()]
-            self.table.db.driver.run(prepare_rows(specs, items), Operation(
+            rows = items if self.decrypt else [{a: v for a, v in i.items() if "B" not in v}
+                                               for i in items]
+            self.table.db.driver.run(prepare_rows(specs, rows), Operation(
                 "export", (self.table.name,), tuple(self.readers)))
+            for item, row in zip(items, rows, strict=True):
+                item.update(row)  # (the values kept in S3, fetched)
 
     def scan(self, segments: int, scoped: Callable[[Item], bool] | None) -> None:
         """Export this task's scan segment (of ``segments``): its items ``scoped`` keeps."""

@@ -63,7 +63,7 @@ class Merged:
 
 def merge_items(stored: Item, old: Item, new: Item,
                 drop: frozenset[str] | set[str] = frozenset(), origins: Origins = _NONE,
-                node: Node | None = None) -> Merged:
+                node: Node | None = None, whole: frozenset[str] = frozenset()) -> Merged:
     """The merge of ``new`` into ``stored`` given ``old`` (see the module): the item a
     map, merged as one (:func:`_merge_map`), each member path that names an attribute
     alone set or removed whole, as is an attribute of many member paths or one no path
@@ -72,7 +72,8 @@ def merge_items(stored: Item, old: Item, new: Item,
     (attributes the write leaves behind: a put writes the item without them).
     ``origins`` says where each member of a list was read (else: an unchanged member
     wherever it moved, a changed one at its place); ``node``: the item's value tree (a
-    model whose members are the attributes)."""
+    model whose members are the attributes); ``whole``: attributes never written by
+    member path (values a rule may keep outside the table: it sees the whole value)."""
     paths: _Paths = []
     moved = {w[:n] for w, at in origins.items() if at not in (None, w) for n in range(1, len(w))}
     item = _merge_map(stored, old, new, (), paths, node, (), (stored, old, origins, moved))
@@ -82,7 +83,7 @@ def merge_items(stored: Item, old: Item, new: Item,
     merged = Merged({}, [], [], item)
     for path, av in paths:
         name = path[0]
-        if path[1:] and "" not in path and many[name] <= MAX_MEMBER_PATHS:
+        if path[1:] and "" not in path and many[name] <= MAX_MEMBER_PATHS and name not in whole:
             merged.members.append((path, av))
         elif name in item:  # (whole: many members, or one no path names, "")
             merged.set[name] = item[name]

@@ -339,7 +339,8 @@ class InstanceState:
                          for at, m in _each(now)}
                 if where in known or any(found.values()):
                     origins |= found
-        return merge_items(self.item, old, new, _left_behind(spec), origins, spec.item_tree)
+        return merge_items(self.item, old, new, _left_behind(spec), origins, spec.item_tree,
+                           spec.rules.held)
 
     def guards(self, spec: Any, held: _Attrs = frozenset(), leave: _Attrs | None = None
                ) -> list[Condition]:

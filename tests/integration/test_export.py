@@ -372,7 +372,8 @@ def test_into_s3_from_processes_through_the_moto_server(
 
 def test_keys_come_through_the_client_to_decrypt(tb: TestBackend, tmp_path: Path) -> None:
     """``encrypted="decrypt"`` with a KMS keyring: the data keys are asked for through
-    the table's client (requests its hooks see), once a key."""
+    the table's client (requests its hooks see), once a key; ``"omit"`` (the default)
+    asks for none (an exporter needs no right to decrypt)."""
     if tb.endpoint_url is not None:
         pytest.skip("moto's in-process KMS")
     import boto3
@@ -394,6 +395,11 @@ def test_keys_come_through_the_client_to_decrypt(tb: TestBackend, tmp_path: Path
         assert seen.operations.count("kms:Decrypt") == 1
         assert sorted(r["memo"] for r in read_back(tmp_path, "ledger")) == [
             "another", "kept secret"]
+        exports.keyring = KmsKeyring(key, mac_key_id=mac)
+        seen = Requests(exports)
+        run_local(export(exports, tmp_path / "omit", entities=[Ledger]))
+        assert not [op for op in seen.operations if op.startswith("kms:")]
+        assert [r.get("memo") for r in read_back(tmp_path / "omit", "ledger")] == [None] * 2
     finally:
         exports.keyring = saved
 

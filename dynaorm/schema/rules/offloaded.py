@@ -495,7 +495,8 @@ class Offloading(Rule):
             elif op.set:
                 item = self._placed(op.set, own, held)
                 out.append(op if item is op.set else Update(
-                    op.key, item, op.remove, op.condition, op.origin, op.clauses, op.known))
+                    op.key, item, op.remove, op.condition, op.origin, op.clauses, op.known,
+                    op.members))
             else:
                 out.append(op)
         return out

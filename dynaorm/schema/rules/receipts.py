@@ -52,7 +52,7 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.values.expressions import Condition, Placeholders
-from dynaorm.values.keys import RECEIPT_TYPE
+from dynaorm.values.keys import RECEIPT_TYPE, named
 from dynaorm.values.limits import MAX_ITEM_BYTES, text_size
 from dynaorm.values.records import Built, Fail, Op, Origin, Put, Role
 
@@ -583,7 +583,7 @@ class Receipting:
         receipt ``stored`` back on this commit's objects of the same writes, where they
         were made (nested models included: a replay's objects are as first committed);
         whether any was."""
-        raw = stored.get(MADE, {}).get("S")
+        raw = named(stored, MADE)
         if raw is None or not self.made:
             return False
         kept = json.loads(raw)
@@ -603,7 +603,7 @@ class Receipting:
         other writes (its digest is not this release's)."""
         if item is None or (DIGEST not in item and "digest" not in item):
             return None
-        if item.get(NONCE, {}).get("S") == self.nonce:
+        if named(item, NONCE) == self.nonce:
             return item
         expires = (item.get(table.ttl or EXPIRY) or item.get(EXPIRES, {})).get("N")
         return item if expires is None or int(expires) > time.time() else None
@@ -615,10 +615,10 @@ class Receipting:
         writes (:attr:`Verdict.REPLAYED`: every one's digest is this commit's). A receipt
         of other writes -- a commit under the key of a subset, a superset or other writes,
         in any table -- raises :class:`~dynaorm.errors.IdempotencyMismatchError`."""
-        if any(item.get(NONCE, {}).get("S") == self.nonce for _, item in stored):
+        if any(named(item, NONCE) == self.nonce for _, item in stored):
             return Verdict.APPLIED
         for table, item in stored:
-            if item.get(DIGEST, {}).get("S") not in (self.digest, self.plain):
+            if named(item, DIGEST) not in (self.digest, self.plain):
                 at = item.get(AT, {}).get("N", "?")
                 raise IdempotencyMismatchError(
                     f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
@@ -630,7 +630,7 @@ class Receipting:
     def result(stored: Item) -> list[tuple[str, dict[str, Any]]]:
         """The requests the receipt's commit sent (its result), as it kept them: each
         operation with the keys it wrote or read (``{"Keys": [...]}``, plain values)."""
-        raw = stored.get(RESULT, {}).get("S")
+        raw = named(stored, RESULT)
         return [] if raw is None else [(str(op), {"Keys": keys}) for op, keys in json.loads(raw)]
 
     # -- settling a failed send (the reads after a lost answer) ------------------------------
@@ -706,7 +706,7 @@ class Receipting:
                 live = self.live((yield from read(table, op.key)), table)
                 if live is not None:
                     stored.append((table, live))
-                    if live.get(NONCE, {}).get("S") == self.nonce:
+                    if named(live, NONCE) == self.nonce:
                         break
         return stored
 

@@ -50,7 +50,7 @@ from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.places import rows_at
 from dynaorm.schema.rules.keyrings import Keyring, NotPrepared, aesgcm, keyring_of
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.keys import OWN_PREFIX
+from dynaorm.values.keys import OWN_PREFIX, named
 
 #: the key table's partition key attribute
 TENANT: Final = "tenant"
@@ -418,7 +418,7 @@ def forget_p(table: TableSchema, base: Any, value: str, origins: tuple[Any, ...]
                                      "Key": _key(tok), "ConsistentRead": True},
                          origins)
         stored = out.get("Item") or {}
-        found = Forgotten(scope, str(stored.get("forgotten", {}).get("S", at)),
+        found = Forgotten(scope, named(stored, "forgotten") or at,
                           stored.get("by") == {"S": by})
     else:
         found = Forgotten(scope, at, True, "wrapped" in was)

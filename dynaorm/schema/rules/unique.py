@@ -194,7 +194,7 @@ def guard_owner(table: TableSchema, guard: Item | None) -> PlainKey | None:
         return None
     owner = {table.pk: guard[OWNER_PK].get("S", "")}
     if table.sk is not None:
-        owner[table.sk] = guard.get(OWNER_SK, {}).get("S", "")
+        owner[table.sk] = named(guard, OWNER_SK) or ""
     return owner
 
 
