@@ -406,10 +406,6 @@ def test_a_map_member_changed_beside_a_large_value_is_written(
 
 
 @pytest.mark.engines("moto")  # (what the read asks S3, never the engine's)
-@pytest.mark.xfail(strict=True, reason="defect: Offloading.prepare fetches a reference-shaped "
-                   "map in ANY attribute (for a previous layout's names), so a plain dict "
-                   "field holding one makes every read GET the object it names (any bucket "
-                   "the reader may read; a refused GET fails the read)")
 def test_a_map_of_a_references_shape_in_a_field_not_offloaded_asks_s3_nothing(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, _ = s3

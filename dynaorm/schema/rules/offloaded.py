@@ -381,12 +381,14 @@ class Offloading(Rule):
     # -- reading ---------------------------------------------------------------------
     def prepare(self, items: tuple[Item, ...], writing: bool,
                 values: Any = None) -> Generator[Any, Any, None]:
-        """The objects the references of ``items`` name (those not at hand; any
-        attribute: a previous layout's rows hold them under old names), fetched in
-        parallel and checked, their bytes put beside their references in the rows."""
+        """The objects the references of ``items``' offloaded attributes name (those not
+        at hand; a previous layout's rows are read by its rule, :meth:`renamed`), fetched
+        in parallel and checked, their bytes put beside their references in the rows. A
+        map of a reference's shape in another attribute is a value: nothing is fetched."""
         wanted = []
         for item in items:
-            for a, av in item.items():  # (a Held one is at hand)
+            for a in self.fields:  # (a Held one is at hand)
+                av = item.get(a)
                 if type(av) is dict and "M" in av and (ref := reference(av)) is not None:
                     wanted.append((item, a, ref))
         if not wanted:
