@@ -92,7 +92,11 @@ def main() -> None:
                 b.invoke({"messages": ["a second user message"]}, config)
             except ThreadBusyError as exc:
                 refused.append(type(exc).__name__)
-        worker("a", meanwhile).invoke({"messages": ["user says 9"]}, config)
+        # (durability="sync": a's checkpoint, and so its hold on the thread, is stored
+        # before ``think`` runs; LangGraph's default stores it beside the next step, and
+        # b's turn may then take the parked thread first, which refuses a's run instead)
+        worker("a", meanwhile).invoke({"messages": ["user says 9"]}, config,
+                                      durability="sync")
         show("b's turn while a runs", refused)
         b.invoke({"messages": ["user says 10"]}, config)  # (a's run parked the thread)
         show("the last two messages", b.get_state(config).values["messages"][-2:])

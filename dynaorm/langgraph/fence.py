@@ -311,8 +311,8 @@ class Fenced(Rows):
             t.held, t.row = True, row
             if renewed is not None:
                 t.renewed = renewed
-            if parks is not None:
-                t.parked = max(t.parked or "", parks)
+            if parks is not None:  # (parked, it is renewed by the next take-up: a
+                t.parked, t.renewed = max(t.parked or "", parks), 0.0  # parked acquire too)
             elif head is not None and t.parked is not None and head > t.parked:
                 t.parked = None  # (a later checkpoint: the run goes on)
 

@@ -793,6 +793,23 @@ def test_writes_ahead_whose_answer_is_lost_while_another_turn_takes_the_thread(
     assert _stray(tb) == []
 
 
+def test_a_run_whose_first_writes_came_ahead_holds_the_thread_from_its_next_checkpoint(
+        tb: TestBackend, clock: Clock) -> None:
+    """B's first writes come ahead of their checkpoint 0002 (LangGraph's background
+    writes) and acquire the thread parked; its put of 0002 leaves it parked, its next
+    checkpoint 0003 takes it up: A's turn is then refused, however soon it comes. (The
+    parked acquire counted as a renewal: within a third of the lease of it, 0003 left the
+    thread parked, and A's turn took it from the running B; seen in the threads example.)"""
+    a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
+    _put(a, "A1", None, "0001", last=True)
+    _writes(b, "B", "0002", "b's")
+    _put(b, "B", "0001", "0002")
+    _put(b, "B", "0002", "0003")
+    with pytest.raises(ThreadBusyError):
+        _put(a, "A2", "0003", "0004")
+    _put(b, "B", "0003", "0005", last=True)  # (B, which held it all along, goes on)
+
+
 @pytest.mark.engines("moto", "local")
 def test_many_writes_ahead_of_their_checkpoint_are_accepted(tb: TestBackend,
                                                            clock: Clock) -> None:
