@@ -257,6 +257,9 @@ def unplaced_note(model: Mapping[str, Any]) -> str:
                      "not entities")
     lines += [f"{e['name']}.{e['lock']['field']}: {_LOCKED}" for e in model["entities"]
               if e.get("lock")]
+    lines += [f"{e['name']}.{f['name']}: sealed by dynaorm (Encrypted): give the table its "
+              "keyring (Table(keyring=)) to read it" for e in model["entities"]
+              for f in e["fields"] if f.get("encrypted")]
     if info["unplaced"]["count"]:
         lines.append(f"could not place {info['unplaced']['count']} items, e.g.:")
         lines += [f"  {json.dumps(k)}" for k in info["unplaced"]["keys"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 import types
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 
 from dynaorm import DynaormError, Table
 from dynaorm.cli.main import main
-from dynaorm.client.infer import EndpointUnreachableError, infer, infer_code
+from dynaorm.client.infer import EndpointUnreachableError, infer, infer_code, unplaced_note
 from dynaorm.formats import FORMATS
 from dynaorm.formats.infer import InferenceError
 from dynaorm.jobs.checking import check_table
@@ -831,6 +832,61 @@ def test_compressed_values_are_read_through_the_printed_model(
             read = {o.doc_id: o for o in s.scan(cls).all()}
     assert {k: (o.body, o.card.pan, o.lines, o.kept, o.blob) for k, o in read.items()} == {
         o.doc_id: (o.body, o.card.pan, o.lines, o.kept, o.blob) for o in wrote}
+
+
+_SEALED = '''
+from pydantic import BaseModel
+from dynaorm import Encrypted, Entity, Table
+vault = Table({name!r})
+
+class Card(BaseModel):
+    pan: str
+
+class Account(Entity):
+    class Meta:
+        table = vault
+        pk = "ACC#{{acc_id}}"
+        sk = "ACC"
+    acc_id: str
+    secret: Encrypted[str] = ""
+    card: Encrypted[Card] | None = None
+    blob: bytes = b""
+'''
+
+
+@pytest.mark.engines("moto")
+def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
+        backend: str | None) -> None:
+    """A table dynaorm wrote with ``Encrypted`` values (a text, a nested model): the
+    printed model declares each such field ``Encrypted`` (of ``Any``: its type is sealed
+    with it), never the ciphertext as ``bytes``; a field of plain binary values stays
+    ``bytes``; the printed code, given the table's keyring, reads every value back."""
+    from dynaorm import Session, StaticKeyring
+
+    module = types.ModuleType(f"sealed_model_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_SEALED.format(name=_name("sealed")), module.__dict__)
+    vault, account, card = module.vault, module.Account, module.Card
+    vault.keyring = keyring = StaticKeyring(os.urandom(32))
+    wrote = [account(acc_id="a0", secret="s0", card=card(pan="4111"), blob=b"\x00\x01"),
+             account(acc_id="a1", secret="s1", card=card(pan="5500"), blob=b"\x02")]
+    with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix()):
+        with Session(vault) as s:
+            for obj in wrote:
+                s.save(obj)
+        code, model = infer_code(vault.name, client=vault.client, report=None)
+        fields = {f["name"]: f for f in model["entities"][0]["fields"]}
+        assert {n for n, f in fields.items() if f.get("encrypted")} == {"secret", "card"}, code
+        assert "Account.secret: sealed by dynaorm (Encrypted)" in unplaced_note(model)
+        assert fields["blob"]["type"] == "binary" and not fields["blob"].get("encrypted")
+        printed = _defined(code)
+        printed.connect(backend, "us-east-1")
+        printed.keyring = keyring
+        (cls,) = printed.entities.values()
+        with Session(printed) as s:
+            read = {o.acc_id: o for o in s.scan(cls).all()}
+    assert {k: (o.secret, o.card["pan"], o.blob) for k, o in read.items()} == {
+        o.acc_id: (o.secret, o.card.pan, o.blob) for o in wrote}
 
 
 @pytest.mark.engines("moto")

@@ -16,7 +16,7 @@ from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
 from dynaorm.formats.infer.templates import Found, _is_whole, _render, _Slot, _template
 from dynaorm.keys import KeyTemplate, could_overlap, literal_outranks
-from dynaorm.schema.rules import compressed, offloaded
+from dynaorm.schema.rules import compressed, encrypted, offloaded
 
 #: an attribute named as a mapper's optimistic lock (``version``, ``record_version``)
 _LOCK = re.compile(r"(?i)(record_?|lock_?)?version(_?(no|num|number))?\Z")
@@ -145,8 +145,11 @@ def _attribute_fields(group: _Group, attrs: Values,
         avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
         # reference)
         opened = _decompressed(avs)
+        sealed = all(encrypted.header_of(av) for av in opened)  # (its type sealed with it)
         if attr == table.get("ttl"):
             kind: dict[str, Any] = {"type": "datetime"}
+        elif sealed:
+            kind = {"type": "any"}
         else:
             kind = _resolved(_merge([_kind(av) for av in opened]), f"{group.name}_{attr}", models)
         out.append(_field(_attr_field_name(attr, names), attr, kind, len(avs) == total, opened))
@@ -154,6 +157,8 @@ def _attribute_fields(group: _Group, attrs: Values,
             out[-1]["offloaded"] = True
         if opened is not avs:
             out[-1]["compressed"] = 256  # (the rule's default: a read tells by the type)
+        if sealed:
+            out[-1]["encrypted"] = True
     return out
 
 
