@@ -497,9 +497,12 @@ class Workers(RuleBasedStateMachine):
     checkpoint, as LangGraph's background writes do); their steps interleave at random,
     a put's answer is lost, and the clock jumps past leases. Checked against a model of
     who holds the thread (issue 90): the thread never forks, no write refused is stored,
-    no write row is left without its checkpoint, and while the model says nobody holds
-    the thread (every run parked, refused, or its lease lapsed), a new turn on any
-    worker is accepted at once."""
+    no write row is left without its checkpoint, while the model says nobody holds
+    the thread (every run parked, refused, or its lease lapsed) a new turn on any
+    worker is accepted at once, and while a run holds it (its last write less than a
+    lease ago) a new turn on another worker is refused. A run whose first writes came
+    ahead of their checkpoint holds it parked (anyone's) until it puts a later
+    checkpoint than theirs."""
 
     tb: TestBackend
     clock: Clock
@@ -512,6 +515,8 @@ class Workers(RuleBasedStateMachine):
         self.refused: set[str] = set()
         self.thread = f"p{os.urandom(6).hex()}"
         self.holder: str | None = None  # (the model: the run holding the thread; "?")
+        self.since = 0.0  # (when the holder last wrote: it holds a lease from then)
+        self.headed: bool | None = False  # (whether the thread has a head; None: unknown)
 
     def _id(self) -> str:
         self.n += 1
@@ -531,9 +536,15 @@ class Workers(RuleBasedStateMachine):
         self.runs[w] = {"id": f"run-{self._id()}", "head": latest and latest.checkpoint[
             "id"], "steps": 0}
 
-    @rule(w=st.integers(0, 2), last=st.booleans(), ahead=st.booleans(), lose=st.booleans())
-    def step(self, w: int, last: bool, ahead: bool, lose: bool) -> None:
+    @rule(w=st.integers(0, 2), last=st.booleans(), ahead=st.booleans(),
+          lose=st.sampled_from((False, False, False, True)), probe=st.booleans())
+    def step(self, w: int, last: bool, ahead: bool, lose: bool, probe: bool) -> None:
+        """Worker ``w``'s run writes its next step (a worker without a turn starts one);
+        ``probe``: then a worker without a turn tries one (:meth:`intrude`)."""
+        self.begin(w)
         self._step(w, last, ahead, lose)
+        if probe:
+            self.intrude(min({0, 1, 2} - set(self.runs), default=w))
 
     def _step(self, w: int, last: bool, ahead: bool = False, lose: bool = False) -> bool:
         """Worker ``w``'s run writes its next step: a write on its head, or (``ahead``)
@@ -547,8 +558,12 @@ class Workers(RuleBasedStateMachine):
         try:
             if on is not None:
                 saver.put_writes(self._conf(run["id"], on), [("m", cid)], f"task-{attempt}")
-                if run.get("held") or not ahead:  # (a run's first writes ahead of their
-                    self.holder = run["held"] = run["id"]  # checkpoint acquire it parked)
+                if ahead and not run.get("held") and self.headed is not False:
+                    run["held"], run["parked"] = run["id"], cid  # (a run's first writes
+                    if self.headed is None:  # ahead of their checkpoint: parked, but on
+                        self.holder = "?"  # a thread without a head yet)
+                elif run.get("parked") is None:
+                    self._holds(run)
             attempt = cid
             cp = empty_checkpoint()
             cp["id"] = cid
@@ -566,13 +581,21 @@ class Workers(RuleBasedStateMachine):
             return True
         except OutcomeUnknownError:  # (the run ends; who holds is not known)
             self.holder = "?"
+            self.headed = self.headed or None
             del self.runs[w]
             return False
-        self.holder = None if last else run["id"]
-        run["held"] = not last and run["id"]
+        self.headed = True
         if last:
+            self.holder = None
             del self.runs[w]
+        elif run.get("parked") is None or cid > run["parked"]:  # (a later checkpoint
+            run["parked"] = None  # than the parked writes' takes the thread up)
+            self._holds(run)
         return False
+
+    def _holds(self, run: dict[str, Any]) -> None:
+        self.holder = run["held"] = run["id"]
+        self.since = self.clock.now
 
     @rule(w=st.integers(0, 2))
     def next_turn(self, w: int) -> None:
@@ -581,6 +604,16 @@ class Workers(RuleBasedStateMachine):
             return
         self.begin(w)
         assert not self._step(w, last=True), "a free thread refused a new turn"
+
+    @rule(w=st.integers(0, 2))
+    def intrude(self, w: int) -> None:
+        """While a run holds the thread, a new turn on worker ``w`` is refused (and its
+        attempt stored nothing: the invariant)."""
+        if self.holder in (None, "?") or w in self.runs or (
+                self.clock.now - self.since >= LEASE.total_seconds()):
+            return
+        self.begin(w)
+        assert self._step(w, last=True), "a new turn took the thread a run held"
 
     @rule(seconds=st.sampled_from([10, 41]))
     def wait(self, seconds: int) -> None:
