@@ -14,8 +14,11 @@ import json
 from typing import Annotated, Any
 
 import pytest
-from cfnlint.api import ManualArgs, lint
 from pydantic import Field
+
+pytest.importorskip("cfnlint", reason="cfn-lint (the dev group's) is not installed")
+
+from cfnlint.api import ManualArgs, lint
 
 from dynaorm import GSI, Entity, RowKind, Table, Unique, Vector, VectorIndex
 from dynaorm.cli.explain import explain_patterns

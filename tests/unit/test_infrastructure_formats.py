@@ -14,8 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import hcl2
 import pytest
+
+pytest.importorskip("hcl2", reason="python-hcl2 (the dev group's) is not installed")
+pytest.importorskip("cfnlint", reason="cfn-lint (the dev group's) is not installed")
+
+import hcl2
 
 from dynaorm import GSI, LSI, Table, VectorIndex
 from dynaorm.cli.main import main

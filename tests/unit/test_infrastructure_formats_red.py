@@ -15,10 +15,14 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import hcl2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytest.importorskip("hcl2", reason="python-hcl2 (the dev group's) is not installed")
+pytest.importorskip("cfnlint", reason="cfn-lint (the dev group's) is not installed")
+
+import hcl2
 
 from dynaorm import GSI, LSI, Table
 from dynaorm.formats import cloudformation, terraform

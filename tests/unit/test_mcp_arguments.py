@@ -10,8 +10,11 @@ from typing import Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
+
+pytest.importorskip("jsonschema", reason="jsonschema (with dynaorm[mcp]) is not installed")
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from dynaorm import GSI, Entity, Table
 from dynaorm.mcp.tools import ToolError, _quick, check_arguments, json_of, tools_of
