@@ -77,9 +77,9 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
-# The quick check while you work: the pure tests and the equivalence tests (unit/,
-# equivalence/), on moto in-process only: no DynamoDB Local, no dynoxide, no async variant,
-# no lint. About 6 minutes of CPU, in two pytest-xdist workers.
+# All of unit/ and equivalence/ in the development venv (`make quick` is the quick check:
+# it leaves the wires against a hostile server out), on moto in-process only: no DynamoDB
+# Local, no dynoxide, no async variant, no lint. About 6 minutes of CPU, in two workers.
 unit: $(STAMP)
 	DYNAORM_BACKENDS=moto DYNAORM_ASYNC=0 $(BIN)/pytest -q -p no:cacheprovider -n 2 \
 		tests/unit tests/equivalence
@@ -166,7 +166,7 @@ bench-all: $(STAMP) ddb-local
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build
+	rm -rf $(VENV) $(DEMO_VENV) $(QUICK_VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build
 
 # The adversary (tests/system/test_adversary.py) for a long run on DynamoDB Local:
 # SOAK examples of the state machine, its figures printed at the end.
