@@ -48,7 +48,7 @@ from dynaorm.errors import (
     UniqueConstraintError,
 )
 from dynaorm.ksuid import ksuid
-from dynaorm.protocol.events import CommitResult, RequestEvent, ThrottlingReason
+from dynaorm.protocol.events import CommitResult, Reason, RequestEvent, ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.read.grouped import Grouped
@@ -138,6 +138,7 @@ __all__ = [
     "Previous",
     "Query",
     "Rate",
+    "Reason",
     "RequestError",
     "RequestEvent",
     "RequestNotSentError",

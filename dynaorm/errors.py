@@ -359,7 +359,8 @@ class RequestError(DynaormError):
         self.message = message
         """DynamoDB's (or the connection's) error message."""
         self.reasons = list(reasons or [])
-        """A transaction's cancellation reasons, in request order (empty otherwise)."""
+        """A transaction's cancellation reasons, in request order (empty otherwise): a
+        :class:`~dynaorm.Reason` for each action, ``None`` where it was not the cause."""
         self.item = item
         """A single write's stored item when DynamoDB returned it (wire form), else ``None``."""
 

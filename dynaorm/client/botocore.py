@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from dynaorm.client.settings import (
     client_settings,
-    default_session,
     local_only,
     service_settings,
 )
@@ -199,22 +198,6 @@ def check_checksums(client: Any) -> Any:
     return client
 
 
-def create_client(endpoint_url: str | None, region: str | None, *,
-                  owner: str = "Client", config: Any = None, session: Any | None = None,
-                  verify: bool | str | None = None) -> Any:
-    """A DynamoDB botocore client as dynaorm makes them (see
-    :func:`~dynaorm.client.settings.client_settings`), checking its answers
-    (:func:`check_checksums`). ``session``: the botocore session to use (default: a new
-    one, which reads the configuration as it is now)."""
-    session = default_session() if session is None else session
-    kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
-                                      config=config, verify=verify)
-    import botocore.config
-
-    return check_checksums(session.create_client(
-        "dynamodb", config=botocore.config.Config(**options), **kwargs))
-
-
 # -- the wire ------------------------------------------------------------------------------
 class BotocoreWire:
     """The botocore wire of one :class:`~dynaorm.Client` (``owner``: its endpoint, region,
@@ -252,11 +235,15 @@ class BotocoreWire:
             with self._lock:
                 if self._client is None:
                     owner = self._owner
-                    try:
-                        self._client = create_client(
-                            owner.endpoint_url, owner.region, owner=owner._label,
-                            config=owner.config, session=owner._botocore_session(),
-                            verify=owner.verify)
+                    try:  # (checking its answers: check_checksums)
+                        session = owner._botocore_session()
+                        kwargs, options = client_settings(
+                            session, owner.endpoint_url, owner.region, owner=owner._label,
+                            config=owner.config, verify=owner.verify)
+                        import botocore.config
+
+                        self._client = check_checksums(session.create_client(
+                            "dynamodb", config=botocore.config.Config(**options), **kwargs))
                     except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
                         raise DynaormError(
                             f"{owner._label}: cannot create a DynamoDB client for endpoint "

@@ -45,11 +45,10 @@ class EndpointUnreachableError(DynaormError, ConnectionError):
 
 
 def _client(client: Any, endpoint_url: str | None, region: str | None) -> Any:
-    if client is not None:
-        return getattr(client, "botocore", client)  # (a dynaorm Client: its botocore one)
-    from dynaorm.client.botocore import create_client
+    from dynaorm.client.client import Client
 
-    return create_client(endpoint_url, region, owner="dynaorm model --infer")
+    # (a dynaorm Client, given or made: its botocore client)
+    return getattr(client or Client(endpoint_url, region), "botocore", client)
 
 
 def _call(op: Callable[..., dict[str, Any]], table: str, **kwargs: Any) -> dict[str, Any]:

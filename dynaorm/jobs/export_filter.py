@@ -14,7 +14,8 @@ from dynaorm.core.scope import Scope
 from dynaorm.jobs.export_files import ExportError, Item, split_url
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity
+from dynaorm.schema.model import spec_of
 from dynaorm.values.expressions import F, Placeholders
 from dynaorm.values.keys import named
 

@@ -16,7 +16,7 @@ from dynaorm.jobs.export_files import ExportError, manifest, s3_client, split_ur
 from dynaorm.jobs.export_parts import RowReader
 from dynaorm.jobs.job import Job
 from dynaorm.plugins import EXPORT_FORMATS, found
-from dynaorm.schema.entity import spec_of
+from dynaorm.schema.model import spec_of
 
 if TYPE_CHECKING:
     import argparse

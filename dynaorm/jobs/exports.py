@@ -64,7 +64,8 @@ from dynaorm.jobs.job import Job, Task, job_of
 from dynaorm.jobs.stored import stored_validator
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
-from dynaorm.schema.entity import Entity, prepare_rows, spec_of
+from dynaorm.schema.entity import Entity, prepare_rows
+from dynaorm.schema.model import spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify
 from dynaorm.values.keys import key_value, named

@@ -43,8 +43,7 @@ from dynaorm import (
     Table,
     explain,
 )
-from dynaorm.schema.entity import spec_of
-from dynaorm.schema.model import AccessPattern, patterns_of
+from dynaorm.schema.model import AccessPattern, patterns_of, spec_of
 
 if TYPE_CHECKING:
     from dynaorm import AsyncSession
@@ -380,9 +379,10 @@ class Cursors:
     restart, is refused."""
 
     def __init__(self, table: Table) -> None:
-        from dynaorm.read import cursor as cursors
-
-        self._key = None if cursors.secret_of(table) else os.urandom(64)
+        # (the table's secret, as a read finds it: Table(cursor_secret=...), else the
+        # environment's)
+        secret = table.cursor_secret or os.environ.get("DYNAORM_CURSOR_SECRET")
+        self._key = None if secret else os.urandom(64)
 
     def give(self, cursor: str | None) -> str | None:
         """The cursor a client is given for a page's ``cursor``."""

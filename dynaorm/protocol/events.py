@@ -52,12 +52,18 @@ def shape_problem(answer: object) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """One cancellation reason of a transaction: DynamoDB's code and, when returned, the
-    stored item."""
+    """One cancellation reason of a transaction (an entry of
+    :attr:`RequestError.reasons <dynaorm.RequestError.reasons>`, ``None`` where its action
+    was not the cause): DynamoDB's code and message and, when returned, the stored item.
+    A transport or an engine of your own raises a cancellation with them, as DynamoDB's
+    ``CancellationReasons`` read."""
 
     code: str
+    """DynamoDB's code: ``"ConditionalCheckFailed"``, ``"TransactionConflict"``, ..."""
     message: str | None = None
+    """Its message (``None``: none given)."""
     item: Item | None = None
+    """The stored item, as DynamoDB JSON, when the request asked for it back."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -440,7 +440,11 @@ def preparing(table: Any) -> tuple[EntitySpec, ...]:
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:
-    """The spec of a concrete entity class (error for abstract ones or non-entities)."""
+    """The spec of a concrete entity class: what dynaorm compiled of its declaration (its
+    table, type name, key templates, indexes, stored names, rules), as the model's
+    functions (:func:`~dynaorm.schema.model.patterns_of`, ...), exporters and the MCP
+    server read it. A :class:`~dynaorm.DynaormError` for an abstract class or a class that
+    is no entity."""
     spec: EntitySpec | None = getattr(cls, "__dynaorm_spec__", None)
     if spec is None or spec.cls is not cls:
         name = getattr(cls, "__name__", repr(cls))

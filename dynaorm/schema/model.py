@@ -8,9 +8,10 @@ shards, a previous layout) and what follows from it: which index each entity lan
 (``lands_in``), every kind of row it writes with its key shape (``rows``) and the rows
 each kind of write adds by role (``writes``), both from each rule's ``rows`` hook run on a
 write described (:func:`described`), and its access patterns (the declared ones, else
-those its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.formats`) and
-the chart (:mod:`dynaorm.formats.chart`) are built on it; ``docs/guide/model.md`` gives its
-JSON schema.
+those its keys allow); the functions of one entity take its spec (:func:`spec_of`: what
+dynaorm compiled of the class's declaration). The formats dynaorm writes and reads
+(:mod:`dynaorm.formats`) and the chart (:mod:`dynaorm.formats.chart`) are built on it;
+``docs/guide/model.md`` gives its JSON schema.
 
 Pure: nothing here sends a request.
 """
@@ -32,6 +33,7 @@ from pydantic_core import PydanticUndefined
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.described import described, own_key
+from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.rules.offloaded import OFFLOADED
@@ -43,7 +45,7 @@ from dynaorm.values.formats import StoredAs
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
            "describe_type", "entity_model", "index_model", "lands_in", "model_of",
-           "own_key", "patterns_of", "row_kinds", "rows_of"]
+           "own_key", "patterns_of", "row_kinds", "rows_of", "spec_of"]
 
 #: the version of the model's JSON format (``"dynaorm_model"``)
 FORMAT: Final = 1

@@ -197,7 +197,8 @@ class TableSchema:
         self.type_attribute = type_attribute
         """The discriminator attribute; ``None``: items are matched to entities by key shape."""
         self.cursor_secret = cursor_secret
-        """The key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)."""
+        """The key page cursors are sealed with (else ``DYNAORM_CURSOR_SECRET``; neither:
+        they are checksummed, not sealed)."""
         self.stream = stream
         """The stream view type ``create()`` enables, if any."""
         self._keyring: Any = keyring  # (no entity yet: nothing to refuse it for)

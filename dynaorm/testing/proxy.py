@@ -24,8 +24,7 @@ from urllib.parse import urlsplit
 from dynaorm.errors import RequestError
 from dynaorm.testing.emulation.bulk import s3_factory
 from dynaorm.testing.emulation.emulator import Emulator
-from dynaorm.wire import checked_answer, decode, render
-from dynaorm.wire.http import BadAnswer
+from dynaorm.wire import BadAnswer, checked_answer, decode, render
 
 _TARGET = "DynamoDB_20120810."
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "te", "trailers",

@@ -16,6 +16,12 @@ is one :class:`~dynaorm.wire.endpoint.Endpoint`, resolved once per client
 as the :class:`~dynaorm.RequestError` its status, headers and body make
 (:func:`answer_error`), a failed exchange as what :mod:`dynaorm.wire.http` knows of it
 (not sent, answer lost, answer not to be trusted). See ``docs/guide/wire.md``.
+
+Public, for code that stands between a client and an engine (a fault proxy, an emulator,
+an engine of your own): a request's body as the wire sends it (:func:`render`), a body
+read back as a botocore client returns it (:func:`decode`), and an engine's answer judged
+as a client judges it (:func:`checked_answer`, raising :class:`BadAnswer` for one not to
+be trusted). The rest of this package is dynaorm's own.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ from dynaorm.wire.sigv4 import Signer
 
 if TYPE_CHECKING:
     import asyncio
+
+__all__ = ["BadAnswer", "checked_answer", "decode", "render"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."

@@ -116,8 +116,9 @@ class ConnectionLost(WireFailure):
 
 
 class BadAnswer(WireFailure):
-    """The request went out and the answer is not an acceptable HTTP/1.1 answer: it may
-    have been applied."""
+    """The request went out and the answer is not an acceptable HTTP/1.1 answer, or not
+    one to trust (:func:`dynaorm.wire.checked_answer`): it may have been applied. A
+    client raises it as :class:`~dynaorm.BadAnswerError`."""
 
     error = BadAnswerError
 

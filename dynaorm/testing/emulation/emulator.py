@@ -44,10 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dynaorm import DynaormError, RequestError, TableNotFoundError
-from dynaorm.client.botocore import botocore_error, create_client, method_name
+from dynaorm import Client, DynaormError, Reason, RequestError, TableNotFoundError
+from dynaorm.client.botocore import botocore_error
 from dynaorm.codec import MAX_ITEM_BYTES, item_size, value_size
-from dynaorm.protocol.events import Reason
 from dynaorm.testing.emulation.bulk import BULK_OPERATIONS, BULK_WRITES, BulkService
 from dynaorm.testing.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.wire import render
@@ -634,10 +633,12 @@ class EmbeddedTransport:
         region, url = str(meta.region_name), str(meta.endpoint_url)
         endpoint = None if url.endswith(".amazonaws.com") else url
         client = _OWN.get((region, endpoint)) or _OWN.setdefault(
-            (region, endpoint), create_client(endpoint, region))
+            (region, endpoint), Client(endpoint, region).botocore)
+        from botocore import xform_name
+
         with unobserved():
             try:
-                answer: dict[str, Any] = getattr(client, method_name(operation))(**request)
+                answer: dict[str, Any] = getattr(client, xform_name(operation))(**request)
             except Exception as exc:
                 mapped = botocore_error(operation, request, exc)
                 if mapped is exc:
