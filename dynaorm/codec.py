@@ -3,7 +3,8 @@ of value a field holds (:class:`Kind`, :func:`kinds`, and :func:`register` with
 :func:`stored_as` for a class of your own: the guide's "Field types, and adding one"), an
 entity object's stored item both ways (:func:`item_of`, :func:`fields_of`), an item's
 values with no entity (:func:`decode_item`), DynamoDB's count of its size
-(:func:`item_size`, :func:`value_size`, :data:`MAX_ITEM_BYTES`), and how dynaorm's own rows
+(:func:`item_size`, :func:`value_size`, :data:`MAX_ITEM_BYTES`), which key sealed a value
+(:func:`sealed_by`), and how dynaorm's own rows
 of an entity are stored (a unique guard's type, :data:`GUARD_TYPE`; what a version row
 keeps aside, :data:`VERSION_TTL` and :data:`VERSION_KEYS`; its sort key read back,
 :func:`dynaorm.keys.parse_version_sk`), for code outside dynaorm that reads or writes items
@@ -16,6 +17,7 @@ from typing import Any
 from dynaorm.errors import KeyringError, OffloadError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import Unplaced
+from dynaorm.schema.rules.encrypted import header_of
 from dynaorm.schema.rules.keyrings import NotPrepared
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
@@ -23,7 +25,8 @@ from dynaorm.values.keys import GUARD_TYPE
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 
 __all__ = ["GUARD_TYPE", "MAX_ITEM_BYTES", "VERSION_KEYS", "VERSION_TTL", "Kind", "decode_item",
-           "fields_of", "item_of", "item_size", "kinds", "register", "stored_as", "value_size"]
+           "fields_of", "item_of", "item_size", "kinds", "register", "sealed_by", "stored_as",
+           "value_size"]
 
 
 def item_of(obj: Entity) -> dict[str, Any]:
@@ -50,3 +53,11 @@ def fields_of(entity: type[Entity], item: Mapping[str, Any]) -> dict[str, Any]:
         raise KeyringError(f"{exc}: fields_of sends nothing; read it through a session",
                            key_id=str(getattr(spec_of(entity).table.keyring, "key_id", "?"))
                            ) from None
+
+
+def sealed_by(value: Mapping[str, Any]) -> str | None:
+    """The id of the key that sealed ``value`` (a stored attribute value, DynamoDB JSON as
+    botocore gives it: ``{"B": ...}``) when ``Encrypted`` sealed it, else ``None``: which
+    attributes are sealed, and which values a key still holds."""
+    found = header_of(value)
+    return None if found is None else found[0]

@@ -862,6 +862,7 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
     with it), never the ciphertext as ``bytes``; a field of plain binary values stays
     ``bytes``; the printed code, given the table's keyring, reads every value back."""
     from dynaorm import Session, StaticKeyring
+    from dynaorm.codec import sealed_by
 
     module = types.ModuleType(f"sealed_model_{uuid.uuid4().hex}")
     sys.modules[module.__name__] = module
@@ -870,7 +871,7 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
     vault.keyring = keyring = StaticKeyring(os.urandom(32))
     wrote = [account(acc_id="a0", secret="s0", card=card(pan="4111"), blob=b"\x00\x01"),
              account(acc_id="a1", secret="s1", card=card(pan="5500"), blob=b"\x02")]
-    with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix()):
+    with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
         with Session(vault) as s:
             for obj in wrote:
                 s.save(obj)
@@ -878,6 +879,9 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
         fields = {f["name"]: f for f in model["entities"][0]["fields"]}
         assert {n for n, f in fields.items() if f.get("encrypted")} == {"secret", "card"}, code
         assert "Account.secret: sealed by dynaorm (Encrypted)" in unplaced_note(model)
+        [raw] = [i for i in tb.scan_raw() if i["acc_id"]["S"] == "a0"]
+        assert sealed_by(raw["secret"]) == sealed_by(raw["card"]) != None  # noqa: E711
+        assert sealed_by(raw["blob"]) is None and sealed_by(raw["acc_id"]) is None
         assert fields["blob"]["type"] == "binary" and not fields["blob"].get("encrypted")
         printed = _defined(code)
         printed.connect(backend, "us-east-1")

@@ -10,13 +10,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dynaorm.codec import sealed_by
 from dynaorm.errors import DynaormError
 from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
 from dynaorm.formats.infer.templates import Found, _is_whole, _render, _Slot, _template
 from dynaorm.keys import KeyTemplate, could_overlap, literal_outranks
-from dynaorm.schema.rules import compressed, encrypted, offloaded
+from dynaorm.schema.rules import compressed, offloaded
 
 #: an attribute named as a mapper's optimistic lock (``version``, ``record_version``)
 _LOCK = re.compile(r"(?i)(record_?|lock_?)?version(_?(no|num|number))?\Z")
@@ -145,7 +146,7 @@ def _attribute_fields(group: _Group, attrs: Values,
         avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
         # reference)
         opened = _decompressed(avs)
-        sealed = all(encrypted.header_of(av) for av in opened)  # (its type sealed with it)
+        sealed = all(sealed_by(av) for av in opened)  # (its type is sealed with it)
         if attr == table.get("ttl"):
             kind: dict[str, Any] = {"type": "datetime"}
         elif sealed:
