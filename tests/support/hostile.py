@@ -104,7 +104,9 @@ class HostileServer:
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        #: the server's threads (the accepting one, one per connection): joined by close()
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
 
     @property
     def url(self) -> str:
@@ -112,28 +114,37 @@ class HostileServer:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        """Stop serving and close every connection."""
+        """Stop serving and close every connection: each socket is shut down first (which
+        wakes a thread blocked on it; a close alone neither wakes it nor sends the client
+        a FIN), and closed only once the server's threads ended, so that no thread of this
+        server can use a descriptor number the next server's sockets were given (a socket
+        closed under a thread about to use it frees its number while the thread holds it).
+        """
         self._stop.set()
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)  # (wakes the accepting thread)
-        with contextlib.suppress(OSError):
-            self.listener.close()
         with self._lock:
             opened, self._open = self._open, []
-        for conn in opened:
+            threads = list(self._threads)
+        for sock in (self.listener, *opened):
             with contextlib.suppress(OSError):
-                conn.close()
+                sock.shutdown(socket.SHUT_RDWR)  # (wakes the threads blocked on it)
+        for thread in threads:
+            thread.join(10)
+        for sock in (self.listener, *opened):
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def _accept(self) -> None:
         for conn in accepting(self.listener, self.tls):
-            if self._stop.is_set():
-                conn.close()
-                return
             with self._lock:
+                if self._stop.is_set():
+                    conn.close()
+                    return
                 self.connections += 1
                 number = self.connections
                 self._open.append(conn)
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+                thread = threading.Thread(target=self._serve, args=(conn, number), daemon=True)
+                self._threads.append(thread)
+            thread.start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
         buffered = b""
@@ -183,8 +194,13 @@ class HostileServer:
         except OSError:
             return
         finally:
-            with contextlib.suppress(OSError):
-                conn.close()
+            with self._lock:  # (closed here unless close() took it: one closer each)
+                mine = conn in self._open
+                if mine:
+                    self._open.remove(conn)
+            if mine:
+                with contextlib.suppress(OSError):
+                    conn.close()
 
     def _send(self, conn: socket.socket, reply: Reply) -> None:
         if reply.trickle:
