@@ -382,6 +382,10 @@ LANDED = 175_136
 LANDED = 174_860
 #: session 8's red team of it: two merge fixes paid by nine more readings made `named`: -7
 LANDED = 174_853
+#: session 9: the surfaces' private names made public where they must (the one caller
+#: of `create_client` inlined into its wire: -65) beside a single writer's and
+#: inference's fixes (0)
+LANDED = 174_788
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
