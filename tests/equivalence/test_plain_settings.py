@@ -27,7 +27,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Client, DynaormError, RequestError, Table
-from dynaorm.client.botocore import create_client
 from dynaorm.client.plain import (
     ALLOWED,
     PROFILE_KEYS,
@@ -44,6 +43,7 @@ from dynaorm.client.settings import (
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 from dynaorm.wire import WireSettings, sigv4
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.clients import create_client
 from tests.support.examples import examples
 from tests.support.loaders import shared_loaders
 

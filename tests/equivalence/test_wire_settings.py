@@ -16,10 +16,10 @@ import botocore.session
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
 
-from dynaorm.client.botocore import create_client
 from dynaorm.client.plain import light_settings as light_client
 from dynaorm.wire import WireSettings
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.clients import create_client
 from tests.support.loaders import shared_loaders
 
 _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION",

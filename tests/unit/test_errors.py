@@ -60,6 +60,7 @@ DOCUMENTED |= {"Offloaded", "OffloadError", "ForgottenError"}  # (0.9: values of
 # keys per tenant)
 DOCUMENTED |= {"Lock", "ConditionTooLargeError", "ExpressionTooLargeError"}  # (0.10: beside
 # other writers)
+DOCUMENTED |= {"Reason"}  # (0.10: a cancellation reason, for transports of your own)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
