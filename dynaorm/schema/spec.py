@@ -377,8 +377,11 @@ class EntitySpec:
     @functools.cached_property
     def has_rules(self) -> bool:
         """Whether the entity's rules add rows to its writes (unique guards, version rows,
-        a registered rule's rows): its writes then read or guard more than the row."""
-        return bool(self.rules.adders)
+        a registered rule's rows) or hold attributes of its row (:meth:`~dynaorm.schema.
+        rules.Rule.holds`: an ``Offloaded`` field's reference): its writes then read or
+        guard more than the row (a delete or an update by key reads it first, an overwrite
+        reads it anew)."""
+        return bool(self.rules.adders or self.rules.held)
 
     @functools.cached_property
     def unique_fields(self) -> frozenset[str]:
