@@ -55,7 +55,7 @@ from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.read.batches import FETCHING
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
-from dynaorm.schema.rules import Change
+from dynaorm.schema.rules import Change, Unplaced
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
@@ -134,8 +134,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     idempotency_key=)``) is every commit's of the session: a later commit of other writes
     under it is a mismatch whose error says so."""
     earlier = 0
-    if stage is not None and staged and idempotency_key is not None and (
-            idempotency_key == stage.idempotency_key):
+    if stage is not None and staged and idempotency_key == stage.idempotency_key is not None:
         earlier, stage.key_commits = stage.key_commits, stage.key_commits + 1
     try:
         receipt = _receipt(staged, idempotency_key, stage)
@@ -153,8 +152,14 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
                     prepared = yield from prepare_p(staged, again)
                 except ItemNotFoundError as exc:
                     return (yield from _replay_p(receipt, exc))
-                plan, outcomes = (yield from keyed_plan_p(prepared, receipt)) if keyed else (
-                    compile_commit(prepared, receipt))
+                if keyed:
+                    plan, outcomes = yield from keyed_plan_p(prepared, receipt)
+                else:
+                    try:
+                        plan, outcomes = compile_commit(prepared, receipt)
+                    except Unplaced:  # (a stored value kept outside, not at hand: a copied
+                        # object's row; its rules' prepare fetches it, then it is planned)
+                        plan, outcomes = yield from keyed_plan_p(prepared, receipt)
                 if not plan.ops:
                     break
                 try:

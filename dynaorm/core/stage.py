@@ -49,7 +49,7 @@ class Stage:
         self.scope = None if scope is None else Scope.of(scope)
         self.writes: dict[int, StagedWrite] = {}
         #: whether the writes :meth:`take` took last are of an entity whose rules prepare
-        #: (key material: its commit asks for it; a plain commit asks nothing)
+        #: key material (``Rules.keyed``: its commit asks for it; a plain commit asks nothing)
         self.keyed = False
         #: the idempotency key the session commits with (``Session(...,
         #: idempotency_key=)``; ``None``: none unless ``commit()`` is given one)
@@ -167,7 +167,7 @@ class Stage:
         try:
             for entry in self.writes.values():
                 spec = self.spec(entry._entity)
-                if spec.rules.preparers:
+                if spec.rules.keyed:
                     self.keyed = True
                 if self.scope is not None and entry._obj is not None:  # (changed since?)
                     self.scope.obj(spec, entry._obj, "a commit")

@@ -512,15 +512,23 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     if spec.kinds:
         _store_kinds(item, data, spec)
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
-    for attr, text in (key or spec.primary_key(values)).items():
+    key = key or spec.primary_key(values)
+    for attr, text in key.items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)
     if spec.indexes:
         _store_index_keys(item, values, spec)
     type_attribute = spec.table.type_attribute
     if type_attribute is not None:
         item[type_attribute] = {"S": spec.type_name}
-    if spec.rules.encoders:  # (a plain entity's rules encode nothing)
-        state = raw_state(obj)
-        spec.rules.encode(item, key or spec.primary_key(values),
-                          state.item if isinstance(state, InstanceState) else None)
+    # (a plain entity's rules encode nothing; a placing rule's only a row with a held value
+    # it may place: it keeps the stored reference of a value it would place anew. A value
+    # whose payload is not a string or bytes, a map above all, may be placed; a string's
+    # UTF-8 bytes are at most 4 a character)
+    rules = spec.rules
+    encodes = rules.encode_view
+    for attr in rules.held & item.keys():
+        (value,) = item[attr].values()
+        encodes |= type(value) not in (str, bytes) or 4 * len(value) > spec.table.offload_threshold
+    if encodes:  # (the item loaded, where the object was: a deleted one's state has none)
+        rules.encode(item, key, getattr(raw_state(obj), "item", None))
     return item

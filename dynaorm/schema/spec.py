@@ -231,7 +231,7 @@ class EntitySpec:
     def _plain_names(self) -> bool:
         """Every field stored under its name: the fast path (fields missing from the item
         are still filled back from its keys, see :meth:`fill_from_keys`)."""
-        return not self.renames and not self.rules.decoders and not self._vectors
+        return not self.renames and not self._vectors
 
     @functools.cached_property
     def _vectors(self) -> Mapping[str, str]:
@@ -246,7 +246,8 @@ class EntitySpec:
         decode_item(item, field_names))`` (every field stored under its name), else
         ``None`` (a loader may call ``decode_item`` itself: one call less per item; not
         for a versioned entity with a TTL field, whose version rows keep the TTL aside)."""
-        return self.field_names if self._plain_names and not self._strict else None
+        return self.field_names if self._plain_names and not (
+            self.rules.decoders or self._strict) else None
 
     @functools.cached_property
     def _strict(self) -> dict[str, TypeAdapter[Any]]:
@@ -377,8 +378,11 @@ class EntitySpec:
     @functools.cached_property
     def has_rules(self) -> bool:
         """Whether the entity's rules add rows to its writes (unique guards, version rows,
-        a registered rule's rows): its writes then read or guard more than the row."""
-        return bool(self.rules.adders)
+        a registered rule's rows) or hold attributes of its row (:meth:`~dynaorm.schema.
+        rules.Rule.holds`: an ``Offloaded`` field's reference): its writes then read or
+        guard more than the row (a delete or an update by key reads it first, an overwrite
+        reads it anew)."""
+        return bool(self.rules.adders or self.rules.held)
 
     @functools.cached_property
     def unique_fields(self) -> frozenset[str]:

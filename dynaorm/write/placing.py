@@ -12,7 +12,10 @@ the phases ask an entity's rules (``spec.rules``), never a rule module.
   every attempt over: what a fresh read of its rows does not reference goes).
 
 A plain commit's plan has no such entity (:attr:`~dynaorm.write.render.WritePlan.outside`
-is empty): nothing here runs.
+is empty), nor has a commit none of whose rows may hold a value kept outside (none it
+deletes, no held value a map or possibly above the threshold, in a row it writes or one it
+replaces: :func:`~dynaorm.write.render.compile_commit` tells, as it builds the rows):
+nothing here runs.
 """
 
 from collections.abc import Callable, Generator, Sequence
@@ -21,41 +24,12 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, OutcomeUnknownError, RequestError
 from dynaorm.protocol.hooks import logger
-from dynaorm.values.keys import OWN_PREFIX
-from dynaorm.values.limits import value_size
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.costs import known_items
 from dynaorm.write.records import Outcome, Prepared
 
 #: what one rule did outside the table for a commit: its ``release`` and what it returned
 Published = list[tuple[Callable[..., Any], Any]]
-
-
-def placing(ops: Sequence[Op], entries: Sequence[Prepared]) -> list[Any]:
-    """The specs of the entities of ``ops`` whose rules may do something outside the table
-    for this commit (:meth:`~dynaorm.schema.rules.Rule.place`, ``publish``), each once: a
-    row it deletes, or a held attribute's value, in a row it writes or one the plan read,
-    that may be kept outside: a map with a member of dynaorm's name (a reference's) or one
-    that may be larger than the threshold (a string's UTF-8 bytes are at most 4 a
-    character). None: a commit whose values all stay in their rows pays nothing more."""
-    found: dict[int, Any] = {}
-    read = []
-    for _, state in entries:
-        if state is not None:
-            read.append(state.item)
-    for op in ops:
-        spec: Any = getattr(op.origin.entity, "__dynaorm_spec__", None)
-        if getattr(spec, "cls", None) is not op.origin.entity or not spec.rules.places:
-            continue
-        most = spec.table.offload_threshold
-        for row in (getattr(op, "known", None) or {}, getattr(op, "item", None) or getattr(
-                op, "set", {}), *read):
-            for a in spec.rules.held:
-                if isinstance(op, Delete) or ((av := row.get(a)) and "NULL" not in av and (
-                        ("M" in av and any(k.startswith(OWN_PREFIX) for k in av["M"])) or (
-                            4 * len(av["S"]) if "S" in av else value_size(av)) > most)):
-                    found.setdefault(id(spec), spec)
-    return list(found.values())
 
 
 def known_at(spec: Any, entries: Sequence[Prepared]) -> Callable[[PlainKey], Item | None]:

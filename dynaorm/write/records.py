@@ -258,9 +258,10 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     a state a commit left has both already."""
     if isinstance(state, Written):
         return state.values, state.encoded
-    old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
+    stored = state.item
+    old_obj = spec.cls.model_validate(spec.decode_fields(stored))
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
-    for attr in spec.table.key_roles().keys() - state.item.keys():
+    for attr in spec.table.key_roles().keys() - stored.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
     # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
     # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
@@ -269,8 +270,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     kept = (*spec.encrypted, *(spec.attr(n) for n, k in spec.kinds.items()
                                if not isinstance(k, StoredAs | StoredMembers)),
             *spec.rules.held)
-    return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
-                                         if a in item and a in state.item}}
+    return old_obj.__dict__, {**item, **{a: stored[a] for a in kept
+                                         if a in item and a in stored}}
 
 
 

@@ -47,7 +47,7 @@ from dynaorm.values.records import (
     Update,
 )
 from dynaorm.values.revision import stamp_of
-from dynaorm.write.placing import placed, placing
+from dynaorm.write.placing import placed
 from dynaorm.write.records import Outcome, Prepared, Receipt
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch", "check_write",
@@ -308,13 +308,26 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
-    places = False  # (whether a rule of an entity written keeps values outside the table)
+    outside: dict[int, Any] = {}  # (the specs whose rules may keep a value outside the table)
     for index, (entry, state) in enumerate(entries):
         entry_ops, outcome = entry._plan_ops(state, index)
         if outcome is not None:
             outcomes.append(outcome)
         for op in entry_ops:
-            places = places or op.origin.entity.__dynaorm_spec__.rules.places
+            spec = op.origin.entity.__dynaorm_spec__
+            if spec.rules.places:  # (a row it deletes, or a held attribute's value in the row
+                # it writes or the one it replaces that may be kept outside: a payload other
+                # than a string or bytes (a reference is a map), or one that may be larger
+                # than the threshold, a string's UTF-8 bytes being at most 4 a character)
+                may = isinstance(op, Delete)
+                for row in (getattr(op, "item", getattr(op, "set", {})),
+                            getattr(op, "known", None) or (state.item if state else {})):
+                    for attr in spec.rules.held & row.keys():
+                        (value,) = row[attr].values()
+                        may |= type(value) not in (str, bytes) or (
+                            4 * len(value) > spec.table.offload_threshold)
+                if may:
+                    outside[id(spec)] = spec
             if not ops:  # the first action: nothing to merge with (identified lazily)
                 ops.append(op)
                 continue
@@ -327,14 +340,13 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    outside = placing(ops, entries) if places else ()
     if outside:  # (values a rule keeps outside the table: placed once every row is built)
-        ops, outcomes = placed(outside, ops, entries, outcomes, _op_id)
+        ops, outcomes = placed(list(outside.values()), ops, entries, outcomes, _op_id)
     if receipt is not None:
         ops += receipt.rows(ops)
     plan = WritePlan(tuple(ops))
     if outside:
-        object.__setattr__(plan, "outside", tuple(outside))
+        object.__setattr__(plan, "outside", tuple(outside.values()))
     return plan, outcomes
 
 

@@ -567,9 +567,9 @@ class Rule:
 
     def reads(self, touched: frozenset[str]) -> bool:
         """Whether an update by key changing the fields ``touched`` is planned on the
-        stored row, read first (as a save), for the rows this rule adds to it. Asked only
-        of a rule that adds rows (overrides :meth:`rows`): by default always, since its
-        rows may follow any stored value."""
+        stored row, read first (as a save), for the rows this rule adds to it (or what it
+        holds). Asked only of a rule that adds rows (overrides :meth:`rows`) or overrides
+        this: by default always, since its rows may follow any stored value."""
         return True
 
     def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained | None:
@@ -634,7 +634,8 @@ class Rules:
     (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encode_raw",
-                 "encoders", "explainers", "exporters", "held", "keepers", "opaque", "own", "pin",
+                 "encode_view", "encoders", "explainers", "exporters", "held", "keepers", "keyed",
+                 "opaque", "own", "pin",
                  "placers", "places", "prepare_write", "prepared_first", "preparers", "publishers",
                  "readers",
                  "reads_insert", "rebinders", "redactors", "refusers",
@@ -687,6 +688,9 @@ class Rules:
         #: for each of :attr:`encoders`: whether it is a placing rule's (it sees the row
         #: as stored, its references)
         self.encode_raw = tuple(_owner(e) in placing for e in self.encoders)
+        #: whether an encoder sees the stored row with those values put back (one of a
+        #: rule that keeps none outside: it may change any value)
+        self.encode_view = not all(self.encode_raw)
         decoders = self._hooked("decode")[::-1]
         self.unplacers = tuple(d for d in decoders if _owner(d) in placing)
         #: the decoders of the rules that transform values in the row itself
@@ -706,6 +710,10 @@ class Rules:
         self.preparers = (*first, *(p for p in prepares if _owner(p) not in placing))
         #: how many of :attr:`preparers` are placing rules' (they come first)
         self.prepared_first = len(first)
+        #: whether a rule that places nothing prepares (key material): a commit of the
+        #: entity asks it before it plans; a placing rule's (what a stored row keeps
+        #: outside, fetched) only once its plan finds a value not at hand (:class:`Unplaced`)
+        self.keyed = len(self.preparers) > len(first)
 
     def _hooked(self, hook: str) -> tuple[Callable[..., Any], ...]:
         base = getattr(Rule, hook)
@@ -723,8 +731,8 @@ class Rules:
         """Every rule's :meth:`Rule.encode` of ``item``, in order (``stored`` with the
         values a placing rule keeps outside put back where it holds them; a placing rule
         sees it as stored, its references)."""
-        view = stored if stored is None or not self.unplacers else self.unplace(
-            stored, strict=False)
+        view = stored if stored is None or not (self.unplacers and self.encode_view) else (
+            self.unplace(stored, strict=False))
         for encode, raw in zip(self.encoders, self.encode_raw, strict=True):
             encode(item, key, stored if raw else view)
 

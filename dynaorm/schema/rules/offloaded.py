@@ -75,10 +75,7 @@ from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Call, gather
 from dynaorm.schema.places import offload_location, rows_at
 from dynaorm.schema.rules import (
-    NO_ROWS,
-    Change,
     Declaration,
-    Rows,
     Rule,
     Unplaced,
     refuse_stored,
@@ -363,12 +360,6 @@ class Offloading(Rule):
         if (field := self.fields.get(name, name)) in self.names:
             refuse_stored(self.owner, "Offloaded", field, use,
                           "its stored value may be a reference")
-
-    def rows(self, change: Change) -> Rows:
-        """None of its own: overridden so that the entity's writes are planned on the
-        stored row (a delete or an update by key reads it first, an overwrite reads it
-        anew), whose references the commit must know."""
-        return NO_ROWS
 
     def reads(self, touched: frozenset[str]) -> bool:
         """An update by key is read first (planned as a save) when it sets an offloaded
