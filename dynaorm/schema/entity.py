@@ -147,6 +147,10 @@ T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
 
 
+#: the state slot's descriptor
+_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
+
+
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
     # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__
     object.__setattr__(obj, "_dynaorm_slot", state)
@@ -156,8 +160,11 @@ def raw_state(obj: Entity) -> InstanceState | Deleted | None:
     """What ``obj``'s state slot holds: its state, :data:`~dynaorm.values.state.DELETED`
     after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
     as ``None``."""
-    state: InstanceState | Deleted | tuple[LoadedPage, int] | None = getattr(
-        obj, "_dynaorm_slot", None)
+    try:  # (the slot itself: an unset one past pydantic's __getattr__, which costs a new
+        # object about 5 us to refuse)
+        state: InstanceState | Deleted | tuple[LoadedPage, int] | None = _SLOT.__get__(obj)
+    except AttributeError:
+        return None
     if type(state) is tuple:  # read from an answer's bytes: (its page, its place there)
         state = InstanceState.on_page(*state)
         object.__setattr__(obj, "_dynaorm_slot", state)
