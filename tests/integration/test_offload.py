@@ -393,6 +393,37 @@ def test_a_changed_value_replaces_its_object_after_the_commit(
 
 
 @pytest.mark.engines("moto")  # (what the save plans, never the engine's)
+def test_a_value_under_a_raised_threshold_stays_until_written_then_moves_into_its_row(
+        s3: tuple[TestBackend, Bucket], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threshold is asked where the save plans. Once it is raised past a value kept in
+    S3, a save of another field leaves that value as stored (its object kept, nothing
+    uploaded); a save that writes the value again writes it into its row and removes its
+    object after the commit. Nothing is left behind; the value reads the same throughout."""
+    tb, b = s3
+    s = tb.session()
+    s.save(Doc(doc_id="t", body=big()))
+    s.commit()
+    (kept,) = b.uris()
+    monkeypatch.setattr(store, "offload_threshold", 10 * LIMIT)
+    doc = tb.session().get(Doc, doc_id="t", consistent=True)
+    doc.title = "renamed"
+    s = tb.session()
+    s.save(doc)
+    s.commit()
+    assert b.uris() == {kept}
+    assert tb.session().get(Doc, doc_id="t", consistent=True).body == big()
+    doc.body = big(c="y")
+    s.save(doc)
+    s.commit()
+    (row,) = [r for r in rows(tb) if r["pk"] == {"S": "DOC#t"}]
+    assert row["body"] == {"S": big(c="y")}
+    assert b.uris() == set()
+    consistent(tb, b)
+    back = tb.session().get(Doc, doc_id="t", consistent=True)
+    assert (back.title, back.body) == ("renamed", big(c="y"))
+
+
+@pytest.mark.engines("moto")  # (what the save plans, never the engine's)
 def test_a_map_kept_in_its_row_that_a_changed_member_makes_large_goes_to_s3(
         s3: tuple[TestBackend, Bucket]) -> None:
     """A loaded save writes a changed member of a stored map by its path: never so for an
