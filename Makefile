@@ -163,6 +163,8 @@ bench-all: $(STAMP) ddb-local
 	$(BIN)/python benchmarks/export.py --memory
 	$(BIN)/python benchmarks/encryption.py --json $(BENCH_OUT)/encryption.json
 	$(BIN)/python benchmarks/offload.py --json $(BENCH_OUT)/offload.json
+	$(BIN)/python benchmarks/load.py --json $(BENCH_OUT)/load.json
+	$(BIN)/python benchmarks/unit_of_work.py --json $(BENCH_OUT)/unit_of_work.json
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:
