@@ -377,7 +377,7 @@ class ReadSpec(Generic[T]):
             cursors.check_positions(positions, served, limit=self._limit,
                                     conditions=[self._key_conditions(i) for i in range(n)],
                                     key_attrs=sel.key_attrs,
-                                    roles=spec_of(self._entities[0]).table.key_roles())
+                                    roles=spec_of(self._entities[0]).table.key_roles)
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
         return positions, served, fp

@@ -392,7 +392,7 @@ def check_reserved(owner: str, table: TableSchema, renames: Mapping[str, str],
     rows (contract 21): the row revision, a rule's own attributes (a version row's kept
     TTL and native index keys, a history index's key), a backfill's marker. (The key
     attributes and the type attribute: :func:`check_mapping`.)"""
-    own = (rules.attributes - table.key_roles().keys()) | {JOB_MARK}  # (keys: above)
+    own = (rules.attributes - table.key_roles.keys()) | {JOB_MARK}  # (keys: above)
     clash = sorted({renames.get(n, n) for n in field_names} & own)
     if clash:
         raise DynaormError(

@@ -111,7 +111,7 @@ def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
             t = spec.table  # (its key, type and TTL attributes may be named)
             try:
                 root = path_parts(path)[0]
-                if root not in {*t.key_roles(), t.ttl, t.type_attribute}:
+                if root not in {*t.key_roles, t.ttl, t.type_attribute}:
                     path_type(cls, path)
                     spec.rules.refuse("condition", spec.stored_fields.get(root, root))
                 break

@@ -429,10 +429,11 @@ class TableSchema:
         index name: an item holding all of them is in the index."""
         return {name: frozenset(self.key_names(name)) for name in self.indexes}
 
+    @functools.cached_property
     def key_roles(self) -> dict[str, str]:
         """Every key attribute of the table and of its indexes (a vector index's partition
         attribute included): name -> ``"partition"`` or ``"sort"`` (for DynamoDB's key
-        limits)."""
+        limits; asked by the gate of every write action: kept, as :attr:`index_keys`)."""
         roles = {self.pk: "partition"}
         if self.sk:
             roles[self.sk] = "sort"

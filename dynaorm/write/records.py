@@ -261,7 +261,7 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     stored = state.item
     old_obj = spec.cls.model_validate(spec.decode_fields(stored))
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
-    for attr in spec.table.key_roles().keys() - stored.keys():
+    for attr in spec.table.key_roles.keys() - stored.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
     # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
     # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written

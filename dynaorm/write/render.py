@@ -179,7 +179,7 @@ def check_write(op: Op, stamped: bool | None = None) -> int:
     stamp = stamp_of(op.origin.table, "0" * 16) if (
         stamps(op) if stamped is None else stamped) else None
     try:
-        roles = table.key_roles() if table is not None else {
+        roles = table.key_roles if table is not None else {
             a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
         if isinstance(op, Put):  # the item's size, then its key, then every value
             size = check_item({**op.item, **stamp} if stamp else op.item, entity=entity,
@@ -188,8 +188,8 @@ def check_write(op: Op, stamped: bool | None = None) -> int:
             size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
         if isinstance(op, Update):
             size = _update_size(op, size, stamp, entity, roles)
-        if op.condition is not None:  # the values the condition carries, checked
-            carried = condition_values(op.condition)
+        carried = condition_values(op.condition) if op.condition is not None else ()
+        if carried:  # the values the condition carries, checked
             check_values([("condition", av) for av in carried], entity=entity, key=key,
                          key_roles={})
             size += sum(map(value_size, carried))

@@ -236,7 +236,7 @@ def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
     key = {"pk": pk, "sk": "NOTE"}
     item = {**attrs, **wire_key(key)}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
-    roles = spec_of(Note).table.key_roles()  # (every key attribute the gate knows)
+    roles = spec_of(Note).table.key_roles  # (every key attribute the gate knows)
     sent = {**item, **REV}  # (0.5: a row's put carries its revision)
     try:
         expected: Any = check_item(sent, entity="Note", key=key, key_roles=roles,

@@ -326,7 +326,7 @@ def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
     from dynaorm.schema.entity import spec_of
     from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
     from dynaorm.write.render import WritePlan
-    assert spec_of(VDoc).table.key_roles() == {
+    assert spec_of(VDoc).table.key_roles == {
         "pk": "partition", "sk": "sort", "gsi1pk": "partition", "gsi1sk": "sort",
         "gsi2pk": "partition", "gsi2sk": "sort", "lsi1sk": "sort"}
     key = {"pk": "VD#x", "sk": "p"}

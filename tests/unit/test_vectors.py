@@ -57,7 +57,7 @@ def test_a_table_creates_its_vector_indexes_with_their_search_schema() -> None:
                                      ("kind", "S")}
     assert definition["BillingMode"] == "PAY_PER_REQUEST"
     assert table.vector_index("by_meaning").search_schema == ("tenant", "year", "kind")
-    assert table.key_roles()["tenant"] == "partition"
+    assert table.key_roles["tenant"] == "partition"
     with pytest.raises(DynaormError, match=r"no vector index 'nope' \(declared: by_meaning"):
         table.vector_index("nope")
 

@@ -403,7 +403,7 @@ class Receipts:
         it carries the type attribute (not where an index is keyed on it), asked once."""
         if self._keys is None:
             table = self.table
-            keys = table.key_roles()
+            keys = table.key_roles
             clash = ", ".join(map(repr, sorted(ATTRIBUTES.intersection(keys))))
             self._keys = ("its keys are not strings" if not table.string_keys else clash and
                           f"its key or index attributes {clash} are named as a receipt's",
