@@ -47,10 +47,12 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.lock import moved
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.keyrings import keyring_of
+from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
-from dynaorm.values.expressions import all_of, raw_eq
+from dynaorm.values.expressions import all_of, raw_eq, stored_as
 from dynaorm.values.records import Fail, Op, Origin, Role, Update
 from dynaorm.write.placing import Published, publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
@@ -149,12 +151,14 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
             row = spec.rules.unplace(item)  # fetched: every sealed value, wherever kept)
             if not (new := rule.resealed(row)):
                 return "current"
-            op: Op = Update(key, new, (), all_of([raw_eq(a, item[a]) for a in new]),
-                            Origin(entity, key, Role.ROW, Fail.CONCURRENT), known=item)
+            lock = _lock(spec, item)
+            op: Op = Update(key, {**new, **lock}, (), all_of(
+                [raw_eq(a, item[a]) for a in new] + stored_as(item, set(lock))),
+                Origin(entity, key, Role.ROW, Fail.CONCURRENT), known=item)
             for place in spec.rules.placers:  # (a value kept in S3: a new object, the old
                 (op,) = place([op], lambda _: None)  # one removed once the row holds it)
             assert isinstance(op, Update)
-            new = op.set
+            new = {a: v for a, v in op.set.items() if a not in lock}
             published = driver.run(publish_p(WritePlan((op,), outside=(spec,))), during)
             driver.run(call(*render_op(op), (entity,), idempotent=False), during)
             got: dict[str, Any] = {"Item": {**item, **new}}
@@ -175,6 +179,18 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
         if item is not None and all(item.get(a) == v for a, v in new.items()):
             return "resealed"  # (this run's own write: a fresh nonce is never written twice)
     return f"still changing after {ROUNDS} attempts"
+
+
+def _lock(spec: Any, item: Item) -> Item:
+    """Another writer's lock moved as every write of a loaded row moves it (``Meta.lock``:
+    their copy read before the rotation then fails their own condition, never writes the
+    old key's ciphertext back), conditioned on it as read; none on a version row (history
+    no other writer keeps) or without a lock."""
+    sk = spec.table.sk
+    if spec.lock is None or (spec.versioned and sk is not None and (
+            parse_version_sk(item.get(sk, {}).get("S", "")) or (0,))[0]):
+        return {}
+    return {a: {"N": str(n)} for a, n in moved(spec.lock, item)}
 
 
 def _settled(was: Item, new: Item, now: Item | None) -> tuple[bool, ...]:
