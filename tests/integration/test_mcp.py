@@ -9,27 +9,32 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import enum
 import json
 import os
 import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 from pydantic import ConfigDict
 
 import dynaorm.mcp
 from dynaorm import AsyncSession, Attempt, Entity, Hook, Session, Table
-from dynaorm.mcp.tools import run, tools_of
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.mcp.server import prepare
+from dynaorm.mcp.tools import check_arguments, message_of, run, tools_of
+from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.examples import examples
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
+from tests.support.mcp_client import call as mcp_call
 from tests.support.tenant_models import Customer, Memo, shelf, tenants
 
 pytestmark = [pytest.mark.sync_only,  # (the server makes its own sessions)
@@ -907,3 +912,149 @@ def test_tool_calls_on_loops_in_threads_at_once(cdb: TestBackend) -> None:
             assert how == "ok", said
             assert _raw(f"s{i}-{j}") == _as_session_saves({"crate_id": f"s{i}-{j}", "n": j})
     assert len(answers) == 4
+
+
+# --- get and find on the event loop answer what the sync path answers
+# (moved from system/test_red_team_08b.py:
+# Red team of four changes merged for 0.8, by someone who wrote none of them: the MCP
+# get/find calls on the event loop (issue 70, :func:`dynaorm.mcp.tools.run` by an AsyncSession), the
+# receipt digest's shortcuts (key70), the ranking of rule rows by template specificity
+# (r73, :meth:`KeyTemplate.covers`) and the separator of an inferred model (``_separator``).
+# Each test states what must never happen. Nothing here depends on the engine: moto only.)
+
+_QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[None]:
+    with moto_backend():
+        yield
+
+
+# -- 1. MCP: a get/find on the event loop answers what the threaded path answers ------------
+@pytest.fixture(scope="module")
+def customers(moto: None) -> Iterator[None]:
+    """Customers of two tenants (encrypted cards, a unique email per tenant)."""
+    with use_tables(tenants, name_suffix=worker_suffix()):
+        with Session(tenants) as s:
+            for t in ("t1", "t2"):
+                for n in ("c1", "c|2"):
+                    s.save(Customer(tenant_id=t, customer_id=n, name=f"{t}-{n}",
+                                    email=f"{n}@{t}.EXAMPLE", card=f"SECRET-{t}{n}"))
+        yield
+
+
+def _answer(tool: Any, args: dict[str, Any], scope: dict[str, Any], tools: Any,
+            on_loop: bool) -> tuple[str, Any]:
+    """What a call answers (its result, or the tool error's text), by the threaded
+    server's sync path (``run``) or the event loop's (``run`` by an AsyncSession)."""
+    async def read() -> Any:
+        return await run(tool, dict(args), AsyncSession(tenants, scope=scope or None),
+                          scope, None, tools)
+    try:
+        check_arguments(tool, args)
+        found = (asyncio.run(read()) if on_loop else
+                 run(tool, dict(args), Session(tenants, scope=scope or None), scope, None,
+                     tools))
+    except Exception as exc:  # (a tool error: what the server tells the client)
+        return "error", message_of(exc)
+    return "ok", found
+
+
+_value = st.one_of(st.sampled_from(["t1", "t2", "c1", "c|2", "c1@t1.example",
+                                    "C|2@T2.EXAMPLE", ""]),
+                   st.text(st.sampled_from("ct12#|@.\x00 é"), min_size=1, max_size=6))
+
+
+@settings(_QUICK, max_examples=examples(40))
+@given(scoped=st.sampled_from([None, "t1", "t2"]),
+       name=st.sampled_from(["get_customer", "find_customer_by_email"]),
+       args=st.dictionaries(st.sampled_from(["tenant_id", "customer_id", "email"]), _value,
+                            max_size=3))
+@example(scoped="t1", name="get_customer", args={"tenant_id": "t2", "customer_id": "c1"})
+@example(scoped="t1", name="find_customer_by_email", args={"email": "C1@t1.example"})
+@example(scoped=None, name="get_customer", args={"tenant_id": "t1#CUSTOMER#c1",
+                                                 "customer_id": "c1"})
+def test_a_get_or_find_on_the_event_loop_answers_what_the_sync_path_answers(
+        customers: None, scoped: str | None, name: str, args: dict[str, Any]) -> None:
+    """For any arguments (a missing item, hostile key values, another tenant named, an
+    argument the tool does not take), with and without a tenant scope: the event loop's
+    :func:`run` by an AsyncSession gives the same result or the same tool error text as :func:`run`,
+    and never an encrypted value."""
+    scope = {} if scoped is None else {"tenant_id": scoped}
+    tools, _ = prepare(tenants, scope=scope)
+    tool = tools[name]
+    args = {k: v for k, v in args.items() if k in tool.input_schema["properties"]}
+    threaded = _answer(tool, args, scope, tools, on_loop=False)
+    on_loop = _answer(tool, args, scope, tools, on_loop=True)
+    assert on_loop == threaded
+    assert "SECRET" not in repr(on_loop) and "Traceback" not in repr(on_loop)
+    if scoped is not None and on_loop[0] == "ok" and on_loop[1]["item"] is not None:
+        assert on_loop[1]["item"]["tenant_id"] == scoped
+
+
+mcp_odd = Table("red08b_mcp_odd")
+
+
+class Colour(str, enum.Enum):  # noqa: UP042 (the older spelling: also a str)
+    RED = "r"
+
+
+class Odd(Entity):
+    """Values JSON has no plain form for, and numbers at DynamoDB's edges."""
+
+    class Meta:
+        table = mcp_odd
+        pk = "ODD#{odd_id}"
+        sk = "N#{n}"
+
+    odd_id: str
+    n: int
+    big: int = 0
+    small: Decimal = Decimal(0)
+    f: float = 0.0
+    when: datetime | None = None
+    day: date | None = None
+    gap: timedelta | None = None
+    tags: set[str] = set()
+    nums: frozenset[int] = frozenset()
+    colour: Colour = Colour.RED
+    anything: Any = None
+
+
+_ODD_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("get_odd", {"odd_id": "x", "n": 10**30}), ("get_odd", {"odd_id": "x", "n": 10**400}),
+    ("get_odd", {"odd_id": "x", "n": float("nan")}), ("get_odd", {"odd_id": "x", "n": 1e400}),
+    ("get_odd", {"odd_id": "\udcff", "n": 1}), ("get_odd", {"odd_id": "x\x00", "n": 1}),
+    ("get_odd", {"odd_id": "x#y", "n": 1}), ("get_odd", {"odd_id": "gone", "n": 1}),
+]
+
+
+def test_hostile_stored_values_reach_the_client_alike_on_either_path(moto: None) -> None:
+    """A get through the SDK's client of an item holding huge numbers, a tiny Decimal,
+    datetimes, sets, a str enum and nested ``Any`` data, and gets with NaN, infinite,
+    over-long numbers, lone surrogates and NUL in the key: the server answers each (a
+    result whose text is the JSON of its structured content, or a tool error without a
+    traceback), and the event loop's answers equal the one-call-at-a-time server's."""
+    with use_tables(mcp_odd, name_suffix=worker_suffix()):
+        with Session(mcp_odd) as s:
+            s.save(Odd(odd_id="x", n=10**30, big=-(10**37), small=Decimal("1E-130"),
+                       f=1e125, when=datetime(2020, 1, 1, tzinfo=UTC), day=date(2020, 1, 2),
+                       gap=timedelta(days=1, microseconds=3), tags={"a", "b"},
+                       nums=frozenset({1, 10**20}),
+                       anything={"k": [1, Decimal("1.5"), {"n": None}], "s": {1, 2}}))
+        answers = []
+        for threads in (True, False):
+            results = mcp_call(dynaorm.mcp.server(mcp_odd, threads=threads), *_ODD_CALLS)
+            shown = []
+            for r in results:
+                said = text(r)
+                assert "Traceback" not in said
+                if not r.is_error:
+                    assert json.loads(said) == r.structured_content
+                shown.append((r.is_error, said))
+            answers.append(shown)
+        assert answers[0] == answers[1]
+        first = json.loads(answers[0][0][1])["item"]
+        assert (first["n"], first["big"], first["small"]) == (10**30, -(10**37), "1E-130")
+        assert answers[0][-1] == (False, '{"item":null}')
