@@ -7,14 +7,21 @@ the example graph resuming after a restart in tests/system/test_langgraph_agent.
 from __future__ import annotations
 
 import asyncio
+import copy
+import importlib
 import json
+import multiprocessing
+import operator
 import os
+import pickle
+import sys
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,14 +35,17 @@ from hypothesis.stateful import (
 )
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 
+import dynaorm
 from dynaorm import DynaormError, ItemTooLargeError, KeyTemplateError, ScopeError, Session, Table
 from dynaorm.formats import iam
 from dynaorm.jobs import export, run_local
 from dynaorm.jobs.checking import check_table
-from dynaorm.langgraph import Saver
+from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support.examples import examples
+from tests.support.raw import raw_items
 from tests.support.recording import Requests
 
 agents = Table("langgraph_saver", ttl="expires_at")
@@ -580,8 +590,8 @@ def test_a_task_s_writes_stopped_between_transactions_are_never_read_in_part(
     between its transactions must never show part of the task's writes, else the rest are
     lost. None of them shows (the task runs again); run again, all of them, once. (150
     writes: stopped after the first transaction's 100, before its 50; a stop between
-    two of three transactions, and a lost answer, are test_red_team_lg.py's
-    test_put_writes_shows_all_of_a_task_or_none_and_tells_the_truth.)"""
+    two of three transactions, and a lost answer, are
+    test_put_writes_shows_all_of_a_task_or_none_and_tells_the_truth's, below.)"""
     saver, model = Saver(graphs, scope=_tenant()), Model()
     writes = [("__pregel_tasks", f"send {i}") for i in range(150)]
     for s in saver, model:
@@ -889,3 +899,330 @@ def test_delete_for_runs_of_more_run_ids_than_one_filter_holds(gtb: TestBackend)
         _put_at(saver, "th", "", f"{n}", run=f"r{n}")
     saver.delete_for_runs([f"x{i}" for i in range(149)] + ["r1"])
     assert [t.checkpoint["id"] for t in saver.list(_conf("th"))] == ["2", "0"]
+
+
+# --- put_writes past a transaction, failing or its answer lost
+# (moved from system/test_red_team_lg.py:
+# Red team of fixlg (``Table.__reduce__``; the LangGraph Store's refusal of dict keys that
+# are no strings; the Saver's tasks of more than 100 writes, chunked and hidden until whole).
+#
+# 1. A table pickles, copies and deep-copies by reference: what a worker process gets back,
+#    what ``copy.copy`` gives, a reloaded module, a table held by two attributes.
+# 2. ``Store.put`` of values JSON keeps and changes: accepted means read back equal.
+# 3. ``Saver.put_writes`` past a transaction, every one of its transactions failing or its
+#    answer lost (another writer in the window): the reader never shows part of a task, and
+#    ``put_writes`` never reports success for writes that are not read back.
+#
+# Each test states what must never happen; what does not hold is a strict xfail naming the
+# defect. moto only: none of it depends on the engine (the saver's and store's own rows).)
+
+_QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(6))
+
+
+lg_agents = Table("redlg_agents", ttl="expires")
+
+
+@pytest.fixture
+def atb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(lg_agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
+        yield found
+
+
+# == 3. Saver.put_writes past a transaction ===============================================
+
+
+def _put_cid(saver: Any, thread: str, cid: str) -> Any:
+    cp = empty_checkpoint()
+    cp["id"] = cid
+    return saver.put(_conf(thread), cp, {"source": "loop", "step": 0}, {})
+
+
+def _task(saver: Any, thread: str, task: str = "task") -> list[Any]:
+    found = saver.get_tuple(_conf(thread))
+    assert found is not None
+    return [w[2] for w in found.pending_writes if w[0] == task]
+
+
+def _sends(n: int, run: str = "") -> list[tuple[str, Any]]:
+    return [("__pregel_tasks", f"{run}send {i}") for i in range(n)]
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+@settings(_QUICK, max_examples=examples(3))  # (CI's 30 minutes: a retried 500 backs off)
+@given(kind=st.sampled_from(["server_error", "lose_answer"]), skip=st.integers(0, 4),
+       times=st.sampled_from([1, 2, None]), size=st.sampled_from([101, 230]))
+def test_put_writes_shows_all_of_a_task_or_none_and_tells_the_truth(
+        atb: TestBackend, kind: str, skip: int, times: int | None, size: int) -> None:
+    """Whatever transaction of a chunked ``put_writes`` fails (or applies and loses its
+    answer), times over: the reader shows all of the task's writes or none; a success is
+    all of them, once; run again, all of them, once."""
+    saver = Saver(lg_agents, scope={"tenant_id": uuid.uuid4().hex})
+    at = _put_cid(saver, "th", "1")
+    writes = _sends(size)
+    with inject_faults(lg_agents) as faults:
+        getattr(faults, kind)("TransactWriteItems", skip=skip, times=times)
+        try:
+            saver.put_writes(at, writes, "task")
+            told = True
+        except DynaormError:
+            told = False
+    shown = _task(saver, "th")
+    assert shown in ([], [v for _, v in writes])
+    if told:
+        assert shown == [v for _, v in writes]
+    saver.put_writes(at, writes, "task")
+    assert _task(saver, "th") == [v for _, v in writes]
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_concurrent_writer_of_the_same_task_in_a_lost_answer_s_window(
+        atb: TestBackend) -> None:
+    """The same task's writes written again by another process while a chunk's answer is
+    lost: both succeed, the task is read once, whole."""
+    scope = {"tenant_id": uuid.uuid4().hex}
+    saver, other = Saver(lg_agents, scope=scope), Saver(lg_agents, scope=scope)
+    at = _put_cid(saver, "th", "1")
+    writes = _sends(230)
+    with inject_faults(lg_agents) as faults:
+        faults.lose_answer("TransactWriteItems", skip=1,
+                           after=lambda: other.put_writes(at, writes, "task"))
+        saver.put_writes(at, writes, "task")
+    assert _task(saver, "th") == [v for _, v in writes]
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+@pytest.mark.parametrize("again", [120, 100])
+def test_a_task_run_again_with_fewer_writes_after_a_stopped_put_writes(
+        atb: TestBackend, again: int) -> None:
+    """Issue 90: a task's put_writes stopped after its first transaction (150 writes: 100
+    rows in, each counting 150), then the task run again with fewer writes (120, or 100:
+    the rows in): the reader shows the second call's writes, as InMemorySaver does (the
+    retry deletes the stopped call's rows of another count, never shown, and writes its
+    own). Before, the task stayed hidden for ever (the reader wanted 150)."""
+    saver, model = Saver(lg_agents, scope={"tenant_id": uuid.uuid4().hex}), InMemorySaver()
+    at = _put_cid(saver, "th", "1")
+    with inject_faults(lg_agents) as faults:
+        faults.server_error("TransactWriteItems", skip=1, times=None)
+        with pytest.raises(DynaormError):
+            saver.put_writes(at, _sends(150), "task")
+    saver.put_writes(at, _sends(again, "second "), "task")  # (success)
+    model.put_writes(_put_cid(model, "th", "1"), _sends(again, "second "), "task")
+    assert len(_task(saver, "th")) == len(_task(model, "th")) == again
+
+
+# --- savers and stores deep-copied, pickled, reloaded, across event loops
+# (moved from system/test_red_team_08c.py:
+# Red team 08c: what was never attacked.
+#
+# 1. :mod:`dynaorm.langgraph`'s ``Saver`` and ``Store`` kept across calls in the ways an
+#    application keeps objects: ``copy.deepcopy`` (of a saver, a store, a compiled graph, a
+#    config holding them), ``pickle``, ``importlib.reload`` of the adapter's modules (its
+#    entity classes defined again) with savers and stores made before still in use, and
+#    ``asyncio.run`` after ``asyncio.run`` with a saver or store made in the first loop; a
+#    saver the model refuses, made again; a job's tasks on a table of LangGraph rows.
+# 2. The refusal of a write at a key a user rule's row kind claims (a table without a type
+#    attribute: ``EntitySpec.primary_key``), across what else an entity is (Compressed,
+#    Encrypted through KMS, a previous layout; versioned and unique need a type attribute,
+#    so they are refused when declared) and every surface that writes: ``Session``,
+#    ``AsyncSession``, ``save_many``, an idempotent commit, update, delete, the MCP write
+#    tools, a backfill job, ``dynaorm migrate``, the LangGraph ``Store`` and ``Saver``.
+#
+# Each test states what must never happen; what does not hold is a strict xfail naming the
+# defect. moto only (``pytest.mark.engines``): the refusals happen before sending.)
+
+
+
+# == 1. LangGraph's saver and store, kept across calls ====================================
+copies = Table("red08c_agents", ttl="expires")
+
+
+class State(TypedDict):
+    steps: Annotated[list[str], operator.add]
+
+
+def _graph(saver: Saver, store: Store) -> Any:
+    def step(state: State) -> dict[str, Any]:
+        return {"steps": [f"step {len(state['steps'])}"]}
+    builder = StateGraph(State)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    return builder.compile(checkpointer=saver, store=store)
+
+
+@pytest.fixture
+def lg(backend: str | None) -> Iterator[None]:
+    with use_tables(copies, endpoint_url=backend, name_suffix=worker_suffix()):
+        yield
+
+
+
+
+def _thread_conf(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_deep_copy_of_a_saver_store_or_compiled_graph_keeps_to_the_same_rows(
+        lg: None) -> None:
+    """``copy.deepcopy`` of a saver, a store, a graph compiled with them or a config
+    holding them (as of LangGraph's ``InMemorySaver``, which deep-copies) never raises
+    and never forks the state: the copy's checkpointer and store are the originals (their
+    state is the table's), an item the copy puts the original gets. (It raised
+    ``TypeError: cannot pickle '_thread.RLock'``: the table's client.)"""
+    scope = _tenant()
+    saver, store = Saver(copies, scope=scope), Store(copies, scope=scope)
+    graph = _graph(saver, store)
+    graph.invoke({"steps": []}, _thread_conf("t1"))
+    twin = copy.deepcopy(graph)  # (LangGraph's own sentinels do not survive it: not run)
+    assert twin.checkpointer is saver and twin.store is store
+    graph.invoke({"steps": []}, _thread_conf("t1"))
+    assert graph.get_state(_thread_conf("t1")).values == {"steps": ["step 0", "step 1"]}
+    held = copy.deepcopy({"configurable": {"store": store, "saver": saver}})["configurable"]
+    held["store"].put(("users",), "u1", {"n": 1})
+    assert store.get(("users",), "u1").value == {"n": 1}  # type: ignore[union-attr]
+    assert held["saver"].get_tuple(_thread_conf("t1")).checkpoint == saver.get_tuple(  # type: ignore[union-attr]
+        _thread_conf("t1")).checkpoint
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_pickling_a_saver_store_or_graph_is_refused_and_writes_nothing(lg: None) -> None:
+    """A saver, a store, or a graph compiled with them never pickles (as LangGraph's own
+    ``InMemorySaver``, ``InMemoryStore`` and AWS's ``DynamoDBSaver`` do not): a pickle
+    would carry the table's client across processes. Refused, the table unchanged."""
+    saver, store = Saver(copies, scope=_tenant()), Store(copies, scope=_tenant())
+    store.put(("a",), "k", {"v": 1})
+    held = raw_items(copies)
+    for obj in (saver, store, _graph(saver, store)):
+        with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):
+            pickle.dumps(obj)
+    assert raw_items(copies) == held
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_the_tasks_of_a_job_on_a_table_of_langgraph_rows_pickle(lg: None) -> None:
+    """A check job of a table holding a saver's and a store's rows: its tasks pickle
+    (every worker process and engine gets them pickled) and come back equal, naming the
+    table itself (a module attribute: its LangGraph rows are made per table, held by no
+    module attribute); worker processes run them. (They named the first entity class, a
+    ``LangGraphCheckpoint``: ``PicklingError``.)"""
+    from dynaorm.jobs import check
+
+    Saver(copies, scope=_tenant())
+    Store(copies, scope=_tenant())
+    tasks = check(copies, segments=2).tasks()
+    assert pickle.loads(pickle.dumps(tasks)) == tasks
+    assert all(t.entity is copies for t in pickle.loads(pickle.dumps(tasks)))
+    spawn = multiprocessing.get_context("spawn")  # (as run_local's workers start)
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        assert pool.submit(_names_agents, tasks[1]).result() == (True, tasks[1].where)
+
+
+def _names_agents(task: Any) -> tuple[bool, Any]:
+    """In a worker process: whether ``task`` names this module's ``agents``."""
+    return task.entity is copies, task.where
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+@pytest.mark.parametrize(("label", "sk"), [("writes", "C#{a}#{b}#W#{c}#{d}"),
+                                           ("checkpoints", "C#{a}#{b}#")])
+def test_a_saver_refused_by_the_model_is_refused_again_and_leaves_no_checkpoint_entity(
+        label: str, sk: str) -> None:
+    """On a table without a type attribute, an entity of the app whose keys could be a
+    saver's writes' (or checkpoints') refuses the saver (``DynaormError`` naming both).
+    The next ``Saver`` of the table is refused alike, never a bare ``KeyError``, and no
+    ``LangGraphCheckpoint`` is left declared without its ``LangGraphWrite`` (a saver
+    refused by its writes left the checkpoint entity in the model, and the next one
+    raised ``KeyError: 'LangGraphWrite'``)."""
+    home = Table(f"red08c-trap-{label}", type_attribute=None)
+    fields = ("t", "a", "b", "c", "d")
+    type("Trap", (dynaorm.Entity,), {
+        "__annotations__": dict.fromkeys(fields[:3 if label == "checkpoints" else 5], str),
+        "__module__": __name__, "__qualname__": f"Trap_{label}",
+        "Meta": type("Meta", (), {"table": home, "pk": "LG#{t}", "sk": sk,
+                                  "__qualname__": f"Trap_{label}.Meta"})})
+    for _ in range(2):
+        with pytest.raises(DynaormError, match="could match the same item as Trap"):
+            Saver(home)
+        assert "LangGraphCheckpoint" not in home.entities
+
+
+@pytest.fixture
+def reloaded() -> Iterator[None]:
+    """Puts the adapter's modules back as they were after a test that reloads them."""
+    names = ("dynaorm.langgraph.saver", "dynaorm.langgraph.store", "dynaorm.langgraph")
+    kept = {n: dict(vars(sys.modules[n])) for n in names}
+    yield
+    for n in names:
+        vars(sys.modules[n]).clear()
+        vars(sys.modules[n]).update(kept[n])
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_after_a_reload_old_and_new_savers_and_stores_share_the_tables_entities(
+        lg: None, reloaded: None) -> None:
+    """``importlib.reload`` of the adapter (its entity classes defined again) never gives
+    the table a second ``LangGraphCheckpoint``/``LangGraphWrite``/``LangGraphMemory``:
+    a saver or store made before and one made after read each other's rows, a TTL
+    refresh on read by either moves the item's expiry, and ``dynaorm check`` is clean."""
+    from dynaorm.jobs.checking import check_table
+
+    scope = _tenant()
+    old_saver = Saver(copies, scope=scope)
+    old_store = Store(copies, scope=scope, ttl={"default_ttl": 1, "refresh_on_read": True})
+    old_saver.put(_thread_conf("r1"), empty_checkpoint(), {"step": 0}, {})
+    old_store.put(("a",), "k", {"v": 1})
+    before = {n: copies.entities[n] for n in copies.entities}
+    for name in ("dynaorm.langgraph.saver", "dynaorm.langgraph.store", "dynaorm.langgraph"):
+        importlib.reload(sys.modules[name])
+    import dynaorm.langgraph as fresh
+    assert fresh.Saver is not Saver
+    new_saver = fresh.Saver(copies, scope=scope)
+    new_store = fresh.Store(copies, scope=scope, ttl={"default_ttl": 1, "refresh_on_read": True})
+    assert {n: copies.entities[n] for n in copies.entities} == before
+    new_saver.put(_thread_conf("r2"), empty_checkpoint(), {"step": 0}, {})
+    assert old_saver.get_tuple(_thread_conf("r2")) is not None
+    assert new_saver.get_tuple(_thread_conf("r1")) is not None
+    assert {t.config["configurable"]["thread_id"] for t in new_saver.list(None)} == {"r1", "r2"}
+    new_store.put(("a",), "k2", {"v": 2}, ttl=1)
+    for store, key in ((old_store, "k2"), (new_store, "k")):
+        expiry = Session(copies).get(store.entity, path=f"a..{key}", **scope).expires
+        assert store.get(("a",), key) is not None
+        moved = Session(copies).get(store.entity, path=f"a..{key}", **scope).expires
+        assert expiry is not None and moved is not None and moved >= expiry
+        assert moved > datetime.now(UTC)
+    assert check_table(copies).problems == []
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_saver_and_store_made_in_one_event_loop_serve_the_next_ones(lg: None) -> None:
+    """A saver and a store made inside one ``asyncio.run`` and used in later ones (each
+    a new event loop, the first closed) and by sync calls: every call answers, nothing
+    of the first loop is reused once closed."""
+    made: dict[str, Any] = {}
+    scope = _tenant()
+
+    async def first() -> None:
+        made["saver"], made["store"] = Saver(copies, scope=scope), Store(copies, scope=scope)
+        await made["saver"].aput(_thread_conf("loop"), empty_checkpoint(), {"step": 0}, {})
+        await made["store"].aput(("loop",), "k", {"n": 0})
+
+    async def later(n: int) -> tuple[Any, Any]:
+        await made["store"].aput(("loop",), "k", {"n": n})
+        return (await made["saver"].aget_tuple(_thread_conf("loop")),
+                await made["store"].aget(("loop",), "k"))
+
+    asyncio.run(first())
+    for n in (1, 2, 3):
+        tup, item = asyncio.run(later(n))
+        assert tup is not None and item is not None and item.value == {"n": n}
+    assert made["saver"].get_tuple(_thread_conf("loop")) is not None
+    assert made["store"].get(("loop",), "k").value == {"n": 3}

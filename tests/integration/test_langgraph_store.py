@@ -790,3 +790,88 @@ def test_sync_and_async_on_two_event_loops_and_after_a_fork(backend: str | None)
         assert os.waitstatus_to_exitcode(status) == 0
         assert sorted(i.key for i in store.search(("a",), limit=10)) == [
             "child", "loop1", "loop2", "sync"]
+
+
+# --- Store.put of values JSON keeps and changes
+# (moved from system/test_red_team_lg.py:
+# Red team of fixlg (``Table.__reduce__``; the LangGraph Store's refusal of dict keys that
+# are no strings; the Saver's tasks of more than 100 writes, chunked and hidden until whole).
+#
+# 1. A table pickles, copies and deep-copies by reference: what a worker process gets back,
+#    what ``copy.copy`` gives, a reloaded module, a table held by two attributes.
+# 2. ``Store.put`` of values JSON keeps and changes: accepted means read back equal.
+# 3. ``Saver.put_writes`` past a transaction, every one of its transactions failing or its
+#    answer lost (another writer in the window): the reader never shows part of a task, and
+#    ``put_writes`` never reports success for writes that are not read back.
+#
+# Each test states what must never happen; what does not hold is a strict xfail naming the
+# defect. moto only: none of it depends on the engine (the saver's and store's own rows).)
+
+_QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(6))
+
+
+lg_agents = Table("redlg_agents", ttl="expires")
+
+
+@pytest.fixture
+def atb(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(lg_agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
+        yield found
+
+
+# == 2. Store values: accepted means read back equal =====================================
+JSON_KEYS = st.one_of(st.text(max_size=3), st.integers(-3, 3), st.booleans(), st.none(),
+                 st.floats(allow_nan=False, width=16))
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=4),
+              st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(JSON_KEYS, inner, max_size=3),
+    max_leaves=8)
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+@_QUICK
+@given(value=st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=3))
+def test_a_store_value_is_read_back_equal_or_refused_with_nothing_written(
+        atb: TestBackend, value: dict[str, Any]) -> None:
+    """Never: a put accepted whose get answers another value (JSON made an int key a
+    string, two keys one), nor a refusal that wrote anything."""
+    store = Store(lg_agents, scope={"tenant_id": uuid.uuid4().hex})
+    before = atb.scan_raw(lg_agents)
+    try:
+        store.put(("ns",), "k", value)
+    except TypeError:
+        assert atb.scan_raw(lg_agents) == before
+        assert json.loads(json.dumps(value)) != value  # (refused only what JSON changes)
+        return
+    got = store.get(("ns",), "k")
+    assert got is not None and got.value == value
+
+
+class _Key(str):
+    """A str subclass telling itself from a plain string of the same text."""
+
+    def __hash__(self) -> int:
+        return hash(("key", str.__str__(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and str.__str__(self) == str.__str__(other)
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_two_keys_json_makes_one_are_refused(atb: TestBackend) -> None:
+    """Two dict keys JSON writes alike (a str subclass beside the plain string) would be
+    read back as one: refused like a key that is no string, nothing written. A str
+    subclass alone (``StrEnum``) reads back equal and is kept."""
+    store = Store(lg_agents, scope={"tenant_id": uuid.uuid4().hex})
+    before = atb.scan_raw(lg_agents)
+    with pytest.raises(TypeError, match="'a'"):
+        store.put(("ns",), "k", {"x": [{_Key("a"): 1, "a": 2}]})
+    assert atb.scan_raw(lg_agents) == before
+    store.put(("ns",), "k", {_Key("a"): 1})
+    got = store.get(("ns",), "k")
+    assert got is not None and got.value == {"a": 1}
