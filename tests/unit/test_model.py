@@ -205,7 +205,7 @@ def test_the_chart_draws_vector_indexes_and_who_lands_in_them() -> None:
     edges = sum(1 + len(e["lands_in"]) for e in model["entities"])
     # (each entity on docs draws a line to the table and to each of the three vector
     # indexes; how many entities docs holds depends on which test modules were imported,
-    # integration/test_search_one_request_redteam.py adds Rich, so they are counted)
+    # integration/test_vectors.py adds Rich, so they are counted)
     assert all(len(e["lands_in"]) == 3 for e in model["entities"])
     assert len(model["entities"]) >= 5
     assert page.count('class="edge"') == edges == len(model["entities"]) * 4
