@@ -6,7 +6,7 @@ docs/guide/agents.md and exactly-once.md promise (a second writer acting in the 
 after the first write applied, before its answer), a field named ``version`` is a field,
 ``explain`` counts the reads a write sends and never shows an encrypted value, refusals
 name the argument, and cursors are opaque without a secret. Reads and the hostile client:
-``test_mcp.py``; the red team's: ``test_mcp_redteam.py``."""
+``test_mcp.py``; what a tenant's server never discloses: ``test_mcp_tenants.py``."""
 
 from __future__ import annotations
 
