@@ -50,7 +50,9 @@ from dynaorm.aio.blocking import loop
 from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support import langgraph_tables
 from tests.support.examples import examples
+from tests.support.langgraph_tables import lg_agents
 
 #: (what it asserts depends on the engine: it runs on each)
 pytestmark = [pytest.mark.engines("moto", "local", "dynoxide")]
@@ -793,30 +795,13 @@ def test_sync_and_async_on_two_event_loops_and_after_a_fork(backend: str | None)
 
 
 # --- Store.put of values JSON keeps and changes
-# (moved from system/test_red_team_lg.py:
-# Red team of fixlg (``Table.__reduce__``; the LangGraph Store's refusal of dict keys that
-# are no strings; the Saver's tasks of more than 100 writes, chunked and hidden until whole).
-#
-# 1. A table pickles, copies and deep-copies by reference: what a worker process gets back,
-#    what ``copy.copy`` gives, a reloaded module, a table held by two attributes.
-# 2. ``Store.put`` of values JSON keeps and changes: accepted means read back equal.
-# 3. ``Saver.put_writes`` past a transaction, every one of its transactions failing or its
-#    answer lost (another writer in the window): the reader never shows part of a task, and
-#    ``put_writes`` never reports success for writes that are not read back.
-#
-# Each test states what must never happen; what does not hold is a strict xfail naming the
-# defect. moto only: none of it depends on the engine (the saver's and store's own rows).)
+# (moved from system/test_red_team_lg.py, the red team of fixlg:
+# 2. ``Store.put`` of values JSON keeps and changes: accepted means read back equal.)
 
 _QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=examples(6))
 
 
-lg_agents = Table("redlg_agents", ttl="expires")
-
-
-@pytest.fixture
-def atb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(lg_agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+atb = langgraph_tables.atb  # (a fixture: lg_agents, fresh)
 
 
 # == 2. Store values: accepted means read back equal =====================================

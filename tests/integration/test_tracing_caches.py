@@ -79,23 +79,26 @@ def _cold() -> None:
     shop.db.tracing._destination = None
 
 
-def _act(step: tuple[Any, ...]) -> tuple[tuple[str, ...], Callable[[], object]]:
-    """The requests ``step`` may fault, and what it does."""
+def _act(step: tuple[Any, ...], entity: type[Entity] = Member, home: Table = shop
+         ) -> tuple[tuple[str, ...], Callable[[], object]]:
+    """The requests ``step`` may fault, and what it does (on ``entity``, keyed by its
+    ``<name>_id``, in ``home``)."""
     kind, *args = step
+    key = f"{entity.__name__.lower()}_id"
     if kind in ("save", "delete"):
-        member = Member(member_id=args[0], email=args[1] if kind == "save" else "a@x.com")
+        obj = entity(**{key: args[0]}, email=args[1] if kind == "save" else "a@x.com")
 
         def write() -> None:
-            s = Session(shop)
-            (s.save if kind == "save" else s.delete)(member)
+            s = Session(home)
+            (s.save if kind == "save" else s.delete)(obj)
             s.commit()
         return WRITES, write
     if kind == "get":
-        return ("GetItem",), lambda: Session(shop).get(Member, member_id=args[0])
+        return ("GetItem",), lambda: Session(home).get(entity, **{key: args[0]})
     if kind == "get_many":
-        return ("BatchGetItem",), lambda: Session(shop).get_many(
-            Member, [{"member_id": i} for i in args[0]])
-    return ("Scan",), lambda: Session(shop).scan(Member).page_size(2).page()
+        return ("BatchGetItem",), lambda: Session(home).get_many(
+            entity, [{key: i} for i in args[0]])
+    return ("Scan",), lambda: Session(home).scan(entity).page_size(2).page()
 
 
 def _span(span: Any, names: dict[int, str]) -> str:
@@ -121,6 +124,19 @@ def _points(reader: InMemoryMetricReader) -> list[str]:
                   for m in sm.metrics for p in m.data.data_points)
 
 
+def _providers(home: Table, sampler: Any, meters: bool
+               ) -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
+    """A tracer provider of the test's own (``sampler``'s) and a meter provider (with
+    ``meters``) on ``home``'s client: their exporter and reader."""
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    provider = TracerProvider() if sampler is None else TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    home.db.tracing.tracer_provider = provider
+    home.db.tracing.metrics.meter_provider = MeterProvider(
+        metric_readers=[reader]) if meters else None
+    return exporter, reader
+
+
 def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None,
          meters: bool = True) -> tuple[list[list[str]], list[str], list[str]]:
     """``program`` from an empty table: the spans of each step, the metric points, and
@@ -128,12 +144,7 @@ def _run(program: list[tuple[Any, ...]], cold: bool, sampler: Any = None,
     shop.delete()
     shop.create()  # (its requests, outside any operation, are spans of their own)
     _cold()
-    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
-    provider = TracerProvider() if sampler is None else TracerProvider(sampler=sampler)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    shop.db.tracing.tracer_provider = provider
-    shop.db.tracing.metrics.meter_provider = MeterProvider(
-        metric_readers=[reader]) if meters else None
+    exporter, reader = _providers(shop, sampler, meters)
     spans, ended = [], []
     for step in program:
         if cold:
@@ -966,21 +977,7 @@ EXTRAS: dict[str, Callable[[], Hook]] = {
 
 # == running a program =====================================================================
 def _buyer_act(step: tuple[Any, ...]) -> tuple[tuple[str, ...], Callable[[], object]]:
-    kind, *args = step
-    if kind in ("save", "delete"):
-        buyer = Buyer(buyer_id=args[0], email=args[1] if kind == "save" else "a@x.com")
-
-        def write() -> None:
-            s = Session(buyer_shop)
-            (s.save if kind == "save" else s.delete)(buyer)
-            s.commit()
-        return WRITES, write
-    if kind == "get":
-        return ("GetItem",), lambda: Session(buyer_shop).get(Buyer, buyer_id=args[0])
-    if kind == "get_many":
-        return ("BatchGetItem",), lambda: Session(buyer_shop).get_many(
-            Buyer, [{"buyer_id": i} for i in args[0]])
-    return ("Scan",), lambda: Session(buyer_shop).scan(Buyer).page_size(2).page()
+    return _act(step, Buyer, buyer_shop)
 
 
 
@@ -1005,12 +1002,7 @@ def _buyer_run(program: list[tuple[Any, ...]], extra: str | None, sampler: Any =
     fault injector (the tracer alone, when ``extra`` is ``None``)."""
     buyer_shop.delete()
     buyer_shop.create()
-    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
-    provider = TracerProvider() if sampler is None else TracerProvider(sampler=sampler)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    buyer_shop.db.tracing.tracer_provider = provider
-    buyer_shop.db.tracing.metrics.meter_provider = MeterProvider(
-        metric_readers=[reader]) if meters else None
+    exporter, reader = _providers(buyer_shop, sampler, meters)
     spans, ended = [], []
     for step in program:
         exporter.clear()
