@@ -1091,17 +1091,24 @@ def test_scan_pages_are_followed(raw: tuple[Any, list[str]]) -> None:
     assert sum(wire.scanned) == 600
 
 
-@pytest.mark.engines('moto')
-def test_failure_paths_send_only_reads(raw: tuple[Any, list[str]], backend: str | None) -> None:
-    """No table, an empty table, binary keys, a bad sample: typed errors, reads only."""
+def _binary_table(raw: tuple[Any, list[str]]) -> str:
+    """A table keyed by a binary attribute, with one item: its name."""
     client, made = raw
-    empty = _create(raw, "empty")
     binary = _name("binary")
     client.create_table(TableName=binary, BillingMode="PAY_PER_REQUEST",
                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "B"}])
     made.append(binary)
     client.put_item(TableName=binary, Item={"pk": {"B": b"\x00\xff"}})
+    return binary
+
+
+@pytest.mark.engines('moto')
+def test_failure_paths_send_only_reads(raw: tuple[Any, list[str]], backend: str | None) -> None:
+    """No table, an empty table, binary keys, a bad sample: typed errors, reads only."""
+    client = raw[0]
+    empty = _create(raw, "empty")
+    binary = _binary_table(raw)
     with _Wire(client) as wire:
         for table, message in (("red-missing-table", "no table named"),
                                (empty, "has no items"), (binary, "binary key attributes")):
@@ -1118,13 +1125,8 @@ def test_failure_paths_send_only_reads(raw: tuple[Any, list[str]], backend: str 
 
 @pytest.mark.engines('moto')
 def test_binary_key_refused_before_scanning(raw: tuple[Any, list[str]]) -> None:
-    client, made = raw
-    binary = _name("binary")
-    client.create_table(TableName=binary, BillingMode="PAY_PER_REQUEST",
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "B"}])
-    made.append(binary)
-    client.put_item(TableName=binary, Item={"pk": {"B": b"\x00\xff"}})
+    client = raw[0]
+    binary = _binary_table(raw)
     with _Wire(client) as wire, pytest.raises(InferenceError):
         infer(binary, client=client, report=None)
     assert wire.ops == ["DescribeTable"]

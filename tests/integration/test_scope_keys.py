@@ -556,10 +556,6 @@ ACME_CORP = {"pk": "T-acme-corp-123", "sk": "PAPER", "_type": "Paper",
              "gsi1pk": "acme-corp-x", "gsi1sk": "123", "body": "acme-corp's"}
 
 
-
-
-
-
 def _acme_corp_row(tb: TestBackend) -> dict[str, Any] | None:
     return next((i for i in tb.scan_raw(stale) if i["pk"] == {"S": "T-acme-corp-123"}),
                 None)
@@ -654,20 +650,6 @@ def test_a_tenant_export_holds_no_stale_key_s_row(stale_rows: TestBackend,
 # -- the property: random rows as 0.7 wrote them, every write by key of every scope --------
 
 
-def _prop_entity(home: Table, source: str) -> type[Entity]:
-    class PropPaper(Entity):
-        class Meta:
-            table = home
-            pk = source
-            sk = "DOC"
-
-        tenant_id: str
-        doc_id: str
-        body: str = ""
-
-    return PropPaper
-
-
 def _writes(entity: type[Entity], mine: str, doc: str) -> list[Callable[[Session], None]]:
     def delete(s: Session) -> None:
         s.delete(entity, tenant_id=mine, doc_id=doc)
@@ -708,10 +690,10 @@ def test_no_scoped_write_by_key_changes_a_row_of_another_tenant(
     as it was (refused, or written at a key that was empty)."""
     table = Table(f"red81_prop_{next(_made)}")
     source = head + "{tenant_id}" + sep + "{doc_id}"
-    entity = _prop_entity(table, source)
+    entity = _doc_entity(table, source)
     other = base + sep + after
     stored = {"pk": {"S": source.format(tenant_id=other, doc_id=doc)}, "sk": {"S": "DOC"},
-              "_type": {"S": "PropPaper"}, "tenant_id": {"S": other},
+              "_type": {"S": "PropDoc"}, "tenant_id": {"S": other},
               "doc_id": {"S": doc}, "body": {"S": other}}
     pk = entity.__dynaorm_spec__.pk  # type: ignore[attr-defined]
     parsed = pk.parse_key(stored["pk"]["S"])
