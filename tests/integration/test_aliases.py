@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pydantic import Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from dynaorm import DynaormError, Entity, F, Session
+from dynaorm.client.table import Table
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.values.expressions import Placeholders
@@ -217,3 +219,88 @@ def test_check_conditions_use_field_names(db: TestBackend) -> None:
     s.rollback()
     stored = Session(games).get(Player, player_id="p2", consistent=True)
     assert stored is not None and stored.full_name == "Bo B"
+
+
+# --- nested models' aliases of every kind (issue 59, point 1b) ---------------------------
+# (red team of issue 59's fixes; moved from integration/test_fix59_red_team.py)
+
+
+aliased = Table("dynaorm-red-aliases")
+
+
+class Deep(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    long_name: str = "d"
+
+
+class Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel)
+    first_name: str
+    deep: Deep | None = None
+
+
+class OnlyValidation(BaseModel):
+    x: str = Field(validation_alias=AliasChoices("ex", "x_in"))
+
+
+class OnlySerialization(BaseModel):
+    y: str = Field(serialization_alias="why")
+
+
+class Aliased(Entity):
+    class Meta:
+        table = aliased
+        pk = "DOC#{doc_id}"
+        sk = "DOC"
+
+    doc_id: str
+    camel: Camel
+    by: dict[str, Camel] = {}
+    grid: list[list[Camel]] = []
+    va: OnlyValidation | None = None
+    sa: OnlySerialization | None = None
+
+
+def _aliased(i: str = "1") -> Aliased:
+    return Aliased(doc_id=i, camel=Camel(firstName="a", deep=Deep(longName="L")),
+                   by={"k": Camel(firstName="b")}, grid=[[Camel(firstName="n")]],
+                   va=OnlyValidation(ex="v"), sa=OnlySerialization(y="s"))
+
+
+@pytest.fixture
+def aliased_tb(backend: str | None) -> Any:
+    with use_tables(aliased, endpoint_url=backend, name_suffix=worker_suffix()) as b:
+        yield b
+
+
+def test_every_alias_kind_saves_and_reads_back(aliased_tb: Any) -> None:
+    """alias_generator (nested twice), dicts and lists of lists of aliased models, a
+    validation_alias only and a serialization_alias only: fix59 refused the last two at
+    save (``InvalidValueError``: check_fields dumped them by alias and validated by
+    alias, which a validation_alias or serialization_alias alone does not round-trip)."""
+    want = _aliased()
+    with Session(aliased) as s:
+        s.save(want)
+    s = Session(aliased)
+    assert s.get(Aliased, doc_id="1") == want
+    assert s.query(Aliased, doc_id="1").all() == [want]
+    assert s.scan(Aliased).all() == [want]
+    assert s.get_many(Aliased, [{"doc_id": "1"}]) == [want]
+    assert s.query(Aliased, doc_id="1").filter(F("camel.deep.long_name") == "L").all() == [want]
+    assert s.query(Aliased, doc_id="1").values("va", "sa") == [
+        {"va": OnlyValidation(ex="v"), "sa": OnlySerialization(y="s")}]
+
+
+def test_an_aliased_nested_model_changed_in_place_saves(aliased_tb: Any) -> None:
+    with Session(aliased) as s:
+        s.save(_aliased())
+    with Session(aliased) as s:
+        got = s.get(Aliased, doc_id="1")
+        assert got is not None and got.sa is not None and got.va is not None
+        got.sa.y, got.va.x, got.camel.first_name = "s2", "v2", "a2"
+        s.save(got)
+    again = Session(aliased).get(Aliased, doc_id="1")
+    assert again is not None and again.sa is not None and again.va is not None
+    assert (again.sa.y, again.va.x, again.camel.first_name) == ("s2", "v2", "a2")
+
+

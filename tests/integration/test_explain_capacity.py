@@ -21,8 +21,7 @@ no capacity, or other figures). Where DynamoDB Local is known to differ from Dyn
 
 A blind update, a condition check or a delete by key prices items it has not read:
 ``exact`` is then ``False`` and its units a lower bound (asserted as such here). The other
-explain tests are in ``integration/test_explain.py`` and
-``integration/test_fix59_red_team_explain.py``."""
+explain tests are in ``integration/test_explain.py``."""
 
 from __future__ import annotations
 

@@ -32,11 +32,12 @@ from dynaorm import (
     ksuid,
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.examples import examples
 from tests.support.models import Audit, Note, User, app
 from tests.support.offload import Bucket, bucket, referenced
+from tests.support.receipt_models import Order, Sku, receipts_table
 
 #: (what it asserts depends on the engine: it runs on each)
 pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
@@ -933,3 +934,40 @@ def test_a_replayed_object_carries_the_lock_the_replayed_commit_wrote(
     s.save(obj)
     with pytest.raises(ConcurrentModificationError):
         s.commit()
+
+
+# --- a key reused with another str subclass value
+# (moved from system/test_red_team_08b.py:
+# Red team of four changes merged for 0.8, by someone who wrote none of them: the MCP
+# get/find calls on the event loop (issue 70, :func:`dynaorm.mcp.tools.run` by an AsyncSession), the
+# receipt digest's shortcuts (key70), the ranking of rule rows by template specificity
+# (r73, :meth:`KeyTemplate.covers`) and the separator of an inferred model (``_separator``).
+# Each test states what must never happen. Nothing here depends on the engine: moto only.)
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[None]:
+    with moto_backend():
+        yield
+
+
+# -- 2. receipts: the digest tells apart what is stored apart --------------------------------
+
+
+@pytest.mark.sync_only
+def test_a_key_reused_with_another_str_subclass_value_is_refused_not_replayed(
+        moto: None) -> None:
+    """A keyed save of ``note=Sku("a")``, then the same key with ``Sku("b")``: the second
+    is refused as a reused key (it was answered as a replay, writing nothing, the caller
+    told its value was stored); the same write again replays."""
+    with use_tables(receipts_table, name_suffix=worker_suffix()):
+        s = Session(receipts_table)
+        s.save(Order(order_id="o1", note=Sku("a")))
+        assert s.commit(idempotency_key="k1").replayed is False
+        s.save(Order(order_id="o1", note=Sku("a")))
+        assert s.commit(idempotency_key="k1").replayed is True
+        s.save(Order(order_id="o1", note=Sku("b")))
+        with pytest.raises(IdempotencyMismatchError):
+            s.commit(idempotency_key="k1")
+        s.rollback()
+        stored = Session(receipts_table).get(Order, order_id="o1")
+        assert stored is not None and stored.note == "a"

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -19,10 +20,22 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from dynaorm import DynaormError, Entity, Lease, LeaseError, OutcomeUnknownError, Table
+from dynaorm import (
+    DynaormError,
+    Entity,
+    Lease,
+    LeaseError,
+    OutcomeUnknownError,
+    ScopeError,
+    Session,
+    Table,
+)
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support import mocked_aws
 from tests.support.examples import examples
+
+aws_moto = mocked_aws.aws_moto  # (a fixture: moto in process, boto3's clients too)
 
 app = Table("leases")
 SECONDS = timedelta(seconds=30)
@@ -278,3 +291,79 @@ def test_random_leases_answer_as_the_model(tb: TestBackend, clock: Clock) -> Non
     run_state_machine_as_test(Leases, settings=settings(
         max_examples=examples(20), stateful_step_count=12, deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
+
+
+# --- a run refused its lease
+# (moved from system/test_seams_09.py:
+# The seams of release 0.9 (contract 24), attacked pair by pair by someone who wrote none
+# of them: the round trip and ``StoredAs`` (a), inference (b), leases (c), the public door's
+# ``Session.run`` (d), scoped sessions (e), bulk loads (f), offloaded values and keys per
+# tenant (g). Each test states what must never happen where two surfaces meet. Nothing here
+# depends on the engine: moto only.)
+
+# -- (d) x (c): an operation run by Session.run holding a lease -----------------------------
+work = Table("seams09_work")
+
+
+class Doc(Entity):
+    class Meta:
+        table = work
+        pk = "T#{tenant_id}#D#{doc_id}"
+        sk = "DOC"
+
+    tenant_id: str
+    doc_id: str
+    n: int = 0
+
+
+class TenantJobLease(Lease):
+    class Meta:
+        table = work
+        pk = "T#{tenant_id}#LEASE#{job}"
+        sk = "LEASE"
+        type_name = "JobLease"  # (the name it was written with, beside JobLease above)
+
+    tenant_id: str
+    job: str
+
+
+def _leased(s: Session, holder: str, n: int) -> Any:
+    """Acquire the job's lease with a first write, then hold it for a second: one
+    operation, as a surface writes it for ``Session.run``."""
+    lease = s.lease(TenantJobLease, holder=holder, duration=timedelta(seconds=30),
+                    tenant_id="acme", job="j")
+    s.save(Doc(tenant_id="acme", doc_id="d1", n=n))
+    yield s.commit
+    doc = yield partial(s.get, Doc, tenant_id="acme", doc_id="d1")
+    s.lease(lease)
+    doc.n = n + 1
+    s.save(doc)
+    yield s.commit
+    return lease
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_a_run_refused_its_lease_leaves_nothing_for_a_later_commit(aws_moto: None) -> None:
+    """A second holder's operation is refused at its first commit (``LeaseError``) and
+    nothing it staged is stored, then or by the session's next commit; a scoped session
+    reaches no other tenant's lease, by key or by the lease object."""
+    with use_tables(work) as b:
+        first = Session(work)
+        lease = first.run(_leased(first, "w1", 1))
+        before = b.scan_raw()
+        second = Session(work)
+        with pytest.raises(LeaseError):
+            second.run(_leased(second, "w2", 10))
+        assert b.scan_raw() == before
+        second.save(Doc(tenant_id="acme", doc_id="d2"))
+        second.commit()
+        rows = {i["sk"]["S"] + i["pk"]["S"]: i for i in b.scan_raw()}
+        assert len(rows) == 3 and rows["DOCT#acme#D#d1"]["n"] == {"N": "2"}
+        assert rows["LEASET#acme#LEASE#j"]["holder"] == {"S": "w1"}
+        other = Session(work, scope={"tenant_id": "globex"})
+        with pytest.raises(ScopeError):
+            other.lease(TenantJobLease, holder="g", duration=timedelta(seconds=30),
+                        tenant_id="acme", job="j")
+        with pytest.raises(ScopeError):
+            other.lease(lease)

@@ -482,7 +482,7 @@ def test_every_rule_at_once_is_stored_as_the_rules_imply_and_clashes_by_field(
     is claimed, as a save claims it; ``dynaorm check`` clean."""
     from moto import mock_aws
 
-    # (an offloaded value is refused by a load: test_seams_09's, with its S3)
+    # (an offloaded value is refused by a load: test_offload.py's, with its S3)
     combo = tuple(sorted((n for n in matrix_rules() if n not in ("previous", "offloaded")),
                          key=lambda n: RULES[n].order))
     m = build(combo)

@@ -5,13 +5,20 @@ a move, and ``dynaorm.jobs.migration`` on every engine. The live run beside thre
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
-from typing import Any
+from decimal import Decimal
+from typing import Any, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import dynaorm
 from dynaorm import (
+    AsyncSession,
     Client,
     ConditionFailedError,
     ConflictError,
@@ -19,25 +26,33 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    IdempotencyMismatchError,
     KeyTemplateError,
+    OutcomeUnknownError,
     Previous,
+    ScopeError,
     Session,
     Shards,
     StaticKeyring,
     Table,
     TransactionTooLargeError,
+    Unique,
+    UniqueConstraintError,
     Versioned,
 )
+from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.jobs import ReencryptReport, reencrypt, run_local
 from dynaorm.jobs.migration import migrate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import MovedState, history_batches
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.schema.rules.receipts import RECEIPT_TYPE
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.write.conditions import WRITING
 from dynaorm.write.render import WritePlan
 from dynaorm.write.save import SaveEntry, plan_save
 from tests.conftest import session_kind, wire_of
+from tests.support.examples import examples
 from tests.support.migration_models import (
     Account,
     Badge,
@@ -1296,3 +1311,756 @@ def test_find_in_the_window_reads_an_old_type_name(db: TestBackend) -> None:
     s.commit()
     assert _keys(db) >= {("ACCOUNT#a1", "PROFILE")} and ("USER#a1", "PROFILE") not in _keys(db)
     assert s.find(Account, email="ann@x.io", consistent=True) == found
+
+
+# --- find in a migration window: a versioned entity with a unique (encrypted) field ----------
+# (red team of issue 59's fixes; moved from integration/test_fix59_red_team.py)
+
+
+def test_find_of_a_versioned_entity_in_the_window(keyed: Any) -> None:
+    """A versioned entity whose type name changed (``safe`` -> ``Vault``), found by its
+    unique encrypted field in the window: what get gives, in the previous layout."""
+    import dynaorm
+
+    with Session(old) as s:
+        s.save(OldVault(id="v1", pin="1234", code="s3"))
+    s = keyed.session()
+    found = s.find(Vault, pin="1234")
+    assert found is not None and found == s.get(Vault, id="v1")
+    assert found.secret == "s3" and dynaorm.inspect(found).previous_layout
+    found.secret = "s4"
+    s.save(found)
+    s.commit()
+    again = Session(keyed.table).find(Vault, pin="1234", consistent=True)
+    assert again is not None and again.secret == "s4"
+
+
+# --- lost moves and migrate racing a session in the move window
+# (moved from system/test_red_team_08d_previous.py:
+# Red team 08d, previous layouts (``Meta.previous``: the moves planned in
+# :mod:`dynaorm.schema.rules.previous`): what must never happen to an entity still stored in
+# its old layout while sessions and ``dynaorm migrate`` write it.
+#
+# - a move whose answer is lost, with a second writer acting in the window (after the move
+#   applied, before its answer): the caller is never told ``ConflictError`` for a move that
+#   is stored, the second writer's work is never undone, the old row is never resurrected,
+#   and an entity is never stored under both layouts;
+# - ``dynaorm migrate`` racing a session inside its own move's window: the same;
+# - random sequences of creates (either design), changes, deletes, refused updates and
+#   migrate runs checked against a model (hypothesis stateful): every read answers the
+#   model, every unique guard names its live owner, no entity is stored twice.
+#
+# The lost-answer tests run on moto and DynamoDB Local (a transaction's resend is
+# deduplicated by its token on DynamoDB Local; moto ignores tokens, so the outcome there is
+# read back); the model-based test on moto only (the moves' plans do not depend on the
+# engine).)
+
+cur = Table("red08d-previous")
+prev_table = Table("red08d-previous")
+
+
+class OldAcct(Entity):
+    class Meta:
+        table = prev_table
+        pk = "U#{id}"
+        sk = "P"
+        type_name = "u_old"
+        unique = (Unique("mail", prefix="email", normalize=str.lower),)
+
+    id: str
+    mail: str
+    name: str = ""
+
+
+class Acct(Entity):
+    class Meta:
+        table = cur
+        pk = "A#{id}"
+        sk = "P"
+        type_name = "acct"
+        unique = (Unique("email", normalize=str.lower),)
+        previous = Previous(pk="U#{id}", type_name="u_old", stored_names={"email": "mail"})
+
+    id: str
+    email: str
+    name: str = ""
+
+
+class OldBook(Versioned):
+    class Meta:
+        table = prev_table
+        pk = "OB#{id}"
+        sk = "BOOK"
+        type_name = "book"
+        unique = ("code",)
+
+    id: str
+    code: str
+    n: int = 0
+
+
+class Book(Versioned):
+    class Meta:
+        table = cur
+        pk = "B#{id}"
+        sk = "BOOK"
+        type_name = "book"
+        unique = ("code",)
+        previous = Previous(pk="OB#{id}")
+
+    id: str
+    code: str
+    n: int = 0
+
+
+@pytest.fixture
+def both(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """``cur`` fresh on the engine; ``old`` the same table on a client of its own (the
+    previous release's process), put back after."""
+    wire = wire_of(request)
+    with use_tables(cur, endpoint_url=backend, name_suffix=worker_suffix(), wire=wire) as tb:
+        saved = (prev_table.name, prev_table.binding())
+        prev_table.name = cur.name
+        prev_table.restore((None, {}, Client(cur.endpoint_url, wire=wire or "dynaorm")))
+        cur.max_wait = 0
+        try:
+            yield tb
+        finally:
+            prev_table.name = saved[0]
+            prev_table.restore(saved[1])
+
+
+def _rows(tb: TestBackend) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(i["pk"], i["sk"]): i for i in tb.scan()}
+
+
+def _guards_consistent(tb: TestBackend) -> None:
+    """Every guard names a live owner holding its value; every owner has its guard; no
+    entity is stored under both layouts."""
+    rows = _rows(tb)
+    for (pk, _sk), g in rows.items():
+        if g.get("_type") != "dynaorm:unique":
+            continue
+        owner = rows.get((g["owner_pk"], g["owner_sk"]))
+        assert owner is not None, f"orphan guard {pk}"
+        assert owner["_type"] == g["owner_type"], (g, owner)
+    ids = [(t, i["id"]) for (pk, sk), i in rows.items()
+           for t in [i.get("_type")] if t in ("acct", "u_old")]
+    assert len(ids) == len({i for _, i in ids}), f"stored under both layouts: {ids}"
+    for (pk, sk), i in rows.items():
+        if i.get("_type") in ("acct", "u_old"):
+            email = (i.get("email") or i.get("mail")).lower()
+            g = rows.get((f"email#{email}", f"email#{email}"))
+            assert g is not None and (g["owner_pk"], g["owner_sk"]) == (pk, sk), (i, g)
+
+
+def _old_acct(email: str = "Ann@X.io", id: str = "a1") -> None:
+    with Session(prev_table) as s:
+        s.save(OldAcct(id=id, mail=email, name="ann"))
+
+
+# == lost answers of a move, a second writer in the window ================================
+@pytest.mark.sync_only
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("second", ["none", "build", "delete", "rename_email"])
+def test_a_lost_move_never_undoes_the_second_writer(both: TestBackend, second: str) -> None:
+    """A move (a changed save of an old-layout object) applied, its answer lost; in the
+    window a second session builds on the moved entity, deletes it, or changes its unique
+    email. Never: a ``ConflictError`` (the move is stored), the old row back, the second
+    writer's change undone, an orphan guard."""
+    _old_acct()
+    s = Session(cur)
+    moved = s.get(Acct, id="a1")
+    assert moved is not None and moved.email == "Ann@X.io"
+    moved.name = "moved"
+
+    def window() -> None:
+        with Session(cur) as b:
+            theirs = b.get(Acct, id="a1")
+            assert theirs is not None and theirs.name == "moved"  # (the move applied)
+            if second == "build":
+                theirs.name = "theirs"
+                b.save(theirs)
+            elif second == "delete":
+                b.delete(theirs)
+            elif second == "rename_email":
+                theirs.email = "Bob@X.io"
+                b.save(theirs)
+
+    outcome: str
+    with inject_faults(cur) as faults:
+        faults.lose_answer("TransactWriteItems", after=None if second == "none" else window)
+        try:
+            s.save(moved)
+            s.commit()
+            outcome = "ok"
+        except ConflictError as exc:
+            pytest.fail(f"a stored move reported as a conflict: {exc!r}")
+        except OutcomeUnknownError:
+            outcome = "unknown"
+    rows = _rows(both)
+    assert ("U#a1", "P") not in rows  # (never resurrected)
+    _guards_consistent(both)
+    now = Session(cur).get(Acct, id="a1")
+    expected = {"none": ("moved", "Ann@X.io"), "build": ("theirs", "Ann@X.io"),
+                "delete": None, "rename_email": ("moved", "Bob@X.io")}[second]
+    assert (None if now is None else (now.name, now.email)) == expected
+    if second == "none":
+        assert outcome == "ok"
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("second", ["build", "delete"])
+def test_a_lost_versioned_move_keeps_history_and_the_second_writer(both: TestBackend,
+                                                                    second: str) -> None:
+    """A versioned entity with two old version rows, moved by a changed save whose answer
+    is lost; a second writer builds on it (a version 4) or deletes it in the window.
+    Never: a conflict for the stored move, old rows back, a version lost or doubled."""
+    book = OldBook(id="b1", code="C1")
+    for n in (1, 2):
+        book.n = n
+        with Session(prev_table) as o:
+            o.save(book)
+    s = Session(cur)
+    moved = s.get(Book, id="b1")
+    assert moved is not None and moved.version == 2  # type: ignore[attr-defined]
+    moved.n = 3
+
+    def window() -> None:
+        with Session(cur) as b:
+            theirs = b.get(Book, id="b1")
+            assert theirs is not None and theirs.n == 3
+            if second == "build":
+                theirs.n = 4
+                b.save(theirs)
+            else:
+                b.delete(theirs)
+
+    with inject_faults(cur) as faults:
+        faults.lose_answer("TransactWriteItems", after=window)
+        try:
+            s.save(moved)
+            s.commit()
+        except ConflictError as exc:
+            pytest.fail(f"a stored move reported as a conflict: {exc!r}")
+        except OutcomeUnknownError:
+            pass
+    keys = set(_rows(both))
+    assert not any(pk.startswith("OB#") for pk, _ in keys), keys
+    now = Session(cur).get(Book, id="b1")
+    if second == "build":
+        assert now is not None and (now.n, now.version) == (4, 4)  # type: ignore[attr-defined]
+        assert [b.n for b in Session(cur).history(Book, id="b1")] == [1, 2, 3, 4]
+    else:
+        assert now is None
+        assert ("code#C1", "code#C1") not in keys
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("second", ["build", "delete"])
+def test_migrate_racing_a_session_in_its_move_window(both: TestBackend, second: str) -> None:
+    """``dynaorm migrate`` moves an account, its answer lost; a session builds on or
+    deletes the moved account in the window. Never: the session's work undone, the old
+    row back, migrate claiming a failure for a row it moved, an orphan guard."""
+    _old_acct()
+    _old_acct("Cy@X.io", id="a2")
+
+    def window() -> None:
+        with Session(cur) as b:
+            theirs = b.get(Acct, id="a1")
+            if theirs is None:  # (the first move was a2's)
+                return
+            if second == "build":
+                theirs.name = "theirs"
+                b.save(theirs)
+            else:
+                b.delete(theirs)
+
+    with inject_faults(cur) as faults:
+        faults.lose_answer("TransactWriteItems", after=window, times=2)
+        report = migrate(cur, check=False)
+    assert report.failed == [], report
+    rows = _rows(both)
+    assert not any(pk.startswith("U#") for pk, _ in rows), rows
+    _guards_consistent(both)
+    now = Session(cur).get(Acct, id="a1")
+    assert (None if now is None else now.name) == ("theirs" if second == "build" else None)
+    assert Session(cur).get(Acct, id="a2") is not None
+
+
+# == random sequences against a model ======================================================
+REFUSED = (ConflictError, UniqueConstraintError)
+IDS = st.sampled_from(["a", "b", "c"])
+EMAILS = st.sampled_from(["x@e.io", "X@E.IO", "y@e.io", "z@e.io"])
+
+
+class PreviousLayoutMachine(RuleBasedStateMachine):
+    """Accounts created by either design, changed, renamed, deleted, updated (refused in
+    the old layout) and migrated; the model: id -> (email, name, layout)."""
+
+    tb: TestBackend
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: dict[str, tuple[str, str, str]] = {}
+        for i in self.tb.scan_raw():
+            self.tb.table.db.send("DeleteItem", {"TableName": cur.name, "Key": {
+                "pk": i["pk"], "sk": i["sk"]}})
+
+    def _taken(self, email: str, but: str | None = None) -> bool:
+        return any(e.lower() == email.lower() for i, (e, _, _) in self.model.items()
+                   if i != but)
+
+    @rule(id=IDS, email=EMAILS)
+    def create_old(self, id: str, email: str) -> None:
+        """The previous release, still running, creates an account."""
+        if id in self.model:
+            return  # (the old release cannot see a current-layout row: not its business)
+        try:
+            _old_acct(email, id)
+        except REFUSED:
+            assert self._taken(email)
+            return
+        assert not self._taken(email)
+        self.model[id] = (email, "ann", "old")
+
+    @rule(id=IDS, email=EMAILS)
+    def create_new(self, id: str, email: str) -> None:
+        try:
+            with Session(cur) as s:
+                s.save(Acct(id=id, email=email))
+        except REFUSED:
+            assert id in self.model or self._taken(email)
+            return
+        assert id not in self.model and not self._taken(email), (id, email, self.model)
+        self.model[id] = (email, "", "new")
+
+    @rule(id=IDS, email=EMAILS, name=st.sampled_from(["", "n1", "n2"]))
+    def change(self, id: str, email: str, name: str) -> None:
+        with Session(cur) as s:
+            obj = s.get(Acct, id=id)
+            if obj is None:
+                assert id not in self.model
+                return
+            obj.email, obj.name = email, name
+            try:
+                s.save(obj)
+                s.commit()
+            except REFUSED:
+                assert self._taken(email, but=id)
+                return
+        assert not self._taken(email, but=id)
+        self.model[id] = (email, name, "new")
+
+    @rule(id=IDS)
+    def delete(self, id: str) -> None:
+        with Session(cur) as s:
+            obj = s.get(Acct, id=id)
+            assert (obj is None) == (id not in self.model)
+            if obj is not None:
+                s.delete(obj)
+                s.commit()
+                del self.model[id]
+
+    @rule(id=IDS, name=st.sampled_from(["u1", "u2"]))
+    def update(self, id: str, name: str) -> None:
+        if id not in self.model:
+            return
+        try:
+            with Session(cur) as s:
+                s.update(Acct, id=id).set(name=name)
+        except DynaormError as exc:
+            assert self.model[id][2] == "old", exc
+            assert "previous layout" in str(exc)
+            return
+        assert self.model[id][2] == "new"
+        e, _, layout = self.model[id]
+        self.model[id] = (e, name, layout)
+
+    @precondition(lambda self: any(v[2] == "old" for v in self.model.values()))
+    @rule()
+    def run_migrate(self) -> None:
+        report = migrate(cur, check=False)
+        assert report.failed == [] and report.done
+        self.model = {i: (e, n, "new") for i, (e, n, _) in self.model.items()}
+
+    @invariant()
+    def reads_answer_the_model(self) -> None:
+        s = Session(cur)
+        for id in ("a", "b", "c"):
+            got = s.get(Acct, id=id)
+            want = self.model.get(id)
+            assert (None if got is None else (got.email, got.name)) == (
+                None if want is None else want[:2]), id
+        for id, (email, _, _) in self.model.items():
+            found = s.find(Acct, email=email.swapcase())
+            assert found is not None and found.id == id
+        _guards_consistent(self.tb)
+        layouts = {i["id"]: i["_type"] for i in self.tb.scan() if i.get("_type") in (
+            "acct", "u_old")}
+        assert layouts == {i: ("u_old" if v[2] == "old" else "acct")
+                           for i, v in self.model.items()}
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+def test_previous_layout_sequences_against_a_model(both: TestBackend) -> None:
+    PreviousLayoutMachine.tb = both
+    run = PreviousLayoutMachine.TestCase
+    run.settings = settings(max_examples=examples(15), stateful_step_count=10, deadline=None,
+                            suppress_health_check=list(HealthCheck))
+    run().runTest()
+
+
+# --- a previous layout's read by key finds the entity at that key only
+# (moved from system/test_red_team_08h.py:
+# Red team 08h of merge ``fix08f``: a previous layout's read, delete or update by key
+# finds only the entity at the key asked for (``Layout.read``/``Layout.either`` compare the
+# old row's object's current key with it). What must never happen: a false miss, an old row
+# of the entity asked for answered as absent (hidden data), because its current key and the
+# key asked for differ in text but name the same item:
+#
+# - a number (``N``) key attribute: DynamoDB reads the row at ``5`` for ``5.0``
+#   (``Decimal("5.0")``, ``5.00``, ``5E0``): under the current layout ``get`` finds it, so
+#   under the old one it must too (fix08f compared the rendered text: a miss, and a delete
+#   by that key raised ``ItemNotFoundError``). Every engine: the engine decides what a
+#   number key is.
+# - an old layout that pads numbers (``{n:05d}``) or a current one that does: the object
+#   read from the old row is the entity asked for (a hypothesis property, moto only).)
+
+numbered = Table("red08h_num", pk="pk", sk="sk", key_types={"pk": "N"})
+
+
+class Num(Entity):
+    """A number partition key; its sort key moved (``O#{x}`` -> ``C#{x}``)."""
+
+    class Meta:
+        table = numbered
+        pk = "{n}"
+        sk = "C#{x}"
+        previous = Previous(sk="O#{x}")
+
+    n: Decimal
+    x: str
+    body: str = ""
+
+
+@pytest.fixture
+def ndb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(numbered, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        yield tb
+
+
+def _plant_num(n: str, x: str, body: str) -> None:
+    """A row of the old layout, as the release before stored it."""
+    numbered.db.driver.run(call("PutItem", {"TableName": numbered.name, "Item": {
+        "pk": {"N": n}, "sk": {"S": f"O#{x}"}, "_type": {"S": "Num"}, "n": {"N": n},
+        "x": {"S": x}, "body": {"S": body}}}))
+
+
+SAME_FIVE = [Decimal("5"), Decimal("5.0"), Decimal("5.00"), Decimal("5E0"), 5, 5.0]
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("asked", SAME_FIVE, ids=str)
+def test_a_number_key_asked_as_another_spelling_finds_the_old_row(
+        ndb: TestBackend, asked: Any) -> None:
+    """(fix08f: ``get(Num, n=Decimal("5.0"), x="a")`` of an old row at ``5`` was ``None``,
+    while the same spelling found a current row: the number key compared as text)"""
+    _plant_num("5", "a", "old")
+    s = ndb.session()
+    s.save(Num(n=Decimal(5), x="b", body="current"))
+    s.commit()
+    assert s.get(Num, n=asked, x="b") is not None  # (DynamoDB: 5.0 is 5)
+    got = s.get(Num, n=asked, x="a")
+    assert got is not None and got.body == "old"
+    many = s.get_many(Num, [{"n": asked, "x": "a"}, {"n": asked, "x": "b"}])
+    assert [o.body if o else None for o in many] == ["old", "current"]
+    assert s.get(Num, n=Decimal(6), x="a") is None  # (another number: a miss)
+    s.delete(Num, n=asked, x="a")
+    s.commit()
+    assert s.get(Num, n=Decimal(5), x="a") is None
+    assert [i["sk"]["S"] for i in ndb.scan_raw(numbered)] == ["C#b"]
+
+
+# -- padded templates: the decoded object's key and the asked key in other text ----------
+
+padded = Table("red08h_pad")
+
+
+class PadOld(Entity):
+    """The old layout pads the number, the current one does not."""
+
+    class Meta:
+        table = padded
+        pk = "N#{n}"
+        sk = "P#{c}"
+        previous = Previous(pk="OLD#{n:05d}", sk="{c}")
+
+    n: int
+    c: str
+    body: str = ""
+
+
+class PadNew(Entity):
+    """The current layout pads the number, the old one did not."""
+
+    class Meta:
+        table = padded
+        pk = "M#{n:05d}"
+        sk = "P#{c}"
+        previous = Previous(pk="OM#{n}", sk="{c}")
+
+    n: int
+    c: str
+    body: str = ""
+
+
+@pytest.fixture(scope="module")
+def moto_padded() -> Iterator[None]:
+    from dynaorm.testing import moto_backend
+
+    with moto_backend(), use_tables(padded, name_suffix=worker_suffix()):
+        yield
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(entity=st.sampled_from([PadOld, PadNew]), n=st.integers(0, 99999),
+       other=st.integers(0, 99999), c=st.sampled_from(["a", "b"]),
+       how=st.sampled_from(["get", "get_many", "update", "delete"]))
+def test_an_old_row_of_a_padded_layout_is_the_entity_at_its_key(
+        moto_padded: None, entity: type[Entity], n: int, other: int, c: str,
+        how: str) -> None:
+    """Never a false miss: a row stored in the old layout is found by its entity's own
+    key, whichever template pads the number; another number never finds it."""
+    spec: Any = entity.__dynaorm_spec__
+    old_key = spec.rules.before.key({"n": n, "c": c}, entity.__name__)
+    padded.db.driver.run(call("PutItem", {"TableName": padded.name, "Item": {
+        "pk": {"S": old_key["pk"]}, "sk": {"S": old_key["sk"]},
+        "_type": {"S": entity.__name__}, "n": {"N": str(n)}, "c": {"S": c},
+        "body": {"S": "old"}}}))
+    try:
+        s = Session(padded)
+        if other != n:
+            assert s.get(entity, n=other, c=c) is None
+        if how == "get":
+            got = s.get(entity, n=n, c=c)
+            assert got is not None and got.body == "old"  # type: ignore[attr-defined]
+        elif how == "get_many":
+            many = s.get_many(entity, [{"n": n, "c": c}])
+            assert many[0] is not None
+        elif how == "update":  # (an old row is refused by update(): never "not found")
+            with pytest.raises(dynaorm.DynaormError, match="previous layout"):
+                s.update(entity, n=n, c=c).set(body="x")
+                s.commit()
+        else:
+            s.delete(entity, n=n, c=c)
+            s.commit()
+            assert s.get(entity, n=n, c=c) is None
+    finally:
+        padded.db.driver.run(call("DeleteItem", {"TableName": padded.name, "Key": {
+            "pk": {"S": old_key["pk"]}, "sk": {"S": old_key["sk"]}}}))
+
+
+scoped = Table("red08h_scoped")
+
+
+class TenantLine(Entity):
+    """A lossy old layout (one row per ``tenant_id``; a row per ``item`` now), scoped by
+    ``tenant_id``."""
+
+    class Meta:
+        table = scoped
+        pk = "T#{tenant_id}"
+        sk = "{item}"
+        previous = Previous(sk="PROFILE", type_name="TenantLineV1")
+
+    tenant_id: str
+    item: str
+    body: str = ""
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto")
+def test_a_scoped_session_reads_and_deletes_only_its_tenants_entity_at_the_key() -> None:
+    """A tenant's session: its old row is found at its own key only; another item of the
+    same old row is a miss (get, get_many) and not found (delete); another tenant's key
+    is refused before anything is sent; nothing is deleted."""
+    from dynaorm.testing import moto_backend
+
+    with moto_backend(), use_tables(scoped, name_suffix=worker_suffix()):
+        for tenant, item in (("a", "z"), ("b", "y")):
+            scoped.db.driver.run(call("PutItem", {"TableName": scoped.name, "Item": {
+                "pk": {"S": f"T#{tenant}"}, "sk": {"S": "PROFILE"},
+                "_type": {"S": "TenantLineV1"}, "tenant_id": {"S": tenant},
+                "item": {"S": item}, "body": {"S": "old"}}}))
+        s = Session(scoped, scope={"tenant_id": "a"})
+        assert s.get(TenantLine, tenant_id="a", item="z") is not None
+        assert s.get(TenantLine, tenant_id="a", item="y") is None
+        many = s.get_many(TenantLine, [{"tenant_id": "a", "item": "y"},
+                                       {"tenant_id": "a", "item": "z"}])
+        assert [o.item if o else None for o in many] == [None, "z"]
+        with pytest.raises(dynaorm.ScopeError):
+            s.delete(TenantLine, tenant_id="b", item="y")
+            s.commit()
+        s = Session(scoped, scope={"tenant_id": "a"})
+        with pytest.raises(dynaorm.ItemNotFoundError):
+            s.delete(TenantLine, tenant_id="a", item="y")
+            s.commit()
+        assert len(scoped.db.driver.run(call("Scan", {"TableName": scoped.name}))["Items"]) == 2
+
+
+# --- a keyed commit moving an entity out of its previous layout, per tenant
+# (moved from system/test_red_team_seams08_engines.py:
+# Seams of release 0.8 that depend on the engine (conditional transactions, a receipt's
+# refusal), attacked by someone who wrote none of them: a keyed commit (receipts as rows of
+# the plan) that moves an entity out of its previous layout (``Meta.previous``, a rule of its
+# own), in a tenant's scoped session. The engine-independent seams are in
+# ``system/test_migration_window.py``. Each test states what must never happen; every engine.)
+
+moved = Table("seams08_moved")
+RUN = uuid.uuid4().hex[:8]
+
+#: moto and DynamoDB Local (with its async variant): a lost answer settles the same way on
+#: every engine (CI's 30 minutes)
+
+
+class ScopedAcct(Entity):
+    """Scoped by ``tenant_id``, in a migration window: its old layout has its own
+    separator (``.``)."""
+
+    class Meta:
+        table = moved
+        pk = "ACCT#{tenant_id}"
+        sk = "A#{aid}"
+        type_name = "Acct"
+        previous = Previous(pk="OLD.{tenant_id}.{aid}", sk="A", type_name="OldAcct")
+
+    tenant_id: str
+    aid: str
+    body: str = ""
+
+
+@pytest.fixture
+def mdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(moved, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        moved.max_wait = 0
+        yield tb
+
+
+def _session(kind: str | None, tenant: str | None) -> Session:
+    scope = {"tenant_id": tenant} if tenant is not None else None
+    if kind == "async":
+        return cast(Session, BlockingAsyncSession(AsyncSession(moved, scope=scope)))
+    return Session(moved, scope=scope)
+
+
+def _plant(tenant: str, aid: str, body: str) -> None:
+    """An item of the old layout, as 0.7's code stored it."""
+    moved.db.driver.run(call("PutItem", {"TableName": moved.name, "Item": {
+        "pk": {"S": f"OLD.{tenant}.{aid}"}, "sk": {"S": "A"}, "_type": {"S": "OldAcct"},
+        "tenant_id": {"S": tenant}, "aid": {"S": aid}, "body": {"S": body}}}))
+
+
+def _stored_rows(tb: TestBackend) -> list[str]:
+    """The table's items that are not receipts, order-independent."""
+    return sorted(json.dumps(i, sort_keys=True) for i in tb.scan_raw(moved)
+                  if i.get("_type", {}).get("S") != RECEIPT_TYPE)
+
+
+def _receipts(tb: TestBackend) -> list[dict[str, Any]]:
+    return [i for i in tb.scan_raw(moved) if i.get("_type", {}).get("S") == RECEIPT_TYPE]
+
+
+def _key(tb: TestBackend, name: str) -> str:
+    return f"{name}-{tb.session_kind}-{RUN}"
+
+
+def _handler(tb: TestBackend, tenant: str, aid: str, key: str, *,
+             delete: bool = False) -> Any:
+    """What a retried handler does: load the account and change it (or delete it by
+    key), commit under ``key`` in the tenant's scope."""
+    s = _session(tb.session_kind, tenant)
+    if delete:  # (by key: the handler's retry finds nothing to load)
+        s.delete(ScopedAcct, tenant_id=tenant, aid=aid)
+    else:
+        acct = s.get(ScopedAcct, tenant_id=tenant, aid=aid)
+        assert acct is not None
+        acct.body = "changed"
+        s.save(acct)
+    return s.commit(idempotency_key=key)
+
+
+# -- receipts x previous layout x scope --------------------------------------------------
+@pytest.mark.engines('moto', 'local')
+@pytest.mark.parametrize("delete", [False, True], ids=["move", "delete"])
+def test_a_retried_keyed_move_out_of_the_old_layout_replays(mdb: TestBackend,
+                                                            delete: bool) -> None:
+    """A handler loads an account still in its old layout and saves it changed (the move:
+    the old row deleted, the new one put) or deletes it by key, under an idempotency key;
+    its retry does the same (the account now in the new layout, or gone).
+    Never: the retry applied again, told a mismatch for the same call, a row left in the
+    old layout, the entity stored twice, a second receipt."""
+    _plant("t-1", "a_1", "old")
+    key = _key(mdb, "move-delete" if delete else "move")
+    first = _handler(mdb, "t-1", "a_1", key, delete=delete)
+    assert not first.replayed
+    after = _stored_rows(mdb)
+    assert not any('"OLD.' in r for r in after), after
+    assert len(after) == (0 if delete else 1)
+    again = _handler(mdb, "t-1", "a_1", key, delete=delete)
+    assert again.replayed
+    assert _stored_rows(mdb) == after
+    assert len(_receipts(mdb)) == 1
+
+
+@pytest.mark.engines('moto', 'local')
+def test_a_keyed_move_whose_answer_is_lost_is_settled_by_its_receipt(
+        mdb: TestBackend) -> None:
+    """The move's transaction applied, its answer lost: the commit is settled (applied,
+    not an unknown outcome nor a conflict with its own delete of the old row), the account
+    is stored once in the new layout, and the retry under the same key replays."""
+    _plant("t1", "a", "old")
+    key = _key(mdb, "lost-move")
+    with inject_faults(moved) as faults:
+        faults.lose_answer("TransactWriteItems", times=1)
+        result = _handler(mdb, "t1", "a", key)
+    assert not result.replayed
+    rows = [json.loads(r) for r in _stored_rows(mdb)]
+    assert [(r["pk"]["S"], r["sk"]["S"], r["body"]["S"]) for r in rows] == [
+        ("ACCT#t1", "A#a", "changed")]
+    assert _handler(mdb, "t1", "a", key).replayed
+
+
+@pytest.mark.engines('moto', 'local')
+def test_another_tenants_retry_of_a_move_never_replays_nor_moves_it(
+        mdb: TestBackend) -> None:
+    """t1 moves its account under key ``K``; t2 (``t1`` with a suffix) under the same key
+    moves its own account of the same id: it applies (t1's receipt is not t2's), and
+    neither tenant's scoped session can load or move the other's old row."""
+    _plant("t1", "a", "old-1")
+    _plant("t1_x", "a", "old-2")
+    key = _key(mdb, "tenants")
+    assert not _handler(mdb, "t1", "a", key).replayed
+    assert not _handler(mdb, "t1_x", "a", key).replayed
+    assert _handler(mdb, "t1_x", "a", key).replayed
+    keys = sorted((json.loads(r)["pk"]["S"], json.loads(r)["body"]["S"]) for r in _stored_rows(mdb))
+    assert keys == [("ACCT#t1", "changed"), ("ACCT#t1_x", "changed")]
+    assert len(_receipts(mdb)) == 2
+    with pytest.raises(ScopeError):
+        _session(mdb.session_kind, "t1").get(ScopedAcct, tenant_id="t1_x", aid="a")
+    s = _session(mdb.session_kind, "t1")
+    other = s.get(ScopedAcct, tenant_id="t1", aid="a")
+    assert other is not None
+    other.body = "another call"
+    s.save(other)
+    with pytest.raises(IdempotencyMismatchError):
+        s.commit(idempotency_key=key)

@@ -15,7 +15,9 @@ import json
 import os
 import pickle
 import threading
+import warnings
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -32,6 +34,7 @@ from dynaorm import (
     KmsKeyring,
     Offloaded,
     OffloadError,
+    Session,
     StaticKeyring,
     Table,
     Unique,
@@ -40,8 +43,11 @@ from dynaorm import (
 from dynaorm.schema.rules.offloaded import MARK, references
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support import mocked_aws
 from tests.support.offload import Bucket, bucket, referenced
 from tests.support.recording import Requests, send
+
+aws_moto = mocked_aws.aws_moto  # (a fixture: moto in process, boto3's clients too)
 
 #: (what it asserts depends on the engine: it runs on each)
 pytestmark = pytest.mark.engines("moto", "local", "dynoxide")
@@ -1159,3 +1165,118 @@ def test_a_rotation_names_the_entity_whose_object_is_missing(
         store.keyring = was
     assert f"Secret.text: the offloaded value {uri.uri} is missing" in failed
     assert "Doc" not in failed
+
+
+# --- offloaded values beside tenant-sealed ones: loads, check, the key table
+# (moved from system/test_seams_09.py:
+# The seams of release 0.9 (contract 24), attacked pair by pair by someone who wrote none
+# of them: the round trip and ``StoredAs`` (a), inference (b), leases (c), the public door's
+# ``Session.run`` (d), scoped sessions (e), bulk loads (f), offloaded values and keys per
+# tenant (g). Each test states what must never happen where two surfaces meet. Nothing here
+# depends on the engine: moto only.)
+
+# -- (f) x (g), (b) x (g): offloaded values, keys per tenant, forget -------------------------
+OFFLOAD_BUCKET = "seams09-offload"
+
+
+kept = Table("seams09_kept", offload=f"s3://{OFFLOAD_BUCKET}/v/", offload_threshold=1024,
+             keyring=StaticKeyring(b"k" * 32), key_scope="tenant_id")
+
+
+class Paper(Entity):
+    class Meta:
+        table = kept
+        pk = "T#{tenant_id}#P#{paper_id}"
+        sk = "PAPER"
+
+    tenant_id: str
+    paper_id: str
+    title: str = ""
+    body: Offloaded[str] = ""
+    secret: Encrypted[str] | None = None
+
+
+@pytest.fixture
+def papers(aws_moto: None) -> Iterator[tuple[TestBackend, Any]]:
+    """``kept`` on moto, its offload bucket and a bucket for loads' staging, in moto's
+    S3 (boto3's client of it)."""
+    import boto3
+
+    with use_tables(kept) as b:
+        s3 = boto3.client("s3")
+        for name in (OFFLOAD_BUCKET, "seams09-loads"):
+            s3.create_bucket(Bucket=name)
+        yield b, s3
+
+
+def _objects(s3: Any) -> list[str]:
+    return [o["Key"] for o in s3.list_objects_v2(Bucket=OFFLOAD_BUCKET).get("Contents", [])]
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_a_bulk_load_never_stores_a_reference_to_a_value_it_did_not_upload(
+        papers: tuple[TestBackend, Any]) -> None:
+    """An entity whose ``Offloaded`` value is above the table's threshold is refused by
+    ``jobs.load`` (its save uploads the value before the commit, which a bulk put cannot),
+    the whole load with it, nothing written: the load stored rows whose references named
+    objects never uploaded, every such value lost (a read failed, ``OffloadError``). A
+    load whose values all stay in their rows, sealed under the tenant's key, stores and
+    reads back."""
+    from dynaorm.jobs import load
+
+    b, s3 = papers
+    big = [Paper(tenant_id="acme", paper_id=f"p{n}", body="x" * 5000, secret="s")
+           for n in range(2)]
+    with pytest.raises(DynaormError, match="outside the table"):
+        load(kept, big, s3="s3://seams09-loads/runs", name="big", poll=0)
+    assert b.scan_raw() == [] and _objects(s3) == []
+    small = [Paper(tenant_id="acme", paper_id="q", body="short", secret="s")]
+    assert load(kept, small, s3="s3://seams09-loads/runs", name="small", poll=0).loaded == 1
+    with Session(kept) as s:
+        got = s.get(Paper, tenant_id="acme", paper_id="q")
+        assert got is not None and (got.body, got.secret) == ("short", "s")
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_check_names_a_dangling_reference_beside_a_tenant_sealed_value(
+        papers: tuple[TestBackend, Any]) -> None:
+    """``dynaorm check`` of a table whose entity has an ``Encrypted`` field beside an
+    ``Offloaded`` one names a row whose object is gone (``dangling-ref``), as it does
+    without the encrypted field: it raised ``OffloadError`` from the rows' preparing, and
+    checked nothing. A read of that row still refuses."""
+    from dynaorm.jobs.checking import check_table
+
+    _, s3 = papers
+    with Session(kept) as s:
+        s.save(Paper(tenant_id="acme", paper_id="p1", body="x" * 5000, secret="s"))
+        s.save(Paper(tenant_id="acme", paper_id="p2", body="y" * 5000, secret="t"))
+    s3.delete_object(Bucket=OFFLOAD_BUCKET, Key=sorted(_objects(s3))[0])
+    result = check_table(kept, orphan_age=timedelta(0))
+    assert result.scanned == 2
+    assert [p.split()[0] for p in result.problems] == ["dangling-ref"], result.problems
+    with Session(kept) as s, pytest.raises(OffloadError, match="missing"):
+        for paper_id in ("p1", "p2"):  # (a read of it still refuses: its value is gone)
+            s.get(Paper, tenant_id="acme", paper_id=paper_id)
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_inference_of_a_key_table_prints_no_entity(papers: tuple[TestBackend, Any]) -> None:
+    """``dynaorm model --infer`` of a table's key table (``key_scope``: each tenant's
+    wrapped key, a forgotten tenant's tombstone) counts its rows as dynaorm's own, as it
+    does a receipts table's, and prints no entity that would read or write them."""
+    import boto3
+
+    from dynaorm.client.infer import infer_code
+
+    with Session(kept) as s:
+        for tenant in ("acme", "globex"):
+            s.save(Paper(tenant_id=tenant, paper_id="p", secret="s"))
+    kept.forget(scope={"tenant_id": "acme"})
+    assert kept.key_table is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, model = infer_code(kept.key_table, client=boto3.client("dynamodb"), report=None)
+    assert model["inferred"]["own"] == 2 and model["inferred"]["placed"] == 0, code

@@ -5,12 +5,14 @@ moto, or an endpoint on an AWS domain, it refuses before sending anything; on a 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dynaorm import Entity, RequestEvent, Session
 from dynaorm.client.table import Table
-from dynaorm.testing import NotATestEngineError, use_tables, worker_suffix
+from dynaorm.testing import NotATestEngineError, moto_backend, use_tables, worker_suffix
 from dynaorm.testing.engines import check_test_engine
 
 #: credentials that look like real ones (AWS's documented example keys)
@@ -193,3 +195,143 @@ def test_a_requests_call_to_aws_inside_the_embedded_moto_is_refused_never_sent()
     with moto_backend():
         got = requests.get("https://s3.amazonaws.com/a-bucket/a-key", timeout=5)
     assert (got.status_code, got.text) == (400, "The method is not implemented")
+
+
+# --- more ways to reach AWS anyway
+# (moved from integration/test_fix59_red_team.py:
+# Red team of issue 59's fixes (branch fix59): ways to make ``use_tables`` reach AWS
+# anyway. Every refused endpoint below is refused before any request is sent; the test
+# engines (the in-process moto, DynamoDB Local) still work.)
+
+
+@pytest.fixture
+def aws_shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A developer's shell: real-looking credentials, no endpoint, an empty config file
+    (returned, for tests that write one)."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE",
+                 "DYNAORM_TEST_ENDPOINT", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "config"
+    config.write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    for name, value in REAL_LOOKING.items():
+        monkeypatch.setenv(name, value)
+    return config
+
+
+
+
+def _refused(table: Table, no_dns: list[str], **kwargs: Any) -> NotATestEngineError:
+    events: list[RequestEvent] = []
+    table.on_request(events.append)
+    with (pytest.raises(NotATestEngineError) as caught, use_tables(table, **kwargs)):
+        raise AssertionError("the block must not run")
+    assert events == [] and no_dns == []  # nothing sent, not even a name looked up
+    return caught.value
+
+
+#: endpoints on AWS (0.7's fix59 accepted each of the first group)
+AWS_ENDPOINTS = [
+    # urllib3 (botocore's sender) reads the host before the backslash, the standard
+    # library after the "@": fix59 took this for loopback, botocore sent it to AWS
+    "http://dynamodb.us-east-1.amazonaws.com\\@127.0.0.1:8000",
+    # the ISO and European sovereign partitions (botocore's partitions.json)
+    "https://dynamodb.us-iso-east-1.c2s.ic.gov",
+    "https://dynamodb.us-isob-east-1.sc2s.sgov.gov",
+    "https://dynamodb.eu-isoe-west-1.cloud.adc-e.uk",
+    "https://dynamodb.us-isof-south-1.csp.hci.ic.gov",
+    "https://dynamodb.eusc-de-east-1.amazonaws.eu",
+    # a "loopback" name (127.*) on AWS's domain is AWS's name, not this machine
+    "https://127.0.0.1.amazonaws.com",
+    # already refused by fix59: kept as regression guards
+    "https://DYNAMODB.US-EAST-1.AMAZONAWS.COM",
+    "http://127.0.0.1@dynamodb.us-east-1.amazonaws.com",
+    "https://localhost.amazonaws.com",
+    "https://dynamodb.us-east-1.amazonaws.com.",
+    "https://dynamodb-fips.us-gov-west-1.amazonaws.com",
+    "https://dynamodb.us-gov-east-1.amazonaws.com",
+    "https://dynamodb-fips.us-east-1.api.aws",
+    "https://dynamodb.us-east-1.amazonaws.com:443/",
+    "https://vpce-0a1b-2c3d.dynamodb.us-east-1.vpce.amazonaws.com",
+]
+
+
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+@pytest.mark.parametrize("endpoint", AWS_ENDPOINTS)
+def test_aws_endpoints_refused(aws_shell: Path, no_dns: list[str], endpoint: str,
+                               wire: str) -> None:
+    caught = _refused(Table("orders-prod"), no_dns, endpoint_url=endpoint, wire=wire)
+    assert caught.endpoint == endpoint and caught.table == "orders-prod"
+
+
+@pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"])
+def test_environment_endpoint_on_aws_refused(aws_shell: Path, no_dns: list[str],
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             variable: str) -> None:
+    monkeypatch.setenv(variable, "http://dynamodb.us-east-1.amazonaws.com\\@localhost:8000")
+    _refused(Table("orders-prod"), no_dns)
+
+
+@pytest.mark.parametrize("config", [
+    "[default]\nendpoint_url = https://dynamodb.us-iso-east-1.c2s.ic.gov\n",
+    "[default]\nservices = prod\n[services prod]\ndynamodb =\n"
+    "  endpoint_url = https://dynamodb.eu-west-1.amazonaws.com\n",
+    "[default]\nuse_fips_endpoint = true\nuse_dualstack_endpoint = true\n",
+])
+def test_config_file_endpoint_on_aws_refused(aws_shell: Path, no_dns: list[str],
+                                             config: str) -> None:
+    aws_shell.write_text(config)
+    _refused(Table("orders-prod"), no_dns)
+
+
+def test_ignored_configured_loopback_is_aws(aws_shell: Path, no_dns: list[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loopback endpoint in the environment that botocore is told to ignore: requests go
+    to AWS, so it must not count as a test engine."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://localhost:8000")
+    monkeypatch.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+    assert _refused(Table("orders-prod"), no_dns).endpoint is None
+
+
+def test_moto_started_then_stopped_is_aws(aws_shell: Path, no_dns: list[str]) -> None:
+    table = Table("orders-prod")
+    with moto_backend(), use_tables(table):
+        pass  # inside moto: fine
+    _refused(table, no_dns)  # after it: AWS again
+
+
+def test_bound_to_an_aws_endpoint_then_no_endpoint_given(aws_shell: Path,
+                                                         no_dns: list[str]) -> None:
+    """A table whose client points at AWS, handed to use_tables with no endpoint: the
+    table's own endpoint counts (use_tables(endpoint_url=None) does not reset it to a test
+    engine)."""
+    table = Table("orders-prod", endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+    _refused(table, no_dns)
+    assert table.endpoint_url == "https://dynamodb.us-east-1.amazonaws.com"
+
+
+@pytest.mark.parametrize("endpoint", ["http://[::1]:8000", "http://127.0.0.2:8000",
+                                      "http://LOCALHOST:8000"])
+def test_test_engine_endpoints_accepted(aws_shell: Path, endpoint: str) -> None:
+    table = Table("orders-test")
+    table.connect(endpoint)
+    check_test_engine(table)  # no error: not AWS
+
+
+def test_loopback_parsers_keep_test_engines_usable(backend: str | None) -> None:
+    """The fix keeps moto and DynamoDB Local usable (both parsers read loopback there)."""
+    table = Order.Meta.table
+    with use_tables(table, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        with Session(table) as s:
+            s.save(Order(order_id="r1"))
+        assert [i["order_id"] for i in tb.scan()] == ["r1"]
+
+
+# --- nested models' aliases of every kind (issue 59, point 1b) ---------------------------
+
+
+# --- a key move onto an expired item, a second writer in the window (issue 59, point 5) ---
+
+
+# --- find in a migration window: a versioned entity with a unique (encrypted) field ----------

@@ -6,18 +6,24 @@ properties, with no table, are in tests/unit/test_codec.py."""
 from __future__ import annotations
 
 import enum
+import sys
+import types
 import uuid
-from datetime import date, datetime, timedelta, timezone
+import warnings
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from dynaorm import ConditionFailedError, Entity, F
-from dynaorm.testing import TestBackend
+from dynaorm import ConditionFailedError, Entity, F, Session, StoredAs, Table
+from dynaorm.testing import TestBackend, use_tables
 from dynaorm.values.codec import Kind
+from tests.support import mocked_aws
 from tests.support.models import app
+
+aws_moto = mocked_aws.aws_moto  # (a fixture: moto in process, boto3's clients too)
 
 
 class NProfile(Entity):
@@ -337,3 +343,144 @@ def test_a_field_level_kind_is_honoured_on_every_write_and_read_path(db: TestBac
     with pytest.raises(ConditionFailedError):
         s.update(Ticket, tid="t1").set(row=1).where(F("seat") == 8)  # (it holds 9 now)
         s.commit()
+
+
+# --- StoredAs times through save, inference and jobs.load
+# (moved from system/test_seams_09.py:
+# The seams of release 0.9 (contract 24), attacked pair by pair by someone who wrote none
+# of them: the round trip and ``StoredAs`` (a), inference (b), leases (c), the public door's
+# ``Session.run`` (d), scoped sessions (e), bulk loads (f), offloaded values and keys per
+# tenant (g). Each test states what must never happen where two surfaces meet. Nothing here
+# depends on the engine: moto only.)
+
+WHEN = datetime(2026, 1, 1, 10, 30, tzinfo=UTC)
+
+
+EPOCH = str(int(WHEN.timestamp()))
+
+
+# -- (a) x (b): the model inference prints writes a time as the table stores it -------------
+times = Table("seams09_times")
+
+
+class Visit(Entity):
+    """An optional epoch time spelled as pydantic lets one spell it: the ``Annotated``
+    inside the ``| None``."""
+
+    class Meta:
+        table = times
+        pk = "V#{visit_id}"
+        sk = "VISIT"
+
+    visit_id: str
+    expires: Annotated[datetime, StoredAs.EPOCH_SECONDS] | None = None
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_an_optional_stored_as_time_is_written_in_its_format(aws_moto: None) -> None:
+    """``Annotated[datetime, StoredAs.EPOCH_SECONDS] | None`` stores a number, as
+    ``Annotated[datetime | None, StoredAs.EPOCH_SECONDS]`` does: never ISO text beside
+    the other writers' numbers (it did, silently), and reads back, changed or not."""
+    with use_tables(times) as b:
+        with Session(times) as s:
+            s.save(Visit(visit_id="v1", expires=WHEN))
+        (item,) = b.scan_raw()
+        assert item["expires"] == {"N": EPOCH}
+        with Session(times) as s:
+            got = s.get(Visit, visit_id="v1")
+            assert got is not None and got.expires == WHEN
+            got.expires = WHEN + timedelta(seconds=1)
+            s.save(got)
+        (item,) = b.scan_raw()
+        assert item["expires"] == {"N": str(int(WHEN.timestamp()) + 1)}
+
+
+def _defined(code: str) -> Table:
+    module = types.ModuleType(f"seams09_inferred_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module  # (pydantic resolves annotations through it)
+    exec(compile(code, "<inferred>", "exec"), module.__dict__)
+    return next(v for v in vars(module).values() if isinstance(v, Table))
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_the_inferred_model_of_an_optional_epoch_time_saves_numbers(aws_moto: None) -> None:
+    """Inference of a table whose items hold an epoch time on some items only prints an
+    optional ``StoredAs`` time; a save through the printed model (a new object, and a
+    changed time of a loaded one) stores a number there, never ISO text the table's other
+    writers cannot read as their time."""
+    import boto3
+
+    from dynaorm.client.infer import infer_code
+
+    with use_tables(times) as b:
+        raw = boto3.client("dynamodb", region_name="us-east-1")
+        for n in range(6):
+            item: dict[str, Any] = {"pk": {"S": f"V#v{n}"}, "sk": {"S": "VISIT"},
+                                    "visit_id": {"S": f"v{n}"}}
+            if n % 2:
+                item["expires"] = {"N": str(int(WHEN.timestamp()) + n)}
+            raw.put_item(TableName=times.name, Item=item)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code, _ = infer_code(times.name, client=raw, report=None)
+        assert "StoredAs.EPOCH_SECONDS" in code, code
+        table = _defined(code)
+        cls = next(iter(table.entities.values()))
+        table.connect(None, "us-east-1")
+        with Session(table) as s:
+            s.save(cls(visit_id="new", expires=WHEN))
+            old = s.get(cls, visit_id="v0")
+            assert old is not None
+            old.expires = WHEN
+            s.save(old)
+        stored = {i["visit_id"]["S"]: i.get("expires") for i in b.scan_raw()}
+        assert stored["new"] == {"N": EPOCH} and stored["v0"] == {"N": EPOCH}, stored
+
+
+# -- (f) x (a): a bulk load of StoredAs times, loaded and saved back ------------------------
+stamped = Table("seams09_stamped")
+
+
+class Event(Entity):
+    class Meta:
+        table = stamped
+        pk = "T#{tenant_id}#E#{event_id}"
+        sk = "EVENT"
+        unique = ("ref",)
+        versioned = True
+
+    tenant_id: str
+    event_id: str
+    ref: str
+    total: int = 0
+    placed: Annotated[datetime, StoredAs.EPOCH_SECONDS] | None = None
+    seen: Annotated[datetime | None, StoredAs("%Y/%m/%d %H:%M")] = None
+
+
+@pytest.mark.engines('moto')
+@pytest.mark.sync_only
+def test_a_loaded_entity_stores_its_formats_and_a_save_back_keeps_them(aws_moto: None) -> None:
+    """``jobs.load`` renders each time in its ``StoredAs`` format (the optional one too),
+    as ``save`` does; a loaded object changed elsewhere and saved back keeps both as
+    stored, the latest copy and the new version row alike."""
+    import boto3
+
+    from dynaorm.jobs import load
+
+    with use_tables(stamped) as b:
+        boto3.client("s3").create_bucket(Bucket="seams09-loads")
+        report = load(stamped, [Event(tenant_id="acme", event_id=f"e{n}", ref=f"r{n}",
+                                      placed=WHEN, seen=WHEN) for n in range(2)],
+                      s3="s3://seams09-loads/runs", name="first", poll=0)
+        assert report.loaded == 2 and not report.failures
+        with Session(stamped) as s:
+            got = s.get(Event, tenant_id="acme", event_id="e1")
+            assert got is not None and got.placed == WHEN and got.seen == WHEN
+            got.total = 7
+            s.save(got)
+        rows = [i for i in b.scan_raw() if "event_id" in i]
+        assert len(rows) == 5  # (two latest copies, three version rows)
+        assert all(i["placed"] == {"N": EPOCH} and i["seen"] == {"S": "2026/01/01 10:30"}
+                   for i in rows), rows

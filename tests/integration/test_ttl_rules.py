@@ -20,13 +20,16 @@ from pydantic import Field
 
 from dynaorm import (
     ConflictError,
+    DynaormError,
     Entity,
     ItemExistsError,
+    Session,
     Table,
     UniqueConstraintError,
 )
 from dynaorm.jobs.checking import check_table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.integration.test_ttl import Lock, Login, cache
 from tests.support.recording import send
 
 rules = Table("ttl-rules", ttl="expires")
@@ -338,3 +341,63 @@ def test_check_puts_a_missing_guard_with_its_owners_ttl(db: TestBackend) -> None
     assert [p.split()[0] for p in fixed.problems] == ["missing-guard"]
     assert _guard(db, "email#a@x.io")["expires"] == _epoch(LATER)
     assert time.time() < _epoch(LATER)
+
+
+# --- a key move onto an expired item, a second writer in the window (issue 59, point 5) ---
+# (red team of issue 59's fixes; moved from integration/test_fix59_red_team.py)
+
+
+@pytest.fixture
+def ttl_tb(backend: str | None) -> Any:
+    with use_tables(cache, endpoint_url=backend, name_suffix=worker_suffix()) as b:
+        yield b
+
+
+def test_a_move_onto_an_expired_key_revived_in_the_window_is_refused(ttl_tb: Any) -> None:
+    """A second writer revives the expired item (a live TTL) after the move is planned and
+    before it commits: the move must not overwrite it, must say so with a typed error, and
+    must leave the table as it was (the mover's item where it was, the reviver's intact)."""
+    past, later, other = int(time.time()) - 60, int(time.time()) + 600, int(time.time()) + 900
+    s = Session(cache)
+    s.save(Lock(name="old", until=past))
+    s.save(Lock(name="mine", until=later))
+    s.commit()
+    lock = s.get(Lock, name="mine")
+    assert lock is not None
+    lock.name = "old"
+    s.save(lock)
+    with Session(cache) as second:  # the window: "old" is live again
+        second.save(Lock(name="old", until=other))
+    with pytest.raises(DynaormError):
+        s.commit()
+    check = Session(cache)
+    assert check.get(Lock, name="old", consistent=True) == Lock(name="old", until=other)
+    assert check.get(Lock, name="mine", consistent=True) == Lock(name="mine", until=later)
+
+
+def test_a_login_move_onto_an_expired_guard_revived_in_the_window_is_refused(
+        ttl_tb: Any) -> None:
+    """The same with a unique guard moving along: the revived login keeps its token."""
+    from datetime import UTC, datetime, timedelta
+
+    s = Session(cache)
+    s.save(Login(user="u1", token="gone", expires=datetime.now(UTC) - timedelta(minutes=1)))
+    s.save(Login(user="u2", token="t2", expires=datetime.now(UTC) + timedelta(hours=1)))
+    s.commit()
+    login = s.get(Login, user="u2", token="t2")
+    assert login is not None
+    login.user, login.token = "u1", "gone"
+    s.save(login)
+    revived = Login(user="u1", token="gone", expires=datetime.now(UTC) + timedelta(hours=2))
+    with Session(cache) as second:  # the expired login renewed in the window
+        second.save(revived)
+    with pytest.raises(DynaormError):
+        s.commit()
+    check = Session(cache)
+    found = check.find(Login, token="gone", consistent=True)
+    assert found is not None and revived.expires is not None and found.expires is not None
+    assert (found.user, int(found.expires.timestamp())) == ("u1", int(revived.expires.timestamp()))
+    assert check.find(Login, token="t2", consistent=True) is not None
+    assert len(ttl_tb.scan()) == 4  # two logins, two guards
+
+

@@ -4,6 +4,7 @@ newer model version, another tool)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dynaorm._types import Item
@@ -11,7 +12,7 @@ from dynaorm.client.table import Table
 from dynaorm.protocol.steps import call
 from dynaorm.values.codec import encode_value
 
-__all__ = ["raw_delete", "raw_get", "raw_set", "raw_set_member"]
+__all__ = ["raw_delete", "raw_get", "raw_items", "raw_set", "raw_set_member"]
 
 
 def raw_set(table: Table, key: dict[str, str], **values: Any) -> None:
@@ -47,3 +48,16 @@ def raw_set_member(table: Table, key: dict[str, str], attr: str, member: str,
         "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()},
         "UpdateExpression": "SET #a.#m = :v", "ExpressionAttributeNames": {
             "#a": attr, "#m": member}, "ExpressionAttributeValues": {":v": av}}))
+
+
+def raw_items(table: Table) -> list[str]:
+    """Every stored item of ``table`` as JSON text, sorted: order-independent (dynoxide
+    orders attributes), read consistently, every page."""
+    out: list[str] = []
+    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    while True:
+        page = table.db.send("Scan", request)
+        out += [json.dumps(i, sort_keys=True, default=repr) for i in page["Items"]]
+        if "LastEvaluatedKey" not in page:
+            return sorted(out)
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

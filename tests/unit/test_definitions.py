@@ -5,8 +5,14 @@ tests/integration/test_table.py."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import importlib
+import pickle
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -443,3 +449,133 @@ def test_a_rules_kind_hidden_in_any_structured_value_is_refused(shape: str) -> N
 
             holder_id: str
             card: annotation  # type: ignore[valid-type]
+
+
+# --- a table pickles, copies and deep-copies by reference
+# (moved from system/test_red_team_lg.py:
+# Red team of fixlg (``Table.__reduce__``; the LangGraph Store's refusal of dict keys that
+# are no strings; the Saver's tasks of more than 100 writes, chunked and hidden until whole).
+#
+# 1. A table pickles, copies and deep-copies by reference: what a worker process gets back,
+#    what ``copy.copy`` gives, a reloaded module, a table held by two attributes.
+# 2. ``Store.put`` of values JSON keeps and changes: accepted means read back equal.
+# 3. ``Saver.put_writes`` past a transaction, every one of its transactions failing or its
+#    answer lost (another writer in the window): the reader never shows part of a task, and
+#    ``put_writes`` never reports success for writes that are not read back.
+#
+# Each test states what must never happen; what does not hold is a strict xfail naming the
+# defect. moto only: none of it depends on the engine (the saver's and store's own rows).)
+
+agents = Table("redlg_agents", ttl="expires")
+
+
+def _module(tmp_path: Path, name: str, source: str) -> Any:
+    (tmp_path / f"{name}.py").write_text(source)
+    if str(tmp_path) not in sys.path:
+        sys.path.insert(0, str(tmp_path))
+    return importlib.import_module(name)
+
+
+def _in_fresh_process(tmp_path: Path, data: bytes, module: str) -> str:
+    """In a new interpreter (as a spawned worker or an engine's): whether ``data``
+    unpickles to ``module.table``."""
+    code = (f"import pickle, sys; sys.path.insert(0, {str(tmp_path)!r}); "
+            f"t = pickle.loads(sys.stdin.buffer.read()); import {module}; "
+            f"print(t is {module}.table)")
+    done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
+                          check=False, cwd=Path(__file__).parents[2])
+    return done.stdout.decode().strip() or done.stderr.decode().strip().splitlines()[-1]
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_table_pickled_comes_back_as_itself_in_a_fresh_process(tmp_path: Path) -> None:
+    """A module's table, pickled, is that module's table in another process."""
+    app = _module(tmp_path, "redlg_plain_app", "from dynaorm import Table\n"
+                  "table = Table('redlg_plain')\nalias = table\n")
+    data = pickle.dumps(app.table)
+    assert pickle.loads(data) is app.table
+    assert _in_fresh_process(tmp_path, data, "redlg_plain_app") == "True"
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_table_also_bound_at_run_time_elsewhere_pickles_as_its_module_s(
+        tmp_path: Path) -> None:
+    """A table also held by an attribute another module bound at run time (a registry's
+    ``current = table``, imported first) pickles as the module that made it: another
+    process imports the registry and finds ``None`` there (or another table: a job would
+    run on the wrong table). It pickled as the first attribute in ``sys.modules``."""
+    registry = _module(tmp_path, "redlg_registry", "current = None\n")
+    app = _module(tmp_path, "redlg_app", "from dynaorm import Table\n"
+                  "import redlg_registry\ntable = Table('redlg_app')\n")
+    registry.current = app.table  # (an application's "the table in use")
+    data = pickle.dumps(app.table)
+    assert pickle.loads(data) is app.table  # (in this process: the same object)
+    assert _in_fresh_process(tmp_path, data, "redlg_app") == "True"
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_reloaded_module_s_old_table_is_not_taken_for_its_new_one(tmp_path: Path) -> None:
+    """After ``importlib.reload`` the module holds a new table: the old one, held by no
+    module attribute any more, is refused (not silently the new one); the new one
+    pickles as itself."""
+    app = _module(tmp_path, "redlg_reloaded", "from dynaorm import Table\n"
+                  "table = Table('redlg_reloaded')\n")
+    old = app.table
+    importlib.reload(app)
+    assert app.table is not old
+    with pytest.raises(pickle.PicklingError, match="held by no module attribute"):
+        pickle.dumps(old)
+    assert pickle.loads(pickle.dumps(app.table)) is app.table
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_copy_copy_of_a_table_is_a_separate_table() -> None:
+    """``copy.copy`` gives a table of its own, as before tables pickled by reference
+    (it gave the very table, so renaming or connecting the copy changed the module's
+    table; a table made in a function raised ``PicklingError``). ``deepcopy`` stays the
+    same table (its client has locks: it raised ``TypeError`` before)."""
+    local = Table("redlg_local")
+    for table in agents, local:
+        twin = copy.copy(table)
+        assert twin is not table and twin.name == table.name
+        twin.name = "redlg_renamed"
+        assert table.name != "redlg_renamed"
+    assert copy.deepcopy(agents) is agents
+
+
+# --- a table pickles by reference or not at all
+# (moved from system/test_red_team_08c.py:
+# Red team 08c: what was never attacked.
+#
+# 1. :mod:`dynaorm.langgraph`'s ``Saver`` and ``Store`` kept across calls in the ways an
+#    application keeps objects: ``copy.deepcopy`` (of a saver, a store, a compiled graph, a
+#    config holding them), ``pickle``, ``importlib.reload`` of the adapter's modules (its
+#    entity classes defined again) with savers and stores made before still in use, and
+#    ``asyncio.run`` after ``asyncio.run`` with a saver or store made in the first loop; a
+#    saver the model refuses, made again; a job's tasks on a table of LangGraph rows.
+# 2. The refusal of a write at a key a user rule's row kind claims (a table without a type
+#    attribute: ``EntitySpec.primary_key``), across what else an entity is (Compressed,
+#    Encrypted through KMS, a previous layout; versioned and unique need a type attribute,
+#    so they are refused when declared) and every surface that writes: ``Session``,
+#    ``AsyncSession``, ``save_many``, an idempotent commit, update, delete, the MCP write
+#    tools, a backfill job, ``dynaorm migrate``, the LangGraph ``Store`` and ``Saver``.
+#
+# Each test states what must never happen; what does not hold is a strict xfail naming the
+# defect. moto only (``pytest.mark.engines``): the refusals happen before sending.)
+
+# == 1. LangGraph's saver and store, kept across calls ====================================
+copies = Table("red08c_agents", ttl="expires")
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines('moto')
+def test_a_table_pickles_by_reference_or_not_at_all() -> None:
+    """A table pickles as the module attribute that holds it (the same table back, its
+    client never carried); one no module attribute holds is refused, never copied."""
+    assert pickle.loads(pickle.dumps(copies)) is copies
+    with pytest.raises(pickle.PicklingError, match="held by no module attribute"):
+        pickle.dumps(Table("red08c-nowhere"))

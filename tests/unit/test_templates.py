@@ -9,11 +9,13 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from dynaorm import Entity, KeyTemplateError
+from dynaorm import GSI, Entity, KeyTemplateError, Table, keys
+from dynaorm.core.scope import Scope
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.schema.templates import KeyTemplate, render_value
 from tests.support.examples import examples
 from tests.support.models import app
@@ -540,3 +542,180 @@ def test_the_matcher_of_a_list_is_the_matcher_of_each(template: KeyTemplate,
         if keys and data.draw(st.booleans()):  # (a key holding the sentinel of a join)
             keys[0] = "\0".join([keys[0], *keys[1:2]])
         assert every(keys) is all(test(k) for k in keys), (template.source, fixed, keys)
+
+
+# --- the public key grammar, as properties
+# (moved from unit/test_red_team_80_keys.py:
+# The red team of issue 80: ``dynaorm.keys``, the public key grammar, as properties over
+# random templates and values. A key rendered from values parses back to the texts it
+# rendered (and renders again to itself); the prefix that proves a scope value is never
+# the start of a key of another value; a version row's sort key read back
+# (:func:`dynaorm.keys.parse_version_sk`) is the inverse of the one dynaorm writes: it
+# reads back only what it writes (Unicode digits were read as a version, or raised
+# ``ValueError``), whatever text a stored item holds.)
+
+ALPHABET = "A#-:_xK"
+CONVERT = {"u": str.upper, "l": str.lower, None: lambda text: text}
+literals = st.text(alphabet=ALPHABET + "{}", min_size=1, max_size=3).map(
+    lambda s: s.replace("{", "{{").replace("}", "}}"))
+values = st.text(alphabet=ALPHABET + "ab\u212a\u0130\u00df", max_size=4)
+
+
+@st.composite
+def templates(draw: Any) -> tuple[str, int]:
+    """A template of 1 to 3 fields ``f0``, ``f1``..., each with or without ``!u``/``!l``,
+    between literals of separators and letters (a leading or trailing literal or not)."""
+    count = draw(st.integers(1, 3))
+    parts = [draw(literals)] if draw(st.booleans()) else []
+    for i in range(count):
+        parts.append(f"{{f{i}{draw(st.sampled_from(['', '!u', '!l']))}}}")
+        if i < count - 1 or draw(st.booleans()):
+            parts.append(draw(literals))
+    return "".join(parts), count
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(templates(), st.lists(values, min_size=3, max_size=3),
+       st.lists(values, min_size=3, max_size=3))
+def test_a_rendered_key_parses_back_and_a_scope_prefix_proves_its_value(
+        template: tuple[str, int], one: list[str], other: list[str]) -> None:
+    source, count = template
+    parsed = keys.parse(source)
+    fields = [s for s in parsed.segments if not isinstance(s, str)]
+    a = {f"f{i}": one[i] for i in range(count)}
+    b = {f"f{i}": other[i] for i in range(count)}
+    try:
+        key, key_b = parsed.render(a), parsed.render(b)
+    except KeyTemplateError:
+        return  # (a value holding a separator of its field, or empty: refused)
+    texts = parsed.parse_key(key)
+    assert texts == {f.name: CONVERT[f.conversion](a[f.name]) for f in fields}
+    assert parsed.render(texts) == key
+    proven = parsed.scope_prefix(("f0",))
+    if proven is not None:
+        parts, exact = proven
+        head = CONVERT[fields[0].conversion]
+        prefix = "".join(head(a["f0"]) if p == "{f0}" else p for p in parts)
+        assert key.startswith(prefix)
+        if head(b["f0"]) != head(a["f0"]):
+            assert key_b != prefix if exact else not key_b.startswith(prefix)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.one_of(
+    st.text(alphabet="v0123456789_\u0661\u00b2x", max_size=14),
+    st.builds("v{}_{}".format, st.text(alphabet="0123456789\u0661\u00b2", min_size=7,
+                                       max_size=9), st.text(alphabet="x_v0", max_size=3))))
+def test_a_version_sort_key_is_read_back_only_as_dynaorm_writes_it(sk: str) -> None:
+    found = keys.parse_version_sk(sk)
+    if found is not None:
+        version, base = found
+        assert version_sk(base, version) == sk
+
+
+def test_unicode_digits_are_no_version() -> None:
+    assert keys.parse_version_sk("v\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0661_x") is None
+    assert keys.parse_version_sk("v0000000\u00b2_x") is None
+    assert keys.parse_version_sk("v00000000_x") is None  # (the latest copy is v0_x)
+    assert keys.parse_version_sk("v00000001_x") == (1, "x")
+
+
+# --- a one-field key beside an index template's separator
+# (moved from unit/test_red_team_081_keys.py:
+# The red team of issue 81: "every path that renders a key refuses a value holding a
+# separator" (contract 24) for a partition key that is one field (``{tenant_id}``) beside an
+# index template that gives the field a separator (``{tenant_id}-{category}``). Pure: the
+# entity's templates, no engine.)
+
+single = Table("red81_single", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
+
+
+class Account(Entity):
+    class Meta:
+        table = single
+        pk = "{tenant_id}"
+        sk = "A#{account_id}"
+        indexes = {"gsi1": ("{tenant_id}-{category}", "{account_id}")}
+
+    tenant_id: str
+    account_id: str
+    category: str | None = None
+
+
+def test_a_one_field_key_refuses_the_field_s_separator_in_another_template() -> None:
+    """Tenant ``a-b``: the index refuses it (``-`` follows the field there) and no scope
+    can name it (Scope refuses it); the partition key ``{tenant_id}`` must refuse it too,
+    else a save that leaves the index out (no category) stores a tenant no scoped session
+    can ever reach while the same save with a category is refused."""
+    spec = Account.__dynaorm_spec__  # type: ignore[attr-defined]
+    with pytest.raises(KeyTemplateError, match="'-'"):
+        spec.primary_key({"tenant_id": "a-b", "account_id": "1"})
+    with pytest.raises(KeyTemplateError, match="'-'"):
+        spec.pk.render({"tenant_id": "a-b"})
+    with pytest.raises(Exception, match="'-'"):
+        Scope({"tenant_id": "a-b"}).entity(spec)
+    # '#' is still a one-field key's to hold (nothing to split), where no template gives
+    # the field '#' as a separator... here the index does not either: '#' is the grammar's
+    assert spec.pk.render({"tenant_id": "a"}) == "a"
+
+
+# --- KeyTemplate.prefix_through
+# (moved from system/test_red_team_08f_templates.py:
+# Red team 08f of ``KeyTemplate.prefix_through`` (merge ``lit69``): a template's source
+# through a field, as written. Over templates with conversions, format specs (an int's, a
+# str's, a datetime's with ``:`` inside), escaped braces and repeated fields, what must never
+# happen: the prefix parses to other segments than the template's first ones, renders a key
+# that is not the leading part of the whole key, or stops at a later repeat of the field.
+# Pure: no engine.)
+
+#: (written, kind) of a field named %s
+_FIELD = st.sampled_from([("{%s}", "str"), ("{%s!u}", "str"), ("{%s!l:>4}", "str"),
+                          ("{%s:05d}", "int"), ("{%s:x}", "int"),
+                          ("{%s:%%Y-%%m-%%dT%%H:%%M}", "time"), ("{%s:%%H:%%M:%%S}", "time")])
+_LIT = st.lists(st.one_of(st.sampled_from(["#", "A", "x-", "{{", "}}", ":", "!", "%"]),
+                          st.text("QRS", min_size=1, max_size=2)),
+                min_size=1, max_size=3).map("".join)
+_VALUE = {"str": st.text("abZ1", min_size=1, max_size=4), "int": st.integers(0, 99999),
+          "time": st.datetimes(datetime(2000, 1, 1), datetime(2030, 1, 1))}
+
+
+def _written(t: KeyTemplate) -> list[Any]:
+    return [s if isinstance(s, str) else (s.name, s.spec, s.conversion) for s in t.segments]
+
+
+@pytest.mark.engines('moto')
+@settings(max_examples=examples(400), deadline=None)
+@given(data=st.data(), n=st.integers(1, 4))
+def test_a_prefix_is_the_templates_leading_part_as_written(data: st.DataObject,
+                                                          n: int) -> None:
+    names = [data.draw(st.sampled_from("abc"), label=f"name{i}") for i in range(n)]
+    shapes: dict[str, tuple[str, str]] = {}
+    parts = [data.draw(st.one_of(st.just(""), _LIT), label="lead")]
+    for i, name in enumerate(names):
+        shape = shapes.setdefault(name, data.draw(_FIELD, label=f"shape {name}"))
+        parts += [shape[0] % name, data.draw(_LIT if i < n - 1 else st.one_of(
+            st.just(""), _LIT), label=f"after {i}")]
+    source = "".join(parts)
+    try:
+        template = KeyTemplate.parse(source)
+    except KeyTemplateError:
+        event("refused")  # (a template may refuse it)
+        return
+    values = {name: data.draw(_VALUE[kind], label=f"v {name}")
+              for name, (_, kind) in shapes.items()}
+    try:
+        key = template.render(values)
+    except KeyTemplateError:
+        key = None
+    event(f"parsed, repeats={len(names) - len(set(names))}, key={key is not None}")
+    for name in template.fields:
+        first = names.index(name)
+        prefix_source = template.prefix_through(name)
+        assert prefix_source == "".join(parts[:2 * first + 2]), (source, name)
+        prefix = KeyTemplate.parse(prefix_source)
+        assert _written(prefix) == _written(template)[:len(prefix.segments)]
+        assert [s for s in prefix.segments if not isinstance(s, str)][-1].name == name
+        assert sum(1 for s in prefix.segments if not isinstance(s, str)
+                   and s.name == name) == 1  # (through the first, never a later repeat)
+        if key is not None:
+            assert key.startswith(prefix.render(values)), (source, name, key)

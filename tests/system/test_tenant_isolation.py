@@ -1,4 +1,5 @@
-"""The seams of release 0.8 (contract 23), attacked pair by pair by someone who wrote none
+"""One tenant never reaches another's rows, whatever surface it goes through. Written as
+the seams of release 0.8 (contract 23), attacked pair by pair by someone who wrote none
 of them: the key grammar and tenant scope (A), receipts per tenant (B), LangGraph's saver
 and store in the application's table (C), inference of a table you already have (D),
 user rules' and LangGraph's rows known to every reader (F), the lake (G), IAM from the

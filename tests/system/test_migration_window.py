@@ -1,6 +1,8 @@
-"""Seams of release 0.8 that no earlier red team crossed (test_seams_08.py and the
-red-team modules cover each surface alone and the pairs they name), attacked by someone who
-wrote none of them. Each pair is two of 0.8's new surfaces where they meet:
+"""A table in its migration window (``Meta.previous``) and literal-key claims where the
+surfaces of 0.8 meet them. Written as the seams of release 0.8 that no earlier red team
+crossed (``test_tenant_isolation.py`` and the red-team modules covered each surface alone
+and the pairs they name), attacked by someone who wrote none of them. Each pair is two
+of 0.8's new surfaces where they meet:
 
 - previous layouts as a rule (``Meta.previous``) x inference: a table in its migration
   window, with receipts and unique guards beside, inferred and checked;
@@ -13,7 +15,7 @@ wrote none of them. Each pair is two of 0.8's new surfaces where they meet:
 
 Each test states what must never happen; what does not hold is a strict xfail naming the
 defect. Nothing here depends on the engine: moto only (the engine-dependent seams are in
-``test_red_team_seams08_engines.py``)."""
+``integration/test_migrations.py``)."""
 
 from __future__ import annotations
 
