@@ -38,10 +38,9 @@ demo: $(DEMO_STAMP)
 # equivalence/) on moto in-process, in two pytest-xdist workers. A test whose optional
 # library is absent (pyarrow, cfn-lint, the MCP SDK, FastAPI, PynamoDB) skips and says
 # which. Left to `make unit`: the wires against a hostile loopback server (misbehaving
-# proxies and networks, random bytes, the red-team reads through it): half the tests' time
+# proxies and networks, random bytes, hostile answers decoded on both wires): half the tests' time
 # (waits on sockets and timeouts), and not planning, rendering, keys or values.
-QUICK_LEFT := tests/unit/test_wire_hostile.py tests/unit/test_red_team_70d.py \
-	tests/unit/test_red_team_70e.py
+QUICK_LEFT := tests/unit/test_wire_hostile.py tests/unit/test_answer_decoding.py
 QUICK_VENV := .venv-quick
 QUICK_STAMP := $(QUICK_VENV)/.installed
 $(QUICK_STAMP): pyproject.toml
