@@ -23,7 +23,9 @@ from dynaorm import (
     ConcurrentModificationError,
     Encrypted,
     Entity,
+    Lock,
     Offloaded,
+    Session,
     StaticKeyring,
     Table,
 )
@@ -262,3 +264,94 @@ def test_a_rotation_moves_their_lock_so_a_copy_read_before_it_cannot_undo_it(
     seams.keyring = StaticKeyring(NEW, mac_key=MAC)  # (the previous key dropped)
     assert t.session().get(Locked, lid="1", consistent=True).secret == "s3cret"
     consistent(t, b)
+
+
+# -- a bulk load x another writer's lock, x keys per tenant ----------------------------------
+loaded = Table("seams_010_load", keyring=StaticKeyring(KEY, mac_key=MAC), key_scope="tenant")
+BUCKET = "seams-loads"
+
+
+class Ticket(Entity):
+    """Another writer's item (the Enhanced Client's lock: 10 on a new item, by 5) with a value
+    sealed under its tenant's key."""
+
+    class Meta:
+        table = loaded
+        pk = "T#{tenant}#TICKET#{tid}"
+        sk = "TICKET"
+        lock = Lock.enhanced("revision", start_at=5, increment_by=5)
+
+    tenant: str
+    tid: str
+    note: Encrypted[str] = ""
+    revision: int | None = None
+
+
+@pytest.fixture
+def lb(backend: str | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestBackend]:
+    """``loaded`` on moto with the bulk API's emulator and moto's S3 (test_load.py's)."""
+    from moto import mock_aws
+
+    from dynaorm.jobs.export_files import s3_client
+    from dynaorm.testing import moto_backend
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
+    loaded.keyring = StaticKeyring(KEY, mac_key=MAC)
+    with mock_aws(), moto_backend(), use_tables(loaded, endpoint_url=backend,
+                                                 name_suffix=worker_suffix()) as t:
+        s3_client().create_bucket(Bucket=BUCKET)
+        yield t
+
+
+def test_a_bulk_load_starts_their_lock_as_a_save_does_and_their_stale_write_is_refused(
+        lb: TestBackend) -> None:
+    """An entity loaded by ``jobs.load`` holds their lock's first value (a save's: the
+    Enhanced Client's ``start_at`` + ``increment_by``), so their next write of it
+    conditions on it; its sealed value is under its tenant's key, never the text."""
+    from dynaorm.jobs import load
+
+    report = load(loaded, [Ticket(tenant="acme", tid=str(n), note=f"SECRET-{n}")
+                           for n in range(3)], s3=f"s3://{BUCKET}/runs", name="t", poll=0)
+    assert report.ok and report.loaded == 3
+    with Session(loaded) as s:
+        s.save(Ticket(tenant="acme", tid="saved", note="SECRET-s"))
+    rows = {r["tid"]["S"]: r for r in lb.scan_raw()}
+    assert {t: r["revision"] for t, r in rows.items()} == {t: {"N": "10"} for t in rows}
+    assert "SECRET" not in repr(rows)
+    with Session(loaded) as s:
+        got = s.get(Ticket, tenant="acme", tid="1")
+        assert got is not None and (got.note, got.revision) == ("SECRET-1", 10)
+        got.note = "SECRET-1b"
+        s.save(got)
+    assert {r["tid"]["S"]: r["revision"] for r in lb.scan_raw()}["1"] == {"N": "15"}
+
+
+def test_a_bulk_load_for_a_forgotten_tenant_stores_nothing_of_it_and_says_so(
+        lb: TestBackend) -> None:
+    """After ``forget`` of a tenant, a load holding its entities (a restore from before
+    the forget) seals nothing for it: nothing of that tenant stored (no plaintext, no
+    row), and either the load is refused before it writes anything (what it does) or the
+    other tenant's entities are loaded and the forgotten ones reported failed."""
+    from dynaorm import DynaormError
+    from dynaorm.jobs import load
+
+    with Session(loaded) as s:
+        s.save(Ticket(tenant="gone", tid="0", note="SECRET-old"))
+    loaded.forget(scope={"tenant": "gone"})
+    objs = [Ticket(tenant=t, tid=str(n), note=f"SECRET-{t}{n}")
+            for t in ("kept", "gone") for n in (1, 2)]
+    try:
+        report = load(loaded, objs, s3=f"s3://{BUCKET}/runs", name="f", poll=0)
+    except DynaormError as exc:  # (refused whole: before anything is written)
+        assert "forgotten" in str(exc)
+        report = None
+    rows = lb.scan_raw()
+    assert "SECRET" not in repr(rows)
+    assert sorted(r["tid"]["S"] for r in rows if r["tenant"]["S"] == "gone") == ["0"]
+    kept = sorted(r["tid"]["S"] for r in rows if r["tenant"]["S"] == "kept")
+    if report is None:
+        assert kept == []
+    else:
+        assert kept == ["1", "2"] and not report.ok and report.loaded == 2
