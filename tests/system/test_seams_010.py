@@ -28,6 +28,7 @@ from dynaorm import (
     Session,
     StaticKeyring,
     Table,
+    Versioned,
 )
 from dynaorm.schema.rules.offloaded import references
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
@@ -355,3 +356,58 @@ def test_a_bulk_load_for_a_forgotten_tenant_stores_nothing_of_it_and_says_so(
         assert kept == []
     else:
         assert kept == ["1", "2"] and not report.ok and report.loaded == 2
+
+
+# -- the threshold moving values between S3 and the row x rotation x version rows ----------
+class Diary(Versioned):
+    """Sealed, then kept in S3 above the threshold, with history: each version row holds
+    its own object."""
+
+    class Meta:
+        table = seams
+        pk = "DIARY#{did}"
+        sk = "DIARY"
+
+    did: str
+    entry: Encrypted[Offloaded[str]] = ""
+    mood: str = ""
+
+
+@pytest.mark.parametrize("threshold", [100_000, 10], ids=["raised", "lowered"])
+def test_a_rotation_after_the_threshold_changed_reaches_every_copy_and_leaves_no_orphan(
+        tb: tuple[TestBackend, Bucket], threshold: int) -> None:
+    """Values sealed and placed under one threshold (some in S3, some in their rows, with
+    version rows), the threshold then raised or lowered, then a rotation: every copy is
+    sealed under the new key (the old key can go), the bucket holds exactly what the
+    rows reference, and the history reads back whole."""
+    from dynaorm.jobs import reencrypt, run_local
+
+    t, b = tb
+    s = t.session()
+    d = Diary(did="1", entry=big("a"))
+    s.save(d)
+    s.commit()
+    d.entry = "short"
+    s.save(d)
+    s.commit()
+    d.entry = big("b")
+    s.save(d)
+    s.commit()
+    assert len(b.keys()) == 3  # (the latest copy and two version rows: the short stays)
+    seams.offload_threshold = threshold
+    seams.keyring = StaticKeyring(NEW, previous=[KEY], mac_key=MAC)
+    report = run_local(reencrypt(Diary), workers=1)
+    assert report.failed == [] and report.resealed == 4
+    seams.keyring = StaticKeyring(NEW, mac_key=MAC)  # (the previous key dropped)
+    r = t.session()
+    assert [v.entry[:1] for v in r.history(Diary, did="1")] == ["a", "s", "b"]
+    assert r.get(Diary, did="1", consistent=True).entry == big("b")
+    consistent(t, b)
+    got = r.get(Diary, did="1", consistent=True)
+    got.mood = "ok"
+    r.save(got)
+    r.commit()
+    consistent(t, b)
+    r.delete(r.get(Diary, did="1", consistent=True), history=True)
+    r.commit()
+    assert t.scan_raw() == [] and b.keys() == set()
