@@ -411,3 +411,53 @@ def test_a_rotation_after_the_threshold_changed_reaches_every_copy_and_leaves_no
     r.delete(r.get(Diary, did="1", consistent=True), history=True)
     r.commit()
     assert t.scan_raw() == [] and b.keys() == set()
+
+
+# -- an update by key (read first, planned as a save) x their lock x a value moving to S3 ---
+@pytest.mark.parametrize("value", ["big", "small"])
+@pytest.mark.parametrize("how", ["by key", "loaded", "upsert"])
+def test_an_update_placing_a_value_in_s3_with_their_save_in_its_window_loses_nothing(
+        tb: tuple[TestBackend, Bucket], how: str, value: str) -> None:
+    """Our update sets an offloaded value past the threshold (its object uploaded before
+    the write); their save lands between our read and our write: the write is refused or
+    planned again on their item, never over it: their status kept, the lock moved past
+    theirs, and the bucket holds exactly what the row references (the refused round's
+    upload removed)."""
+    from dynaorm import Hook
+
+    t, b = tb
+    s = t.session()
+    s.save(Locked(lid="1", body="short"))
+    s.commit()
+    fired: list[bool] = []
+
+    class Theirs(Hook):  # (their save, in our write's window)
+        def on_start(self, phase: Any) -> object:
+            if getattr(phase, "operation", None) in (
+                    "UpdateItem", "PutItem", "TransactWriteItems") and (
+                    not fired):
+                fired.append(True)
+                assert their_save(raw("1"), status={"S": "THEIRS"})
+            return None
+
+    ours = t.session().get(Locked, lid="1", consistent=True) if how == "loaded" else None
+    seams.db.add_hook(hook := Theirs())
+    try:
+        s = t.session()
+        if how == "loaded":
+            s.update(ours).set(body=big() if value == "big" else "tiny")
+        else:
+            s.update(Locked, lid="1", upsert=how == "upsert").set(
+                body=big() if value == "big" else "tiny")
+        try:
+            s.commit()
+            applied = True
+        except ConcurrentModificationError:
+            applied = False
+    finally:
+        seams.db.remove_hook(hook)
+    after = raw("1")
+    assert fired and after["status"] == {"S": "THEIRS"}
+    assert after["version"] == {"N": "3" if applied else "2"}
+    assert set(references(after)) == ({"body"} if applied and value == "big" else set())
+    consistent(t, b)
