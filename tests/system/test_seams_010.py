@@ -461,3 +461,35 @@ def test_an_update_placing_a_value_in_s3_with_their_save_in_its_window_loses_not
     assert after["version"] == {"N": "3" if applied else "2"}
     assert set(references(after)) == ({"body"} if applied and value == "big" else set())
     consistent(t, b)
+
+
+# -- the planner's fallback for a value not at hand (a pickled object) x their lock --------
+@pytest.mark.parametrize("theirs_first", [False, True], ids=["alone", "after theirs"])
+def test_a_pickled_loaded_object_with_a_value_in_s3_keeps_their_lock(
+        tb: tuple[TestBackend, Bucket], theirs_first: bool) -> None:
+    """A loaded object pickled (its reference without the object's bytes: the commit's
+    plan finds the value not at hand, fetches it and plans again): its save keeps the
+    unchanged value's object, conditions on their lock as loaded and moves it once;
+    after their save it is refused, and nothing is uploaded or removed."""
+    import pickle
+
+    t, b = tb
+    s = t.session()
+    s.save(Locked(lid="1", body=big()))
+    s.commit()
+    before = b.uris()
+    ours = pickle.loads(pickle.dumps(t.session().get(Locked, lid="1", consistent=True)))
+    if theirs_first:
+        assert their_save(raw("1"), status={"S": "THEIRS"})
+    ours.status = "OURS"
+    s = t.session()
+    s.save(ours)
+    if theirs_first:
+        with pytest.raises(ConcurrentModificationError):
+            s.commit()
+    else:
+        s.commit()
+    after = raw("1")
+    assert after["status"] == {"S": "THEIRS" if theirs_first else "OURS"}
+    assert after["version"] == {"N": "2"} and b.uris() == before
+    consistent(t, b)
