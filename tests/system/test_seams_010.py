@@ -285,6 +285,7 @@ class Ticket(Entity):
     tenant: str
     tid: str
     note: Encrypted[str] = ""
+    status: str = ""
     revision: int | None = None
 
 
@@ -493,3 +494,44 @@ def test_a_pickled_loaded_object_with_a_value_in_s3_keeps_their_lock(
     assert after["status"] == {"S": "THEIRS" if theirs_first else "OURS"}
     assert after["version"] == {"N": "2"} and b.uris() == before
     consistent(t, b)
+
+
+# -- forgetting a tenant x their lock ---------------------------------------------------------
+@pytest.mark.parametrize("how", ["by key", "loaded before", "keyed commit", "update by key"])
+def test_a_forgotten_tenants_locked_row_is_deleted_without_its_values(
+        lb: TestBackend, how: str) -> None:
+    """A locked entity's row of a forgotten tenant: a delete (by key: read first for the
+    lock; of an object loaded before the forget; in a keyed commit) goes without opening
+    its sealed value, conditioned on their lock; an update by key of a field that seals
+    nothing is refused as ForgottenError (the row as it was) or applied (its sealed value
+    as it was, the lock moved once). The other tenant's row stays."""
+    from dynaorm import ForgottenError
+
+    with Session(loaded) as s:
+        for tenant in ("gone", "kept"):
+            s.save(Ticket(tenant=tenant, tid="1", note=f"SECRET-{tenant}"))
+    s = Session(loaded)
+    before = s.get(Ticket, tenant="gone", tid="1", consistent=True)
+    kept = [r for r in lb.scan_raw() if r["tenant"] == {"S": "kept"}]
+    loaded.forget(scope={"tenant": "gone"})
+    s = Session(loaded)
+    if how == "update by key":
+        was = next(r for r in lb.scan_raw() if r["tenant"] == {"S": "gone"})
+        s.update(Ticket, tenant="gone", tid="1").set(status="CLOSED")
+        try:
+            s.commit()
+        except ForgottenError:
+            assert next(r for r in lb.scan_raw() if r["tenant"] == {"S": "gone"}) == was
+        else:  # (applied: its sealed value as it was, their lock moved once)
+            now = next(r for r in lb.scan_raw() if r["tenant"] == {"S": "gone"})
+            assert (now["note"], now["status"], now["revision"]) == (
+                was["note"], {"S": "CLOSED"}, {"N": "15"})
+        return
+    if how == "loaded before":
+        s.delete(before)
+    else:
+        s.delete(Ticket, tenant="gone", tid="1")
+    s.commit(idempotency_key="gone" if how == "keyed commit" else None)
+    rows = [r for r in lb.scan_raw() if not r.get("_type", {}).get("S", "").startswith(
+        "dynaorm:receipt")]
+    assert rows == kept
