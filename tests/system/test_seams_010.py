@@ -535,3 +535,30 @@ def test_a_forgotten_tenants_locked_row_is_deleted_without_its_values(
     rows = [r for r in lb.scan_raw() if not r.get("_type", {}).get("S", "").startswith(
         "dynaorm:receipt")]
     assert rows == kept
+
+
+# -- the public door x the value tree: sealed_by of a sealed value kept in S3 --------------
+@pytest.mark.xfail(strict=True, reason="seams 0.10: dynaorm.codec.sealed_by answers None "
+                   "('not sealed') for an Encrypted value kept in S3 (the row's reference): "
+                   "an audit of which values a key still holds misses every offloaded one")
+def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
+        tb: tuple[TestBackend, Bucket]) -> None:
+    """``sealed_by`` is documented as telling "which attributes are sealed, and which
+    values a key still holds" (an operator's check before dropping a previous key). A
+    sealed value kept in S3 is stored as a reference in its row: asked of it, sealed_by
+    must name the key (read from the object) or refuse, never answer "not sealed"."""
+    from dynaorm.codec import sealed_by
+    from dynaorm.schema.rules.encrypted import header_of
+
+    t, b = tb
+    s = t.session()
+    s.save(Diary(did="1", entry=big()))
+    s.commit()
+    row = next(r for r in t.scan_raw() if references(r))
+    (uri,) = {ref.uri for ref in references(row).values()}
+    key = header_of({"B": b.body(uri)})[0]  # (the object holds the ciphertext)
+    try:
+        said = sealed_by(row["entry"])
+    except Exception:  # (a refusal is the truth too)
+        return
+    assert said == key
