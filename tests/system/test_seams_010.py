@@ -562,3 +562,32 @@ def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
     except Exception:  # (a refusal is the truth too)
         return
     assert said == key
+
+
+# -- a refusal's stored entity (ConcurrentModificationError.item) x values in S3, sealed ---
+@pytest.mark.parametrize("kept", ["plain", "sealed", pytest.param("in s3", marks=pytest.mark.xfail(
+    strict=True, reason="seams 0.10: a conflict's .item (the stored entity now, which "
+    "DynamoDB returned) is None when the row holds a value kept in S3: it is decoded "
+    "without fetching the object (write/outcomes.py _stored_entity swallows Unplaced)"))])
+def test_a_refusal_under_their_lock_names_the_stored_entity_with_its_values(
+        tb: tuple[TestBackend, Bucket], kept: str) -> None:
+    """Our stale save of a locked item refused after their save: the error's ``item``,
+    "the stored entity now", holds the values as stored (their status, the lock they
+    moved), the value kept in S3 as the value and the sealed one opened, never a
+    reference map or ciphertext in their place, and never ``None`` ("no item") while
+    DynamoDB returned it (it does, for each kind here)."""
+    t, _ = tb
+    s = t.session()
+    secret, body = {"plain": ("", "b"), "sealed": ("s3cret", "b"), "in s3": ("", big())}[kept]
+    s.save(Locked(lid="1", secret=secret, body=body))
+    s.commit()
+    ours = t.session().get(Locked, lid="1", consistent=True)
+    assert their_save(raw("1"), status={"S": "THEIRS"})
+    ours.status = "OURS"
+    s = t.session()
+    s.save(ours)
+    with pytest.raises(ConcurrentModificationError) as refused:
+        s.commit()
+    now = refused.value.item
+    assert now is not None and (now.status, now.version, now.secret, now.body) == (
+        "THEIRS", 2, secret, body)
