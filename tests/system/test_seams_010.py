@@ -591,3 +591,38 @@ def test_a_refusal_under_their_lock_names_the_stored_entity_with_its_values(
     now = refused.value.item
     assert now is not None and (now.status, now.version, now.secret, now.body) == (
         "THEIRS", 2, secret, body)
+
+
+# -- the inline rows' shortcut x a sealed value that outgrows its plain text ---------------
+def test_a_sealed_value_whose_plain_text_is_small_but_ciphertext_is_not_is_placed_whole(
+        tb: tuple[TestBackend, Bucket]) -> None:
+    """The planner asks the placing rule nothing for a held value whose payload cannot
+    pass the threshold (a string of at most a quarter of it in characters): asked of the
+    plain text, before ``Encrypted`` seals it. With a threshold below the seal's overhead
+    the ciphertext of such a text is above it: it is kept in S3 all the same, through
+    saves that change it, leave it alone, overwrite and delete with history, and the
+    bucket always holds exactly what the rows reference."""
+    t, b = tb
+    seams.offload_threshold = 40
+    s = t.session()
+    d = Diary(did="1", entry="abcdefghij")  # (10 characters: 40 bytes at most as text)
+    s.save(d)
+    s.commit()
+    assert all(set(references(r)) == {"entry"} for r in t.scan_raw())
+    consistent(t, b)
+    for change in ("mood", "entry", "overwrite"):
+        s = t.session()
+        got = s.get(Diary, did="1", consistent=True)
+        if change == "mood":
+            got.mood = "ok"
+        else:
+            got.entry = "klmnopqrst"
+        s.save(got, overwrite=change == "overwrite")
+        s.commit()
+        consistent(t, b)
+        assert all(set(references(r)) == {"entry"} for r in t.scan_raw())
+    r = t.session()
+    assert [v.entry for v in r.history(Diary, did="1")][-1] == "klmnopqrst"
+    r.delete(r.get(Diary, did="1", consistent=True), history=True)
+    r.commit()
+    assert t.scan_raw() == [] and b.keys() == set()
