@@ -117,6 +117,7 @@ def big(c: str = "x", n: int = 5000) -> str:
 
 
 # -- another writer's lock x the value tree (Offloaded, Encrypted in a nested model) -------
+@pytest.mark.engines("moto", "local")  # (conditions, transactions: the reference engine too)
 def test_a_value_moving_to_s3_under_their_lock_is_refused_whole_when_they_saved_since(
         tb: tuple[TestBackend, Bucket]) -> None:
     """Our loaded save grows an inline value past the threshold after their save: refused
@@ -186,6 +187,7 @@ def test_a_value_moving_into_its_row_after_the_threshold_rose_keeps_their_lock(
     assert b.keys() == set()
 
 
+@pytest.mark.engines("moto", "local")  # (conditions, transactions: the reference engine too)
 def test_a_delete_of_an_offloaded_row_under_their_lock_keeps_the_object_when_refused(
         tb: tuple[TestBackend, Bucket]) -> None:
     t, b = tb
@@ -415,6 +417,7 @@ def test_a_rotation_after_the_threshold_changed_reaches_every_copy_and_leaves_no
 
 
 # -- an update by key (read first, planned as a save) x their lock x a value moving to S3 ---
+@pytest.mark.engines("moto", "local")  # (conditions, transactions: the reference engine too)
 @pytest.mark.parametrize("value", ["big", "small"])
 @pytest.mark.parametrize("how", ["by key", "loaded", "upsert"])
 def test_an_update_placing_a_value_in_s3_with_their_save_in_its_window_loses_nothing(
@@ -569,6 +572,7 @@ def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
     strict=True, reason="seams 0.10: a conflict's .item (the stored entity now, which "
     "DynamoDB returned) is None when the row holds a value kept in S3: it is decoded "
     "without fetching the object (write/outcomes.py _stored_entity swallows Unplaced)"))])
+@pytest.mark.engines("moto", "local")  # (conditions, transactions: the reference engine too)
 def test_a_refusal_under_their_lock_names_the_stored_entity_with_its_values(
         tb: tuple[TestBackend, Bucket], kept: str) -> None:
     """Our stale save of a locked item refused after their save: the error's ``item``,
