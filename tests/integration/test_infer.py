@@ -949,6 +949,7 @@ def test_a_locked_table_of_sealed_values_kept_in_s3_is_inferred_with_all_three(
         them.keys = ("pk", "sk")
         for n in range(4):  # (their update of status: every other attribute kept)
             doc = them.load({"pk": f"ACC#a{n}", "sk": "ACC"})
+            assert doc is not None
             them.update(doc, status="SEEN")
         code, model = infer_code(vault.name, client=vault.client, report=None)
         (entity,) = model["entities"]

@@ -14,7 +14,7 @@ rule tests/support/other_writers.py mimics), so that it can carry a binary attri
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pydantic import BaseModel
@@ -40,6 +40,7 @@ from tests.support.recording import send
 #: where it runs on DynamoDB Local too)
 pytestmark = [pytest.mark.engines("moto"), pytest.mark.sync_only]
 
+E = TypeVar("E", bound=Entity)
 KEY, NEW, MAC = b"k" * 32, b"n" * 32, b"m" * 32
 LIMIT = 1000
 seams = Table("seams_010", offload="s3://placeholder/s/", offload_threshold=LIMIT,
@@ -107,6 +108,13 @@ def their_save(item: dict[str, Any], **changes: dict[str, Any]) -> bool:
     return True
 
 
+def stored(s: Any, cls: type[E], **key: Any) -> E:
+    """The stored entity at ``key``, read consistently (it must be there)."""
+    obj = s.get(cls, consistent=True, **key)
+    assert obj is not None
+    return obj
+
+
 def consistent(t: TestBackend, b: Bucket) -> None:
     """No orphan object, no dangling reference."""
     assert b.uris() == referenced(t.scan_raw())
@@ -127,7 +135,7 @@ def test_a_value_moving_to_s3_under_their_lock_is_refused_whole_when_they_saved_
     s = t.session()
     s.save(Locked(lid="1", body="short"))
     s.commit()
-    ours = t.session().get(Locked, lid="1", consistent=True)
+    ours = stored(t.session(), Locked, lid="1")
     assert ours is not None and ours.version == 1
     assert their_save(raw("1"), status={"S": "THEIRS"})
     ours.body = big()
@@ -140,7 +148,7 @@ def test_a_value_moving_to_s3_under_their_lock_is_refused_whole_when_they_saved_
     assert after["version"] == {"N": "2"}
     assert b.keys() == set()  # (what it uploaded for the refused save: removed)
     s = t.session()
-    ours = s.get(Locked, lid="1", consistent=True)
+    ours = stored(s, Locked, lid="1")
     ours.body = big()
     s.save(ours)
     s.commit()
@@ -163,12 +171,12 @@ def test_a_value_moving_into_its_row_after_the_threshold_rose_keeps_their_lock(
     (uri,) = b.uris()
     seams.offload_threshold = 100_000
     s = t.session()
-    ours = s.get(Locked, lid="1", consistent=True)
+    ours = stored(s, Locked, lid="1")
     ours.status = "OURS"
     s.save(ours)
     s.commit()
     assert b.uris() == {uri} and raw("1")["version"] == {"N": "2"}
-    ours = t.session().get(Locked, lid="1", consistent=True)
+    ours = stored(t.session(), Locked, lid="1")
     assert their_save(raw("1"), status={"S": "THEIRS"})
     ours.body = big("y")
     s = t.session()
@@ -176,9 +184,9 @@ def test_a_value_moving_into_its_row_after_the_threshold_rose_keeps_their_lock(
     with pytest.raises(ConcurrentModificationError):
         s.commit()
     assert b.uris() == {uri} and raw("1")["status"] == {"S": "THEIRS"}
-    assert t.session().get(Locked, lid="1", consistent=True).body == big()
+    assert stored(t.session(), Locked, lid="1").body == big()
     s = t.session()
-    ours = s.get(Locked, lid="1", consistent=True)
+    ours = stored(s, Locked, lid="1")
     ours.body = big("y")
     s.save(ours)
     s.commit()
@@ -195,7 +203,7 @@ def test_a_delete_of_an_offloaded_row_under_their_lock_keeps_the_object_when_ref
     s.save(Locked(lid="1", body=big()))
     s.commit()
     before = b.uris()
-    ours = t.session().get(Locked, lid="1", consistent=True)
+    ours = stored(t.session(), Locked, lid="1")
     assert their_save(raw("1"), status={"S": "THEIRS"})
     s = t.session()
     s.delete(ours)
@@ -203,7 +211,7 @@ def test_a_delete_of_an_offloaded_row_under_their_lock_keeps_the_object_when_ref
         s.commit()
     assert b.uris() == before and raw("1")["status"] == {"S": "THEIRS"}
     s = t.session()
-    s.delete(s.get(Locked, lid="1", consistent=True))
+    s.delete(stored(s, Locked, lid="1"))
     s.commit()
     assert t.scan_raw() == [] and b.keys() == set()
 
@@ -219,7 +227,7 @@ def test_sealed_members_changed_under_their_lock_stay_sealed_and_move_it(
     s.commit()
     stale = raw("1")
     s = t.session()
-    ours = s.get(Locked, lid="1", consistent=True)
+    ours = stored(s, Locked, lid="1")
     ours.card = Card(label="a", pan="4111-SECRET-2")
     ours.pans.append("SECRET-B")
     s.save(ours)
@@ -229,16 +237,17 @@ def test_sealed_members_changed_under_their_lock_stay_sealed_and_move_it(
     assert list(after["pans"]) == ["B"]  # (a list of sealed members: sealed whole)
     assert after["version"] == {"N": "2"}
     assert not their_save(stale, status={"S": "THEIRS"})
-    got = t.session().get(Locked, lid="1", consistent=True)
-    assert (got.card.pan, got.pans) == ("4111-SECRET-2", ["SECRET-A", "SECRET-B"])
-    mine = t.session().get(Locked, lid="1", consistent=True)
+    got = stored(t.session(), Locked, lid="1")
+    assert got.card is not None and (got.card.pan, got.pans) == (
+        "4111-SECRET-2", ["SECRET-A", "SECRET-B"])
+    mine = stored(t.session(), Locked, lid="1")
     assert their_save(raw("1"), status={"S": "THEIRS"})
     mine.pans[0] = "SECRET-C"
     s = t.session()
     s.save(mine)
     with pytest.raises(ConcurrentModificationError):
         s.commit()
-    assert t.session().get(Locked, lid="1", consistent=True).pans[0] == "SECRET-A"
+    assert stored(t.session(), Locked, lid="1").pans[0] == "SECRET-A"
 
 
 # -- re-encryption x another writer's lock ---------------------------------------------------
@@ -265,7 +274,7 @@ def test_a_rotation_moves_their_lock_so_a_copy_read_before_it_cannot_undo_it(
     assert report.failed == [] and report.resealed == 1
     assert not their_save(stale, status={"S": "THEIRS"})
     seams.keyring = StaticKeyring(NEW, mac_key=MAC)  # (the previous key dropped)
-    assert t.session().get(Locked, lid="1", consistent=True).secret == "s3cret"
+    assert stored(t.session(), Locked, lid="1").secret == "s3cret"
     consistent(t, b)
 
 
@@ -404,14 +413,14 @@ def test_a_rotation_after_the_threshold_changed_reaches_every_copy_and_leaves_no
     seams.keyring = StaticKeyring(NEW, mac_key=MAC)  # (the previous key dropped)
     r = t.session()
     assert [v.entry[:1] for v in r.history(Diary, did="1")] == ["a", "s", "b"]
-    assert r.get(Diary, did="1", consistent=True).entry == big("b")
+    assert stored(r, Diary, did="1").entry == big("b")
     consistent(t, b)
-    got = r.get(Diary, did="1", consistent=True)
+    got = stored(r, Diary, did="1")
     got.mood = "ok"
     r.save(got)
     r.commit()
     consistent(t, b)
-    r.delete(r.get(Diary, did="1", consistent=True), history=True)
+    r.delete(stored(r, Diary, did="1"), history=True)
     r.commit()
     assert t.scan_raw() == [] and b.keys() == set()
 
@@ -444,11 +453,11 @@ def test_an_update_placing_a_value_in_s3_with_their_save_in_its_window_loses_not
                 assert their_save(raw("1"), status={"S": "THEIRS"})
             return None
 
-    ours = t.session().get(Locked, lid="1", consistent=True) if how == "loaded" else None
+    ours = stored(t.session(), Locked, lid="1") if how == "loaded" else None
     seams.db.add_hook(hook := Theirs())
     try:
         s = t.session()
-        if how == "loaded":
+        if ours is not None:
             s.update(ours).set(body=big() if value == "big" else "tiny")
         else:
             s.update(Locked, lid="1", upsert=how == "upsert").set(
@@ -482,7 +491,7 @@ def test_a_pickled_loaded_object_with_a_value_in_s3_keeps_their_lock(
     s.save(Locked(lid="1", body=big()))
     s.commit()
     before = b.uris()
-    ours = pickle.loads(pickle.dumps(t.session().get(Locked, lid="1", consistent=True)))
+    ours = pickle.loads(pickle.dumps(stored(t.session(), Locked, lid="1")))
     if theirs_first:
         assert their_save(raw("1"), status={"S": "THEIRS"})
     ours.status = "OURS"
@@ -514,7 +523,7 @@ def test_a_forgotten_tenants_locked_row_is_deleted_without_its_values(
         for tenant in ("gone", "kept"):
             s.save(Ticket(tenant=tenant, tid="1", note=f"SECRET-{tenant}"))
     s = Session(loaded)
-    before = s.get(Ticket, tenant="gone", tid="1", consistent=True)
+    before = stored(s, Ticket, tenant="gone", tid="1")
     kept = [r for r in lb.scan_raw() if r["tenant"] == {"S": "kept"}]
     loaded.forget(scope={"tenant": "gone"})
     s = Session(loaded)
@@ -559,12 +568,13 @@ def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
     s.commit()
     row = next(r for r in t.scan_raw() if references(r))
     (uri,) = {ref.uri for ref in references(row).values()}
-    key = header_of({"B": b.body(uri)})[0]  # (the object holds the ciphertext)
+    header = header_of({"B": b.body(uri)})  # (the object holds the ciphertext)
+    assert header is not None
     try:
         said = sealed_by(row["entry"])
     except Exception:  # (a refusal is the truth too)
         return
-    assert said == key
+    assert said == header[0]
 
 
 # -- a refusal's stored entity (ConcurrentModificationError.item) x values in S3, sealed ---
@@ -585,7 +595,7 @@ def test_a_refusal_under_their_lock_names_the_stored_entity_with_its_values(
     secret, body = {"plain": ("", "b"), "sealed": ("s3cret", "b"), "in s3": ("", big())}[kept]
     s.save(Locked(lid="1", secret=secret, body=body))
     s.commit()
-    ours = t.session().get(Locked, lid="1", consistent=True)
+    ours = stored(t.session(), Locked, lid="1")
     assert their_save(raw("1"), status={"S": "THEIRS"})
     ours.status = "OURS"
     s = t.session()
@@ -616,7 +626,7 @@ def test_a_sealed_value_whose_plain_text_is_small_but_ciphertext_is_not_is_place
     consistent(t, b)
     for change in ("mood", "entry", "overwrite"):
         s = t.session()
-        got = s.get(Diary, did="1", consistent=True)
+        got = stored(s, Diary, did="1")
         if change == "mood":
             got.mood = "ok"
         else:
@@ -627,6 +637,6 @@ def test_a_sealed_value_whose_plain_text_is_small_but_ciphertext_is_not_is_place
         assert all(set(references(r)) == {"entry"} for r in t.scan_raw())
     r = t.session()
     assert [v.entry for v in r.history(Diary, did="1")][-1] == "klmnopqrst"
-    r.delete(r.get(Diary, did="1", consistent=True), history=True)
+    r.delete(stored(r, Diary, did="1"), history=True)
     r.commit()
     assert t.scan_raw() == [] and b.keys() == set()
