@@ -284,6 +284,42 @@ def test_a_single_writer_put_again_of_its_head_through_the_lease(
     consistent(tb, b, agents)
 
 
+def test_a_run_refused_by_the_lease_leaves_no_object_of_its_large_values(
+        s3: tuple[TestBackend, Bucket]) -> None:
+    """Single-writer fencing beside values kept in S3 (contract 25, "Leases that let go":
+    a refused run stores nothing): while run A holds the thread, run B's checkpoint and
+    B's writes, each past an item's size, are refused with ThreadBusyError, and what B
+    uploaded for them is removed: the bucket holds exactly A's objects, no orphan."""
+    from dynaorm.langgraph import ThreadBusyError
+
+    tb, b = s3
+    a, other = Saver(agents, single_writer=True), Saver(agents, single_writer=True)
+
+    def put(saver: Saver, run: str, cid: str, parent: str | None, value: bytes) -> Any:
+        cp = empty_checkpoint()
+        cp["id"] = cid
+        cp["channel_values"] = {"blob": value, "branch:to:next": None}
+        cp["channel_versions"] = {"blob": 1}
+        conf: dict[str, Any] = {"thread_id": "t", "checkpoint_ns": "", "run_id": run}
+        if parent:
+            conf["checkpoint_id"] = parent
+        return saver.put({"configurable": conf}, cp, {"source": "loop", "step": 1},
+                         {"blob": 1})
+
+    put(a, "run-a", "0001", None, os.urandom(BIG))
+    put(a, "run-a", "0002", "0001", os.urandom(BIG))
+    held = b.uris()
+    rows = tb.scan_raw(agents)
+    with pytest.raises(ThreadBusyError):
+        put(other, "run-b", "0003", "0002", os.urandom(BIG))
+    with pytest.raises(ThreadBusyError):
+        other.put_writes({"configurable": {"thread_id": "t", "checkpoint_ns": "",
+                                           "checkpoint_id": "0002", "run_id": "run-b"}},
+                         [("blob", os.urandom(BIG))], "task-b")
+    assert tb.scan_raw(agents) == rows and b.uris() == held
+    consistent(tb, b, agents)
+
+
 def test_langgraphs_conformance_suite_passes_with_every_value_in_s3(
         s3: tuple[TestBackend, Bucket]) -> None:
     """LangGraph's checkpointer conformance suite (every capability it detects) on a
