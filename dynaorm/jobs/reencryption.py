@@ -15,7 +15,9 @@ a failed condition, a fresh read of the row says which (:func:`_settled`: a seal
 value's object is bound to its row, so what that row no longer holds no row ever will),
 and a row still holding every value replaced removes nothing (its new object is left for
 ``dynaorm check --repair``). Nothing else changes: no plaintext, no revision, no
-version. So:
+version, but another writer's lock (``Meta.lock``), moved as every write of a loaded row
+moves it and conditioned on as read, so that writer's copy read before the rotation fails
+its own condition instead of writing the old key's ciphertext back. So:
 
 - it never overwrites another writer: a value changed since it was read fails the
   condition, and the row is judged again from a fresh read (a value written by a current

@@ -251,10 +251,6 @@ def test_sealed_members_changed_under_their_lock_stay_sealed_and_move_it(
 
 
 # -- re-encryption x another writer's lock ---------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="seams 0.10: jobs.reencrypt writes a row of a "
-                   "Meta.lock entity without moving the other writer's lock, so their save "
-                   "of a copy read before the rotation is accepted and puts the old key's "
-                   "ciphertext back after the job reported the row resealed")
 @pytest.mark.parametrize("where", ["row", "s3"])
 def test_a_rotation_moves_their_lock_so_a_copy_read_before_it_cannot_undo_it(
         tb: tuple[TestBackend, Bucket], where: str) -> None:
