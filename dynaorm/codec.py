@@ -19,6 +19,7 @@ from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules import Unplaced
 from dynaorm.schema.rules.encrypted import header_of
 from dynaorm.schema.rules.keyrings import NotPrepared
+from dynaorm.schema.rules.offloaded import reference
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import Kind, decode_item, kinds, register, stored_as
 from dynaorm.values.keys import GUARD_TYPE
@@ -58,6 +59,12 @@ def fields_of(entity: type[Entity], item: Mapping[str, Any]) -> dict[str, Any]:
 def sealed_by(value: Mapping[str, Any]) -> str | None:
     """The id of the key that sealed ``value`` (a stored attribute value, DynamoDB JSON as
     botocore gives it: ``{"B": ...}``) when ``Encrypted`` sealed it, else ``None``: which
-    attributes are sealed, and which values a key still holds."""
+    attributes are sealed, and which values a key still holds. A value kept in S3 (a row's
+    reference to its object) is :class:`~dynaorm.OffloadError` naming the object: its
+    bytes, not the row, hold the seal (ask of ``{"B": <the object's bytes>}``)."""
     found = header_of(value)
+    if found is None and (ref := reference(value)) is not None:
+        raise OffloadError("sealed_by: the value is kept in S3; whether it is sealed, and "
+                           "by which key, is in its object: ask of {'B': <its bytes>}",
+                           uri=ref.uri)
     return None if found is None else found[0]

@@ -25,6 +25,7 @@ from dynaorm import (
     Entity,
     Lock,
     Offloaded,
+    OffloadError,
     Session,
     StaticKeyring,
     Table,
@@ -546,15 +547,13 @@ def test_a_forgotten_tenants_locked_row_is_deleted_without_its_values(
 
 
 # -- the public door x the value tree: sealed_by of a sealed value kept in S3 --------------
-@pytest.mark.xfail(strict=True, reason="seams 0.10: dynaorm.codec.sealed_by answers None "
-                   "('not sealed') for an Encrypted value kept in S3 (the row's reference): "
-                   "an audit of which values a key still holds misses every offloaded one")
 def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
         tb: tuple[TestBackend, Bucket]) -> None:
     """``sealed_by`` is documented as telling "which attributes are sealed, and which
     values a key still holds" (an operator's check before dropping a previous key). A
     sealed value kept in S3 is stored as a reference in its row: asked of it, sealed_by
-    must name the key (read from the object) or refuse, never answer "not sealed"."""
+    must name the key (read from the object) or refuse, never answer "not sealed": it
+    refuses, naming the object, whose bytes name the key."""
     from dynaorm.codec import sealed_by
     from dynaorm.schema.rules.encrypted import header_of
 
@@ -566,11 +565,10 @@ def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
     (uri,) = {ref.uri for ref in references(row).values()}
     header = header_of({"B": b.body(uri)})  # (the object holds the ciphertext)
     assert header is not None
-    try:
-        said = sealed_by(row["entry"])
-    except Exception:  # (a refusal is the truth too)
-        return
-    assert said == header[0]
+    with pytest.raises(OffloadError) as refused:
+        sealed_by(row["entry"])
+    assert refused.value.uri == uri
+    assert sealed_by({"B": b.body(uri)}) == header[0]
 
 
 # -- a refusal's stored entity (ConcurrentModificationError.item) x values in S3, sealed ---
