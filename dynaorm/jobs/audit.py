@@ -131,11 +131,8 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None, operation: str) -
     version rows too), one :class:`Emit` per response, empty pages included, each request
     through the shared retry rules. The paging (``Limit``, ``ExclusiveStartKey``, the
     position after each page) is the reads' :class:`Pager`, over one stream."""
-    def limit(live: int) -> int | None:
-        return page_size or None
-
     while True:
-        wanted = pager.wants(limit)
+        wanted = pager.wants(lambda live: page_size or None)
         if not wanted:
             return
         ((i, request),) = wanted
