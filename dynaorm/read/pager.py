@@ -86,7 +86,7 @@ class Pager:
         if self.foreign is not None and len(kept) < len(items):  # (a foreign item is
             self.skipped += sum(1 for item in items if self.foreign(item))  # never kept)
         last = response.get("LastEvaluatedKey")
-        self._resume[i] = last if last else DONE
+        self._resume[i] = last or DONE
         if not self._buffers[i]:
             self.positions[i] = self._resume[i]
 
