@@ -120,7 +120,7 @@ class QuerySpec(ReadSpec[T]):
             parts.append(f"begins_with({name}, {vals[0]})" if op == "begins_with" else
                          f"{name} BETWEEN {vals[0]} AND {vals[1]}" if op == "BETWEEN" else
                          f"{name} {op} {vals[0]}")
-        request: dict[str, Any] = {"TableName": self._table_name(),
+        request = {"TableName": self._table_name(),
                                    "KeyConditionExpression": " AND ".join(parts),
                                    "ScanIndexForward": not self._reverse}
         if plan.index is not None:  # the query's index, or Meta.history_index for history
