@@ -238,9 +238,9 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         keys |= _keys_of(auditor, problem)
     fresh = _get_many(table, auditor, keys)
-    subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
-    context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
-    context = [*context, *_context(table, fresh)]
+    judged = {p.key for p in problems}
+    subjects = [i for i in fresh if auditor.key_of(i) in judged]
+    context = [*(i for i in fresh if auditor.key_of(i) not in judged), *_context(table, fresh)]
     keyed(table, [*subjects, *context])
     found = audit_items(table, subjects, context)
     wanted = {(p.kind, p.key) for p in problems}
