@@ -121,8 +121,8 @@ class QuerySpec(ReadSpec[T]):
                          f"{name} BETWEEN {vals[0]} AND {vals[1]}" if op == "BETWEEN" else
                          f"{name} {op} {vals[0]}")
         request = {"TableName": self._table_name(),
-                                   "KeyConditionExpression": " AND ".join(parts),
-                                   "ScanIndexForward": not self._reverse}
+                   "KeyConditionExpression": " AND ".join(parts),
+                   "ScanIndexForward": not self._reverse}
         if plan.index is not None:  # the query's index, or Meta.history_index for history
             request["IndexName"] = plan.index
         return request
