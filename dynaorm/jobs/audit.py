@@ -424,7 +424,7 @@ class _Auditor:
         if ttl is None or ttl not in row or expired(row, ttl):
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
-        expr = (f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}")
+        expr = f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}"
         fix = (self.action("Update", key, self.unchanged(row, (ttl,)), update=expr,
                            ph=ph),)
         self.problems.append(Problem("history-ttl", key, (

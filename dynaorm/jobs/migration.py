@@ -201,9 +201,7 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     try:
         _send(table.name, table.db.driver, kept_row_move(spec, row, WRITING))
     except RequestError as exc:
-        if exc.code == "TransactionCanceledException":
-            return "skipped"
-        return str(exc)
+        return "skipped" if exc.code == "TransactionCanceledException" else str(exc)
     except DynaormError as exc:
         return str(exc)
     return "moved"
