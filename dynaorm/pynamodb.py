@@ -521,8 +521,8 @@ def _index_templates(model: type[Model], owner: str, by_attr: Mapping[str, str],
             if index_key is not None and index_key.attr_name not in by_attr:
                 raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
                                    f"is no attribute of {model.__name__}")
-        local = isinstance(index, LocalSecondaryIndex)
-        indexes[index_name] = (pk if local else _template(by_attr[ih.attr_name], ih),
+        indexes[index_name] = (pk if isinstance(index, LocalSecondaryIndex)
+                               else _template(by_attr[ih.attr_name], ih),
                                None if ir is None else _template(by_attr[ir.attr_name], ir))
     return indexes
 

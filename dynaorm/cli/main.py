@@ -611,8 +611,7 @@ def _export_formats(p: argparse.ArgumentParser, load: bool) -> None:
     """``export``'s ``--format``: ``parquet`` or an export format found (group
     ``dynaorm.export_formats``), each adding its options when ``load`` (the command is
     ``export``, or help is asked for)."""
-    names = ("parquet", *found(EXPORT_FORMATS))
-    p.add_argument("--format", choices=names, default="parquet",
+    p.add_argument("--format", choices=("parquet", *found(EXPORT_FORMATS)), default="parquet",
                    help="parquet (the default), or an export format found: TO stages "
                         "its data files, and the format does the rest (its options below)")
     formats = loaded(EXPORT_FORMATS) if load else {}

@@ -189,8 +189,7 @@ class Client:
         _LIVE.add(self)
 
     def __repr__(self) -> str:
-        where = self.endpoint_url or "configured endpoint"
-        return f"Client({where!r}, wire={self.wire!r})"
+        return f"Client({self.endpoint_url or 'configured endpoint'!r}, wire={self.wire!r})"
 
     @property
     def keyring(self) -> Any:
