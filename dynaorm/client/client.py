@@ -189,7 +189,8 @@ class Client:
         _LIVE.add(self)
 
     def __repr__(self) -> str:
-        return f"Client({self.endpoint_url or 'configured endpoint'!r}, wire={self.wire!r})"
+        where = self.endpoint_url or "configured endpoint"
+        return f"Client({where!r}, wire={self.wire!r})"
 
     @property
     def keyring(self) -> Any:

@@ -607,7 +607,9 @@ def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = (
     if table.sk is not None:
         auditor.check_versions()
     auditor.check_keys(keys)
-    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+    # (by kind, guards first, then by item key)
+    return sorted((p for p in auditor.problems if _about(p, keys)),
+                  key=lambda p: (_KINDS_ORDER[p.kind], p.key))
 
 
 def _about(problem: Problem, page: set[Key]) -> bool:
@@ -622,11 +624,6 @@ def _about(problem: Problem, page: set[Key]) -> bool:
 
 
 _KINDS_ORDER = {kind: i for i, kind in enumerate(get_args(Kind))}
-
-
-def problem_order(problem: Problem) -> tuple[int, Key]:
-    """Sort key of problems: by kind (guards first), then by item key."""
-    return _KINDS_ORDER[problem.kind], problem.key
 
 
 # -- repair ------------------------------------------------------------------------------
