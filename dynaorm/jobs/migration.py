@@ -346,8 +346,8 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         old_key = spec.stored_key(item)
         try:
             assert spec.previous is not None  # (old_row: one declaring it)
-            obj = spec.previous.validate(spec, item)
-            new_key = spec.primary_key(obj.__dict__)  # (refused where another's reads take it)
+            # (the current key: refused where another's reads take it)
+            new_key = spec.primary_key(spec.previous.validate(spec, item).__dict__)
         except DynaormError as exc:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
             continue
