@@ -155,10 +155,9 @@ class _KeyedError(DynaormError):
         if spec is None or not self.key:
             return {}
         try:
-            values: dict[str, Any] = spec.key_values(self.key)
+            return dict(spec.key_values(self.key))
         except Exception:  # a key that no longer fits the templates: nothing to say
             return {}
-        return values
 
 
 class _HoldsItem(_KeyedError):

@@ -447,7 +447,7 @@ def _where(model: type[Model], endpoint_url: str | None, region: str | None,
 def _check_table(model: type[Model], table: Table) -> None:
     """Refuse a table whose layout is not the model's (reads would miss its items)."""
     owner = model.__name__
-    hash_key, range_key = _keys(model.get_attributes().values(), model.__name__)
+    hash_key, range_key = _keys(model.get_attributes().values(), owner)
     want = (hash_key.attr_name, None if range_key is None else range_key.attr_name)
     if (table.pk, table.sk) != want:
         raise DynaormError(f"{owner}: its keys are {want}, table {table.name!r} has "
@@ -477,12 +477,8 @@ def _template(field: str, attr: Attribute[Any]) -> str:
 def _key_types(model: type[Model], table: Table) -> dict[str, str]:
     """Key attribute name -> its key type, for the table's keys and the keys of the
     model's indexes."""
-    key_types = {a: table.key_type(a) for a in (table.pk, table.sk) if a is not None}
-    for index_name in _indexes(model):
-        for a in table.key_attributes(index_name):
-            if a is not None:
-                key_types[a] = table.key_type(a)
-    return key_types
+    indexed = (a for name in _indexes(model) for a in table.key_attributes(name))
+    return {a: table.key_type(a) for a in (table.pk, table.sk, *indexed) if a is not None}
 
 
 def _entity_fields(model: type[Model], owner: str, key_types: Mapping[str, str],
@@ -525,8 +521,8 @@ def _index_templates(model: type[Model], owner: str, by_attr: Mapping[str, str],
             if index_key is not None and index_key.attr_name not in by_attr:
                 raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
                                    f"is no attribute of {model.__name__}")
-        local = isinstance(index, LocalSecondaryIndex)
-        indexes[index_name] = (pk if local else _template(by_attr[ih.attr_name], ih),
+        indexes[index_name] = (pk if isinstance(index, LocalSecondaryIndex)
+                               else _template(by_attr[ih.attr_name], ih),
                                None if ir is None else _template(by_attr[ir.attr_name], ir))
     return indexes
 
@@ -583,8 +579,7 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
                  # it alone)
                  "Meta": type("Meta", (), meta), "__annotations__": annotations,
                  "__pynamodb_model__": model, "__pynamodb_version__": version}
-    cls = type(owner, (PynamoDBEntity,), namespace)
-    return cast(type[PynamoDBEntity], cls)
+    return cast(type[PynamoDBEntity], type(owner, (PynamoDBEntity,), namespace))
 
 
 # -- optimistic locking: PynamoDB's VersionAttribute ---------------------------------------
@@ -604,12 +599,11 @@ def _expected(obj: Entity, field: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _version_condition(field: str, expected: int | None) -> Condition:
-    return F(field).not_exists() if expected is None else F(field) == expected
-
-
-def _and(a: Condition, b: Condition | None) -> Condition:
-    return a if b is None else a & b
+def _version_condition(field: str, expected: int | None, condition: Condition | None
+                       ) -> Condition:
+    """The stored version is ``expected`` (absent: ``None``), and ``condition`` holds."""
+    own = F(field).not_exists() if expected is None else F(field) == expected
+    return own if condition is None else own & condition
 
 
 def versioned_save(session: Session | AsyncSession, obj: Entity, *,
@@ -623,7 +617,7 @@ def versioned_save(session: Session | AsyncSession, obj: Entity, *,
     expected = _expected(obj, field)
     object.__setattr__(obj, field, (expected or 0) + 1)
     session.save(obj, overwrite=overwrite,
-                 condition=_and(_version_condition(field, expected), condition))
+                 condition=_version_condition(field, expected, condition))
 
 
 def versioned_delete(session: Session | AsyncSession, obj: Entity, *,
@@ -631,8 +625,7 @@ def versioned_delete(session: Session | AsyncSession, obj: Entity, *,
     """Stage a delete with PynamoDB's optimistic locking (``Model.delete()``): only if the
     stored version is still the one loaded. ``condition=`` is ANDed in."""
     field = _version_field(obj)
-    session.delete(obj, condition=_and(_version_condition(field, _expected(obj, field)),
-                                       condition))
+    session.delete(obj, condition=_version_condition(field, _expected(obj, field), condition))
 
 
 def versioned_update(session: Session | AsyncSession, obj: Entity) -> StagedUpdate[Any]:

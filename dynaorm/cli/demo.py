@@ -147,9 +147,7 @@ def _users(n: _Narrator) -> None:
 def _versions(n: _Narrator) -> None:
     s = Session(demo_table)
     doc = Document(doc_id="readme", title="Hello")
-    s.save(doc)
-    s.commit()
-    for body in ("first draft", "second draft"):
+    for body in ("", "first draft", "second draft"):
         doc.body = body
         s.save(doc)
         s.commit()

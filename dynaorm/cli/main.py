@@ -125,10 +125,8 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
 
 def _index_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     """The entity's template indexes, and the native indexes that key its attributes."""
-    rows = []
-    for idx in spec.indexes:
-        kind = "LSI" if idx.local else "GSI"
-        rows.append((idx.name, f"{_keys(idx)}   ({kind})"))
+    rows = [(idx.name, f"{_keys(idx)}   ({'LSI' if idx.local else 'GSI'})")
+            for idx in spec.indexes]
     stored = {spec.attr(f) for f in spec.field_names - spec.unstored}
     for name in spec.table.indexes:  # a native index: every entity with all its attributes
         if (gsi := spec.table.native(name)) and {*gsi.hash_keys, *gsi.range_keys} <= stored | {
@@ -150,15 +148,15 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
                               "it with Meta.type_name)" if spec.type_name == spec.name else "")
-    rows = [("type name", named)]
-    rows.append(("primary", _keys(spec) + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
-                                   if spec.versioned else "")))
-    rows += _index_rows(spec) + _unique_rows(spec)
-    rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))
-    rows.append(("shards", ", ".join(f"{k}: {n.count}" for k, n in spec.shards.items()) or "-"))
-    for i, pattern in enumerate(access_patterns(spec)):
-        rows.append(("access" if i == 0 else "", pattern))
-    rows += _previous_rows(spec) + _vector_rows(spec)
+    rows = [("type name", named),
+            ("primary", _keys(spec) + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
+                                       if spec.versioned else "")),
+            *_index_rows(spec), *_unique_rows(spec),
+            ("versioned", "yes (field 'version')" if spec.versioned else "no"),
+            ("shards", ", ".join(f"{k}: {n.count}" for k, n in spec.shards.items()) or "-"),
+            *(("access" if i == 0 else "", pattern)
+              for i, pattern in enumerate(access_patterns(spec))),
+            *_previous_rows(spec), *_vector_rows(spec)]
     width = max(len(label) for label, _ in rows)
     return [f"  {label:<{width}}  {text}" for label, text in rows]
 
@@ -191,16 +189,13 @@ def describe_module(module: ModuleType, only: str | None) -> str:
         indexes = ", ".join(
             [f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values()]
             + [f"{name} (vector)" for name in table.vector_indexes])
-        lines.append(f"{module.__name__}:{attr}  table {table.name!r}  pk={table.pk} "
-                     f"sk={table.sk or '-'}  indexes: {indexes or '-'}")
-        lines.append("")
+        lines += [f"{module.__name__}:{attr}  table {table.name!r}  pk={table.pk} "
+                  f"sk={table.sk or '-'}  indexes: {indexes or '-'}", ""]
         if not table.entities:
             lines += ["  (no entities registered)", ""]
         for cls in table.entities.values():
             spec = cls.__dynaorm_spec__
-            lines.append(f"{spec.name}")
-            lines += describe_entity(spec)
-            lines.append("")
+            lines += [spec.name, *describe_entity(spec), ""]
     return "\n".join(lines)
 
 
@@ -616,8 +611,7 @@ def _export_formats(p: argparse.ArgumentParser, load: bool) -> None:
     """``export``'s ``--format``: ``parquet`` or an export format found (group
     ``dynaorm.export_formats``), each adding its options when ``load`` (the command is
     ``export``, or help is asked for)."""
-    names = ("parquet", *found(EXPORT_FORMATS))
-    p.add_argument("--format", choices=names, default="parquet",
+    p.add_argument("--format", choices=("parquet", *found(EXPORT_FORMATS)), default="parquet",
                    help="parquet (the default), or an export format found: TO stages "
                         "its data files, and the format does the rest (its options below)")
     formats = loaded(EXPORT_FORMATS) if load else {}

@@ -183,8 +183,7 @@ def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:
     except (ValueError, RecursionError):
         parsed = None if data.lstrip()[:1] in (b"[", b"{") else {}
     if not isinstance(parsed, dict):
-        text = data.decode("utf-8", "replace")
-        response_dict["body"] = json.dumps({"message": text}).encode()
+        response_dict["body"] = json.dumps({"message": data.decode("utf-8", "replace")}).encode()
 
 
 def check_checksums(client: Any) -> Any:

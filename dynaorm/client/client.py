@@ -705,7 +705,7 @@ def in_process_mock(transport: Callable[[BotocoreWire], Transport] | None = None
     (``None``: that wire; dynaorm's test backend puts itself in front). Blocks may nest:
     the outermost one swaps, the innermost one's ``transport`` holds."""
     with _SWAP:
-        saved = ({c: c._swap(None) for c in list(_LIVE)} if enter_mock(1) == 1 else None)
+        saved = {c: c._swap(None) for c in list(_LIVE)} if enter_mock(1) == 1 else None
         _IN_PROCESS.append(transport)
     try:
         yield

@@ -279,8 +279,7 @@ class BaseSession:
             if fields:
                 raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
                                    "does")
-            spec = self._stage.spec(target)
-            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
+            key_fields = {n: target.__dict__[n] for n in self._stage.spec(target).lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
         self._stage.add(staged)
         return staged

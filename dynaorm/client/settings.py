@@ -232,8 +232,7 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
     """
     given = config_options(config)
     name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
-    kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url,
-                              "verify": verify}
+    kwargs = {"region_name": name, "endpoint_url": endpoint_url, "verify": verify}
     if in_process(configured_endpoint(endpoint_url, session)):
         kwargs.update(_dummy())
     elif local_only(session, endpoint_url):

@@ -131,11 +131,8 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None, operation: str) -
     version rows too), one :class:`Emit` per response, empty pages included, each request
     through the shared retry rules. The paging (``Limit``, ``ExclusiveStartKey``, the
     position after each page) is the reads' :class:`Pager`, over one stream."""
-    def limit(live: int) -> int | None:
-        return page_size or None
-
     while True:
-        wanted = pager.wants(limit)
+        wanted = pager.wants(lambda live: page_size or None)
         if not wanted:
             return
         ((i, request),) = wanted
@@ -427,7 +424,7 @@ class _Auditor:
         if ttl is None or ttl not in row or expired(row, ttl):
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
-        expr = (f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}")
+        expr = f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}"
         fix = (self.action("Update", key, self.unchanged(row, (ttl,)), update=expr,
                            ph=ph),)
         self.problems.append(Problem("history-ttl", key, (
@@ -610,7 +607,9 @@ def audit_items(table: Table, items: Iterable[Item], context: Sequence[Item] = (
     if table.sk is not None:
         auditor.check_versions()
     auditor.check_keys(keys)
-    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+    # (by kind, guards first, then by item key)
+    return sorted((p for p in auditor.problems if _about(p, keys)),
+                  key=lambda p: (_KINDS_ORDER[p.kind], p.key))
 
 
 def _about(problem: Problem, page: set[Key]) -> bool:
@@ -625,11 +624,6 @@ def _about(problem: Problem, page: set[Key]) -> bool:
 
 
 _KINDS_ORDER = {kind: i for i, kind in enumerate(get_args(Kind))}
-
-
-def problem_order(problem: Problem) -> tuple[int, Key]:
-    """Sort key of problems: by kind (guards first), then by item key."""
-    return _KINDS_ORDER[problem.kind], problem.key
 
 
 # -- repair ------------------------------------------------------------------------------

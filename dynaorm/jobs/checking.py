@@ -92,11 +92,6 @@ class CheckResult:
 
 
 # -- progress ------------------------------------------------------------------------------
-def _clock(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def progress_line(done: int, total: int | None, counted: int, elapsed: float,
                   what: tuple[str, str] = ("scanned", "items")) -> str:
     """``scanned 1200 items of ~5000 (24%), 350 items/s, ETA 0:00:11``. ``counted`` items
@@ -111,7 +106,8 @@ def progress_line(done: int, total: int | None, counted: int, elapsed: float,
         text += f" of ~{total} ({100 * done // total}%)"
     text += f", {rate:.0f} {noun}/s, ETA "
     if total and rate > 0:
-        text += _clock((total - done) / rate)
+        eta = max(0, round((total - done) / rate))
+        text += f"{eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}"
     else:
         text += "?"
     return text
@@ -242,9 +238,9 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         keys |= _keys_of(auditor, problem)
     fresh = _get_many(table, auditor, keys)
-    subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
-    context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
-    context = [*context, *_context(table, fresh)]
+    judged = {p.key for p in problems}
+    subjects = [i for i in fresh if auditor.key_of(i) in judged]
+    context = [*(i for i in fresh if auditor.key_of(i) not in judged), *_context(table, fresh)]
     keyed(table, [*subjects, *context])
     found = audit_items(table, subjects, context)
     wanted = {(p.kind, p.key) for p in problems}

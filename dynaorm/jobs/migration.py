@@ -201,9 +201,7 @@ def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
     try:
         _send(table.name, table.db.driver, kept_row_move(spec, row, WRITING))
     except RequestError as exc:
-        if exc.code == "TransactionCanceledException":
-            return "skipped"
-        return str(exc)
+        return "skipped" if exc.code == "TransactionCanceledException" else str(exc)
     except DynaormError as exc:
         return str(exc)
     return "moved"
@@ -348,8 +346,8 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         old_key = spec.stored_key(item)
         try:
             assert spec.previous is not None  # (old_row: one declaring it)
-            obj = spec.previous.validate(spec, item)
-            new_key = spec.primary_key(obj.__dict__)  # (refused where another's reads take it)
+            # (the current key: refused where another's reads take it)
+            new_key = spec.primary_key(spec.previous.validate(spec, item).__dict__)
         except DynaormError as exc:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
             continue

@@ -387,8 +387,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     if recording is not None:
         recording.requests.append((step.operation, request))
     quiet = getattr(within, "quiet", ())  # (the hooks that asked to see none of them)
-    hooks: Sequence[HookLike] = tuple(filter(
-        lambda h: h not in quiet, policy.hooks)) if quiet else policy.hooks
+    hooks = tuple(filter(lambda h: h not in quiet, policy.hooks)) if quiet else policy.hooks
     hooks = (_LOG, *hooks) if debug_logged() else hooks
     number = 0
     waited = 0.0

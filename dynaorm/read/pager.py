@@ -85,8 +85,7 @@ class Pager:
         self._buffers[i].extend(kept)
         if self.foreign is not None and len(kept) < len(items):  # (a foreign item is
             self.skipped += sum(1 for item in items if self.foreign(item))  # never kept)
-        last = response.get("LastEvaluatedKey")
-        self._resume[i] = last if last else DONE
+        self._resume[i] = response.get("LastEvaluatedKey") or DONE
         if not self._buffers[i]:
             self.positions[i] = self._resume[i]
 

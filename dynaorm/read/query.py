@@ -83,13 +83,11 @@ class QuerySpec(ReadSpec[T]):
     # -- planning ------------------------------------------------------------------
     def _plan(self) -> KeyPlan:
         if not self._plan_cache:
-            spec = spec_of(self._entities[0])
-            plan = plan_keys(spec, self._index, self._fields, self._cond,
+            plan = plan_keys(spec_of(self._entities[0]), self._index, self._fields, self._cond,
                              latest=not self._history and self._index is None,
                              history=self._history, shard=self._shard)
             for other in self._entities[1:]:
-                other_spec = spec_of(other)
-                other_plan = plan_keys(other_spec, self._index, self._fields, self._cond,
+                other_plan = plan_keys(spec_of(other), self._index, self._fields, self._cond,
                                        latest=self._index is None,
                                        shard=self._shard)
                 if other_plan.pk_values != plan.pk_values:
@@ -120,9 +118,9 @@ class QuerySpec(ReadSpec[T]):
             parts.append(f"begins_with({name}, {vals[0]})" if op == "begins_with" else
                          f"{name} BETWEEN {vals[0]} AND {vals[1]}" if op == "BETWEEN" else
                          f"{name} {op} {vals[0]}")
-        request: dict[str, Any] = {"TableName": self._table_name(),
-                                   "KeyConditionExpression": " AND ".join(parts),
-                                   "ScanIndexForward": not self._reverse}
+        request = {"TableName": self._table_name(),
+                   "KeyConditionExpression": " AND ".join(parts),
+                   "ScanIndexForward": not self._reverse}
         if plan.index is not None:  # the query's index, or Meta.history_index for history
             request["IndexName"] = plan.index
         return request

@@ -240,8 +240,7 @@ def _check_overlaps(cls: type[Any], table: TableSchema, layouts: Layouts,
                     sk is None or tsk is None or could_overlap(sk, tsk)):
                 continue
             ranked = literal_outranks(pk, sk, tpk, tsk) or literal_outranks(tpk, tsk, pk, sk)
-            refused = "refuse" in (policy, theirs.overlaps)
-            if ranked and not refused:
+            if ranked and "refuse" not in (policy, theirs.overlaps):
                 continue  # the literal key wins where they meet (Meta.overlaps = "literal")
             why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
                    "neither key is a literal where the other is a template, so no "

@@ -127,7 +127,7 @@ def inspect(obj: Entity) -> Inspection:
             version=state.version, changed=_changed(spec, obj, before),
             previous_layout=isinstance(state, MovedState))
     try:  # the table key a save would insert it at (None: its fields cannot render it)
-        key: Mapping[str, Any] | None = MappingProxyType(spec.primary_key(obj.__dict__))
+        key = MappingProxyType(spec.primary_key(obj.__dict__))
     except (DynaormError, LookupError, TypeError, ValueError):
         key = None
     return Inspection(

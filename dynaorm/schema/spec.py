@@ -164,8 +164,7 @@ class EntitySpec:
     def previous(self) -> Layout | None:
         """``Meta.previous``: the layout its items had before a design change
         (migrations); the previous-layout rule's."""
-        layout = getattr(self.rules.by_name.get("previous"), "before", None)
-        return layout
+        return getattr(self.rules.by_name.get("previous"), "before", None)
 
     def separators(self, name: str) -> frozenset[str]:
         """The characters the key grammar refuses in a value of field ``name``: ``#`` and

@@ -153,7 +153,7 @@ class LoadedPage:
         last = _last_page
         if last is not None and last[0] is self:
             return last[1]
-        items: list[Item] = answer_items(json.loads(self.data))
+        items = answer_items(json.loads(self.data))
         if b'"B' in self.data or b"\\" in self.data:  # (binary values: bytes, as the wire's
             # answers carry them, a tag spelt with an escape too: see wire.decode)
             items = binary_from_json(items)

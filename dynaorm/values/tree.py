@@ -300,7 +300,7 @@ def kind_at(kinds: Mapping[str, Kind | None], path: str) -> Kind | None:
         return FirstTaking.of(kind_at({name: k}, path) for k in kind.kinds)
     if not isinstance(kind, StoredMembers):
         return None
-    node: Node | None = kind.node
+    node = kind.node
     for step in re.findall(r"\.[^.\[]+|\[\d+\]", path[len(name):]):
         while node and (node.shape in ("union", "alias") or node.kind):
             node = None if node.kind or len(node.walked) != 1 else node.walked[0]

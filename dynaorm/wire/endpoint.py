@@ -75,8 +75,7 @@ def search_endpoint(url: str, region: str) -> str:
     sends it to an endpoint given as ``endpoint_url`` even when that is AWS's regional
     one, where a search is not answered: here it goes to the search endpoint.)"""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    found = _AWS_HOST.match(host)
+    found = _AWS_HOST.match(parts.hostname or "")
     if found is None or found["region"] != region or "@" in parts.netloc:
         return url
     prefix = (f"search-{found['regional']}." if found["regional"] else

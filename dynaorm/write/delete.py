@@ -92,8 +92,8 @@ class DeleteEntry(ObjectWrite):
             leave=None if spec.lock else held | keys)]
         expect_loaded_version(spec, obj, state)
         conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
-        history = (state.version or 0) if self.history else 0  # (its version rows go too)
-        b.around(b.rows(old_values, None, state.key, None, history=history),
+        b.around(b.rows(old_values, None, state.key, None,  # (its version rows go too)
+                        history=(state.version or 0) if self.history else 0),
                  Delete(state.key, all_of(conds),
                         b.origin(spec.rules.own, Fail.GONE)))
         return with_condition(b.ops, self, spec, index), Outcome(obj, None)

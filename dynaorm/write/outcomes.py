@@ -331,11 +331,10 @@ def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     found = [r.item for f, r in failed if f.origin.role in (Role.ROW, Role.LATEST)
              and f.origin.entity is o.entity and f.key == o.owner_key and r.item is not None]
     item = found[0] if found else (yield from read(o.table, o.owner_key))
-    stored = _stored_entity(o.entity, item)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key,
-        item=stored)
+        item=_stored_entity(o.entity, item))
 
 
 #: what a :class:`~dynaorm.UniqueConstraintError` adds when the guard that refused the

@@ -441,12 +441,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """``Meta.timestamps``: the created time set if absent, the updated time set,
         unless the update sets the field itself."""
         spec = self._spec
-        clauses: list[Clause] = []
         moment = now()
-        for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
-            if stamped is not None and stamped not in self._actions:
-                clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
-        return clauses
+        return [(kind, spec.attr(stamped), self._dump(stamped, moment))
+                for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True)
+                if stamped is not None and stamped not in self._actions]
 
     def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> Planned[Outcome | None]:
