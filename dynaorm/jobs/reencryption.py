@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynaorm._types import Item
+from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, ForgottenError, RequestError
 from dynaorm.jobs.audit import scan_pages
@@ -153,14 +153,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
             row = spec.rules.unplace(item)  # fetched: every sealed value, wherever kept)
             if not (new := rule.resealed(row)):
                 return "current"
-            lock = _lock(spec, item)
-            op: Op = Update(key, {**new, **lock}, (), all_of(
-                [raw_eq(a, item[a]) for a in new] + stored_as(item, set(lock))),
-                Origin(entity, key, Role.ROW, Fail.CONCURRENT), known=item)
-            for place in spec.rules.placers:  # (a value kept in S3: a new object, the old
-                (op,) = place([op], lambda _: None)  # one removed once the row holds it)
-            assert isinstance(op, Update)
-            new = {a: v for a, v in op.set.items() if a not in lock}
+            op, new = _write(spec, key, item, new)
             published = driver.run(publish_p(WritePlan((op,), outside=(spec,))), during)
             driver.run(call(*render_op(op), (entity,), idempotent=False), during)
             got: dict[str, Any] = {"Item": {**item, **new}}
@@ -183,16 +176,25 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     return f"still changing after {ROUNDS} attempts"
 
 
-def _lock(spec: Any, item: Item) -> Item:
-    """Another writer's lock moved as every write of a loaded row moves it (``Meta.lock``:
-    their copy read before the rotation then fails their own condition, never writes the
-    old key's ciphertext back), conditioned on it as read; none on a version row (history
-    no other writer keeps) or without a lock."""
+def _write(spec: Any, key: PlainKey, item: Item, new: Item) -> tuple[Update, Item]:
+    """The write of the re-sealed values ``new`` to the row ``item`` (at ``key``),
+    conditioned on each value it replaces as read and through the entity's placing rules
+    (a value kept in S3: a new object, the old one removed once the row holds it), and the
+    values it writes (a reference in place of a value kept in S3). Another writer's lock
+    (``Meta.lock``) moves as every write of a loaded row moves it, conditioned on as read:
+    their copy read before the rotation then fails their own condition instead of writing
+    the old key's ciphertext back (not on a version row: history no other writer keeps)."""
     sk = spec.table.sk
-    if spec.lock is None or (spec.versioned and sk is not None and (
-            parse_version_sk(item.get(sk, {}).get("S", "")) or (0,))[0]):
-        return {}
-    return {a: {"N": str(n)} for a, n in moved(spec.lock, item)}
+    history = spec.versioned and sk is not None and (
+        parse_version_sk(item.get(sk, {}).get("S", "")) or (0,))[0]
+    lock = {} if history else {a: {"N": str(n)} for a, n in moved(spec.lock, item)}
+    op: Op = Update(key, {**new, **lock}, (), all_of(
+        [raw_eq(a, item[a]) for a in new] + stored_as(item, set(lock))),
+        Origin(spec.cls, key, Role.ROW, Fail.CONCURRENT), known=item)
+    for place in spec.rules.placers:
+        (op,) = place([op], lambda _: None)
+    assert isinstance(op, Update)
+    return op, {a: v for a, v in op.set.items() if a not in lock}
 
 
 def _settled(was: Item, new: Item, now: Item | None) -> tuple[bool, ...]:
