@@ -33,6 +33,7 @@ still holding the revision its object was loaded with was not (a revision never 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -331,6 +332,10 @@ def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     found = [r.item for f, r in failed if f.origin.role in (Role.ROW, Role.LATEST)
              and f.origin.entity is o.entity and f.key == o.owner_key and r.item is not None]
     item = found[0] if found else (yield from read(o.table, o.owner_key))
+    rules = spec_of(o.entity).rules
+    if item is not None and rules.preparers:  # (what its rules read first: values kept in
+        with contextlib.suppress(DynaormError):  # S3 fetched; one that cannot be leaves the
+            yield from rules.prepare((item,))  # stored entity unsaid, as before)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key,

@@ -572,10 +572,7 @@ def test_sealed_by_never_calls_a_sealed_value_kept_in_s3_unsealed(
 
 
 # -- a refusal's stored entity (ConcurrentModificationError.item) x values in S3, sealed ---
-@pytest.mark.parametrize("kept", ["plain", "sealed", pytest.param("in s3", marks=pytest.mark.xfail(
-    strict=True, reason="seams 0.10: a conflict's .item (the stored entity now, which "
-    "DynamoDB returned) is None when the row holds a value kept in S3: it is decoded "
-    "without fetching the object (write/outcomes.py _stored_entity swallows Unplaced)"))])
+@pytest.mark.parametrize("kept", ["plain", "sealed", "in s3"])
 @pytest.mark.engines("moto", "local")  # (conditions, transactions: the reference engine too)
 def test_a_refusal_under_their_lock_names_the_stored_entity_with_its_values(
         tb: tuple[TestBackend, Bucket], kept: str) -> None:
