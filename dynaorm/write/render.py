@@ -25,7 +25,7 @@ from dynaorm.errors import (
 )
 from dynaorm.schema.entity import spec_of
 from dynaorm.values.expressions import Placeholders, condition_values
-from dynaorm.values.keys import wire_key
+from dynaorm.values.keys import OWN_PREFIX, wire_key
 from dynaorm.values.limits import (
     check_item,
     check_size,
@@ -316,16 +316,14 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
         for op in entry_ops:
             spec = op.origin.entity.__dynaorm_spec__
             if spec.rules.places:  # (a row it deletes, or a held attribute's value in the row
-                # it writes or the one it replaces that may be kept outside: a payload other
-                # than a string or bytes (a reference is a map), or one that may be larger
-                # than the threshold, a string's UTF-8 bytes being at most 4 a character)
+                # it writes or the one it replaces that may be kept outside: _may_place)
                 may = isinstance(op, Delete)
                 for row in (getattr(op, "item", getattr(op, "set", {})),
                             getattr(op, "known", None) or (state.item if state else {})):
                     for attr in spec.rules.held & row.keys():
-                        (value,) = row[attr].values()
-                        may |= type(value) not in (str, bytes) or (
-                            4 * len(value) > spec.table.offload_threshold)
+                        (value,) = row[attr].values()  # (a string: no call)
+                        may |= 4 * len(value) > spec.table.offload_threshold if type(
+                            value) in (str, bytes) else _may_place(row[attr], spec.table)
                 if may:
                     outside[id(spec)] = spec
             if not ops:  # the first action: nothing to merge with (identified lazily)
@@ -348,6 +346,16 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
     if outside:
         object.__setattr__(plan, "outside", tuple(outside.values()))
     return plan, outcomes
+
+
+def _may_place(av: AttributeValue, table: Any) -> bool:
+    """Whether a held attribute's value ``av``, not a string or bytes (those: whether
+    their UTF-8 bytes, at most 4 a character, may pass the threshold), may be kept outside
+    ``table``: a reference (a map with a member of dynaorm's name), or a value larger than
+    its threshold. One that stays in its row is planned as on a table without
+    ``offload=``, and a bulk load takes it."""
+    return "NULL" not in av and (value_size(av) > table.offload_threshold or (
+        "M" in av and any(k.startswith(OWN_PREFIX) for k in av["M"])))
 
 
 def _op_id(op: Op) -> tuple[Any, ...]:
