@@ -240,50 +240,56 @@ def _detached_hooks() -> Iterator[None]:
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest,
-       _standing: dict[tuple[str, str, str | None], Any]) -> Iterator[TestBackend]:
+       _standing: dict[tuple[str, str | None, str | None], Any]) -> Iterator[TestBackend]:
     """The shared test table (tests/support/models.py), empty, on the current backend.
 
-    On moto (a new mock each test) it is created for the test. On DynamoDB Local and
-    dynoxide the worker's table stands from one test to the next (creating it there took
-    most of a short test's time): each test finds it emptied (:func:`clear`), and one that
-    changed the table itself (an index, a stream, TTL, the table deleted: what
-    :func:`shape` reads differs from what it read when made) leaves it deleted, so the
-    next test makes it anew. Not under an index lag (its proxy would show a deleted row's
-    past to the next test's index reads) nor on the endpoint given (a user's engine: its
-    tables made and deleted per test, as ``use_tables`` does)."""
+    On DynamoDB Local and dynoxide the worker's table stands from one test to the next
+    (creating it there took most of a short test's time): each test finds it emptied
+    (:func:`clear`), and one that changed the table itself (an index, a stream, TTL, the
+    table deleted: what :func:`shape` reads differs from what it read when made) leaves it
+    deleted, so the next test makes it anew. On moto in process it is made for the test
+    and not deleted after: the mock goes with the test (and a mock left open around it is
+    met by the next test's delete before its create). On the endpoint given (a user's
+    engine) and under an index lag (whose proxy would show a deleted row's past to the
+    next test's index reads) it is made and deleted per test, as ``use_tables`` does."""
     callspec = getattr(request.node, "callspec", None)
     name = str(callspec.params.get("backend", "")).removesuffix("-async") if callspec else ""
-    if backend is None or name not in ("local", "dynoxide") or request.config.getoption(
-            LAG_OPTION) is not None:
+    lag = request.config.getoption(LAG_OPTION) is not None
+    if not (name == "moto" or (name in ("local", "dynoxide") and not lag)):
         with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix(),
                         wire=wire_of(request)) as tb:
             if session_kind(request) == "async":
                 tb.session_kind = "async"
             yield tb
         return
-    bound, table_name = app.binding(), app.name
+    bound, table_name, wire = app.binding(), app.name, wire_of(request)
+    key, checked = (table_name + worker_suffix(), backend, wire), False
     try:
-        app.name = table_name + worker_suffix()
+        app.name = key[0]
         app.connect(backend)
-        wire = wire_of(request)
         if wire is not None:
             app.wire = wire
         check_test_engine(app)
-        key = (app.name, backend, wire)
+        checked = True
+        if name == "moto":
+            app.delete()
+            app.create()
+            yield TestBackend([app], backend, session_kind(request))
+            return
         if key in _standing:
             clear(app)
         else:
             app.delete()
             app.create()
             _standing[key] = shape(app)
-        tb = TestBackend([app], backend, session_kind(request))
-        yield tb
+        yield TestBackend([app], backend, session_kind(request))
         if shape(app) != _standing[key]:  # (the test changed the table: made anew next)
             del _standing[key]
             app.delete()
     except BaseException:
-        _standing.pop((app.name, backend, wire_of(request)), None)
-        app.delete()
+        _standing.pop(key, None)
+        if checked and name != "moto":
+            app.delete()
         raise
     finally:
         app.name = table_name
@@ -291,7 +297,7 @@ def db(backend: str | None, request: pytest.FixtureRequest,
 
 
 @pytest.fixture(scope="session")
-def _standing() -> dict[tuple[str, str, str | None], Any]:
+def _standing() -> dict[tuple[str, str | None, str | None], Any]:
     """The tables ``db`` leaves standing on an engine in this worker, by name, endpoint
     and wire, with their :func:`shape` when made. They go when the engine stops: DynamoDB
     Local and dynoxide run in memory, the run's own."""
