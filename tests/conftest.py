@@ -46,7 +46,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from dynaorm import Table
-from dynaorm.errors import RequestError
+from dynaorm.errors import RequestError, TableNotFoundError
 from dynaorm.rules import call
 from dynaorm.testing import TestBackend, fault_proxy, moto_backend, use_tables, worker_suffix
 from dynaorm.testing.engines import check_test_engine
@@ -277,8 +277,11 @@ def db(backend: str | None, request: pytest.FixtureRequest,
             yield TestBackend([app], backend, session_kind(request))
             return
         if key in _standing:
-            clear(app)
-        else:
+            try:
+                clear(app)
+            except TableNotFoundError:  # (another test's use_tables of it deleted it)
+                del _standing[key]
+        if key not in _standing:
             app.delete()
             app.create()
             _standing[key] = shape(app)

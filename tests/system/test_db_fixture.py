@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from dynaorm import Table
 from dynaorm.rules import call
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import clear, shape
 from tests.support.models import Audit, Note, User, app
 
@@ -85,3 +86,22 @@ def test_each_test_finds_the_table_empty_and_as_made(db: TestBackend, backend: s
                                                     "TimeToLiveSpecification": {
                                                         "Enabled": True,
                                                         "AttributeName": "expires"}}))
+
+
+def test_a_test_that_leaves_the_table_standing(db: TestBackend) -> None:
+    _fill(db)
+
+
+def test_a_use_tables_of_the_same_table_in_a_test_without_db(backend: str) -> None:
+    """(other modules' fixtures make and delete the suite's table by ``use_tables``: the
+    table ``db`` left standing is gone when the next test asks for it)"""
+    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()) as tb, \
+            tb.session() as s:
+        s.save(Note(note_id="left"))
+    assert not Table(app.name + worker_suffix(), endpoint_url=backend).exists()
+
+
+def test_the_next_test_finds_the_table_made_anew(db: TestBackend) -> None:
+    assert _rows(db) == {"table": [], "gsi1": [], "gsi2": [], "lsi1": []}
+    _fill(db)
+    assert len(db.scan_raw()) > 25
