@@ -11,7 +11,7 @@ TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 # package and the test modules from source again (about half a second of CPU a process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo quick test test-endpoint release-check test-botocore-wire fuzz-wire deep lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
+.PHONY: demo quick test suite test-endpoint release-check test-botocore-wire fuzz-wire deep lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -88,22 +88,24 @@ unit: $(STAMP)
 release-check: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/release-check.sh
 
-# The checks before the suite run two at a time (each is one process waiting on one core,
-# the release check mostly on pip: one after another they took about a minute more of
-# CI's 30), the engines' download beside the venv's install. Then the suite in two
-# pytest-xdist workers (each its own engines and tables:
-# tests/conftest.py): one process alone left the second core idle while it waited on an
-# engine. The 40 slowest tests are listed (CI has a 30-minute limit: what to move to fewer
-# engines first).
-CHECKS := engines lint typecheck docs release-check
+# CI: the venv and the engines' download first, side by side; then the suite beside the
+# endpoint stage and the checks, two of those at a time (make -j3: the checks are one
+# process each, mostly waiting on one core or, the release check, on pip; the suite's two
+# pytest-xdist workers wait on engines, subprocesses and the tail of the run, where one
+# worker is left with a long test: before the suite, the checks took ~3 of CI's minutes).
+# Each stage's output is printed whole when it ends (--output-sync). The suite:
+# two workers, each its own engines and tables (tests/conftest.py); the 40 slowest tests
+# are listed (what to make cheaper or move to fewer engines first).
+CHECKS := lint typecheck docs release-check
 test:
-	@date +'%T checks'
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
-	@date +'%T suite'
-	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
-	@date +'%T endpoint'
-	$(MAKE) --no-print-directory test-endpoint
+	@date +'%T setup'
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) engines
+	@date +'%T checks, suite and endpoint at once'
+	$(MAKE) --no-print-directory -j3 --output-sync=target suite test-endpoint $(CHECKS)
 	@date +'%T done'
+
+suite: $(STAMP) engines
+	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
 
 # The path `--dynaorm-endpoint URL` takes (the README's "any engine": the plugin's fault
 # proxy in front, the async variant on it), which the run above never takes, on a dynoxide

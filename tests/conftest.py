@@ -40,11 +40,16 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from dynaorm import Table
+from dynaorm.errors import RequestError, TableNotFoundError
+from dynaorm.rules import call
 from dynaorm.testing import TestBackend, fault_proxy, moto_backend, use_tables, worker_suffix
+from dynaorm.testing.engines import check_test_engine
 from pytest_dynaorm import LAG_OPTION, endpoint_of
 from tests.support.ddb_local import DEFAULT_CACHE_DIR, QUICK_JVM, DynamoDBLocal, find_jar
 from tests.support.dynoxide import Dynoxide, find_binary
@@ -234,13 +239,115 @@ def _detached_hooks() -> Iterator[None]:
 
 
 @pytest.fixture
-def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    """The shared test table (tests/support/models.py), fresh, on the current backend."""
-    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix(),
-                    wire=wire_of(request)) as tb:
-        if session_kind(request) == "async":
-            tb.session_kind = "async"
-        yield tb
+def db(backend: str | None, request: pytest.FixtureRequest,
+       _standing: dict[tuple[str, str | None, str | None], Any]) -> Iterator[TestBackend]:
+    """The shared test table (tests/support/models.py), empty, on the current backend.
+
+    On DynamoDB Local and dynoxide the worker's table stands from one test to the next
+    (creating it there took most of a short test's time): each test finds it emptied
+    (:func:`clear`), and one that changed the table itself (an index, a stream, TTL, the
+    table deleted: what :func:`shape` reads differs from what it read when made) leaves it
+    deleted, so the next test makes it anew. On moto in process it is made for the test
+    and not deleted after: the mock goes with the test (and a mock left open around it is
+    met by the next test's delete before its create). On the endpoint given (a user's
+    engine) and under an index lag (whose proxy would show a deleted row's past to the
+    next test's index reads) it is made and deleted per test, as ``use_tables`` does."""
+    callspec = getattr(request.node, "callspec", None)
+    name = str(callspec.params.get("backend", "")).removesuffix("-async") if callspec else ""
+    lag = request.config.getoption(LAG_OPTION) is not None
+    if not (name == "moto" or (name in ("local", "dynoxide") and not lag)):
+        with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix(),
+                        wire=wire_of(request)) as tb:
+            if session_kind(request) == "async":
+                tb.session_kind = "async"
+            yield tb
+        return
+    bound, table_name, wire = app.binding(), app.name, wire_of(request)
+    key, checked = (table_name + worker_suffix(), backend, wire), False
+    try:
+        app.name = key[0]
+        app.connect(backend)
+        if wire is not None:
+            app.wire = wire
+        check_test_engine(app)
+        checked = True
+        if name == "moto":
+            app.delete()
+            app.create()
+            yield TestBackend([app], backend, session_kind(request))
+            return
+        if key in _standing:
+            try:
+                clear(app)
+            except TableNotFoundError:  # (another test's use_tables of it deleted it)
+                del _standing[key]
+        if key not in _standing:
+            app.delete()
+            app.create()
+            _standing[key] = shape(app)
+        yield TestBackend([app], backend, session_kind(request))
+        if shape(app) != _standing[key]:  # (the test changed the table: made anew next)
+            del _standing[key]
+            app.delete()
+    except BaseException:
+        _standing.pop(key, None)
+        if checked and name != "moto":
+            app.delete()
+        raise
+    finally:
+        app.name = table_name
+        app.restore(bound)
+
+
+@pytest.fixture(scope="session")
+def _standing() -> dict[tuple[str, str | None, str | None], Any]:
+    """The tables ``db`` leaves standing on an engine in this worker, by name, endpoint
+    and wire, with their :func:`shape` when made. They go when the engine stops: DynamoDB
+    Local and dynoxide run in memory, the run's own."""
+    return {}
+
+
+def shape(table: Table) -> Any:
+    """What DescribeTable and DescribeTimeToLive say of ``table``, without what its items
+    change (counts and sizes): ``None`` when it does not exist."""
+    def run(op: str) -> Any:
+        return table.db.driver.run(call(op, {"TableName": table.name}))
+
+    try:
+        found = run("DescribeTable")["Table"]
+        ttl = run("DescribeTimeToLive").get("TimeToLiveDescription")
+    except RequestError as exc:
+        if exc.code == "ResourceNotFoundException":
+            return None
+        raise
+    sized = ("ItemCount", "TableSizeBytes", "IndexSizeBytes")
+    described = {k: v for k, v in found.items() if k not in sized}
+    for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        if kind in described:
+            described[kind] = [{k: v for k, v in index.items() if k not in sized}
+                               for index in described[kind]]
+    return described, ttl
+
+
+def clear(table: Table) -> None:
+    """Delete every item of ``table`` (a consistent scan of its keys, BatchWriteItem)."""
+    keys = [a for a in (table.pk, table.sk) if a]
+    scan: dict[str, Any] = {
+        "TableName": table.name, "ConsistentRead": True,
+        "ProjectionExpression": ", ".join(f"#k{i}" for i in range(len(keys))),
+        "ExpressionAttributeNames": {f"#k{i}": a for i, a in enumerate(keys)}}
+    found: list[dict[str, Any]] = []
+    while True:
+        out = table.db.driver.run(call("Scan", scan))
+        found.extend(out.get("Items", []))
+        if not out.get("LastEvaluatedKey"):
+            break
+        scan["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+    for start in range(0, len(found), 25):
+        writes = {table.name: [{"DeleteRequest": {"Key": k}} for k in found[start:start + 25]]}
+        while writes:
+            writes = table.db.driver.run(call("BatchWriteItem", {"RequestItems": writes})).get(
+                "UnprocessedItems") or {}
 
 
 def engine_of(request: pytest.FixtureRequest) -> str:
