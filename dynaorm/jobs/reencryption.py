@@ -147,6 +147,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
         if item is None:
             return "gone"
         published: Published = []
+        refused = False  # (a condition refused it: it never applies)
         try:
             driver.run(rule.prepare((item,), True), during)  # (a forgotten tenant: here)
             driver.run(spec.rules.prepare((item,)), during)  # (its values kept in S3
@@ -161,15 +162,16 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
             if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):
                 driver.run(release_p(published, False), during)
                 return str(exc)
+            refused = not exc.maybe_applied
             got = driver.run(call("GetItem", {
                 "TableName": table.name, "Key": {a: item[a] for a in key},
                 "ConsistentRead": True}, (entity,)), during)
         except ForgottenError:
             return "forgotten"
-        except DynaormError as exc:
+        except (DynaormError, ValueError) as exc:  # (ValueError: their lock not a number)
             return str(exc)
         was, item = item, got.get("Item")
-        for applied in _settled(was, new, item):
+        for applied in _settled(was, new, item, refused):
             driver.run(release_p(published, applied), during)
         if item is not None and all(item.get(a) == v for a, v in new.items()):
             return "resealed"  # (this run's own write: a fresh nonce is never written twice)
@@ -197,18 +199,21 @@ def _write(spec: Any, key: PlainKey, item: Item, new: Item) -> tuple[Update, Ite
     return op, {a: v for a, v in op.set.items() if a not in lock}
 
 
-def _settled(was: Item, new: Item, now: Item | None) -> tuple[bool, ...]:
+def _settled(was: Item, new: Item, now: Item | None, refused: bool) -> tuple[bool, ...]:
     """What ``now``, the row read afresh after a write of ``new`` over the values of
     ``was`` failed or lost its answer, proves of it, as the releases of what it placed:
     ``(True,)`` applied (the row holds a value it wrote: a fresh nonce, a new object, is
-    written once); ``()`` nothing (the row holds every value it replaced: it may still
-    apply); else it never will (it conditions on them, and none comes back: a write
-    conditions on the objects it read, a sealed value is bound to its row, no move
-    carries it), so what it uploaded goes, ``(False,)``, and where the row holds none of
-    them, what it replaced goes too, ``(True, False)`` (its own, or another writer's
-    that removed it already)."""
+    written once); ``()`` nothing (the row holds every value it replaced: a lost answer's
+    write may still apply), but ``(False,)`` when a condition ``refused`` it (another
+    writer's lock moved alone: it never applies); else it never will (it conditions on
+    them, and none comes back: a write conditions on the objects it read, a sealed value
+    is bound to its row, no move carries it), so what it uploaded goes, ``(False,)``, and
+    where the row holds none of them, what it replaced goes too, ``(True, False)`` (its
+    own, or another writer's that removed it already)."""
     now = now or {}
     if any(now.get(a) == v for a, v in new.items()):
         return (True,)
     kept = sum(now.get(a) == was[a] for a in new)
-    return () if kept == len(new) else (False,) if kept else (True, False)
+    if kept == len(new):  # (refused by a condition, by another writer's lock alone: never)
+        return (False,) if refused else ()
+    return (False,) if kept else (True, False)

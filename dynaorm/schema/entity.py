@@ -163,7 +163,7 @@ def raw_state(obj: Entity) -> InstanceState | Deleted | None:
     try:  # (the slot itself: an unset one past pydantic's __getattr__, which costs a new
         # object about 5 us to refuse)
         state: InstanceState | Deleted | tuple[LoadedPage, int] | None = _SLOT.__get__(obj)
-    except AttributeError:
+    except (AttributeError, TypeError):  # (TypeError: not an entity, as getattr's None)
         return None
     if type(state) is tuple:  # read from an answer's bytes: (its page, its place there)
         state = InstanceState.on_page(*state)

@@ -321,9 +321,9 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
                 for row in (getattr(op, "item", getattr(op, "set", {})),
                             getattr(op, "known", None) or (state.item if state else {})):
                     for attr in spec.rules.held & row.keys():
-                        (value,) = row[attr].values()  # (a string: no call)
-                        may |= 4 * len(value) > spec.table.offload_threshold if type(
-                            value) in (str, bytes) else _may_place(row[attr], spec.table)
+                        (value,) = row[attr].values()  # (a short string: no call)
+                        may |= (type(value) not in (str, bytes) or 4 * len(value) > (
+                            spec.table.offload_threshold)) and _may_place(row[attr], spec.table)
                 if may:
                     outside[id(spec)] = spec
             if not ops:  # the first action: nothing to merge with (identified lazily)
@@ -349,11 +349,11 @@ def compile_commit(entries: Sequence[Prepared], receipt: Receipt | None = None
 
 
 def _may_place(av: AttributeValue, table: Any) -> bool:
-    """Whether a held attribute's value ``av``, not a string or bytes (those: whether
-    their UTF-8 bytes, at most 4 a character, may pass the threshold), may be kept outside
-    ``table``: a reference (a map with a member of dynaorm's name), or a value larger than
-    its threshold. One that stays in its row is planned as on a table without
-    ``offload=``, and a bulk load takes it."""
+    """Whether a held attribute's value ``av`` (a string or bytes only where its bytes, at
+    most 4 a character, may pass the threshold) may be kept outside ``table``: a
+    reference (a map with a member of dynaorm's name), or a value larger than its
+    threshold, as the placing rule sizes it. One that stays in its row is planned as on a
+    table without ``offload=``, and a bulk load takes it."""
     return "NULL" not in av and (value_size(av) > table.offload_threshold or (
         "M" in av and any(k.startswith(OWN_PREFIX) for k in av["M"])))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dynaorm.codec import sealed_by
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, OffloadError
 from dynaorm.formats.infer.items import SEPARATORS, Item, Table, _Group, _key_attrs
 from dynaorm.formats.infer.kinds import _field, _kind, _merge, _resolved
 from dynaorm.formats.infer.naming import Values, _attr_field_name, _name_slots, _Namer
@@ -146,7 +146,10 @@ def _attribute_fields(group: _Group, attrs: Values,
         avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
         # reference)
         opened = _decompressed(avs)
-        sealed = all(sealed_by(av) for av in opened)  # (its type is sealed with it)
+        try:  # (its type is sealed with it)
+            sealed = all(sealed_by(av) for av in opened)
+        except OffloadError:  # (a decompressed map of a reference's shape: a value)
+            sealed = False
         if attr == table.get("ttl"):
             kind: dict[str, Any] = {"type": "datetime"}
         elif sealed:
