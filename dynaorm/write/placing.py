@@ -13,9 +13,9 @@ the phases ask an entity's rules (``spec.rules``), never a rule module.
 
 A plain commit's plan has no such entity (:attr:`~dynaorm.write.render.WritePlan.outside`
 is empty), nor has a commit none of whose rows may hold a value kept outside (none it
-deletes, no held value a map or possibly above the threshold, in a row it writes or one it
-replaces: :func:`~dynaorm.write.render.compile_commit` tells, as it builds the rows):
-nothing here runs.
+deletes, no held value a reference or possibly above the threshold, in a row it writes or
+one it replaces: :func:`~dynaorm.write.render.compile_commit` tells, as it builds the
+rows, by ``_may_place``): nothing here runs.
 """
 
 from collections.abc import Callable, Generator, Sequence
