@@ -491,7 +491,9 @@ def test_async_session_seals_opens_and_finds(eb: TestBackend,
     assert asyncio.run(main()) == ("777", "a1")
     raw = _raw(eb, "a1")
     assert set(raw["ssn"]) == {"B"} and not _in_plain("777", raw)
-    _put_raw(eb, {**raw, "ssn": {"B": bytes(raw["ssn"]["B"])[:-1] + b"\0"}})
+    sealed = bytes(raw["ssn"]["B"])
+    # flip a bit: writing a zero byte changed nothing when the tag's last byte was zero
+    _put_raw(eb, {**raw, "ssn": {"B": sealed[:-1] + bytes([sealed[-1] ^ 1])}})
 
     async def read() -> None:
         await AsyncSession(vault).get(Patient, patient_id="a1")
