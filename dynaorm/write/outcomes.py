@@ -308,7 +308,20 @@ def _unique_error(failed: list[tuple[Op, Reason]], read: Read
                                  key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
 
 
+def _prepare(entity: type[Any], item: Item) -> Reading[None]:
+    """What the rules of ``entity`` read first to decode the stored ``item`` (values kept
+    in S3 fetched), so that an error names the stored entity; one that cannot be read
+    leaves it unsaid (``None``)."""
+    rules = spec_of(entity).rules
+    if rules.preparers:
+        with contextlib.suppress(DynaormError):
+            yield from rules.prepare((item,))
+
+
 def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
+    for op, r in failed:  # (the items the failure returned, as every error decodes them)
+        if r.item is not None:
+            yield from _prepare(op.origin.entity, r.item)
     if _caller_failed(*failed[0]):
         return _caller_error(failed)
     failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
@@ -332,10 +345,8 @@ def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     found = [r.item for f, r in failed if f.origin.role in (Role.ROW, Role.LATEST)
              and f.origin.entity is o.entity and f.key == o.owner_key and r.item is not None]
     item = found[0] if found else (yield from read(o.table, o.owner_key))
-    rules = spec_of(o.entity).rules
-    if item is not None and rules.preparers:  # (what its rules read first: values kept in
-        with contextlib.suppress(DynaormError):  # S3 fetched; one that cannot be leaves the
-            yield from rules.prepare((item,))  # stored entity unsaid, as before)
+    if not found and item is not None:
+        yield from _prepare(o.entity, item)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key,

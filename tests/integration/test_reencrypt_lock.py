@@ -4,8 +4,8 @@ value kept in S3, and the stored entity a refusal names when its row keeps a val
 
 A rotation refused only because the other writer moved its lock (every sealed value as
 read) never applies: what it uploaded is removed. A lock another tool stored that is no
-integer fails that row (listed, the task goes on). Where a refusal's ``item`` is still
-``None`` for a row keeping a value in S3, a strict xfail says so."""
+integer fails that row (listed, the task goes on). Every refusal's ``item`` (a conflict,
+an existing item, a failed condition) holds the stored entity with its value kept in S3."""
 from __future__ import annotations
 
 import uuid
@@ -159,9 +159,6 @@ def test_a_conflicts_stored_entity_holds_its_value_kept_in_s3(env: Any) -> None:
     assert now is not None and (now.secret, now.status) == ("z" * 5000, "THEIRS")
 
 
-@pytest.mark.xfail(strict=True, reason="review of session 10: only ConcurrentModificationError "
-                   "reads its row's values kept in S3; ItemExistsError.item is None though "
-                   "DynamoDB returned the item")
 def test_an_existing_items_stored_entity_holds_its_value_kept_in_s3(env: Any) -> None:
     t, _, _ = env
     s = t.session()
@@ -174,9 +171,6 @@ def test_an_existing_items_stored_entity_holds_its_value_kept_in_s3(env: Any) ->
     assert refused.value.item is not None
 
 
-@pytest.mark.xfail(strict=True, reason="review of session 10: only ConcurrentModificationError "
-                   "reads its row's values kept in S3; ConditionFailedError.item is None "
-                   "though DynamoDB returned the item")
 def test_a_failed_conditions_stored_entity_holds_its_value_kept_in_s3(env: Any) -> None:
     t, _, _ = env
     s = t.session()
