@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError
 from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
+from dynaorm.schema.entity import spec_of
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
            "inferred_code", "read_sample"]
@@ -189,6 +190,10 @@ def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
             return "no class of the printed model claims it"
         if change.role in ("guard", "rule"):
             return None  # (a row of a rule of its entity: a unique guard)
+        sealed = sorted(spec_of(change.entity).encrypted.keys() & item.keys())
+        if sealed and table.keyring is None:  # (not decoded: no key to open them with)
+            return (f"it holds sealed values ({', '.join(sealed)}): give the table its "
+                    "keyring (a Client with keyring=) to read them")
         # (its image as the Scan read it, offloaded values read with the sample: nothing
         # is asked through a client)
         replace(change, prepare=lambda _, image: image.update(item)).new  # noqa: B018
@@ -210,6 +215,9 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
     found = infer_model(description, ttl, items)
     code = inferred_code(found)
     table = _defined_table(code)
+    # (sealed values decode with the keyring of a dynaorm Client given: placed means
+    # decoded; without one, their items are unplaced, the report saying to give it)
+    table.keyring = getattr(client, "keyring", None)
     return decoded(found, table), code, table.model()
 
 
@@ -220,8 +228,10 @@ def infer(table_name: str, *, client: Any = None, sample: int = 1000,
     gives, inferred from its description, TTL setting and at most ``sample`` of its items
     (read with a parallel Scan; ``client``: a botocore DynamoDB client or a
     :class:`~dynaorm.Client`, default one for ``endpoint_url`` and ``region``). Its
-    ``"inferred"`` part says how many items were sampled and placed, and names a few of
-    those no entity placed. The Scan's consumed capacity goes to ``report``.
+    ``"inferred"`` part says how many items were sampled and placed (decoded by the printed
+    model: an item holding ``Encrypted`` values only with the keyring of a ``Client``
+    given), and names a few of those it did not place, and why. The Scan's consumed
+    capacity goes to ``report``.
 
     Raises :class:`InferenceError` for no such table, an empty table or binary keys,
     :class:`EndpointUnreachableError` when the endpoint does not answer."""

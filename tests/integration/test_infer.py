@@ -881,6 +881,13 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
             for obj in wrote:
                 s.save(obj)
         code, model = infer_code(vault.name, client=vault.client, report=None)
+        # (without the keyring, no item holding a sealed value is decoded: unplaced, each
+        # saying why; with the client's keyring every one is)
+        assert model["inferred"]["unplaced"]["count"] == 2, model["inferred"]
+        assert all("keyring" in why and "malformed" not in why
+                   for why in model["inferred"]["unplaced"]["unreadable"]), model["inferred"]
+        vault.client.keyring = keyring
+        code, model = infer_code(vault.name, client=vault.client, report=None)
         fields = {f["name"]: f for f in model["entities"][0]["fields"]}
         assert {n for n, f in fields.items() if f.get("encrypted")} == {"secret", "card"}, code
         assert "Account.secret: sealed by dynaorm (Encrypted)" in unplaced_note(model)
@@ -921,12 +928,6 @@ class Account(Entity):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="seams 0.10: inference counts every item holding a "
-                   "sealed value unplaced, 'a malformed attribute value': its printed model is "
-                   "checked without the keyring its report says to give (Encryption.decode "
-                   "asks the table's keyring even for a row whose sealed values would be left "
-                   "out), and here the printed table binds to the client the test's own model "
-                   "of the same type name is registered on")
 @pytest.mark.engines("moto")
 def test_a_locked_table_of_sealed_values_kept_in_s3_is_inferred_with_all_three(
         backend: str | None, request: pytest.FixtureRequest,
@@ -960,6 +961,13 @@ def test_a_locked_table_of_sealed_values_kept_in_s3_is_inferred_with_all_three(
             assert doc is not None
             them.update(doc, status="SEEN")
         code, model = infer_code(vault.name, client=vault.client, report=None)
+        # (without the keyring, no item holding a sealed value is decoded: unplaced, each
+        # saying why; with the client's keyring every one is)
+        assert model["inferred"]["unplaced"]["count"] == 4, model["inferred"]
+        assert all("keyring" in why and "malformed" not in why
+                   for why in model["inferred"]["unplaced"]["unreadable"]), model["inferred"]
+        vault.client.keyring = keyring
+        code, model = infer_code(vault.name, client=vault.client, report=None)
         (entity,) = model["entities"]
         fields = {f["name"]: f for f in entity["fields"]}
         assert entity.get("lock") == {"field": "version", "first": 1, "step": 1}, code
@@ -981,7 +989,7 @@ def test_a_locked_table_of_sealed_values_kept_in_s3_is_inferred_with_all_three(
         assert them.load({"pk": "ACC#a1", "sk": "ACC"})["version"] == 3  # type: ignore[index]
     # (every item is read by the printed model given its keyring: none is unplaced, and
     # none is said to hold "a malformed attribute value")
-    assert model["inferred"]["unplaced"]["count"] == 0, model["inferred"]["unplaced"]
+    assert model["inferred"]["unplaced"]["count"] == 0, model["inferred"]["unplaced"]["unreadable"]
 
 
 @pytest.mark.engines("moto")
