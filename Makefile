@@ -11,14 +11,14 @@ TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 # package and the test modules from source again (about half a second of CPU a process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo quick test suite test-endpoint release-check test-botocore-wire fuzz-wire deep lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
+.PHONY: demo quick test suite test-endpoint langgraph release-check test-botocore-wire fuzz-wire deep lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml libs/langgraph/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
-	$(BIN)/python -m pip install --quiet -e . --group dev --group bench --group docs
+	$(BIN)/python -m pip install --quiet -e . -e libs/langgraph --group dev --group bench --group docs
 	touch $(STAMP)
 
 # The demo needs only the `testing` extra: a small venv of its own, not the dev tools.
@@ -64,12 +64,12 @@ dynoxide:
 
 # ruff, and the floors of the house (the import contracts in pyproject.toml)
 lint: $(STAMP)
-	$(BIN)/ruff check dynaorm pytest_dynaorm.py tests examples benchmarks
+	$(BIN)/ruff check dynaorm libs pytest_dynaorm.py tests examples benchmarks
 	$(BIN)/lint-imports
 
 # mypy --strict on the library and the typed examples; pyright on what users write.
 typecheck: $(STAMP)
-	$(BIN)/mypy dynaorm pytest_dynaorm.py $(TYPED)
+	$(BIN)/mypy dynaorm libs/langgraph/dynaorm_langgraph pytest_dynaorm.py $(TYPED)
 	$(BIN)/pyright $(TYPED)
 
 # The documentation site (guide + API reference from docstrings); warnings are errors.
@@ -96,7 +96,7 @@ release-check: $(STAMP)
 # Each stage's output is printed whole when it ends (--output-sync). The suite:
 # two workers, each its own engines and tables (tests/conftest.py); the 40 slowest tests
 # are listed (what to make cheaper or move to fewer engines first).
-CHECKS := lint typecheck docs release-check
+CHECKS := lint typecheck docs release-check langgraph
 test:
 	@date +'%T setup'
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) engines
@@ -105,7 +105,16 @@ test:
 	@date +'%T done'
 
 suite: $(STAMP) engines
-	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40
+	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=40 \
+		--ignore=$(CONFORMANCE)
+
+# The LangGraph adapter's stage (libs/langgraph, the distribution dynaorm-langgraph):
+# LangGraph's checkpointer conformance suite, released and the repository's newer
+# capabilities (vendored at pinned commits), on moto and DynamoDB Local. The adapter's own
+# tests (tests/integration/test_langgraph_*.py) run in the suite: they use its fixtures.
+CONFORMANCE := tests/integration/test_langgraph_conformance.py
+langgraph: $(STAMP) engines
+	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider $(CONFORMANCE)
 
 # The path `--dynaorm-endpoint URL` takes (the README's "any engine": the plugin's fault
 # proxy in front, the async variant on it), which the run above never takes, on a dynoxide

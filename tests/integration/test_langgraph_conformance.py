@@ -1,5 +1,6 @@
 """LangGraph's official checkpointer conformance suite (``langgraph-checkpoint-conformance``)
-on :class:`dynaorm.langgraph.Saver`, on every engine: the suite detects all eight
+on :class:`dynaorm_langgraph.Saver` (the distribution ``dynaorm-langgraph``; ``make
+langgraph``, a CI stage of its own), on every engine: the suite detects all eight
 capabilities by itself and every test of each passes (issue 71); beside it, the
 repository's two delta-channel capabilities not yet released (``delta_channel_history``,
 ``delta_channel_reconstruction``, vendored in tests/vendor/langgraph_conformance at pinned
@@ -17,8 +18,8 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES, _is_overridden
 
 from dynaorm import Table
-from dynaorm.langgraph import Saver
 from dynaorm.testing import use_tables, worker_suffix
+from dynaorm_langgraph import Saver
 from tests.vendor.langgraph_conformance import (
     test_delta_channel_history,
     test_delta_channel_reconstruction,

@@ -1143,7 +1143,8 @@ def test_a_saver_refused_by_the_model_is_refused_again_and_leaves_no_checkpoint_
 @pytest.fixture
 def reloaded() -> Iterator[None]:
     """Puts the adapter's modules back as they were after a test that reloads them."""
-    names = ("dynaorm.langgraph.saver", "dynaorm.langgraph.store", "dynaorm.langgraph")
+    names = ("dynaorm_langgraph.saver", "dynaorm_langgraph.store", "dynaorm_langgraph",
+             "dynaorm.langgraph")
     kept = {n: dict(vars(sys.modules[n])) for n in names}
     yield
     for n in names:
@@ -1167,7 +1168,8 @@ def test_after_a_reload_old_and_new_savers_and_stores_share_the_tables_entities(
     old_saver.put(_thread_conf("r1"), empty_checkpoint(), {"step": 0}, {})
     old_store.put(("a",), "k", {"v": 1})
     before = {n: copies.entities[n] for n in copies.entities}
-    for name in ("dynaorm.langgraph.saver", "dynaorm.langgraph.store", "dynaorm.langgraph"):
+    for name in ("dynaorm_langgraph.saver", "dynaorm_langgraph.store", "dynaorm_langgraph",
+                 "dynaorm.langgraph"):
         importlib.reload(sys.modules[name])
     import dynaorm.langgraph as fresh
     assert fresh.Saver is not Saver

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: surface -> its modules (``path`` or ``path::name,name`` for part of a module)
 SURFACES: dict[str, tuple[str, ...]] = {
     "MCP": ("dynaorm/mcp/",),
-    "LangGraph": ("dynaorm/langgraph/",),
+    "LangGraph": ("libs/langgraph/dynaorm_langgraph/",),
     "IaC/IAM": ("dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
                 "dynaorm/formats/iam.py", "dynaorm/formats/tables.py", "dynaorm/cli/iam.py"),
     "chart": ("dynaorm/formats/chart.py",),

@@ -731,8 +731,8 @@ def test_without_langgraphs_run_control_a_late_step_never_forks_the_thread(
     a second child: the thread is B's turn, A told ThreadBusyError. Before: A's step was
     stored beside B's (a run-less write carried no head condition), the thread forked
     and B's turn was lost from it though B's invoke returned it."""
-    import dynaorm.langgraph.fence as fence
-    import dynaorm.langgraph.saver as saver
+    import dynaorm_langgraph.fence as fence
+    import dynaorm_langgraph.saver as saver
 
     monkeypatch.setattr(fence, "_RUNTIME", "__a_key_langgraph_does_not_set")
     monkeypatch.setattr(saver, "CONTROLLED", False)  # (as the saver reads it)
@@ -757,7 +757,7 @@ def test_every_write_of_a_graph_names_its_run() -> None:
     single writer falls back to one-write runs (the test above)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from dynaorm.langgraph.fence import holder_of
+    from dynaorm_langgraph.fence import holder_of
 
     seen: list[Any] = []
 

@@ -223,6 +223,20 @@ def test_the_wheel_publishes_only_runtime_needs(wheel: Path) -> None:
     (pynamodb,) = [r for r in requires if r.name.lower() == "pynamodb"]
     assert pynamodb.marker is not None and not any(s.operator.startswith("<")
                                                    for s in pynamodb.specifier), pynamodb
+    # (0.10: LangGraph's adapter is a distribution of its own: none of it in this wheel)
+    assert not [n for n in names if n.startswith(("dynaorm_langgraph", "dynaorm/langgraph/"))]
+
+
+def test_the_langgraph_adapter_is_released_beside_dynaorm() -> None:
+    """0.10: LangGraph's adapter is the distribution ``dynaorm-langgraph`` (``libs/
+    langgraph``), at dynaorm's version: the ``langgraph`` extra pins it, and it pins
+    dynaorm (``scripts/release-check.sh`` builds and installs both)."""
+    version = dynaorm.__version__
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lib = tomllib.loads((ROOT / "libs" / "langgraph" / "pyproject.toml").read_text())["project"]
+    assert (lib["name"], lib["version"]) == ("dynaorm-langgraph", version)
+    assert root["optional-dependencies"]["langgraph"] == [f"dynaorm-langgraph=={version}"]
+    assert f"dynaorm=={version}" in lib["dependencies"]
 
 
 @pytest.mark.parametrize("extra", ["async", "pynamodb", "otel"])

@@ -21,10 +21,10 @@ Every call runs in one :class:`dynaorm.Session` (an :class:`dynaorm.AsyncSession
 namespace, walked as its rows come, or the rows the ``list`` that returned its config read
 (:class:`_Walk`: one ``Query`` a ``get_state_history``); ``prune`` and
 ``delete_for_runs`` keep the ancestors a kept checkpoint's delta channels read
-(:mod:`dynaorm.langgraph.pruning`). ``single_writer=True`` adds the thread's lease row
-(``L#``, a :class:`dynaorm.Lease`) to every write's commit (:mod:`dynaorm.langgraph.fence`);
+(:mod:`dynaorm_langgraph.pruning`). ``single_writer=True`` adds the thread's lease row
+(``L#``, a :class:`dynaorm.Lease`) to every write's commit (:mod:`dynaorm_langgraph.fence`);
 ``sealed=True`` declares the rows' values ``Encrypted`` (the rows:
-:mod:`dynaorm.langgraph.rows`).
+:mod:`dynaorm_langgraph.rows`).
 """
 
 from collections import Counter
@@ -56,7 +56,7 @@ from dynaorm import (
     OutcomeUnknownError,
     Table,
 )
-from dynaorm.langgraph.fence import (
+from dynaorm_langgraph.fence import (
     CONTROLLED,
     Fence,
     Fenced,
@@ -67,8 +67,8 @@ from dynaorm.langgraph.fence import (
     idle,
     stops,
 )
-from dynaorm.langgraph.pruning import Pruning
-from dynaorm.langgraph.rows import _ROWS, Op, rows, ttl_of, twins
+from dynaorm_langgraph.pruning import Pruning
+from dynaorm_langgraph.rows import _ROWS, Op, rows, ttl_of, twins
 
 
 class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
@@ -78,7 +78,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
     writes expire that long after (a ``timedelta``, seconds, or LangGraph's TTL config,
     ``{"default_ttl": minutes}``; the table must declare ``Table(ttl=...)``);
     ``single_writer=True``: one run writes a thread at a time, the others refused with
-    :class:`~dynaorm.langgraph.ThreadBusyError` (see :mod:`dynaorm.langgraph.fence`), a
+    :class:`~dynaorm_langgraph.ThreadBusyError` (see :mod:`dynaorm_langgraph.fence`), a
     run's hold lapsing ``lease`` after its last write; ``sealed=True``: every checkpoint,
     its metadata and every write stored sealed with the table's keyring (``Encrypted``),
     and a row it did not seal refused on read (:class:`~dynaorm.DecryptionError`)."""
@@ -380,7 +380,7 @@ _FIRST = 100  # (and first, before the target's metadata says how far back to re
 
 class _Walk:
     """The parent chain of one checkpoint, walked over rows read newest first (pure):
-    what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
+    what :meth:`~dynaorm_langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
                  ns: str, opened: dict[Any, Any]) -> None:
@@ -468,7 +468,7 @@ class _Walk:
 
 class _Listed(dict[str, Any]):
     """The config of a checkpoint ``list`` returned, carrying the rows it read (``rows``),
-    what it decoded of them (``opened``: see :meth:`~dynaorm.langgraph.Saver._tuples`) and
+    what it decoded of them (``opened``: see :meth:`~dynaorm_langgraph.Saver._tuples`) and
     the checkpoint's ``(saver, thread_id, ns, checkpoint_id)`` (``at``): a history asked
     of another saver, thread or checkpoint reads its own. Copied or pickled, a plain
     config."""

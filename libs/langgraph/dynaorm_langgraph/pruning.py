@@ -23,7 +23,7 @@ from dynaorm import (
     OutcomeUnknownError,
     TransactionTooLargeError,
 )
-from dynaorm.langgraph.rows import _ROWS, Op, Rows
+from dynaorm_langgraph.rows import _ROWS, Op, Rows
 
 
 class Pruning(Rows):

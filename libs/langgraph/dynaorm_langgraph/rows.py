@@ -104,7 +104,7 @@ def _positive(value: object, what: str) -> float:
 
 
 def ttl_of(ttl: object, *, store: bool = False) -> Any:
-    """The TTL a :class:`Saver` (a ``timedelta``) or a :class:`~dynaorm.langgraph.Store`
+    """The TTL a :class:`Saver` (a ``timedelta``) or a :class:`~dynaorm_langgraph.Store`
     (LangGraph's ``TTLConfig``) keeps, from what either accepts: a ``timedelta``, a number
     of seconds, or LangGraph's TTL config (a checkpointer's ``default_ttl`` minutes,
     ``strategy="delete"``, ``sweep_interval_minutes`` (DynamoDB sweeps by itself); a
@@ -198,7 +198,7 @@ def twins(op: Callable[..., Op]) -> tuple[Any, Any]:
     :class:`dynaorm.Session`, and its ``a...`` twin on an :class:`dynaorm.AsyncSession`
     (see :class:`Runner`): each written once. An op that takes a ``fence`` is a saver's
     write: given the fence of its config's run
-    (:meth:`~dynaorm.langgraph.fence.Fenced._fence`), whose lock it holds. Both bear
+    (:meth:`~dynaorm_langgraph.fence.Fenced._fence`), whose lock it holds. Both bear
     ``op``'s signature (LangGraph reads ``put_writes``' to pass ``task_path``), less the
     session and the fence."""
     shown = signature(op)

@@ -62,7 +62,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint
 
 from dynaorm import ConditionFailedError, F, LeaseError, OutcomeUnknownError
-from dynaorm.langgraph.rows import Op, Rows
+from dynaorm_langgraph.rows import Op, Rows
 
 NONCE = [uuid.uuid4().hex]  # (this process's: a holder's name is unique across processes)
 _ALL: weakref.WeakSet[Tenures] = weakref.WeakSet()

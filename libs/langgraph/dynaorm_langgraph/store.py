@@ -68,8 +68,8 @@ from dynaorm import (
     Vector,
     VectorIndex,
 )
-from dynaorm.langgraph.rows import Op as Steps
-from dynaorm.langgraph.rows import Runner, declared, ttl_of, twins
+from dynaorm_langgraph.rows import Op as Steps
+from dynaorm_langgraph.rows import Runner, declared, ttl_of, twins
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
