@@ -20,6 +20,12 @@ instrumentations: by the package's entry points (``[project.entry-points."GROUP"
   (asked once per operation; the hook is in the client's policy only while it says
   ``True``). OpenTelemetry's :class:`~dynaorm.Tracing` is found so: ``import dynaorm``
   loads no OpenTelemetry module, and a client made where none is registered loads none.
+- ``dynaorm.surface_rows``: the rows a surface keeps in an application's table that no
+  entity class claims where the surface is not declared in the process: an object with
+  ``claims(item, pk, sk, type_name) -> bool`` (a stored item, the table's key attribute
+  names, its type name or ``None``) and ``hint`` (what to do, as ``dynaorm check`` says
+  it). ``dynaorm check`` and ``dynaorm model --infer`` ask them. LangGraph's adapter
+  (``dynaorm-langgraph``) registers its checkpoints', writes', leases' and memories' so.
 
 The entry points of every group are read once a process, when one is first asked for
 (``import dynaorm`` reads none); :func:`forget` has them read again (a package installed
@@ -37,8 +43,8 @@ from importlib.metadata import Distribution, EntryPoint, distributions
 from types import MappingProxyType
 from typing import Any, Final
 
-__all__ = ["COMMANDS", "EXPORT_FORMATS", "FORMATS", "GROUPS", "TRACERS", "forget", "found",
-           "loaded"]
+__all__ = ["COMMANDS", "EXPORT_FORMATS", "FORMATS", "GROUPS", "SURFACE_ROWS", "TRACERS", "forget",
+           "found", "loaded"]
 
 COMMANDS: Final = "dynaorm.commands"
 """The group of the ``dynaorm`` command's subcommands."""
@@ -48,8 +54,10 @@ EXPORT_FORMATS: Final = "dynaorm.export_formats"
 """The group of the export formats."""
 TRACERS: Final = "dynaorm.tracers"
 """The group of the tracers every client attaches."""
+SURFACE_ROWS: Final = "dynaorm.surface_rows"
+"""The group of the rows surfaces keep in an application's table."""
 #: every group dynaorm reads
-GROUPS: Final = (COMMANDS, FORMATS, EXPORT_FORMATS, TRACERS)
+GROUPS: Final = (COMMANDS, FORMATS, EXPORT_FORMATS, TRACERS, SURFACE_ROWS)
 
 def found(group: str) -> Mapping[str, EntryPoint]:
     """The entry points of ``group`` (one of :data:`GROUPS`) by name, in the order of

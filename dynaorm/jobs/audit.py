@@ -66,9 +66,8 @@ from dynaorm.schema.rules.versioned import VERSION_TTL, parse_version_sk, versio
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.schema.unclaimed import (
-    LANGGRAPH_HINT,
     fix_hint,
-    langgraph_row,
+    surface_hint,
     unclaimed_name,
     unclaimed_shape,
 )
@@ -473,10 +472,9 @@ class _Auditor:
         code."""
         if self.table.type_attribute is None:
             if unclaimed_shape(self.table, item):
-                hint = (LANGGRAPH_HINT if langgraph_row(item, self.table.pk, self.table.sk,
-                                                        None) else
-                        "map it with an entity (see 'dynaorm model --infer'), or delete it "
-                        "if nothing reads it")
+                hint = surface_hint(item, self.table.pk, self.table.sk, None) or (
+                    "map it with an entity (see 'dynaorm model --infer'), or delete it if "
+                    "nothing reads it")
                 self.problems.append(Problem("unclaimed-item", key, (
                     f"no entity's key templates fit it, reads skip it: {hint}"),
                     type_name=UNTYPED))

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.plugins import SURFACE_ROWS, loaded
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import own_row
@@ -36,39 +37,18 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.keys import GUARD_TYPE, OWN_PREFIX, key_av, named
 from dynaorm.values.records import Put, Role
 
-#: the type names of ``dynaorm.langgraph``'s rows (an edge package the floors cannot
-#: import: its entities' names, as it declares them)
-LANGGRAPH_TYPES = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
-                             "LangGraphLease"})
-#: the fields every checkpoint and pending write of ``dynaorm.langgraph`` holds
-_LANGGRAPH_FIELDS = ("thread_id", "ns", "checkpoint_id")
-#: what to do about ``dynaorm.langgraph``'s rows no class of the process claims
-LANGGRAPH_HINT = ("a row of dynaorm.langgraph (Saver, Store): declare Saver(table) or "
-                  "Store(table), with the scope it was written with, where the table is "
-                  "declared, so that check and every surface see it")
 
+def surface_hint(item: Mapping[str, Any], pk: str, sk: str | None, type_name: str | None
+                 ) -> str | None:
+    """What to do about ``item`` (of a table keyed on ``pk``/``sk``, stored under
+    ``type_name``) when it is a row a surface keeps (found by its entry point,
+    :data:`dynaorm.plugins.SURFACE_ROWS`: LangGraph's ``Saver`` and ``Store``) that no
+    class of the process claims; ``None``: no surface's."""
+    for rows in loaded(SURFACE_ROWS).values():
+        if rows.claims(item, pk, sk, type_name):
+            return str(rows.hint)
+    return None
 
-def langgraph_row(item: Mapping[str, Any], pk: str, sk: str | None, type_name: str | None
-                  ) -> bool:
-    """Whether ``item`` (of a table keyed on ``pk``/``sk``) is a row of
-    ``dynaorm.langgraph``'s ``Saver`` or ``Store``: by its type name where it carries one,
-    else by its keys and the fields it holds (a checkpoint or pending write under
-    ``LG#...``, a thread's lease at ``L#`` of it, a memory under ``LANGGRAPH#STORE``)."""
-    if type_name is not None:
-        return type_name in LANGGRAPH_TYPES
-    pk_text, sk_text = (_string(item.get(a)) if a else None for a in (pk, sk))
-    if pk_text is None or sk_text is None:
-        return False
-    if pk_text.startswith("LG#") and sk_text.startswith("C#"):
-        return all(_string(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
-    if pk_text.startswith("LG#") and sk_text == "L#":  # (a single writer's lease)
-        return _string(item.get("thread_id")) is not None
-    return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _string(item.get("path"))
-
-
-def _string(av: Any) -> str | None:
-    value = av.get("S") if isinstance(av, dict) else None
-    return value if isinstance(value, str) else None
 
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
@@ -342,11 +322,10 @@ def unclaimed_shape(table: Any, item: Item) -> bool:
 
 def fix_hint(name: str) -> str:
     """What to do about items stored under type name ``name`` that no class claims."""
-    if name in LANGGRAPH_TYPES:  # (never a class of that name: Saver(table) refuses it)
-        return LANGGRAPH_HINT
-    return (f"if a class was renamed, give it back its stored name with "
-            f"'class Meta: type_name = {name!r}', or declare "
-            f"'Meta.previous = Previous(type_name={name!r})' and run 'dynaorm migrate'")
+    return surface_hint({}, "", None, name) or (
+        f"if a class was renamed, give it back its stored name with 'class Meta: type_name "
+        f"= {name!r}', or declare 'Meta.previous = Previous(type_name={name!r})' and run "
+        "'dynaorm migrate'")
 
 
 def note_unclaimed(table: Any, item: Item) -> bool:

@@ -16,7 +16,7 @@ from dynaorm.formats.infer.naming import _IDENT
 from dynaorm.formats.infer.templates import _escaped
 from dynaorm.keys import OWN_PREFIX, KeyTemplate
 from dynaorm.schema.rules import offloaded
-from dynaorm.schema.unclaimed import langgraph_row
+from dynaorm.schema.unclaimed import surface_hint
 
 #: what a guard item of dynaorm holds beside its key (its owner and the field it guards)
 _GUARD_ATTRS: Final = ("owner_pk", "owner_sk", "owner_type", "unique_field")
@@ -44,11 +44,11 @@ def read_offloaded(items: Sequence[dict[str, Any]],
 def _own(item: Item, kind: str | None, table: Table) -> bool:
     """Whether ``item`` (of type value ``kind``) is one of dynaorm's own rows that no
     entity claims: a row kind's (a receipt, a Powertools record, a surface's:
-    :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row of
-    ``dynaorm.langgraph`` (by its type name, or its keys and fields where it has none)."""
+    :class:`dynaorm.RowKind`), by its partition key in dynaorm's namespace, or a row a
+    surface keeps (LangGraph's: :func:`~dynaorm.schema.unclaimed.surface_hint`)."""
     pk = _text(item.get(table["pk"]))
-    return (pk is not None and pk.startswith(OWN_PREFIX)) or langgraph_row(
-        item, table["pk"], table["sk"], kind)
+    return (pk is not None and pk.startswith(OWN_PREFIX)) or surface_hint(
+        item, table["pk"], table["sk"], kind) is not None
 
 
 def _sorted_items(items: Sequence[Item], table: Table, type_attr: str | None,

@@ -247,3 +247,41 @@ class Rows(Runner):
     def _load(self, blob: bytes) -> Any:
         kind, _, data = blob.partition(b"\n")
         return self.serde.loads_typed((kind.decode(), data))
+
+
+class SurfaceRows:
+    """A saver's and a store's rows on a table where none is declared in the process, as
+    ``dynaorm check`` and ``dynaorm model --infer`` find them (the entry point
+    ``dynaorm.surface_rows``, :mod:`dynaorm.plugins`): by their type name where they carry
+    one, else by their keys and fields (a checkpoint or pending write under ``LG#...``, a
+    thread's lease at ``L#`` of it, a memory under ``LANGGRAPH#STORE``)."""
+
+    types = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
+                       "LangGraphLease"})
+    hint = ("a row of dynaorm.langgraph (Saver, Store): declare Saver(table) or Store(table), "
+            "with the scope it was written with, where the table is declared, so that check "
+            "and every surface see it")
+
+    def claims(self, item: Mapping[str, Any], pk: str, sk: str | None,
+               type_name: str | None) -> bool:
+        """Whether ``item`` (of a table keyed on ``pk``/``sk``) is one of these rows."""
+        if type_name is not None:
+            return type_name in self.types
+        pk_text, sk_text = (_text(item.get(a)) if a else None for a in (pk, sk))
+        if pk_text is None or sk_text is None:
+            return False
+        if pk_text.startswith("LG#") and sk_text.startswith("C#"):
+            return all(_text(item.get(a)) is not None for a in ("thread_id", "ns",
+                                                                "checkpoint_id"))
+        if pk_text.startswith("LG#") and sk_text == "L#":  # (a single writer's lease)
+            return _text(item.get("thread_id")) is not None
+        return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _text(item.get("path"))
+
+
+def _text(av: Any) -> str | None:
+    value = av.get("S") if isinstance(av, dict) else None
+    return value if isinstance(value, str) else None
+
+
+#: what the entry point names
+SURFACE_ROWS = SurfaceRows()
