@@ -67,6 +67,7 @@ try:
         Attribute,
         BinaryAttribute,
         BinarySetAttribute,
+        BooleanAttribute,
         DiscriminatorAttribute,
         DynamicMapAttribute,
         JSONAttribute,
@@ -76,6 +77,7 @@ try:
         NumberAttribute,
         NumberSetAttribute,
         TTLAttribute,
+        UnicodeAttribute,
         UnicodeSetAttribute,
         UTCDateTimeAttribute,
         VersionAttribute,
@@ -290,6 +292,9 @@ _FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
     ListAttribute: _list,
     NumberAttribute: _number,
     DiscriminatorAttribute: _no_field,
+    BooleanAttribute: bool,
+    UnicodeAttribute: str,
+    BinaryAttribute: bytes,
 }
 
 

@@ -17,8 +17,9 @@ A :class:`Kind` holds, in one record, all that dynaorm decides by a value's type
   with how it combines the stored value and the operand in Python (the read-first update
   path, and repeated actions of one update), and ``zero``: what an absent attribute
   counts as for them (DynamoDB's own rule: ``ADD`` onto nothing adds to 0);
-- ``pynamodb``: the PynamoDB attribute classes (by name) whose items hold the kind as
-  dynaorm stores it, which :mod:`dynaorm.pynamodb` maps onto its fields.
+- ``pynamodb``: a kind registered for a class of your own: the PynamoDB attribute
+  classes (by name) whose items hold it as dynaorm stores it, which
+  :mod:`dynaorm.pynamodb` maps onto its fields (the bridge knows PynamoDB's own).
 
 What asks: the codec below (a value's kind encodes it), the fast read path
 (:func:`kind_of_schema`), updates (:func:`kind_of` a field's annotation: which actions fit,
@@ -138,14 +139,11 @@ def _union(first: Any, then: Any) -> Any:
 _KINDS: tuple[Kind, ...] = (
     Kind("none", (type(None),), "NULL", lambda v: {"NULL": True}),
     Kind("enum", (enum.Enum,), "", lambda v: _encode(v.value)),
-    Kind("bool", (bool,), "BOOL", lambda v: {"BOOL": bool(v)}, frozenset({"bool"}),
-         pynamodb=("BooleanAttribute",)),
+    Kind("bool", (bool,), "BOOL", lambda v: {"BOOL": bool(v)}, frozenset({"bool"})),
     NUMBER := Kind("number", (int, float, Decimal), "N", _number,
                    frozenset({"int", "float", "decimal"}), {"add": operator.add}, 0),
-    Kind("string", (str,), "S", lambda v: {"S": str(v)}, frozenset({"str"}),
-         pynamodb=("UnicodeAttribute",)),
-    Kind("binary", (bytes, bytearray, memoryview), "B", lambda v: {"B": bytes(v)},
-         pynamodb=("BinaryAttribute",)),
+    Kind("string", (str,), "S", lambda v: {"S": str(v)}, frozenset({"str"})),
+    Kind("binary", (bytes, bytearray, memoryview), "B", lambda v: {"B": bytes(v)}),
     Kind("time", (datetime, date, time), "S", lambda v: {"S": v.isoformat()},
          frozenset({"datetime", "date", "time"}), annotations=(
              datetime, date, time, AwareDatetime, NaiveDatetime, PastDatetime, FutureDatetime,
