@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TextIO
 
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, KeyringError
 from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
 from dynaorm.schema.entity import spec_of
 
@@ -156,19 +156,20 @@ def _defined_table(code: str) -> Any:
     return next(v for v in vars(module).values() if isinstance(v, Table))
 
 
-def decoded(found: Inferred, table: Any) -> Inferred:
+def decoded(found: Inferred, table: Any, refused: str = "") -> Inferred:
     """``found`` with only the items the printed model's ``table`` reads counted placed
     (contract 24: placed means decoded): each item the keys placed is classified as a
     read of the table classifies it (by its type name, else by its key's shape) and
     decoded by the class that claims it, a stored item as it would come from a Scan. An
     item no class claims, or whose class does not decode it, is unplaced, named first
-    among the keys, and why in ``unreadable``."""
+    among the keys, and why in ``unreadable`` (``refused``: why the table has no keyring,
+    for an item holding sealed values)."""
     from dynaorm.formats.infer import key_of
 
     keys = {"pk": table.pk, "sk": table.sk}
     bad: list[tuple[dict[str, Any], str]] = []
     for item in found.placed_items:
-        why = _unread(table, item)
+        why = _unread(table, item, refused)
         if why is not None:
             bad.append((key_of(item, keys), why))
     if not bad:
@@ -179,7 +180,7 @@ def decoded(found: Inferred, table: Any) -> Inferred:
                    unreadable=[f"{json.dumps(k)}: {why}" for k, why in bad[:_SHOWN]])
 
 
-def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
+def _unread(table: Any, item: Mapping[str, Any], refused: str) -> str | None:
     """Why the table's classes do not read ``item`` (``None``: one does), as a Scan of
     the table would meet it (classified, then decoded by its class: a stream image of an
     INSERT is read the same way)."""
@@ -192,8 +193,8 @@ def _unread(table: Any, item: Mapping[str, Any]) -> str | None:
             return None  # (a row of a rule of its entity: a unique guard)
         sealed = sorted(spec_of(change.entity).encrypted.keys() & item.keys())
         if sealed and table.keyring is None:  # (not decoded: no key to open them with)
-            return (f"it holds sealed values ({', '.join(sealed)}): give the table its "
-                    "keyring (a Client with keyring=) to read them")
+            return refused or (f"it holds sealed values ({', '.join(sealed)}): give the "
+                               "table its keyring (a Client with keyring=) to read them")
         # (its image as the Scan read it, offloaded values read with the sample: nothing
         # is asked through a client)
         replace(change, prepare=lambda _, image: image.update(item)).new  # noqa: B018
@@ -216,8 +217,12 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
     code = inferred_code(found)
     table = _defined_table(code)
     # (sealed values decode with the keyring of a dynaorm Client given: placed means
-    # decoded; without one, their items are unplaced, the report saying to give it)
-    table.keyring = getattr(client, "keyring", None)
+    # decoded; without one, their items are unplaced, the report saying to give it; one
+    # the printed model refuses, a unique sealed field's without a MAC key, says why)
+    try:
+        table.keyring = getattr(client, "keyring", None)
+    except KeyringError as exc:
+        return decoded(found, table, str(exc)), code, table.model()
     return decoded(found, table), code, table.model()
 
 

@@ -886,6 +886,12 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
         assert model["inferred"]["unplaced"]["count"] == 2, model["inferred"]
         assert all("keyring" in why and "malformed" not in why
                    for why in model["inferred"]["unplaced"]["unreadable"]), model["inferred"]
+        # (a client of the wrong keyring decodes none of them either: unplaced, no crash)
+        vault.client.keyring = StaticKeyring(os.urandom(32))
+        code, model = infer_code(vault.name, client=vault.client, report=None)
+        assert model["inferred"]["unplaced"]["count"] == 2, model["inferred"]
+        assert all("not in this keyring" in why
+                   for why in model["inferred"]["unplaced"]["unreadable"]), model["inferred"]
         vault.client.keyring = keyring
         code, model = infer_code(vault.name, client=vault.client, report=None)
         fields = {f["name"]: f for f in model["entities"][0]["fields"]}
@@ -903,6 +909,48 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
             read = {o.acc_id: o for o in s.scan(cls).all()}
     assert {k: (o.secret, o.card["pan"], o.blob) for k, o in read.items()} == {
         o.acc_id: (o.secret, o.card.pan, o.blob) for o in wrote}
+
+
+_UNIQUE_SEALED = '''
+from dynaorm import Encrypted, Entity, Table
+vault = Table({name!r})
+
+class Member(Entity):
+    class Meta:
+        table = vault
+        pk = "MEM#{{mid}}"
+        sk = "MEM"
+        unique = ("email",)
+    mid: str
+    email: Encrypted[str] = ""
+'''
+
+
+@pytest.mark.engines("moto")
+def test_a_keyring_the_printed_model_refuses_leaves_its_items_unplaced_saying_why(
+        backend: str | None) -> None:
+    """A unique ``Encrypted`` field (its guard keyed by the keyring's MAC key), inferred
+    with a Client whose keyring has no MAC key: the printed model refuses that keyring, so
+    the item is unplaced with the refusal as its reason; inference does not raise it."""
+    from dynaorm import StaticKeyring
+
+    module = types.ModuleType(f"unique_sealed_model_{uuid.uuid4().hex}")
+    sys.modules[module.__name__] = module
+    exec(_UNIQUE_SEALED.format(name=_name("unique-sealed")), module.__dict__)
+    vault = module.vault
+    vault.keyring = StaticKeyring(os.urandom(32), mac_key=os.urandom(32))
+    with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix()):
+        with Session(vault) as s:
+            s.save(module.Member(mid="a", email="a@example.com"))
+        vault.client.keyring = StaticKeyring(os.urandom(32))  # (no MAC key)
+        _, model = infer_code(vault.name, client=vault.client, report=None)
+        vault.client.keyring = vault.keyring
+        _, right = infer_code(vault.name, client=vault.client, report=None)
+    assert model["entities"][0]["unique"][0]["field"] == "email", model
+    assert model["inferred"]["unplaced"]["count"] == 1, model["inferred"]
+    (why,) = model["inferred"]["unplaced"]["unreadable"]
+    assert "need a keyring with a MAC key" in why, why
+    assert right["inferred"]["unplaced"]["count"] == 0, right["inferred"]
 
 
 _LOCKED_SEALED = '''
