@@ -23,13 +23,14 @@ warning).
 """
 
 import threading
+import warnings
 import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.plugins import SURFACE_ROWS, loaded
+from dynaorm.plugins import SURFACE_ROWS, found, loaded
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import own_row
@@ -43,11 +44,27 @@ def surface_hint(item: Mapping[str, Any], pk: str, sk: str | None, type_name: st
     """What to do about ``item`` (of a table keyed on ``pk``/``sk``, stored under
     ``type_name``) when it is a row a surface keeps (found by its entry point,
     :data:`dynaorm.plugins.SURFACE_ROWS`: LangGraph's ``Saver`` and ``Store``) that no
-    class of the process claims; ``None``: no surface's."""
-    for rows in loaded(SURFACE_ROWS).values():
-        if rows.claims(item, pk, sk, type_name):
-            return str(rows.hint)
+    class of the process claims; ``None``: no surface's. The surfaces are loaded once (per
+    :func:`~dynaorm.plugins.forget`); one whose ``claims`` raises is left out from then
+    on, with one ``RuntimeWarning``, never the error of a read or a check."""
+    points = found(SURFACE_ROWS)
+    if _surfaces[0] is not points:
+        _surfaces[:] = [points, loaded(SURFACE_ROWS)]
+    surfaces: dict[str, Any] = _surfaces[1]
+    for name, rows in list(surfaces.items()):
+        try:
+            if rows.claims(item, pk, sk, type_name):
+                return str(rows.hint)
+        except Exception as exc:  # (a third party's bug)
+            surfaces.pop(name, None)
+            warnings.warn(f"dynaorm: the {SURFACE_ROWS} entry point {name!r}: claims() "
+                          f"raised {type(exc).__name__}: {exc}; left out", RuntimeWarning,
+                          stacklevel=2)
     return None
+
+
+#: the entry points of the surfaces, and the surfaces loaded of them by name
+_surfaces: list[Any] = [None, {}]
 
 
 _lock = threading.Lock()

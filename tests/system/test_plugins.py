@@ -312,3 +312,64 @@ def test_a_surfaces_rows_are_named_by_its_entry_point(probe: Any) -> None:
     assert "Meta.previous" in fix_hint("Renamed")
     assert surface_hint({"pk": {"S": "PROBE#1"}}, "pk", "sk", None) == probe.ROWS.hint
     assert surface_hint({"pk": {"S": "USER#1"}}, "pk", "sk", None) is None
+
+
+#: a third party's surfaces that break: one whose module is missing, one whose claims()
+#: raises, each met by every unclaimed row
+BROKEN_ROWS = '''
+LOADS = []
+LOADS.append(1)
+
+
+class Raising:
+    hint = "never said"
+
+    def claims(self, item, pk, sk, type_name):
+        raise RuntimeError("the third party's bug")
+
+
+RAISING = Raising()
+'''
+
+
+def test_a_broken_surface_is_left_out_once_and_loaded_once(tmp_path: Path) -> None:
+    """A surface whose module cannot be imported, or whose ``claims()`` raises: dynaorm's
+    own hint is given (a read's warning, ``dynaorm check``), never the surface's error;
+    each is warned about once, not once per row met, and loaded once."""
+    import warnings
+
+    from dynaorm.schema.unclaimed import fix_hint, surface_hint
+
+    root = distribution(tmp_path / "site", "broken-rows", {"dynaorm.surface_rows": {
+        "missing": "broken_rows_missing:ROWS", "raising": "broken_rows:RAISING"}},
+        {"broken_rows": BROKEN_ROWS})
+    with installed(root), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(50):
+            assert "Meta.previous" in fix_hint(f"Renamed{n}")
+            assert surface_hint({"pk": {"S": f"USER#{n}"}}, "pk", "sk", None) is None
+        import broken_rows
+    sys.modules.pop("broken_rows", None)
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 2, said
+    assert any("'missing'" in w for w in said) and any(
+        "'raising'" in w and "the third party's bug" in w for w in said), said
+    assert broken_rows.LOADS == [1]
+
+
+def test_a_read_that_meets_a_row_of_no_class_imports_no_surface_package() -> None:
+    """LangGraph's adapter tells its rows without importing LangGraph: a read's warning
+    about an unclaimed type name (its hint asked of every surface) costs no LangGraph
+    import in a process that uses none."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; from dynaorm.schema.unclaimed import fix_hint; "
+            "said = fix_hint('LangGraphCheckpoint'); assert 'Saver(table)' in said, said; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), str(root / "libs" / "langgraph"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout[:300]

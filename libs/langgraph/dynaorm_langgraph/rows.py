@@ -12,9 +12,7 @@ from contextlib import nullcontext
 from datetime import timedelta
 from functools import partial, wraps
 from inspect import signature
-from typing import Any
-
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from typing import TYPE_CHECKING, Any
 
 from dynaorm import (
     AsyncSession,
@@ -28,6 +26,9 @@ from dynaorm import (
     Session,
     Table,
 )
+
+if TYPE_CHECKING:  # (no LangGraph import: dynaorm check loads SURFACE_ROWS)
+    from langgraph.checkpoint.serde.base import SerializerProtocol
 
 Op = Generator[Callable[[], Any], Any, Any]
 
@@ -228,7 +229,7 @@ class Rows(Runner):
     lease_row: Any
     ttl: timedelta | None
     lease: timedelta
-    serde: SerializerProtocol
+    serde: "SerializerProtocol"
 
     def _pk(self, thread_id: str, **more: str) -> dict[str, Any]:
         return {**self.scope, "thread_id": str(thread_id), **more}
