@@ -205,13 +205,14 @@ _ANY = Annotated[Any, BeforeValidator(_plain)]
 
 # -- attribute -> field --------------------------------------------------------------------
 def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
-    """The attribute class whose encoding ``attr`` uses: one of :data:`_FIELD_TYPES`, or
-    a class a registered kind names (:attr:`dynaorm.codec.Kind.pynamodb`); a
-    subclass that keeps its serialize/deserialize counts as it, typed maps as MapAttribute."""
+    """The attribute class whose encoding ``attr`` uses: a class a registered kind names
+    (:attr:`dynaorm.codec.Kind.pynamodb`: registered ahead of the bridge's own), or one of
+    :data:`_FIELD_TYPES`; a subclass that keeps its serialize/deserialize counts as it,
+    typed maps as MapAttribute."""
     cls = type(attr)
     if isinstance(attr, MapAttribute) and not isinstance(attr, DynamicMapAttribute):
         return MapAttribute
-    for known in (*_FIELD_TYPES, *(c for c in cls.__mro__ if _named(c) is not None)):
+    for known in (*(c for c in cls.__mro__ if _named(c) is not None), *_FIELD_TYPES):
         if isinstance(attr, known) and all(
                 getattr(cls, m) is getattr(known, m) for m in ("serialize", "deserialize")):
             return known
@@ -275,8 +276,8 @@ def _no_field(attr: Any, owner: str, name: str, key: str | None) -> Any:
 #: PynamoDB's attribute classes the bridge maps itself (subclasses before their bases):
 #: each with its field's annotation, or the function that makes it of the attribute (its
 #: owner's and field's names, its key type); PynamoDB's own encodings of datetimes,
-#: numbers, JSON, sets and TTLs, the containers, the discriminator. A class a registered
-#: kind names (UnicodeAttribute, BinaryAttribute, BooleanAttribute) is that kind's.
+#: numbers, JSON, sets and TTLs, the containers, the discriminator, the plain Unicode,
+#: Binary and Boolean. A class a registered kind names is that kind's, ahead of these.
 _FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
     VersionAttribute: int,
     TTLAttribute: Annotated[datetime, BeforeValidator(_to_ttl)],
@@ -301,12 +302,12 @@ _FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
 def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
     """The annotation of the field for ``attr`` (``key``: its key type, if a key)."""
     kind = _kind(attr, owner, name)
-    if kind in (BinaryAttribute, BinarySetAttribute) and getattr(attr, "legacy_encoding",
-                                                                   False):
+    if issubclass(kind, BinaryAttribute | BinarySetAttribute) and getattr(
+            attr, "legacy_encoding", False):
         raise DynaormError(f"{owner}.{name}: legacy_encoding=True (PynamoDB 5's base64 "
                            "inside binary) is not supported: migrate it as PynamoDB's "
                            "'Upgrading Binary' guide says, then bridge it")
-    found = _FIELD_TYPES.get(kind, _named(kind))
+    found = _named(kind) or _FIELD_TYPES[kind]
     if isinstance(found, Kind):
         return found.python[0]
     return found(attr, owner, name, key) if isinstance(found, FunctionType) else found

@@ -313,6 +313,33 @@ def test_legacy_binary_is_refused() -> None:
         entity_from_pynamodb(Legacy)
 
 
+def test_legacy_binary_of_a_subclass_a_registered_kind_names_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``BinaryAttribute`` subclass a registered kind names, with ``legacy_encoding``:
+    its items hold base64 inside the binary, which the kind would read as its bytes."""
+    from dynaorm.codec import register, stored_as
+    from dynaorm.values import codec
+
+    monkeypatch.setattr(codec, "_KINDS", codec._KINDS)  # (the registration undone after)
+    class Token(bytes):
+        pass
+
+    register(stored_as(Token, bytes, to=bytes, back=Token, pynamodb=("SkuBytesAttribute",)))
+
+    class SkuBytesAttribute(BinaryAttribute):
+        pass
+
+    class Legacy(Model):
+        class Meta:
+            table_name = "legacy"
+
+        k = UnicodeAttribute(hash_key=True)
+        data = SkuBytesAttribute(legacy_encoding=True)
+
+    with pytest.raises(DynaormError, match="legacy_encoding"):
+        entity_from_pynamodb(Legacy, name="LegacySku")
+
+
 def test_a_custom_attribute_needs_a_field_of_its_own() -> None:
     class Upper(Attribute[str]):
         attr_type = "S"
@@ -362,6 +389,52 @@ def test_a_custom_attribute_a_registered_kind_names_maps_to_that_kind() -> None:
     assert Bridged(k="a", price=Money(1250)).to_pynamodb().price == Money(1250)
     assert Bridged.from_pynamodb(Shop(k="b", price=Money(7))).price == Money(7)
     assert Shop(k="b", price=Money(7)).serialize()["price"] == {"N": "7"}
+
+
+class Sku:
+    """A code of the test's own, stored as a string (registered below)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Sku and other.code == self.code
+
+    def __hash__(self) -> int:
+        return hash(self.code)
+
+
+def test_a_registered_kind_naming_a_subclass_of_pynamodbs_own_attribute_wins(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind registered for ``SkuAttribute``, a subclass of ``UnicodeAttribute`` keeping
+    its encoding, or for ``UnicodeAttribute`` itself: its attributes map to that kind
+    (registered ahead of every kind), not to the ``str`` the bridge gives PynamoDB's own."""
+    from dynaorm.codec import register, stored_as
+    from dynaorm.values import codec
+
+    monkeypatch.setattr(codec, "_KINDS", codec._KINDS)  # (the registrations undone after;
+    # stored_as gives Sku its pydantic schema once: no other test registers it)
+
+    class SkuAttribute(UnicodeAttribute):
+        pass
+
+    class Shop(Model):
+        class Meta:
+            table_name = "shop"
+
+        k = NumberAttribute(hash_key=True)
+        sku = SkuAttribute()
+        name = UnicodeAttribute()
+
+    register(stored_as(Sku, str, to=lambda s: s.code, back=Sku, pynamodb=("SkuAttribute",)))
+    Bridged = entity_from_pynamodb(Shop, name="SkuShopBridged")
+    assert Bridged.model_fields["sku"].annotation is Sku
+    assert Bridged.model_fields["name"].annotation is str
+    assert Bridged(k=1, sku=Sku("A-1"), name="n").to_pynamodb().sku == "A-1"
+    register(stored_as(Sku, str, to=lambda s: s.code, back=Sku,
+                       pynamodb=("UnicodeAttribute",)))
+    Bridged = entity_from_pynamodb(Shop, name="SkuShopBridged2")
+    assert Bridged.model_fields["name"].annotation is Sku
 
 
 def test_models_the_bridge_cannot_map_are_refused() -> None:
