@@ -30,6 +30,7 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    ItemExistsError,
     ItemTooLargeError,
     KmsKeyring,
     Offloaded,
@@ -828,6 +829,29 @@ def test_an_async_session_uploads_fetches_and_removes(s3: tuple[TestBackend, Buc
     assert asyncio.run(main()) == ["0", "n"]
     consistent(tb, b)
     assert len(b.keys()) == 2
+
+
+def test_an_async_sessions_refusal_names_the_stored_entity_with_its_value_in_s3(
+        s3: tuple[TestBackend, Bucket], request: pytest.FixtureRequest) -> None:
+    """An AsyncSession's insert refused by the stored row (ItemExistsError): its ``item``
+    is the stored entity, its value kept in S3 fetched as the sync session fetches it."""
+    import asyncio
+
+    if engine_of(request) == "moto":
+        pytest.skip("in-process moto does not answer an AsyncSession")
+    from dynaorm import AsyncSession
+
+    async def main() -> Any:
+        s = AsyncSession(store)
+        s.save(Doc(doc_id="1", body=big(c="s")))
+        await s.commit()
+        s.save(Doc(doc_id="1", body="other"))
+        with pytest.raises(ItemExistsError) as refused:
+            await s.commit()
+        return refused.value.item
+
+    item = asyncio.run(main())
+    assert item is not None and item.body == big(c="s")
 
 
 # -- hostile objects: any shape reads as OffloadError, bounded -----------------------------
