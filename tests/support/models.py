@@ -30,6 +30,24 @@ class User(Entity):
     full_name: str = ""
 
 
+class RowsAccount(Entity):
+    """Versioned, with a unique value and a scoped, prefixed one: the rows the rules own
+    (tests/unit/test_rule_rows.py, tests/integration/test_rule_rows.py, the MCP export's
+    key templates in tests/integration/test_mcp_schema.py)."""
+
+    class Meta:
+        table = app
+        pk = "RACCOUNT#{account_id}"
+        sk = "PROFILE"
+        unique = ("username", Unique("email", scope="ORG#{org}", prefix="mail"))
+        versioned = True
+
+    account_id: str
+    username: str
+    email: str
+    org: str
+
+
 class Audit(Entity):
     class Meta:
         table = app
