@@ -27,7 +27,7 @@ from dynaorm import (
 )
 from dynaorm.protocol.policy import Policy
 from dynaorm.testing import TestBackend, use_tables
-from tests.support.faults import Faults
+from tests.support.faults import Faults, faults_on
 from tests.support.models import Note, User
 
 pytestmark = [pytest.mark.sync_only,  # instruments of the sync client (see conftest)
@@ -56,12 +56,7 @@ class Ghost(Entity):
     ghost_id: str
 
 
-@pytest.fixture
-def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.max_wait = 0  # retry without waiting
-    f = Faults(db.table)
-    yield f
-    f.clear()
+faults = pytest.fixture(faults_on, name="faults")
 
 
 @pytest.fixture
