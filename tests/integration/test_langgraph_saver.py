@@ -45,6 +45,7 @@ from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support import langgraph_tables
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.langgraph_tables import lg_agents
 from tests.support.raw import raw_items
@@ -874,10 +875,7 @@ def test_one_saver_on_two_event_loops_at_once_and_after_a_fork(gtb: TestBackend)
         except BaseException as exc:  # (reported below)
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(w,)) for w in ("one", "two")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert errors == []
     assert [len(list(saver.list(_conf(w)))) for w in ("one", "two")] == [5, 5]
     if gtb.endpoint_url is None:

@@ -32,6 +32,7 @@ from dynaorm.mcp.server import prepare
 from dynaorm.mcp.tools import check_arguments, message_of, run, tools_of
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.mcp_client import call as mcp_call
@@ -900,10 +901,7 @@ def test_tool_calls_on_loops_in_threads_at_once(cdb: TestBackend) -> None:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(90)
+    join_all(threads, 90)
     assert not errors, errors
     for i, told in answers.items():
         for j, (how, said) in enumerate(told[:8]):

@@ -44,6 +44,7 @@ from dynaorm.protocol.metrics import Metrics
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.testing import inject_faults
 from tests.integration.test_telemetry import Member, shop
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.hostile import Reply, answer, json_body, serving
@@ -455,10 +456,7 @@ def test_sampled_and_dropped_operations_from_many_threads() -> None:
                     errors.append(exc)
 
             threads = [threading.Thread(target=work, name=f"w{i}") for i in range(8)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
+            join_all(threads, 60)
             assert not errors, errors
         finally:
             loop.db.tracing.tracer_provider = None
@@ -756,10 +754,7 @@ def test_operations_on_several_event_loops_nest_under_their_own_task(
 
     if threaded:
         threads = [threading.Thread(target=run, args=(label,)) for label in labels]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        join_all(threads, 60)
     else:
         for label in labels:
             run(label)

@@ -40,6 +40,7 @@ from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.conftest import engine_of, wire_of
+from tests.support.concurrency import join_all
 from tests.support.exactly_once import (
     RUN,
     DigestStamped,
@@ -637,10 +638,7 @@ def test_threads_committing_one_key_apply_once(db: TestBackend) -> None:
             answers.append(out)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     assert len(receipts(db)) == 1 and notes(db) == {"n1": "once"}
@@ -740,10 +738,7 @@ def test_powertools_invocations_racing_in_threads_run_the_handler_once(
             answers.append(out)
 
     threads = [threading.Thread(target=run) for _ in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert calls == ["o1"], answers
     assert set(answers) <= {"in progress", repr({"saved": "o1"})}, answers
     assert repr({"saved": "o1"}) in answers

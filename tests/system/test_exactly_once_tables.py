@@ -19,6 +19,7 @@ from dynaorm import IdempotencyMismatchError, Session, TransactionTooLargeError
 from dynaorm.testing import TestBackend
 from dynaorm.write.save import SaveEntry
 from tests.conftest import wire_of
+from tests.support.concurrency import join_all
 from tests.support.exactly_once import (
     Order,
     Stock,
@@ -372,10 +373,7 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
             answers.append(out)
 
     threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     if "applied" in answers or "replayed" in answers:

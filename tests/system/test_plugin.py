@@ -24,6 +24,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import index_lag
+from tests.support.concurrency import join_all
 from tests.support.recording import send
 
 ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
@@ -404,10 +405,7 @@ def test_the_moto_server_answers_concurrent_writers_one_at_a_time(
 
     try:
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        join_all(threads)
         assert errors == []
         assert len(Session(served).scan(ServedHandle).all()) == 150
     finally:
