@@ -28,7 +28,7 @@ import pytest
 from dynaorm.formats import export
 from dynaorm.testing import TestBackend
 from tests.support.designs import DESIGNS, design
-from tests.support.models import RowsAccount, app
+from tests.support.models import account_renamed, app
 
 _FIELD_TYPES = {"string", "integer", "decimal", "boolean", "array", "object", "uuid"}
 _RETURNS = {"single_entity", "entity_list", "success_flag", "mixed_data", "void"}
@@ -199,15 +199,7 @@ def test_key_templates_are_the_keys_the_engine_holds(db: TestBackend) -> None:
     assert entities["RowsAccount"]["sk_template"] == "v0_PROFILE"
     assert entities["RowsAccount_email_guard"]["pk_template"] == "ORG#{org}#mail#{email}"
     assert any(n.startswith("mcp: RowsAccount's version rows") for n in notes)
-    s = db.session()
-    a = RowsAccount(account_id="a1", username="ann", email="ann@x.com", org="o1")
-    s.save(a)
-    s.commit()
-    a.username = "bob"
-    s.save(a)
-    s.commit()
-    items = [i for i in db.scan()
-             if i["pk"].startswith(("RACCOUNT#", "username#", "ORG#o1#mail#"))]
+    _, items = account_renamed(db)
     matched: dict[str, int] = {}
     versions = 0
     for item in items:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import Field
 
@@ -46,6 +47,20 @@ class RowsAccount(Entity):
     username: str
     email: str
     org: str
+
+
+def account_renamed(db: Any) -> tuple[RowsAccount, list[dict[str, Any]]]:
+    """:class:`RowsAccount` ``a1`` saved (username ``ann``), then renamed ``bob``: the
+    object, and the items (``db.scan()``: plain values) its rules wrote for it."""
+    s = db.session()
+    a = RowsAccount(account_id="a1", username="ann", email="ann@x.com", org="o1")
+    s.save(a)
+    s.commit()
+    a.username = "bob"
+    s.save(a)
+    s.commit()
+    return a, [i for i in db.scan()
+               if i["pk"].startswith(("RACCOUNT#", "username#", "ORG#o1#mail#"))]
 
 
 class Audit(Entity):
