@@ -37,6 +37,7 @@ from langgraph.types import Command, interrupt
 from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.clocks import Clock
 from tests.support.examples import examples
 
 agents = Table("langgraph_single", ttl="expires_at")
@@ -48,16 +49,6 @@ pytestmark = [pytest.mark.sync_only, pytest.mark.engines("local")]
 
 class State(TypedDict):
     m: Annotated[list[str], operator.add]
-
-
-class Clock:
-    """The leases' clock (seconds), moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
