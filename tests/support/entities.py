@@ -8,7 +8,7 @@ from typing import Any
 from dynaorm import Entity
 
 
-def entity_class(name: str, meta: dict[str, Any], module: str = __name__,
+def entity_class(name: str, meta: dict[str, Any], module: str = __name__, /,
                  **fields: tuple[Any, Any]) -> type[Entity]:
     """A subclass of :class:`~dynaorm.Entity` named ``name`` with ``Meta`` ``meta`` and
     ``fields`` (name -> (annotation, default); default ``...``: required), in that order,
