@@ -357,27 +357,38 @@ def test_a_write_inside_a_prunes_window_is_refused(
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     _put(a, "A", "0002", "0003")
-    refused: list[Exception] = []
 
     def inside() -> None:
-        try:
-            if what == "A's put":
-                _put(a, "A", "0003", "0004", last=True)
-            else:
-                _writes(a, "A", "0003", "late")
-        except ThreadBusyError as exc:
-            refused.append(exc)
-    deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=inside)
-    if how == "prune":
-        deleter.prune(["th"], strategy="delete")
-    else:
-        deleter.delete_for_runs(["A"])
+        if what == "A's put":
+            _put(a, "A", "0003", "0004", last=True)
+        else:
+            _writes(a, "A", "0003", "late")
+
+    refused = _refused_in_the_window(monkeypatch, inside, lambda deleter: (
+        deleter.prune(["th"], strategy="delete") if how == "prune"
+        else deleter.delete_for_runs(["A"])))
     assert len(refused) == 1 and tb.scan_raw() == []
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
         _writes(a, "A", "0003", "later")
     _put(b, "B", "0003", "0005", last=True)
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0005#"]
+
+
+def _refused_in_the_window(monkeypatch: pytest.MonkeyPatch, write: Callable[[], Any],
+                           delete: Callable[[Saver], Any]) -> list[ThreadBusyError]:
+    """``delete`` (a call of a Saver of its own) with ``write`` in its window (right after
+    its first read of the thread): the refusals ``write`` met."""
+    refused: list[ThreadBusyError] = []
+
+    def inside() -> None:
+        try:
+            write()
+        except ThreadBusyError as exc:
+            refused.append(exc)
+    deleter = Saver(agents)
+    _window(monkeypatch, deleter, first=inside)
+    delete(deleter)
+    return refused
 
 
 def _window(monkeypatch: pytest.MonkeyPatch, deleter: Saver, first: Callable[[], Any]) -> None:
@@ -409,24 +420,20 @@ def test_delete_thread_takes_the_lease_from_a_run_inside_its_window(
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
-    refused: list[Exception] = []
 
     def inside() -> None:
-        try:
-            if what == "A's step":
-                _writes(a, "A", "0002", "step")
-                _put(a, "A", "0002", "0003")
-            elif what in ("B's turn", "a write of no run"):
-                _put(b, "B" if what == "B's turn" else None, "0002", "0003")
-            elif what == "A's last put":
-                _put(a, "A", "0002", "0003", last=True)
-            else:
-                _writes(a, "A", "0002", "late")
-        except ThreadBusyError as exc:
-            refused.append(exc)
-    deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=inside)
-    deleter.delete_thread("th")
+        if what == "A's step":
+            _writes(a, "A", "0002", "step")
+            _put(a, "A", "0002", "0003")
+        elif what in ("B's turn", "a write of no run"):
+            _put(b, "B" if what == "B's turn" else None, "0002", "0003")
+        elif what == "A's last put":
+            _put(a, "A", "0002", "0003", last=True)
+        else:
+            _writes(a, "A", "0002", "late")
+
+    refused = _refused_in_the_window(monkeypatch, inside,
+                                     lambda deleter: deleter.delete_thread("th"))
     assert len(refused) == 1 and tb.scan_raw() == []
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
         _writes(a, "A", "0002", "later")
