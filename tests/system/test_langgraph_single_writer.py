@@ -857,6 +857,29 @@ def test_many_writes_ahead_of_their_checkpoint_are_accepted(tb: TestBackend,
     assert found is not None and len(found.pending_writes or []) == 150
 
 
+def _after_the_first_commit(monkeypatch: pytest.MonkeyPatch, saver: Saver,
+                            between: Callable[[], Any]) -> list[int]:
+    """``between`` runs once ``saver``'s first commit is answered, before its next; the
+    commits answered (one entry each)."""
+    commit, done = saver._commit, []
+
+    def in_the_window(*args: Any, **kwargs: Any) -> Any:
+        found = yield from commit(*args, **kwargs)
+        done.append(1)
+        if len(done) == 1:
+            between()
+        return found
+    monkeypatch.setattr(saver, "_commit", in_the_window)
+    return done
+
+
+def _b_writes_150(b: Saver, checkpoint_id: str) -> None:
+    """Run B's task writes 150 rows on ``checkpoint_id`` (two commits)."""
+    b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
+                                   "checkpoint_id": checkpoint_id, "run_id": "B"}},
+                 [("m", str(i)) for i in range(150)], "task-b")
+
+
 @pytest.mark.engines("moto", "local")
 def test_writes_ahead_refused_between_their_commits_leave_nothing(
         tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -866,19 +889,9 @@ def test_writes_ahead_refused_between_their_commits_leave_nothing(
     A refused run stores nothing: none of B's rows may stay."""
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A1", None, "0001", last=True)
-    commit, done = b._commit, []
-
-    def in_the_window(*args: Any, **kwargs: Any) -> Any:
-        found = yield from commit(*args, **kwargs)
-        done.append(1)
-        if len(done) == 1:
-            _put(a, "A2", "0001", "0002")
-        return found
-    monkeypatch.setattr(b, "_commit", in_the_window)
+    done = _after_the_first_commit(monkeypatch, b, lambda: _put(a, "A2", "0001", "0002"))
     with pytest.raises(ThreadBusyError):
-        b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
-                                       "checkpoint_id": "0003", "run_id": "B"}},
-                     [("m", str(i)) for i in range(150)], "task-b")
+        _b_writes_150(b, "0003")
     assert len(done) == 1
     assert _stray(tb) == []
     _put(a, "A2", "0002", "0004", last=True)
@@ -910,20 +923,13 @@ def test_writes_refused_between_their_commits_are_not_said_unstored(
     may stay (or the error must not say so)."""
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A1", None, "0001", last=True)
-    commit, done = b._commit, []
 
-    def in_the_window(*args: Any, **kwargs: Any) -> Any:
-        found = yield from commit(*args, **kwargs)
-        done.append(1)
-        if len(done) == 1:
-            clock.now += LEASE.total_seconds() * 4 / 3 + 1
-            _put(a, "A2", "0001", "0002")
-        return found
-    monkeypatch.setattr(b, "_commit", in_the_window)
+    def lapse_and_take() -> None:
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
+        _put(a, "A2", "0001", "0002")
+    done = _after_the_first_commit(monkeypatch, b, lapse_and_take)
     with pytest.raises(ThreadBusyError):
-        b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
-                                       "checkpoint_id": "0001", "run_id": "B"}},
-                     [("m", str(i)) for i in range(150)], "task-b")
+        _b_writes_150(b, "0001")
     assert len(done) == 1
     assert [sk for i in _rows(tb) if "#W#task-b#" in (sk := i["sk"]["S"])] == []
 
