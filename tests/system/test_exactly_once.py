@@ -45,6 +45,7 @@ from tests.support.exactly_once import (
     RUN,
     DigestStamped,
     key_of,
+    keyed_commits_at_once,
     lost_commit,
     no_waits,
     notes,
@@ -622,23 +623,8 @@ def test_a_replay_whose_prepare_read_fails_is_an_error_and_writes_nothing(
 @pytest.mark.sync_only
 def test_threads_committing_one_key_apply_once(db: TestBackend) -> None:
     key = key_of(db, "threads")
-    answers: list[str] = []
-    lock = threading.Lock()
-    go = threading.Barrier(4)
-
-    def run(i: int) -> None:
-        s = Session(db.table)
-        s.save(Note(note_id="n1", body="once"))
-        go.wait()
-        try:
-            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
-        except DynaormError as exc:
-            out = type(exc).__name__
-        with lock:
-            answers.append(out)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    join_all(threads)
+    answers = keyed_commits_at_once(db.table, key,
+                                    lambda s: s.save(Note(note_id="n1", body="once")))
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     assert len(receipts(db)) == 1 and notes(db) == {"n1": "once"}

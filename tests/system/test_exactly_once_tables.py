@@ -19,12 +19,12 @@ from dynaorm import IdempotencyMismatchError, Session, TransactionTooLargeError
 from dynaorm.testing import TestBackend
 from dynaorm.write.save import SaveEntry
 from tests.conftest import wire_of
-from tests.support.concurrency import join_all
 from tests.support.exactly_once import (
     Order,
     Stock,
     home,
     key_of,
+    keyed_commits_at_once,
     lost_commit,
     no_waits,
     notes,
@@ -366,28 +366,8 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
     """Four invocations commit the two-table writes under one key at once (a barrier): at
     most one applies, the others are replayed or conflict having applied nothing; the add
     is applied once, one receipt in each table."""
-    import threading
-
-    from dynaorm import DynaormError
-
     db, key = three, key_of(three, "threads")
-    answers: list[str] = []
-    lock = threading.Lock()
-    go = threading.Barrier(4)
-
-    def run() -> None:
-        s = Session(db.table)
-        _both(s)
-        go.wait()
-        try:
-            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
-        except DynaormError as exc:
-            out = type(exc).__name__
-        with lock:
-            answers.append(out)
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    join_all(threads)
+    answers = keyed_commits_at_once(db.table, key, _both)
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     if "applied" in answers or "replayed" in answers:
