@@ -33,6 +33,7 @@ from dynaorm.mcp.tools import check_arguments, message_of, run, tools_of
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.concurrency import join_all
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.mcp_client import call as mcp_call
@@ -533,8 +534,7 @@ class Crate(Entity):
 
 @pytest.fixture
 def cdb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(crates, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, crates)
 
 
 def _raw(crate_id: str) -> dict[str, Any] | None:

@@ -36,8 +36,9 @@ from langgraph.types import Command, interrupt
 
 from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults
 from tests.support.clocks import Clock
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 
 agents = Table("langgraph_single", ttl="expires_at")
@@ -53,8 +54,7 @@ class State(TypedDict):
 
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, agents)
 
 
 @pytest.fixture
