@@ -45,6 +45,8 @@ from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support import langgraph_tables
+from tests.support.concurrency import join_all
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.langgraph_tables import lg_agents
 from tests.support.raw import raw_items
@@ -56,8 +58,7 @@ T1, T2 = {"tenant_id": "t1"}, {"tenant_id": "t2"}
 
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, agents)
 
 
 def _put(saver: Saver, thread: str, value: Any, *, run: str = "r1", ns: str = "",
@@ -340,8 +341,7 @@ def _canon(item: Any) -> str:
 
 @pytest.fixture
 def gtb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(graphs, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, graphs)
 
 
 def _tenant() -> dict[str, str]:
@@ -874,10 +874,7 @@ def test_one_saver_on_two_event_loops_at_once_and_after_a_fork(gtb: TestBackend)
         except BaseException as exc:  # (reported below)
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(w,)) for w in ("one", "two")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert errors == []
     assert [len(list(saver.list(_conf(w)))) for w in ("one", "two")] == [5, 5]
     if gtb.endpoint_url is None:
