@@ -227,7 +227,7 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
     no row, a guard whose owner holds another value: no one's but the load's, which wrote
     it."""
     attribute = table.revision_attribute
-    revised = [attribute is not None and attribute in item for item in items]
+    revised = [attribute in item for item in items]
     if owners is None:
         owners = revised
     out = [(APPLIED, got) if what == FAILED and is_revised and row_is(table, item, got)
