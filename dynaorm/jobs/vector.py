@@ -489,14 +489,11 @@ def _merged(a: Any, b: Any) -> Any:
         return a
     if pa.types.is_struct(a) and pa.types.is_struct(b):
         out = {f.name: f.type for f in a}
-        for f in b:
-            if f.name in out:
-                both = _merged(out[f.name], f.type)
-                if both is None:
-                    return None
-                out[f.name] = both
-            else:
-                out[f.name] = f.type
+        for f in b:  # (a field of b alone: merged with itself, its own type)
+            both = _merged(out.get(f.name, f.type), f.type)
+            if both is None:
+                return None
+            out[f.name] = both
         return pa.struct(list(out.items()))
     if pa.types.is_list(a) and pa.types.is_list(b):
         inner = _merged(a.value_type, b.value_type)
