@@ -130,7 +130,7 @@ def row_is(table: Any, item: Item, stored: Item | None) -> bool:
 def _as_written(table: Any, item: Item) -> Any:
     """The condition that a row is as a load wrote ``item`` (see :func:`row_is`)."""
     attribute = table.revision_attribute
-    if attribute is not None and attribute in item:
+    if attribute in item:
         return raw_eq(attribute, item[attribute])
     return all_of(stored_as(item, frozenset(item)))
 
@@ -237,7 +237,7 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
 
     def unclaimed(item: Item) -> bool:
         return claimed is not None and key_id(
-            {a: item[a] for a in (table.pk, table.sk) if a is not None and a in item}
+            {a: item[a] for a in (table.pk, table.sk) if a in item}
         ) not in claimed
 
     return [(APPLIED, got) if what == FAILED and not is_revised and (

@@ -144,7 +144,7 @@ class Layout(Before):
         if item is None or (spec.owns(item) and spec.fits(item)):
             return False
         sk = self.table.sk
-        if self.versioned and sk is not None and sk in item:  # (a version row: as its copy)
+        if self.versioned and sk in item:  # (a version row: as its copy)
             parsed = parse_version_sk(key_value(item[sk]))
             if parsed is not None:
                 item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
