@@ -106,8 +106,8 @@ def input_record(loaded: Loaded, at: int) -> dict[str, Any]:
     them (wire form: binary values as ``bytes``)."""
     op, stamped = loaded.plan.ops[at], loaded.plan.stamped[at]
     _, body = render_op(op, loaded.rev if stamped else None)
-    record: dict[str, Any] = {"Item": body["Item"] if loaded.written is None
-                              else loaded.written[at]}
+    record = {"Item": body["Item"] if loaded.written is None
+              else loaded.written[at]}
     for member in _CONDITION_MEMBERS:
         if member in body:
             record[member] = body[member]
@@ -159,10 +159,10 @@ def rollback(loaded: Loaded, found: Sequence[Found]) -> list[tuple[bool, dict[st
         op = loaded.plan.ops[at]
         item = input_record(loaded, at)["Item"]
         ph = Placeholders()
-        body: dict[str, Any] = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
-                                "ConditionExpression": _as_written(op.origin.table, item
-                                                                   ).render(ph),
-                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        body = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
+                "ConditionExpression": _as_written(op.origin.table, item
+                                                   ).render(ph),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         ph.apply(body)
         deletes.append((own_row(op), body))
     return sorted(deletes, key=lambda d: not d[0])  # (stable: the owner's rows first)
@@ -183,7 +183,7 @@ def outcome_p(loaded: Loaded, found: Sequence[Found]) -> Proto[DynaormError | No
     cancelled) answers :class:`NotLoadedError`."""
     if all(what == APPLIED for what, _ in found):
         return None
-    reasons: list[Reason | None] = [
+    reasons = [
         Reason("ConditionalCheckFailed", None, extra) if what == FAILED else None
         for what, extra in found]
     if any(reason is not None for reason in reasons):
@@ -205,7 +205,7 @@ def _read(table: Any, key: PlainKey) -> Proto[Item | None]:
     """The item at ``key`` of ``table``, read consistently (``None``: none)."""
     out = yield from call("GetItem", {"TableName": table.name, "Key": wire_key(key),
                                       "ConsistentRead": True})
-    got: Item | None = out.get("Item")
+    got = out.get("Item")
     return got
 
 

@@ -87,7 +87,7 @@ def _labels(table: str, e: Mapping[str, Any], drawn: set[str]) -> list[tuple[str
 def chart_of(model: Mapping[str, Any]) -> str:
     """The chart of ``model`` (:func:`~dynaorm.schema.model.model_of`) as an HTML page."""
     table = model["table"]
-    targets: list[tuple[str, Mapping[str, Any] | None]] = [(table["name"], None)] + [
+    targets = [(table["name"], None)] + [
         (i["name"], i) for i in table.get("indexes", ())]
     entities = list(model.get("entities", ()))
     boxes = [(e["name"], _entity_lines(e)) for e in entities]

@@ -168,8 +168,8 @@ def _entity(e: Mapping[str, Any], table: Mapping[str, Any], own: Mapping[str, st
             kept: Mapping[str, Any], ids: _Ids, notes: list[str]) -> dict[str, Any]:
     """An entity under the key its own row is stored under (a versioned entity's latest
     copy: ``v0_...``), with the fields the format can type and its access patterns."""
-    entity: dict[str, Any] = {"entity_type": e["type_name"],
-                              "pk_template": _template(own[table["pk"]], e["name"], notes)}
+    entity = {"entity_type": e["type_name"],
+              "pk_template": _template(own[table["pk"]], e["name"], notes)}
     if table.get("sk"):
         entity["sk_template"] = _template(own[table["sk"]], e["name"], notes)
     mappings = []
@@ -206,7 +206,7 @@ def _guard(e: Mapping[str, Any], row: Mapping[str, Any], table: Mapping[str, Any
     ``dynaorm:unique``, keyed ``[scope#]prefix#{value}``), read by one GetItem."""
     key = row["key"]
     params = list(dict.fromkeys(KeyTemplate.parse(key[table["pk"]]).fields))
-    guard: dict[str, Any] = {"entity_type": GUARD_TYPE, "pk_template": key[table["pk"]]}
+    guard = {"entity_type": GUARD_TYPE, "pk_template": key[table["pk"]]}
     if table.get("sk"):
         guard["sk_template"] = key[table["sk"]]
     guard["fields"] = [{"name": n, "type": "string", "required": True} for n in params]

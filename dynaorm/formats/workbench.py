@@ -91,10 +91,10 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     key_attributes = {"PartitionKey": key(table["pk"])}
     if table.get("sk"):
         key_attributes["SortKey"] = key(table["sk"])
-    data: dict[str, Any] = {
+    data = {
         "TableName": table["name"], "KeyAttributes": key_attributes,
         "NonKeyAttributes": [{"AttributeName": a, "AttributeType": t}
-                             for a, t in attributes.items() if a not in keys],
+             for a, t in attributes.items() if a not in keys],
         "TableFacets": facets}
     if gsis:
         data["GlobalSecondaryIndexes"] = [_workbench_gsi(i, key) for i in gsis]
@@ -114,9 +114,9 @@ def _workbench_gsi(index: Mapping[str, Any], key: Callable[[str], dict[str, str]
     if index["sk"]:
         keys["SortKey"] = key(index["sk"][0])
     projection = index.get("projection", "ALL")
-    shown: dict[str, Any] = ({"ProjectionType": projection} if isinstance(projection, str)
-                             else {"ProjectionType": "INCLUDE",
-                                   "NonKeyAttributes": list(projection)})
+    shown = ({"ProjectionType": projection} if isinstance(projection, str)
+             else {"ProjectionType": "INCLUDE",
+                   "NonKeyAttributes": list(projection)})
     return {"IndexName": index["name"], "KeyAttributes": keys, "Projection": shown}
 
 

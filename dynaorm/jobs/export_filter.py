@@ -84,9 +84,9 @@ def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: 
     operation = Operation("export", (table.name,))
     run = table.db.driver.run
     arn = run(call("DescribeTable", {"TableName": table.name}), operation)["Table"]["TableArn"]
-    request: dict[str, Any] = {"TableArn": arn, "S3Bucket": bucket,
-                               "ExportFormat": "DYNAMODB_JSON", "ExportType": "FULL_EXPORT",
-                               "ClientToken": uuid.uuid4().hex}
+    request = {"TableArn": arn, "S3Bucket": bucket,
+               "ExportFormat": "DYNAMODB_JSON", "ExportType": "FULL_EXPORT",
+               "ClientToken": uuid.uuid4().hex}
     if prefix.strip("/"):
         request["S3Prefix"] = prefix.strip("/")
     if filters:

@@ -384,7 +384,7 @@ class _Load(LoadFiles):
         # is the table's to say, never a report object's)
         keyed = {key_id(k): k for k in (key_of(self.table, r["Item"])
                                         for _, records in batch for r in records)}
-        said: dict[Any, Found] = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
+        said = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
         keys = [k for i, k in keyed.items() if read_back or said[i][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if keys else {}
@@ -437,7 +437,7 @@ class _Load(LoadFiles):
         rev_attr = self.table.revision_attribute
         own = _own(records, rev_attr)
         try:
-            planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
+            planned = self.run_p(plan_load_p(fresh(cls, own), key_value(
                 own[rev_attr]) if rev_attr and rev_attr in own else None))
         except DynaormError as exc:  # (the model changed since the load's input was made)
             return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
@@ -502,7 +502,7 @@ class _Load(LoadFiles):
         if not isinstance(item, dict):
             return None
         try:
-            theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
+            theirs = self.run_p(plan_load_p(fresh(cls, item)))
         except (DynaormError, ValueError, TypeError, KeyError):
             return None
         return {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}

@@ -54,7 +54,7 @@ def _listed(bucket: str, prefix: str) -> Generator[Any, Any, dict[str, datetime]
     """Every object right under ``prefix`` (ListObjectsV2, a thousand a page): none below
     a further ``/``, which only another table's (its prefix under this one's) holds."""
     found: dict[str, datetime] = {}
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+    request = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
     while True:
         out = yield Call("s3:ListObjectsV2", dict(request), service=S3)
         for entry in out.get("Contents") or ():

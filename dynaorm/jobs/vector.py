@@ -537,7 +537,7 @@ def _readable(type_attribute: str, entities: Mapping[str, tuple[type[Any], Entit
 
     found: list[_Entity] = []
     present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
-    item: Any = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
+    item = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
     if sk is not None:
         item = pa.struct([*item, pa.field(VERSION_KEYS, present),
                           pa.field(VERSION_TTL, present)])

@@ -141,7 +141,7 @@ def holder_of(config: RunnableConfig) -> tuple[str, object | None] | None:
     ``None`` for a write outside one (a run id given to the saver's own calls): a run id
     given again to a later invocation names a tenure of its own (its holder's name is
     the same, so it supersedes an older one of that name, and takes a free thread)."""
-    conf: Mapping[str, Any] = config.get("configurable") or {}
+    conf = config.get("configurable") or {}
     run = conf.get("run_id") or (config.get("metadata") or {}).get("run_id")
     control = getattr(conf.get(_RUNTIME), "control", None)
     if run:

@@ -44,10 +44,10 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := declared(table, "LangGraphCheckpoint", pk, sealed)) is not None:
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
-    blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
-    meta: Any = Encrypted[bytes] if sealed else bytes
+    blob = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
+    meta = Encrypted[bytes] if sealed else bytes
     if table.offload:  # (a large value goes to the table's S3, through the model's rule)
-        large: Any = Offloaded  # (a generic alias, applied to a type made here)
+        large = Offloaded  # (a generic alias, applied to a type made here)
         blob, meta = large[blob], large[meta]
     ttl = {table.ttl: int | None} if table.ttl else {}
 

@@ -87,16 +87,16 @@ def memory_entity(table: Table, scope: Iterable[str], sealed: bool
         return found  # type: ignore[no-any-return]
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
-    value: Any = Encrypted[Compressed[str]] if sealed else Compressed[str]
-    hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                             "value": cast(Any, Offloaded)[value] if table.offload else value,
-                             "ttl_minutes": float | None,
-                             "expires": datetime | None}
-    body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
-                            "__annotations__": hints, "Meta": type("Meta", (), meta),
-                            "ttl_minutes": None, "__dynaorm_internal__": True,
-                            "__dynaorm_sealed__": sealed,
-                            "expires": Field(None, serialization_alias=table.ttl)}
+    value = Encrypted[Compressed[str]] if sealed else Compressed[str]
+    hints = {**dict.fromkeys(fields, str), "path": str,
+             "value": cast(Any, Offloaded)[value] if table.offload else value,
+             "ttl_minutes": float | None,
+             "expires": datetime | None}
+    body = {"__module__": __name__, "__qualname__": "LangGraphMemory",
+            "__annotations__": hints, "Meta": type("Meta", (), meta),
+            "ttl_minutes": None, "__dynaorm_internal__": True,
+            "__dynaorm_sealed__": sealed,
+            "expires": Field(None, serialization_alias=table.ttl)}
     if vector := _vector(table, fields):
         hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
         body["embedding"] = Field(None, serialization_alias=vector.attribute)

@@ -24,7 +24,7 @@ def rows_at(table: str, keys: Sequence[Item], origins: tuple[Any, ...]
     requests of a hundred keys, each sent again for its unprocessed keys (a protocol)."""
     found: list[Item] = []
     for at in range(0, len(keys), 100):
-        pending: dict[str, Any] = {table: {"Keys": keys[at:at + 100], "ConsistentRead": True}}
+        pending = {table: {"Keys": keys[at:at + 100], "ConsistentRead": True}}
         while pending:
             out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
             found += (out.get("Responses") or {}).get(table, [])

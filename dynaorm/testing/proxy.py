@@ -56,7 +56,7 @@ class _Upstream:
         DynamoDB's ``POST`` to :attr:`path`, or another (a moto server's S3, a KMS
         request); a kept connection the engine closed meanwhile is replaced once."""
         for fresh in (False, True):
-            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            conn = getattr(self._local, "conn", None)
             if conn is None or fresh:
                 kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
                 conn = self._local.conn = kind(self.host, self.port, timeout=60)

@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm._types import AttributeValue, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import (
     ConditionFailedError,
@@ -604,7 +604,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if self._planned is not None:
             self._result, self._known = self._planned, True
             return
-        item: Item | None = response.get("Attributes") if single else None
+        item = response.get("Attributes") if single else None
         # (alone: ALL_NEW, or, its answer lost but proved applied, the item that proved it)
         if item is None and (self._returning or single):
             item = yield from reads.item(spec.table, self.key)

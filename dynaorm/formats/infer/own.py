@@ -83,7 +83,7 @@ def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[
     """dynaorm's unique guard items as ``unique`` rules of the entities they name (one
     rule for the guards of one owner's field: :func:`_rule`)."""
     by_type = {e.group.type_name or e.group.name: e for e in entities}
-    found: dict[tuple[str, str], list[tuple[str, Item]]] = defaultdict(list)
+    found = defaultdict(list)
     for guard in guards:
         type_name, name, key = (_text(guard.get(a)) or "" for a in (
             "owner_type", "unique_field", table["pk"]))

@@ -266,7 +266,7 @@ def _other(value: Any) -> str:
         return _sequence(value)
     if isinstance(value, Condition):
         ph = Placeholders()
-        body: dict[str, Any] = {"e": value.render(ph)}
+        body = {"e": value.render(ph)}
         ph.apply(body)
         return f"q{_canon(body)}"
     if dataclasses.is_dataclass(value):
@@ -530,14 +530,14 @@ class Receipting:
         stamped with, ``result`` the requests of the commit, each operation with the keys
         it wrote or read, which a replay returns (or that as JSON, encoded once for every
         table's receipt)."""
-        ttl: timedelta = table.receipts_ttl
-        item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
-                      DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
-                      REV: {"S": rev}, AT: {"N": str(self.now)},
-                      # (rounded up: a sub-second TTL must not make a receipt born expired)
-                      table.ttl or EXPIRY: {"N": str(math.ceil(
-                          time.time() + ttl.total_seconds()))},
-                      RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
+        ttl = table.receipts_ttl
+        item = {**{a: {"S": v} for a, v in self.where(table).items()},
+                DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
+                REV: {"S": rev}, AT: {"N": str(self.now)},
+                # (rounded up: a sub-second TTL must not make a receipt born expired)
+                table.ttl or EXPIRY: {"N": str(math.ceil(
+                    time.time() + ttl.total_seconds()))},
+                RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
@@ -737,7 +737,7 @@ def origin_in(table: Any) -> type[Origin]:
         kind = type("OriginIn", (Origin,), {"__slots__": (), "table": property(
             held, doc="The table the action writes to.")})
         found = _ORIGINS[id(table)] = (table, kind)
-    origin: type[Origin] = found[1]
+    origin = found[1]
     return origin
 
 

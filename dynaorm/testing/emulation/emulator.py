@@ -453,8 +453,8 @@ def _drop(forward: Forward, table: str) -> None:
 
 
 def _read(forward: Forward, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
-    item: dict[str, Any] | None = forward("GetItem", {"TableName": table, "Key": key,
-                                                      "ConsistentRead": True}).get("Item")
+    item = forward("GetItem", {"TableName": table, "Key": key,
+                               "ConsistentRead": True}).get("Item")
     return item
 
 
@@ -478,7 +478,7 @@ def mirror_definition(table: dict[str, Any]) -> tuple[dict[str, Any], frozenset[
     used = {k["AttributeName"] for k in table["KeySchema"]} | {
         k["AttributeName"] for g in gsis for k in g["KeySchema"]} | {
         e["AttributeName"] for v in vectors for e in v.get("SearchSchema", [])}
-    create: dict[str, Any] = {
+    create = {
         "TableName": table["TableName"] + MIRROR_SUFFIX, "KeySchema": table["KeySchema"],
         "BillingMode": "PAY_PER_REQUEST", "AttributeDefinitions": [
             a for a in table["AttributeDefinitions"] if a["AttributeName"] in used]}
@@ -508,7 +508,7 @@ def _make_mirror(table: str, own: Forward) -> _Mirror:
 
 def _scanned(own: Forward, table: str) -> Iterator[dict[str, Any]]:
     """Every item of ``table``, by a consistent scan."""
-    scan: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    scan = {"TableName": table, "ConsistentRead": True}
     while True:
         page = own("Scan", scan)
         yield from page.get("Items", [])
