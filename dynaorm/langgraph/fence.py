@@ -247,10 +247,13 @@ class Fenced(Rows):
         values = {**self._stamp(), **({} if head is None else {"head": head})}
         # the condition a put that extends the thread's head stages on the lease row
         # (None: none): the head is the parent named (or none yet), or this very one
-        where = None if extends is None else F("head").not_exists() if extends[
-            0] is None else F("head").not_exists() | (F("head") == extends[0])
-        if where is not None and head is not None:  # (or the head is this very one: the
-            where = where | (F("head") == head)  # put again, its first answer lost)
+        where = None
+        if extends is not None:
+            where = F("head").not_exists()
+            if extends[0] is not None:
+                where |= F("head") == extends[0]
+            if head is not None:  # (or the head is this very one: the put again, its
+                where |= F("head") == head  # first answer lost)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)
