@@ -57,7 +57,9 @@ class Pruning(Rows):
         for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
                 r.ns, r.checkpoint_id) not in keep], s.delete)
-        for lease in (r for r in found if type(r) is self.lease_row):
+        for lease in found:
+            if type(lease) is not self.lease_row:
+                continue
             if keep:
                 s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
                     "head": None}).where(F("epoch") == lease.epoch)
