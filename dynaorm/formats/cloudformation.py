@@ -125,7 +125,7 @@ def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def _throughput(declared: Mapping[str, Any]) -> dict[str, Any]:
     """``WarmThroughput`` and ``OnDemandThroughput`` of a table or a GSI, as declared."""
-    found: dict[str, Any] = {}
+    found = {}
     if declared.get("warm_throughput"):
         found["WarmThroughput"] = warm(declared["warm_throughput"])
     if declared.get("max_on_demand"):

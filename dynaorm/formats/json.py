@@ -93,7 +93,7 @@ def _check_stored_as(stored: At, kind: str) -> None:
 
 def _read_fields(at: At) -> list[dict[str, Any]]:
     """A list of fields, each name once (a class holds one field of a name)."""
-    fields: list[dict[str, Any]] = []
+    fields = []
     for f in at.items():
         fields.append(_read_field(f))
         if fields[-1]["name"] in [g["name"] for g in fields[:-1]]:

@@ -92,7 +92,7 @@ def _entities(model: Mapping[str, Any], table: Mapping[str, Any], kept: Mapping[
               notes: list[str]) -> dict[str, Any]:
     """Every entity the format can hold, with its guards, under its name (or its type
     name, where several share a name); one with a sharded key left out."""
-    entities: dict[str, Any] = {}
+    entities = {}
     ids = _Ids(model)
     named = Counter(e["name"] for e in model["entities"])
     for e in model["entities"]:
@@ -129,7 +129,7 @@ def _other_rows(e: Mapping[str, Any], key: str, table: Mapping[str, Any], ids: _
                 notes: list[str]) -> dict[str, Any]:
     """The entity's rows besides its own: unique guards as entities of their own (but
     those of an encrypted field), the rest noted as left out."""
-    guards: dict[str, Any] = {}
+    guards = {}
     for row in e.get("rows", ())[1:]:
         if row["role"] == "unique guard" and row["field"] in e.get("encrypted", ()):
             notes.append(f"mcp: left out the guards of {e['name']}.{row['field']}: keyed "

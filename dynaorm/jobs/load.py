@@ -342,7 +342,7 @@ class _Load(LoadFiles):
         trusted = report.trusted(described, current["rows"])
         after = Parts(self, number + 1)
         loaded = pending = 0
-        failures: list[dict[str, Any]] = []
+        failures = []
         for part in range(current["parts"]):
             unplaced = part in report.unreadable_parts
             self.heard = report.failed if report.readable and not unplaced else None
@@ -369,7 +369,7 @@ class _Load(LoadFiles):
     def settle_part(self, groups: Iterator[Group], report: ServiceReport, read_back: bool
                     ) -> Iterator[tuple[Group, DynaormError | None]]:
         """Each entity of a part and its error (``None``: loaded)."""
-        batch: list[Group] = []
+        batch = []
         for group in groups:
             batch.append(group)
             if len(batch) >= 100:
@@ -396,7 +396,7 @@ class _Load(LoadFiles):
               stored: dict[Any, Any], read_back: bool) -> list[Found]:
         """What became of each of an entity's rows: the report's word, or (read back,
         or a refusal the report claims) what the table holds at its key."""
-        found: list[Found] = []
+        found = []
         for record in records:
             ident = key_id(key_of(self.table, record["Item"]))
             if read_back or said[ident][0] == FAILED:  # (an item there: as if its

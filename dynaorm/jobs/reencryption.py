@@ -56,7 +56,7 @@ from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq, stored_as
 from dynaorm.values.records import Fail, Origin, Role, Update
-from dynaorm.write.placing import Published, publish_p, release_p
+from dynaorm.write.placing import publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
 
 
@@ -146,7 +146,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     for _ in range(ROUNDS):
         if item is None:
             return "gone"
-        published: Published = []
+        published = []
         refused = False  # (a condition refused it: it never applies)
         try:
             driver.run(rule.prepare((item,), True), during)  # (a forgotten tenant: here)

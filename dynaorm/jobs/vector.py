@@ -535,7 +535,7 @@ def _readable(type_attribute: str, entities: Mapping[str, tuple[type[Any], Entit
     whether a row is a version's)."""
     from dynaorm.codec import VERSION_KEYS, VERSION_TTL
 
-    found: list[_Entity] = []
+    found = []
     present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
     item = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
     if sk is not None:

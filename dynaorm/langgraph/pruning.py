@@ -160,7 +160,7 @@ class Pruning(Rows):
         counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot") or ())
         open_ = {c for c in self._load(rows[key].data)["channel_versions"] if c not in stored(
             key) and (not counted or c in counted)}
-        path: list[tuple[str, str]] = []
+        path = []
         depth, at = 0, rows[key].parent
         while open_ and at is not None and (key[0], at) in rows:
             here = (key[0], at)

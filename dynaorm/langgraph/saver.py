@@ -169,7 +169,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                        value=values[i], total=total, **self._stamp())
                 for i, (channel, _) in enumerate(writes)]  # (``total``: of more than
         # one commit, each row holds the count of the task's regular writes)
-        kept: set[int] = set()
+        kept = set()
         unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:

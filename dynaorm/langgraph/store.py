@@ -282,7 +282,7 @@ def _stray_keys(value: Any) -> Iterator[Any]:
     """The dict keys in ``value`` that are not strings, or that JSON writes as another
     key of the same dict does (a str subclass beside the plain string: one is lost)."""
     if isinstance(value, dict):
-        texts: set[str] = set()
+        texts = set()
         for k in value:
             text = str.__str__(k) if isinstance(k, str) else None
             if text is None or text in texts:

@@ -309,7 +309,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
     scoped = frozenset(scope)
     # (what a session scoped so refuses, it refuses as it builds a query: no tool offers it)
     probe = Session(table, scope=dict.fromkeys(scoped, "x")) if scoped else None
-    out: dict[str, Tool] = {}
+    out = {}
     for name in sorted(table.entities):
         entity = table.entities[name]
         if not _offered(entity) or not _covered(probe, entity):

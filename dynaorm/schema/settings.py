@@ -284,7 +284,7 @@ def drift(declared: TableSettings, live: TableSettings,
     """Where the live table differs from what is declared, one line each (settings not
     declared are not compared; a warm throughput the table has grown past is no drift; a
     setting the endpoint could not report is said so)."""
-    out: list[str] = []
+    out = []
 
     def differs(name: str, want: Any, have: Any) -> None:
         if want is None or (isinstance(want, Mapping) and not want):

@@ -64,7 +64,7 @@ def _hosts(endpoint: str) -> list[str]:
     and AWS to the other. A URL either cannot read has no host (``""``)."""
     from urllib3.util import parse_url
 
-    hosts: list[str | None] = []
+    hosts = []
     try:
         hosts.append(urlparse(endpoint).hostname)
     except ValueError:

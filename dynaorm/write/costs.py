@@ -121,7 +121,7 @@ def index_entries(table: TableSchema, before: Item | None, after: Item | None
 def known_items(prepared: Sequence[tuple[Any, InstanceState | None]]
                 ) -> dict[tuple[str, Any], Item]:
     """The stored items the plan is planned on, by (table, key)."""
-    out: dict[tuple[str, Any], Item] = {}
+    out = {}
     for entry, state in prepared:
         if state is not None:
             table = spec_of(entry._entity).table.name

@@ -72,7 +72,7 @@ def _columns(shapes: Sequence[Shape],
              roles: Sequence[Sequence[tuple[bool, ...]]]) -> list[tuple[int, int, str]]:
     """The key positions that tell entities apart: by their literal tokens (few of them),
     or by the leads of their tokens (few of them, every token with one)."""
-    columns: list[tuple[int, int, str]] = []
+    columns = []
     for part, tokens in enumerate(shapes[0]):
         for pos in range(len(tokens)):
             tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}

@@ -498,7 +498,7 @@ class Offloading(Rule):
         """``item`` with its large values placed (see :meth:`place`): ``own``, the
         references its write read; ``held``, those rows placed before keep."""
         threshold = self.table.offload_threshold
-        changed: dict[str, Any] = {}
+        changed = {}
         for attr in self.fields.keys() & item.keys():
             av = item[attr]
             ref = reference(av)

@@ -167,7 +167,7 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
     if not hasattr(type(value), "model_fields") or isinstance(value, type):
         return []
     names = made(value)
-    found: list[tuple[str | int, ...]] = []
+    found = []
     for name in type(value).model_fields:
         field = getattr(value, name, None)
         if name in names:
@@ -370,7 +370,7 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        tables: dict[str, _Home] = {}  # (of the entities with Encrypted fields)
+        tables = {}  # (of the entities with Encrypted fields)
         for entry in staged:
             if (spec := entry._entity.__dynaorm_spec__).encrypted:
                 tables[str(spec.table.name)] = spec.table

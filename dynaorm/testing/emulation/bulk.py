@@ -580,8 +580,8 @@ class BulkService:
         operation = "Query" if "KeyConditionExpression" in read else "Scan"
         s3, bucket = self._s3(), request["S3Bucket"]
         folder = export_folder(request.get("S3Prefix") or "", export_id)
-        entries: list[dict[str, Any]] = []
-        batch: list[dict[str, Any]] = []
+        entries = []
+        batch = []
         size = 0
         while True:
             try:

@@ -404,7 +404,7 @@ class Emulator:
 
     def _caught_up(self, table: str, mirror: _Mirror, lag: IndexLag) -> None:
         """The changes to ``table`` no write through the emulator made, queued."""
-        now: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        now = {}
         for item in _scanned(mirror.own, table):
             key = self._key(table, item, mirror.own)
             now[render(key)] = (key, item)

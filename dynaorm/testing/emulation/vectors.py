@@ -127,7 +127,7 @@ def _checked(declared: Sequence[dict[str, Any]], definitions: Sequence[dict[str,
                        "tables")
     types = {d["AttributeName"]: d["AttributeType"] for d in definitions}
     dims = {i["VectorAttribute"]["AttributeName"]: i["Dimensions"] for i in existing}
-    out: list[dict[str, Any]] = []
+    out = []
     for index in declared:
         name = index.get("IndexName")
         attribute = (index.get("VectorAttribute") or {}).get("AttributeName")
