@@ -59,7 +59,7 @@ class UnclaimedRecordError(DynaormError):
 class DynaormPersistenceLayer(BasePersistenceLayer):
     """Powertools' idempotency records as rows of ``table`` (see the module)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table):
         super().__init__()  # type: ignore[no-untyped-call]
         if not table.string_keys:
             raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "

@@ -212,7 +212,7 @@ class BotocoreWire:
     #: worker thread, as the test backend's transport does
     in_process = False
 
-    def __init__(self, owner: Any) -> None:
+    def __init__(self, owner: Any):
         self._owner = owner
         self._client: Any = None
         self._lock = threading.Lock()

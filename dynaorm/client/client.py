@@ -133,7 +133,7 @@ class Client:
                  max_wait: float = 10.0, return_consumed_capacity: str | None = None,
                  keyring: Any = None, rate: Rate | None = None,
                  verify: bool | str | None = None,
-                 receipts: TableSchema | None = None) -> None:
+                 receipts: TableSchema | None = None):
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         if (verify is not None and not isinstance(verify, bool | str)) or verify == "":

@@ -134,7 +134,7 @@ class Scope:
 
     __slots__ = ("_covered", "given", "values")
 
-    def __init__(self, scope: Mapping[str, Any]) -> None:
+    def __init__(self, scope: Mapping[str, Any]):
         if not isinstance(scope, Mapping) or not scope:
             raise ScopeError("scope= takes a non-empty dict of field names to values, e.g. "
                              "{'tenant_id': 't1'}")

@@ -149,7 +149,7 @@ class _Ids:
     """Pattern numbers, each used once across the file: a declared ``pattern_id`` while it
     is free, else the next number no pattern declares."""
 
-    def __init__(self, model: Mapping[str, Any]) -> None:
+    def __init__(self, model: Mapping[str, Any]):
         self.declared = {p["pattern_id"] for e in model["entities"]
                          for p in e.get("access_patterns", ()) if "pattern_id" in p}
         self.used: set[int] = set()

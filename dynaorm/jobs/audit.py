@@ -184,7 +184,7 @@ def keyed(table: Table, items: Sequence[Item]) -> None:
 
 # -- the audit (pure) --------------------------------------------------------------------
 class _Auditor:
-    def __init__(self, table: Table, items: Sequence[Item]) -> None:
+    def __init__(self, table: Table, items: Sequence[Item]):
         self.table = table
         self.items = {self.key_of(i): i for i in items}
         self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}

@@ -236,7 +236,7 @@ class _Load(LoadFiles):
     def __init__(self, table: Table, s3: str, name: str, rate: Rate | None,
                  units: int | None, part_rows: int, poll: float,
                  progress: Callable[[int, int], object] | None,
-                 sleep: Callable[[float], object], tier: str | None) -> None:
+                 sleep: Callable[[float], object], tier: str | None):
         super().__init__(table, s3, name, part_rows)
         self.rate, self.units, self.poll, self.progress = rate, units, poll, progress
         self.sleep, self.tier = sleep, tier

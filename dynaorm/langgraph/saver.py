@@ -383,7 +383,7 @@ class _Walk:
     what :meth:`~dynaorm.langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
-                 ns: str, opened: dict[Any, Any]) -> None:
+                 ns: str, opened: dict[Any, Any]):
         self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)

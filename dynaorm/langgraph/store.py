@@ -123,7 +123,7 @@ class Store(Runner, BaseStore):
     def __init__(self, table: Table, *, index: IndexConfig | None = None,
                  scope: Mapping[str, str] | None = None,
                  ttl: TTLConfig | timedelta | float | None = None,
-                 sealed: bool = False) -> None:
+                 sealed: bool = False):
         config = ttl_of(ttl, store=True)
         self._bind(table, scope, config, sealed)
         self.ttl_config, self.supports_ttl = config, bool(table.ttl)

@@ -378,7 +378,7 @@ class Cursors:
     can neither read nor forge one, and one from another server, or from before a
     restart, is refused."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table):
         # (the table's secret, as a read finds it: Table(cursor_secret=...), else the
         # environment's)
         secret = table.cursor_secret or os.environ.get("DYNAORM_CURSOR_SECRET")

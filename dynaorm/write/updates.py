@@ -123,7 +123,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
     entity: type[T]
 
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
-                 upsert: bool, key: PlainKey | None = None) -> None:
+                 upsert: bool, key: PlainKey | None = None):
         self.entity = entity
         """The entity class the update is for."""
         self.upsert = upsert
@@ -618,7 +618,7 @@ class StagedCheck(StagedWrite):
     """A ``ConditionCheck`` staged by ``s.check(...)``: the commit fails with
     ConditionFailedError unless ``condition`` holds on the stored item."""
 
-    def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition) -> None:
+    def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition):
         if not isinstance(condition, Condition):
             raise DynaormError(f"check() takes a condition built with F, got {condition!r}")
         check_names([entity], condition)

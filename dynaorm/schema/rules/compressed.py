@@ -55,7 +55,7 @@ class _Compressed:
 
     __slots__ = ("_min_size",)
 
-    def __init__(self, *, min_size: int = 256) -> None:
+    def __init__(self, *, min_size: int = 256):
         if type(min_size) is not int or min_size < 0:
             raise DynaormError(f"Compressed(min_size={min_size!r}): a number of bytes >= 0")
         self._min_size = min_size
@@ -176,7 +176,7 @@ class Compression(Rule):
         "spans": "as messages",
     }
 
-    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str) -> None:
+    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str):
         #: stored attribute name -> (field name, min_size)
         self.fields = fields
         self.owner = owner

@@ -117,7 +117,7 @@ class Held(dict[str, Any]):
     __slots__ = ("body", "error", "pending")
 
     def __init__(self, av: Mapping[str, Any], body: bytes, pending: bool = False,
-                 error: OffloadError | None = None) -> None:
+                 error: OffloadError | None = None):
         super().__init__(av)
         self.body = body
         self.pending = pending

@@ -342,7 +342,7 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def __init__(self, table: _Home) -> None:
+    def __init__(self, table: _Home):
         self.table = table
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
@@ -415,7 +415,7 @@ class _Free(Condition):
     """No live receipt at the key: none there, or one expired by ``now`` (on a table
     without a TTL attribute, one 0.7 wrote expires by :data:`EXPIRES`)."""
 
-    def __init__(self, pk: str, expiry: str, now: int) -> None:
+    def __init__(self, pk: str, expiry: str, now: int):
         self.pk, self.expiry, self.args = pk, expiry, (now,)
 
     def render(self, ph: Placeholders) -> str:
@@ -479,7 +479,7 @@ class Receipting:
                  "plain", "sent", "token", "value")
 
     def __init__(self, homes: list[tuple[Any, _Home]], key: str, staged_digest: str,
-                 scope: Mapping[str, str] | None = None) -> None:
+                 scope: Mapping[str, str] | None = None):
         #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
         #: class written (its actions' origin) and the table that keeps the receipt (each
         #: table written; or the client's receipts table, one)

@@ -182,7 +182,7 @@ class Vectors(Rule):
         "spans": "vectors are never span attributes",
     }
 
-    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str) -> None:
+    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str):
         self.fields, self.owner = fields, owner
 
     @classmethod

@@ -129,7 +129,7 @@ def _joined(prefix: str | None, rest: str) -> str:
 class _Counted(io.RawIOBase):
     """A stream's bytes, counted as they are read."""
 
-    def __init__(self, body: Any) -> None:
+    def __init__(self, body: Any):
         self.body, self.count = body, 0
 
     def readable(self) -> bool:
@@ -217,7 +217,7 @@ class BulkService:
     ``own`` it is given (conditional ``PutItem`` for each record, reads for an export)."""
 
     def __init__(self, s3: Callable[[], Any], replicas: dict[str, list[str]] | None = None
-                 ) -> None:
+                 ):
         self._s3 = s3
         self._replicas = {} if replicas is None else replicas  # (the emulator's, by table)
         self._lock = threading.RLock()

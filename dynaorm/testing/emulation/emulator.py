@@ -85,7 +85,7 @@ class IndexLag:
     the clock has passed its due time, so a test that runs for less than ``seconds``
     sees the same thing every time, however slow the machine."""
 
-    def __init__(self, seconds: float, seed: int | None = None) -> None:
+    def __init__(self, seconds: float, seed: int | None = None):
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
                 math.isfinite(seconds) and seconds >= 0):
             raise DynaormError(f"index_lag: seconds must be a number >= 0, got {seconds!r}")
@@ -193,7 +193,7 @@ class Emulator:
     and what moto skips with ``rules=True``. :meth:`handle` answers one request."""
 
     def __init__(self, *, rules: bool, lags: bool = True,
-                 s3: Callable[[], Any] | None = None) -> None:
+                 s3: Callable[[], Any] | None = None):
         self.rules = rules
         """Whether it enforces what moto skips (then it answers one request at a time)."""
         self.lags = lags
@@ -611,7 +611,7 @@ class EmbeddedTransport:
 
     botocore = True
 
-    def __init__(self, emulator: Emulator, wire: Any) -> None:
+    def __init__(self, emulator: Emulator, wire: Any):
         self.emulator, self.wire = emulator, wire
 
     def send(self, operation: str, request: dict[str, Any], reader: Any = None
