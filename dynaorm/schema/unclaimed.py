@@ -56,13 +56,13 @@ def langgraph_row(item: Mapping[str, Any], pk: str, sk: str | None, type_name: s
     ``LG#...``, a thread's lease at ``L#`` of it, a memory under ``LANGGRAPH#STORE``)."""
     if type_name is not None:
         return type_name in LANGGRAPH_TYPES
-    pk_text, sk_text = (_string(item.get(a)) if a else None for a in (pk, sk))
+    pk_text, sk_text = _string(item.get(pk)), _string(item.get(sk)) if sk else None
     if pk_text is None or sk_text is None:
         return False
-    if pk_text.startswith("LG#") and sk_text.startswith("C#"):
-        return all(_string(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
-    if pk_text.startswith("LG#") and sk_text == "L#":  # (a single writer's lease)
-        return _string(item.get("thread_id")) is not None
+    if pk_text.startswith("LG#"):
+        if sk_text.startswith("C#"):
+            return all(_string(item.get(a)) is not None for a in _LANGGRAPH_FIELDS)
+        return sk_text == "L#" and _string(item.get("thread_id")) is not None  # (a lease)
     return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _string(item.get("path"))
 
 
