@@ -101,8 +101,7 @@ def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object
     if isinstance(max_wait, bool) or not isinstance(max_wait, int | float) or max_wait < 0:
         raise DynaormError(f"{owner}: max_wait must be a number of seconds >= 0, "
                            f"got {max_wait!r}")
-    if return_consumed_capacity is not None and (
-            return_consumed_capacity not in CAPACITY_MODES):
+    if return_consumed_capacity not in (*CAPACITY_MODES, None):
         raise DynaormError(f"{owner}: return_consumed_capacity must be one of "
                            f"{list(CAPACITY_MODES)} or None, got {return_consumed_capacity!r}")
 
