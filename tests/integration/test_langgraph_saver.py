@@ -1212,3 +1212,27 @@ def test_a_saver_and_store_made_in_one_event_loop_serve_the_next_ones(lg: None) 
         assert tup is not None and item is not None and item.value == {"n": n}
     assert made["saver"].get_tuple(_thread_conf("loop")) is not None
     assert made["store"].get(("loop",), "k").value == {"n": 3}
+
+
+def test_the_adapters_rows_are_told_by_type_name_or_by_keys_and_fields() -> None:
+    """What the adapter registers (``dynaorm.surface_rows``) for ``dynaorm check`` and
+    inference where no saver is declared: its rows by type name, else a checkpoint or
+    pending write, a lease and a memory by their keys and the fields each holds."""
+    from dynaorm_langgraph.rows import SURFACE_ROWS as rows
+
+    def s(v: str) -> dict[str, str]:
+        return {"S": v}
+
+    checkpoint = {"pk": s("LG#t"), "sk": s("C##c1#"), "thread_id": s("t"), "ns": s(""),
+                  "checkpoint_id": s("c1")}
+    lease = {"pk": s("LG#t"), "sk": s("L#"), "thread_id": s("t")}
+    memory = {"pk": s("LANGGRAPH#STORE"), "sk": s("a/b"), "path": s("a/b")}
+    for row in (checkpoint, lease, memory):
+        assert rows.claims(row, "pk", "sk", None)
+        assert not rows.claims(row, "pk", None, None)  # (a table without a sort key)
+    assert not rows.claims({**checkpoint, "ns": {"N": "1"}}, "pk", "sk", None)
+    assert not rows.claims({**lease, "thread_id": {"NULL": True}}, "pk", "sk", None)
+    assert not rows.claims({**lease, "pk": s("USER#t")}, "pk", "sk", None)
+    assert not rows.claims({**memory, "path": s("a/c")}, "pk", "sk", None)
+    assert rows.claims({}, "pk", "sk", "LangGraphLease")
+    assert not rows.claims(checkpoint, "pk", "sk", "User")

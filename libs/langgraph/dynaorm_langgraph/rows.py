@@ -270,12 +270,14 @@ class SurfaceRows:
         pk_text, sk_text = _text(item.get(pk)), _text(item.get(sk)) if sk else None
         if pk_text is None or sk_text is None:
             return False
-        if pk_text.startswith("LG#"):
-            if sk_text.startswith("C#"):
-                return all(_text(item.get(a)) is not None for a in ("thread_id", "ns",
-                                                                    "checkpoint_id"))
-            return sk_text == "L#" and _text(item.get("thread_id")) is not None  # (a lease)
+        holds = _HOLDS.get("C#" if sk_text.startswith("C#") else sk_text)
+        if holds and pk_text.startswith("LG#"):
+            return None not in map(_text, map(item.get, holds))
         return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _text(item.get("path"))
+
+
+#: the fields a checkpoint or pending write (``C#...``) and a thread's lease (``L#``) hold
+_HOLDS = {"C#": ("thread_id", "ns", "checkpoint_id"), "L#": ("thread_id",)}
 
 
 def _text(av: Any) -> str | None:
