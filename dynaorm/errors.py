@@ -63,7 +63,7 @@ class DecryptionError(DynaormError):
     the value was edited or copied from another item or field. ``field`` and ``key_id``
     name them; no value is ever returned in its place."""
 
-    def __init__(self, message: str, *, field: str, key_id: str) -> None:
+    def __init__(self, message: str, *, field: str, key_id: str):
         super().__init__(message)
         self.field = field
         """The field whose value did not decrypt."""
@@ -79,7 +79,7 @@ class KeyringError(DynaormError):
     without a MAC key for an entity with a unique encrypted field. Raised before the
     write it was for is sent: nothing of it is stored."""
 
-    def __init__(self, message: str, *, key_id: str) -> None:
+    def __init__(self, message: str, *, key_id: str):
         super().__init__(message)
         self.key_id = key_id
         """The id of the key at fault (a KMS key id, alias or ARN as the keyring names
@@ -95,7 +95,7 @@ class ForgottenError(KeyringError):
     (ISO-8601, UTC)."""
 
     def __init__(self, message: str, *, key_id: str, scope: dict[str, Any] | None = None,
-                 forgotten_at: str | None = None) -> None:
+                 forgotten_at: str | None = None):
         super().__init__(message, key_id=key_id)
         self.scope = scope
         """The tenant whose key is gone, as ``{key_scope field: value}``."""
@@ -112,7 +112,7 @@ class KeyTemplateError(DynaormError, ValueError):
     field: str | None = None
     """The field whose value cannot go into a key (``None``: a template is at fault)."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None):
         super().__init__(message)
         self.field = field
 
@@ -137,7 +137,7 @@ class _KeyedError(DynaormError):
     ``table`` (the name of the table it is stored in); the message names the table."""
 
     def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None) -> None:
+                 key: dict[str, str] | None = None):
         self.table = table_of(entity)
         """The name of the table the item is stored in (``None`` when not known)."""
         super().__init__(_on_table(message, self.table))
@@ -164,7 +164,7 @@ class _HoldsItem(_KeyedError):
     """A :class:`_KeyedError` with the stored entity DynamoDB returned, when it did."""
 
     def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, Any] | None = None, item: Any = None) -> None:
+                 key: dict[str, Any] | None = None, item: Any = None):
         super().__init__(message, entity=entity, key=key)
         self.item = item
         """The stored entity at the key when the write failed (``None``: no item, not
@@ -214,7 +214,7 @@ class UniqueConstraintError(DynaormError):
     """
 
     def __init__(self, entity: type[Any], violations: list[tuple[str, Any]],
-                 key: dict[str, str] | None = None, hint: str = "") -> None:
+                 key: dict[str, str] | None = None, hint: str = ""):
         self.entity = entity
         """The entity class whose commit claimed the value."""
         self.key = key
@@ -283,7 +283,7 @@ class ConditionFailedError(_HoldsItem):
     def __init__(self, message: str, *, entity: type[Any] | None = None,
                  key: dict[str, Any] | None = None, item: Any = None,
                  failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]]
-                 | None = None) -> None:
+                 | None = None):
         super().__init__(message, entity=entity, key=key, item=item)
         self.failures = list(failures) if failures is not None else [(entity, key, item)]
         """Every failed action as ``(entity_class, key, item)``, in session order."""
@@ -300,7 +300,7 @@ class IdempotencyMismatchError(DynaormError):
     """A commit's idempotency key was used before, within the table's ``receipts_ttl``, by
     a commit of other writes: nothing was written. ``key`` is the idempotency key."""
 
-    def __init__(self, message: str, *, key: str) -> None:
+    def __init__(self, message: str, *, key: str):
         super().__init__(message)
         self.key = key
         """The idempotency key the commit was given."""
@@ -312,7 +312,7 @@ class OutcomeUnknownError(DynaormError):
 
     def __init__(self, message: str, *, operation: str,
                  keys: list[dict[str, Any]] | None = None,
-                 tables: list[str] | None = None) -> None:
+                 tables: list[str] | None = None):
         super().__init__(message)
         self.operation = operation
         """The DynamoDB API name of the write (``"PutItem"``, ``"TransactWriteItems"``)."""
@@ -349,7 +349,7 @@ class RequestError(DynaormError):
 
     def __init__(self, operation: str, code: str, message: str,
                  reasons: list[Any] | None = None, item: dict[str, Any] | None = None
-                 ) -> None:
+                 ):
         super().__init__(f"{operation} failed: {code}: {message}")
         self.operation = operation
         """The DynamoDB API name (``"GetItem"``)."""
@@ -420,7 +420,7 @@ class BulkWriteError(DynaormError):
 
     def __init__(self, message: str, *, written: list[Any], not_written: list[Any],
                  unknown: list[Any], errors: list[tuple[Any, DynaormError]] | None = None
-                 ) -> None:
+                 ):
         super().__init__(message)
         self.written = list(written)
         """The objects (or keys as given) known to be written; objects are marked persisted (or
@@ -453,7 +453,7 @@ class ModelFileError(DynaormError, ValueError):
     design dynaorm refuses): ``place`` names where in the file (a JSON path such as
     ``$.DataModel[0].KeyAttributes``, or ``line 3, column 7``)."""
 
-    def __init__(self, message: str, *, place: str) -> None:
+    def __init__(self, message: str, *, place: str):
         super().__init__(f"{place}: {message}")
         self.place = place
         """Where in the file the problem is."""
@@ -474,7 +474,7 @@ class OffloadError(DynaormError):
     reference: ``dynaorm check`` reports it; no read returns another value in its place).
     ``uri`` names the object (``s3://bucket/key``; ``None``: not one object)."""
 
-    def __init__(self, message: str, *, uri: str | None = None) -> None:
+    def __init__(self, message: str, *, uri: str | None = None):
         super().__init__(message)
         self.uri = uri
         """The S3 object at fault (``s3://bucket/key``), if one is."""

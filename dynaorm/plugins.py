@@ -77,7 +77,7 @@ def _every() -> dict[str, Mapping[str, EntryPoint]]:
     (``tests/system/test_plugins.py`` holds them equal), but where two installs of one
     distribution are on the path and the first declares none of these groups."""
     found: dict[str, dict[str, EntryPoint]] = {group: {} for group in GROUPS}
-    theirs: list[EntryPoint] = []
+    theirs = []
     seen = set()
     for dist in distributions():
         text = dist.read_text("entry_points.txt")
@@ -122,7 +122,7 @@ def loaded(group: str) -> dict[str, Any]:
     """The objects the entry points of ``group`` name, by name. One that cannot be loaded
     (its package broken, or an extra of it missing) is left out with a
     ``RuntimeWarning`` naming it and why."""
-    out: dict[str, Any] = {}
+    out = {}
     for name, point in found(group).items():
         try:
             out[name] = point.load()

@@ -59,7 +59,7 @@ class UnclaimedRecordError(DynaormError):
 class DynaormPersistenceLayer(BasePersistenceLayer):
     """Powertools' idempotency records as rows of ``table`` (see the module)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table):
         super().__init__()  # type: ignore[no-untyped-call]
         if not table.string_keys:
             raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
@@ -93,7 +93,7 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
 
     def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         request = {"TableName": self.table.name, **request}
-        answer: dict[str, Any] = self.table.db.driver.run(
+        answer = self.table.db.driver.run(
             call(operation, request), Operation(f"powertools.{operation}", (self.table.name,)))
         return answer
 
@@ -107,8 +107,8 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
 
     def _put_record(self, data_record: DataRecord) -> None:
         key = data_record.idempotency_key
-        item: Item = {**self._key(key), _STATUS: {"S": data_record.status},
-                      self._expiry: {"N": str(data_record.expiry_timestamp)}}
+        item = {**self._key(key), _STATUS: {"S": data_record.status},
+                self._expiry: {"N": str(data_record.expiry_timestamp)}}
         if self.table.type_attribute:
             item[self.table.type_attribute] = {"S": POWERTOOLS_TYPE}
         if data_record.in_progress_expiry_timestamp is not None:
@@ -145,9 +145,9 @@ class DynaormPersistenceLayer(BasePersistenceLayer):
 
     def _update_record(self, data_record: DataRecord) -> None:
         names = {"#data": _DATA, "#expiry": self._expiry, "#status": _STATUS}
-        values: Item = {":data": {"S": data_record.response_data},
-                        ":expiry": {"N": str(data_record.expiry_timestamp)},
-                        ":status": {"S": data_record.status}}
+        values = {":data": {"S": data_record.response_data},
+                  ":expiry": {"N": str(data_record.expiry_timestamp)},
+                  ":status": {"S": data_record.status}}
         update = "SET #data = :data, #expiry = :expiry, #status = :status"
         if self.payload_validation_enabled:
             update += ", #validation = :validation"

@@ -105,7 +105,7 @@ class PynamoDBEntity(Entity):
     __pynamodb_version__: ClassVar[str | None] = None
 
     if TYPE_CHECKING:  # the fields are made at run time: any field, any attribute
-        def __init__(self, **data: Any) -> None: ...
+        def __init__(self, **data: Any): ...
         def __getattr__(self, name: str) -> Any: ...
         def __setattr__(self, name: str, value: Any) -> None: ...
 
@@ -318,19 +318,16 @@ def _field(attr: Any, owner: str, name: str, key: str | None,
     """(annotation, pydantic FieldInfo) for one PynamoDB attribute (``key``: its key type
     when it is a table or index key; ``table_key``: a table key, always required)."""
     ann = _type(attr, owner, name, key) if annotation is None else annotation
-    alias = attr.attr_name if attr.attr_name != name else None
     default = attr.default if attr.default is not None else attr.default_for_new
-    optional = attr.null or isinstance(attr, VersionAttribute | NullAttribute)
-    kwargs = {}
-    if alias is not None:
-        kwargs["alias"] = alias
+    optional = not table_key and (attr.null or isinstance(attr, VersionAttribute | NullAttribute))
+    kwargs = {"alias": attr.attr_name} if attr.attr_name != name else {}
     if callable(default):
         kwargs["default_factory"] = default
     elif default is not None:
         kwargs["default"] = default
-    elif optional and not table_key:
+    elif optional:
         kwargs["default"] = None
-    if optional and not table_key and ann is not None:
+    if optional and ann is not None:
         ann = ann | None
     return ann, Field(**kwargs)
 

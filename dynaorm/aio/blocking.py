@@ -45,7 +45,7 @@ class _Blocking:
     """What an async object of dynaorm answers, run to completion: a coroutine method
     runs on this thread's loop, a builder returns an adapter too."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any):
         self._target = self.__wrapped__ = target  # (what dynaorm.explain explains)
 
     def __getattr__(self, name: str) -> Any:

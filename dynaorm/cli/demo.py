@@ -52,7 +52,7 @@ class Document(Entity):
 class _Narrator:
     """Prints numbered steps and the table's items."""
 
-    def __init__(self, out: TextIO, backend: TestBackend) -> None:
+    def __init__(self, out: TextIO, backend: TestBackend):
         self.out = out
         self.backend = backend
         self.step = 0

@@ -202,13 +202,13 @@ def describe_module(module: ModuleType, only: str | None) -> str:
 # -- commands ----------------------------------------------------------------------------
 def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
     table = connect(load_table(args.table), args)
-    before = table.index_status() if table.exists() else None
+    existed = table.exists()
+    before = table.index_status() if existed else {}
     table.create()
     where = table.endpoint_url or "the default endpoint"
     status = table.index_status()
-    shown = [name if before is None or before.get(name) != "MISSING" else f"{name} (added)"
-             for name in status]
-    verb = "already exists" if before is not None else "created"
+    shown = [name if before.get(name) != "MISSING" else f"{name} (added)" for name in status]
+    verb = "already exists" if existed else "created"
     print(f"table {table.name!r} {verb} at {where} (pk={table.pk}, sk={table.sk or '-'}, "
           f"indexes: {', '.join(shown) or '-'})", file=out)
     for name, state in status.items():

@@ -156,13 +156,14 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
     body = response_dict.get("body")
     data = body if isinstance(body, bytes) else b""
     problem = answer_problem(status, headers, data)
-    if problem is None and status >= 300:
-        _error_body_as_object(response_dict, data)
-    elif problem is None and 200 <= status < 300:
-        try:
-            decoded_success(status, data)
-        except BadAnswer as exc:
-            problem = str(exc)
+    if problem is None:
+        if status >= 300:
+            _error_body_as_object(response_dict, data)
+        elif status >= 200:
+            try:
+                decoded_success(status, data)
+            except BadAnswer as exc:
+                problem = str(exc)
     if problem is not None:
         name = str(getattr(operation_model, "name", "") or "")
         raise BadAnswerError(name, CONNECTION_ERROR, problem)
@@ -211,7 +212,7 @@ class BotocoreWire:
     #: worker thread, as the test backend's transport does
     in_process = False
 
-    def __init__(self, owner: Any) -> None:
+    def __init__(self, owner: Any):
         self._owner = owner
         self._client: Any = None
         self._lock = threading.Lock()

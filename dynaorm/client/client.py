@@ -101,8 +101,7 @@ def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object
     if isinstance(max_wait, bool) or not isinstance(max_wait, int | float) or max_wait < 0:
         raise DynaormError(f"{owner}: max_wait must be a number of seconds >= 0, "
                            f"got {max_wait!r}")
-    if return_consumed_capacity is not None and (
-            return_consumed_capacity not in CAPACITY_MODES):
+    if return_consumed_capacity not in (*CAPACITY_MODES, None):
         raise DynaormError(f"{owner}: return_consumed_capacity must be one of "
                            f"{list(CAPACITY_MODES)} or None, got {return_consumed_capacity!r}")
 
@@ -133,7 +132,7 @@ class Client:
                  max_wait: float = 10.0, return_consumed_capacity: str | None = None,
                  keyring: Any = None, rate: Rate | None = None,
                  verify: bool | str | None = None,
-                 receipts: TableSchema | None = None) -> None:
+                 receipts: TableSchema | None = None):
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         if (verify is not None and not isinstance(verify, bool | str)) or verify == "":

@@ -45,7 +45,7 @@ class SyncDriver:
 
     __slots__ = ("_client", "sleep")
 
-    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
+    def __init__(self, client: Any):  # (its Client: not imported, no circle)
         self._client = client
         #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
         self.sleep: Callable[[float], object] = time.sleep
@@ -142,7 +142,7 @@ class AsyncDriver:
 
     __slots__ = ("_client",)
 
-    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
+    def __init__(self, client: Any):  # (its Client: not imported, no circle)
         self._client = client
 
     async def run(self, proto: Proto[R],

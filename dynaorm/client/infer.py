@@ -167,7 +167,7 @@ def decoded(found: Inferred, table: Any, refused: str = "") -> Inferred:
     from dynaorm.formats.infer import key_of
 
     keys = {"pk": table.pk, "sk": table.sk}
-    bad: list[tuple[dict[str, Any], str]] = []
+    bad = []
     for item in found.placed_items:
         why = _unread(table, item, refused)
         if why is not None:

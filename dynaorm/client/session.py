@@ -120,7 +120,7 @@ class BaseSession:
 
     def __init__(self, target: Table | Client, *,
                  scope: Mapping[str, Any] | None = None,
-                 idempotency_key: str | None = None) -> None:
+                 idempotency_key: str | None = None):
         table, client = session_target(target, type(self).__name__)
         if self._async and client.wire == "botocore":  # (dynaorm's own wire needs none)
             aiobotocore()  # dynaorm[async] installed: said here, not at the first request

@@ -113,7 +113,7 @@ class Table(TableSchema, KeysPerTenant):
                  receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
                  offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
                  key_table: str | None = None,
-                 **settings: Unpack[Declared]) -> None:
+                 **settings: Unpack[Declared]):
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,

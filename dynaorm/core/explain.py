@@ -304,7 +304,7 @@ def _stored(items: Iterable[Any] | None) -> list[Item] | None:
 
 def _pages(sizes: Sequence[int], per_page: int | None) -> list[int]:
     """The bytes of each page DynamoDB reads ``sizes`` in: 1 MB, or ``per_page`` items."""
-    pages: list[int] = []
+    pages = []
     count = total = 0
     for size in sizes:
         if count and (total + size > _MB or (per_page and count == per_page)):

@@ -106,8 +106,8 @@ def input_record(loaded: Loaded, at: int) -> dict[str, Any]:
     them (wire form: binary values as ``bytes``)."""
     op, stamped = loaded.plan.ops[at], loaded.plan.stamped[at]
     _, body = render_op(op, loaded.rev if stamped else None)
-    record: dict[str, Any] = {"Item": body["Item"] if loaded.written is None
-                              else loaded.written[at]}
+    record = {"Item": body["Item"] if loaded.written is None
+              else loaded.written[at]}
     for member in _CONDITION_MEMBERS:
         if member in body:
             record[member] = body[member]
@@ -130,7 +130,7 @@ def row_is(table: Any, item: Item, stored: Item | None) -> bool:
 def _as_written(table: Any, item: Item) -> Any:
     """The condition that a row is as a load wrote ``item`` (see :func:`row_is`)."""
     attribute = table.revision_attribute
-    if attribute is not None and attribute in item:
+    if attribute in item:
         return raw_eq(attribute, item[attribute])
     return all_of(stored_as(item, frozenset(item)))
 
@@ -159,10 +159,10 @@ def rollback(loaded: Loaded, found: Sequence[Found]) -> list[tuple[bool, dict[st
         op = loaded.plan.ops[at]
         item = input_record(loaded, at)["Item"]
         ph = Placeholders()
-        body: dict[str, Any] = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
-                                "ConditionExpression": _as_written(op.origin.table, item
-                                                                   ).render(ph),
-                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        body = {"TableName": op.origin.table.name, "Key": wire_key(op.key),
+                "ConditionExpression": _as_written(op.origin.table, item
+                                                   ).render(ph),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         ph.apply(body)
         deletes.append((own_row(op), body))
     return sorted(deletes, key=lambda d: not d[0])  # (stable: the owner's rows first)
@@ -183,7 +183,7 @@ def outcome_p(loaded: Loaded, found: Sequence[Found]) -> Proto[DynaormError | No
     cancelled) answers :class:`NotLoadedError`."""
     if all(what == APPLIED for what, _ in found):
         return None
-    reasons: list[Reason | None] = [
+    reasons = [
         Reason("ConditionalCheckFailed", None, extra) if what == FAILED else None
         for what, extra in found]
     if any(reason is not None for reason in reasons):
@@ -205,7 +205,7 @@ def _read(table: Any, key: PlainKey) -> Proto[Item | None]:
     """The item at ``key`` of ``table``, read consistently (``None``: none)."""
     out = yield from call("GetItem", {"TableName": table.name, "Key": wire_key(key),
                                       "ConsistentRead": True})
-    got: Item | None = out.get("Item")
+    got = out.get("Item")
     return got
 
 
@@ -227,7 +227,7 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
     no row, a guard whose owner holds another value: no one's but the load's, which wrote
     it."""
     attribute = table.revision_attribute
-    revised = [attribute is not None and attribute in item for item in items]
+    revised = [attribute in item for item in items]
     if owners is None:
         owners = revised
     out = [(APPLIED, got) if what == FAILED and is_revised and row_is(table, item, got)
@@ -237,7 +237,7 @@ def settled(table: Any, items: Sequence[Item], found: Sequence[Found],
 
     def unclaimed(item: Item) -> bool:
         return claimed is not None and key_id(
-            {a: item[a] for a in (table.pk, table.sk) if a is not None and a in item}
+            {a: item[a] for a in (table.pk, table.sk) if a in item}
         ) not in claimed
 
     return [(APPLIED, got) if what == FAILED and not is_revised and (

@@ -134,11 +134,11 @@ class Scope:
 
     __slots__ = ("_covered", "given", "values")
 
-    def __init__(self, scope: Mapping[str, Any]) -> None:
+    def __init__(self, scope: Mapping[str, Any]):
         if not isinstance(scope, Mapping) or not scope:
             raise ScopeError("scope= takes a non-empty dict of field names to values, e.g. "
                              "{'tenant_id': 't1'}")
-        values: dict[str, str] = {}
+        values = {}
         for name, value in scope.items():
             text = None if value is None or not isinstance(name, str) else render_value(value)
             if not text or "#" in text:
@@ -434,7 +434,7 @@ class Scope:
         known = (entities, *self.values.items())
         if known in _KEY_FILTERS:
             return _KEY_FILTERS[known]
-        tests: dict[tuple[str, tuple[str, ...]], None] = {}  # (op, texts), in order
+        tests = {}  # (op, texts), in order
         for entity in entities:
             spec = entity.__dynaorm_spec__
             pk, templates = _PKS.get(spec.cls) or _templates(spec)

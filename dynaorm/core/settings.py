@@ -29,7 +29,7 @@ _NO_API = frozenset({"UnknownOperationException", "NotImplementedError"})
 def _optional_p(operation: str, request: dict[str, Any]) -> Proto[dict[str, Any] | None]:
     """``operation``'s answer, ``None`` when the endpoint has no such operation."""
     try:
-        out: dict[str, Any] = yield from call(operation, request)
+        out = yield from call(operation, request)
     except RequestError as exc:
         if exc.code in _NO_API or exc.message == "Nothing to update":  # (an engine that
             return None  # keeps no such setting: DynamoDB Local's warm throughput)

@@ -39,7 +39,7 @@ class Stage:
 
     def __init__(self, table: TableSchema | None, client: object,
                  scope: Mapping[str, Any] | None, idempotency_key: str | None,
-                 receipts: TableSchema | None) -> None:
+                 receipts: TableSchema | None):
         self.table = table
         self._given = client
         #: the table that keeps the receipts of the session's keyed commits, resolved when

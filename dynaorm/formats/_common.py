@@ -48,7 +48,7 @@ def vector_fields(e: Mapping[str, Any], fmt: str) -> list[str]:
 class At:
     """A value of a parsed file and its place in it (a JSON path)."""
 
-    def __init__(self, value: Any, place: str = "$") -> None:
+    def __init__(self, value: Any, place: str = "$"):
         self.value, self.place = value, place
 
     def fail(self, message: str) -> ModelFileError:

@@ -87,7 +87,7 @@ def _labels(table: str, e: Mapping[str, Any], drawn: set[str]) -> list[tuple[str
 def chart_of(model: Mapping[str, Any]) -> str:
     """The chart of ``model`` (:func:`~dynaorm.schema.model.model_of`) as an HTML page."""
     table = model["table"]
-    targets: list[tuple[str, Mapping[str, Any] | None]] = [(table["name"], None)] + [
+    targets = [(table["name"], None)] + [
         (i["name"], i) for i in table.get("indexes", ())]
     entities = list(model.get("entities", ()))
     boxes = [(e["name"], _entity_lines(e)) for e in entities]
@@ -96,8 +96,8 @@ def chart_of(model: Mapping[str, Any]) -> str:
     longest = max([len(label) for found in labels for _, label in found] or [0])
     # (the index boxes start past the longest label: no label reaches into a box)
     right_x = _LEFT + left + max(260, 6 + longest * _LABEL_CHAR + _CURVE)
-    svg: list[str] = []
-    places: dict[str, tuple[float, float]] = {}
+    svg = []
+    places = {}
     y = 50.0
     for (name, index) in targets:
         kind = "table" if index is None else index["kind"]
@@ -109,7 +109,7 @@ def chart_of(model: Mapping[str, Any]) -> str:
         y += _LINE * (len(lines) + 1) + _PAD * 2 + _GAP
     bottom = y
     y = 50.0
-    edges: list[str] = []
+    edges = []
     for (name, lines), reached in zip(boxes, labels, strict=True):
         svg += _box(_LEFT, y, left, name, lines, "#57606a", f"entity-{name}")
         for k, (target, label) in enumerate(reached):  # (each line leaves at its height)

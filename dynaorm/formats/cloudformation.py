@@ -26,10 +26,10 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(the template, notes on what it leaves out) of the model's table."""
     table = model["table"]
     settings = table.get("settings") or {}
-    props: dict[str, Any] = {
+    props = {
         "TableName": table["name"], "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": a, "AttributeType": t}
-                                 for a, t in attribute_types(table, search=True).items()],
+                 for a, t in attribute_types(table, search=True).items()],
         "KeySchema": _keys({}, table)}
     indexes = table.get("indexes", ())
     gsis = [_index(i, table) for i in indexes if i["kind"] == "gsi"]
@@ -46,7 +46,7 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if table.get("ttl"):
         props["TimeToLiveSpecification"] = {"AttributeName": table["ttl"], "Enabled": True}
     props.update(_settings(settings))
-    resource: dict[str, Any] = {"Type": "AWS::DynamoDB::Table", "Properties": props}
+    resource = {"Type": "AWS::DynamoDB::Table", "Properties": props}
     if len(props["AttributeDefinitions"]) > len(attribute_types(table)):
         resource["Metadata"] = _SEARCH_ATTRIBUTES
     if settings.get("deletion_protection"):
@@ -96,7 +96,7 @@ def _index(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]
 
 def _vector(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
     """A vector index as ``VectorIndexes`` holds it (CreateTable's shape)."""
-    found: dict[str, Any] = {
+    found = {
         "IndexName": index["name"], "VectorAttribute": {"AttributeName": index["attribute"]},
         "Dimensions": index["dimensions"], "DistanceFunction": index["distance"],
         "Projection": _projection(index, table)}
@@ -125,7 +125,7 @@ def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def _throughput(declared: Mapping[str, Any]) -> dict[str, Any]:
     """``WarmThroughput`` and ``OnDemandThroughput`` of a table or a GSI, as declared."""
-    found: dict[str, Any] = {}
+    found = {}
     if declared.get("warm_throughput"):
         found["WarmThroughput"] = warm(declared["warm_throughput"])
     if declared.get("max_on_demand"):

@@ -69,7 +69,7 @@ def identifier(name: str, taken: Sequence[str] = ()) -> str:
 class _Writer:
     """The lines of one module, and the imports they need."""
 
-    def __init__(self, taken: set[str], check: bool = False) -> None:
+    def __init__(self, taken: set[str], check: bool = False):
         self.check = check  # (functions stubbed: nothing the file names is imported)
         self.taken = taken  # (the names the design defines: a builtin of one is qualified)
         self.imports: dict[str, str] = {}  # alias -> its import line

@@ -122,7 +122,7 @@ class _Grants:
     indexes searched, the leading-key patterns by index (``""``: the table's), and what
     the scope cannot cover."""
 
-    def __init__(self, table: Mapping[str, Any], scope: str | None) -> None:
+    def __init__(self, table: Mapping[str, Any], scope: str | None):
         self.table, self.scope = table, scope
         indexes = table.get("indexes", ())
         self.vectors = {i["name"] for i in indexes if i["kind"] == "vector"}

@@ -28,7 +28,7 @@ _INDEX_KINDS: Final = ("gsi", "lsi", "vector")
 
 def _read_type(at: At) -> dict[str, Any]:
     kind = at.get("type", str, "a type name", choices=_TYPES).value
-    out: dict[str, Any] = {"type": kind}
+    out = {"type": kind}
     if kind in ("list", "set"):
         out["items"] = _read_type(at.get("items", dict, "a type"))
     elif kind == "map":
@@ -93,7 +93,7 @@ def _check_stored_as(stored: At, kind: str) -> None:
 
 def _read_fields(at: At) -> list[dict[str, Any]]:
     """A list of fields, each name once (a class holds one field of a name)."""
-    fields: list[dict[str, Any]] = []
+    fields = []
     for f in at.items():
         fields.append(_read_field(f))
         if fields[-1]["name"] in [g["name"] for g in fields[:-1]]:
@@ -105,13 +105,13 @@ def _read_field(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a field name"), "a field name")
     if name.startswith(("_", "model_")) or name == "Meta":  # (no field of a class: dropped)
         raise at.get("name").fail(f"{name!r} cannot be a field's name")
-    out: dict[str, Any] = {"name": name,
-                           "stored": _filled(at, "stored", "an attribute name", name),
-                           **_read_type(at),
-                           "required": at.get("required", bool, "true or false",
-                                              default=True).value,
-                           "nullable": at.get("nullable", bool, "true or false",
-                                              default=False).value}
+    out = {"name": name,
+           "stored": _filled(at, "stored", "an attribute name", name),
+           **_read_type(at),
+           "required": at.get("required", bool, "true or false",
+                              default=True).value,
+           "nullable": at.get("nullable", bool, "true or false",
+                              default=False).value}
     if "default" in at.value:
         out["default"] = at.value["default"]
         if out["type"] == "set" and isinstance(out["default"], list) and not all(
@@ -142,7 +142,7 @@ def _read_field(at: At) -> dict[str, Any]:
 
 def _read_index(at: At) -> dict[str, Any]:
     kind = at.get("kind", str, "gsi, lsi or vector", choices=_INDEX_KINDS).value
-    out: dict[str, Any] = {"name": at.get("name", str, "an index name").value, "kind": kind}
+    out = {"name": at.get("name", str, "an index name").value, "kind": kind}
     if kind == "gsi":
         out["native"] = at.get("native", bool, "true or false", default=False).value
         out["pk"] = attributes(at.get("pk", list, "attribute names"), 1)
@@ -169,7 +169,7 @@ def _read_index(at: At) -> dict[str, Any]:
 
 def _read_entity(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a class name"), "an entity's name")
-    out: dict[str, Any] = {
+    out = {
         "name": name, "type_name": _filled(at, "type_name", "a type name", name),
         "pk": template(at.get("pk", str, "a key template"), "a key template"),
         "sk": maybe_template(at.get("sk", str, "a key template", default=None)),

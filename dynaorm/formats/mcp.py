@@ -92,7 +92,7 @@ def _entities(model: Mapping[str, Any], table: Mapping[str, Any], kept: Mapping[
               notes: list[str]) -> dict[str, Any]:
     """Every entity the format can hold, with its guards, under its name (or its type
     name, where several share a name); one with a sharded key left out."""
-    entities: dict[str, Any] = {}
+    entities = {}
     ids = _Ids(model)
     named = Counter(e["name"] for e in model["entities"])
     for e in model["entities"]:
@@ -129,7 +129,7 @@ def _other_rows(e: Mapping[str, Any], key: str, table: Mapping[str, Any], ids: _
                 notes: list[str]) -> dict[str, Any]:
     """The entity's rows besides its own: unique guards as entities of their own (but
     those of an encrypted field), the rest noted as left out."""
-    guards: dict[str, Any] = {}
+    guards = {}
     for row in e.get("rows", ())[1:]:
         if row["role"] == "unique guard" and row["field"] in e.get("encrypted", ()):
             notes.append(f"mcp: left out the guards of {e['name']}.{row['field']}: keyed "
@@ -149,7 +149,7 @@ class _Ids:
     """Pattern numbers, each used once across the file: a declared ``pattern_id`` while it
     is free, else the next number no pattern declares."""
 
-    def __init__(self, model: Mapping[str, Any]) -> None:
+    def __init__(self, model: Mapping[str, Any]):
         self.declared = {p["pattern_id"] for e in model["entities"]
                          for p in e.get("access_patterns", ()) if "pattern_id" in p}
         self.used: set[int] = set()
@@ -168,8 +168,8 @@ def _entity(e: Mapping[str, Any], table: Mapping[str, Any], own: Mapping[str, st
             kept: Mapping[str, Any], ids: _Ids, notes: list[str]) -> dict[str, Any]:
     """An entity under the key its own row is stored under (a versioned entity's latest
     copy: ``v0_...``), with the fields the format can type and its access patterns."""
-    entity: dict[str, Any] = {"entity_type": e["type_name"],
-                              "pk_template": _template(own[table["pk"]], e["name"], notes)}
+    entity = {"entity_type": e["type_name"],
+              "pk_template": _template(own[table["pk"]], e["name"], notes)}
     if table.get("sk"):
         entity["sk_template"] = _template(own[table["sk"]], e["name"], notes)
     mappings = []
@@ -206,7 +206,7 @@ def _guard(e: Mapping[str, Any], row: Mapping[str, Any], table: Mapping[str, Any
     ``dynaorm:unique``, keyed ``[scope#]prefix#{value}``), read by one GetItem."""
     key = row["key"]
     params = list(dict.fromkeys(KeyTemplate.parse(key[table["pk"]]).fields))
-    guard: dict[str, Any] = {"entity_type": GUARD_TYPE, "pk_template": key[table["pk"]]}
+    guard = {"entity_type": GUARD_TYPE, "pk_template": key[table["pk"]]}
     if table.get("sk"):
         guard["sk_template"] = key[table["sk"]]
     guard["fields"] = [{"name": n, "type": "string", "required": True} for n in params]

@@ -66,7 +66,7 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     key_types = table.get("key_types", {})
     keys = (table["pk"], table.get("sk"))
     gsis, notes = left_out(model, "workbench")
-    attributes: dict[str, str] = {}
+    attributes = {}
     facets = []
     for e in model["entities"]:
         own = _facet_attributes(model, e, keys)
@@ -91,10 +91,10 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     key_attributes = {"PartitionKey": key(table["pk"])}
     if table.get("sk"):
         key_attributes["SortKey"] = key(table["sk"])
-    data: dict[str, Any] = {
+    data = {
         "TableName": table["name"], "KeyAttributes": key_attributes,
         "NonKeyAttributes": [{"AttributeName": a, "AttributeType": t}
-                             for a, t in attributes.items() if a not in keys],
+             for a, t in attributes.items() if a not in keys],
         "TableFacets": facets}
     if gsis:
         data["GlobalSecondaryIndexes"] = [_workbench_gsi(i, key) for i in gsis]
@@ -114,9 +114,9 @@ def _workbench_gsi(index: Mapping[str, Any], key: Callable[[str], dict[str, str]
     if index["sk"]:
         keys["SortKey"] = key(index["sk"][0])
     projection = index.get("projection", "ALL")
-    shown: dict[str, Any] = ({"ProjectionType": projection} if isinstance(projection, str)
-                             else {"ProjectionType": "INCLUDE",
-                                   "NonKeyAttributes": list(projection)})
+    shown = ({"ProjectionType": projection} if isinstance(projection, str)
+             else {"ProjectionType": "INCLUDE",
+                   "NonKeyAttributes": list(projection)})
     return {"IndexName": index["name"], "KeyAttributes": keys, "Projection": shown}
 
 
@@ -153,7 +153,7 @@ def _read_workbench(t: At, ours: bool) -> dict[str, Any]:
     pk, pk_type = _key_of(keys.get("PartitionKey", dict, "an object"))
     sk, sk_type = _key_of(keys.get("SortKey", dict, "an object")) if "SortKey" in (
         keys.value) else (None, "S")
-    types_: dict[str, str] = {}
+    types_ = {}
     for a in t.get("NonKeyAttributes", list, "a list", default=[]).items():
         types_[a.get("AttributeName", str, "a name").value] = a.get(
             "AttributeType", str, "a type", choices=_WORKBENCH_TYPES).value
@@ -233,7 +233,7 @@ def _key_fields(keys: tuple[str, str | None], templates: tuple[str, str | None],
     """The fields a facet's key templates name (required; typed by the key attribute a
     template of exactly the field is stored as, else by the attribute of its name), and
     those the items hold only in their key (not listed as their own attribute)."""
-    keyed: dict[str, dict[str, Any]] = {}
+    keyed = {}
     key_only = []
     for attr, shape in zip(keys, templates, strict=True):
         parsed = KeyTemplate.parse(shape) if shape else None

@@ -197,7 +197,7 @@ def _entries(key: Convert | None, value: Convert | None) -> Convert | None:
 
 def _json(tp: Any) -> tuple[Any, Convert]:
     """Anything else: a string of the value as JSON (pydantic's serialization)."""
-    adapter: TypeAdapter[Any] = TypeAdapter(tp)
+    adapter = TypeAdapter(tp)
 
     def as_json(v: Any) -> str:
         return adapter.dump_json(v).decode()

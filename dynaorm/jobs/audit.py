@@ -183,7 +183,7 @@ def keyed(table: Table, items: Sequence[Item]) -> None:
 
 # -- the audit (pure) --------------------------------------------------------------------
 class _Auditor:
-    def __init__(self, table: Table, items: Sequence[Item]) -> None:
+    def __init__(self, table: Table, items: Sequence[Item]):
         self.table = table
         self.items = {self.key_of(i): i for i in items}
         self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}
@@ -420,7 +420,7 @@ class _Auditor:
         alone (a gap in the history). ``history-ttl``: the fix keeps the value aside (as
         0.3's writer does), conditioned on the row's TTL as judged."""
         ttl = self.table.ttl
-        if ttl is None or ttl not in row or expired(row, ttl):
+        if ttl not in row or expired(row, ttl):
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
         expr = f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}"

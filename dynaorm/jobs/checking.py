@@ -118,7 +118,7 @@ class ProgressBar:
 
     def __init__(self, stream: Any, total: int | None,
                  clock: Callable[[], float] = time.monotonic,
-                 what: tuple[str, str] = ("scanned", "items")) -> None:
+                 what: tuple[str, str] = ("scanned", "items")):
         self.stream = stream
         self.total = total
         self.clock = clock

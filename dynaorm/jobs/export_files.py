@@ -148,9 +148,9 @@ def data_lines(s3: Any, url: str) -> Iterator[tuple[Sequence[int], list[bytes]]]
             if len(rest) > _MAX_LINE:  # (bytes from S3: no line of an export is that long)
                 raise ValueError(f"a line longer than {_MAX_LINE} bytes")
             kept = [line for line in lines if line.strip()]
-            numbers: Sequence[int] = range(n + 1, n + 1 + len(lines)) if len(
+            numbers = range(n + 1, n + 1 + len(lines)) if len(
                 kept) == len(lines) else [n + 1 + i for i, line in enumerate(lines)
-                                         if line.strip()]
+                          if line.strip()]
             n, items = n + len(lines), items + len(kept)
             yield numbers, kept
         if rest.strip():

@@ -28,7 +28,7 @@ def scope_prefixes(classes: Sequence[type[Entity]], scope: Mapping[str, Any]
     partition key template proves none is :class:`ExportError`."""
     if not isinstance(scope, Mapping) or not scope:
         raise ExportError(f"export: scope= takes key fields and their values, got {scope!r}")
-    out: dict[str, tuple[str, bool]] = {}
+    out = {}
     for cls in classes:
         spec = spec_of(cls)
         proven = spec.pk.scope_prefix(scope.keys())
@@ -54,7 +54,7 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     if not parts and whole is None:
         return None
     ph = Placeholders()
-    spec: dict[str, Any] = {}
+    spec = {}
     if whole is not None:
         at = ph.value_av({"S": whole})
         spec["KeyConditionExpression"] = f"{ph.name(table.pk)} = {at}"
@@ -84,9 +84,9 @@ def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: 
     operation = Operation("export", (table.name,))
     run = table.db.driver.run
     arn = run(call("DescribeTable", {"TableName": table.name}), operation)["Table"]["TableArn"]
-    request: dict[str, Any] = {"TableArn": arn, "S3Bucket": bucket,
-                               "ExportFormat": "DYNAMODB_JSON", "ExportType": "FULL_EXPORT",
-                               "ClientToken": uuid.uuid4().hex}
+    request = {"TableArn": arn, "S3Bucket": bucket,
+               "ExportFormat": "DYNAMODB_JSON", "ExportType": "FULL_EXPORT",
+               "ClientToken": uuid.uuid4().hex}
     if prefix.strip("/"):
         request["S3Prefix"] = prefix.strip("/")
     if filters:

@@ -43,7 +43,7 @@ class Sink:
     """The export's destination: a directory, or an ``s3://`` URL (a part goes through a
     local temporary file, uploaded whole)."""
 
-    def __init__(self, to: str, part: str) -> None:
+    def __init__(self, to: str, part: str):
         self.to, self.part = to.rstrip("/"), part
         self.s3 = s3_client() if to.startswith("s3://") else None
 
@@ -84,7 +84,7 @@ class Sink:
 class Part:
     """One dataset's part file of a task: rows buffered, written as row groups."""
 
-    def __init__(self, sink: Sink, name: str, cols: list[Any]) -> None:
+    def __init__(self, sink: Sink, name: str, cols: list[Any]):
         self.sink, self.name, self.cols = sink, name, cols
         self.rows: list[dict[str, Any]] = []
         self.where: list[str] = []
@@ -176,7 +176,7 @@ class RowReader:
     """How an export reads the rows of one entity: its rules' export hooks, then as a read
     decodes them (encrypted fields left out, or opened), as the dataset's field values."""
 
-    def __init__(self, spec: EntitySpec, decrypt: bool) -> None:
+    def __init__(self, spec: EntitySpec, decrypt: bool):
         self.spec = spec
         self.hooks = [h for h in spec.rules.exporters
                       if not (decrypt and _rule(h) == "encrypted")]

@@ -206,7 +206,7 @@ def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
 class _Export:
     """One task of an export: its datasets, and the counts of what it read."""
 
-    def __init__(self, table: Any, segment: int, options: Mapping[str, Any]) -> None:
+    def __init__(self, table: Any, segment: int, options: Mapping[str, Any]):
         self.table, self.segment = table, segment
         self.history, self.decrypt = options["history"], options["encrypted"] == "decrypt"
         self.changes = options["kind"] == "incremental"

@@ -236,7 +236,7 @@ class _Load(LoadFiles):
     def __init__(self, table: Table, s3: str, name: str, rate: Rate | None,
                  units: int | None, part_rows: int, poll: float,
                  progress: Callable[[int, int], object] | None,
-                 sleep: Callable[[float], object], tier: str | None) -> None:
+                 sleep: Callable[[float], object], tier: str | None):
         super().__init__(table, s3, name, part_rows)
         self.rate, self.units, self.poll, self.progress = rate, units, poll, progress
         self.sleep, self.tier = sleep, tier
@@ -342,7 +342,7 @@ class _Load(LoadFiles):
         trusted = report.trusted(described, current["rows"])
         after = Parts(self, number + 1)
         loaded = pending = 0
-        failures: list[dict[str, Any]] = []
+        failures = []
         for part in range(current["parts"]):
             unplaced = part in report.unreadable_parts
             self.heard = report.failed if report.readable and not unplaced else None
@@ -369,7 +369,7 @@ class _Load(LoadFiles):
     def settle_part(self, groups: Iterator[Group], report: ServiceReport, read_back: bool
                     ) -> Iterator[tuple[Group, DynaormError | None]]:
         """Each entity of a part and its error (``None``: loaded)."""
-        batch: list[Group] = []
+        batch = []
         for group in groups:
             batch.append(group)
             if len(batch) >= 100:
@@ -384,7 +384,7 @@ class _Load(LoadFiles):
         # is the table's to say, never a report object's)
         keyed = {key_id(k): k for k in (key_of(self.table, r["Item"])
                                         for _, records in batch for r in records)}
-        said: dict[Any, Found] = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
+        said = {i: report.failed.get(i, (APPLIED, None)) for i in keyed}
         keys = [k for i, k in keyed.items() if read_back or said[i][0] == FAILED]
         stored = self.run_p(batch_get_p(self.table.name, keys, consistent=True)
                             ) if keys else {}
@@ -396,7 +396,7 @@ class _Load(LoadFiles):
               stored: dict[Any, Any], read_back: bool) -> list[Found]:
         """What became of each of an entity's rows: the report's word, or (read back,
         or a refusal the report claims) what the table holds at its key."""
-        found: list[Found] = []
+        found = []
         for record in records:
             ident = key_id(key_of(self.table, record["Item"]))
             if read_back or said[ident][0] == FAILED:  # (an item there: as if its
@@ -437,7 +437,7 @@ class _Load(LoadFiles):
         rev_attr = self.table.revision_attribute
         own = _own(records, rev_attr)
         try:
-            planned: Loaded = self.run_p(plan_load_p(fresh(cls, own), key_value(
+            planned = self.run_p(plan_load_p(fresh(cls, own), key_value(
                 own[rev_attr]) if rev_attr and rev_attr in own else None))
         except DynaormError as exc:  # (the model changed since the load's input was made)
             return DynaormError(f"{cls.__name__}: its row no longer plans as rendered: {exc}")
@@ -502,7 +502,7 @@ class _Load(LoadFiles):
         if not isinstance(item, dict):
             return None
         try:
-            theirs: Loaded = self.run_p(plan_load_p(fresh(cls, item)))
+            theirs = self.run_p(plan_load_p(fresh(cls, item)))
         except (DynaormError, ValueError, TypeError, KeyError):
             return None
         return {key_id(op.key) for op in theirs.plan.ops if op.origin.role is Role.GUARD}

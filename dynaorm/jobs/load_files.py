@@ -42,7 +42,7 @@ Group = tuple[type[Entity], list[dict[str, Any]]]
 class LoadFiles:
     """A load's table, name and files in S3 (see the module)."""
 
-    def __init__(self, table: Table, s3: str, name: str, part_rows: int) -> None:
+    def __init__(self, table: Table, s3: str, name: str, part_rows: int):
         self.table, self.name, self.part_rows = table, name, part_rows
         self.bucket, prefix = split_url(s3)
         self.prefix = f"{prefix.strip('/')}/{name}" if prefix.strip("/") else name
@@ -81,7 +81,7 @@ class LoadFiles:
 class Parts:
     """A round's input parts and their indexes, written a part at a time."""
 
-    def __init__(self, files: LoadFiles, number: int) -> None:
+    def __init__(self, files: LoadFiles, number: int):
         self.files, self.number = files, number
         self.dir = Path(tempfile.mkdtemp(prefix="dynaorm-load-"))
         self.part = self.rows = self.entities = self.in_part = 0
@@ -153,7 +153,7 @@ def key_of(table: Table, item: Item) -> Item:
 class ServiceReport:
     """A round's report, read: the failed rows by key, the parts it cannot place."""
 
-    def __init__(self, files: LoadFiles, number: int) -> None:
+    def __init__(self, files: LoadFiles, number: int):
         self.failed: dict[Any, tuple[str, Any]] = {}
         self.unreadable_parts: set[int] = set()
         self.errors = 0
@@ -322,7 +322,7 @@ class _local:
     """A Parquet file where ``pyarrow`` reads it: itself, or an S3 object downloaded into
     a temporary file (removed after)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str):
         self.path: str = path
         self.temp: str | None = None
 

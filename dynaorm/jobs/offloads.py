@@ -53,8 +53,8 @@ class Found:
 def _listed(bucket: str, prefix: str) -> Generator[Any, Any, dict[str, datetime]]:
     """Every object right under ``prefix`` (ListObjectsV2, a thousand a page): none below
     a further ``/``, which only another table's (its prefix under this one's) holds."""
-    found: dict[str, datetime] = {}
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+    found = {}
+    request = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
     while True:
         out = yield Call("s3:ListObjectsV2", dict(request), service=S3)
         for entry in out.get("Contents") or ():
@@ -67,7 +67,7 @@ def _listed(bucket: str, prefix: str) -> Generator[Any, Any, dict[str, datetime]
 
 def _present(uris: Iterable[str]) -> Generator[Any, Any, set[str]]:
     """Which of ``uris`` (outside the listed prefix) name an object (HeadObject each)."""
-    present: set[str] = set()
+    present = set()
     for uri in uris:
         bucket, _, key = uri[5:].partition("/")
         try:
@@ -130,7 +130,7 @@ def _references(table: Table, page_size: int | None) -> Generator[Any, Any, set[
     request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
     if page_size:
         request["Limit"] = page_size
-    found: set[str] = set()
+    found = set()
     while True:
         out = yield Call("Scan", dict(request))
         found |= set(referenced(out.get("Items") or (), lambda item: ("", "")))

@@ -55,8 +55,8 @@ from dynaorm.schema.rules.keyrings import keyring_of
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.tenancy import rewrap_p, tenant_of
 from dynaorm.values.expressions import all_of, raw_eq, stored_as
-from dynaorm.values.records import Fail, Op, Origin, Role, Update
-from dynaorm.write.placing import Published, publish_p, release_p
+from dynaorm.values.records import Fail, Origin, Role, Update
+from dynaorm.write.placing import publish_p, release_p
 from dynaorm.write.render import WritePlan, render_op
 
 
@@ -146,7 +146,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
     for _ in range(ROUNDS):
         if item is None:
             return "gone"
-        published: Published = []
+        published = []
         refused = False  # (a condition refused it: it never applies)
         try:
             driver.run(rule.prepare((item,), True), during)  # (a forgotten tenant: here)
@@ -157,7 +157,7 @@ def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | N
             op, new = _write(spec, key, item, new)
             published = driver.run(publish_p(WritePlan((op,), outside=(spec,))), during)
             driver.run(call(*render_op(op), (entity,), idempotent=False), during)
-            got: dict[str, Any] = {"Item": {**item, **new}}
+            got = {"Item": {**item, **new}}
         except RequestError as exc:
             if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):
                 driver.run(release_p(published, False), during)
@@ -190,7 +190,7 @@ def _write(spec: Any, key: PlainKey, item: Item, new: Item) -> tuple[Update, Ite
     history = spec.versioned and sk is not None and (
         parse_version_sk(item.get(sk, {}).get("S", "")) or (0,))[0]
     lock = {} if history else {a: {"N": str(n)} for a, n in moved(spec.lock, item)}
-    op: Op = Update(key, {**new, **lock}, (), all_of(
+    op = Update(key, {**new, **lock}, (), all_of(
         [raw_eq(a, item[a]) for a in new] + stored_as(item, set(lock))),
         Origin(spec.cls, key, Role.ROW, Fail.CONCURRENT), known=item)
     for place in spec.rules.placers:

@@ -489,14 +489,11 @@ def _merged(a: Any, b: Any) -> Any:
         return a
     if pa.types.is_struct(a) and pa.types.is_struct(b):
         out = {f.name: f.type for f in a}
-        for f in b:
-            if f.name in out:
-                both = _merged(out[f.name], f.type)
-                if both is None:
-                    return None
-                out[f.name] = both
-            else:
-                out[f.name] = f.type
+        for f in b:  # (a field of b alone: merged with itself, its own type)
+            both = _merged(out.get(f.name, f.type), f.type)
+            if both is None:
+                return None
+            out[f.name] = both
         return pa.struct(list(out.items()))
     if pa.types.is_list(a) and pa.types.is_list(b):
         inner = _merged(a.value_type, b.value_type)
@@ -538,9 +535,9 @@ def _readable(type_attribute: str, entities: Mapping[str, tuple[type[Any], Entit
     whether a row is a version's)."""
     from dynaorm.codec import VERSION_KEYS, VERSION_TTL
 
-    found: list[_Entity] = []
+    found = []
     present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
-    item: Any = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
+    item = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
     if sk is not None:
         item = pa.struct([*item, pa.field(VERSION_KEYS, present),
                           pa.field(VERSION_TTL, present)])

@@ -204,7 +204,7 @@ class _Lines:
     more), then the lines of the rest, read by the event loop where stdin is a pipe (no
     thread a message), else by a thread."""
 
-    def __init__(self, first: bytes, buffered: bytes, fd: int, out: _Out) -> None:
+    def __init__(self, first: bytes, buffered: bytes, fd: int, out: _Out):
         self.first, self.buffered, self.fd, self.out = first, buffered, fd, out
 
     async def __aiter__(self) -> AsyncIterator[str]:
@@ -242,7 +242,7 @@ class _Out:
     otherwise is reported on stderr, an error passed on)."""
 
     def __init__(self, fd: int, answered: int | str | None,
-                 result: Mapping[str, Any] | None) -> None:
+                 result: Mapping[str, Any] | None):
         self.fd, self.answered, self.result = fd, answered, result
         self.writer: Any = None
         #: set once the SDK has answered the ``initialize`` answered early

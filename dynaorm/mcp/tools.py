@@ -190,7 +190,7 @@ class _Base64Bytes(GenerateJsonSchema):
 def _field_schemas(entity: type[Entity]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Each field's JSON Schema (from the model) and the schema's shared ``$defs``."""
     schema = entity.model_json_schema(schema_generator=_Base64Bytes)
-    props: dict[str, Any] = schema.get("properties", {})
+    props = schema.get("properties", {})
     by_name = {}
     for name, info in entity.model_fields.items():
         found = props.get(info.alias or name) or props.get(name) or {}
@@ -200,8 +200,8 @@ def _field_schemas(entity: type[Entity]) -> tuple[dict[str, Any], dict[str, Any]
 
 def _object(props: Mapping[str, Any], required: Sequence[str],
             defs: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": dict(props),
-                           "required": list(required), "additionalProperties": False}
+    out = {"type": "object", "properties": dict(props),
+           "required": list(required), "additionalProperties": False}
     if defs:
         out["$defs"] = dict(defs)
     return out
@@ -240,8 +240,8 @@ def _read_tool(p: AccessPattern, fields: Mapping[str, Any], defs: Mapping[str, A
         index = spec.table.vector_index(p.index or "")
         vector = {"type": "array", "items": {"type": "number"},
                   "minItems": index.dimensions, "maxItems": index.dimensions}
-        more: dict[str, Any] = {"vector": vector, "top": {**_LIMIT},
-                                "filters": {"type": "object", "additionalProperties": True}}
+        more = {"vector": vector, "top": {**_LIMIT},
+                "filters": {"type": "object", "additionalProperties": True}}
         if embed is not None:
             more["text"] = {"type": "string", "minLength": 1, "maxLength": 8192}
         desc = (f"The {what} items nearest to a vector" + (" or a text" if embed else "")
@@ -309,7 +309,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
     scoped = frozenset(scope)
     # (what a session scoped so refuses, it refuses as it builds a query: no tool offers it)
     probe = Session(table, scope=dict.fromkeys(scoped, "x")) if scoped else None
-    out: dict[str, Tool] = {}
+    out = {}
     for name in sorted(table.entities):
         entity = table.entities[name]
         if not _offered(entity) or not _covered(probe, entity):
@@ -378,7 +378,7 @@ class Cursors:
     can neither read nor forge one, and one from another server, or from before a
     restart, is refused."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table):
         # (the table's secret, as a read finds it: Table(cursor_secret=...), else the
         # environment's)
         secret = table.cursor_secret or os.environ.get("DYNAORM_CURSOR_SECRET")
@@ -501,7 +501,7 @@ def _write(tool: Tool, args: dict[str, Any], session: Any, scope: Mapping[str, A
             f"{entity.__name__} {keys}: expected version {expected} (an If-Match), but "
             f"{stored}: nothing was written; read it again", entity=entity,
             key=exc.key, item=exc.item) from exc
-    result: dict[str, Any] = {"replayed": done.replayed}
+    result = {"replayed": done.replayed}
     if tool.kind == "update" and done.replayed:  # (a replay: the item as stored now)
         staged = yield partial(session.get, entity, consistent=True, **keys)
     elif tool.kind == "update":

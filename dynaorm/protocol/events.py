@@ -205,8 +205,8 @@ def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
         if "VectorSearchRequestBytes" in entry:
             continue  # (a search's: bytes, not units; see protocol.capacity.searched)
         table = str(entry.get("TableName", "?"))
-        indexes: dict[str, Any] = {**entry.get("GlobalSecondaryIndexes", {}),
-                                   **entry.get("LocalSecondaryIndexes", {})}
+        indexes = {**entry.get("GlobalSecondaryIndexes", {}),
+                   **entry.get("LocalSecondaryIndexes", {})}
         own = entry.get("Table", {}).get("CapacityUnits")
         if own is None:  # no breakdown: everything counts for the table
             own = float(entry.get("CapacityUnits", 0.0)) - sum(

@@ -90,9 +90,9 @@ def _duration_attributes(operation: str, tables: tuple[str, ...], error: str | N
     """The attributes of an attempt's duration: the system, the API, the endpoint (when
     known), the table (of a request naming one) and the error's code (of a failure); made
     once each (never written to: the SDK copies what it keeps)."""
-    attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": operation,
-                                  **({} if address is None else {"server.address": address}),
-                                  **({} if port is None else {"server.port": port})}
+    attributes = {"db.system.name": SYSTEM, "db.operation.name": operation,
+                  **({} if address is None else {"server.address": address}),
+                  **({} if port is None else {"server.port": port})}
     if len(tables) == 1:
         attributes["db.collection.name"] = tables[0]
     if error is not None:

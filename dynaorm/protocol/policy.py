@@ -81,7 +81,7 @@ class Budget:
     throttle's ``ThrottlingReasons`` say, else the request's) and back up slowly after
     successes."""
 
-    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic):
         self.rate, self.clock = rate, clock
         self.free = {True: 0.0, False: 0.0}  # (a write?) -> when the next request may go
         self.scale = {True: 1.0, False: 1.0}  # (a write?) -> the share of the rate held

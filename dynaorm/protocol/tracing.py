@@ -203,7 +203,7 @@ class Tracing(Hook):
 
     def __init__(self, tracer_provider: Any = None, *,
                  routes: Callable[[str], bool] | None = None,
-                 where: Callable[[], tuple[str, str] | None] | None = None) -> None:
+                 where: Callable[[], tuple[str, str] | None] | None = None):
         self.tracer_provider: Any = tracer_provider
         """The provider spans are made with (``None``: OpenTelemetry's global one)."""
         self.enabled = True

@@ -15,7 +15,7 @@ class Grouped(Mapping[type[Any], list[Any]]):
 
     __slots__ = ("_groups",)
 
-    def __init__(self, groups: dict[type[Any], list[Any]]) -> None:
+    def __init__(self, groups: dict[type[Any], list[Any]]):
         self._groups = groups
 
     def __getitem__(self, cls: type[E]) -> list[E]:

@@ -181,7 +181,7 @@ def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
     literals = {sk.render({}) for _, pk, sk in spec.literal_claims()
                 if sk is not None and sk.is_literal
                 and all(pk.parse_key(v) is not None for v in plan.pk_values)}
-    if not literals or not plan.sk_values or plan.sk_values[0] not in literals:
+    if not plan.sk_values or plan.sk_values[0] not in literals:
         return plan
     if plan.sk_op == "=":
         return replace(plan, nothing=True)

@@ -208,7 +208,7 @@ class SearchSpec(Generic[T]):
         """The ``SearchVectors`` request: asking for every attribute the entity's rows may
         hold when the index projects them all (:func:`asked`)."""
         spec, index, ph = spec_of(self._entities[0]), self._index, Placeholders()
-        request: dict[str, Any] = {
+        request = {
             "TableName": spec.table.name, "IndexName": index.name, "TopK": self._top,
             "SearchVector": [{"N": f"{v:.9g}"} for v in self._vector]}
         if self._scope:

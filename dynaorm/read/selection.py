@@ -366,6 +366,7 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     :class:`~dynaorm.core.scope.Scope`), its results are only the items it admits (by
     their keys, unless ``scope_keys`` is false, and by their stored scope fields), kept
     per scope's values as well (a web service makes a scoped session a request)."""
+    kept = exclude is None and history_base is None  # (no key value held: a kind of read)
     if scope is not None:
         read = (tuple(entities), index, sk_attr, exclude, history_base, latest_only,
                 scope_keys, *scope.values.items())
@@ -375,12 +376,12 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
                 entities, index, sk_attr=sk_attr, exclude=exclude,
                 history_base=history_base, latest_only=latest_only), scope=scope,
                 scope_keys=scope_keys)
-            if exclude is None and history_base is None and not scoped.shapeless:
+            if kept and not scoped.shapeless:
                 if len(_SCOPED) >= 4096:  # (many tenants: the oldest let go)
                     _SCOPED.pop(next(iter(_SCOPED)), None)
                 _SCOPED[read] = scoped  # (a table without a type attribute: each read)
         return scoped
-    if exclude is not None or history_base is not None:
+    if not kept:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)
     found = _SELECTIONS.get(key) or _selection(entities, index, sk_attr, None, None,

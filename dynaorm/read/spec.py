@@ -137,11 +137,11 @@ class ReadSpec(Generic[T]):
 
     # -- requests --------------------------------------------------------------------
     def _request(self, i: int, sel: Selection[T], *, count: bool = False,
-                 attrs: Sequence[str] = (), types: bool | None = None) -> dict[str, Any]:
+                 attrs: Sequence[str] = ()) -> dict[str, Any]:
         ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
-        if (self._types_on_server if types is None else types) and not sel.by_shape:  # (projected)
+        if (count or self._types_on_server) and not sel.by_shape:  # (projected)
             selected = sel.type_condition(latest=self._types_on_server, ttl=count)
             cond = selected if cond is None else selected & cond
         if cond is not None:
@@ -282,14 +282,12 @@ class ReadSpec(Generic[T]):
         sel = self._selection()
         n = self._streams()
         if not sel.by_shape and not sel.counts_on_client(self._types_on_server):
-            requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
+            requests = [self._request(i, sel, count=True) for i in range(n)]
             total = sum((yield from gather([self._count_stream(r) for r in requests], FAN_OUT)))
             return total if self._limit is None else min(total, self._limit)
-        attrs = [] if sel.keeping else list(sel.key_attrs)  # (a rule keeps: whole rows)
-        if attrs and not sel.by_shape:
-            attrs.append(sel.type_attr)
-        if attrs:  # (a scoped read asks each item's stored scope fields too)
-            attrs += sel.scope_attrs
+        # (a rule keeps: whole rows; a scoped read asks each item's stored scope fields too)
+        attrs = [] if sel.keeping else [*sel.key_attrs, *([] if sel.by_shape else [
+            sel.type_attr]), *sel.scope_attrs]
         counted = 0
         cap = self._limit
         pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,

@@ -318,9 +318,8 @@ def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate |
     fields = cls.model_fields
     names = _key_only_names(owner, raw)
     table_key = [t for t in (pk, sk) if t is not None]
-    index_templates = [t for idx in indexes for t in (idx.pk, idx.sk) if t is not None]
     exact = frozenset().union(*(t.exact_fields for t in table_key))
-    in_index = {f for t in index_templates for f in t.fields}
+    in_index = {f for idx in indexes for t in (idx.pk, idx.sk) if t is not None for f in t.fields}
     uniques = set(unique_fields)
     _check_key_only(owner, names, fields, table_key, in_index, exact)
     excluded = {n for n, info in fields.items() if info.exclude}

@@ -246,11 +246,11 @@ def _field(name: str, info: Any, renames: Mapping[str, str], above: tuple[type, 
     """One field as the model holds it."""
     _, nullable, metadata = _unwrapped(info.annotation)
     metadata += tuple(info.metadata)
-    out: dict[str, Any] = {"name": name, "stored": renames.get(name, name),
-                           **describe_type(typing.Annotated[(info.annotation, *info.metadata)]
-                                           if info.metadata else info.annotation, above),
-                           "required": info.is_required(), "nullable": nullable,
-                           **_default(info)}
+    out = {"name": name, "stored": renames.get(name, name),
+           **describe_type(typing.Annotated[(info.annotation, *info.metadata)]
+                           if info.metadata else info.annotation, above),
+           "required": info.is_required(), "nullable": nullable,
+           **_default(info)}
     if ENCRYPTED in metadata:
         out["encrypted"] = True
     if OFFLOADED in metadata:

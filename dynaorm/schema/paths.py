@@ -25,10 +25,13 @@ def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapt
     key = (cls, path if "[" not in path else re.sub(r"\[\d+\]", "[]", path), operand)
     if key not in _ADAPTERS:
         owner, leaf, ann = path_type(cls, path)
-        if owner is None and operand and typing.get_origin(ann) is Annotated:  # (an element)
-            ann = typing.get_args(ann)[0]  # (its bounds are held on the result)
-        meta = [m for m in owner.model_fields[leaf].metadata
-                if not (operand and _bounds_of(m))] if owner is not None else []
+        if owner is not None:
+            meta = [m for m in owner.model_fields[leaf].metadata
+                    if not (operand and _bounds_of(m))]
+        else:
+            meta = []
+            if operand and typing.get_origin(ann) is Annotated:  # (an element: its bounds
+                ann = typing.get_args(ann)[0]  # are held on the result)
         _ADAPTERS[key] = TypeAdapter(Annotated[(ann, *meta)] if meta else ann)
     return _ADAPTERS[key]
 

@@ -22,9 +22,9 @@ def rows_at(table: str, keys: Sequence[Item], origins: tuple[Any, ...]
             ) -> Generator[Any, Any, list[Item]]:
     """The items stored at ``keys`` (wire form) in ``table``: consistent BatchGetItem
     requests of a hundred keys, each sent again for its unprocessed keys (a protocol)."""
-    found: list[Item] = []
+    found = []
     for at in range(0, len(keys), 100):
-        pending: dict[str, Any] = {table: {"Keys": keys[at:at + 100], "ConsistentRead": True}}
+        pending = {table: {"Keys": keys[at:at + 100], "ConsistentRead": True}}
         while pending:
             out = yield Call("BatchGetItem", {"RequestItems": pending}, origins)
             found += (out.get("Responses") or {}).get(table, [])

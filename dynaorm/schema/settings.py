@@ -242,14 +242,14 @@ def parse_settings(table: Mapping[str, Any], backups: Mapping[str, Any] | None,
     DescribeContributorInsights and ListTagsOfResource's ``Tags`` (``None``: the endpoint
     has no such API, named in ``unknown``)."""
     days, mode = _pitr_days(backups), _insights_mode(insights)
+    gsis = table.get("GlobalSecondaryIndexes") or []
     indexes = {g["IndexName"]: (_pair(g.get("WarmThroughput"), _WARM),
-                                _pair(g.get("OnDemandThroughput"), _MOST))
-               for g in table.get("GlobalSecondaryIndexes") or []}
+                                _pair(g.get("OnDemandThroughput"), _MOST)) for g in gsis}
     # a member DescribeTable does not report at all is a setting the endpoint does not
     # keep (DynamoDB reports each on every table; DynamoDB Local has no warm throughput)
     unknown += tuple(n for n, member in _MEMBERS if member not in table)
-    unknown += tuple(f"index {g['IndexName']} {n}" for g in table.get(
-        "GlobalSecondaryIndexes") or [] for n, member in _MEMBERS[:2] if member not in g)
+    unknown += tuple(f"index {g['IndexName']} {n}" for g in gsis
+                     for n, member in _MEMBERS[:2] if member not in g)
     return TableSettings(_pair(table.get("WarmThroughput"), _WARM),
                          _pair(table.get("OnDemandThroughput"), _MOST), days,
                          table.get("DeletionProtectionEnabled"), mode,
@@ -284,7 +284,7 @@ def drift(declared: TableSettings, live: TableSettings,
     """Where the live table differs from what is declared, one line each (settings not
     declared are not compared; a warm throughput the table has grown past is no drift; a
     setting the endpoint could not report is said so)."""
-    out: list[str] = []
+    out = []
 
     def differs(name: str, want: Any, have: Any) -> None:
         if want is None or (isinstance(want, Mapping) and not want):

@@ -599,7 +599,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
                                     type_name, indexes, shards, trees=trees))
     check_reserved(owner, table, renames, field_names, rules)
-    uniques: tuple[UniqueRule, ...] = getattr(rules.get(Uniqueness), "rules", ())
+    uniques = getattr(rules.get(Uniqueness), "rules", ())
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
                                          {f for rule in uniques for f in rule.fields})
     check_shard_fields(owner, shards, field_names, _identity(pk, sk))

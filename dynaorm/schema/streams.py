@@ -189,7 +189,7 @@ def _time(raw: Any) -> datetime | None:
 # -- classification ------------------------------------------------------------------------
 def _key(item: Item | None, attr: str | None) -> str | None:
     """A key attribute as a rendered key value (numbers and binary too)."""
-    if item is None or attr is None or attr not in item:
+    if item is None or attr not in item:
         return None
     try:
         return key_value(item[attr])

@@ -173,7 +173,7 @@ class TableSchema:
                  vector_indexes: Sequence[VectorIndex] = (),
                  receipts_ttl: timedelta = timedelta(days=7), offload: str | None = None,
                  offload_threshold: int = OFFLOAD_THRESHOLD, key_scope: str | None = None,
-                 key_table: str | None = None, **settings: Any) -> None:
+                 key_table: str | None = None, **settings: Any):
         check_name("table", name)
         if not isinstance(receipts_ttl, timedelta) or receipts_ttl <= timedelta(0):
             raise DynaormError(f"table {name!r}: receipts_ttl must be a positive timedelta, "

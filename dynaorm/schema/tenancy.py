@@ -114,7 +114,7 @@ def open_p(table: TableSchema, blob: bytes, scope: Mapping[str, Any] | None,
     base = keyring_of(table)
     if table.key_scope is None:
         yield from base.prepare([header])
-        opener: Any = base
+        opener = base
     else:
         kid = header[0]
         if tenant is not None and not kid.startswith(f"{TENANT_PREFIX}{token(tenant)}/"):

@@ -137,7 +137,7 @@ class TestBackend:
     __test__ = False  # not a test class, despite the name
 
     def __init__(self, tables: Sequence[Table], endpoint_url: str | None,
-                 session_kind: str = "sync") -> None:
+                 session_kind: str = "sync"):
         self.tables = list(tables)
         """The tables the fixture created, in the order given."""
         self.endpoint_url = endpoint_url
@@ -317,7 +317,7 @@ class FaultInjector(Hook):
     they were added; ``sent`` counts every attempt it saw, per operation (faulted or
     not). Other hooks (tracing, logging, ``on_request``) see its faults as real ones."""
 
-    def __init__(self, table: str | None = None) -> None:
+    def __init__(self, table: str | None = None):
         self._table = table
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()

@@ -34,7 +34,7 @@ class NotATestEngineError(DynaormError):
     ``DYNAORM_TEST_HOSTS``. Raised before any request is sent. ``table`` names the table
     and ``endpoint`` where it points (``None``: AWS's endpoint for the region)."""
 
-    def __init__(self, message: str, *, table: str, endpoint: str | None) -> None:
+    def __init__(self, message: str, *, table: str, endpoint: str | None):
         super().__init__(message)
         self.table = table
         """The table's name."""
@@ -64,7 +64,7 @@ def _hosts(endpoint: str) -> list[str]:
     and AWS to the other. A URL either cannot read has no host (``""``)."""
     from urllib3.util import parse_url
 
-    hosts: list[str | None] = []
+    hosts = []
     try:
         hosts.append(urlparse(endpoint).hostname)
     except ValueError:

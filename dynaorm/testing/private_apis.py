@@ -109,7 +109,7 @@ def moto_transactions_copy_once() -> None:
         return
 
     def once(self: Any, items: Any) -> None:
-        made: dict[int, Any] = {}
+        made = {}
 
         def deepcopy(value: Any) -> Any:
             if not isinstance(value, Table):

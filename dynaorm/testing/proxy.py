@@ -35,7 +35,7 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "te"
 class _Upstream:
     """Requests to the engine: one kept-alive connection per thread of the proxy."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str):
         parts = urlsplit(url)
         self.https = parts.scheme == "https"
         self.host = parts.hostname or "localhost"
@@ -56,7 +56,7 @@ class _Upstream:
         DynamoDB's ``POST`` to :attr:`path`, or another (a moto server's S3, a KMS
         request); a kept connection the engine closed meanwhile is replaced once."""
         for fresh in (False, True):
-            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            conn = getattr(self._local, "conn", None)
             if conn is None or fresh:
                 kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
                 conn = self._local.conn = kind(self.host, self.port, timeout=60)
@@ -210,7 +210,7 @@ def _proxied(url: str) -> bool:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, upstream: str, emulator: Emulator) -> None:
+    def __init__(self, upstream: str, emulator: Emulator):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = _Upstream(upstream)
         self.emulator = emulator

@@ -34,7 +34,7 @@ class Placeholders:
 
     __slots__ = ("_by_name", "_renames", "names", "values")
 
-    def __init__(self, renames: Mapping[str, str] | None = None) -> None:
+    def __init__(self, renames: Mapping[str, str] | None = None):
         self.names: dict[str, str] = {}
         self.values: dict[str, AttributeValue] = {}
         self._by_name: dict[str, str] = {}
@@ -90,7 +90,7 @@ class _Raw:
 
     __slots__ = ("av",)
 
-    def __init__(self, av: AttributeValue) -> None:
+    def __init__(self, av: AttributeValue):
         self.av = av
 
 
@@ -239,7 +239,7 @@ class F:
     __slots__ = ("path",)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str):
         if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
             raise ValueError(f"F() needs an attribute name, got {path!r}")
         self.path = path

@@ -61,7 +61,7 @@ class StoredAs(Kind):
     NUMBER: ClassVar[StoredAs]
     """A ``bool`` field's format: the number 1 or 0 (as other writers store booleans)."""
 
-    def __init__(self, format: str, *, zone: tzinfo = UTC) -> None:
+    def __init__(self, format: str, *, zone: tzinfo = UTC):
         if format not in _NAMED and "%" not in format:
             raise DynaormError(f"StoredAs({format!r}): give a strftime pattern (with % "
                                "directives) or one of StoredAs.ISO_Z, ISO_Z_MILLIS, "

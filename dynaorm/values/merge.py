@@ -198,7 +198,7 @@ def _by_value(stored: AttributeValue | None, old: AttributeValue | None,
     if len(was) != len(before):
         was = before = []
     free = [True] * len(before)
-    origin: list[int | None] = []
+    origin = []
     for n, av in enumerate(now):
         at = next((i for i in (n, *range(len(before))) if i < len(before) and free[i]
                    and before[i] == av), None)

@@ -50,7 +50,7 @@ class _Shape:
     __slots__ = ("key_at", "key_attrs", "names", "other_at", "pk_at", "type_at",
                  "type_attr")
 
-    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> None:
+    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str | None):
         names = self.names = tuple(item)
         self.key_attrs = key_attrs
         self.type_attr = type_attr
@@ -198,7 +198,7 @@ class InstanceState:
 
     def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
                  version: int | None = None, shape: _Shape | LoadedPage | None = None,
-                 members: Mapping[Where, Any] | None = None) -> None:
+                 members: Mapping[Where, Any] | None = None):
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
         # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
         # shape: ``item`` is the item's place in it, see :meth:`on_page`)
@@ -406,7 +406,7 @@ class MovedState(InstanceState):
     history: tuple[Item, ...]
 
     def __init__(self, key: PlainKey, item: Item, version: int | None,
-                 history: tuple[Item, ...]) -> None:
+                 history: tuple[Item, ...]):
         super().__init__(key, item, version)
         self.history = history
 

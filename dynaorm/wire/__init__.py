@@ -312,7 +312,7 @@ class WireSettings:
     """An :class:`~dynaorm.wire.endpoint.Endpoint` as a wire sends to it, with its signer:
     the one base of :class:`SyncWire` and :class:`AsyncWire` (each adds its pool)."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint):
         #: where and how the wire sends
         self.endpoint = endpoint
         self._credentials = endpoint.credentials
@@ -365,7 +365,7 @@ class SyncWire(WireSettings):
     """Sends one client's DynamoDB requests, blocking, to its endpoint (thread-safe: each
     connection serves one request at a time)."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint):
         super().__init__(endpoint)
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
         # through one: urllib3's ProxyManager (CONNECT tunnels, proxy authentication)
@@ -448,7 +448,7 @@ class AsyncWire(WireSettings):
     credential providers. Between refreshes it is a lock and a few attribute reads.
     """
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint):
         super().__init__(endpoint)
         self._proxied = None if endpoint.proxy is None else SyncWire(endpoint)
         self._direct = AsyncHTTPPool(self._destination()) if self._proxied is None else None
@@ -502,7 +502,7 @@ class Wire(SyncWire):
 
     botocore = False
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint):
         super().__init__(endpoint)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncWire] = (
             weakref.WeakKeyDictionary())
@@ -552,7 +552,7 @@ class SearchingWire(Wire):
     (:attr:`~dynaorm.wire.endpoint.Endpoint.search_url`) through a wire of its own, made
     by the first search; every other request as :class:`Wire` sends it."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint):
         super().__init__(endpoint)
         self._search: Wire | None = None
         self._search_lock = threading.Lock()

@@ -240,7 +240,7 @@ def _quiet(poller: Any) -> bool:
 class _Connection:
     __slots__ = ("poller", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket):
         self.sock = sock
         self.poller = _poller(sock)
 
@@ -320,7 +320,7 @@ class HTTPPool:
     """Keep-alive connections to one ``host:port`` (thread-safe: a connection serves one
     exchange at a time; at most ``maxsize`` idle ones are kept)."""
 
-    def __init__(self, destination: Destination) -> None:
+    def __init__(self, destination: Destination):
         #: where the connections go
         self.destination = destination
         self._context: ssl.SSLContext | None = None
@@ -478,7 +478,7 @@ class _AsyncConnection(_Protocol):
 
     transport: asyncio.Transport
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, destination: Destination) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, destination: Destination):
         self.loop = loop
         self.destination = destination
         #: the answer of the request on the connection (``None``: idle)
@@ -683,7 +683,7 @@ class AsyncHTTPPool:
     that opened them): each connection is the transport's protocol
     (:class:`_AsyncConnection`), no streams in between."""
 
-    def __init__(self, destination: Destination) -> None:
+    def __init__(self, destination: Destination):
         #: where the connections go
         self.destination = destination
         self._context: ssl.SSLContext | None = None

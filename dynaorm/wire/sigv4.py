@@ -68,7 +68,7 @@ class Signer:
     """Signs DynamoDB requests to one endpoint and region (thread-safe: the key cache is
     a tuple replaced whole, and each request feeds its own copy of the keyed HMAC)."""
 
-    def __init__(self, endpoint_url: str, region: str) -> None:
+    def __init__(self, endpoint_url: str, region: str):
         self.endpoint_url = endpoint_url
         self.region = region
         parts = urlsplit(endpoint_url)

@@ -121,7 +121,7 @@ def index_entries(table: TableSchema, before: Item | None, after: Item | None
 def known_items(prepared: Sequence[tuple[Any, InstanceState | None]]
                 ) -> dict[tuple[str, Any], Item]:
     """The stored items the plan is planned on, by (table, key)."""
-    out: dict[tuple[str, Any], Item] = {}
+    out = {}
     for entry, state in prepared:
         if state is not None:
             table = spec_of(entry._entity).table.name
@@ -156,6 +156,7 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     table, entity = op.origin.table, op.origin.entity.__name__
     stamp = stamp_of(table, REV) if stamped else {}
     before, exact = _before(op, known)
+    size = item_size(before) if before is not None else 0
     role = "check" if isinstance(op, ConditionCheck) else ROLES[op.origin.role]
     after: Item | None
     if isinstance(op, Put):
@@ -166,11 +167,9 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     elif isinstance(op, Delete):
         after = None
     else:
-        size = item_size(before) if before is not None else 0
         return [Row(entity, role, "ConditionCheck", table.name, None, op.key, size,
                     2 * max(1, math.ceil(size / READ_UNIT)), exact, at)]
-    size = max(item_size(before) if before is not None else 0,
-               item_size(after) if after is not None else 0)
+    size = max(size, item_size(after) if after is not None else 0)
     rows = [Row(entity, role, type(op).__name__, table.name, None, op.key, size,
                 factor * write_units(size), exact, at)]
     for index, action, bytes_ in index_entries(table, before, after):

@@ -91,9 +91,10 @@ class DeleteEntry(ObjectWrite):
             spec, held | locked(spec.lock),
             leave=None if spec.lock else held | keys)]
         expect_loaded_version(spec, obj, state)
-        conds += spec.rules.pinned(state.version or 0)  # (a versioned entity: at its version)
+        version = state.version or 0
+        conds += spec.rules.pinned(version)  # (a versioned entity: at its version)
         b.around(b.rows(old_values, None, state.key, None,  # (its version rows go too)
-                        history=(state.version or 0) if self.history else 0),
+                        history=version if self.history else 0),
                  Delete(state.key, all_of(conds),
                         b.origin(spec.rules.own, Fail.GONE)))
         return with_condition(b.ops, self, spec, index), Outcome(obj, None)

@@ -61,7 +61,7 @@ def _with_placed(was: Sequence[Op], ops: Sequence[Op], outcomes: list[Outcome],
                  op_id: Callable[[Op], tuple[Any, ...]]) -> list[Outcome]:
     """``outcomes`` whose states hold what a placing rule put in their rows in place of
     a value (the reference the row will hold)."""
-    changed: dict[tuple[Any, ...], Item] = {}
+    changed = {}
     for old, new in zip(was, ops, strict=True):
         if new is not old and isinstance(new, Put | Update):
             values, before = (new.item, getattr(old, "item", {})) if isinstance(new, Put) else (
@@ -116,7 +116,7 @@ def publish_p(plan: Any, prepared: Sequence[Prepared] = ()
     """Every :meth:`~dynaorm.schema.rules.Rule.publish` of the entities of ``plan`` (each
     handed its entity's records, and what the plan read), in order; one that fails
     releases what the others did, and raises."""
-    done: Published = []
+    done = []
     try:
         for spec in plan.outside:
             mine = [op for op in plan.ops if op.origin.entity is spec.cls]

@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm._types import AttributeValue, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import (
     ConditionFailedError,
@@ -123,7 +123,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
     entity: type[T]
 
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
-                 upsert: bool, key: PlainKey | None = None) -> None:
+                 upsert: bool, key: PlainKey | None = None):
         self.entity = entity
         """The entity class the update is for."""
         self.upsert = upsert
@@ -604,7 +604,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if self._planned is not None:
             self._result, self._known = self._planned, True
             return
-        item: Item | None = response.get("Attributes") if single else None
+        item = response.get("Attributes") if single else None
         # (alone: ALL_NEW, or, its answer lost but proved applied, the item that proved it)
         if item is None and (self._returning or single):
             item = yield from reads.item(spec.table, self.key)
@@ -618,7 +618,7 @@ class StagedCheck(StagedWrite):
     """A ``ConditionCheck`` staged by ``s.check(...)``: the commit fails with
     ConditionFailedError unless ``condition`` holds on the stored item."""
 
-    def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition) -> None:
+    def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition):
         if not isinstance(condition, Condition):
             raise DynaormError(f"check() takes a condition built with F, got {condition!r}")
         check_names([entity], condition)

@@ -36,6 +36,7 @@ from dynaorm.testing import TestBackend
 from dynaorm.values import state as state_module
 from dynaorm.values.state import InstanceState, LoadedPage
 from dynaorm.wire import decode
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.models import app
 
@@ -672,10 +673,7 @@ def test_states_on_one_page_made_from_many_threads_at_once_are_the_plain_ones() 
                      if isinstance(s, InstanceState)])
 
     threads = [threading.Thread(target=ask) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert len(seen) == 6 and all(states == plain for states in seen)
 
 
@@ -771,10 +769,7 @@ def test_pages_read_in_many_threads_at_once_leave_the_collector_on() -> None:
     sys.setswitchinterval(1e-5)
     try:
         threads = [threading.Thread(target=read_pages) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        join_all(threads)
     finally:
         sys.setswitchinterval(interval)
     assert errors == []

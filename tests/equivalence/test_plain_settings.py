@@ -43,7 +43,6 @@ from dynaorm.client.settings import (
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 from dynaorm.wire import WireSettings, sigv4
 from dynaorm.wire.endpoint import client_endpoint
-from tests.support.clients import create_client
 from tests.support.examples import examples
 from tests.support.loaders import shared_loaders
 
@@ -168,9 +167,9 @@ def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -
     assert _seen(fast_settings) == _seen(slow_settings)
     # the botocore client itself: the same endpoint, region, and (but for botocore's
     # business-metrics token, which names features making a client used) User-Agent
-    client = create_client(endpoint_url, region, config=config, session=session)
-    own = client_endpoint(client, credentials)
-    assert (client.meta.endpoint_url, client.meta.region_name) == (
+    made = client.botocore  # (the client's own builder)
+    own = client_endpoint(made, credentials)
+    assert (made.meta.endpoint_url, made.meta.region_name) == (
         fast_settings.endpoint.url, fast_settings.endpoint.region)
     assert fast.user_agent.split() == [t for t in own.user_agent.split()
                                        if not t.startswith("m/")]
@@ -439,7 +438,7 @@ def test_shared_files_are_found_where_the_session_finds_them(
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "conf"))
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     assert plain_settings(None, None) is None
-    assert create_client(None, None, session=botocore.session.get_session()).meta.region_name == (
+    assert Client().botocore.meta.region_name == (
         "eu-west-1")
 
 

@@ -16,10 +16,10 @@ import botocore.session
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
 
+from dynaorm import Client
 from dynaorm.client.plain import light_settings as light_client
 from dynaorm.wire import WireSettings
 from dynaorm.wire.endpoint import client_endpoint
-from tests.support.clients import create_client
 from tests.support.loaders import shared_loaders
 
 _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION",
@@ -63,8 +63,7 @@ def _both(endpoint_url: str | None, region: str | None, config: Any = None,
     session = botocore.session.get_session()
     light = light_client(endpoint_url, region, owner="test", config=config, session=session,
                          credentials=credentials)
-    client = create_client(endpoint_url, region, config=config,
-                           session=botocore.session.get_session())
+    client = Client(endpoint_url, region, config=config).botocore
     full = _seen(WireSettings(client_endpoint(client, credentials)))
     return (None if light is None else _seen(WireSettings(light))), full
 
@@ -161,7 +160,7 @@ def test_malformed_endpoints_and_regions_are_the_clients_to_refuse(endpoint_url:
     assert light_client(endpoint_url, region, owner="t", config=None, session=session,
                         credentials=_PLAIN) is None
     with pytest.raises(Exception):  # noqa: B017 (botocore's own refusal, whatever it is)
-        create_client(endpoint_url, region, session=session)
+        Client(endpoint_url, region).botocore  # noqa: B018 (made on first use)
 
 
 def test_the_own_wire_opens_without_a_botocore_client() -> None:

@@ -12,16 +12,16 @@ from pydantic.alias_generators import to_camel
 from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.client.table import Table
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
 from dynaorm.values.expressions import Placeholders
 from tests.support.alias_models import Game, Player, games
+from tests.support.engines import on_engine
 from tests.support.recording import Requests
 
 
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(games, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, games)
 
 
 def raw(db: TestBackend) -> list[dict[str, Any]]:
@@ -269,8 +269,7 @@ def _aliased(i: str = "1") -> Aliased:
 
 @pytest.fixture
 def aliased_tb(backend: str | None) -> Any:
-    with use_tables(aliased, endpoint_url=backend, name_suffix=worker_suffix()) as b:
-        yield b
+    yield from on_engine(backend, aliased)
 
 
 def test_every_alias_kind_saves_and_reads_back(aliased_tb: Any) -> None:

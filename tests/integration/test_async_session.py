@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -25,27 +25,14 @@ from dynaorm import (
     Table,
     UniqueConstraintError,
 )
-from dynaorm.aio import client, close
+from dynaorm.aio import client
 from dynaorm.aio.reads import AsyncQuery
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.concurrency import arun
 from tests.support.models import Note, SEvent, SOrder, User, app
-
-R = TypeVar("R")
-
 
 #: what the engine answers is the subject: run on the reference engine too
 pytestmark = pytest.mark.engines("moto", "local")
-
-
-def arun(coro: Coroutine[Any, Any, R]) -> R:
-    """asyncio.run, closing the clients the coroutine's loop made before the loop ends."""
-    async def closing() -> R:
-        try:
-            return await coro
-        finally:
-            await close()
-
-    return asyncio.run(closing())
 
 
 # wire="botocore": a test below hooks the aiobotocore client's events

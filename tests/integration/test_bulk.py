@@ -13,7 +13,6 @@ conftest); the others also run through AsyncSession.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,7 +31,7 @@ from dynaorm import (
     TransactionTooLargeError,
 )
 from dynaorm.testing import TestBackend
-from tests.support.faults import Faults
+from tests.support.faults import Faults, faults_on
 from tests.support.models import Audit, EMsg, EReading, Note, User, app
 from tests.support.raw import raw_get, raw_set
 from tests.support.recording import FlakyBatches, Requests
@@ -389,12 +388,7 @@ def test_delete_many_never_deletes_an_attribute_set_after_the_load(
     assert dynaorm.inspect(a).persisted
 
 
-@pytest.fixture
-def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.max_wait = 0  # retry without waiting
-    f = Faults(db.table)
-    yield f
-    f.clear()
+faults = pytest.fixture(faults_on, name="faults")
 
 
 @pytest.mark.sync_only

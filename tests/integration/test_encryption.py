@@ -52,6 +52,7 @@ from dynaorm.schema.rules.encrypted import _aad, header_of, open_value, seal_val
 from dynaorm.schema.rules.keyrings import NotPrepared, aesgcm
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.recording import Requests
 from tests.support.spans import Spans
@@ -654,10 +655,7 @@ def test_reencrypt_tasks_run_twice_at_once_reseal_each_row_once(
     results: list[tuple[int, ReencryptReport]] = []
     runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
             for t in job.tasks() * 2]
-    for run in runs:
-        run.start()
-    for run in runs:
-        run.join()
+    join_all(runs)
     assert sum(r.resealed for _, r in results) == 12 and not any(r.failed for _, r in results)
     assert all(r.resealed + r.current == r.scanned for _, r in results)
     assert job.merge(results).scanned == 12

@@ -37,6 +37,7 @@ from dynaorm.jobs.export_files import s3_client
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.export_models import (
     Card,
@@ -334,10 +335,7 @@ def test_tasks_rerun_twice_at_once_and_after_a_kill_leave_no_duplicate(
     results: list[tuple[int, Any]] = []
     runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
             for t in job.tasks() * 2]
-    for r in runs:
-        r.start()
-    for r in runs:
-        r.join()
+    join_all(runs)
     report = job.merge(results)
     assert report.rows == {"profile": 2, "ledger": 1, "member": 2}
     _assert_datasets(tmp_path, entities)  # (a stale part left would not read as Parquet)

@@ -161,9 +161,9 @@ def _query_items(db: TestBackend) -> list[dict[str, Any]]:
 def _foreign(db: TestBackend, backend: str | None) -> Any:
     """A botocore client of its own (as a boto3 client or the handler under test holds):
     to moto in process, else to the engine itself (not through the proxy in front)."""
-    from tests.support.clients import create_client
+    from dynaorm import Client
 
-    return create_client(backend, db.table.region or "us-east-1")
+    return Client(backend, db.table.region or "us-east-1").botocore
 
 
 def test_another_clients_writes_lag_and_then_show(lagging: TestBackend,

@@ -34,6 +34,8 @@ from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.concurrency import join_all
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.job_models import (
     STEP,
@@ -61,8 +63,7 @@ def db(ddb_local: str) -> Iterator[TestBackend]:
 def every(backend: str | None) -> Iterator[TestBackend]:
     """``jobs_table`` on every engine, moto in-process too: for jobs run in this process
     (``run_local``'s one worker), with no race to need an atomic engine."""
-    with use_tables(jobs_table, endpoint_url=backend, name_suffix=worker_suffix()) as b:
-        yield b
+    yield from on_engine(backend, jobs_table)
 
 
 def _fill(count: int, cls: type[Any] = Counter) -> dict[str, int]:
@@ -223,10 +224,7 @@ def test_adversary_kills_twice_run_tasks_and_a_second_writer(
     try:
         runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
                 for t in job.tasks() * 2]  # every task twice, at once
-        for r in runs:
-            r.start()
-        for r in runs:
-            r.join()
+        join_all(runs)
     finally:
         stop.set()
         writer.join()

@@ -31,6 +31,7 @@ from dynaorm.lake import iceberg as lake_module
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from tests.support import export_setup
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.export_models import Ledger, Profile, exports
 from tests.support.export_setup import (
@@ -326,10 +327,7 @@ def test_two_merges_at_once_lose_no_change(tb: TestBackend, tmp_path: Path, cata
                  namespace="app", entities=[Profile])
     results = [job.run(t) for t in job.tasks()]
     merges = [threading.Thread(target=job.merge, args=(results,)) for _ in range(2)]
-    for m in merges:
-        m.start()
-    for m in merges:
-        m.join()
+    join_all(merges)
     assert [p.get("dynaorm.export") for p in _snapshots(catalog, "app.profile")].count(
         "arn:c") == 1
 

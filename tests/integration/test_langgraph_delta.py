@@ -28,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from dynaorm import Table
 from dynaorm.langgraph import Saver
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.recording import Requests
 
@@ -36,8 +37,7 @@ agents = Table("langgraph_delta", ttl="expires_at")
 
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, agents)
 
 
 def _append(state: list[Any], writes: list[list[Any]]) -> list[Any]:

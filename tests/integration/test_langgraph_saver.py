@@ -45,6 +45,8 @@ from dynaorm.jobs.checking import check_table
 from dynaorm.langgraph import Saver, Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.support import langgraph_tables
+from tests.support.concurrency import join_all
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.langgraph_tables import lg_agents
 from tests.support.raw import raw_items
@@ -56,8 +58,7 @@ T1, T2 = {"tenant_id": "t1"}, {"tenant_id": "t2"}
 
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, agents)
 
 
 def _put(saver: Saver, thread: str, value: Any, *, run: str = "r1", ns: str = "",
@@ -340,8 +341,7 @@ def _canon(item: Any) -> str:
 
 @pytest.fixture
 def gtb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(graphs, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, graphs)
 
 
 def _tenant() -> dict[str, str]:
@@ -874,10 +874,7 @@ def test_one_saver_on_two_event_loops_at_once_and_after_a_fork(gtb: TestBackend)
         except BaseException as exc:  # (reported below)
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(w,)) for w in ("one", "two")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert errors == []
     assert [len(list(saver.list(_conf(w)))) for w in ("one", "two")] == [5, 5]
     if gtb.endpoint_url is None:
@@ -1215,3 +1212,27 @@ def test_a_saver_and_store_made_in_one_event_loop_serve_the_next_ones(lg: None) 
         assert tup is not None and item is not None and item.value == {"n": n}
     assert made["saver"].get_tuple(_thread_conf("loop")) is not None
     assert made["store"].get(("loop",), "k").value == {"n": 3}
+
+
+def test_the_adapters_rows_are_told_by_type_name_or_by_keys_and_fields() -> None:
+    """What the adapter registers (``dynaorm.surface_rows``) for ``dynaorm check`` and
+    inference where no saver is declared: its rows by type name, else a checkpoint or
+    pending write, a lease and a memory by their keys and the fields each holds."""
+    from dynaorm_langgraph.rows import SURFACE_ROWS as rows
+
+    def s(v: str) -> dict[str, str]:
+        return {"S": v}
+
+    checkpoint = {"pk": s("LG#t"), "sk": s("C##c1#"), "thread_id": s("t"), "ns": s(""),
+                  "checkpoint_id": s("c1")}
+    lease = {"pk": s("LG#t"), "sk": s("L#"), "thread_id": s("t")}
+    memory = {"pk": s("LANGGRAPH#STORE"), "sk": s("a/b"), "path": s("a/b")}
+    for row in (checkpoint, lease, memory):
+        assert rows.claims(row, "pk", "sk", None)
+        assert not rows.claims(row, "pk", None, None)  # (a table without a sort key)
+    assert not rows.claims({**checkpoint, "ns": {"N": "1"}}, "pk", "sk", None)
+    assert not rows.claims({**lease, "thread_id": {"NULL": True}}, "pk", "sk", None)
+    assert not rows.claims({**lease, "pk": s("USER#t")}, "pk", "sk", None)
+    assert not rows.claims({**memory, "path": s("a/c")}, "pk", "sk", None)
+    assert rows.claims({}, "pk", "sk", "LangGraphLease")
+    assert not rows.claims(checkpoint, "pk", "sk", "User")

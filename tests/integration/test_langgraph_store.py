@@ -51,6 +51,7 @@ from dynaorm.langgraph import Store
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support import langgraph_tables
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.langgraph_tables import lg_agents
 
@@ -773,10 +774,7 @@ def test_sync_and_async_on_two_event_loops_and_after_a_fork(backend: str | None)
             except BaseException as exc:  # (reported below)
                 errors.append(exc)
         threads = [threading.Thread(target=work, args=(w,)) for w in ("one", "two")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        join_all(threads)
         assert errors == []
         if backend is None:
             return  # (moto lives in this process: a child's writes would stay in the child)

@@ -33,6 +33,7 @@ from dynaorm import (
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support import mocked_aws
+from tests.support.clocks import Clock
 from tests.support.examples import examples
 
 aws_moto = mocked_aws.aws_moto  # (a fixture: moto in process, boto3's clients too)
@@ -64,16 +65,6 @@ class Report(Entity):
         table = app
         pk = "T#{tenant_id}"
         sk = "REPORT#{job}"
-
-
-class Clock:
-    """The leases' clock (seconds), moved by the test, never by sleeping."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -385,17 +385,11 @@ def test_parquet_iceberg_and_a_dynamodb_export_load_into_a_fresh_table(
     assert run_load(objs).ok
     before = stored(lb)
     run_local(export(loads, tmp_path / "out"))
-    recoverable()
-    arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
-        "Table"]["TableArn"]
-    manifest = loads.db.driver.run(call("ExportTableToPointInTime", {
-        "TableArn": arn, "S3Bucket": BUCKET, "S3Prefix": "exp"}))["ExportDescription"][
-        "ExportManifest"]
+    folder = _dynamodb_export()
     _clear(lb)
     assert run_load(str(tmp_path / "out"), name="from-parquet").loaded == 5
     assert stored(lb) == before
     _clear(lb)
-    folder = f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/"
     assert run_load(folder, name="from-export").loaded == 5
     assert stored(lb) == before
     from pyiceberg.catalog.sql import SqlCatalog
@@ -412,6 +406,18 @@ def test_parquet_iceberg_and_a_dynamodb_export_load_into_a_fresh_table(
         i["_type"] == {"S": "dynaorm:unique"})]
 
 
+def _dynamodb_export() -> str:
+    """The folder of a DynamoDB export of ``loads`` to S3 (the table made recoverable
+    first), as a load takes it."""
+    recoverable()
+    arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
+        "Table"]["TableArn"]
+    manifest = loads.db.driver.run(call("ExportTableToPointInTime", {
+        "TableArn": arn, "S3Bucket": BUCKET, "S3Prefix": "exp"}))["ExportDescription"][
+        "ExportManifest"]
+    return f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/"
+
+
 @pytest.mark.engines("moto")
 def test_a_dynamodb_exports_undeclared_attributes_are_reported_as_dropped(
         lb: TestBackend) -> None:
@@ -424,20 +430,15 @@ def test_a_dynamodb_exports_undeclared_attributes_are_reported_as_dropped(
         for row in (i for i in lb.scan_raw() if i["pk"]["S"] == f"T#acme#ACCT#a{n:03d}"):
             loads.db.driver.run(call("PutItem", {  # (the row and its latest copy)
                 "TableName": loads.name, "Item": {**row, **extra}}))
-    recoverable()
-    arn = loads.db.driver.run(call("DescribeTable", {"TableName": loads.name}))[
-        "Table"]["TableArn"]
-    manifest = loads.db.driver.run(call("ExportTableToPointInTime", {
-        "TableArn": arn, "S3Bucket": BUCKET, "S3Prefix": "exp"}))["ExportDescription"][
-        "ExportManifest"]
+    folder = _dynamodb_export()
     _clear(lb)
     with pytest.warns(RuntimeWarning, match=r"Account\.legacy \(2 items\)"):
-        report = run_load(f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/", name="exported")
+        report = run_load(folder, name="exported")
     assert report.loaded == 3 and report.dropped == {"Account.legacy": 2, "Account.audit": 1}
     assert any("not declared" in line and "Account.audit" in line for line in report.lines())
     assert not [i for i in lb.scan_raw() if "legacy" in i or "audit" in i]
     with pytest.warns(RuntimeWarning, match="Account.audit"):
-        again = run_load(f"s3://{BUCKET}/{manifest.rsplit('/', 1)[0]}/", name="exported")
+        again = run_load(folder, name="exported")
     assert again.dropped == report.dropped  # (a resumed load reports what it dropped)
 
 

@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 import dynaorm
 from dynaorm import ConcurrentModificationError, Entity, Table
@@ -108,21 +107,6 @@ def test_a_written_state_keeps_the_item_it_was_given() -> None:
     assert state.item is item
     assert state.key == {"pk": "K", "sk": "S"}
     assert state.version == 4
-
-
-class _PlainRow(BaseModel):
-    row_id: str
-    name: str
-    count: int
-    price: Decimal
-    ratio: float
-    flag: bool
-    nothing: str | None = None
-    tags: list[str]
-    labels: set[str]
-    scores: set[int]
-    meta: dict[str, Any]
-    blob: bytes
 
 
 # -- writes on top of the compact snapshot (moto and DynamoDB Local) --------------------

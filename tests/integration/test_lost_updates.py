@@ -48,21 +48,35 @@ def _load(db: TestBackend) -> tuple[Session, Note]:
     return s, n
 
 
-def test_same_attribute_from_one_loaded_state_second_writer_fails(db: TestBackend) -> None:
-    _note(db, body="v0")
+def _stale_second(db: TestBackend, stored: dict[str, Any], **change: Any
+                  ) -> tuple[Session, Note]:
+    """Note ``n1`` stored with ``stored`` and loaded twice; the first copy changed by
+    ``change`` and committed: the second session and its copy, stale now."""
+    _note(db, **stored)
     s1, a = _load(db)
     s2, b = _load(db)
-    a.body = "from a"
+    for name, value in change.items():
+        setattr(a, name, value)
     s1.save(a)
     s1.commit()
-    b.body = "from b"
-    s2.save(b)
+    return s2, b
+
+
+def _refused_changing_nothing(db: TestBackend, s: Session) -> ConcurrentModificationError:
+    """``s``'s commit refused as a lost update, the table as it was before it."""
     before = db.scan()
     with pytest.raises(ConcurrentModificationError) as err:
-        s2.commit()
-    assert err.value.entity is Note
+        s.commit()
     assert db.scan() == before
-    assert before[0]["body"] == "from a"
+    return err.value
+
+
+def test_same_attribute_from_one_loaded_state_second_writer_fails(db: TestBackend) -> None:
+    s2, b = _stale_second(db, {"body": "v0"}, body="from a")
+    b.body = "from b"
+    s2.save(b)
+    assert _refused_changing_nothing(db, s2).entity is Note
+    assert db.scan()[0]["body"] == "from a"
     # b kept the state it was loaded with: reload and retry works
     s3, c = _load(db)
     c.body = "from b"
@@ -93,18 +107,10 @@ def test_a_delete_of_a_loaded_object_is_conditioned_on_its_revision(db: TestBack
 
 
 def test_removed_attribute_is_conditioned_too(db: TestBackend) -> None:
-    _note(db, body="v0", tags=["x"])
-    s1, a = _load(db)
-    s2, b = _load(db)
-    a.tags = ["y"]
-    s1.save(a)
-    s1.commit()
+    s2, b = _stale_second(db, {"body": "v0", "tags": ["x"]}, tags=["y"])
     b.tags = []  # written as an empty list: conditioned on the old ["x"]
     s2.save(b)
-    before = db.scan()
-    with pytest.raises(ConcurrentModificationError):
-        s2.commit()
-    assert db.scan() == before
+    _refused_changing_nothing(db, s2)
 
 
 def test_attribute_absent_when_loaded_must_still_be_absent(db: TestBackend) -> None:
@@ -121,11 +127,8 @@ def test_attribute_absent_when_loaded_must_still_be_absent(db: TestBackend) -> N
     s1.save(a)
     s1.commit()
     s2.save(b)
-    before = db.scan()
-    with pytest.raises(ConcurrentModificationError):
-        s2.commit()
-    assert db.scan() == before
-    assert before[0]["body"] == "A"
+    _refused_changing_nothing(db, s2)
+    assert db.scan()[0]["body"] == "A"
 
 
 def test_different_attributes_both_land(db: TestBackend) -> None:
@@ -143,12 +146,7 @@ def test_different_attributes_both_land(db: TestBackend) -> None:
 
 
 def test_overwrite_of_a_persisted_object_is_last_writer_wins(db: TestBackend) -> None:
-    _note(db, body="v0")
-    s1, a = _load(db)
-    s2, b = _load(db)
-    a.body = "from a"
-    s1.save(a)
-    s1.commit()
+    s2, b = _stale_second(db, {"body": "v0"}, body="from a")
     b.body = "from b"
     s2.save(b, overwrite=True)
     s2.commit()
@@ -156,18 +154,10 @@ def test_overwrite_of_a_persisted_object_is_last_writer_wins(db: TestBackend) ->
 
 
 def test_moving_a_key_is_conditioned_on_every_attribute_it_copies(db: TestBackend) -> None:
-    _note(db, body="v0")
-    s1, a = _load(db)
-    s2, b = _load(db)
-    a.body = "changed"
-    s1.save(a)
-    s1.commit()
+    s2, b = _stale_second(db, {"body": "v0"}, body="changed")
     b.note_id = "n2"  # moves the item: would copy the stale body to the new key
     s2.save(b)
-    before = db.scan()
-    with pytest.raises(ConcurrentModificationError):
-        s2.commit()
-    assert db.scan() == before
+    _refused_changing_nothing(db, s2)
 
 
 def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> None:

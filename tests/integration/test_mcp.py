@@ -32,6 +32,8 @@ from dynaorm.mcp.server import prepare
 from dynaorm.mcp.tools import check_arguments, message_of, run, tools_of
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.concurrency import join_all
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.mcp_client import call as mcp_call
@@ -532,8 +534,7 @@ class Crate(Entity):
 
 @pytest.fixture
 def cdb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(crates, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, crates)
 
 
 def _raw(crate_id: str) -> dict[str, Any] | None:
@@ -900,10 +901,7 @@ def test_tool_calls_on_loops_in_threads_at_once(cdb: TestBackend) -> None:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(90)
+    join_all(threads, 90)
     assert not errors, errors
     for i, told in answers.items():
         for j, (how, said) in enumerate(told[:8]):

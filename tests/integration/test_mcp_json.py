@@ -36,6 +36,7 @@ from dynaorm.mcp.tools import json_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.integration.test_mcp_writes import failed
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 from tests.support.mcp_client import call, text
 
@@ -206,8 +207,7 @@ class Crate(Entity):
 
 @pytest.fixture
 def cdb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(crates, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, crates)
 
 
 def _stored(crate_id: str) -> dict[str, Any] | None:

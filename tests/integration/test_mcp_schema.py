@@ -25,11 +25,10 @@ from typing import Any
 
 import pytest
 
-from dynaorm import Entity, Unique
 from dynaorm.formats import export
 from dynaorm.testing import TestBackend
 from tests.support.designs import DESIGNS, design
-from tests.support.models import app
+from tests.support.models import account_renamed, app
 
 _FIELD_TYPES = {"string", "integer", "decimal", "boolean", "array", "object", "uuid"}
 _RETURNS = {"single_entity", "entity_list", "success_flag", "mixed_data", "void"}
@@ -185,22 +184,6 @@ def test_the_mcp_export_of_every_design_passes_the_servers_checks(reference: str
     assert len(notes) == len(set(notes)) and all("\n" not in n for n in notes)
 
 
-class McpAccount(Entity):
-    """Versioned, with a unique value and a scoped, prefixed one."""
-
-    class Meta:
-        table = app
-        pk = "MCPACCOUNT#{account_id}"
-        sk = "PROFILE"
-        unique = ("handle", Unique("email", scope="ORG#{org}", prefix="mcpmail"))
-        versioned = True
-
-    account_id: str
-    handle: str
-    email: str
-    org: str
-
-
 def _regex(template: str) -> re.Pattern[str]:
     return re.compile("".join(".+" if p.startswith("{") else re.escape(p)
                               for p in re.split(r"(\{[^{}]*\})", template)) + "$")
@@ -213,18 +196,10 @@ def test_key_templates_are_the_keys_the_engine_holds(db: TestBackend) -> None:
     doc, notes = export(app.model(), "mcp")
     assert mcp_errors(doc) == []
     entities = doc["tables"][0]["entities"]
-    assert entities["McpAccount"]["sk_template"] == "v0_PROFILE"
-    assert entities["McpAccount_email_guard"]["pk_template"] == "ORG#{org}#mcpmail#{email}"
-    assert any(n.startswith("mcp: McpAccount's version rows") for n in notes)
-    s = db.session()
-    a = McpAccount(account_id="a1", handle="ann", email="ann@x.com", org="o1")
-    s.save(a)
-    s.commit()
-    a.handle = "bob"
-    s.save(a)
-    s.commit()
-    items = [i for i in db.scan()
-             if i["pk"].startswith(("MCPACCOUNT#", "handle#", "ORG#o1#mcpmail#"))]
+    assert entities["RowsAccount"]["sk_template"] == "v0_PROFILE"
+    assert entities["RowsAccount_email_guard"]["pk_template"] == "ORG#{org}#mail#{email}"
+    assert any(n.startswith("mcp: RowsAccount's version rows") for n in notes)
+    _, items = account_renamed(db)
     matched: dict[str, int] = {}
     versions = 0
     for item in items:
@@ -248,10 +223,10 @@ def test_key_templates_are_the_keys_the_engine_holds(db: TestBackend) -> None:
                 entities[n.rsplit("_", 2)[0]]["pk_template"]).match(item["owner_pk"])]
             assert len(found) == 1, (item, found)
         matched[found[0]] = matched.get(found[0], 0) + 1
-    assert matched == {"McpAccount": 1, "McpAccount_handle_guard": 1,
-                       "McpAccount_email_guard": 1} and versions == 2
-    history = next(p for p in entities["McpAccount"]["access_patterns"]
-                   if p["name"] == "history_mcp_account")
+    assert matched == {"RowsAccount": 1, "RowsAccount_username_guard": 1,
+                       "RowsAccount_email_guard": 1} and versions == 2
+    history = next(p for p in entities["RowsAccount"]["access_patterns"]
+                   if p["name"] == "history_rows_account")
     assert "v<n>_" in history["description"]
 
 

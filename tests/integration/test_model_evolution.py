@@ -15,108 +15,37 @@ import pytest
 
 from dynaorm import Entity, Unique
 from dynaorm.testing import TestBackend
+from tests.support.entities import entity_class
 from tests.support.models import app
 
 EXTRA: dict[str, Any] = {"extra_tag": "keep-me", "extra_map": {"a": [1, "two", {"b": None}]},
                          "extra_set": {"x", "y"}}
 
 
-class EvoDoc(Entity):
-    """The newer version: three fields and an index the older version does not know."""
-
-    class Meta:
-        table = app
-        pk = "EVO#{doc_id}"
-        sk = "SLOT#{slot}"
-        indexes = {"gsi2": ("TAG#{extra_tag}", "EVO#{doc_id}")}
-
-    doc_id: str
-    slot: str = "a"
-    title: str = ""
-    extra_tag: str | None = None
-    extra_map: dict[str, Any] | None = None
-    extra_set: set[str] | None = None
+#: what the newer deploy of each class declares beside the older's fields
+NEWER: dict[str, tuple[Any, Any]] = {"extra_tag": (str | None, None),
+                                     "extra_map": (dict[str, Any] | None, None),
+                                     "extra_set": (set[str] | None, None)}
 
 
-DocNew = EvoDoc
+def _deploys(name: str, meta: dict[str, Any], newer_meta: dict[str, Any] | None = None,
+             **fields: tuple[Any, Any]) -> tuple[type[Entity], type[Entity]]:
+    """Class ``name`` in its newer deploy (:data:`NEWER`'s fields, ``newer_meta`` beside
+    ``meta``), then its older one (``fields`` alone), defined in that order."""
+    newer = entity_class(name, {**meta, **(newer_meta or {})}, __name__, **fields, **NEWER)
+    return newer, entity_class(name, meta, __name__, **fields)
 
 
-class EvoDoc(Entity):  # the older deploy of the class
-    class Meta:
-        table = app
-        pk = "EVO#{doc_id}"
-        sk = "SLOT#{slot}"
-
-    doc_id: str
-    slot: str = "a"
-    title: str = ""
-
-
-DocOld = EvoDoc
-
-
-class EvoVDoc(Entity):
-    class Meta:
-        table = app
-        pk = "VEVO#{doc_id}"
-        sk = "DOC"
-        versioned = True
-
-    doc_id: str
-    title: str = ""
-    extra_tag: str | None = None
-    extra_map: dict[str, Any] | None = None
-    extra_set: set[str] | None = None
-
-
-VDocNew = EvoVDoc
-
-
-class EvoVDoc(Entity):  # the older deploy of the class
-    class Meta:
-        table = app
-        pk = "VEVO#{doc_id}"
-        sk = "DOC"
-        versioned = True
-
-    doc_id: str
-    title: str = ""
-
-
-VDocOld = EvoVDoc
-
-
-class EvoUDoc(Entity):
-    class Meta:
-        table = app
-        pk = "UEVO#{doc_id}"
-        sk = "DOC"
-        unique = (Unique("email"),)
-
-    doc_id: str
-    email: str
-    title: str = ""
-    extra_tag: str | None = None
-    extra_map: dict[str, Any] | None = None
-    extra_set: set[str] | None = None
-
-
-UDocNew = EvoUDoc
-
-
-class EvoUDoc(Entity):  # the older deploy of the class
-    class Meta:
-        table = app
-        pk = "UEVO#{doc_id}"
-        sk = "DOC"
-        unique = (Unique("email"),)
-
-    doc_id: str
-    email: str
-    title: str = ""
-
-
-UDocOld = EvoUDoc
+#: the newer version: three fields and an index the older version does not know
+DocNew, DocOld = _deploys("EvoDoc", {"table": app, "pk": "EVO#{doc_id}", "sk": "SLOT#{slot}"},
+                          {"indexes": {"gsi2": ("TAG#{extra_tag}", "EVO#{doc_id}")}},
+                          doc_id=(str, ...), slot=(str, "a"), title=(str, ""))
+VDocNew, VDocOld = _deploys("EvoVDoc", {"table": app, "pk": "VEVO#{doc_id}", "sk": "DOC",
+                                        "versioned": True},
+                            doc_id=(str, ...), title=(str, ""))
+UDocNew, UDocOld = _deploys("EvoUDoc", {"table": app, "pk": "UEVO#{doc_id}", "sk": "DOC",
+                                        "unique": (Unique("email"),)},
+                            doc_id=(str, ...), email=(str, ...), title=(str, ""))
 
 
 def _extras_intact(obj: Any) -> None:

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 from dynaorm import Entity, F, Session, Table
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
+from tests.support.engines import on_engine
 
 nests = Table("dynaorm-nested-alias")
 
@@ -45,8 +46,7 @@ def _doc(i: str = "1") -> Doc:
 
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(nests, endpoint_url=backend, name_suffix=worker_suffix()) as b:
-        yield b
+    yield from on_engine(backend, nests)
 
 
 def test_the_nested_field_is_stored_under_its_name() -> None:

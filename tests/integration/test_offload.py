@@ -167,6 +167,13 @@ def big(n: int = 5000, c: str = "x") -> str:
     return c * n
 
 
+def _doc_kept_in_s3(tb: TestBackend) -> None:
+    """``Doc`` 1 committed, its body (:func:`big`) kept in S3."""
+    s = tb.session()
+    s.save(Doc(doc_id="1", body=big()))
+    s.commit()
+
+
 def rows(tb: TestBackend) -> list[dict[str, Any]]:
     return tb.scan_raw()
 
@@ -315,9 +322,7 @@ def test_a_page_fetches_its_objects_in_parallel_one_get_each(
 def test_a_read_of_a_missing_object_raises_never_another_value(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     (uri,) = b.uris()
     b.remove(uri)
     with pytest.raises(OffloadError, match="missing") as caught:
@@ -332,9 +337,7 @@ def test_a_read_of_a_missing_object_raises_never_another_value(
 def test_a_save_that_leaves_the_value_alone_uploads_nothing(
         s3: tuple[TestBackend, Bucket]) -> None:
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     before = b.uris()
     doc = tb.session().get(Doc, doc_id="1", consistent=True)
     seen = Requests(store)
@@ -730,9 +733,7 @@ def test_s3_requests_are_requests_of_the_client(s3: tuple[TestBackend, Bucket]) 
             return super().on_start(phase)
 
     Seen(store)
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     tb.session().get(Doc, doc_id="1", consistent=True)
     s3_ops = [(svc, op, t) for svc, op, t in services if op.startswith("s3:")]
     assert {op for _, op, _ in s3_ops} == {"s3:PutObject", "s3:GetObject"}
@@ -889,9 +890,7 @@ def test_a_reference_to_an_object_larger_than_s3_puts_is_not_read(
     """No object dynaorm wrote is larger than one PutObject takes (5 GiB): a reference
     naming a larger size is refused before its object is asked for."""
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     uri = _replaced(tb, b, "body", big().encode(), size=6 << 30)
     seen = Requests(store)
     with pytest.raises(OffloadError, match="larger") as caught:
@@ -1032,9 +1031,7 @@ def test_dynaorm_check_repairs_orphans(s3: tuple[TestBackend, Bucket],
     from dynaorm.cli.main import main
 
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     prefix = next(iter(b.keys())).rpartition("/")[0]
     b.put(f"{prefix}/stray", b"no row references it")
     assert main(["check", f"{__name__}:store", "--orphan-age", "0"]) == 1
@@ -1057,9 +1054,7 @@ def test_an_upload_whose_answer_is_lost_beside_a_second_writer(
     from tests.support.fault_kinds import arm
 
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     mine = tb.session().get(Doc, doc_id="1", consistent=True)
 
     def second() -> None:
@@ -1096,9 +1091,7 @@ def test_a_removal_whose_answer_is_lost_beside_a_second_writer(
     from tests.support.fault_kinds import arm
 
     tb, b = s3
-    s = tb.session()
-    s.save(Doc(doc_id="1", body=big()))
-    s.commit()
+    _doc_kept_in_s3(tb)
     mine = tb.session().get(Doc, doc_id="1", consistent=True)
 
     def second() -> None:

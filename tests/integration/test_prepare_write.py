@@ -143,12 +143,14 @@ def test_explain_notes_the_rules_read_and_sends_nothing(db: TestBackend) -> None
     assert all("planned here as absent" in r for r in found.reads_first)
 
 
-class _SecondWriter(Hook):
-    """Once the rule's Query is answered, another writer creates the entity at version
-    3 (its version row and latest copy), in the window before the commit's request."""
+class _WindowWriter(Hook):
+    """Once the rule's Query is answered, another writer leaves version 3 in the window,
+    before the commit's request: its version row and latest copy (``latest``), or its
+    version row alone (as an entity created and deleted again); ``then_delete``: its
+    latest copy deleted after."""
 
-    def __init__(self) -> None:
-        self.done = False
+    def __init__(self, latest: bool = True, then_delete: bool = False) -> None:
+        self.done, self.latest, self.then_delete = False, latest, then_delete
         app.db.add_hook(self)
 
     def on_end(self, phase: Any, token: Any) -> object:
@@ -158,16 +160,19 @@ class _SecondWriter(Hook):
         row = {"pk": {"S": "EQUIPMENT#e1"}, "_type": {"S": "Audit"},
                "equipment_id": {"S": "e1"}, "part": {"S": "p1"}, "auditor": {"S": ""},
                "notes": {"S": "theirs"}, "version": {"N": "3"}}
+        sks = ("v00000003_p1", "v0_p1") if self.latest else ("v00000003_p1",)
         app.db.send("TransactWriteItems", {"TransactItems": [
-            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}}
-            for sk in ("v00000003_p1", "v0_p1")]})
+            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}} for sk in sks]})
+        if self.then_delete:
+            app.db.send("DeleteItem", {"TableName": app.name, "Key": {
+                "pk": {"S": "EQUIPMENT#e1"}, "sk": {"S": "v0_p1"}}})
         return None
 
 
 def test_a_second_writer_in_the_window_after_the_read_wins_and_ours_changes_nothing(
         db: TestBackend) -> None:
     _kept_history(db)
-    writer = _SecondWriter()
+    writer = _WindowWriter()
     s = db.session()
     ours = Audit(equipment_id="e1", part="p1", notes="ours")
     s.save(ours)
@@ -184,31 +189,6 @@ def test_a_second_writer_in_the_window_after_the_read_wins_and_ours_changes_noth
 
 
 # -- red team (redw): other second writers in the window after the rule's read ---------------
-class _HistoryWriter(Hook):
-    """Once the rule's Query is answered, another writer leaves version 3 in the window:
-    its version row alone (``latest=False``: as an entity created and deleted again)
-    or its version row and latest copy, then deletes the latest copy."""
-
-    def __init__(self, then_delete: bool) -> None:
-        self.done, self.then_delete = False, then_delete
-        app.db.add_hook(self)
-
-    def on_end(self, phase: Any, token: Any) -> object:
-        if self.done or not isinstance(phase, Attempt) or phase.operation != "Query":
-            return None
-        self.done = True
-        row = {"pk": {"S": "EQUIPMENT#e1"}, "_type": {"S": "Audit"},
-               "equipment_id": {"S": "e1"}, "part": {"S": "p1"}, "auditor": {"S": ""},
-               "notes": {"S": "theirs"}, "version": {"N": "3"}}
-        sks = ("v00000003_p1", "v0_p1") if self.then_delete else ("v00000003_p1",)
-        app.db.send("TransactWriteItems", {"TransactItems": [
-            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}} for sk in sks]})
-        if self.then_delete:
-            app.db.send("DeleteItem", {"TableName": app.name, "Key": {
-                "pk": {"S": "EQUIPMENT#e1"}, "sk": {"S": "v0_p1"}}})
-        return None
-
-
 @pytest.mark.parametrize("then_delete", [False, True], ids=["history-row", "create-delete"])
 def test_a_history_row_written_in_the_window_is_continued_after(
         db: TestBackend, then_delete: bool) -> None:
@@ -216,7 +196,7 @@ def test_a_history_row_written_in_the_window_is_continued_after(
     our insert, planned as version 3, meets the taken row, reads again and continues the
     history as version 4; nothing of theirs is lost."""
     _kept_history(db)
-    writer = _HistoryWriter(then_delete)
+    writer = _WindowWriter(latest=then_delete, then_delete=then_delete)
     s = db.session()
     s.save(Audit(equipment_id="e1", part="p1", notes="ours"))
     try:

@@ -39,7 +39,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.examples import examples
-from tests.support.hostile import certificate
+from tests.support.hostile import EmptyAnswers, certificate
 from tests.support.models import Note, app
 from tests.support.recording import send
 from tests.support.spans import Spans
@@ -438,26 +438,11 @@ class User(Entity):
 
 
 # -- TLS: Client(verify=...) ------------------------------------------------------------------
-class _Answers(http.server.BaseHTTPRequestHandler):
-    """Answers every POST with an empty DynamoDB answer (a GetItem that found nothing)."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def tls_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """An HTTPS endpoint with a self-signed certificate, and that certificate's path."""
     cert, key = certificate(tmp_path_factory)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmptyAnswers)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)

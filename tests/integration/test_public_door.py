@@ -37,8 +37,9 @@ from dynaorm import (
 )
 from dynaorm.formats import iam
 from dynaorm.jobs import check, run_local
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
 from tests.support import extension as ext
+from tests.support.engines import on_engine
 
 pytestmark = [pytest.mark.sync_only, pytest.mark.engines("moto")]
 
@@ -59,8 +60,7 @@ class Card(Entity):
 
 @pytest.fixture
 def ddb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(desk, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, desk)
 
 
 def _both(op: Callable[[Any], Any], scope: dict[str, str] | None = None) -> tuple[Any, Any]:
@@ -246,8 +246,7 @@ class Note(Entity):
 
 @pytest.fixture
 def ddb_door(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(door, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, door)
 
 
 def _stored() -> list[str]:
@@ -423,8 +422,7 @@ class Doc(Entity):
 
 @pytest.fixture
 def bare_db(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(bare, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, bare)
 
 
 def test_an_old_layout_key_in_dynaorm_namespace_is_no_entity_row(bare_db: TestBackend) -> None:

@@ -24,30 +24,13 @@ from dynaorm import (
     Session,
     StaticKeyring,
     Table,
-    Unique,
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.examples import examples
 from tests.support.fault_kinds import KINDS
-from tests.support.models import app
-
-
-class ModelRowsAccount(Entity):
-    """Versioned, with a unique value and a scoped, prefixed one."""
-
-    class Meta:
-        table = app
-        pk = "MRACCOUNT#{account_id}"
-        sk = "PROFILE"
-        unique = ("username", Unique("email", scope="ORG#{org}", prefix="mail"))
-        versioned = True
-
-    account_id: str
-    username: str
-    email: str
-    org: str
+from tests.support.models import account_renamed, app
 
 
 def _pattern(shape: str) -> re.Pattern[str]:
@@ -65,17 +48,10 @@ def _kind_of(kinds: list[dict[str, Any]], key: dict[str, str]) -> list[str]:
 
 
 def test_the_row_kinds_of_the_model_are_the_keys_written(db: TestBackend) -> None:
-    entity = next(e for e in app.model()["entities"] if e["name"] == "ModelRowsAccount")
+    entity = next(e for e in app.model()["entities"] if e["name"] == "RowsAccount")
     kinds = entity["rows"]
-    s = db.session()
-    a = ModelRowsAccount(account_id="a1", username="ann", email="ann@x.com", org="o1")
-    s.save(a)
-    s.commit()
-    a.username = "bob"
-    s.save(a)
-    s.commit()
-    keys = [{"pk": i["pk"], "sk": i["sk"]} for i in db.scan()
-            if i["pk"].startswith(("MRACCOUNT#", "username#", "ORG#o1#mail#"))]
+    a, items = account_renamed(db)
+    keys = [{"pk": i["pk"], "sk": i["sk"]} for i in items]
     roles = sorted(r for key in keys for r in _kind_of(kinds, key))
     # every row written is of exactly one kind, and every kind was written
     assert all(len(_kind_of(kinds, key)) == 1 for key in keys), keys
@@ -83,7 +59,7 @@ def test_the_row_kinds_of_the_model_are_the_keys_written(db: TestBackend) -> Non
                      "version row"]
     rendered = {k["role"] + ":" + k["key"]["pk"].format(**a.__dict__) for k in kinds
                 if "<n>" not in k["key"]["sk"]}
-    assert {"latest copy:MRACCOUNT#a1", "unique guard:username#bob",
+    assert {"latest copy:RACCOUNT#a1", "unique guard:username#bob",
             "unique guard:ORG#o1#mail#ann@x.com"} == rendered
 
 

@@ -74,21 +74,7 @@ def _unprotect(table: Table) -> None:
 @pytest.fixture
 def live(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Table]:
     """``ops`` created on the engine (deletion protection lifted to delete it)."""
-    name = ops.name
-    ops.name = name + worker_suffix()
-    ops.connect(backend)
-    try:
-        if ops.exists():
-            _unprotect(ops)
-            ops.delete()
-        ops.create()
-        yield ops
-    finally:
-        try:
-            _unprotect(ops)
-            ops.delete()
-        finally:
-            ops.name = name
+    yield from _ops_on(backend, create=True)
 
 
 @pytest.mark.parametrize(("given", "says"), [
@@ -241,6 +227,12 @@ def test_red_every_tag_dynamodb_allows_is_accepted() -> None:
 @pytest.fixture
 def absent(backend: str | None) -> Iterator[Table]:
     """``ops`` on the engine, not yet created (deleted after the test)."""
+    yield from _ops_on(backend, create=False)
+
+
+def _ops_on(backend: str | None, create: bool) -> Iterator[Table]:
+    """``ops`` on the engine under a name of this worker's, none there before it
+    (``create``: created), deleted (deletion protection lifted) and named back after."""
     name = ops.name
     ops.name = name + worker_suffix()
     ops.connect(backend)
@@ -248,10 +240,12 @@ def absent(backend: str | None) -> Iterator[Table]:
         if ops.exists():
             _unprotect(ops)
             ops.delete()
+        if create:
+            ops.create()
         yield ops
     finally:
         try:
-            if ops.exists():
+            if create or ops.exists():  # (the table created must be there to delete)
                 _unprotect(ops)
                 ops.delete()
         finally:

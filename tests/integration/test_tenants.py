@@ -41,6 +41,7 @@ from dynaorm.client.settings import default_session, resolve_region
 from dynaorm.jobs import reencrypt, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.entities import entity_class
 from tests.support.offload import Bucket, bucket, kms_for, referenced
 from tests.support.recording import Requests, send
 
@@ -53,17 +54,12 @@ ks = Table("tenant_store", keyring=StaticKeyring(KEY), key_scope="tenant_id",
            offload="s3://placeholder/t/", offload_threshold=500)
 
 
-class Account(Entity):
-    class Meta:
-        table = ks
-        pk = "T#{tenant_id}#ACCOUNT#{account_id}"
-        sk = "ACCOUNT"
-
-    tenant_id: str
-    account_id: str
-    name: str = ""
-    iban: Encrypted[str] = ""
-    notes: Encrypted[Offloaded[str]] = ""
+#: an account's key and fields, as each part of the application declares them
+ACCOUNT_KEY = {"pk": "T#{tenant_id}#ACCOUNT#{account_id}", "sk": "ACCOUNT"}
+ACCOUNT_FIELDS: dict[str, tuple[Any, Any]] = {
+    "tenant_id": (str, ...), "account_id": (str, ...), "name": (str, ""),
+    "iban": (Encrypted[str], ""), "notes": (Encrypted[Offloaded[str]], "")}
+Account = entity_class("Account", {"table": ks, **ACCOUNT_KEY}, __name__, **ACCOUNT_FIELDS)
 
 
 #: the same table as a second part of the application declares it: a Table object (and a
@@ -72,18 +68,8 @@ ks2 = Table("tenant_store", keyring=StaticKeyring(KEY), key_scope="tenant_id",
             offload="s3://placeholder/t/", offload_threshold=500, client=dynaorm.Client())
 
 
-class Account2(Entity):
-    class Meta:
-        table = ks2
-        type_name = "Account"
-        pk = "T#{tenant_id}#ACCOUNT#{account_id}"
-        sk = "ACCOUNT"
-
-    tenant_id: str
-    account_id: str
-    name: str = ""
-    iban: Encrypted[str] = ""
-    notes: Encrypted[Offloaded[str]] = ""
+Account2 = entity_class("Account2", {"table": ks2, "type_name": "Account", **ACCOUNT_KEY},
+                        __name__, **ACCOUNT_FIELDS)
 
 
 class Ledger(Versioned):

@@ -15,7 +15,8 @@ from dynaorm import (
     Session,
     Table,
 )
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
+from tests.support.engines import on_engine
 from tests.support.recording import Requests
 
 stamped = Table("stamps")
@@ -46,8 +47,7 @@ class Note(Entity):
 
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(stamped, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, stamped)
 
 
 def test_fields_are_declared() -> None:

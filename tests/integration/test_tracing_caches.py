@@ -44,6 +44,7 @@ from dynaorm.protocol.metrics import Metrics
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.testing import inject_faults
 from tests.integration.test_telemetry import Member, shop
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.fault_kinds import arm
 from tests.support.hostile import Reply, answer, json_body, serving
@@ -54,6 +55,24 @@ IDS = st.sampled_from(["m1", "m2", "m3"])
 EMAILS = st.sampled_from(["a@x.com", "b@x.com"])
 FAULTS = st.sampled_from(["none", "none", "throttle", "500", "lose"])
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
+
+
+@contextmanager
+def _served(table: Table, script: Callable[[int, Any], Reply],
+            before_exit: Callable[[], object] = lambda: None) -> Iterator[str]:
+    """``table`` bound to a loopback server answering by ``script``, on dynaorm's own
+    wire; the server's URL. After: ``before_exit`` (a script's wait released), a fresh
+    tracing hook on the server's client, the table bound as before."""
+    with serving(script) as server:
+        bound = table.binding()
+        try:
+            table.connect(server.url)
+            table.wire = "dynaorm"
+            yield server.url
+        finally:
+            before_exit()
+            table.db.tracing = Tracing()
+            table.restore(bound)
 
 
 def _steps(ids: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[Any, ...]]:
@@ -439,30 +458,20 @@ def test_sampled_and_dropped_operations_from_many_threads() -> None:
     def script(n: int, request: bytes) -> Reply:
         return Reply(answer(json_body({})))
 
-    with serving(script) as server:
-        bound = loop.binding()
-        try:
-            loop.connect(server.url)
-            loop.wire = "dynaorm"
-            loop.db.tracing.tracer_provider = provider
-            errors: list[BaseException] = []
+    with _served(loop, script):
+        loop.db.tracing.tracer_provider = provider
+        errors: list[BaseException] = []
 
-            def work() -> None:
-                try:
-                    for n in range(15):
-                        assert Session(loop).get(Thing, thing_id=f"{n}") is None
-                except BaseException as exc:
-                    errors.append(exc)
+        def work() -> None:
+            try:
+                for n in range(15):
+                    assert Session(loop).get(Thing, thing_id=f"{n}") is None
+            except BaseException as exc:
+                errors.append(exc)
 
-            threads = [threading.Thread(target=work, name=f"w{i}") for i in range(8)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-            assert not errors, errors
-        finally:
-            loop.db.tracing.tracer_provider = None
-            loop.restore(bound)
+        threads = [threading.Thread(target=work, name=f"w{i}") for i in range(8)]
+        join_all(threads, 60)
+        assert not errors, errors
     spans = exporter.get_finished_spans()
     ops = [s for s in spans if s.parent is None]
     attempts = [s for s in spans if s.parent is not None]
@@ -520,15 +529,8 @@ def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
 def loopback() -> Iterator[str]:
     """``loop_table`` bound to a loopback server answering every request with ``{}`` (a
     get finds nothing), on dynaorm's own wire; its tracing hook restored after."""
-    with serving(lambda n, request: Reply(answer(json_body({})))) as server:
-        bound = loop_table.binding()
-        try:
-            loop_table.connect(server.url)
-            loop_table.wire = "dynaorm"
-            yield server.url
-        finally:
-            loop_table.db.tracing = Tracing()
-            loop_table.restore(bound)
+    with _served(loop_table, lambda n, request: Reply(answer(json_body({})))) as url:
+        yield url
 
 
 def _ids(spans: list[ReadableSpan]) -> list[int]:
@@ -756,10 +758,7 @@ def test_operations_on_several_event_loops_nest_under_their_own_task(
 
     if threaded:
         threads = [threading.Thread(target=run, args=(label,)) for label in labels]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        join_all(threads, 60)
     else:
         for label in labels:
             run(label)
@@ -1231,44 +1230,36 @@ def test_an_async_operation_cancelled_mid_attempt_ends_its_spans() -> None:
         gate.wait(5)
         return Reply(answer(json_body({})))
 
-    with serving(reply) as server:
-        bound = buyer_shop.binding()
-        try:
-            buyer_shop.connect(server.url)
-            buyer_shop.wire = "dynaorm"
-            buyer_shop.max_wait = 0
-            for extra in (None, "noop"):
-                exporter = InMemorySpanExporter()
-                provider = TracerProvider()
-                provider.add_span_processor(SimpleSpanProcessor(exporter))
-                buyer_shop.db.tracing.tracer_provider = provider
-                gate.clear()
-                arrived.clear()
-                with _hooked(extra):
-                    async def main() -> None:
-                        task = asyncio.ensure_future(
-                            AsyncSession(buyer_shop).get(Buyer, buyer_id="b1"))
-                        assert await asyncio.to_thread(arrived.wait, 10)  # (in flight)
-                        task.cancel()
-                        with pytest.raises(asyncio.CancelledError):
-                            await task
-                    asyncio.run(main())
-                    gate.set()
-                    spans = exporter.get_finished_spans()
-                    assert len(spans) == 2, [s.name for s in spans]
-                    op, attempt = sorted(spans, key=lambda s: s.kind.name != "INTERNAL")
-                    assert attempt.parent is not None
-                    assert attempt.parent.span_id == op.context.span_id
-                    assert op.status.status_code.name == "ERROR"
-                    assert attempt.status.status_code.name == "ERROR"
-                    assert not buyer_shop.db.tracing._open
-                    exporter.clear()
-                    assert Session(buyer_shop).get(Buyer, buyer_id="b1") is None
-                    assert len(exporter.get_finished_spans()) == 2
-        finally:
-            gate.set()
-            buyer_shop.db.tracing.tracer_provider = None
-            buyer_shop.restore(bound)
+    with _served(buyer_shop, reply, before_exit=gate.set):
+        buyer_shop.max_wait = 0
+        for extra in (None, "noop"):
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            buyer_shop.db.tracing.tracer_provider = provider
+            gate.clear()
+            arrived.clear()
+            with _hooked(extra):
+                async def main() -> None:
+                    task = asyncio.ensure_future(
+                        AsyncSession(buyer_shop).get(Buyer, buyer_id="b1"))
+                    assert await asyncio.to_thread(arrived.wait, 10)  # (in flight)
+                    task.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await task
+                asyncio.run(main())
+                gate.set()
+                spans = exporter.get_finished_spans()
+                assert len(spans) == 2, [s.name for s in spans]
+                op, attempt = sorted(spans, key=lambda s: s.kind.name != "INTERNAL")
+                assert attempt.parent is not None
+                assert attempt.parent.span_id == op.context.span_id
+                assert op.status.status_code.name == "ERROR"
+                assert attempt.status.status_code.name == "ERROR"
+                assert not buyer_shop.db.tracing._open
+                exporter.clear()
+                assert Session(buyer_shop).get(Buyer, buyer_id="b1") is None
+                assert len(exporter.get_finished_spans()) == 2
 
 
 # == a subclass of the tracer =============================================================
@@ -1463,33 +1454,26 @@ def test_an_operation_run_again_after_a_quiet_run_is_traced(
     from dynaorm.protocol.steps import call
 
     monkeypatch.delitem(sys.modules, "opentelemetry.instrumentation", raising=False)
-    with serving(lambda n, request: Reply(answer(json_body({})))) as server:
-        bound = buyer_shop.binding()
-        try:
-            buyer_shop.connect(server.url)
-            buyer_shop.wire = "dynaorm"
-            hook = buyer_shop.db.tracing
-            during = Operation("reencrypt", (buyer_shop.name,), (Buyer,))
-            request = {"TableName": buyer_shop.name, "Key": {"pk": {"S": "BUYER#b1"},
-                                                        "sk": {"S": "BUYER"}}}
-            hook.tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
-            reached: list[str] = []
-            started = hook.on_start
-            monkeypatch.setattr(hook, "on_start", lambda phase: (
-                reached.append(type(phase).__name__), started(phase))[1])
-            buyer_shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
-            assert reached == ["Operation"]  # (quiet: its attempt never reached the hook)
-            exporter = InMemorySpanExporter()
-            provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(exporter))
-            hook.tracer_provider = provider
-            buyer_shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
-            assert not hook._open
-            assert sorted(s.name for s in exporter.get_finished_spans()) == [
-                "DynamoDB.GetItem", "dynaorm.reencrypt"]
-        finally:
-            buyer_shop.db.tracing = type(buyer_shop.db.tracing)()
-            buyer_shop.restore(bound)
+    with _served(buyer_shop, lambda n, request: Reply(answer(json_body({})))):
+        hook = buyer_shop.db.tracing
+        during = Operation("reencrypt", (buyer_shop.name,), (Buyer,))
+        request = {"TableName": buyer_shop.name, "Key": {"pk": {"S": "BUYER#b1"},
+                                                    "sk": {"S": "BUYER"}}}
+        hook.tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+        reached: list[str] = []
+        started = hook.on_start
+        monkeypatch.setattr(hook, "on_start", lambda phase: (
+            reached.append(type(phase).__name__), started(phase))[1])
+        buyer_shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
+        assert reached == ["Operation"]  # (quiet: its attempt never reached the hook)
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        hook.tracer_provider = provider
+        buyer_shop.db.driver.run(call("GetItem", request, (Buyer,)), during)
+        assert not hook._open
+        assert sorted(s.name for s in exporter.get_finished_spans()) == [
+            "DynamoDB.GetItem", "dynaorm.reencrypt"]
 
 
 def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> None:
@@ -1517,30 +1501,23 @@ def test_an_operation_run_again_after_a_failed_run_is_told_its_own_outcome() -> 
                 told.append(None if phase.error is None else type(phase.error).__name__)
             return None
 
-    with serving(reply) as server:
-        bound = buyer_shop.binding()
-        try:
-            buyer_shop.connect(server.url)
-            buyer_shop.wire = "dynaorm"
-            exporter = InMemorySpanExporter()
-            provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(exporter))
-            buyer_shop.db.tracing.tracer_provider = provider
-            hook = buyer_shop.db.add_hook(Told())
-            during = Operation("reencrypt", (buyer_shop.name,), (Buyer,))
-            request = {"TableName": buyer_shop.name, "Key": {"pk": {"S": "BUYER#b1"},
-                                                        "sk": {"S": "BUYER"}}}
-            with pytest.raises(RequestError):
-                buyer_shop.db.driver.run(call("UpdateItem", request, (Buyer,),
-                                        idempotent=False), during)
-            exporter.clear()
-            assert "Item" not in buyer_shop.db.driver.run(
-                call("GetItem", request, (Buyer,)), during)
-            buyer_shop.db.remove_hook(hook)
-            assert told[-1] is None
-            op = next(s for s in exporter.get_finished_spans() if s.name == "dynaorm.reencrypt")
-            assert op.status.status_code.name == "UNSET"
-            assert op.attributes is not None and op.attributes["dynaorm.outcome"] == "ok"
-        finally:
-            buyer_shop.db.tracing = type(buyer_shop.db.tracing)()
-            buyer_shop.restore(bound)
+    with _served(buyer_shop, reply):
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        buyer_shop.db.tracing.tracer_provider = provider
+        hook = buyer_shop.db.add_hook(Told())
+        during = Operation("reencrypt", (buyer_shop.name,), (Buyer,))
+        request = {"TableName": buyer_shop.name, "Key": {"pk": {"S": "BUYER#b1"},
+                                                    "sk": {"S": "BUYER"}}}
+        with pytest.raises(RequestError):
+            buyer_shop.db.driver.run(call("UpdateItem", request, (Buyer,),
+                                    idempotent=False), during)
+        exporter.clear()
+        assert "Item" not in buyer_shop.db.driver.run(
+            call("GetItem", request, (Buyer,)), during)
+        buyer_shop.db.remove_hook(hook)
+        assert told[-1] is None
+        op = next(s for s in exporter.get_finished_spans() if s.name == "dynaorm.reencrypt")
+        assert op.status.status_code.name == "UNSET"
+        assert op.attributes is not None and op.attributes["dynaorm.outcome"] == "ok"

@@ -11,7 +11,8 @@ import pytest
 from pydantic import Field
 
 from dynaorm import DynaormError, Entity, F, InvalidValueError, Session, Table
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
+from tests.support.engines import on_engine
 from tests.support.recording import Requests
 
 cache = Table("ttl-cache", ttl="expires")
@@ -45,8 +46,7 @@ class Lock(Entity):
 
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(cache, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, cache)
 
 
 def test_definition_and_refusals() -> None:

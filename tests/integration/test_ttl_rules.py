@@ -28,8 +28,9 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.jobs.checking import check_table
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
 from tests.integration.test_ttl import Lock, Login, cache
+from tests.support.engines import on_engine
 from tests.support.recording import send
 
 rules = Table("ttl-rules", ttl="expires")
@@ -82,8 +83,7 @@ LATEST = LATER + timedelta(days=1)
 
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(rules, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        yield tb
+    yield from on_engine(backend, rules)
 
 
 def _raw(db: TestBackend) -> dict[tuple[str, str], dict[str, Any]]:
@@ -349,8 +349,7 @@ def test_check_puts_a_missing_guard_with_its_owners_ttl(db: TestBackend) -> None
 
 @pytest.fixture
 def ttl_tb(backend: str | None) -> Any:
-    with use_tables(cache, endpoint_url=backend, name_suffix=worker_suffix()) as b:
-        yield b
+    yield from on_engine(backend, cache)
 
 
 def test_a_move_onto_an_expired_key_revived_in_the_window_is_refused(ttl_tb: Any) -> None:

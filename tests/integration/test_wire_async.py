@@ -13,7 +13,7 @@ import gc
 import socket
 import warnings
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import aiohttp
@@ -42,6 +42,7 @@ from dynaorm.client.botocore import botocore_error
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.wire import AsyncWire
 from dynaorm.wire.endpoint import client_endpoint
+from tests.support.concurrency import arun
 from tests.support.hostile import certificate
 from tests.support.loaders import shared_loaders
 from tests.support.models import Note, User, app
@@ -51,17 +52,6 @@ pytestmark = [pytest.mark.sync_only,  # each test drives both async wires itself
 
 R = TypeVar("R")
 WIRES = ("botocore", "dynaorm")
-
-
-def arun(coro: Coroutine[Any, Any, R]) -> R:
-    """asyncio.run, closing the clients and wires the coroutine's loop made."""
-    async def closing() -> R:
-        try:
-            return await coro
-        finally:
-            await close()
-
-    return asyncio.run(closing())
 
 
 @pytest.fixture(scope="module", autouse=True)

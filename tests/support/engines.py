@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import functools
 import http.client
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-__all__ = ["identify", "lacks", "local_transaction_units", "spellings"]
+__all__ = ["identify", "lacks", "local_transaction_units", "on_engine", "spellings"]
 
 _TIMEOUT: Final = 5.0
+
+
+def on_engine(backend: str | None, *tables: Any) -> Iterator[Any]:
+    """A module's tables fixture (``yield from on_engine(backend, table)``): ``tables``
+    fresh on the test's engine (``backend``: ``None`` for moto in process), under this
+    worker's names (a :class:`~dynaorm.testing.TestBackend`)."""
+    from dynaorm.testing import use_tables, worker_suffix
+
+    with use_tables(*tables, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        yield tb
 
 
 @functools.cache

@@ -6,6 +6,7 @@ test table's client (a commit across tables, one key)."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,9 +15,10 @@ from typing import Any
 
 from pydantic import Field
 
-from dynaorm import CommitResult, Entity, Session, Table
+from dynaorm import CommitResult, DynaormError, Entity, Session, Table
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import FaultInjector, TestBackend, inject_faults, use_tables, worker_suffix
+from tests.support.concurrency import join_all
 from tests.support.models import Note, app
 
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
@@ -155,3 +157,27 @@ def receipts_home(db: TestBackend, wire: str | None = None) -> Iterator[Table]:
             yield home
         finally:
             client.receipts = before
+
+
+def keyed_commits_at_once(table: Table, key: str, stage: Callable[[Session], None],
+                          n: int = 4) -> list[str]:
+    """``n`` invocations each staging ``stage`` in a session of its own, then committing
+    under ``key`` together (a barrier): what each was told (``"applied"``,
+    ``"replayed"``, or the class name of its DynaormError)."""
+    answers: list[str] = []
+    lock = threading.Lock()
+    go = threading.Barrier(n)
+
+    def run() -> None:
+        s = Session(table)
+        stage(s)
+        go.wait()
+        try:
+            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
+        except DynaormError as exc:
+            out = type(exc).__name__
+        with lock:
+            answers.append(out)
+
+    join_all([threading.Thread(target=run) for _ in range(n)])
+    return answers

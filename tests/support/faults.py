@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
 from dynaorm import Table
+from dynaorm.testing import TestBackend
 
 
 class _Body:
@@ -118,3 +120,16 @@ class Faults:
             parsed.setdefault("ResponseMetadata", {})["HTTPStatusCode"] = 500
 
         self._on(f"after-call.dynamodb.{operation}", lost)
+
+
+def faults_on(db: TestBackend, attempts: int | None = None) -> Iterator[Faults]:
+    """The tests' ``faults`` fixture (``pytest.fixture(faults_on, name="faults")``):
+    handlers on ``db``'s table, retried without waiting (``attempts``: at most that many
+    attempts a request, set first: it rebinds the table, and the handlers go on the
+    client it is bound to then); cleared afterwards."""
+    db.table.max_wait = 0
+    if attempts is not None:
+        db.table.max_attempts = attempts
+    f = Faults(db.table)
+    yield f
+    f.clear()

@@ -10,6 +10,7 @@ and async."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import shutil
 import socket
@@ -21,10 +22,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 __all__ = [
+    "EmptyAnswers",
     "HostileServer",
     "Reply",
     "accepting",
@@ -35,6 +38,22 @@ __all__ = [
     "self_signed",
     "serving",
 ]
+
+
+class EmptyAnswers(http.server.BaseHTTPRequestHandler):
+    """A well-behaved endpoint's handler (for ``http.server``): every POST answered
+    ``{}`` (a GetItem that found nothing), nothing logged."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
 
 
 def answer(body: bytes = b"{}", *, status: str = "200 OK", headers: str = "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import Field
 
@@ -28,6 +29,38 @@ class User(Entity):
     username: str
     email: str
     full_name: str = ""
+
+
+class RowsAccount(Entity):
+    """Versioned, with a unique value and a scoped, prefixed one: the rows the rules own
+    (tests/unit/test_rule_rows.py, tests/integration/test_rule_rows.py, the MCP export's
+    key templates in tests/integration/test_mcp_schema.py)."""
+
+    class Meta:
+        table = app
+        pk = "RACCOUNT#{account_id}"
+        sk = "PROFILE"
+        unique = ("username", Unique("email", scope="ORG#{org}", prefix="mail"))
+        versioned = True
+
+    account_id: str
+    username: str
+    email: str
+    org: str
+
+
+def account_renamed(db: Any) -> tuple[RowsAccount, list[dict[str, Any]]]:
+    """:class:`RowsAccount` ``a1`` saved (username ``ann``), then renamed ``bob``: the
+    object, and the items (``db.scan()``: plain values) its rules wrote for it."""
+    s = db.session()
+    a = RowsAccount(account_id="a1", username="ann", email="ann@x.com", org="o1")
+    s.save(a)
+    s.commit()
+    a.username = "bob"
+    s.save(a)
+    s.commit()
+    return a, [i for i in db.scan()
+               if i["pk"].startswith(("RACCOUNT#", "username#", "ORG#o1#mail#"))]
 
 
 class Audit(Entity):

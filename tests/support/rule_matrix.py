@@ -243,13 +243,7 @@ class Matrix:
         """A new object of the combination's class (its TTL set where it has one)."""
         data: dict[str, Any] = {"id": ident, "code": f"code-{ident}",
                                 "secret": f"secret-{ident}", "note": "first", **values}
-        if self.has("stamps"):
-            data.setdefault("expires", EXPIRES)
-        if self.has("vectors"):
-            data.setdefault("vec", vector_of(ident))
-        if self.has("reversed"):
-            data.setdefault("motto", f"motto-{ident}")
-        return self.cls(**data)
+        return self.cls(**self._filled(ident, data))
 
     def old(self, ident: str, **values: Any) -> Entity:
         """A new object of the previous layout's class."""
@@ -258,13 +252,18 @@ class Matrix:
         data: dict[str, Any] = {"id": ident, "code": f"code-{ident}",
                                 renamed["secret"]: f"secret-{ident}", renamed["note"]: "old",
                                 **values}
+        return self.old_cls(**self._filled(ident, data))
+
+    def _filled(self, ident: str, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with the values its rules ask that it leaves out: a TTL, a vector, a
+        reversed key's field."""
         if self.has("stamps"):
             data.setdefault("expires", EXPIRES)
         if self.has("vectors"):
             data.setdefault("vec", vector_of(ident))
         if self.has("reversed"):
             data.setdefault("motto", f"motto-{ident}")
-        return self.old_cls(**data)
+        return data
 
     def key(self, ident: str, version: int | None = None) -> tuple[str, str]:
         """The table key of entity ``ident`` (its latest copy, or version ``version``)."""

@@ -1,9 +1,14 @@
 """The ``dynaorm`` command, run as a user runs it: a subprocess, in a project directory
-holding a models module, against moto's server mode and DynamoDB Local."""
+holding a models module, against moto's server mode and DynamoDB Local. What the parser
+decides alone (usage, ``--help``, a malformed ``--endpoint-url``: 34 cases) runs through
+``main`` in this process (:meth:`Project.parse`): the process around it is the same for
+every command line, and the other tests run it."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import socket
 import subprocess
@@ -19,6 +24,7 @@ from typing import Any
 import pytest
 
 from dynaorm import Session, Table
+from dynaorm.cli.main import main
 from tests.support.recording import send
 
 MODELS = '''
@@ -119,6 +125,21 @@ class Project:
         return subprocess.run([sys.executable, "-m", "dynaorm.cli.main", *args, *extra],
                               cwd=self.path, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
+
+    def parse(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The command line ``args`` as the command's parser and ``main`` take it, in this
+        process: for what is decided before any module of the project is imported or any
+        request sent (usage, ``--help``, a malformed ``--endpoint-url``). The process
+        around ``main`` (``raise SystemExit(main())``, the environment) is the other
+        tests' subject."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # (argparse's usage errors and --help)
+                code = exc.code if isinstance(exc.code, int) else 1
+        return subprocess.CompletedProcess(["dynaorm", *args], code, out.getvalue(),
+                                           err.getvalue())
 
     def models(self) -> ModuleType:
         """The project's models, imported in this process and pointed at the endpoint."""
@@ -302,7 +323,7 @@ def test_missing_table_exits_1(offline: Project, moto_server: str) -> None:
 
 @pytest.mark.parametrize("command", [None, "create-table", "describe", "check", "demo"])
 def test_help(offline: Project, command: str | None) -> None:
-    result = offline.run(*([command] if command else []), "--help")
+    result = offline.parse(*([command] if command else []), "--help")
     assert result.returncode == 0, result.stderr
     assert "usage: dynaorm" in result.stdout
     if command is None:
@@ -370,7 +391,7 @@ def test_invalid_endpoint_url_is_one_line_exit_2(offline: Project, command: str,
                                                  url: str) -> None:
     target = {"create-table": ["models:app"], "describe": ["models"],
               "check": ["models:app"], "demo": []}[command]
-    result = offline.run(command, *target, "--endpoint-url", url)
+    result = offline.parse(command, *target, "--endpoint-url", url)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -383,7 +404,7 @@ def test_invalid_endpoint_url_is_one_line_exit_2(offline: Project, command: str,
                                   ("describe",), ("describe", "models", "--bogus"),
                                   ("frobnicate",), ()])
 def test_bad_usage_is_one_line_exit_2(offline: Project, args: tuple[str, ...]) -> None:
-    result = offline.run(*args)
+    result = offline.parse(*args)
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "error:" in result.stderr and "Traceback" not in result.stderr

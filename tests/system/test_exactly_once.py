@@ -40,10 +40,12 @@ from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.conftest import engine_of, wire_of
+from tests.support.concurrency import join_all
 from tests.support.exactly_once import (
     RUN,
     DigestStamped,
     key_of,
+    keyed_commits_at_once,
     lost_commit,
     no_waits,
     notes,
@@ -621,26 +623,8 @@ def test_a_replay_whose_prepare_read_fails_is_an_error_and_writes_nothing(
 @pytest.mark.sync_only
 def test_threads_committing_one_key_apply_once(db: TestBackend) -> None:
     key = key_of(db, "threads")
-    answers: list[str] = []
-    lock = threading.Lock()
-    go = threading.Barrier(4)
-
-    def run(i: int) -> None:
-        s = Session(db.table)
-        s.save(Note(note_id="n1", body="once"))
-        go.wait()
-        try:
-            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
-        except DynaormError as exc:
-            out = type(exc).__name__
-        with lock:
-            answers.append(out)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    answers = keyed_commits_at_once(db.table, key,
+                                    lambda s: s.save(Note(note_id="n1", body="once")))
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     assert len(receipts(db)) == 1 and notes(db) == {"n1": "once"}
@@ -740,10 +724,7 @@ def test_powertools_invocations_racing_in_threads_run_the_handler_once(
             answers.append(out)
 
     threads = [threading.Thread(target=run) for _ in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert calls == ["o1"], answers
     assert set(answers) <= {"in progress", repr({"saved": "o1"})}, answers
     assert repr({"saved": "o1"}) in answers

@@ -10,7 +10,7 @@ Every engine chosen, sync and async."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from tests.support.exactly_once import (
     Stock,
     home,
     key_of,
+    keyed_commits_at_once,
     lost_commit,
     no_waits,
     notes,
@@ -317,15 +318,28 @@ def test_a_lost_answer_with_a_same_key_replay_in_the_window(three: TestBackend) 
     assert again.commit(idempotency_key=key).replayed and _cents(db) == 5
 
 
-def test_a_lost_answer_with_a_same_key_subset_in_the_window(three: TestBackend) -> None:
-    """In the window another invocation commits a subset (the orders write alone) under
-    the key: a mismatch, nothing written; the first is settled as applied."""
-    db, key = three, key_of(three, "lost-subset")
+def _subset(s: Any) -> None:
+    s.update(Order, order_id="o1", upsert=True).add(cents=5)
+
+
+def _superset(s: Any) -> None:
+    _both(s)
+    s.save(Stock(sku="k1", left=3))
+
+
+@pytest.mark.parametrize("twin_writes", [_subset, _superset], ids=["subset", "superset"])
+def test_a_lost_answer_with_a_same_key_subset_or_superset_in_the_window(
+        three: TestBackend, twin_writes: Callable[[Any], None]) -> None:
+    """In the window another invocation commits under the key a subset (the orders write
+    alone) or a superset (the two writes and a third table's): a mismatch (the receipts of
+    the first two tables are live), nothing written, no receipt in the third table; the
+    first is settled as applied."""
+    db, key = three, key_of(three, f"lost{twin_writes.__name__}")
     errors: list[str] = []
 
     def window() -> None:
         with Session(db.table) as twin:
-            twin.update(Order, order_id="o1", upsert=True).add(cents=5)
+            twin_writes(twin)
             try:
                 twin.commit(idempotency_key=key)
             except IdempotencyMismatchError as exc:
@@ -334,6 +348,7 @@ def test_a_lost_answer_with_a_same_key_subset_in_the_window(three: TestBackend) 
     result, _ = lost_commit(db, key, _both, after=window, times=1)
     assert not result.replayed and errors == ["IdempotencyMismatchError"]
     assert notes(db) == {"n1": "x"} and _cents(db) == 5
+    assert db.scan(stock) == []
 
 
 def test_every_answer_lost_is_settled_by_the_receipts_of_both_tables(
@@ -351,31 +366,8 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
     """Four invocations commit the two-table writes under one key at once (a barrier): at
     most one applies, the others are replayed or conflict having applied nothing; the add
     is applied once, one receipt in each table."""
-    import threading
-
-    from dynaorm import DynaormError
-
     db, key = three, key_of(three, "threads")
-    answers: list[str] = []
-    lock = threading.Lock()
-    go = threading.Barrier(4)
-
-    def run() -> None:
-        s = Session(db.table)
-        _both(s)
-        go.wait()
-        try:
-            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
-        except DynaormError as exc:
-            out = type(exc).__name__
-        with lock:
-            answers.append(out)
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    answers = keyed_commits_at_once(db.table, key, _both)
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
     if "applied" in answers or "replayed" in answers:
@@ -404,28 +396,6 @@ def test_a_used_key_whose_writes_fail_their_own_condition_says_so_or_mismatches(
         s2.commit(idempotency_key=key)
     assert not isinstance(err.value, TransactionTooLargeError)
     assert _everything(db) == before
-
-
-def test_a_lost_answer_with_a_same_key_superset_in_the_window(three: TestBackend) -> None:
-    """In the window another invocation commits a superset (the two writes and a third
-    table's) under the key: a mismatch (the receipts of the first two tables are live),
-    nothing written, no receipt in the third table; the first is settled as applied."""
-    db, key = three, key_of(three, "lost-superset")
-    errors: list[str] = []
-
-    def window() -> None:
-        with Session(db.table) as twin:
-            _both(twin)
-            twin.save(Stock(sku="k1", left=3))
-            try:
-                twin.commit(idempotency_key=key)
-            except IdempotencyMismatchError as exc:
-                errors.append(type(exc).__name__)
-
-    result, _ = lost_commit(db, key, _both, after=window, times=1)
-    assert not result.replayed and errors == ["IdempotencyMismatchError"]
-    assert notes(db) == {"n1": "x"} and _cents(db) == 5
-    assert db.scan(stock) == []
 
 
 @pytest.mark.parametrize("twin_writes", ["same", "subset"])

@@ -19,7 +19,7 @@ from dynaorm import (
     RequestError,
 )
 from dynaorm.testing import TestBackend
-from tests.support.faults import Faults
+from tests.support.faults import Faults, faults_on
 from tests.support.models import Audit, Note, User
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
@@ -27,23 +27,13 @@ pytestmark = pytest.mark.sync_only  # instruments of the sync client (see confte
 LOST = ("timeout", "closed", "500")
 
 
-@pytest.fixture
-def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.max_wait = 0  # retry without waiting
-    f = Faults(db.table)
-    yield f
-    f.clear()
+faults = pytest.fixture(faults_on, name="faults")
 
 
 @pytest.fixture
 def faults3(db: TestBackend) -> Iterator[Faults]:
-    """:func:`faults` on a table whose requests are attempted 3 times at most (set first:
-    it rebinds the table, and the handlers go on the client it is bound to then)."""
-    db.table.max_wait = 0
-    db.table.max_attempts = 3
-    f = Faults(db.table)
-    yield f
-    f.clear()
+    """:func:`faults` on a table whose requests are attempted 3 times at most."""
+    yield from faults_on(db, attempts=3)
 
 
 def _note(db: TestBackend, **fields: str) -> Note:

@@ -15,6 +15,7 @@ import pytest
 from dynaorm import ConcurrentModificationError, DynaormError, Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.audit import audit_table
+from tests.support.concurrency import join_all
 from tests.support.models import User, app
 
 USERS = 8
@@ -77,10 +78,7 @@ def test_find_never_returns_a_wrong_owner(local: TestBackend) -> None:
 
     threads = [threading.Thread(target=mover, args=(i,)) for i in range(16)]
     threads += [threading.Thread(target=finder, args=(100 + i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=SECONDS + 60)
+    join_all(threads, timeout=SECONDS + 60)
     assert not errors, errors
     assert wrong == []  # 0 wrong owners
     assert moves[0] > 0 and finds["found"] > 0  # the race really ran

@@ -36,7 +36,9 @@ from langgraph.types import Command, interrupt
 
 from dynaorm import DynaormError, OutcomeUnknownError, Table
 from dynaorm.langgraph import Saver, ThreadBusyError
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults
+from tests.support.clocks import Clock
+from tests.support.engines import on_engine
 from tests.support.examples import examples
 
 agents = Table("langgraph_single", ttl="expires_at")
@@ -50,20 +52,9 @@ class State(TypedDict):
     m: Annotated[list[str], operator.add]
 
 
-class Clock:
-    """The leases' clock (seconds), moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def tb(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(agents, endpoint_url=backend, name_suffix=worker_suffix()) as found:
-        yield found
+    yield from on_engine(backend, agents)
 
 
 @pytest.fixture
@@ -366,27 +357,38 @@ def test_a_write_inside_a_prunes_window_is_refused(
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
     _put(a, "A", "0002", "0003")
-    refused: list[Exception] = []
 
     def inside() -> None:
-        try:
-            if what == "A's put":
-                _put(a, "A", "0003", "0004", last=True)
-            else:
-                _writes(a, "A", "0003", "late")
-        except ThreadBusyError as exc:
-            refused.append(exc)
-    deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=inside)
-    if how == "prune":
-        deleter.prune(["th"], strategy="delete")
-    else:
-        deleter.delete_for_runs(["A"])
+        if what == "A's put":
+            _put(a, "A", "0003", "0004", last=True)
+        else:
+            _writes(a, "A", "0003", "late")
+
+    refused = _refused_in_the_window(monkeypatch, inside, lambda deleter: (
+        deleter.prune(["th"], strategy="delete") if how == "prune"
+        else deleter.delete_for_runs(["A"])))
     assert len(refused) == 1 and tb.scan_raw() == []
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
         _writes(a, "A", "0003", "later")
     _put(b, "B", "0003", "0005", last=True)
     assert [i["sk"]["S"] for i in _rows(tb)] == ["C#_#0005#"]
+
+
+def _refused_in_the_window(monkeypatch: pytest.MonkeyPatch, write: Callable[[], Any],
+                           delete: Callable[[Saver], Any]) -> list[ThreadBusyError]:
+    """``delete`` (a call of a Saver of its own) with ``write`` in its window (right after
+    its first read of the thread): the refusals ``write`` met."""
+    refused: list[ThreadBusyError] = []
+
+    def inside() -> None:
+        try:
+            write()
+        except ThreadBusyError as exc:
+            refused.append(exc)
+    deleter = Saver(agents)
+    _window(monkeypatch, deleter, first=inside)
+    delete(deleter)
+    return refused
 
 
 def _window(monkeypatch: pytest.MonkeyPatch, deleter: Saver, first: Callable[[], Any]) -> None:
@@ -418,24 +420,20 @@ def test_delete_thread_takes_the_lease_from_a_run_inside_its_window(
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A", None, "0001")
     _put(a, "A", "0001", "0002")
-    refused: list[Exception] = []
 
     def inside() -> None:
-        try:
-            if what == "A's step":
-                _writes(a, "A", "0002", "step")
-                _put(a, "A", "0002", "0003")
-            elif what in ("B's turn", "a write of no run"):
-                _put(b, "B" if what == "B's turn" else None, "0002", "0003")
-            elif what == "A's last put":
-                _put(a, "A", "0002", "0003", last=True)
-            else:
-                _writes(a, "A", "0002", "late")
-        except ThreadBusyError as exc:
-            refused.append(exc)
-    deleter = Saver(agents)
-    _window(monkeypatch, deleter, first=inside)
-    deleter.delete_thread("th")
+        if what == "A's step":
+            _writes(a, "A", "0002", "step")
+            _put(a, "A", "0002", "0003")
+        elif what in ("B's turn", "a write of no run"):
+            _put(b, "B" if what == "B's turn" else None, "0002", "0003")
+        elif what == "A's last put":
+            _put(a, "A", "0002", "0003", last=True)
+        else:
+            _writes(a, "A", "0002", "late")
+
+    refused = _refused_in_the_window(monkeypatch, inside,
+                                     lambda deleter: deleter.delete_thread("th"))
     assert len(refused) == 1 and tb.scan_raw() == []
     with pytest.raises(ThreadBusyError, match="no lease is stored"):
         _writes(a, "A", "0002", "later")
@@ -859,6 +857,29 @@ def test_many_writes_ahead_of_their_checkpoint_are_accepted(tb: TestBackend,
     assert found is not None and len(found.pending_writes or []) == 150
 
 
+def _after_the_first_commit(monkeypatch: pytest.MonkeyPatch, saver: Saver,
+                            between: Callable[[], Any]) -> list[int]:
+    """``between`` runs once ``saver``'s first commit is answered, before its next; the
+    commits answered (one entry each)."""
+    commit, done = saver._commit, []
+
+    def in_the_window(*args: Any, **kwargs: Any) -> Any:
+        found = yield from commit(*args, **kwargs)
+        done.append(1)
+        if len(done) == 1:
+            between()
+        return found
+    monkeypatch.setattr(saver, "_commit", in_the_window)
+    return done
+
+
+def _b_writes_150(b: Saver, checkpoint_id: str) -> None:
+    """Run B's task writes 150 rows on ``checkpoint_id`` (two commits)."""
+    b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
+                                   "checkpoint_id": checkpoint_id, "run_id": "B"}},
+                 [("m", str(i)) for i in range(150)], "task-b")
+
+
 @pytest.mark.engines("moto", "local")
 def test_writes_ahead_refused_between_their_commits_leave_nothing(
         tb: TestBackend, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -868,19 +889,9 @@ def test_writes_ahead_refused_between_their_commits_leave_nothing(
     A refused run stores nothing: none of B's rows may stay."""
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A1", None, "0001", last=True)
-    commit, done = b._commit, []
-
-    def in_the_window(*args: Any, **kwargs: Any) -> Any:
-        found = yield from commit(*args, **kwargs)
-        done.append(1)
-        if len(done) == 1:
-            _put(a, "A2", "0001", "0002")
-        return found
-    monkeypatch.setattr(b, "_commit", in_the_window)
+    done = _after_the_first_commit(monkeypatch, b, lambda: _put(a, "A2", "0001", "0002"))
     with pytest.raises(ThreadBusyError):
-        b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
-                                       "checkpoint_id": "0003", "run_id": "B"}},
-                     [("m", str(i)) for i in range(150)], "task-b")
+        _b_writes_150(b, "0003")
     assert len(done) == 1
     assert _stray(tb) == []
     _put(a, "A2", "0002", "0004", last=True)
@@ -912,20 +923,13 @@ def test_writes_refused_between_their_commits_are_not_said_unstored(
     may stay (or the error must not say so)."""
     a, b = (Saver(agents, single_writer=True, lease=LEASE) for _ in range(2))
     _put(a, "A1", None, "0001", last=True)
-    commit, done = b._commit, []
 
-    def in_the_window(*args: Any, **kwargs: Any) -> Any:
-        found = yield from commit(*args, **kwargs)
-        done.append(1)
-        if len(done) == 1:
-            clock.now += LEASE.total_seconds() * 4 / 3 + 1
-            _put(a, "A2", "0001", "0002")
-        return found
-    monkeypatch.setattr(b, "_commit", in_the_window)
+    def lapse_and_take() -> None:
+        clock.now += LEASE.total_seconds() * 4 / 3 + 1
+        _put(a, "A2", "0001", "0002")
+    done = _after_the_first_commit(monkeypatch, b, lapse_and_take)
     with pytest.raises(ThreadBusyError):
-        b.put_writes({"configurable": {"thread_id": "th", "checkpoint_ns": "",
-                                       "checkpoint_id": "0001", "run_id": "B"}},
-                     [("m", str(i)) for i in range(150)], "task-b")
+        _b_writes_150(b, "0001")
     assert len(done) == 1
     assert [sk for i in _rows(tb) if "#W#task-b#" in (sk := i["sk"]["S"])] == []
 

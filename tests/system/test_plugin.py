@@ -24,6 +24,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import index_lag
+from tests.support.concurrency import join_all
 from tests.support.recording import send
 
 ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
@@ -404,10 +405,7 @@ def test_the_moto_server_answers_concurrent_writers_one_at_a_time(
 
     try:
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        join_all(threads)
         assert errors == []
         assert len(Session(served).scan(ServedHandle).all()) == 150
     finally:
@@ -452,11 +450,21 @@ def test_own_suite_stops_at_once_on_a_dead_endpoint() -> None:
                      f"--dynaorm-endpoint: {dead!r} does not answer")
 
 
+def test_malformed_endpoint_is_one_usage_error(user_project: Path) -> None:
+    result = _pytest(user_project, "--dynaorm-endpoint", "notaurl")
+    _one_usage_error(result, "--dynaorm-endpoint: 'notaurl' is not")
+
+
 @pytest.mark.parametrize("url", ["notaurl", "localhost:8000", "ftp://localhost:8000",
                                  "http://", "http://localhost:99999"])
-def test_malformed_endpoint_is_one_usage_error(user_project: Path, url: str) -> None:
-    result = _pytest(user_project, "--dynaorm-endpoint", url)
-    _one_usage_error(result, f"--dynaorm-endpoint: {url!r} is not")
+def test_a_malformed_endpoint_is_refused_before_any_connection(url: str) -> None:
+    """What the plugin's ``pytest_configure`` says of each malformed URL (the one usage
+    error a run stops with: the test above, in a pytest of its own), refused as it is
+    read: no connection tried."""
+    from pytest_dynaorm import check_endpoint
+
+    problem = check_endpoint(url, timeout=0)
+    assert problem is not None and problem.startswith(f"{url!r} is not"), problem
 
 
 def test_dead_endpoint_is_one_usage_error_for_the_whole_run(user_project: Path) -> None:

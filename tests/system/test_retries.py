@@ -27,7 +27,8 @@ from dynaorm import (
 )
 from dynaorm.protocol.policy import Policy
 from dynaorm.testing import TestBackend, use_tables
-from tests.support.faults import Faults
+from tests.support.concurrency import join_all
+from tests.support.faults import Faults, faults_on
 from tests.support.models import Note, User
 
 pytestmark = [pytest.mark.sync_only,  # instruments of the sync client (see conftest)
@@ -56,12 +57,7 @@ class Ghost(Entity):
     ghost_id: str
 
 
-@pytest.fixture
-def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.max_wait = 0  # retry without waiting
-    f = Faults(db.table)
-    yield f
-    f.clear()
+faults = pytest.fixture(faults_on, name="faults")
 
 
 @pytest.fixture
@@ -244,10 +240,7 @@ def test_one_client_per_table_shared_by_threads(db: TestBackend) -> None:
         seen.append(table.client)
 
     threads = [threading.Thread(target=grab) for _ in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     assert len({id(c) for c in seen}) == 1
     assert table.client is seen[0] is table.db.botocore
     assert table.client.meta.config.max_pool_connections >= 64

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from dynaorm import AsyncSession, Client, Session
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.concurrency import join_all
 from tests.support.models import Note, app
 from tests.support.spans import Spans
 
@@ -478,10 +479,7 @@ def test_threads_sharing_a_client_nest_under_their_own_callers(db: TestBackend) 
                 db.session().get(Note, note_id=f"t{i}-{n}")
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     for i in range(8):
         (caller,) = spans.named(f"caller{i}")
         ops = spans.children(caller)

@@ -13,7 +13,6 @@ only."""
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,8 +27,9 @@ import dynaorm.wire
 from dynaorm import Client, Entity, Session, Table, inspect
 from dynaorm import errors as dynaorm_errors
 from dynaorm.errors import DynaormError
-from dynaorm.values.codec import binary_from_json
 from dynaorm.wire import decode
+from tests.support.decoding import old_decode
+from tests.support.entities import entity_class
 from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, serving
 from tests.support.loaders import shared_loaders
@@ -43,25 +43,6 @@ def client(url: str, wire: str) -> Client:
     must not make the old and the new decoding's runs differ)."""
     return Client(url, "us-east-1", wire=wire, max_attempts=1,
                   config=Config(read_timeout=20, connect_timeout=20))
-
-
-def old_decode(body: bytes) -> dict[str, Any]:
-    """``decode`` as it was before de1ecdc (verbatim but for the name and the fix of an
-    escaped binary tag, see :func:`test_an_escaped_binary_tag_reads_as_botocores_wire_reads_it`:
-    a backslash in the body also converts)."""
-    if not body:
-        return {}
-    try:
-        data = json.loads(body.decode("utf-8"))
-        if b'"B"' in body or b'"BS"' in body or b"\\" in body:
-            data = binary_from_json(data)
-        if b"null" in body and isinstance(data, dict):
-            data = {k: v for k, v in data.items() if v is not None}
-    except (binascii.Error, RecursionError) as exc:
-        raise ValueError(f"not a DynamoDB answer: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"not a DynamoDB answer: a JSON {type(data).__name__}")
-    return data
 
 
 def outcome(read: Callable[[], Any]) -> tuple[Any, ...]:
@@ -206,33 +187,23 @@ def _decoding(old: bool) -> Iterator[None]:
         dynaorm.wire.decode = new
 
 
-def _entity(hostile: Table, fast: bool) -> type[Entity]:
-    """``H``: fields of every kind (read the plain way, decoded first), or (``fast``) only
-    a string field, which pydantic-core reads straight from the answer's bytes
+#: the fields of ``H`` read the plain way: by the old and new decoding, or by both wires
+_PLAIN = {"blob": (bytes, b""), "tags": (list[Any], []), "m": (dict[str, Any], {})}
+_AGREE = {"blob": (bytes, b""), "s": (str, ""), "x": (Any, None), "m": (dict[str, Any], {}),
+          "tags": (set[str], set())}
+
+
+def _entity(hostile: Table, fast: bool,
+            fields: dict[str, tuple[Any, Any]] = _PLAIN) -> type[Entity]:
+    """``H``: ``fields`` of every kind (read the plain way, decoded first), or (``fast``)
+    only a string field, which pydantic-core reads straight from the answer's bytes
     (:func:`dynaorm.schema.entity.answer_reader`; its state decodes the page again later,
     :class:`dynaorm.values.state.LoadedPage`)."""
+    meta = {"table": hostile, "pk": "USER#{user_id}", "sk": "PROFILE"}
     if fast:
-        class H(Entity):
-            class Meta:
-                table = hostile
-                pk = "USER#{user_id}"
-                sk = "PROFILE"
-
-            user_id: str
-        return H
-
-    class Plain(Entity):
-        class Meta:
-            table = hostile
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-            type_name = "H"
-
-        user_id: str
-        blob: bytes = b""
-        tags: list[Any] = []
-        m: dict[str, Any] = {}
-    return Plain
+        return entity_class("H", meta, __name__, user_id=(str, ...))
+    return entity_class("Plain", {**meta, "type_name": "H"}, __name__, user_id=(str, ...),
+                        **fields)
 
 
 def _read(body: bytes, wire: str, how: str, fast: bool = False) -> tuple[Any, ...]:
@@ -581,7 +552,7 @@ _ROW = {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "H"},
 def _read_agree(db: Client, how: str, fast: bool) -> list[Any]:
     """What a read of ``H`` (``how``: get, query, many, snapshot) makes of the answer,
     each object's stored key and state realized too."""
-    cls = _entity_agree(db, fast)
+    cls = _entity(Table("hostile", client=db), fast, _AGREE)
     with Session(db) as session:
         if how == "get":
             found: list[Any] = [session.get(cls, user_id="1")]
@@ -591,34 +562,6 @@ def _read_agree(db: Client, how: str, fast: bool) -> list[Any]:
             found = session.get_many(cls, [{"user_id": "1"}], snapshot=how == "snapshot")
     return [None if h is None else (h.model_dump(), dict(inspect(h).key), inspect(h).persisted)
             for h in found]
-
-
-def _entity_agree(db: Client, fast: bool) -> type[Entity]:
-    hostile = Table("hostile", client=db)
-    if fast:
-        class H(Entity):
-            class Meta:
-                table = hostile
-                pk = "USER#{user_id}"
-                sk = "PROFILE"
-
-            user_id: str
-        return H
-
-    class Plain(Entity):
-        class Meta:
-            table = hostile
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-            type_name = "H"
-
-        user_id: str
-        blob: bytes = b""
-        s: str = ""
-        x: Any = None
-        m: dict[str, Any] = {}
-        tags: set[str] = set()
-    return Plain
 
 
 def _bodies(item: str) -> dict[str, bytes]:

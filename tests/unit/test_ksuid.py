@@ -13,6 +13,7 @@ import pytest
 from ksuid import Ksuid
 
 from dynaorm import ksuid
+from tests.support.concurrency import join_all
 
 BASE62 = set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
@@ -66,10 +67,7 @@ def test_increasing_across_threads() -> None:
         per_thread[n] = [ksuid() for _ in range(2500)]
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     everything = [v for values in per_thread.values() for v in values]
     assert len(set(everything)) == 10_000
     for values in per_thread.values():

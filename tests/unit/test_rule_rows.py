@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynaorm import Entity, Unique
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.model import row_kinds, rows_of
 from dynaorm.schema.rules import NO_ROWS, Change, Explained, Rows
@@ -15,23 +14,7 @@ from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, Uniqueness
 from dynaorm.schema.rules.versioned import Versioning
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role
 from dynaorm.write.records import ActionBuilder
-from tests.support.models import Note, app
-
-
-class RowsAccount(Entity):
-    """Versioned, with a unique value and a scoped one."""
-
-    class Meta:
-        table = app
-        pk = "RACCOUNT#{account_id}"
-        sk = "PROFILE"
-        unique = ("username", Unique("email", scope="ORG#{org}", prefix="mail"))
-        versioned = True
-
-    account_id: str
-    username: str
-    email: str
-    org: str
+from tests.support.models import Note, RowsAccount
 
 
 def _change(old: dict[str, Any] | None, new: dict[str, Any] | None, **extra: Any) -> Change:

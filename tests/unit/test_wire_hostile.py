@@ -42,6 +42,7 @@ from dynaorm import (
     RequestNotSentError,
 )
 from dynaorm.wire.connection import MAX_HEAD, AnswerReader
+from tests.support.concurrency import join_all
 from tests.support.examples import examples
 from tests.support.hostile import Reply, answer, certificate, json_body, serving
 
@@ -791,10 +792,7 @@ def test_concurrent_requests_never_get_each_others_answers(kind: str) -> None:
 
                 threads = [threading.Thread(target=worker, args=(keys[i::16],))
                            for i in range(16)]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
+                join_all(threads)
             else:
                 async def one(key: str) -> None:
                     try:

@@ -37,7 +37,7 @@ from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
 from dynaorm.wire import AsyncWire, SyncWire
 from dynaorm.wire.endpoint import client_endpoint, proxy_tls_context
-from tests.support.hostile import read_head
+from tests.support.hostile import EmptyAnswers, read_head
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 KEY = {"TableName": "app", "Key": {"pk": {"S": "a"}}}
@@ -91,19 +91,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
 
 
 # -- the endpoint and the proxy ----------------------------------------------------------
-class _Answer(http.server.BaseHTTPRequestHandler):
+class _Answer(EmptyAnswers):
     protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")

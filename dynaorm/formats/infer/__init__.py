@@ -102,7 +102,7 @@ def _key_schema(schema: Iterable[Mapping[str, str]]) -> tuple[list[str], list[st
 def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
     pk, sk = _key_schema(index["KeySchema"])
     projection = index.get("Projection", {})
-    shown: Any = projection.get("ProjectionType", "ALL")
+    shown = projection.get("ProjectionType", "ALL")
     if shown == "INCLUDE":
         shown = list(projection.get("NonKeyAttributes", ()))
     return {"name": index["IndexName"], "kind": kind, "projection": shown, "sk": sk,

@@ -151,7 +151,7 @@ def _attribute_fields(group: _Group, attrs: Values,
         except OffloadError:  # (a decompressed map of a reference's shape: a value)
             sealed = False
         if attr == table.get("ttl"):
-            kind: dict[str, Any] = {"type": "datetime"}
+            kind = {"type": "datetime"}
         elif sealed:
             kind = {"type": "any"}
         else:

@@ -72,7 +72,7 @@ def _columns(shapes: Sequence[Shape],
              roles: Sequence[Sequence[tuple[bool, ...]]]) -> list[tuple[int, int, str]]:
     """The key positions that tell entities apart: by their literal tokens (few of them),
     or by the leads of their tokens (few of them, every token with one)."""
-    columns: list[tuple[int, int, str]] = []
+    columns = []
     for part, tokens in enumerate(shapes[0]):
         for pos in range(len(tokens)):
             tags = {s[part][pos] for s, r in zip(shapes, roles, strict=True) if r[part][pos]}
@@ -88,7 +88,7 @@ def _columns(shapes: Sequence[Shape],
 def _by_shape(entries: Sequence[Entry],
               table: Table) -> list[_Group]:
     """Items without a type attribute, grouped by the shape of their table key."""
-    by_len: dict[tuple[int, ...], list[Entry]] = defaultdict(list)
+    by_len = defaultdict(list)
     for entry in entries:
         by_len[tuple(len(t) for t in _shape(entry[1], table))].append(entry)
     groups: dict[Sig, _Group] = {}
@@ -186,8 +186,8 @@ def _type_attribute(items: Sequence[Item], table: Table) -> str | None:
     any other string attribute on nearly every item with few values, whose items of each
     value share one key shape."""
     keys = set(_key_attrs(table)) | {table.get("ttl"), table["revision_attribute"]}
-    counts: Counter[str] = Counter(a for item in items for a, v in item.items()
-                                   if "S" in v and a not in keys)
+    counts = Counter(a for item in items for a, v in item.items()
+                     if "S" in v and a not in keys)
     known = [a for a in _TYPE_NAMES if counts[a] >= 0.5 * len(items)]  # (items without
     # one, another tool's strays, are left unplaced: the model claims none of them)
     others = [a for a, n in counts.most_common() if n >= 0.95 * len(items) and a not in known]

@@ -97,7 +97,7 @@ def _base_key(item: Item, table: Table) -> tuple[dict[str, str], bool] | None:
     """The item's key texts by attribute (table key and index keys), the sort key's
     version prefix read off, and whether it had one; ``None`` when the table key is no
     string or number."""
-    out: dict[str, str] = {}
+    out = {}
     versioned = False
     for attr in _key_attrs(table):
         text = _text(item.get(attr))

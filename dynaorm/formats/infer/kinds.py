@@ -144,7 +144,7 @@ def _resolved(kind: dict[str, Any], name: str, models: _Namer) -> dict[str, Any]
         return {**kind, "items": _resolved(kind["items"], name, models)}
     if kind["type"] != "map":
         return kind
-    values: list[Mapping[str, Any]] = kind["_values"]
+    values = kind["_values"]
     keys = {k for v in values for k in v}
     if keys and all(_IDENT.match(k) and not k.startswith(("_", "model_")) and k != "Meta"
                     and not keyword.iskeyword(k) and k not in _MEMBERS for k in keys):
@@ -211,8 +211,8 @@ def _field(name: str, stored: str, kind: dict[str, Any], required: bool,
            avs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     kind = _epoch(stored, kind, avs) or kind
     nullable = not required or any("NULL" in av for av in avs)
-    out: dict[str, Any] = {"name": name, "stored": stored, **kind,
-                           "required": required and not nullable, "nullable": nullable}
+    out = {"name": name, "stored": stored, **kind,
+           "required": required and not nullable, "nullable": nullable}
     if nullable:
         out["default"] = None
     return out

@@ -51,7 +51,7 @@ def _snake(text: str) -> str:
 class _Namer:
     """Names of fields and nested models, each once in its scope."""
 
-    def __init__(self, taken: Iterable[str] = ()) -> None:
+    def __init__(self, taken: Iterable[str] = ()):
         self.taken = set(taken)
         #: the field name of each attribute named so far
         self.attrs: dict[str, str] = {}

@@ -56,9 +56,9 @@ def _sorted_items(items: Sequence[Item], table: Table, type_attr: str | None,
                                             list[Item], list[Item]]:
     """The items of entities (with their key texts), dynaorm's unique guards, and those
     of no key it reads; dynaorm's own rows (receipts, LangGraph's) put in ``own``."""
-    entries: list[Entry] = []
-    guards: list[Item] = []
-    unplaced: list[Item] = []
+    entries = []
+    guards = []
+    unplaced = []
     for item in items:
         kind = _text(item.get(type_attr)) if type_attr else None
         if _own(item, kind, table):
@@ -83,7 +83,7 @@ def _guards(entities: Sequence[_Entity], guards: Sequence[Item], unplaced: list[
     """dynaorm's unique guard items as ``unique`` rules of the entities they name (one
     rule for the guards of one owner's field: :func:`_rule`)."""
     by_type = {e.group.type_name or e.group.name: e for e in entities}
-    found: dict[tuple[str, str], list[tuple[str, Item]]] = defaultdict(list)
+    found = defaultdict(list)
     for guard in guards:
         type_name, name, key = (_text(guard.get(a)) or "" for a in (
             "owner_type", "unique_field", table["pk"]))
@@ -113,8 +113,8 @@ def _rules(owner: _Entity, name: str, keyed: Sequence[tuple[str, Item]],
         return literal
     values = {key: _owner_values(owner, guard, table) for key, guard in keyed}
     for scope in _scopes(owner):
-        prefixes: set[str] = set()
-        leads: set[str] = set()
+        prefixes = set()
+        leads = set()
         for key, head in heads.items():
             if values[key] is None:  # (its owner not sampled: its key parsed below)
                 continue

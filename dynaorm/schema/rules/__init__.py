@@ -641,7 +641,7 @@ class Rules:
                  "reads_insert", "rebinders", "redactors", "refusers",
                  "sort_keys", "stampers", "store", "transforms", "unplacers")
 
-    def __init__(self, rules: tuple[Rule, ...]) -> None:
+    def __init__(self, rules: tuple[Rule, ...]):
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
         self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))

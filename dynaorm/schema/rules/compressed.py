@@ -55,7 +55,7 @@ class _Compressed:
 
     __slots__ = ("_min_size",)
 
-    def __init__(self, *, min_size: int = 256) -> None:
+    def __init__(self, *, min_size: int = 256):
         if type(min_size) is not int or min_size < 0:
             raise DynaormError(f"Compressed(min_size={min_size!r}): a number of bytes >= 0")
         self._min_size = min_size
@@ -123,25 +123,17 @@ def _loaded(av: Any) -> Any:
         raise ValueError(f"not a set of text: {kind!r}")
     if kind == "NULL" and value is not True:
         raise ValueError("NULL is true")
-    return _loaded_value(kind, value, av)
+    return {kind: _LOADERS[kind](value)} if kind in _LOADERS else av
 
 
-def _loaded_value(kind: str, value: Any, av: Any) -> Any:
-    """The attribute value ``av`` (``{kind: value}``, of its kind's JSON type) as
-    :func:`_loaded` gives it: its binary values bytes again, its numbers checked."""
-    if kind == "B":
-        return {"B": base64.b64decode(value, validate=True)}
-    if kind == "BS":
-        return {"BS": [base64.b64decode(v, validate=True) for v in value]}
-    if kind == "N":
-        return {"N": _number(value)}
-    if kind == "NS":
-        return {"NS": [_number(v) for v in value]}
-    if kind == "M":
-        return {"M": {k: _loaded(v) for k, v in value.items()}}
-    if kind == "L":
-        return {"L": [_loaded(v) for v in value]}
-    return av
+#: what :func:`_loaded` makes of a value of each kind that is not as JSON holds it: binary
+#: values bytes again, numbers checked, maps and lists looked into
+_LOADERS: dict[str, Any] = {
+    "B": lambda value: base64.b64decode(value, validate=True),
+    "BS": lambda value: [base64.b64decode(v, validate=True) for v in value],
+    "N": _number, "NS": lambda value: [_number(v) for v in value],
+    "M": lambda value: {k: _loaded(v) for k, v in value.items()},
+    "L": lambda value: [_loaded(v) for v in value]}
 
 
 def _size(av: Mapping[str, Any]) -> tuple[int, bytes]:
@@ -184,7 +176,7 @@ class Compression(Rule):
         "spans": "as messages",
     }
 
-    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str) -> None:
+    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str):
         #: stored attribute name -> (field name, min_size)
         self.fields = fields
         self.owner = owner

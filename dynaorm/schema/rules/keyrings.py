@@ -96,7 +96,7 @@ class Keyring:
     """The id of the key unique encrypted values are MAC'd under (``None``: none; an
     entity with a unique encrypted field refuses this keyring)."""
 
-    def __init__(self, previous: Iterable[Any] = ()) -> None:
+    def __init__(self, previous: Iterable[Any] = ()):
         self.previous = tuple(previous)
         self._fresh()
 
@@ -320,7 +320,7 @@ class StaticKeyring(Keyring):
     last of ``previous``, else ``key``)."""
 
     def __init__(self, key: bytes, previous: Iterable[bytes] = (), *,
-                 mac_key: bytes | None = None) -> None:
+                 mac_key: bytes | None = None):
         super().__init__(_checked(k, "a previous key") for k in previous)
         key = _checked(key, "key")
         self._by_id = {_key_id(k): k for k in (*self.previous, key)}
@@ -368,7 +368,7 @@ class KmsKeyring(Keyring):
     its own for ``region`` when given."""
 
     def __init__(self, key_id: str, previous: Iterable[str] = (), *, client: Any = None,
-                 region: str | None = None, mac_key_id: str | None = None) -> None:
+                 region: str | None = None, mac_key_id: str | None = None):
         super().__init__(previous)
         self.key_id, self.mac_key_id = key_id, mac_key_id
         self.key_ids = frozenset((key_id, *self.previous))

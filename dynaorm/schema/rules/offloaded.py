@@ -117,7 +117,7 @@ class Held(dict[str, Any]):
     __slots__ = ("body", "error", "pending")
 
     def __init__(self, av: Mapping[str, Any], body: bytes, pending: bool = False,
-                 error: OffloadError | None = None) -> None:
+                 error: OffloadError | None = None):
         super().__init__(av)
         self.body = body
         self.pending = pending
@@ -498,7 +498,7 @@ class Offloading(Rule):
         """``item`` with its large values placed (see :meth:`place`): ``own``, the
         references its write read; ``held``, those rows placed before keep."""
         threshold = self.table.offload_threshold
-        changed: dict[str, Any] = {}
+        changed = {}
         for attr in self.fields.keys() & item.keys():
             av = item[attr]
             ref = reference(av)

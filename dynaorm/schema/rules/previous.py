@@ -144,7 +144,7 @@ class Layout(Before):
         if item is None or (spec.owns(item) and spec.fits(item)):
             return False
         sk = self.table.sk
-        if self.versioned and sk is not None and sk in item:  # (a version row: as its copy)
+        if self.versioned and sk in item:  # (a version row: as its copy)
             parsed = parse_version_sk(key_value(item[sk]))
             if parsed is not None:
                 item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
@@ -391,7 +391,7 @@ class Layout(Before):
         if old is not None and self.owns(old):
             obj = yield from self.moved(spec, old, kit, True)
             if held or _at(spec, obj, key):
-                if current is not old and current is not None and spec.owns(current):
+                if current is not old and spec.owns(current):
                     raise DynaormError(
                         f"{spec.name}: both layouts hold it, the old row {old_key} and the "
                         f"current row {key} (a new object was saved at the current key "

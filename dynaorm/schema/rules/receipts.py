@@ -167,7 +167,7 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...
     if not hasattr(type(value), "model_fields") or isinstance(value, type):
         return []
     names = made(value)
-    found: list[tuple[str | int, ...]] = []
+    found = []
     for name in type(value).model_fields:
         field = getattr(value, name, None)
         if name in names:
@@ -266,7 +266,7 @@ def _other(value: Any) -> str:
         return _sequence(value)
     if isinstance(value, Condition):
         ph = Placeholders()
-        body: dict[str, Any] = {"e": value.render(ph)}
+        body = {"e": value.render(ph)}
         ph.apply(body)
         return f"q{_canon(body)}"
     if dataclasses.is_dataclass(value):
@@ -342,7 +342,7 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def __init__(self, table: _Home) -> None:
+    def __init__(self, table: _Home):
         self.table = table
         """The table whose rule it is."""
         self._keys: tuple[str, bool] | None = None  # (keyed(), asked once)
@@ -370,7 +370,7 @@ class Receipts:
                                    "receipts (idempotency_key=)")
         texts = [_write(entry) for entry in staged]
         receipting = Receipting(homes, key, _digest(texts), scope)
-        tables: dict[str, _Home] = {}  # (of the entities with Encrypted fields)
+        tables = {}  # (of the entities with Encrypted fields)
         for entry in staged:
             if (spec := entry._entity.__dynaorm_spec__).encrypted:
                 tables[str(spec.table.name)] = spec.table
@@ -415,7 +415,7 @@ class _Free(Condition):
     """No live receipt at the key: none there, or one expired by ``now`` (on a table
     without a TTL attribute, one 0.7 wrote expires by :data:`EXPIRES`)."""
 
-    def __init__(self, pk: str, expiry: str, now: int) -> None:
+    def __init__(self, pk: str, expiry: str, now: int):
         self.pk, self.expiry, self.args = pk, expiry, (now,)
 
     def render(self, ph: Placeholders) -> str:
@@ -479,7 +479,7 @@ class Receipting:
                  "plain", "sent", "token", "value")
 
     def __init__(self, homes: list[tuple[Any, _Home]], key: str, staged_digest: str,
-                 scope: Mapping[str, str] | None = None) -> None:
+                 scope: Mapping[str, str] | None = None):
         #: where its receipts go, in the order of the plan: ``(entity, table)``, an entity
         #: class written (its actions' origin) and the table that keeps the receipt (each
         #: table written; or the client's receipts table, one)
@@ -530,14 +530,14 @@ class Receipting:
         stamped with, ``result`` the requests of the commit, each operation with the keys
         it wrote or read, which a replay returns (or that as JSON, encoded once for every
         table's receipt)."""
-        ttl: timedelta = table.receipts_ttl
-        item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
-                      DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
-                      REV: {"S": rev}, AT: {"N": str(self.now)},
-                      # (rounded up: a sub-second TTL must not make a receipt born expired)
-                      table.ttl or EXPIRY: {"N": str(math.ceil(
-                          time.time() + ttl.total_seconds()))},
-                      RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
+        ttl = table.receipts_ttl
+        item = {**{a: {"S": v} for a, v in self.where(table).items()},
+                DIGEST: {"S": self.digest}, NONCE: {"S": self.nonce},
+                REV: {"S": rev}, AT: {"N": str(self.now)},
+                # (rounded up: a sub-second TTL must not make a receipt born expired)
+                table.ttl or EXPIRY: {"N": str(math.ceil(
+                    time.time() + ttl.total_seconds()))},
+                RESULT: {"S": result if isinstance(result, str) else _JSON.encode(result)}}
         if self.made:  # (what the default factories made, which a replay puts back)
             item[MADE] = {"S": self._made()}
         # (not where an index is keyed on it: a receipt is in no index)
@@ -737,7 +737,7 @@ def origin_in(table: Any) -> type[Origin]:
         kind = type("OriginIn", (Origin,), {"__slots__": (), "table": property(
             held, doc="The table the action writes to.")})
         found = _ORIGINS[id(table)] = (table, kind)
-    origin: type[Origin] = found[1]
+    origin = found[1]
     return origin
 
 

@@ -115,7 +115,7 @@ class TenantRing(Keyring):
     """One tenant's keyring: data keys wrapped (AES-GCM) under the tenant's key, which
     it holds in memory (read from the key table and unwrapped by the table's keyring)."""
 
-    def __init__(self, tok: str, kid: str, key: bytes) -> None:
+    def __init__(self, tok: str, kid: str, key: bytes):
         super().__init__()
         self.key_id = f"{TENANT_PREFIX}{tok}/{kid}"
         self.key_ids = frozenset((self.key_id,))
@@ -160,7 +160,7 @@ class TenantKeys:
     cache of rings (and of tenants forgotten) by token, each kept :data:`TENANT_KEY_AGE`
     seconds; :meth:`prepare` (a protocol) fills it, the rest reads it."""
 
-    def __init__(self, table: TableSchema, base: Any) -> None:
+    def __init__(self, table: TableSchema, base: Any):
         self.table = table
         self.base = base  # (the table's keyring: it wraps the tenants' keys)
         self._lock = threading.Lock()

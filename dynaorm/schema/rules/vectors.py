@@ -182,7 +182,7 @@ class Vectors(Rule):
         "spans": "vectors are never span attributes",
     }
 
-    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str) -> None:
+    def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str):
         self.fields, self.owner = fields, owner
 
     @classmethod
@@ -192,7 +192,7 @@ class Vectors(Rule):
         schema = {a for v in table.vector_indexes.values() for a in v.search_schema}
         keyed = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
                  *(f for i in decl.indexes for f in i.fields)}
-        fields: dict[str, tuple[str, int]] = {}
+        fields = {}
         for name, node in decl.trees.items():
             attr, marker = decl.attr(name), vector_of(node)
             index = by_attribute.get(attr)

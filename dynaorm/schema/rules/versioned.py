@@ -281,7 +281,7 @@ class Versioning(Rule):
         assert self.table.sk is not None
         row = {k: v for k, v in item.items() if k not in self.unindexed}
         ttl = self.ttl
-        if ttl is not None and ttl in row:
+        if ttl in row:
             row[VERSION_TTL] = row.pop(ttl)
         aside = {a: row.pop(a) for a in self.native if a in row}
         if aside:

@@ -129,7 +129,7 @@ def _joined(prefix: str | None, rest: str) -> str:
 class _Counted(io.RawIOBase):
     """A stream's bytes, counted as they are read."""
 
-    def __init__(self, body: Any) -> None:
+    def __init__(self, body: Any):
         self.body, self.count = body, 0
 
     def readable(self) -> bool:
@@ -175,7 +175,7 @@ class _Operation:
 
     def description(self) -> dict[str, Any]:
         """Its ``BulkOperationDescription``."""
-        out: dict[str, Any] = {
+        out = {
             "BulkOperationArn": self.arn, "BulkOperationStatus": self.status,
             "TableDetails": [{"TableName": self.table, **(
                 {"TableId": self.table_id} if self.table_id else {})}],
@@ -187,8 +187,8 @@ class _Operation:
                 self.counted.count if self.counted is not None else 0),
             "PerformanceTier": self.request.get("PerformanceTier", "STANDARD"),
             "BulkOperationUsage": [{"TableName": self.table,
-                                    "BulkPutBytes": self.written_bytes,
-                                    "Table": {"BulkPutBytes": self.written_bytes}}]}
+                    "BulkPutBytes": self.written_bytes,
+                    "Table": {"BulkPutBytes": self.written_bytes}}]}
         if self.token is not None:
             out["ClientToken"] = self.token
         if "MaxWriteRequestUnits" in self.request:
@@ -217,7 +217,7 @@ class BulkService:
     ``own`` it is given (conditional ``PutItem`` for each record, reads for an export)."""
 
     def __init__(self, s3: Callable[[], Any], replicas: dict[str, list[str]] | None = None
-                 ) -> None:
+                 ):
         self._s3 = s3
         self._replicas = {} if replicas is None else replicas  # (the emulator's, by table)
         self._lock = threading.RLock()
@@ -414,7 +414,7 @@ class BulkService:
         body = self._s3().get_object(Bucket=conf["S3Bucket"], Key=key)["Body"]
         found.counted = _Counted(body)
         raw = io.BufferedReader(found.counted)
-        stream: Any = gzip.GzipFile(fileobj=raw) if conf.get(
+        stream = gzip.GzipFile(fileobj=raw) if conf.get(
             "InputCompressionType") == "GZIP" else raw
         yield from stream
 
@@ -572,7 +572,7 @@ class BulkService:
             write_manifests,
         )
 
-        read: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
+        read = {"TableName": name, "ConsistentRead": True}
         for member in ("KeyConditionExpression", "FilterExpression", "ProjectionExpression",
                        "ExpressionAttributeNames", "ExpressionAttributeValues"):
             if filters.get(member):
@@ -580,8 +580,8 @@ class BulkService:
         operation = "Query" if "KeyConditionExpression" in read else "Scan"
         s3, bucket = self._s3(), request["S3Bucket"]
         folder = export_folder(request.get("S3Prefix") or "", export_id)
-        entries: list[dict[str, Any]] = []
-        batch: list[dict[str, Any]] = []
+        entries = []
+        batch = []
         size = 0
         while True:
             try:

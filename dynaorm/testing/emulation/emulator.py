@@ -85,7 +85,7 @@ class IndexLag:
     the clock has passed its due time, so a test that runs for less than ``seconds``
     sees the same thing every time, however slow the machine."""
 
-    def __init__(self, seconds: float, seed: int | None = None) -> None:
+    def __init__(self, seconds: float, seed: int | None = None):
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
                 math.isfinite(seconds) and seconds >= 0):
             raise DynaormError(f"index_lag: seconds must be a number >= 0, got {seconds!r}")
@@ -193,7 +193,7 @@ class Emulator:
     and what moto skips with ``rules=True``. :meth:`handle` answers one request."""
 
     def __init__(self, *, rules: bool, lags: bool = True,
-                 s3: Callable[[], Any] | None = None) -> None:
+                 s3: Callable[[], Any] | None = None):
         self.rules = rules
         """Whether it enforces what moto skips (then it answers one request at a time)."""
         self.lags = lags
@@ -404,7 +404,7 @@ class Emulator:
 
     def _caught_up(self, table: str, mirror: _Mirror, lag: IndexLag) -> None:
         """The changes to ``table`` no write through the emulator made, queued."""
-        now: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        now = {}
         for item in _scanned(mirror.own, table):
             key = self._key(table, item, mirror.own)
             now[render(key)] = (key, item)
@@ -453,8 +453,8 @@ def _drop(forward: Forward, table: str) -> None:
 
 
 def _read(forward: Forward, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
-    item: dict[str, Any] | None = forward("GetItem", {"TableName": table, "Key": key,
-                                                      "ConsistentRead": True}).get("Item")
+    item = forward("GetItem", {"TableName": table, "Key": key,
+                               "ConsistentRead": True}).get("Item")
     return item
 
 
@@ -478,7 +478,7 @@ def mirror_definition(table: dict[str, Any]) -> tuple[dict[str, Any], frozenset[
     used = {k["AttributeName"] for k in table["KeySchema"]} | {
         k["AttributeName"] for g in gsis for k in g["KeySchema"]} | {
         e["AttributeName"] for v in vectors for e in v.get("SearchSchema", [])}
-    create: dict[str, Any] = {
+    create = {
         "TableName": table["TableName"] + MIRROR_SUFFIX, "KeySchema": table["KeySchema"],
         "BillingMode": "PAY_PER_REQUEST", "AttributeDefinitions": [
             a for a in table["AttributeDefinitions"] if a["AttributeName"] in used]}
@@ -508,7 +508,7 @@ def _make_mirror(table: str, own: Forward) -> _Mirror:
 
 def _scanned(own: Forward, table: str) -> Iterator[dict[str, Any]]:
     """Every item of ``table``, by a consistent scan."""
-    scan: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    scan = {"TableName": table, "ConsistentRead": True}
     while True:
         page = own("Scan", scan)
         yield from page.get("Items", [])
@@ -611,7 +611,7 @@ class EmbeddedTransport:
 
     botocore = True
 
-    def __init__(self, emulator: Emulator, wire: Any) -> None:
+    def __init__(self, emulator: Emulator, wire: Any):
         self.emulator, self.wire = emulator, wire
 
     def send(self, operation: str, request: dict[str, Any], reader: Any = None

@@ -79,8 +79,8 @@ def incremental_export(s3: Any, bucket: str, prefix: str, before: Iterable[Item]
         if old.get(key) == new.get(key):
             continue
         image = new.get(key) or old[key]
-        record: dict[str, Any] = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
-                                  "Keys": dynamodb_json({k: image[k] for k in keys})}
+        record = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
+                  "Keys": dynamodb_json({k: image[k] for k in keys})}
         if key in old and view == "NEW_AND_OLD_IMAGES":
             record["OldImage"] = dynamodb_json(old[key])
         if key in new:

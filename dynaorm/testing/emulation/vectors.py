@@ -127,7 +127,7 @@ def _checked(declared: Sequence[dict[str, Any]], definitions: Sequence[dict[str,
                        "tables")
     types = {d["AttributeName"]: d["AttributeType"] for d in definitions}
     dims = {i["VectorAttribute"]["AttributeName"]: i["Dimensions"] for i in existing}
-    out: list[dict[str, Any]] = []
+    out = []
     for index in declared:
         name = index.get("IndexName")
         attribute = (index.get("VectorAttribute") or {}).get("AttributeName")
@@ -362,16 +362,15 @@ def _score(distance: str, query: Sequence[float], stored: Sequence[float]) -> fl
     any score held to float32's range)."""
     if distance == "EUCLIDEAN":
         score = math.sqrt(sum((q - s) ** 2 for q, s in zip(query, stored, strict=True)))
-    elif distance == "DOT_PRODUCT":
+    else:  # (the dot product: DOT_PRODUCT's score, and COSINE's numerator)
         score = math.fsum(q * s for q, s in zip(query, stored, strict=True))
-    else:
+    if distance == "COSINE":
         qq, ss = math.fsum(q * q for q in query), math.fsum(s * s for s in stored)
         if qq == 0 or ss == 0:
             return 1.0
         if list(query) == list(stored):
             return 0.0
-        dot = math.fsum(q * s for q, s in zip(query, stored, strict=True))
-        score = min(2.0, max(0.0, 1.0 - dot / (math.sqrt(qq) * math.sqrt(ss))))
+        score = min(2.0, max(0.0, 1.0 - score / (math.sqrt(qq) * math.sqrt(ss))))
     return min(_F32_MAX, max(-_F32_MAX, score))
 
 

@@ -141,7 +141,7 @@ def holder_of(config: RunnableConfig) -> tuple[str, object | None] | None:
     ``None`` for a write outside one (a run id given to the saver's own calls): a run id
     given again to a later invocation names a tenure of its own (its holder's name is
     the same, so it supersedes an older one of that name, and takes a free thread)."""
-    conf: Mapping[str, Any] = config.get("configurable") or {}
+    conf = config.get("configurable") or {}
     run = conf.get("run_id") or (config.get("metadata") or {}).get("run_id")
     control = getattr(conf.get(_RUNTIME), "control", None)
     if run:
@@ -247,10 +247,13 @@ class Fenced(Rows):
         values = {**self._stamp(), **({} if head is None else {"head": head})}
         # the condition a put that extends the thread's head stages on the lease row
         # (None: none): the head is the parent named (or none yet), or this very one
-        where = None if extends is None else F("head").not_exists() if extends[
-            0] is None else F("head").not_exists() | (F("head") == extends[0])
-        if where is not None and head is not None:  # (or the head is this very one: the
-            where = where | (F("head") == head)  # put again, its first answer lost)
+        where = None
+        if extends is not None:
+            where = F("head").not_exists()
+            if extends[0] is not None:
+                where |= F("head") == extends[0]
+            if head is not None:  # (or the head is this very one: the put again, its
+                where |= F("head") == head  # first answer lost)
         if t is None:  # (a write of no run: its own, acquired and let go at once)
             s.lease(self.lease_row, holder=fence.holder, duration=zero, values=values,
                     where=where, **fence.thread)

@@ -57,7 +57,9 @@ class Pruning(Rows):
         for cls in self.cp, self.w:
             yield from _each(s, [r for r in found if type(r) is cls and (
                 r.ns, r.checkpoint_id) not in keep], s.delete)
-        for lease in (r for r in found if type(r) is self.lease_row):
+        for lease in found:
+            if type(lease) is not self.lease_row:
+                continue
             if keep:
                 s.update(lease).set(until=0, **{} if ("_", lease.head) in keep else {
                     "head": None}).where(F("epoch") == lease.epoch)
@@ -158,7 +160,7 @@ class Pruning(Rows):
         counted = set(self._load(rows[key].meta).get("counters_since_delta_snapshot") or ())
         open_ = {c for c in self._load(rows[key].data)["channel_versions"] if c not in stored(
             key) and (not counted or c in counted)}
-        path: list[tuple[str, str]] = []
+        path = []
         depth, at = 0, rows[key].parent
         while open_ and at is not None and (key[0], at) in rows:
             here = (key[0], at)

@@ -45,10 +45,10 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
     pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
     if (found := declared(table, "LangGraphCheckpoint", pk, sealed)) is not None:
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
-    blob: Any = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
-    meta: Any = Encrypted[bytes] if sealed else bytes
+    blob = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
+    meta = Encrypted[bytes] if sealed else bytes
     if table.offload:  # (a large value goes to the table's S3, through the model's rule)
-        large: Any = Offloaded  # (a generic alias, applied to a type made here)
+        large = Offloaded  # (a generic alias, applied to a type made here)
         blob, meta = large[blob], large[meta]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
@@ -268,15 +268,17 @@ class SurfaceRows:
         """Whether ``item`` (of a table keyed on ``pk``/``sk``) is one of these rows."""
         if type_name is not None:
             return type_name in self.types
-        pk_text, sk_text = (_text(item.get(a)) if a else None for a in (pk, sk))
+        pk_text, sk_text = _text(item.get(pk)), _text(item.get(sk)) if sk else None
         if pk_text is None or sk_text is None:
             return False
-        if pk_text.startswith("LG#") and sk_text.startswith("C#"):
-            return all(_text(item.get(a)) is not None for a in ("thread_id", "ns",
-                                                                "checkpoint_id"))
-        if pk_text.startswith("LG#") and sk_text == "L#":  # (a single writer's lease)
-            return _text(item.get("thread_id")) is not None
+        holds = _HOLDS.get("C#" if sk_text.startswith("C#") else sk_text)
+        if holds and pk_text.startswith("LG#"):
+            return None not in map(_text, map(item.get, holds))
         return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _text(item.get("path"))
+
+
+#: the fields a checkpoint or pending write (``C#...``) and a thread's lease (``L#``) hold
+_HOLDS = {"C#": ("thread_id", "ns", "checkpoint_id"), "L#": ("thread_id",)}
 
 
 def _text(av: Any) -> str | None:

@@ -169,7 +169,7 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
                        value=values[i], total=total, **self._stamp())
                 for i, (channel, _) in enumerate(writes)]  # (``total``: of more than
         # one commit, each row holds the count of the task's regular writes)
-        kept: set[int] = set()
+        kept = set()
         unknown: OutcomeUnknownError | None = None
         for retry in (False, True):
             if retry:
@@ -383,7 +383,7 @@ class _Walk:
     what :meth:`~dynaorm_langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
-                 ns: str, opened: dict[Any, Any]) -> None:
+                 ns: str, opened: dict[Any, Any]):
         self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)

@@ -87,16 +87,16 @@ def memory_entity(table: Table, scope: Iterable[str], sealed: bool
         return found  # type: ignore[no-any-return]
     meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
-    value: Any = Encrypted[Compressed[str]] if sealed else Compressed[str]
-    hints: dict[str, Any] = {**dict.fromkeys(fields, str), "path": str,
-                             "value": cast(Any, Offloaded)[value] if table.offload else value,
-                             "ttl_minutes": float | None,
-                             "expires": datetime | None}
-    body: dict[str, Any] = {"__module__": __name__, "__qualname__": "LangGraphMemory",
-                            "__annotations__": hints, "Meta": type("Meta", (), meta),
-                            "ttl_minutes": None, "__dynaorm_internal__": True,
-                            "__dynaorm_sealed__": sealed,
-                            "expires": Field(None, serialization_alias=table.ttl)}
+    value = Encrypted[Compressed[str]] if sealed else Compressed[str]
+    hints = {**dict.fromkeys(fields, str), "path": str,
+             "value": cast(Any, Offloaded)[value] if table.offload else value,
+             "ttl_minutes": float | None,
+             "expires": datetime | None}
+    body = {"__module__": __name__, "__qualname__": "LangGraphMemory",
+            "__annotations__": hints, "Meta": type("Meta", (), meta),
+            "ttl_minutes": None, "__dynaorm_internal__": True,
+            "__dynaorm_sealed__": sealed,
+            "expires": Field(None, serialization_alias=table.ttl)}
     if vector := _vector(table, fields):
         hints["embedding"] = Annotated[list[float] | None, Vector(vector.dimensions)]
         body["embedding"] = Field(None, serialization_alias=vector.attribute)
@@ -123,7 +123,7 @@ class Store(Runner, BaseStore):
     def __init__(self, table: Table, *, index: IndexConfig | None = None,
                  scope: Mapping[str, str] | None = None,
                  ttl: TTLConfig | timedelta | float | None = None,
-                 sealed: bool = False) -> None:
+                 sealed: bool = False):
         config = ttl_of(ttl, store=True)
         self._bind(table, scope, config, sealed)
         self.ttl_config, self.supports_ttl = config, bool(table.ttl)
@@ -282,7 +282,7 @@ def _stray_keys(value: Any) -> Iterator[Any]:
     """The dict keys in ``value`` that are not strings, or that JSON writes as another
     key of the same dict does (a str subclass beside the plain string: one is lost)."""
     if isinstance(value, dict):
-        texts: set[str] = set()
+        texts = set()
         for k in value:
             text = str.__str__(k) if isinstance(k, str) else None
             if text is None or text in texts:
