@@ -47,19 +47,16 @@ def surface_hint(item: Mapping[str, Any], pk: str, sk: str | None, type_name: st
     class of the process claims; ``None``: no surface's. The surfaces are loaded once (per
     :func:`~dynaorm.plugins.forget`); one whose ``claims`` raises is left out from then
     on, with one ``RuntimeWarning``, never the error of a read or a check."""
-    points = found(SURFACE_ROWS)
-    if _surfaces[0] is not points:
+    if _surfaces[0] is not (points := found(SURFACE_ROWS)):
         _surfaces[:] = [points, loaded(SURFACE_ROWS)]
-    surfaces: dict[str, Any] = _surfaces[1]
-    for name, rows in list(surfaces.items()):
+    for name, rows in list(_surfaces[1].items()):
         try:
             if rows.claims(item, pk, sk, type_name):
                 return str(rows.hint)
-        except Exception as exc:  # (a third party's bug)
-            surfaces.pop(name, None)
-            warnings.warn(f"dynaorm: the {SURFACE_ROWS} entry point {name!r}: claims() "
-                          f"raised {type(exc).__name__}: {exc}; left out", RuntimeWarning,
-                          stacklevel=2)
+        except Exception as exc:  # (a third party's bug: left out)
+            _surfaces[1].pop(name, None)
+            warnings.warn(f"dynaorm: {SURFACE_ROWS} {name!r}: claims() raised {exc!r}",
+                          RuntimeWarning, stacklevel=2)
     return None
 
 
