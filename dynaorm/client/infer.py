@@ -193,8 +193,9 @@ def _unread(table: Any, item: Mapping[str, Any], refused: str) -> str | None:
             return None  # (a row of a rule of its entity: a unique guard)
         sealed = sorted(spec_of(change.entity).encrypted.keys() & item.keys())
         if sealed and table.keyring is None:  # (not decoded: no key to open them with)
-            return refused or (f"it holds sealed values ({', '.join(sealed)}): give the "
-                               "table its keyring (a Client with keyring=) to read them")
+            return refused or (f"it holds sealed values ({', '.join(sealed)}), read only "
+                               "with the table's keyring (in Python: dynaorm.infer(..., "
+                               "client=Client(keyring=...)))")
         # (its image as the Scan read it, offloaded values read with the sample: nothing
         # is asked through a client)
         replace(change, prepare=lambda _, image: image.update(item)).new  # noqa: B018
