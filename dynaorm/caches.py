@@ -17,6 +17,9 @@ what the next use costs. Caches kept:
   :class:`~dynaorm.read.selection.Selection` every such read shares;
   ``read.scoped_selections``: the same of scoped reads, per scope's values (the 4,096
   latest).
+- ``expressions.absent`` and ``expressions.alone``: per key attribute, the condition that
+  claims a key on a table without a TTL (every insert and guard claim makes one), and
+  its text and names as the only expression of a request (rendered once);
 - ``records.declared``: per entity class, the attributes it writes;
   ``updates.model_rules``: per entity class, whether an update touches its rules;
 - ``receipts.factories``, ``receipts.fields``, ``receipts.pinned``: per entity (or staged

@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item
+from dynaorm.caches import cache
 from dynaorm.values.codec import encode_value
 from dynaorm.values.tree import kind_at
 
@@ -357,11 +358,32 @@ def free(pk: str, ttl: str | None) -> Condition:
     """The condition of a write that claims a key: no item exists there, or (a table with
     the TTL attribute ``ttl``) the one stored has a TTL that has passed now, its owner
     expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
-    uses the same ``<=``), so a claim does too. One condition, no read."""
-    absent = not_exists(pk)
-    if ttl is None:
-        return absent
-    return absent | (F(ttl) <= int(time.time()))
+    uses the same ``<=``), so a claim does too. One condition, no read (without a TTL,
+    one per ``pk``, its text computed once: :func:`render_first`)."""
+    if ttl is not None:
+        return not_exists(pk) | (F(ttl) <= int(time.time()))
+    if pk not in _ABSENT:
+        ph = Placeholders()
+        _ABSENT[pk] = absent = not_exists(pk)
+        RENDERED_ALONE[absent] = absent.render(ph), ph.names
+    return _ABSENT[pk]
+
+
+def render_first(condition: Condition, ph: Placeholders) -> str:
+    """``condition.render(ph)``; the text computed once where ``condition`` is one
+    :func:`free` shares (:data:`RENDERED_ALONE`) and the first expression ``ph`` renders
+    (a claim's: every insert's row and guards)."""
+    found = None if ph.names or ph.values else RENDERED_ALONE.get(condition)
+    if found is None:
+        return condition.render(ph)
+    ph.names.update(found[1])
+    return str(found[0])
+
+
+_ABSENT: dict[str, Condition] = cache("expressions.absent")
+#: per condition :func:`free` shares, its text and names as the first expression of a
+#: request
+RENDERED_ALONE = cache("expressions.alone")
 
 
 def exists(attr: str) -> Condition:

@@ -24,7 +24,7 @@ from dynaorm.errors import (
     UniqueConstraintError,
 )
 from dynaorm.schema.entity import spec_of
-from dynaorm.values.expressions import Placeholders, condition_values
+from dynaorm.values.expressions import Placeholders, condition_values, render_first
 from dynaorm.values.keys import OWN_PREFIX, wire_key
 from dynaorm.values.limits import (
     check_item,
@@ -94,7 +94,7 @@ def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = text = op.condition.render(ph)
+        body["ConditionExpression"] = text = render_first(op.condition, ph)
         if len(text) > 1200:  # (300 operators take at least that)
             _bounded(text, op, "condition")
         # a failed condition returns the stored item: it tells which error applies, and
@@ -155,10 +155,6 @@ def render_clauses(clauses: Sequence[_Clause], ph: Placeholders) -> str:
         else:
             words["SET"].append(_SET_FORMS[kind].format(n=n, v=v, e=empty))
     return " ".join([f"{word} {', '.join(items)}" for word, items in words.items() if items])
-
-
-_TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete",
-                  "ConditionCheck": "ConditionCheck"}
 
 
 # -- the gate every write passes ---------------------------------------------------------
@@ -223,8 +219,7 @@ def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
 def check_batch(entity: type[Any], key: PlainKey, item: Item | None = None) -> int:
     """:func:`check_write` of a bulk put of ``item`` (``save_many``), or a bulk delete
     (``delete_many``: no item)."""
-    origin = Origin(entity=entity, owner_key=key, role=Role.ROW,
-                    fail=Fail.GONE if item is None else Fail.EXISTS)
+    origin = Origin(entity, key, Role.ROW, Fail.GONE if item is None else Fail.EXISTS)
     return check_write(Delete(key, None, origin) if item is None else Put(key, item, None, origin))
 
 
@@ -292,7 +287,7 @@ class WritePlan:
         items = []
         for op, stamped in zip(self.ops, self.stamped, strict=True):
             name, body = render_op(op, rev if stamped else None)
-            items.append({_TRANSACT_NAME[name]: body})
+            items.append({name.removesuffix("Item"): body})  # (PutItem: Put)
         return {"TransactItems": items, "ClientRequestToken": token}
 
 
