@@ -165,18 +165,27 @@ def test_stray_items_without_a_type_never_unplace_the_typed_ones() -> None:
     assert found.placed >= 18 and {"User", "Order"} <= set(_entities(found.model))
 
 
-def test_dynaorms_own_rows_are_counted_apart_never_entities() -> None:
+@pytest.mark.parametrize("langgraph", [False, True], ids=["dynaorm's", "with LangGraph's"])
+def test_dynaorms_own_rows_are_counted_apart_never_entities(langgraph: bool) -> None:
+    """dynaorm's own rows, and (where its adapter is installed: the rows a surface keeps
+    are found by its entry point, ``dynaorm.surface_rows``) LangGraph's."""
+    from dynaorm.plugins import SURFACE_ROWS
+    from dynaorm.plugins import found as entry_points
+
+    if langgraph and "langgraph" not in entry_points(SURFACE_ROWS):
+        pytest.skip("dynaorm-langgraph is not installed (make quick's venv)")
     items = [{"PK": s(f"U#{n}"), "SK": s("PROFILE"), "_type": s("User"), "name": s("a")}
              for n in range(4)]
     own = [{"PK": s("dynaorm:receipt#k1"), "SK": s("dynaorm:receipt#k1"),
             "_type": s("dynaorm:receipt"), "dynaorm:digest": s("d")},
            {"PK": s("dynaorm:idempotency#k2"), "SK": s("x"), "_type": s("dynaorm:idempotency")},
-           {"PK": s("LG#t1"), "SK": s("C##c1#"), "_type": s("LangGraphCheckpoint"),
-            "thread_id": s("t1")},
-           {"PK": s("LG#t1"), "SK": s("C##c1#W#t#0"), "_type": s("LangGraphWrite")},
-           {"PK": s("LANGGRAPH#STORE#"), "SK": s("a.b"), "_type": s("LangGraphMemory")}]
+           *([{"PK": s("LG#t1"), "SK": s("C##c1#"), "_type": s("LangGraphCheckpoint"),
+               "thread_id": s("t1")},
+              {"PK": s("LG#t1"), "SK": s("C##c1#W#t#0"), "_type": s("LangGraphWrite")},
+              {"PK": s("LANGGRAPH#STORE#"), "SK": s("a.b"), "_type": s("LangGraphMemory")}]
+             if langgraph else [])]
     found = infer_model(_table(), None, items + own)
-    assert (found.placed, found.unplaced, found.own) == (4, 0, 5)
+    assert (found.placed, found.unplaced, found.own) == (4, 0, len(own))
     assert set(_entities(found.model)) == {"User"}
     assert [e["type_name"] for e in _defined(found)["entities"]] == ["User"]
     bare = [{k: v for k, v in i.items() if k != "_type"} for i in items + own[:1]]
