@@ -377,6 +377,7 @@ def render_first(condition: Condition, ph: Placeholders) -> str:
     if found is None:
         return condition.render(ph)
     ph.names.update(found[1])
+    ph._by_name.update({attr: n for n, attr in found[1].items()})  # (the next is #n1)
     return str(found[0])
 
 

@@ -148,3 +148,14 @@ def test_a_claim_after_another_expression_is_rendered_the_long_way() -> None:
     first = Placeholders()
     assert render_first(claim, first) == "attribute_not_exists(#n0)"
     assert first.names == {"#n0": "pk"}
+
+
+def test_a_name_allocated_after_a_compiled_claim_takes_the_next_placeholder() -> None:
+    """After the compiled text, the request's placeholders know ``#n0`` is the key's: a
+    name allocated next is ``#n1``, never ``#n0`` again (the wrong attribute named)."""
+    free("pk", None)  # (compiled)
+    ph = Placeholders()
+    assert render_first(free("pk", None), ph) == "attribute_not_exists(#n0)"
+    assert ph.name("a") == "#n1"
+    assert ph.name("pk") == "#n0"
+    assert ph.names == {"#n0": "pk", "#n1": "a"}
