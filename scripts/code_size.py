@@ -414,6 +414,9 @@ LANDED = 174_824
 #: attribute (-5.7% instructions a marginal entity, -5.5% a bulk load's render), less the
 #: table of action names it replaced: +103
 LANDED = 174_927
+#: the compiled claim's adversary: a name allocated after it takes #n1 (it took the key's
+#: #n0), and free() returns the claim it made (a clear_caches() between raised KeyError): +19
+LANDED = 174_946
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

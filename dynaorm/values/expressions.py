@@ -362,11 +362,12 @@ def free(pk: str, ttl: str | None) -> Condition:
     one per ``pk``, its text computed once: :func:`render_first`)."""
     if ttl is not None:
         return not_exists(pk) | (F(ttl) <= int(time.time()))
-    if pk not in _ABSENT:
+    absent = _ABSENT.get(pk)
+    if absent is None:  # (the one made here is returned: clear_caches() may run between)
         ph = Placeholders()
         _ABSENT[pk] = absent = not_exists(pk)
-        RENDERED_ALONE[absent] = absent.render(ph), ph.names
-    return _ABSENT[pk]
+        RENDERED_ALONE[absent] = absent.render(ph), ph.names, ph._by_name
+    return absent
 
 
 def render_first(condition: Condition, ph: Placeholders) -> str:
@@ -377,7 +378,7 @@ def render_first(condition: Condition, ph: Placeholders) -> str:
     if found is None:
         return condition.render(ph)
     ph.names.update(found[1])
-    ph._by_name.update({attr: n for n, attr in found[1].items()})  # (the next is #n1)
+    ph._by_name.update(found[2])  # (the next name is #n1)
     return str(found[0])
 
 
