@@ -24,7 +24,9 @@ what the next use costs. Caches kept:
   ``updates.model_rules``: per entity class, whether an update touches its rules;
 - ``receipts.factories``, ``receipts.fields``, ``receipts.pinned``: per entity (or staged
   write) class, what a keyed commit's digest leaves out or walks; ``receipts.conditions``:
-  a receipt's condition text per key and expiry attribute.
+  a receipt's condition text per key and expiry attribute; ``receipts.origins``: per
+  table a receipt is kept in away from its entity's (``Client(receipts=)``), the kind of
+  origin of its write.
 
 A leaf module: it imports nothing of dynaorm.
 """

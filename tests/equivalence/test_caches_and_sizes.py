@@ -44,6 +44,7 @@ from dynaorm.values.limits import (
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import check_write, compile_commit
 from dynaorm.write.save import SaveEntry
+from tests.support.exactly_once import no_waits, receipts_home
 from tests.support.examples import examples
 from tests.support.models import Note, User
 from tests.support.recording import Requests
@@ -85,6 +86,13 @@ def _scenario(db: TestBackend) -> tuple[list[tuple[str, dict[str, Any]]], list[A
     got.append(s.get(Note, note_id="k1"))
     s.delete(got[-1])
     s.commit()
+    with no_waits(), receipts_home(db) as home:  # (a receipt in the client's receipts table)
+        homed = db.session()
+        homed.save(Note(note_id="k2", body="homed"))
+        homed.commit(idempotency_key=os.urandom(8).hex())
+        got.append([homed.get(Note, note_id="k2"), len(db.scan(home))])
+        homed.delete(got[-1][0])
+        homed.commit()
     return calls, [repr(g) for g in got]
 
 

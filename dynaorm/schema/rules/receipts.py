@@ -729,20 +729,18 @@ def origin_in(table: Any) -> type[Origin]:
     """The kind of :class:`~dynaorm.values.records.Origin` of an action that writes
     ``table`` whatever its entity's table is (a receipt kept in the client's receipts
     table, ``Client(receipts=)``): its ``table`` is ``table``. Made once per table."""
-    found = _ORIGINS.get(id(table))
-    if found is None or found[0] is not table:
+    kind = _ORIGINS.get(table)
+    if kind is None:
         def held(_: Any) -> Any:
             return table
 
-        kind = type("OriginIn", (Origin,), {"__slots__": (), "table": property(
-            held, doc="The table the action writes to.")})
-        found = _ORIGINS[id(table)] = (table, kind)
-    origin = found[1]
-    return origin
+        kind = _ORIGINS[table] = type("OriginIn", (Origin,), {
+            "__slots__": (), "table": property(held, doc="The table the action writes to.")})
+    return kind
 
 
-#: :func:`origin_in` of each table, by ``id`` (with the table: an id is never mistaken)
-_ORIGINS: dict[int, tuple[Any, type[Origin]]] = {}
+#: :func:`origin_in` of each table (the table kept: an entry is never another table's)
+_ORIGINS: dict[Any, type[Origin]] = cache("receipts.origins")
 
 
 def _at(obj: Any, path: Sequence[str | int]) -> Any:
