@@ -26,7 +26,8 @@ what the next use costs. Caches kept:
   write) class, what a keyed commit's digest leaves out or walks; ``receipts.conditions``:
   a receipt's condition text per key and expiry attribute; ``receipts.origins``: per
   table a receipt is kept in away from its entity's (``Client(receipts=)``), the kind of
-  origin of its write.
+  origin of its write;
+- ``search.asked``: per (entity class, vector index), the attributes a search asks for.
 
 A leaf module: it imports nothing of dynaorm.
 """

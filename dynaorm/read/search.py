@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 from dynaorm._types import AttributeValue, Item
+from dynaorm.caches import cache
 from dynaorm.errors import BadAnswerError, DynaormError, InvalidValueError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
@@ -116,7 +117,7 @@ def _vector(index: VectorIndex, vector: Any) -> tuple[float, ...]:
                                 f"{index.dimensions} finite numbers: {exc}") from None
 
 
-_ASKED: dict[tuple[type[Any], str], tuple[str, ...]] = {}
+_ASKED: dict[tuple[type[Any], str], tuple[str, ...]] = cache("search.asked")
 
 
 def asked(spec: EntitySpec, index: VectorIndex) -> tuple[str, ...]:

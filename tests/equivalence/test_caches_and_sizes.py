@@ -25,7 +25,7 @@ from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError, S
 from dynaorm.caches import cache, caches, clear_caches
 from dynaorm.keys import OWN_PREFIX
 from dynaorm.schema.entity import spec_of
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
     MAX_ITEM_BYTES,
@@ -48,6 +48,7 @@ from tests.support.exactly_once import no_waits, receipts_home
 from tests.support.examples import examples
 from tests.support.models import Note, User
 from tests.support.recording import Requests
+from tests.support.vector_models import Doc, docs
 
 LONE = json.loads('"\\ud800"')  # a lone surrogate, as JSON from a client can carry
 
@@ -93,10 +94,18 @@ def _scenario(db: TestBackend) -> tuple[list[tuple[str, dict[str, Any]]], list[A
         got.append([homed.get(Note, note_id="k2"), len(db.scan(home))])
         homed.delete(got[-1][0])
         homed.commit()
+    with use_tables(docs, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
+        vectors = Session(docs)  # (a vector search: what it asks for)
+        vectors.save(Doc(doc_id="d1", tenant_id="t1", category="news", year=2026,
+                         embedding=[1, 0, 0, 0]))
+        vectors.commit()
+        got.append(vectors.search(Doc, "by_meaning", vector=[1, 0.5, 0, 0],
+                                  tenant_id="t1").all())
     return calls, [repr(g) for g in got]
 
 
 @pytest.mark.sync_only
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_clear_caches_empties_every_cache_and_changes_no_result(db: TestBackend) -> None:
     clear_caches()
     cold = _scenario(db)
