@@ -28,8 +28,8 @@ instrumentations: by the package's entry points (``[project.entry-points."GROUP"
   (``dynaorm-langgraph``) registers its checkpoints', writes', leases' and memories' so.
 
 The entry points of every group are read once a process, when one is first asked for
-(``import dynaorm`` reads none); :func:`forget` has them read again (a package installed
-while the process runs). A name two distributions register is the first's on
+(``import dynaorm`` reads none), and loaded once; :func:`forget` has them read again (a
+package installed while the process runs). A name two distributions register is the first's on
 ``sys.path``, but dynaorm's own names (``iam``, ``json``, ``iceberg``, ``opentelemetry``...)
 and ``parquet`` (the built-in export format) are never another package's: such an entry
 point is left out with a ``RuntimeWarning`` naming it.
@@ -116,12 +116,16 @@ def forget() -> None:
     """Read the entry points again when one is next asked for (a package installed, or
     put on ``sys.path``, while the process runs; a client made before keeps its tracers)."""
     _every.cache_clear()
+    loaded.cache_clear()
 
 
+@functools.cache
 def loaded(group: str) -> dict[str, Any]:
-    """The objects the entry points of ``group`` name, by name. One that cannot be loaded
-    (its package broken, or an extra of it missing) is left out with a
-    ``RuntimeWarning`` naming it and why."""
+    """The objects the entry points of ``group`` name, by name, loaded once (per
+    :func:`forget`): the same dict each time, read only but by who leaves one out for the
+    process (a surface whose ``claims()`` raised). One that cannot be loaded (its package
+    broken, or an extra of it missing) is left out with a ``RuntimeWarning`` naming it and
+    why."""
     out = {}
     for name, point in found(group).items():
         try:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.plugins import SURFACE_ROWS, found, loaded
+from dynaorm.plugins import SURFACE_ROWS, loaded
 from dynaorm.protocol.hooks import logger
 from dynaorm.schema.checks import could_overlap
 from dynaorm.schema.rules.receipts import own_row
@@ -47,21 +47,16 @@ def surface_hint(item: Mapping[str, Any], pk: str, sk: str | None, type_name: st
     class of the process claims; ``None``: no surface's. The surfaces are loaded once (per
     :func:`~dynaorm.plugins.forget`); one whose ``claims`` raises is left out from then
     on, with one ``RuntimeWarning``, never the error of a read or a check."""
-    if _surfaces[0] is not (points := found(SURFACE_ROWS)):
-        _surfaces[:] = [points, loaded(SURFACE_ROWS)]
-    for name, rows in list(_surfaces[1].items()):
+    surfaces = loaded(SURFACE_ROWS)
+    for name, rows in list(surfaces.items()):
         try:
             if rows.claims(item, pk, sk, type_name):
                 return str(rows.hint)
         except Exception as exc:  # (a third party's bug: left out)
-            _surfaces[1].pop(name, None)
+            surfaces.pop(name, None)
             warnings.warn(f"dynaorm: {SURFACE_ROWS} {name!r}: claims() raised {exc!r}",
                           RuntimeWarning, stacklevel=2)
     return None
-
-
-#: the entry points of the surfaces, and the surfaces loaded of them by name
-_surfaces: list[Any] = [None, {}]
 
 
 _lock = threading.Lock()

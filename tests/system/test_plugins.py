@@ -315,10 +315,11 @@ def test_a_surfaces_rows_are_named_by_its_entry_point(probe: Any) -> None:
 
 
 #: a third party's surfaces that break: one whose module is missing, one whose claims()
-#: raises, each met by every unclaimed row
+#: raises, each met by every unclaimed row; and a tracer; each load of one counted
 BROKEN_ROWS = '''
+from dynaorm import Hook
+
 LOADS = []
-LOADS.append(1)
 
 
 class Raising:
@@ -328,33 +329,46 @@ class Raising:
         raise RuntimeError("the third party's bug")
 
 
-RAISING = Raising()
+def __getattr__(name):  # (what an entry point's load() reads)
+    LOADS.append(name)
+    if name == "RAISING":
+        return Raising()
+    if name == "tracer":
+        return lambda client: Hook()
+    raise AttributeError(name)
 '''
 
 
-def test_a_broken_surface_is_left_out_once_and_loaded_once(tmp_path: Path) -> None:
+def test_a_broken_surface_is_left_out_once_and_each_plugin_loaded_once_per_forget(
+        tmp_path: Path) -> None:
     """A surface whose module cannot be imported, or whose ``claims()`` raises: dynaorm's
     own hint is given (a read's warning, ``dynaorm check``), never the surface's error;
-    each is warned about once, not once per row met, and loaded once."""
+    each is warned about once, not once per row met, and loaded once, until
+    :func:`dynaorm.plugins.forget`. A tracer is loaded once, not once per client made
+    (0.9 loaded every group's plugins again at each ask)."""
     import warnings
 
+    from dynaorm.plugins import forget
     from dynaorm.schema.unclaimed import fix_hint, surface_hint
 
     root = distribution(tmp_path / "site", "broken-rows", {"dynaorm.surface_rows": {
-        "missing": "broken_rows_missing:ROWS", "raising": "broken_rows:RAISING"}},
-        {"broken_rows": BROKEN_ROWS})
+        "missing": "broken_rows_missing:ROWS", "raising": "broken_rows:RAISING"},
+        "dynaorm.tracers": {"counted": "broken_rows:tracer"}}, {"broken_rows": BROKEN_ROWS})
     with installed(root), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for n in range(50):
+        for n in range(100):
+            if n == 50:
+                forget()
             assert "Meta.previous" in fix_hint(f"Renamed{n}")
             assert surface_hint({"pk": {"S": f"USER#{n}"}}, "pk", "sk", None) is None
+            Client(region="us-east-1")
         import broken_rows
     sys.modules.pop("broken_rows", None)
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(said) == 2, said
-    assert any("'missing'" in w for w in said) and any(
-        "'raising'" in w and "the third party's bug" in w for w in said), said
-    assert broken_rows.LOADS == [1]
+    assert len(said) == 4, said
+    assert sum("'missing'" in w for w in said) == 2 and sum(
+        "'raising'" in w and "the third party's bug" in w for w in said) == 2, said
+    assert sorted(broken_rows.LOADS) == ["RAISING", "RAISING", "tracer", "tracer"]
 
 
 def test_a_read_that_meets_a_row_of_no_class_imports_no_surface_package() -> None:
