@@ -220,11 +220,12 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
     # (sealed values decode with the keyring of a dynaorm Client given: placed means
     # decoded; without one, their items are unplaced, the report saying to give it; one
     # the printed model refuses, a unique sealed field's without a MAC key, says why)
+    refused = ""
     try:
         table.keyring = getattr(client, "keyring", None)
     except KeyringError as exc:
-        return decoded(found, table, str(exc)), code, table.model()
-    return decoded(found, table), code, table.model()
+        refused = str(exc)
+    return decoded(found, table, refused), code, table.model()
 
 
 def infer(table_name: str, *, client: Any = None, sample: int = 1000,
