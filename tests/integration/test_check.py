@@ -939,7 +939,8 @@ def test_langgraph_rows_no_saver_claims_are_named_as_such(backend: str | None,
     rows = [{"PK": s("LG#t1"), "SK": s("C#_#c1#"), "_type": s("LangGraphCheckpoint"),
              "thread_id": s("t1"), "ns": s("_"), "checkpoint_id": s("c1")},
             {"PK": s("LG#t1"), "SK": s("C#_#c1#W#task#0"), "_type": s("LangGraphWrite"),
-             "thread_id": s("t1"), "ns": s("_"), "checkpoint_id": s("c1")},
+             "thread_id": s("t1"), "ns": s("_"), "checkpoint_id": s("c1"),
+             "task_id": s("task"), "idx": {"N": "0"}},
             {"PK": s("LANGGRAPH#STORE"), "SK": s("a..b"), "_type": s("LangGraphMemory"),
              "path": s("a..b")}]
     with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()):

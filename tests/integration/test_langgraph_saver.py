@@ -1223,7 +1223,7 @@ def test_the_adapters_rows_are_told_by_type_name_or_by_keys_and_fields() -> None
     def s(v: str) -> dict[str, str]:
         return {"S": v}
 
-    checkpoint = {"pk": s("LG#t"), "sk": s("C##c1#"), "thread_id": s("t"), "ns": s(""),
+    checkpoint = {"pk": s("LG#t"), "sk": s("C#_#c1#"), "thread_id": s("t"), "ns": s("_"),
                   "checkpoint_id": s("c1")}
     lease = {"pk": s("LG#t"), "sk": s("L#"), "thread_id": s("t")}
     memory = {"pk": s("LANGGRAPH#STORE"), "sk": s("a/b"), "path": s("a/b")}
@@ -1236,3 +1236,37 @@ def test_the_adapters_rows_are_told_by_type_name_or_by_keys_and_fields() -> None
     assert not rows.claims({**memory, "path": s("a/c")}, "pk", "sk", None)
     assert rows.claims({}, "pk", "sk", "LangGraphLease")
     assert not rows.claims(checkpoint, "pk", "sk", "User")
+
+
+def test_the_adapters_rows_are_told_by_the_key_grammar_of_its_entities(tb: TestBackend) -> None:
+    """Where a row carries no type name, its keys are read by the templates the saver's
+    and the store's entities are declared with (in a scope of as many fields as the key
+    holds), and the fields they name must be the row's: every row a scoped saver and store
+    write is claimed (a memory's path holds ``#``); a user's row under ``LG#``, one at a
+    key ``LANGGRAPH#STORE`` only begins, one whose key holds ``#`` in a field's value, or
+    one whose key and fields disagree is not (0.9 told them by a key's first characters
+    and the fields' presence)."""
+    from dynaorm_langgraph.rows import SURFACE_ROWS as rows
+
+    saver, store = Saver(agents, scope=T1), Store(agents, scope=T1)
+    saver.put_writes(_put(saver, "th", "v", ns="sub"), [("messages", "w")], "task")
+    store.put(("users#1", "prefs"), "k#2", {"n": 1})
+    stored = tb.scan_raw()
+    assert {i["_type"]["S"] for i in stored} == {
+        "LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory"}
+    for item in stored:
+        assert rows.claims(item, "pk", "sk", None), item
+
+    def s(v: str) -> dict[str, str]:
+        return {"S": v}
+
+    write = {"pk": s("LG#t1#th"), "sk": s("C#_#c1#W#task#0"), "thread_id": s("th"),
+             "ns": s("_"), "checkpoint_id": s("c1"), "task_id": s("task"), "idx": {"N": "0"}}
+    assert rows.claims(write, "pk", "sk", None)
+    for row in ({"pk": s("LG#GROUP#1"), "sk": s("L#"), "thread_id": s("t1")},  # (a user's)
+                {"pk": s("LANGGRAPH#STOREX"), "sk": s("a"), "path": s("a")},
+                {"pk": s("LANGGRAPH#STORE#t1"), "sk": s("a"), "path": s("a")},
+                {**write, "sk": s("C#_#c1#W#ta#sk#0"), "task_id": s("ta#sk")},
+                {**write, "pk": s("LG#t1#th#x"), "thread_id": s("th#x")},
+                {**write, "sk": s("C#_#c2#W#task#0")}, {**write, "idx": s("0")}):
+        assert not rows.claims(row, "pk", "sk", None), row

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import timedelta
-from functools import partial, wraps
+from functools import lru_cache, partial, wraps
 from inspect import signature
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from dynaorm import (
     Session,
     Table,
 )
+from dynaorm.keys import parse
 
 if TYPE_CHECKING:  # (no LangGraph import: dynaorm check loads SURFACE_ROWS)
     from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -42,7 +43,8 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
     :class:`dynaorm.Lease`), declared on first use with ``scope``'s fields in their
     partition key, and with their values ``Encrypted`` when ``sealed``; every saver of
     the table shares them."""
-    pk = "LG#" + "".join(f"{{{f}}}#" for f in scope) + "{thread_id}"
+    keyed = layouts(scope)
+    pk = keyed["LangGraphLease"][0]
     if (found := declared(table, "LangGraphCheckpoint", pk, sealed)) is not None:
         return found, table.entities["LangGraphWrite"], table.entities["LangGraphLease"]
     blob = Encrypted[Compressed[bytes]] if sealed else Compressed[bytes]
@@ -52,30 +54,39 @@ def rows(table: Table, scope: Sequence[str] = (), sealed: bool = False
         blob, meta = large[blob], large[meta]
     ttl = {table.ttl: int | None} if table.ttl else {}
 
-    def entity(name: str, sk: str, fields: dict[str, Any], base: type[Entity] = Entity,
-               keys: tuple[str, ...] = ("ns", "checkpoint_id"), **defaults: Any
-               ) -> type[Entity]:
-        meta = type("Meta", (), {"table": table, "pk": pk, "sk": sk, "type_name": name,
-                                 "__qualname__": f"{name}.Meta"})
+    def entity(name: str, fields: dict[str, Any], base: type[Entity] = Entity,
+               **defaults: Any) -> type[Entity]:
+        meta = type("Meta", (), {"table": table, "pk": pk, "sk": keyed[name][1],
+                                 "type_name": name, "__qualname__": f"{name}.Meta"})
         return type(name, (base,), {
             "__module__": __name__, "__qualname__": name, "Meta": meta,
             "__dynaorm_internal__": True,  # (the saver's rows: no MCP tools)
             "__dynaorm_sealed__": sealed,
             **dict.fromkeys(ttl), **defaults,
             "__annotations__": {
-                **dict.fromkeys((*scope, "thread_id", *keys), str),
+                **dict.fromkeys(parse(pk).fields + parse(keyed[name][1]).fields, str),
                 **fields, **ttl}})
     # (the writes and the lease first: a checkpoint entity is only ever declared beside
     # them)
-    lease = entity("LangGraphLease", "L#", {"head": str | None}, base=Lease, keys=(),
-                   head=None)
-    write = entity("LangGraphWrite", "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}", {
-        "task_id": str, "idx": int, "channel": str, "path": str, "value": blob,
+    lease = entity("LangGraphLease", {"head": str | None}, base=Lease, head=None)
+    write = entity("LangGraphWrite", {
+        "idx": int, "channel": str, "path": str, "value": blob,
         "total": int | None}, total=None)
-    return entity("LangGraphCheckpoint", "C#{ns}#{checkpoint_id}#", {
+    return entity("LangGraphCheckpoint", {
         "parent": str | None, "run_id": str | None,
         "meta": meta, "data": blob},
         parent=None, run_id=None), write, lease
+
+
+def layouts(scope: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The key templates (partition, sort) of each entity a saver (:func:`rows`) and a
+    store (:func:`~dynaorm_langgraph.store.memory_entity`) declare, in a scope of
+    ``scope``'s fields."""
+    fields = "".join(f"{{{f}}}#" for f in scope)
+    saver, store = "LG#" + fields + "{thread_id}", "LANGGRAPH#STORE" + "#" * bool(scope) + fields
+    return {"LangGraphCheckpoint": (saver, "C#{ns}#{checkpoint_id}#"),
+            "LangGraphWrite": (saver, "C#{ns}#{checkpoint_id}#W#{task_id}#{idx}"),
+            "LangGraphLease": (saver, "L#"), "LangGraphMemory": (store, "{path}")}
 
 
 def declared(table: Table, name: str, pk: str, sealed: bool) -> Any:
@@ -254,11 +265,10 @@ class SurfaceRows:
     """A saver's and a store's rows on a table where none is declared in the process, as
     ``dynaorm check`` and ``dynaorm model --infer`` find them (the entry point
     ``dynaorm.surface_rows``, :mod:`dynaorm.plugins`): by their type name where they carry
-    one, else by their keys and fields (a checkpoint or pending write under ``LG#...``, a
-    thread's lease at ``L#`` of it, a memory under ``LANGGRAPH#STORE``)."""
+    one, else by their keys, read by the templates their entities are declared with
+    (:func:`layouts`, in a scope of as many fields as the key holds), and the fields those
+    keys hold, stored as the keys say."""
 
-    types = frozenset({"LangGraphCheckpoint", "LangGraphWrite", "LangGraphMemory",
-                       "LangGraphLease"})
     hint = ("a row of dynaorm.langgraph (Saver, Store): declare Saver(table) or Store(table), "
             "with the scope it was written with, where the table is declared, so that check "
             "and every surface see it")
@@ -267,23 +277,19 @@ class SurfaceRows:
                type_name: str | None) -> bool:
         """Whether ``item`` (of a table keyed on ``pk``/``sk``) is one of these rows."""
         if type_name is not None:
-            return type_name in self.types
-        pk_text, sk_text = _text(item.get(pk)), _text(item.get(sk)) if sk else None
-        if pk_text is None or sk_text is None:
-            return False
-        holds = _HOLDS.get("C#" if sk_text.startswith("C#") else sk_text)
-        if holds and pk_text.startswith("LG#"):
-            return None not in map(_text, map(item.get, holds))
-        return pk_text.startswith("LANGGRAPH#STORE") and sk_text == _text(item.get("path"))
+            return type_name in layouts(())
+        key, at = (item.get(name, {}).get("S", "") for name in (pk, sk or ""))
+        # (in a scope of as many fields as the key holds "#" (a value holds none), named
+        # _0, _1...: a saver's key holds one "#" more than its scope's fields, a store's two)
+        return any(None not in (got := (_parse(p).parse_key(key), _parse(s).parse_key(at)))
+                   and all(item.get(n) == {"N" if n == "idx" else "S": v}
+                           for n, v in (got[0] | got[1]).items() if n[0] != "_")
+                   for n in (1, 2) for p, s in layouts(
+                       [f"_{i}" for i in range(key.count("#") - n)]).values())
 
 
-#: the fields a checkpoint or pending write (``C#...``) and a thread's lease (``L#``) hold
-_HOLDS = {"C#": ("thread_id", "ns", "checkpoint_id"), "L#": ("thread_id",)}
-
-
-def _text(av: Any) -> str | None:
-    value = av.get("S") if isinstance(av, dict) else None
-    return value if isinstance(value, str) else None
+#: (a template parsed once: the rows' keys are read by a few)
+_parse: Any = lru_cache(64)(parse)
 
 
 #: what the entry point names

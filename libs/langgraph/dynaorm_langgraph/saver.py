@@ -317,12 +317,12 @@ class Saver(Fenced, Pruning, BaseCheckpointSaver[int]):
         conf = config["configurable"]
         ns, cid = "_" + conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
         if getattr(config, "at", None) == (self, str(conf["thread_id"]), ns, cid):
-            walk = _Walk(self, cid, channels, ns, config.opened)  # type: ignore[attr-defined]
+            walk = _Walk(self, cid, channels, config.opened)  # type: ignore[attr-defined]
             walk.read([r for r in config.rows if r.ns == ns])  # type: ignore[attr-defined]
             if walk.done:  # (else read the thread: the list stopped short of the seed)
                 return walk.result()
         q = s.query(self.cp, self.w, **self._pk(conf["thread_id"]), ns=ns).reverse()
-        walk = _Walk(self, cid, channels, ns, {})
+        walk = _Walk(self, cid, channels, {})
         cursor = None
         while True:
             page = yield partial(q.page_size(walk.want()).page, cursor)
@@ -383,8 +383,8 @@ class _Walk:
     what :meth:`~dynaorm_langgraph.Saver.get_delta_channel_history` answers, as the rows come."""
 
     def __init__(self, saver: Any, target: str | None, channels: Sequence[str],
-                 ns: str, opened: dict[Any, Any]):
-        self.saver, self.channels, self.ns, self.opened = saver, list(channels), ns, opened
+                 opened: dict[Any, Any]):
+        self.saver, self.channels, self.opened = saver, list(channels), opened
         self.target = target
         self.at: str | None = None  # (the next ancestor to visit)
         self.started = False
@@ -419,14 +419,16 @@ class _Walk:
             self.last = r.checkpoint_id
             if not self.started and self.target in (None, r.checkpoint_id):
                 self._start(r)
-        if not self.started and self.last is not None and self.target is not None and _sk(
-                self.ns, self.last) < _sk(self.ns, self.target):
+        # (two sort keys of one namespace differ from its checkpoint id on, which "#"
+        # ends: an id and its "#" order as the key)
+        if not self.started and self.last is not None and self.target is not None and (
+                self.last + "#" < self.target + "#"):
             self.started = self.done = True  # (no such checkpoint: nothing to walk)
         while self.started and not self.done and self.at is not None and (
                 self.at in self.rows):
             self._visit(self.rows[self.at])
-        if self.started and not self.done and self.last is not None and _sk(
-                self.ns, self.last) < _sk(self.ns, str(self.at)):
+        if self.started and not self.done and self.last is not None and (
+                self.last + "#" < f"{self.at}#"):
             self.done = True  # (read past where the parent sorts: it is not stored)
 
     def _start(self, r: Any) -> None:
@@ -475,11 +477,6 @@ class _Listed(dict[str, Any]):
 
     def __reduce__(self) -> Any:
         return dict, (dict(self),)
-
-
-def _sk(ns: str, checkpoint_id: str) -> str:
-    """A checkpoint's sort key (its entity's template): rows come in its order."""
-    return f"C#{ns}#{checkpoint_id}#"
 
 
 def _whole(writes: list[Any]) -> list[Any]:

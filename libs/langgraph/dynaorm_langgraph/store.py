@@ -69,7 +69,7 @@ from dynaorm import (
     VectorIndex,
 )
 from dynaorm_langgraph.rows import Op as Steps
-from dynaorm_langgraph.rows import Runner, declared, ttl_of, twins
+from dynaorm_langgraph.rows import Runner, declared, layouts, ttl_of, twins
 
 _COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
@@ -82,10 +82,10 @@ def memory_entity(table: Table, scope: Iterable[str], sealed: bool
     declare your stores where the table is declared, for ``table.model()``, ``dynaorm
     iam``, exports and ``check`` to see it. ``sealed``: its values ``Encrypted``."""
     fields = tuple(scope)
-    pk = "#".join(("LANGGRAPH#STORE", *(f"{{{f}}}" for f in fields))) + "#" * bool(fields)
+    pk, sk = layouts(fields)["LangGraphMemory"]
     if (found := declared(table, "LangGraphMemory", pk, sealed)) is not None:
         return found  # type: ignore[no-any-return]
-    meta = {"table": table, "pk": pk, "sk": "{path}", "__qualname__": "LangGraphMemory.Meta",
+    meta = {"table": table, "pk": pk, "sk": sk, "__qualname__": "LangGraphMemory.Meta",
             "timestamps": ("created_at", "updated_at")}
     value = Encrypted[Compressed[str]] if sealed else Compressed[str]
     hints = {**dict.fromkeys(fields, str), "path": str,
