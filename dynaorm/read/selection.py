@@ -28,7 +28,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, parse_keys
 from dynaorm.schema.unclaimed import note_unclaimed, unclaimed_shape
 from dynaorm.values.codec import decode_value
-from dynaorm.values.expressions import Condition, F
+from dynaorm.values.expressions import Condition, F, compare, not_exists
 from dynaorm.values.keys import named
 from dynaorm.values.ttl import expired
 
@@ -295,8 +295,8 @@ class Selection(Generic[T]):
         for extra in parts[1:]:
             cond = cond | extra
         if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
-            ttl_attr = F(self.ttl_attr)  # (no TTL, or one still ahead)
-            cond = cond & (ttl_attr.not_exists() | (ttl_attr > int(time.time())))
+            attr = self.ttl_attr  # (no TTL, or one still ahead)
+            cond = cond & (not_exists(attr) | compare(attr, ">", int(time.time())))
         return cond
 
     def counts_on_client(self, latest_on_server: bool) -> bool:
