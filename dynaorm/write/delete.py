@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dynaorm.errors import ForgottenError, ItemNotFoundError
+from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.lock import locked
-from dynaorm.schema.rules import readable, stored_state
+from dynaorm.schema.rules import readable
 from dynaorm.values.expressions import Condition, all_of, exists
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState
@@ -47,23 +47,15 @@ class DeleteEntry(ObjectWrite):
         old = None if state is not None else spec.rules.before.key(obj.__dict__, spec.name)
         if state is not None or not (old or spec.has_rules):
             return self, state
-        key = spec.primary_key(obj.__dict__)
-        if old:  # by key in a migration window: the entity under either layout (its old
-            # row too, with its guards and version rows), read together, consistently
-            state = yield from spec.rules.before.either(spec, old, key, reads.kit)
-        elif (item := (yield from reads.item(spec.table, key))) is not None:
-            state = stored_state(spec, key, item)  # (a value unread: deleted all the same)
+        key, before = spec.primary_key(obj.__dict__), spec.rules.before
+        # (by key in a migration window: the entity under either layout, its old row too,
+        # with its guards and version rows, read together, consistently)
+        state = yield from (before.either(spec, old, key, reads.kit) if old else
+                            before.stored_now(spec, None, key, reads.kit))
         if state is None:
             raise ItemNotFoundError(f"{spec.name} {key} does not exist" + (
                 " (under either layout)" if old else ""), entity=spec.cls, key=key)
         return self, state
-
-    def _renders(self, state: InstanceState | None) -> tuple[Any, ...]:
-        try:
-            return ObjectWrite._renders(self, state)
-        except ForgottenError:  # (a forgotten tenant's row: its values but the sealed)
-            assert state is not None
-            return self.obj.__dict__, readable(spec_of(type(self.obj)), state.item)
 
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> Planned[Outcome | None]:

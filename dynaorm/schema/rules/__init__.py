@@ -363,13 +363,20 @@ class Before:
 
     def stored_now(self, spec: Any, state: Any, key: PlainKey, kit: Fetching
                    ) -> Generator[Any, Any, Any]:
-        """What an overwrite of an object in ``state`` (``None``: new, at ``key``) is
-        planned on: the row stored now, read consistently, as a state (``None``: none).
+        """What an overwrite of an object in ``state`` (``None``: new, at ``key``), or a
+        delete by key, is planned on: the row stored now, read consistently, as a state
+        (``None``: none; where a value cannot be read, the row as read: :func:`readable`).
         A previous layout reads an object read from it under either layout
         (:meth:`either`)."""
         at = key if state is None else state.key
         item = yield from kit.item(spec.table, at)
-        return None if item is None else stored_state(spec, at, item)
+        if item is None:
+            return None
+        try:
+            return spec.cls._from_item(item)._dynaorm_state
+        except (ForgottenError, OffloadError):  # (replaced or deleted whole, never read:
+            # conditioned on its references as read)
+            return InstanceState(at, item, readable(spec, item).get("version"))
 
     def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
                ) -> Generator[Any, Any, Any]:
@@ -393,16 +400,6 @@ class Before:
             yield from kit.prepare((spec,), (item,))
             return spec.cls._from_item(item, spec)
         return None
-
-
-def stored_state(spec: Any, key: PlainKey, item: Item) -> Any:
-    """The state of the stored ``item`` at ``key`` that a write replacing or deleting it
-    is planned on; the item kept as read where a value cannot be read (:func:`readable`):
-    the write never reads it, and conditions on its reference as read."""
-    try:
-        return spec.cls._from_item(item)._dynaorm_state
-    except (ForgottenError, OffloadError):
-        return InstanceState(key, item, readable(spec, item).get("version"))
 
 
 def readable(spec: Any, item: Item) -> dict[str, Any]:
