@@ -30,13 +30,13 @@ from typing import Any
 
 import pytest
 
-from dynaorm import Entity, ItemExistsError, Table, Unique, UniqueConstraintError
+from dynaorm import Entity, ItemExistsError, RequestError, Table, Unique, UniqueConstraintError
 from dynaorm.caches import clear_caches
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.values.expressions import RENDERED_ALONE, Placeholders, free, render_first
 from dynaorm.write.render import compile_commit, render_op, stamps
 from dynaorm.write.save import SaveEntry
-from tests.support.recording import send
+from tests.support.recording import Requests, send
 
 #: key attribute names: plain, reserved words, and characters a placeholder stands for
 KEY_NAMES = ("pk", "name", "size", "my key", "a.b", "#h")
@@ -343,3 +343,26 @@ def test_an_insert_over_an_expired_item_applies_whatever_the_ttl_attributes_name
     s.save(Expiring(eid="2", note="new"))
     with pytest.raises(ItemExistsError):
         s.commit()
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("at", [0, 4, 5], ids=["pk", "a.b", "#h"])
+def test_a_keyed_commits_receipt_claims_its_key_whatever_its_name(
+        claims: TestBackend, at: int) -> None:
+    """A keyed commit's receipt is put where no live receipt is: the same Put sent again
+    while the receipt lives is refused by the engine (its condition names the key
+    attribute whole; a path into a map of another name holds nothing, and would let a
+    racing commit of the same key replace the receipt)."""
+    seen = Requests(TABLES[at])
+    try:
+        s = claims.session()
+        s.save(CLASSES[at](eid="1", email="a@x"))
+        s.commit(idempotency_key="k1")
+    finally:
+        TABLES[at].db.remove_hook(seen)
+    (put,) = [i["Put"] for op, r in seen.calls if op == "TransactWriteItems"
+              for i in r["TransactItems"]
+              if i.get("Put", {}).get("Item", {}).get("_type") == {"S": "dynaorm:receipt"}]
+    with pytest.raises(RequestError) as refused:
+        send(TABLES[at], "PutItem", put)
+    assert refused.value.code == "ConditionalCheckFailedException"
