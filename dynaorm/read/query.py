@@ -114,7 +114,7 @@ class QuerySpec(ReadSpec[T]):
         plan = self._plan()
         parts = []
         for attr, op, values in plan.conditions(i):
-            name, vals = ph.name(attr), [ph.value_av(v) for v in values]
+            name, vals = ph.segments((attr,)), [ph.value_av(v) for v in values]
             parts.append(f"begins_with({name}, {vals[0]})" if op == "begins_with" else
                          f"{name} BETWEEN {vals[0]} AND {vals[1]}" if op == "BETWEEN" else
                          f"{name} {op} {vals[0]}")

@@ -28,7 +28,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, parse_keys
 from dynaorm.schema.unclaimed import note_unclaimed, unclaimed_shape
 from dynaorm.values.codec import decode_value
-from dynaorm.values.expressions import Condition, F
+from dynaorm.values.expressions import Condition, attribute
 from dynaorm.values.keys import named
 from dynaorm.values.ttl import expired
 
@@ -287,15 +287,15 @@ class Selection(Generic[T]):
         versioned = sorted(copies)
         parts = []
         if plain:
-            parts.append(F(self.type_attr).is_in(*plain))
+            parts.append(attribute(self.type_attr).is_in(*plain))
         if versioned and self.table_sk:
-            parts.append(F(self.type_attr).is_in(*versioned)
-                         & F(self.table_sk).begins_with(self.layout.latest))
+            parts.append(attribute(self.type_attr).is_in(*versioned)
+                         & attribute(self.table_sk).begins_with(self.layout.latest))
         cond = parts[0]
         for extra in parts[1:]:
             cond = cond | extra
         if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
-            ttl_attr = F(self.ttl_attr)  # (no TTL, or one still ahead)
+            ttl_attr = attribute(self.ttl_attr)  # (no TTL, or one still ahead)
             cond = cond & (ttl_attr.not_exists() | (ttl_attr > int(time.time())))
         return cond
 

@@ -336,15 +336,21 @@ def _named(ph: Placeholders, path: str) -> str:
     return ph.segments((path,)) if type(path) is Name else ph.name(path)
 
 
+def attribute(name: str) -> F:
+    """:class:`F` of one attribute's whole name (a key's, a TTL's, the type's): never a
+    path (split at dots or brackets)."""
+    return F(Name(name) if "." in name or "[" in name else name)
+
+
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
-    return _Test("=", Name(attr) if "." in attr or "[" in attr else attr, (_Raw(av),))
+    return attribute(attr) == _Raw(av)
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_not_exists", Name(attr) if "." in attr or "[" in attr else attr)
+    return attribute(attr).not_exists()
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -361,7 +367,7 @@ def free(pk: str, ttl: str | None) -> Condition:
     uses the same ``<=``), so a claim does too. One condition, no read (without a TTL,
     one per ``pk``, its text computed once: :func:`render_first`)."""
     if ttl is not None:
-        return not_exists(pk) | (F(ttl) <= int(time.time()))
+        return not_exists(pk) | (attribute(ttl) <= int(time.time()))
     absent = _ABSENT.get(pk)
     if absent is None:  # (the one made here is returned: clear_caches() may run between)
         ph = Placeholders()
@@ -390,7 +396,7 @@ RENDERED_ALONE = cache("expressions.alone")
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_exists", Name(attr) if "." in attr or "[" in attr else attr)
+    return attribute(attr).exists()
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dynaorm.errors import ForgottenError, ItemNotFoundError
+from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.lock import locked
+from dynaorm.schema.rules import readable
 from dynaorm.values.expressions import Condition, all_of, exists
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState
@@ -46,26 +47,15 @@ class DeleteEntry(ObjectWrite):
         old = None if state is not None else spec.rules.before.key(obj.__dict__, spec.name)
         if state is not None or not (old or spec.has_rules):
             return self, state
-        key = spec.primary_key(obj.__dict__)
-        if old:  # by key in a migration window: the entity under either layout (its old
-            # row too, with its guards and version rows), read together, consistently
-            state = yield from spec.rules.before.either(spec, old, key, reads.kit)
-        elif (item := (yield from reads.item(spec.table, key))) is not None:
-            try:
-                state = type(obj)._from_item(item)._dynaorm_state
-            except ForgottenError:  # (a forgotten tenant's row: deleted all the same)
-                state = InstanceState(key, item, _values(type(obj), item).get("version"))
+        key, before = spec.primary_key(obj.__dict__), spec.rules.before
+        # (by key in a migration window: the entity under either layout, its old row too,
+        # with its guards and version rows, read together, consistently)
+        state = yield from (before.either(spec, old, key, reads.kit) if old else
+                            before.stored_now(spec, None, key, reads.kit))
         if state is None:
             raise ItemNotFoundError(f"{spec.name} {key} does not exist" + (
                 " (under either layout)" if old else ""), entity=spec.cls, key=key)
         return self, state
-
-    def _renders(self, state: InstanceState | None) -> tuple[Any, ...]:
-        try:
-            return ObjectWrite._renders(self, state)
-        except ForgottenError:  # (a forgotten tenant's row: its values but the sealed)
-            assert state is not None
-            return self.obj.__dict__, _values(type(self.obj), state.item)
 
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> Planned[Outcome | None]:
@@ -80,7 +70,7 @@ class DeleteEntry(ObjectWrite):
             b = ActionBuilder(spec, key, index)
             b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
             return with_condition(b.ops, self, spec, index), Outcome(obj, None)
-        old_values = _values(type(obj), state.item)
+        old_values = readable(spec, state.item)
         b = ActionBuilder(spec, state.key, index)
         # (another writer's lock, else the whole item as loaded: a change stored since,
         # ours or one made in place that keeps our revision, is never deleted unseen)
@@ -98,17 +88,3 @@ class DeleteEntry(ObjectWrite):
                  Delete(state.key, all_of(conds),
                         b.origin(spec.rules.own, Fail.GONE)))
         return with_condition(b.ops, self, spec, index), Outcome(obj, None)
-
-
-def _values(cls: Any, item: Any) -> dict[str, Any]:
-    """The field values a delete of the stored ``item`` is planned on. Of a forgotten
-    tenant's row, every one but its sealed values: a delete needs none of them (none is
-    in a key); a unique one's guard, keyed by the MAC of a value no one can open any
-    more, is left to ``check --repair`` (an orphan guard)."""
-    spec = spec_of(cls)
-    try:
-        return cls.model_validate(spec.decode_fields(item)).__dict__  # type: ignore[no-any-return]
-    except ForgottenError:
-        sealed = spec.rules.by_name["encrypted"].fields  # type: ignore[attr-defined]
-        return cls.model_construct(**spec.decode_fields(  # type: ignore[no-any-return]
-            {a: v for a, v in item.items() if a not in sealed})).__dict__

@@ -27,9 +27,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import RequestError
+from dynaorm.errors import ForgottenError, OffloadError, RequestError
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows
+from dynaorm.schema.rules import NO_ROWS, Change, Fetching, Rows, readable
 from dynaorm.values.expressions import Condition
 from dynaorm.values.formats import StoredAs
 from dynaorm.values.keys import key_id
@@ -244,9 +244,9 @@ def loaded_values(spec: EntitySpec, state: InstanceState) -> Mapping[str, Any]:
     """The field values of the stored item of ``state``, in the current layout or the
     previous one (``Meta.previous``)."""
     before = spec.rules.before  # (a stand-in stores no row)
-    if before.stores(spec, state.item):
-        values: Mapping[str, Any] = spec.cls.model_validate(
-            before.values(spec, state.item)).__dict__
+    if before.stores(spec, state.item):  # (a forgotten tenant's: its values but the sealed)
+        values: Mapping[str, Any] = before.validate(  # type: ignore[attr-defined]
+            spec, state.item, True).__dict__
         return values
     return stored_values(spec, state)[0]
 
@@ -259,7 +259,10 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     if isinstance(state, Written):
         return state.values, state.encoded
     stored = state.item
-    old_obj = spec.cls.model_validate(spec.decode_fields(stored))
+    try:
+        old_obj = spec.cls.model_validate(spec.decode_fields(stored))
+    except (ForgottenError, OffloadError):  # (a value unread: replaced or deleted whole)
+        return readable(spec, stored), stored
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles.keys() - stored.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole

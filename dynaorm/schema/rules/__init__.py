@@ -87,12 +87,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, OffloadError
+from dynaorm.errors import DynaormError, ForgottenError, OffloadError
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, raw_eq
 from dynaorm.values.records import Fail, Op, Origin, Role
+from dynaorm.values.state import InstanceState
 
 R = TypeVar("R", bound="Rule")
 #: the field values a commit's writes of an entity render into keys, new and stored (asked
@@ -362,12 +363,20 @@ class Before:
 
     def stored_now(self, spec: Any, state: Any, key: PlainKey, kit: Fetching
                    ) -> Generator[Any, Any, Any]:
-        """What an overwrite of an object in ``state`` (``None``: new, at ``key``) is
-        planned on: the row stored now, read consistently, as a state (``None``: none).
+        """What an overwrite of an object in ``state`` (``None``: new, at ``key``), or a
+        delete by key, is planned on: the row stored now, read consistently, as a state
+        (``None``: none; where a value cannot be read, the row as read: :func:`readable`).
         A previous layout reads an object read from it under either layout
         (:meth:`either`)."""
-        item = yield from kit.item(spec.table, key if state is None else state.key)
-        return None if item is None else spec.cls._from_item(item)._dynaorm_state
+        at = key if state is None else state.key
+        item = yield from kit.item(spec.table, at)
+        if item is None:
+            return None
+        try:
+            return spec.cls._from_item(item)._dynaorm_state
+        except (ForgottenError, OffloadError):  # (replaced or deleted whole, never read:
+            # conditioned on its references as read)
+            return InstanceState(at, item, readable(spec, item).get("version"))
 
     def either(self, spec: Any, old_key: PlainKey, key: PlainKey, kit: Fetching
                ) -> Generator[Any, Any, Any]:
@@ -391,6 +400,19 @@ class Before:
             yield from kit.prepare((spec,), (item,))
             return spec.cls._from_item(item, spec)
         return None
+
+
+def readable(spec: Any, item: Item) -> dict[str, Any]:
+    """The field values of the stored ``item``; where some cannot be read (sealed for a
+    forgotten tenant; kept in S3, the object gone), every other one, unvalidated: all a
+    write replacing or deleting the row needs (none of those is in a key or an index; a
+    unique one's guard, keyed by a MAC no one can open, is left to ``check --repair``)."""
+    try:
+        return spec.cls.model_validate(spec.decode_fields(item)).__dict__  # type: ignore[no-any-return]
+    except (ForgottenError, OffloadError) as exc:
+        unread = spec.rules.held if isinstance(exc, OffloadError) else spec.encrypted
+    return spec.cls.model_construct(**spec.decode_fields(  # type: ignore[no-any-return]
+        {a: v for a, v in item.items() if a not in unread})).__dict__
 
 
 class Writing(NamedTuple):

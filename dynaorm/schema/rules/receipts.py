@@ -421,8 +421,8 @@ class _Free(Condition):
     def render(self, ph: Placeholders) -> str:
         now = ph.value_av({"N": str(self.args[0])})
         old = f" OR {ph.name(EXPIRES)} <= {now}" if self.expiry == EXPIRY else ""
-        return (f"attribute_not_exists({ph.name(self.pk)}) OR {ph.name(self.expiry)} <= "
-                f"{now}{old}")
+        return (f"attribute_not_exists({ph.segments((self.pk,))}) OR "  # (whole names)
+                f"{ph.segments((self.expiry,))} <= {now}{old}")
 
 
 def _built(table: Any, item: Item, expiry: str, now: int) -> Built:

@@ -32,7 +32,7 @@ from dynaorm.schema.rules import (
 )
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
-from dynaorm.values.expressions import F, Placeholders, free, not_exists
+from dynaorm.values.expressions import Placeholders, attribute, free, not_exists
 from dynaorm.values.keys import named
 from dynaorm.values.records import Delete, Fail, Put, Role
 
@@ -216,11 +216,11 @@ class Versioning(Rule):
         pk, sk, type_attr = self.table.pk, self.table.sk or "", self.table.type_attribute
         base = key[sk].partition("_")[2]  # (of v0_X or v00000001_X: X)
         ph = Placeholders()
-        rows = F(sk if index is None else index[1]).between(*version_bounds(
+        rows = attribute(sk if index is None else index[1]).between(*version_bounds(
             base, index is not None))  # (a key condition: never parenthesised)
         request = ph.apply({"TableName": self.table.name, "ConsistentRead": True,
                             "ScanIndexForward": False, "KeyConditionExpression": (
-                                f"{(F(pk) == key[pk]).render(ph)} AND {rows.render(ph)}")})
+                                f"{(attribute(pk) == key[pk]).render(ph)} AND {rows.render(ph)}")})
         if index is not None:  # this entity's version rows only
             request["IndexName"] = index[0]
         while True:

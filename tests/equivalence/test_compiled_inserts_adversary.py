@@ -1,0 +1,368 @@
+"""The adversary of the compiled claim (tests/equivalence/test_compiled_inserts.py is its
+equivalence): what the condition an insert claims its key with (``free``, one object per
+key attribute on a table without a TTL, its text rendered once: ``render_first``) must
+never do, where the property does not reach.
+
+Never: a request that differs from the one the long way renders (every cache cleared)
+while other threads clear the caches (``clear_caches``) as commits plan; in a process
+forked after its parent compiled the claims; from planned actions pickled and read back;
+for a key attribute whose name is a reserved word or holds a character a placeholder must
+stand for (``.``, ``#``, a space); on a table that gains a TTL attribute (or loses it)
+between two commits; a TTL attribute whose name holds a dot compared as a path into a map
+(it was: an insert over an expired item refused, ``count()`` counting expired items). And
+on the engines (moto, DynamoDB Local): a compiled claim applied where the key is free, an
+insert on a taken key refused with ItemExistsError, a guard's claim on a taken value with
+UniqueConstraintError, the table as before; the rows read back by queries, scans and
+counts whatever their key, sort key and type attributes are named (a key name with a dot
+was split into a path: every query refused by the engine, a scan's type filter matching
+nothing, a kept history never continued)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import Entity, ItemExistsError, RequestError, Table, Unique, UniqueConstraintError
+from dynaorm.caches import clear_caches
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.values.expressions import RENDERED_ALONE, Placeholders, free, render_first
+from dynaorm.write.render import compile_commit, render_op, stamps
+from dynaorm.write.save import SaveEntry
+from tests.support.recording import Requests, send
+
+#: key attribute names: plain, reserved words, and characters a placeholder stands for
+KEY_NAMES = ("pk", "name", "size", "my key", "a.b", "#h")
+TABLES = [Table(f"claims-{at}", pk=attr, sk="sk") for at, attr in enumerate(KEY_NAMES)]
+
+
+#: a table whose TTL attribute's name holds a dot (an attribute of its own, not a path)
+EXPIRING = Table("claims-ttl", pk="pk", sk="sk", ttl="exp.at")
+
+
+class Expiring(Entity):
+    class Meta:
+        table = EXPIRING
+        pk = "X#{eid}"
+        sk = "X"
+
+    eid: str
+    note: str = ""
+
+
+#: a table whose sort key and type attribute hold dots
+DOTS = Table("claims-dots", pk="p.k", sk="s.k", type_attribute="t.ype")
+
+
+class Dotted(Entity):
+    class Meta:
+        table = DOTS
+        pk = "D#{did}"
+        sk = "D"
+        versioned = True
+
+    did: str
+    note: str = ""
+    version: int = 0
+
+
+def _define(at: int, table: Table, versioned: bool) -> Any:
+    """An entity on ``table`` with a unique field (a guard's claim), versioned or not (a
+    version row's claim), defined in this module by name (so that it pickles)."""
+    name = f"Claim{at}"
+    meta: dict[str, Any] = {"table": table, "pk": "E#{eid}", "sk": "E",
+                            "unique": (Unique("email"),), "__qualname__": f"{name}.Meta"}
+    annotations: dict[str, Any] = {"eid": str, "email": str}
+    namespace: dict[str, Any] = {}
+    if versioned:
+        meta["versioned"], annotations["version"], namespace["version"] = True, int, 0
+    cls = type(name, (Entity,), {
+        **namespace, "__annotations__": annotations, "__module__": __name__,
+        "__qualname__": name, "Meta": type("Meta", (), meta)})
+    globals()[name] = cls
+    return cls
+
+
+CLASSES = [_define(at, t, versioned=at % 2 == 0) for at, t in enumerate(TABLES)]
+
+
+def _plan(cls: Any, k: int) -> list[Any]:
+    """The ops of the insert of ``cls`` number ``k``."""
+    entry = SaveEntry(cls(eid=str(k), email=f"{k}@x"))
+    return list(compile_commit([(entry, None)])[0].ops)
+
+
+def _sent(ops: list[Any]) -> list[str]:
+    """Each op's rendered request (JSON, in order)."""
+    return [json.dumps(render_op(op, "r" * 16 if stamps(op) else None)) for op in ops]
+
+
+def _long_way() -> dict[tuple[Any, int], list[str]]:
+    """Every insert's requests as the long way renders them (caches cleared)."""
+    out = {}
+    for cls in CLASSES:
+        for k in range(3):
+            ops = _plan(cls, k)
+            clear_caches()
+            out[cls, k] = _sent(ops)
+    return out
+
+
+def _claims(ops: list[Any]) -> list[bool]:
+    """Whether each op's condition is a compiled claim."""
+    return [op.condition in RENDERED_ALONE for op in ops if op.condition is not None]
+
+
+# -- threads, fork, pickle -----------------------------------------------------------------
+def test_threads_racing_clear_caches_render_what_the_long_way_renders() -> None:
+    """Four threads plan and render inserts of every class while a fifth clears every
+    cache in a loop (a switch every microsecond): each request is the long way's and
+    none raises; the caches were cleared meanwhile and claims were found compiled (and,
+    most runs, some not: cleared between their plan and their render)."""
+    expected = _long_way()
+    stop, failures, seen, clears = threading.Event(), [], {True: 0, False: 0}, [0]
+
+    def clearer() -> None:
+        while not stop.is_set():
+            clear_caches()
+            clears[0] += 1
+
+    def planner() -> None:
+        try:
+            for turn in range(60):
+                for cls in CLASSES:
+                    ops = _plan(cls, turn % 3)
+                    for hit in _claims(ops):
+                        seen[hit] += 1
+                    if _sent(ops) != expected[cls, turn % 3]:
+                        failures.append(f"{cls.__name__} {turn % 3}: {_sent(ops)}")
+        except Exception as exc:  # (any error: a failure, said)
+            failures.append(repr(exc))
+
+    was = sys.getswitchinterval()
+    threads = [threading.Thread(target=planner) for _ in range(4)]
+    clearing = threading.Thread(target=clearer)
+    sys.setswitchinterval(1e-6)
+    try:
+        clearing.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop.set()
+        clearing.join()
+        sys.setswitchinterval(was)
+    assert failures == []
+    assert clears[0] and seen[True], (clears, seen)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_renders_its_parents_compiled_claims_the_long_ways() -> None:
+    """The parent compiled every claim; its forked child plans with them (every claim
+    found compiled) and renders what the long way renders."""
+    expected = _long_way()
+    for cls in CLASSES:
+        _plan(cls, 0)  # (compiled in the parent)
+    pid = os.fork()
+    if pid == 0:  # (the child: its verdict is its exit code)
+        code = 0
+        try:
+            for (cls, k), requests in expected.items():
+                ops = _plan(cls, k)
+                if not all(_claims(ops)):
+                    code = 2
+                elif _sent(ops) != requests:
+                    code = 3
+        except BaseException:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_planned_actions_pickled_render_the_long_ways_requests() -> None:
+    """Planned actions holding compiled claims, pickled and read back (in this process),
+    render the long way's requests; the claims read back are not the compiled ones, and
+    the next plan still finds its own."""
+    expected = _long_way()
+    for (cls, k), requests in expected.items():
+        ops = _plan(cls, k)
+        assert all(_claims(ops))
+        back = pickle.loads(pickle.dumps(ops))
+        assert not any(_claims(back))
+        assert _sent(back) == requests
+        assert all(_claims(_plan(cls, k)))
+
+
+# -- names and TTLs ------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", CLASSES, ids=KEY_NAMES)
+def test_a_key_attribute_of_any_name_is_claimed_by_its_placeholder(cls: Any) -> None:
+    """The claim of every row (the entity's, its guard's, a version row's) names the key
+    attribute by ``#n0``, whatever its name; the compiled text is the long way's."""
+    attr = cls.__dynaorm_spec__.table.pk
+    ops = _plan(cls, 0)
+    assert all(_claims(ops))
+    for request in _sent(ops):
+        body = json.loads(request)[1]
+        assert (body["ConditionExpression"], body["ExpressionAttributeNames"]) == (
+            "attribute_not_exists(#n0)", {"#n0": attr})
+    clear_caches()
+    assert _sent(ops) == [json.dumps(render_op(op, "r" * 16 if stamps(op) else None))
+                          for op in _plan(cls, 0)]
+
+
+def test_a_table_that_gains_a_ttl_claims_with_it_and_back() -> None:
+    """A claim made before the table declares a TTL attribute is compiled; once it
+    declares one, the next commit's claims compare with the time (none compiled: the long
+    way's text); once it declares none again, they are compiled again."""
+    cls, table = CLASSES[1], TABLES[1]  # (not versioned: its rule reads the TTL once)
+    before = _plan(cls, 0)
+    assert all(_claims(before))
+    table.ttl = "expires"
+    try:
+        gained = _plan(cls, 0)
+        assert not any(_claims(gained))
+        for request in _sent(gained):
+            body = json.loads(request)[1]
+            assert body["ConditionExpression"] == (
+                "(attribute_not_exists(#n0)) OR (#n1 <= :v0)")
+            assert body["ExpressionAttributeNames"] == {"#n0": "name", "#n1": "expires"}
+    finally:
+        table.ttl = None
+    again = _plan(cls, 0)
+    assert all(_claims(again)) and _sent(again) == _sent(before)
+
+
+@pytest.mark.parametrize("ttl", ["exp.at", "exp[0]", "my ttl", "ttl"])
+def test_a_ttl_attribute_of_any_name_is_compared_whole(ttl: str) -> None:
+    """A claim on a table with a TTL compares the TTL attribute of that whole name (one
+    placeholder), never a path into a map of another name: ``exp.at`` is not ``at`` of
+    ``exp`` (the claim would find no expiry there and refuse an insert over an expired
+    item every read counts as gone)."""
+    ph = Placeholders()
+    assert render_first(free("a.b", ttl), ph) == (
+        "(attribute_not_exists(#n0)) OR (#n1 <= :v0)")
+    assert ph.names == {"#n0": "a.b", "#n1": ttl}
+
+
+# -- the engines' verdicts -----------------------------------------------------------------
+@pytest.fixture
+def claims(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(*TABLES, EXPIRING, DOTS, endpoint_url=backend,
+                    name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+def _rows(tb: TestBackend) -> list[Any]:
+    return sorted(json.dumps(i, sort_keys=True) for t in TABLES for i in tb.scan_raw(t))
+
+
+@pytest.mark.engines("moto", "local")
+def test_the_engine_applies_a_compiled_claim_on_a_free_key_and_refuses_a_taken_one(
+        claims: TestBackend) -> None:
+    """For every key attribute name, with the claims compiled: an insert on a free key
+    applies; on a taken key ItemExistsError; another entity claiming a taken unique value
+    UniqueConstraintError; each refusal leaves the table as it was."""
+    for cls in CLASSES:
+        _plan(cls, 0)  # (compiled)
+        s = claims.session()
+        s.save(cls(eid="1", email="a@x"))
+        s.commit()
+        got = claims.session().get(cls, eid="1", consistent=True)
+        assert got is not None and got.email == "a@x"
+        before = _rows(claims)
+        for other, error in ((cls(eid="1", email="b@x"), ItemExistsError),
+                             (cls(eid="2", email="a@x"), UniqueConstraintError)):
+            s = claims.session()
+            s.save(other)
+            with pytest.raises(error):
+                s.commit()
+            assert _rows(claims) == before
+        s = claims.session()  # (read back by a query and a scan, counted by the engine)
+        assert [x.email for x in s.query(cls, eid="1")] == ["a@x"]
+        assert [x.email for x in s.scan(cls)] == ["a@x"]
+        assert (s.query(cls, eid="1").count(), s.scan(cls).count()) == (1, 1)
+
+
+@pytest.mark.engines("moto", "local")
+def test_a_history_kept_under_key_names_with_dots_is_continued_and_read(
+        claims: TestBackend) -> None:
+    """A versioned entity on a table whose key and type attributes hold dots: deleted
+    with its history kept, a new one at its key continues that history (its claim
+    refused, the last version read by a query of the kept rows); queries, scans and
+    counts see the latest copy only."""
+    s = claims.session()
+    s.save(Dotted(did="1", note="a"))
+    s.commit()
+    first = claims.session().get(Dotted, did="1", consistent=True)
+    assert first is not None
+    first.note = "b"
+    s = claims.session()
+    s.save(first)
+    s.commit()
+    s = claims.session()
+    s.delete(Dotted(did="1"))
+    s.commit()
+    s = claims.session()
+    s.save(Dotted(did="1", note="c"))
+    s.commit()
+    s = claims.session()
+    assert [(x.note, x.version) for x in s.query(Dotted, did="1")] == [("c", 3)]
+    assert [(x.note, x.version) for x in s.scan(Dotted)] == [("c", 3)]
+    assert (s.query(Dotted, did="1").count(), s.scan(Dotted).count()) == (1, 1)
+
+
+@pytest.mark.engines("moto", "local")
+def test_an_insert_over_an_expired_item_applies_whatever_the_ttl_attributes_name(
+        claims: TestBackend) -> None:
+    """An item whose TTL (``exp.at``) has passed reads as gone (``get``, a query, and
+    the counts the engine makes: its filter compares the attribute of that whole name):
+    an insert at its key applies over it; one whose TTL is ahead is ItemExistsError."""
+    for eid, ahead in (("1", -100), ("2", 3600)):
+        send(EXPIRING, "PutItem", {"TableName": EXPIRING.name, "Item": {
+            "pk": {"S": f"X#{eid}"}, "sk": {"S": "X"}, "_type": {"S": "Expiring"},
+            "eid": {"S": eid}, "exp.at": {"N": str(int(time.time()) + ahead)}}})
+    s = claims.session()
+    assert s.get(Expiring, eid="1", consistent=True) is None
+    assert [x.eid for x in s.query(Expiring, eid="2")] == ["2"]
+    assert [x.eid for x in s.query(Expiring, eid="1")] == []
+    assert (s.query(Expiring, eid="1").count(), s.scan(Expiring).count()) == (0, 1)
+    s.save(Expiring(eid="1", note="new"))
+    s.commit()
+    got = claims.session().get(Expiring, eid="1", consistent=True)
+    assert got is not None and got.note == "new"
+    s = claims.session()
+    s.save(Expiring(eid="2", note="new"))
+    with pytest.raises(ItemExistsError):
+        s.commit()
+
+
+@pytest.mark.engines("moto", "local")
+@pytest.mark.parametrize("at", [0, 4, 5], ids=["pk", "a.b", "#h"])
+def test_a_keyed_commits_receipt_claims_its_key_whatever_its_name(
+        claims: TestBackend, at: int) -> None:
+    """A keyed commit's receipt is put where no live receipt is: the same Put sent again
+    while the receipt lives is refused by the engine (its condition names the key
+    attribute whole; a path into a map of another name holds nothing, and would let a
+    racing commit of the same key replace the receipt)."""
+    seen = Requests(TABLES[at])
+    try:
+        s = claims.session()
+        s.save(CLASSES[at](eid="1", email="a@x"))
+        s.commit(idempotency_key="k1")
+    finally:
+        TABLES[at].db.remove_hook(seen)
+    (put,) = [i["Put"] for op, r in seen.calls if op == "TransactWriteItems"
+              for i in r["TransactItems"]
+              if i.get("Put", {}).get("Item", {}).get("_type") == {"S": "dynaorm:receipt"}]
+    with pytest.raises(RequestError) as refused:
+        send(TABLES[at], "PutItem", put)
+    assert refused.value.code == "ConditionalCheckFailedException"
