@@ -18,12 +18,16 @@ import types
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError, KeyringError
 from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.encrypted import open_value
+from dynaorm.schema.rules.keyrings import NotPrepared
+from dynaorm.schema.rules.offloaded import held_value
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
            "inferred_code", "read_sample"]
@@ -214,17 +218,34 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
     if report is not None:
         print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
               f"{units:g} read capacity units consumed", file=report)
-    found = infer_model(description, ttl, items)
+    keyring = getattr(client, "keyring", None)
+    found = infer_model(description, ttl, items, _opened(keyring, description, items))
     code = inferred_code(found)
     table = _defined_table(code)
     # (sealed values decode with the keyring of a dynaorm Client given: placed means
     # decoded; without one, their items are unplaced, the report saying to give it; one
     # the printed model refuses, a unique sealed field's without a MAC key, says why)
     try:
-        table.keyring = getattr(client, "keyring", None)
+        table.keyring = keyring
     except KeyringError as exc:
         return decoded(found, table, str(exc)), code, table.model()
     return decoded(found, table), code, table.model()
+
+
+def _opened(keyring: Any, table: Mapping[str, Any], items: list[dict[str, Any]]
+            ) -> dict[int, Any]:
+    """The plaintexts of the sealed values of ``items`` (of the table DescribeTable's
+    ``table`` gives) that ``keyring`` opens (not a tenant's key, nor a ``KmsKeyring``'s it
+    was not asked for), by the identity of each value stored: the inferred model types
+    each sealed field by them."""
+    opened = {}
+    for item in items if keyring else ():
+        for attr, av in item.items():
+            with suppress(DynaormError, NotPrepared):  # (not sealed, or not by it)
+                opened[id(av)] = open_value(keyring, held_value(av), table["TableName"], {
+                    k["AttributeName"]: item[k["AttributeName"]] for k in table["KeySchema"]},
+                    attr, attr)
+    return opened
 
 
 def infer(table_name: str, *, client: Any = None, sample: int = 1000,
