@@ -92,9 +92,8 @@ class Node:
     @property
     def walked(self) -> list[Node]:
         """The children the encoding and paths walk."""
-        return [n for _, n in self.children] if self.shape in (
-            "list", "set", "mapping", "model", "record", "alias") or (
-            self.shape == "union" and len(self.children) == 1) else []
+        return [n for _, n in self.children] if self.shape != "scalar" and (
+            self.shape != "union" or len(self.children) == 1) else []
 
 
 def _name(marker: Any) -> str:
@@ -176,8 +175,7 @@ def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
     if kind := node.kind:
         return av if value is None else kind.encode(value)
     walked = node.walked
-    if node.shape in ("list", "set", "record") and isinstance(
-            value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order; a
+    if node.shape in ("list", "set", "record") and "L" in av:  # (a set's: in order; a
         members = walked if node.shape == "record" else walked[:1] * len(value)  # NamedTuple's
         return {"L": [_encode(n, v, a) for n, v, a in zip(members, value, av["L"], strict=True)]}
     if walked and node.shape in ("list", "set", "union", "alias"):  # (a list's: one member,
@@ -188,7 +186,7 @@ def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
         return {"M": {k: _encode(walked[0], v, a)
                       for v, (k, a) in zip(value.values(), av["M"].items(), strict=True)}}
     return {"M": {k: _encode(n, value[k], a) if (n := node.child(f".{k}")) and k in value
-                  else a for k, a in av["M"].items()}} if node.shape in ("model", "record") else av
+                  else a for k, a in av["M"].items()}}  # (a model's, a record's: by name)
 
 
 @dataclass(frozen=True, eq=False)
