@@ -1,5 +1,18 @@
-"""The value tree (contract 25) on the paths least proven to walk it: exports, loads,
-inference and the offload audit, of entities holding kinds at depth."""
+"""The value tree (contract 25, issue 88) on the paths least proven to walk it: exports,
+loads, inference and the offload audit, of entities holding kinds at depth -- a nested
+model's ``StoredAs`` times (and a registered kind, ``Cents``) in lists, mappings and
+optionals; ``list[Encrypted[str]]``, ``dict[str, Encrypted[bytes]]``, a sealed model with a
+``StoredAs`` time; ``Offloaded`` lists of models and mappings; ``Compressed`` lists of
+models and ``Compressed[Encrypted[str]]``; a versioned entity's history; records
+(dataclass, ``TypedDict``, ``NamedTuple``) holding a kind. A table of cases, on moto (S3
+from moto beside it): what is asked of each is the library's walk, not an engine's answer.
+
+(a) a load (of objects, an export's Parquet and Iceberg, a DynamoDB export) stores each row
+    as a save of the same objects does, byte for byte but ciphertexts and objects' names;
+(b) ``encrypted="omit"`` leaves no plaintext of a sealed value in any file written;
+(c) the model inferred from the table (with the keyring) reads every row as the original;
+(d) the offload audit finds every reference dangling, naming its row and attribute.
+"""
 
 from __future__ import annotations
 
@@ -205,7 +218,7 @@ def _lake(tmp_path: Path, **more: Any) -> Any:
     """The table exported as Iceberg tables (the lake's format) to a catalog of its own."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    (tmp_path / "warehouse").mkdir(parents=True)
+    (tmp_path / "warehouse").mkdir()
     catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/catalog.db",
                          warehouse=f"file://{tmp_path}/warehouse")
     run_local(export(jobs_table, tmp_path / "staged", format="iceberg", catalog=catalog,
@@ -254,7 +267,7 @@ def _written(folder: Path) -> bytes:
                                       if f.suffix == ".parquet" else b"") for f in files)
 
 
-@pytest.mark.parametrize("via", ["scan", "dynamodb-export", "iceberg"])
+@pytest.mark.parametrize("via", ["scan", "dynamodb-export"])  # (the lake's: the scan's parts)
 def test_an_export_leaving_sealed_values_out_holds_no_plaintext_of_any(
         db: tuple[TestBackend, Bucket], tmp_path: Path, via: str) -> None:
     """(b) ``encrypted="omit"`` (history too): no plaintext of a sealed value (a list's
@@ -264,11 +277,8 @@ def test_an_export_leaving_sealed_values_out_holds_no_plaintext_of_any(
     _saved(tb)
     source = _dynamodb_export() if via == "dynamodb-export" else None
     for to, encrypted in (("omit", "omit"), ("open", "decrypt")):
-        if via == "iceberg":
-            _lake(tmp_path / to, history=True, encrypted=encrypted)
-        else:
-            run_local(export(jobs_table, tmp_path / to, history=True, source=source,
-                             encrypted=encrypted))
+        run_local(export(jobs_table, tmp_path / to, history=True, source=source,
+                         encrypted=encrypted))
     omitted, opened = _written(tmp_path / "omit"), _written(tmp_path / "open")
     assert b"PLAIN" not in omitted
     assert all(f"PLAIN{n:03d}{what}".encode() in opened for n in range(3)
