@@ -25,9 +25,6 @@ from typing import Any, TextIO
 from dynaorm.errors import DynaormError, KeyringError
 from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules.encrypted import open_value
-from dynaorm.schema.rules.keyrings import NotPrepared
-from dynaorm.schema.rules.offloaded import held_value
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
            "inferred_code", "read_sample"]
@@ -188,9 +185,8 @@ def _unread(table: Any, item: Mapping[str, Any], refused: str) -> str | None:
     """Why the table's classes do not read ``item`` (``None``: one does), as a Scan of
     the table would meet it (classified, then decoded by its class: a stream image of an
     INSERT is read the same way)."""
-    record = {"eventName": "INSERT", "dynamodb": {"NewImage": item}}
     try:
-        change = next(iter(table.changes([record])), None)
+        change = _change(table, item)
         if change is None or change.entity is None:
             return "no class of the printed model claims it"
         if change.role in ("guard", "rule"):
@@ -218,33 +214,44 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
     if report is not None:
         print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
               f"{units:g} read capacity units consumed", file=report)
-    keyring = getattr(client, "keyring", None)
-    found = infer_model(description, ttl, items, _opened(keyring, description, items))
-    code = inferred_code(found)
-    table = _defined_table(code)
-    # (sealed values decode with the keyring of a dynaorm Client given: placed means
-    # decoded; without one, their items are unplaced, the report saying to give it; one
-    # the printed model refuses, a unique sealed field's without a MAC key, says why)
-    try:
-        table.keyring = keyring
-    except KeyringError as exc:
-        return decoded(found, table, str(exc)), code, table.model()
+    found = infer_model(description, ttl, items)
+    for again in (True, False):
+        code = inferred_code(found)
+        table = _defined_table(code)
+        # (sealed values decode with the keyring of a dynaorm Client given: placed means
+        # decoded; without one, their items are unplaced, the report saying to give it; one
+        # the printed model refuses, a unique sealed field's without a MAC key, says why)
+        try:
+            table.keyring = getattr(client, "keyring", None)
+        except KeyringError as exc:
+            return decoded(found, table, str(exc)), code, table.model()
+        if not (again and table.keyring and (opened := _opened(table, found.placed_items))):
+            break
+        found = infer_model(description, ttl, items, opened)  # (sealed fields typed)
     return decoded(found, table), code, table.model()
 
 
-def _opened(keyring: Any, table: Mapping[str, Any], items: list[dict[str, Any]]
-            ) -> dict[int, Any]:
-    """The plaintexts of the sealed values of ``items`` (of the table DescribeTable's
-    ``table`` gives) that ``keyring`` opens (not a tenant's key, nor a ``KmsKeyring``'s it
-    was not asked for), by the identity of each value stored: the inferred model types
-    each sealed field by them."""
-    opened = {}
-    for item in items if keyring else ():
-        for attr, av in item.items():
-            with suppress(DynaormError, NotPrepared):  # (not sealed, or not by it)
-                opened[id(av)] = open_value(keyring, held_value(av), table["TableName"], {
-                    k["AttributeName"]: item[k["AttributeName"]] for k in table["KeySchema"]},
-                    attr, attr)
+def _change(table: Any, item: Mapping[str, Any]) -> Any:
+    """``item`` classified as a read of the table classifies it (``None``: no class claims
+    it), a stream image of an INSERT read the same way."""
+    return next(iter(table.changes([{"eventName": "INSERT", "dynamodb": {"NewImage": item}}])),
+                None)
+
+
+def _opened(table: Any, items: list[Any]) -> dict[int, Any]:
+    """The plaintexts of the sealed values of ``items`` the printed model's classes open
+    with the table's keyring (not under a tenant's key, nor a ``KmsKeyring``'s it was not
+    asked for), by the identity of each value stored."""
+    opened: dict[int, Any] = {}
+    for item in items:
+        change = _change(table, item)
+        spec = change and change.entity and spec_of(change.entity)
+        if spec and spec.encrypted:
+            rules = spec.rules.by_name
+            with suppress(DynaormError, RuntimeError):  # (NotPrepared: a key not asked)
+                plain = rules["encrypted"].decode(rules["offloaded"].decode(dict(
+                    item)) if "offloaded" in rules else item)
+                opened.update((id(item[a]), plain[a]) for a in spec.encrypted.keys() & item.keys())
     return opened
 
 

@@ -113,8 +113,9 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
                 items: Sequence[Item], opened: Mapping[int, Any] | None = None) -> Inferred:
     """The model of the table DescribeTable's ``description`` gives, with TTL attribute
     ``ttl``, from a sample of its ``items`` (as DynamoDB gives them; ``opened``: the
-    plaintexts of their sealed values, by the identity of each stored one, typed as a
-    sealed value's type); a table without items is an :class:`InferenceError`."""
+    plaintexts of sealed values, by the identity of each value stored: a sealed field
+    whose every value is there is typed by them, else ``Any``); a table without items is
+    an :class:`InferenceError`."""
     table = table_of(description, ttl)
     if not items:
         raise InferenceError(f"table {table['name']!r} has no items: a model is inferred "
