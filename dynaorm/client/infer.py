@@ -18,6 +18,7 @@ import types
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -184,9 +185,8 @@ def _unread(table: Any, item: Mapping[str, Any], refused: str) -> str | None:
     """Why the table's classes do not read ``item`` (``None``: one does), as a Scan of
     the table would meet it (classified, then decoded by its class: a stream image of an
     INSERT is read the same way)."""
-    record = {"eventName": "INSERT", "dynamodb": {"NewImage": item}}
     try:
-        change = next(iter(table.changes([record])), None)
+        change = _change(table, item)
         if change is None or change.entity is None:
             return "no class of the printed model claims it"
         if change.role in ("guard", "rule"):
@@ -215,17 +215,46 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
         print(f"dynaorm model --infer: scanned {len(items)} items of {table_name!r}, "
               f"{units:g} read capacity units consumed", file=report)
     found = infer_model(description, ttl, items)
-    code = inferred_code(found)
-    table = _defined_table(code)
-    # (sealed values decode with the keyring of a dynaorm Client given: placed means
-    # decoded; without one, their items are unplaced, the report saying to give it; one
-    # the printed model refuses, a unique sealed field's without a MAC key, says why)
     refused = ""
-    try:
-        table.keyring = getattr(client, "keyring", None)
-    except KeyringError as exc:
-        refused = str(exc)
+    for again in (True, False):
+        code = inferred_code(found)
+        table = _defined_table(code)
+        # (sealed values decode with the keyring of a dynaorm Client given: placed means
+        # decoded; without one, their items are unplaced, the report saying to give it; one
+        # the printed model refuses, a unique sealed field's without a MAC key, says why)
+        try:
+            table.keyring = getattr(client, "keyring", None)
+        except KeyringError as exc:
+            refused = str(exc)
+            break
+        if not (again and table.keyring and (opened := _opened(table, found.placed_items))):
+            break
+        found = infer_model(description, ttl, items, opened)  # (sealed fields typed)
     return decoded(found, table, refused), code, table.model()
+
+
+def _change(table: Any, item: Mapping[str, Any]) -> Any:
+    """``item`` classified as a read of the table classifies it (``None``: no class claims
+    it), a stream image of an INSERT read the same way."""
+    return next(iter(table.changes([{"eventName": "INSERT", "dynamodb": {"NewImage": item}}])),
+                None)
+
+
+def _opened(table: Any, items: list[Any]) -> dict[int, Any]:
+    """The plaintexts of the sealed values of ``items`` the printed model's classes open
+    with the table's keyring (not under a tenant's key, nor a ``KmsKeyring``'s it was not
+    asked for), by the identity of each value stored."""
+    opened: dict[int, Any] = {}
+    for item in items:
+        change = _change(table, item)
+        spec = change and change.entity and spec_of(change.entity)
+        if spec and spec.encrypted:
+            rules = spec.rules.by_name
+            with suppress(DynaormError, RuntimeError):  # (NotPrepared: a key not asked)
+                plain = rules["encrypted"].decode(rules["offloaded"].decode(dict(
+                    item)) if "offloaded" in rules else item)
+                opened.update((id(item[a]), plain[a]) for a in spec.encrypted.keys() & item.keys())
+    return opened
 
 
 def infer(table_name: str, *, client: Any = None, sample: int = 1000,

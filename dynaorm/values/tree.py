@@ -14,7 +14,8 @@ A node's ``shape`` and its ``children`` by step: ``model`` (a pydantic model: a 
 ``list`` and ``set`` (a member ``[]``), ``mapping`` (a value ``{}``), ``union`` (each arm
 but ``None``, step ``""``), ``scalar`` (anything else; a generic's arguments as ``[]``, a
 mapping's values as ``{}``). The encoding and paths walk models, lists, sets, mappings and
-unions of one arm; records and scalars are stored as pydantic dumps them. A model inside
+unions of one arm (a record as a model: a ``NamedTuple``'s members by place); scalars are
+stored as pydantic dumps them. A model inside
 itself is the same node (a back-reference).
 
 A node's ``kinds``: the value kinds (:class:`~dynaorm.values.codec.Kind`: ``StoredAs``)
@@ -91,9 +92,8 @@ class Node:
     @property
     def walked(self) -> list[Node]:
         """The children the encoding and paths walk."""
-        return [n for _, n in self.children] if self.shape in (
-            "list", "set", "mapping", "model", "alias") or (self.shape == "union" and len(
-            self.children) == 1) else []
+        return [n for _, n in self.children] if self.shape != "scalar" and (
+            self.shape != "union" or len(self.children) == 1) else []
 
 
 def _name(marker: Any) -> str:
@@ -175,9 +175,9 @@ def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
     if kind := node.kind:
         return av if value is None else kind.encode(value)
     walked = node.walked
-    if node.shape in ("list", "set") and isinstance(
-            value, list | tuple | set | frozenset) and "L" in av:  # (a set's: in order)
-        return {"L": [_encode(walked[0], v, a) for v, a in zip(value, av["L"], strict=True)]}
+    if node.shape in ("list", "set", "record") and "L" in av:  # (a set's: in order; a
+        members = walked if node.shape == "record" else walked[:1] * len(value)  # NamedTuple's
+        return {"L": [_encode(n, v, a) for n, v, a in zip(members, value, av["L"], strict=True)]}
     if walked and node.shape in ("list", "set", "union", "alias"):  # (a list's: one member,
         return _encode(walked[0], value, av)  # an operand of contains)
     if not isinstance(value, dict) or "M" not in av:
@@ -186,7 +186,7 @@ def _encode(node: Node, value: Any, av: AttributeValue) -> AttributeValue:
         return {"M": {k: _encode(walked[0], v, a)
                       for v, (k, a) in zip(value.values(), av["M"].items(), strict=True)}}
     return {"M": {k: _encode(n, value[k], a) if (n := node.child(f".{k}")) and k in value
-                  else a for k, a in av["M"].items()}} if node.shape == "model" else av
+                  else a for k, a in av["M"].items()}}  # (a model's, a record's: by name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,7 +224,7 @@ def lists_in(node: Node, value: Any, path: Where) -> Iterator[tuple[Where, Any]]
         node = node.walked[0]
     if not node.holds_lists or value is None:
         return
-    if node.shape == "model":
+    if node.shape in ("model", "record"):
         for step, child in node.children:
             yield from lists_in(child, getattr(value, step[1:], None), (*path, step[1:]))
         return

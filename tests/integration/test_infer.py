@@ -863,8 +863,9 @@ class Account(Entity):
 def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
         backend: str | None) -> None:
     """A table dynaorm wrote with ``Encrypted`` values (a text, a nested model): the
-    printed model declares each such field ``Encrypted`` (of ``Any``: its type is sealed
-    with it), never the ciphertext as ``bytes``; a field of plain binary values stays
+    printed model declares each such field ``Encrypted`` (of ``Any`` without the keyring:
+    its type is sealed with it; with the keyring, of its plaintexts' type: the card a
+    model), never the ciphertext as ``bytes``; a field of plain binary values stays
     ``bytes``; the printed code, given the table's keyring, reads every value back."""
     from dynaorm import Session, StaticKeyring
     from dynaorm.codec import sealed_by
@@ -907,7 +908,7 @@ def test_sealed_values_are_declared_encrypted_and_read_with_the_tables_keyring(
         (cls,) = printed.entities.values()
         with Session(printed) as s:
             read = {o.acc_id: o for o in s.scan(cls).all()}
-    assert {k: (o.secret, o.card["pan"], o.blob) for k, o in read.items()} == {
+    assert {k: (o.secret, o.card.pan, o.blob) for k, o in read.items()} == {
         o.acc_id: (o.secret, o.card.pan, o.blob) for o in wrote}
 
 
@@ -1028,7 +1029,7 @@ def test_a_locked_table_of_sealed_values_kept_in_s3_is_inferred_with_all_three(
         (cls,) = printed.entities.values()
         with Session(printed) as s:
             read = {o.acc_id: o for o in s.scan(cls).all()}
-            assert {k: (o.status, o.secret, o.notes, o.card["pan"], o.version)
+            assert {k: (o.status, o.secret, o.notes, o.card.pan, o.version)
                     for k, o in read.items()} == {
                 o.acc_id: ("SEEN", o.secret, o.notes, o.card.pan, 2) for o in wrote}
             got = read["a1"]

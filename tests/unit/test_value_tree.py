@@ -158,7 +158,8 @@ def _old_patch(annotation: Any, seen: dict[type, list[_Patch | None]],
     if origin in (dict, abc.Mapping, abc.MutableMapping) and len(args) == 2:
         member = _old_patch(args[1], seen, lazy)
         return None if member is None else partial(_old_map, member)
-    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+    if isinstance(annotation, type) and (hasattr(annotation, "model_fields") or (
+            dataclasses.is_dataclass(annotation))):  # (a record walked as a model: 0.10)
         if annotation in seen:
             cell = seen[annotation]
             return (lambda v, av: cell[0](v, av) if cell[0] else av) if lazy else None
@@ -187,9 +188,8 @@ def _old_kind(kind: Kind) -> _Patch:
 
 def _old_model(model: Any, seen: dict[type, list[_Patch | None]], lazy: bool) -> _Patch | None:
     fields: dict[str, _Patch] = {}
-    for name, info in model.model_fields.items():
-        kind = next((m for m in info.metadata if isinstance(m, Kind)), None)
-        if (found := _old_kind(kind) if kind else _old_patch(info.annotation, seen, lazy)):
+    for name, member in _old_members(model).items():
+        if (found := _old_patch(member, seen, lazy)):
             fields[name] = found
     if not fields:
         return None

@@ -110,15 +110,17 @@ def _index(index: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def infer_model(description: Mapping[str, Any], ttl: str | None,
-                items: Sequence[Item]) -> Inferred:
+                items: Sequence[Item], opened: Mapping[int, Any] | None = None) -> Inferred:
     """The model of the table DescribeTable's ``description`` gives, with TTL attribute
-    ``ttl``, from a sample of its ``items`` (as DynamoDB gives them); a table without
-    items is an :class:`InferenceError`."""
+    ``ttl``, from a sample of its ``items`` (as DynamoDB gives them; ``opened``: the
+    plaintexts of sealed values, by the identity of each value stored: a sealed field
+    whose every value is there is typed by them, else ``Any``); a table without items is
+    an :class:`InferenceError`."""
     table = table_of(description, ttl)
     if not items:
         raise InferenceError(f"table {table['name']!r} has no items: a model is inferred "
                              "from a sample of its items")
-    table["_sep"] = _separator(items, table)
+    table["_sep"], table["_opened"] = _separator(items, table), opened or {}
     type_attr = _type_attribute(items, table)
     own: list[Item] = []
     entries, guards, unplaced = _sorted_items(items, table, type_attr, own)
@@ -138,7 +140,7 @@ def infer_model(description: Mapping[str, Any], ttl: str | None,
     table["type_attribute"] = type_attr
     table["offload"] = _offload_at(items)
     types = table.pop("_types")
-    del table["_sep"]
+    del table["_sep"], table["_opened"]
     model = {"dynaorm_model": 1, "table": _numbers(table, entities, types),
              "entities": [_entity_model(e, table) for e in entities]}
     del table["_keys"]

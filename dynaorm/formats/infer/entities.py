@@ -143,16 +143,18 @@ def _attribute_fields(group: _Group, attrs: Values,
     out = []
     total = len(group.items)
     for attr, values in attrs.items():
-        avs = [offloaded.held_value(av) for av in values.values()]  # (a value, not its
-        # reference)
+        plain = table["_opened"]  # (sealed values the keyring given opened, by identity)
+        known = all(id(av) in plain for av in values.values())
+        avs = [plain[id(av)] if known else offloaded.held_value(av)  # (a value, not its
+               for av in values.values()]  # reference)
         opened = _decompressed(avs)
-        try:  # (its type is sealed with it)
-            sealed = all(sealed_by(av) for av in opened)
+        try:  # (its type is sealed with it, unless opened)
+            sealed = known or all(sealed_by(av) for av in opened)
         except OffloadError:  # (a decompressed map of a reference's shape: a value)
             sealed = False
         if attr == table.get("ttl"):
             kind = {"type": "datetime"}
-        elif sealed:
+        elif sealed and not known:
             kind = {"type": "any"}
         else:
             kind = _resolved(_merge([_kind(av) for av in opened]), f"{group.name}_{attr}", models)
