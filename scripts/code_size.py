@@ -417,6 +417,10 @@ LANDED = 174_927
 #: the compiled claim's adversary: a name allocated after it takes #n1 (it took the key's
 #: #n0), and free() returns the claim it made (a clear_caches() between raised KeyError): +19
 LANDED = 174_946
+#: session 12: the memos of receipts' origins and vector searches registered (-44), the
+#: cut beside the dangling-row and dotted-name fixes (-37), records walked as models and
+#: inference typing sealed fields by their plaintexts (-4): -85
+LANDED = 174_861
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -18,12 +18,19 @@ import types
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from dataclasses import replace
+from functools import partial
 from typing import Any, TextIO
 
 from dynaorm.errors import DynaormError, KeyringError
-from dynaorm.formats.infer import InferenceError, Inferred, infer_model, read_offloaded, table_of
+from dynaorm.formats.infer import (
+    InferenceError,
+    Inferred,
+    infer_model,
+    opened_values,
+    read_offloaded,
+    table_of,
+)
 from dynaorm.schema.entity import spec_of
 
 __all__ = ["EndpointUnreachableError", "InferenceError", "decoded", "infer", "infer_code",
@@ -227,10 +234,16 @@ def _run(table_name: str, client: Any, sample: int, endpoint_url: str | None,
         except KeyringError as exc:
             refused = str(exc)
             break
-        if not (again and table.keyring and (opened := _opened(table, found.placed_items))):
+        if not (again and table.keyring and (opened := opened_values(
+                found.placed_items, partial(_entity, table)))):
             break
         found = infer_model(description, ttl, items, opened)  # (sealed fields typed)
     return decoded(found, table, refused), code, table.model()
+
+
+def _entity(table: Any, item: Mapping[str, Any]) -> Any:
+    """The class of the printed model that claims ``item`` (``None``: none)."""
+    return getattr(_change(table, item), "entity", None)
 
 
 def _change(table: Any, item: Mapping[str, Any]) -> Any:
@@ -238,23 +251,6 @@ def _change(table: Any, item: Mapping[str, Any]) -> Any:
     it), a stream image of an INSERT read the same way."""
     return next(iter(table.changes([{"eventName": "INSERT", "dynamodb": {"NewImage": item}}])),
                 None)
-
-
-def _opened(table: Any, items: list[Any]) -> dict[int, Any]:
-    """The plaintexts of the sealed values of ``items`` the printed model's classes open
-    with the table's keyring (not under a tenant's key, nor a ``KmsKeyring``'s it was not
-    asked for), by the identity of each value stored."""
-    opened: dict[int, Any] = {}
-    for item in items:
-        change = _change(table, item)
-        spec = change and change.entity and spec_of(change.entity)
-        if spec and spec.encrypted:
-            rules = spec.rules.by_name
-            with suppress(DynaormError, RuntimeError):  # (NotPrepared: a key not asked)
-                plain = rules["encrypted"].decode(rules["offloaded"].decode(dict(
-                    item)) if "offloaded" in rules else item)
-                opened.update((id(item[a]), plain[a]) for a in spec.encrypted.keys() & item.keys())
-    return opened
 
 
 def infer(table_name: str, *, client: Any = None, sample: int = 1000,

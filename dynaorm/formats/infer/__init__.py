@@ -38,10 +38,17 @@ from dynaorm.formats.infer.entities import (
 from dynaorm.formats.infer.grouping import _groups, _type_attribute
 from dynaorm.formats.infer.items import Item, Table, _key_attrs, _separator, _text
 from dynaorm.formats.infer.naming import _Namer
-from dynaorm.formats.infer.own import _guards, _offload_at, _sorted_items, read_offloaded
+from dynaorm.formats.infer.own import (
+    _guards,
+    _offload_at,
+    _sorted_items,
+    opened_values,
+    read_offloaded,
+)
 from dynaorm.formats.infer.templates import _native_attributes
 
-__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "read_offloaded", "table_of"]
+__all__ = ["InferenceError", "Inferred", "infer_model", "key_of", "opened_values", "read_offloaded",
+           "table_of"]
 
 #: the unplaced keys the model names (the rest are only counted)
 _SHOWN: Final = 5

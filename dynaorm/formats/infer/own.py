@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, Final
 
 from dynaorm.codec import GUARD_TYPE
@@ -15,6 +16,7 @@ from dynaorm.formats.infer.items import Entry, Item, Table, _base_key, _text
 from dynaorm.formats.infer.naming import _IDENT
 from dynaorm.formats.infer.templates import _escaped
 from dynaorm.keys import OWN_PREFIX, KeyTemplate
+from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import offloaded
 from dynaorm.schema.unclaimed import surface_hint
 
@@ -27,6 +29,23 @@ def _offload_at(items: Sequence[Item]) -> str | None:
     printed table's ``offload=``; ``None``: none is)."""
     seen = Counter(r.location for i in items for r in offloaded.references(i).values())
     return seen.most_common(1)[0][0] if seen else None
+
+
+def opened_values(items: Iterable[Mapping[str, Any]], entity_of: Callable[[Any], Any]
+                  ) -> dict[int, Any]:
+    """The plaintexts of the sealed values of ``items`` (each item's class: ``entity_of``)
+    as its class's rules open them, by the identity of each value stored: with its
+    table's keyring, not under a tenant's key nor a ``KmsKeyring``'s not asked for. The
+    rules that keep a value outside the row or seal it are undone; a ``Compressed`` value
+    inside stays as stored, for its kind to be seen."""
+    opened: dict[int, Any] = {}
+    for item in items:
+        spec = (cls := entity_of(item)) and spec_of(cls)
+        if spec and (sealing := spec.rules.by_name.get("encrypted")):
+            with suppress(DynaormError, RuntimeError):  # (NotPrepared: a key not asked)
+                plain = sealing.decode(spec.rules.unplace(dict(item)))
+                opened.update((id(item[a]), plain[a]) for a in spec.encrypted.keys() & item.keys())
+    return opened
 
 
 def read_offloaded(items: Sequence[dict[str, Any]],
