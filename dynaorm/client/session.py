@@ -358,7 +358,7 @@ class BaseSession:
         fields = dict(fields)
         shard = fields.pop("shard", None)
         if (scope := self._stage.scope) is not None:
-            scope.query(self._stage, entities, index, fields)
+            scope.query(self._stage.spec, entities, index, fields)
         return kind(entities, fields, index, _shard=shard, _driver=self._driver,
                     _scope=scope)
 

@@ -414,11 +414,12 @@ class Scope:
         return found
 
     # -- reads ------------------------------------------------------------------------
-    def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,
-              fields: Mapping[str, Any]) -> None:
-        """A query reads a partition of the scope, of an index partitioned by it."""
+    def query(self, spec_of: Callable[[type[Any]], EntitySpec], entities: tuple[type[Any], ...],
+              index: str | None, fields: Mapping[str, Any]) -> None:
+        """A query reads a partition of the scope, of an index partitioned by it (each
+        entity's spec as the session's ``spec_of`` gives it)."""
         for entity in entities:
-            spec = stage.spec(entity)
+            spec = spec_of(entity)
             self.index(spec, index)
             self.fields(spec, fields, "a query")
 
