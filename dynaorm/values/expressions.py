@@ -336,21 +336,25 @@ def _named(ph: Placeholders, path: str) -> str:
     return ph.segments((path,)) if type(path) is Name else ph.name(path)
 
 
+def _whole(name: str) -> str:
+    """One attribute's whole name, never a path (split at dots or brackets)."""
+    return Name(name) if "." in name or "[" in name else name
+
+
 def attribute(name: str) -> F:
-    """:class:`F` of one attribute's whole name (a key's, a TTL's, the type's): never a
-    path (split at dots or brackets)."""
-    return F(Name(name) if "." in name or "[" in name else name)
+    """:class:`F` of one attribute's whole name (a key's, a TTL's, the type's)."""
+    return F(_whole(name))
 
 
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
-    return attribute(attr) == _Raw(av)
+    return _Test("=", _whole(attr), (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
-    return attribute(attr).not_exists()
+    return _Test("attribute_not_exists", _whole(attr))
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -396,7 +400,7 @@ RENDERED_ALONE = cache("expressions.alone")
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
-    return attribute(attr).exists()
+    return _Test("attribute_exists", _whole(attr))
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
