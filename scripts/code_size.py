@@ -419,8 +419,10 @@ LANDED = 174_927
 LANDED = 174_946
 #: session 12: the memos of receipts' origins and vector searches registered (-44), the
 #: cut beside the dangling-row and dotted-name fixes (-37), records walked as models and
-#: inference typing sealed fields by their plaintexts (-4): -85
-LANDED = 174_861
+#: inference typing sealed fields by their plaintexts (-4): -85; then raw_eq, exists and
+#: not_exists built on the whole name without an F (its checks cost a loaded save +1.7%
+#: instructions, past 0.9's): +27
+LANDED = 174_888
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
@@ -561,6 +563,11 @@ LANGGRAPH_BUDGET = 12_409
 #: the adapter's face imports Saver and Store on first use, so that a read meeting an
 #: unclaimed row (its hint) imports no LangGraph (1.47 s cold): +64
 LANGGRAPH_BUDGET = 12_473
+#: session 12: SurfaceRows.claims reads a key by the adapter's own templates (the key
+#: grammar, not its first characters: paid by the walk's hand-written _sk it replaced),
+#: and its field check is a function of its own (_holds), so that radon's C-or-worse count
+#: holds at issue 92's 280: +15
+LANGGRAPH_BUDGET = 12_488
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

@@ -281,11 +281,16 @@ class SurfaceRows:
         key, at = (item.get(name, {}).get("S", "") for name in (pk, sk or ""))
         # (in a scope of as many fields as the key holds "#" (a value holds none), named
         # _0, _1...: a saver's key holds one "#" more than its scope's fields, a store's two)
-        return any(None not in (got := (_parse(p).parse_key(key), _parse(s).parse_key(at)))
-                   and all(item.get(n) == {"N" if n == "idx" else "S": v}
-                           for n, v in (got[0] | got[1]).items() if n[0] != "_")
+        return any(_holds(item, _parse(p).parse_key(key), _parse(s).parse_key(at))
                    for n in (1, 2) for p, s in layouts(
                        [f"_{i}" for i in range(key.count("#") - n)]).values())
+
+
+def _holds(item: Mapping[str, Any], *keys: Any) -> bool:
+    """Whether each key parsed (``None``: not of its template) and ``item`` stores every
+    field they name (but a scope's, ``_0``...) as they hold it."""
+    return None not in keys and all(item.get(n) == {"N" if n == "idx" else "S": v}
+                                    for k in keys for n, v in k.items() if n[0] != "_")
 
 
 #: (a template parsed once: the rows' keys are read by a few)
