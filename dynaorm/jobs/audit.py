@@ -401,8 +401,8 @@ class _Auditor:
         if have == (None if want is None else {"N": str(want)}):
             return
         ph = Placeholders()
-        expr = (f"SET {ph.name(ttl)} = {ph.value_av({'N': str(want)})}" if want is not None
-                else f"REMOVE {ph.name(ttl)}")
+        expr = (f"SET {ph.segments((ttl,))} = {ph.value_av({'N': str(want)})}"  # (whole
+                if want is not None else f"REMOVE {ph.segments((ttl,))}")  # names)
         cond = self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
                                              self.table.type_attr))
         okey = self.key_of(owner)
@@ -423,7 +423,8 @@ class _Auditor:
         if ttl not in row or expired(row, ttl):
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
-        expr = f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}"
+        # (the TTL attribute by its whole name: never a path)
+        expr = f"SET {ph.name(VERSION_TTL)} = {ph.segments((ttl,))} REMOVE {ph.segments((ttl,))}"
         fix = (self.action("Update", key, self.unchanged(row, (ttl,)), update=expr,
                            ph=ph),)
         self.problems.append(Problem("history-ttl", key, (

@@ -16,7 +16,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.model import spec_of
-from dynaorm.values.expressions import F, Placeholders
+from dynaorm.values.expressions import Placeholders, attribute
 from dynaorm.values.keys import named
 
 
@@ -49,7 +49,7 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     ``None`` when it would keep every item."""
     whole, parts = _partitions(table, sorted(set((prefixes or {}).values())))
     if chosen and table.type_attribute is not None:
-        parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
+        parts.append(attribute(table.type_attribute).is_in(sorted(spec_of(c).type_name
                                                           for c in classes)))
     if not parts and whole is None:
         return None
@@ -57,7 +57,7 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     spec = {}
     if whole is not None:
         at = ph.value_av({"S": whole})
-        spec["KeyConditionExpression"] = f"{ph.name(table.pk)} = {at}"
+        spec["KeyConditionExpression"] = f"{ph.segments((table.pk,))} = {at}"
     if parts:
         spec["FilterExpression"] = functools.reduce(operator.and_, parts).render(ph)
     return ph.apply(spec)
@@ -70,7 +70,8 @@ def _partitions(table: Table, found: list[tuple[str, bool]]) -> tuple[str | None
     if len(found) == 1 and found[0][1]:
         return found[0][0], []
     return None, [functools.reduce(operator.or_, [
-        F(table.pk) == p if exact else F(table.pk).begins_with(p) for p, exact in found])
+        attribute(table.pk) == p if exact else attribute(table.pk).begins_with(p)
+        for p, exact in found])
         ] if found else []
 
 
