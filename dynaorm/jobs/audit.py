@@ -495,9 +495,9 @@ class _Auditor:
         if not wrong:
             return
         ph = Placeholders()
-        sets = [f"{ph.name(a)} = {ph.value_av(key_av(want[a]))}" for a in wrong
-                if a in want]
-        removes = [ph.name(a) for a in wrong if a not in want]
+        sets = [f"{ph.segments((a,))} = {ph.value_av(key_av(want[a]))}" for a in wrong
+                if a in want]  # (whole names: never paths)
+        removes = [ph.segments((a,)) for a in wrong if a not in want]
         expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
                         + ([f"REMOVE {', '.join(removes)}"] if removes else []))
         fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]

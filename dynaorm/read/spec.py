@@ -184,7 +184,6 @@ class ReadSpec(Generic[T]):
         resumes the stream). A consumer that stops once its room is filled so leaves
         the pager exactly where it would have item by item, and nothing more is read.
         """
-        op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
         rounds = 0
         while True:
@@ -193,7 +192,7 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins, reader=pager.reader,
+                outs = yield from gather([call(self._operation, r, origins, reader=pager.reader,
                                                budget=self._budget) for _, r in wanted],
                                          FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from dynaorm import (
+    GSI,
     Entity,
     ItemExistsError,
     RequestError,
@@ -82,8 +83,9 @@ class Holder(Entity):
     version: int = 0
 
 
-#: a table whose sort key and type attribute hold dots
-DOTS = Table("claims-dots", pk="p.k", sk="s.k", type_attribute="t.ype")
+#: a table whose sort key, type attribute and an index's key attributes hold dots
+DOTS = Table("claims-dots", pk="p.k", sk="s.k", type_attribute="t.ype",
+             indexes=[GSI("by-tid", pk="g.pk", sk="g.sk")])
 
 
 class Dotted(Entity):
@@ -285,6 +287,7 @@ class Tenanted(Entity):
         table = DOTS
         pk = "TN#{tenant}#{tid}"
         sk = "TN"
+        indexes = {"by-tid": ("G#{tid}", "TN")}
 
     tenant: str
     tid: str
@@ -489,3 +492,24 @@ def test_a_scoped_scan_filters_by_the_partition_key_of_its_whole_name(
     scoped = Session(DOTS, scope={"tenant": "a"})
     assert [(x.tenant, x.tid) for x in scoped.scan(Tenanted)] == [("a", "1")]
     assert scoped.scan(Tenanted).count() == 1
+
+
+@pytest.mark.sync_only
+@pytest.mark.engines("moto", "local")
+def test_check_repairs_an_index_key_by_its_whole_name(claims: TestBackend) -> None:
+    """``check --repair`` sets a stale index key attribute (``g.pk``) by its whole name (as
+    a path into a map ``g`` no item holds, the engine refused the repair)."""
+    s = claims.session()
+    s.save(Tenanted(tenant="a", tid="1"))
+    s.commit()
+    key = {"p.k": {"S": "TN#a#1"}, "s.k": {"S": "TN"}}
+    send(DOTS, "UpdateItem", {"TableName": DOTS.name, "Key": key,
+                              "UpdateExpression": "SET #g = :g",
+                              "ExpressionAttributeNames": {"#g": "g.pk"},
+                              "ExpressionAttributeValues": {":g": {"S": "G#2"}}})
+    assert [p.split()[0] for p in check_table(DOTS).problems] == ["stale-index"]
+    fixed = check_table(DOTS, fix=True)
+    assert (fixed.repaired, fixed.failed) == (1, 0)
+    (item,) = claims.scan_raw(DOTS)
+    assert (item["g.pk"], item["g.sk"]) == ({"S": "G#1"}, {"S": "TN"}) and "g" not in item
+    assert [x.tid for x in claims.session().query(Tenanted, index="by-tid", tid="1")] == ["1"]
