@@ -226,10 +226,11 @@ class _Auditor:
             body["ConditionExpression"] = condition.render(ph)
         return {kind: ph.apply(body)}
 
-    def unchanged(self, item: Item, attrs: Iterable[str]) -> Condition | None:
-        """The condition that ``item`` exists and its ``attrs`` hold what they held."""
+    def unchanged(self, item: Item, attrs: Iterable[str | None]) -> Condition | None:
+        """The condition that ``item`` exists and its ``attrs`` hold what they held (an
+        attribute the table lacks, ``None`` or ``""``, is none)."""
         conds = [exists(self.table.pk)]
-        for attr in dict.fromkeys(attrs):
+        for attr in filter(None, dict.fromkeys(attrs)):
             av = item.get(attr)
             conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
         return all_of(conds)
@@ -323,7 +324,7 @@ class _Auditor:
         """``missing-guard``: put the guard, conditioned on its absence (or on the expired
         guard ``stale`` still being as judged)."""
         free = not_exists(self.table.pk) if stale is None else self.unchanged(
-            stale, (OWNER_PK, OWNER_SK, *self.ttl_attr(), self.table.type_attr))
+            stale, (OWNER_PK, OWNER_SK, self.table.ttl, self.table.type_attr))
         self.problems.append(Problem("missing-guard", self.key_of(owner), (
             f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"),
             self.claim(gkey, owner, spec, rule, free)))
@@ -336,7 +337,7 @@ class _Auditor:
         new = guard_item(spec, rule, gkey[0], self.plain(okey), self.ttl_of(owner))
         return (self.action("Put", gkey, free, new),
                 self.action("ConditionCheck", okey, self.unchanged(owner, (
-                    *map(spec.attr, rule.fields), *self.ttl_attr(), self.table.type_attr))))
+                    *map(spec.attr, rule.fields), self.table.ttl, self.table.type_attr))))
 
     def check_guard(self, key: Key, guard: Item,
                     owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
@@ -376,10 +377,6 @@ class _Auditor:
         else:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
         self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
-
-    def ttl_attr(self) -> tuple[str, ...]:
-        """The table's TTL attribute, if any (as a tuple of attribute names)."""
-        return (self.table.ttl,) if self.table.ttl else ()
 
     def ttl_of(self, owner: Item) -> int | None:
         """The TTL an owner's guards carry: its TTL attribute's epoch seconds, if any."""

@@ -47,7 +47,9 @@ __all__ = ["FirstTaking", "Node", "StoredMembers", "Where", "check_hidden", "com
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
-           dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
+           dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping",
+           # (a TypedDict's member marked: of the one type it marks, as Optional's arm)
+           typing.Required: "union", typing.NotRequired: "union"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
 #: a place in a value: its attribute, then a member's name, place or key at each level
 Where = tuple[Any, ...]
