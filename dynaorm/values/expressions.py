@@ -44,13 +44,12 @@ class Placeholders:
 
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
-        stored name when it is a renamed field)."""
-        if self._renames:
-            head, dot, rest = attr.partition(".")
-            attr = self._renames.get(head, head) + dot + rest
+        stored name when it is a renamed field: that name whole, dots included)."""
         parts = []
-        for segment in attr.split("."):  # (a loop, no call per segment: every write's names)
-            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
+        for at, segment in enumerate(attr.split(".")):  # (a loop, no call per segment:
+            segment, bracket, index = segment.partition("[")  # every write's names; a
+            if not at:  # list index: tags[0])
+                segment = self._renames.get(segment, segment)
             ph = self._by_name.get(segment)
             if ph is None:
                 ph = self._by_name[segment] = f"#n{len(self._by_name)}"
