@@ -44,7 +44,10 @@ class Placeholders:
 
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
-        stored name when it is a renamed field: that name whole, dots included)."""
+        stored name when it is a renamed field: that name whole, dots included); a
+        :class:`Name` is one attribute's whole name."""
+        if type(attr) is Name:
+            return self.segments((attr,))
         parts = []
         for at, segment in enumerate(attr.split(".")):  # (a loop, no call per segment:
             segment, bracket, index = segment.partition("[")  # every write's names; a
@@ -146,8 +149,8 @@ class _Test(Condition):
     def render(self, ph: Placeholders) -> str:
         op = self.op
         if op in _COMPARISONS:
-            return f"{_named(ph, self.path)} {op} {ph.value_av(_av(self.args[0]))}"
-        rendered = [_named(ph, self.path), *map(ph.value_av, map(_av, self.args))]
+            return f"{ph.name(self.path)} {op} {ph.value_av(_av(self.args[0]))}"
+        rendered = [ph.name(self.path), *map(ph.value_av, map(_av, self.args))]
         if op == "BETWEEN":
             return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
         if op == "IN":
@@ -331,14 +334,15 @@ class Name(str):
     __slots__ = ()
 
 
-def _named(ph: Placeholders, path: str) -> str:
-    return ph.segments((path,)) if type(path) is Name else ph.name(path)
+def whole(name: str) -> str:
+    """One attribute's whole name (a key's, a TTL's, the type's, a field's stored one),
+    where a path is expected: never split at dots or brackets."""
+    return Name(name) if "." in name or "[" in name else name
 
 
 def attribute(name: str) -> F:
-    """:class:`F` of one attribute's whole name (a key's, a TTL's, the type's): never a
-    path (split at dots or brackets)."""
-    return F(Name(name) if "." in name or "[" in name else name)
+    """:class:`F` of one attribute's whole name (:func:`whole`)."""
+    return F(whole(name))
 
 
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
