@@ -79,6 +79,7 @@ from dynaorm.values.expressions import (
     exists,
     not_exists,
     raw_eq,
+    stored_as,
 )
 from dynaorm.values.keys import GUARD_TYPE, key_av, key_value, named
 from dynaorm.values.revision import new_revision, stamp_of
@@ -229,11 +230,7 @@ class _Auditor:
     def unchanged(self, item: Item, attrs: Iterable[str | None]) -> Condition | None:
         """The condition that ``item`` exists and its ``attrs`` hold what they held (an
         attribute the table lacks, ``None`` or ``""``, is none)."""
-        conds = [exists(self.table.pk)]
-        for attr in filter(None, dict.fromkeys(attrs)):
-            av = item.get(attr)
-            conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
-        return all_of(conds)
+        return all_of([exists(self.table.pk), *stored_as(item, set(filter(None, attrs)))])
 
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:

@@ -67,8 +67,7 @@ class Placeholders:
         for segment in path:
             ph = self._by_name.get(segment)
             if ph is None:
-                ph = f"#n{len(self._by_name)}"
-                self._by_name[segment] = ph
+                ph = self._by_name[segment] = f"#n{len(self._by_name)}"
                 self.names[ph] = segment
             parts.append(ph)
         return ".".join(parts)
@@ -441,12 +440,13 @@ def rename_paths(cond: Condition, names: Mapping[str, str],
         return _Not(rename_paths(cond.inner, names, kinds))
     if not isinstance(cond, _Test):
         return cond
-    head, dot, rest = cond.path.partition(".")
+    head, rest = re.match(r"([^.\[]*)(.*)", cond.path).groups()  # type: ignore[union-attr]
     kind = kind_at(kinds, cond.path) if kinds else None  # (a path's: a member's kind)
     if kind is not None and cond.op not in ("attribute_exists", "attribute_not_exists"):
         cond = replace(cond, args=tuple(a if type(a) is _Raw else _Raw(kind.encode(a))
                                         for a in cond.args))
-    return replace(cond, path=names[head] + dot + rest) if head in names else cond
+    return replace(cond, path=whole(names[head]) if not rest else  # (the stored name
+                   names[head] + rest) if head in names else cond  # whole, but in a path)
 
 
 # -- evaluation against a stored item (DynamoDB's semantics) ------------------------
