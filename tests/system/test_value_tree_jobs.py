@@ -27,7 +27,7 @@ from typing import Annotated, Any, NamedTuple, NotRequired, Required
 
 import pytest
 from pydantic import BaseModel
-from typing_extensions import TypedDict
+from typing_extensions import ReadOnly, TypedDict
 
 from dynaorm import (
     Compressed,
@@ -418,6 +418,7 @@ class Window(TypedDict, total=False):
 
     start: Required[Annotated[datetime, StoredAs.EPOCH_SECONDS]]
     end: NotRequired[Annotated[datetime, StoredAs.EPOCH_MILLIS]]
+    at: NotRequired[ReadOnly[Annotated[datetime, StoredAs.EPOCH_SECONDS]]]
 
 
 @dataclasses.dataclass
@@ -441,12 +442,12 @@ class Shift(Entity):
 
 def test_a_kind_on_a_required_or_not_required_member_is_stored_its_way(
         db: tuple[TestBackend, Bucket]) -> None:
-    """A ``TypedDict``'s member marked ``Required`` or ``NotRequired`` holds its kind (the
-    marker only says whether the key may be left out: it was stored as pydantic dumps
+    """A ``TypedDict``'s member marked ``Required``, ``NotRequired`` or ``ReadOnly`` holds
+    its kind (the marker only says whether the key may be left out: it was stored as pydantic dumps
     it, a time as ISO text), in a list too; a dataclass inside itself holds its kind at
     every depth."""
     tb, _ = db
-    shift = Shift(id="1", windows=[{"start": WHEN, "end": WHEN}, {"start": WHEN}],
+    shift = Shift(id="1", windows=[{"start": WHEN, "end": WHEN}, {"start": WHEN, "at": WHEN}],
                   branch=Branch(WHEN, [Branch(WHEN, [Branch(WHEN)])]))
     s = Session(jobs_table)
     s.save(shift)
@@ -454,7 +455,7 @@ def test_a_kind_on_a_required_or_not_required_member_is_stored_its_way(
     (row,) = [r for r in tb.scan_raw() if r["pk"] == {"S": "SHIFT#1"}]
     seconds, millis = {"N": str(int(WHEN.timestamp()))}, {"N": f"{int(WHEN.timestamp())}000"}
     assert row["windows"] == {"L": [{"M": {"start": seconds, "end": millis}},
-                                    {"M": {"start": seconds}}]}
+                                    {"M": {"start": seconds, "at": seconds}}]}
     leaf = {"M": {"at": seconds, "kids": {"L": []}}}
     assert row["branch"] == {"M": {"at": seconds, "kids": {"L": [
         {"M": {"at": seconds, "kids": {"L": [leaf]}}}]}}}
