@@ -40,7 +40,7 @@ from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.templates import KeyTemplate, render_value
 from dynaorm.values.codec import decode_value
-from dynaorm.values.expressions import Condition, F
+from dynaorm.values.expressions import Condition, F, attribute
 from dynaorm.values.keys import key_value
 
 #: (entity class, *scope items) a scope covers (:meth:`Scope.entity`): the check is made
@@ -107,16 +107,17 @@ def _all_contain(pk: str, texts: tuple[str, ...]) -> Condition | None:
     """``contains(pk, text)`` for each of ``texts``, ANDed (``None``: none)."""
     found: Condition | None = None
     for text in texts:
-        found = F(pk).contains(text) if found is None else found & F(pk).contains(text)
+        found = attribute(pk).contains(text) if found is None else (
+            found & attribute(pk).contains(text))
     return found
 
 
 def _key_condition(pk: str, op: str, texts: tuple[str, ...]) -> Condition:
     """The filter of one :func:`_key_test` (never ``("", ())``)."""
     if op == "=":
-        return F(pk) == texts[0]
+        return attribute(pk) == texts[0]
     if op == "begins_with":
-        head = F(pk).begins_with(texts[0])
+        head = attribute(pk).begins_with(texts[0])
         inner = _all_contain(pk, texts[1:])
         return head if inner is None else head & inner
     found = _all_contain(pk, texts)

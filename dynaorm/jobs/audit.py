@@ -79,6 +79,7 @@ from dynaorm.values.expressions import (
     exists,
     not_exists,
     raw_eq,
+    stored_as,
 )
 from dynaorm.values.keys import GUARD_TYPE, key_av, key_value, named
 from dynaorm.values.revision import new_revision, stamp_of
@@ -226,13 +227,10 @@ class _Auditor:
             body["ConditionExpression"] = condition.render(ph)
         return {kind: ph.apply(body)}
 
-    def unchanged(self, item: Item, attrs: Iterable[str]) -> Condition | None:
-        """The condition that ``item`` exists and its ``attrs`` hold what they held."""
-        conds = [exists(self.table.pk)]
-        for attr in dict.fromkeys(attrs):
-            av = item.get(attr)
-            conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
-        return all_of(conds)
+    def unchanged(self, item: Item, attrs: Iterable[str | None]) -> Condition | None:
+        """The condition that ``item`` exists and its ``attrs`` hold what they held (an
+        attribute the table lacks, ``None`` or ``""``, is none)."""
+        return all_of([exists(self.table.pk), *stored_as(item, set(filter(None, attrs)))])
 
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
@@ -323,7 +321,7 @@ class _Auditor:
         """``missing-guard``: put the guard, conditioned on its absence (or on the expired
         guard ``stale`` still being as judged)."""
         free = not_exists(self.table.pk) if stale is None else self.unchanged(
-            stale, (OWNER_PK, OWNER_SK, *self.ttl_attr(), self.table.type_attr))
+            stale, (OWNER_PK, OWNER_SK, self.table.ttl, self.table.type_attr))
         self.problems.append(Problem("missing-guard", self.key_of(owner), (
             f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"),
             self.claim(gkey, owner, spec, rule, free)))
@@ -336,7 +334,7 @@ class _Auditor:
         new = guard_item(spec, rule, gkey[0], self.plain(okey), self.ttl_of(owner))
         return (self.action("Put", gkey, free, new),
                 self.action("ConditionCheck", okey, self.unchanged(owner, (
-                    *map(spec.attr, rule.fields), *self.ttl_attr(), self.table.type_attr))))
+                    *map(spec.attr, rule.fields), self.table.ttl, self.table.type_attr))))
 
     def check_guard(self, key: Key, guard: Item,
                     owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
@@ -377,10 +375,6 @@ class _Auditor:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
         self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
 
-    def ttl_attr(self) -> tuple[str, ...]:
-        """The table's TTL attribute, if any (as a tuple of attribute names)."""
-        return (self.table.ttl,) if self.table.ttl else ()
-
     def ttl_of(self, owner: Item) -> int | None:
         """The TTL an owner's guards carry: its TTL attribute's epoch seconds, if any."""
         av = owner.get(self.table.ttl or "")
@@ -401,8 +395,8 @@ class _Auditor:
         if have == (None if want is None else {"N": str(want)}):
             return
         ph = Placeholders()
-        expr = (f"SET {ph.name(ttl)} = {ph.value_av({'N': str(want)})}" if want is not None
-                else f"REMOVE {ph.name(ttl)}")
+        expr = (f"SET {ph.segments((ttl,))} = {ph.value_av({'N': str(want)})}"  # (whole
+                if want is not None else f"REMOVE {ph.segments((ttl,))}")  # names)
         cond = self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
                                              self.table.type_attr))
         okey = self.key_of(owner)
@@ -423,7 +417,8 @@ class _Auditor:
         if ttl not in row or expired(row, ttl):
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
-        expr = f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}"
+        # (the TTL attribute by its whole name: never a path)
+        expr = f"SET {ph.name(VERSION_TTL)} = {ph.segments((ttl,))} REMOVE {ph.segments((ttl,))}"
         fix = (self.action("Update", key, self.unchanged(row, (ttl,)), update=expr,
                            ph=ph),)
         self.problems.append(Problem("history-ttl", key, (
@@ -494,9 +489,9 @@ class _Auditor:
         if not wrong:
             return
         ph = Placeholders()
-        sets = [f"{ph.name(a)} = {ph.value_av(key_av(want[a]))}" for a in wrong
-                if a in want]
-        removes = [ph.name(a) for a in wrong if a not in want]
+        sets = [f"{ph.segments((a,))} = {ph.value_av(key_av(want[a]))}" for a in wrong
+                if a in want]  # (whole names: never paths)
+        removes = [ph.segments((a,)) for a in wrong if a not in want]
         expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
                         + ([f"REMOVE {', '.join(removes)}"] if removes else []))
         fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]

@@ -3,8 +3,6 @@ key prefix proving a scope (:func:`scope_prefixes`), the ``FilterSpecification``
 DynamoDB export started for it (:func:`export_filter`, :func:`started_export`), and
 whether a stored item is in the scope (:func:`in_scope`)."""
 
-import functools
-import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,7 +14,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.model import spec_of
-from dynaorm.values.expressions import F, Placeholders
+from dynaorm.values.expressions import Placeholders
 from dynaorm.values.keys import named
 
 
@@ -46,32 +44,24 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
                   ) -> dict[str, Any] | None:
     """The ``FilterSpecification`` of an export of ``classes`` (``chosen``: fewer than all
     of the table's: their type names) within ``prefixes`` (:func:`scope_prefixes`):
-    ``None`` when it would keep every item."""
-    whole, parts = _partitions(table, sorted(set((prefixes or {}).values())))
-    if chosen and table.type_attribute is not None:
-        parts.append(F(table.type_attribute).is_in(sorted(spec_of(c).type_name
-                                                          for c in classes)))
-    if not parts and whole is None:
-        return None
-    ph = Placeholders()
-    spec = {}
-    if whole is not None:
-        at = ph.value_av({"S": whole})
-        spec["KeyConditionExpression"] = f"{ph.name(table.pk)} = {at}"
-    if parts:
-        spec["FilterExpression"] = functools.reduce(operator.and_, parts).render(ph)
-    return ph.apply(spec)
-
-
-def _partitions(table: Table, found: list[tuple[str, bool]]) -> tuple[str | None, list[Any]]:
-    """The one whole partition key ``found`` names (read alone), else the condition of
-    its prefixes, if any (an exact prefix is the whole key: ``T#acme`` never selects
-    ``T#acme-corp``)."""
+    ``None`` when it would keep every item. The one whole partition key they name is read
+    alone, else their prefixes are a filter (an exact prefix is the whole key: ``T#acme``
+    never selects ``T#acme-corp``); the key and type attributes named whole, never as
+    paths."""
+    found = sorted(set((prefixes or {}).values()))
+    ph, spec = Placeholders(), {}
+    pk = ph.segments((table.pk,))
+    parts = [" OR ".join(f"{pk} = {ph.value_av({'S': p})}" if exact else
+                         f"begins_with({pk}, {ph.value_av({'S': p})})" for p, exact in found)]
     if len(found) == 1 and found[0][1]:
-        return found[0][0], []
-    return None, [functools.reduce(operator.or_, [
-        F(table.pk) == p if exact else F(table.pk).begins_with(p) for p, exact in found])
-        ] if found else []
+        spec["KeyConditionExpression"], parts = parts[0], []
+    if chosen and table.type_attribute is not None:
+        parts.append(f"{ph.segments((table.type_attribute,))} IN (" + ", ".join(
+            ph.value_av({"S": spec_of(c).type_name}) for c in sorted(
+                classes, key=lambda c: spec_of(c).type_name)) + ")")
+    if parts := [f"({p})" for p in parts if p]:
+        spec["FilterExpression"] = " AND ".join(parts)
+    return ph.apply(spec) if spec else None
 
 
 def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: float,

@@ -148,7 +148,8 @@ class ReadSpec(Generic[T]):
             request["FilterExpression"] = cond.render(ph)
         if attrs:
             wanted = dict.fromkeys([*attrs, sel.ttl_attr])  # TTL: to tell expired items
-            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in wanted if a)
+            request["ProjectionExpression"] = ", ".join(  # (whole names: never paths)
+                ph.segments((sel.renames.get(a, a),)) for a in wanted if a)
         if count:
             request["Select"] = "COUNT"
         if self._consistent:
@@ -164,13 +165,12 @@ class ReadSpec(Generic[T]):
         scan's ``Limit`` counts items evaluated, so an answer may hold far more results
         than such a read takes: only those it takes are decoded)."""
         n = len(positions)
-        requests = [self._request(i, sel, attrs=attrs) for i in range(n)]
         ordered = self._ordered
         reader = None if attrs or (n > 1 if ordered else self._limit is not None) else (
             sel.reader())
-        return Pager(requests, positions, sel.kept, sel.position, ordered=ordered,
-                     reverse=self._reverse, order_attrs=sel.order_attrs,
-                     foreign=sel.foreign, reader=reader)
+        return Pager([self._request(i, sel, attrs=attrs) for i in range(n)], positions,
+                     sel.kept, sel.position, ordered=ordered, reverse=self._reverse,
+                     order_attrs=sel.order_attrs, foreign=sel.foreign, reader=reader)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
              max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None,
@@ -184,7 +184,6 @@ class ReadSpec(Generic[T]):
         resumes the stream). A consumer that stops once its room is filled so leaves
         the pager exactly where it would have item by item, and nothing more is read.
         """
-        op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
         rounds = 0
         while True:
@@ -193,7 +192,7 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins, reader=pager.reader,
+                outs = yield from gather([call(self._operation, r, origins, reader=pager.reader,
                                                budget=self._budget) for _, r in wanted],
                                          FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
@@ -249,12 +248,9 @@ class ReadSpec(Generic[T]):
         def limit(live: int) -> int | None:
             if self._page_size is not None:
                 return self._page_size
-            left = remaining()
-            if left is None:
+            if (left := remaining()) is None:
                 return ITER_PAGE_ITEMS
-            if not self._ordered:
-                return None
-            return per_request_limit(left, live)
+            return per_request_limit(left, live) if self._ordered else None
         return limit
 
     def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
@@ -334,9 +330,9 @@ class ReadSpec(Generic[T]):
         """The result items holding ``names``: projected to them (and to what tells the
         items apart), or whole where they are read by key or a rule's ``keeps`` reads
         them."""
-        attrs = () if sel.fetch or sel.keeping else dict.fromkeys(
-            [*names, *sel.key_attrs, sel.type_attr, *sel.scope_attrs])
-        return (yield from pull(self._items(sel, list(attrs)), None))
+        attrs = () if sel.fetch or sel.keeping else (  # (each once: _request)
+            *names, *sel.key_attrs, sel.type_attr, *sel.scope_attrs)
+        return (yield from pull(self._items(sel, attrs), None))
 
     def _operation_of(self, terminal: str | None = None) -> Operation:
         """What the hooks are told this read is: each page of an iteration, or (named)

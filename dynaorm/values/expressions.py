@@ -44,13 +44,15 @@ class Placeholders:
 
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
-        stored name when it is a renamed field)."""
-        if self._renames:
-            head, dot, rest = attr.partition(".")
-            attr = self._renames.get(head, head) + dot + rest
+        stored name when it is a renamed field: that name whole, dots included); a
+        :class:`Name` is one attribute's whole name."""
+        if type(attr) is Name:
+            return self.segments((attr,))
         parts = []
-        for segment in attr.split("."):  # (a loop, no call per segment: every write's names)
-            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
+        for at, segment in enumerate(attr.split(".")):  # (a loop, no call per segment:
+            segment, bracket, index = segment.partition("[")  # every write's names; a
+            if not at:  # list index: tags[0])
+                segment = self._renames.get(segment, segment)
             ph = self._by_name.get(segment)
             if ph is None:
                 ph = self._by_name[segment] = f"#n{len(self._by_name)}"
@@ -65,8 +67,7 @@ class Placeholders:
         for segment in path:
             ph = self._by_name.get(segment)
             if ph is None:
-                ph = f"#n{len(self._by_name)}"
-                self._by_name[segment] = ph
+                ph = self._by_name[segment] = f"#n{len(self._by_name)}"
                 self.names[ph] = segment
             parts.append(ph)
         return ".".join(parts)
@@ -147,8 +148,8 @@ class _Test(Condition):
     def render(self, ph: Placeholders) -> str:
         op = self.op
         if op in _COMPARISONS:
-            return f"{_named(ph, self.path)} {op} {ph.value_av(_av(self.args[0]))}"
-        rendered = [_named(ph, self.path), *map(ph.value_av, map(_av, self.args))]
+            return f"{ph.name(self.path)} {op} {ph.value_av(_av(self.args[0]))}"
+        rendered = [ph.name(self.path), *map(ph.value_av, map(_av, self.args))]
         if op == "BETWEEN":
             return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
         if op == "IN":
@@ -332,29 +333,26 @@ class Name(str):
     __slots__ = ()
 
 
-def _named(ph: Placeholders, path: str) -> str:
-    return ph.segments((path,)) if type(path) is Name else ph.name(path)
-
-
-def _whole(name: str) -> str:
-    """One attribute's whole name, never a path (split at dots or brackets)."""
+def whole(name: str) -> str:
+    """One attribute's whole name (a key's, a TTL's, the type's, a field's stored one),
+    where a path is expected: never split at dots or brackets."""
     return Name(name) if "." in name or "[" in name else name
 
 
 def attribute(name: str) -> F:
-    """:class:`F` of one attribute's whole name (a key's, a TTL's, the type's)."""
-    return F(_whole(name))
+    """:class:`F` of one attribute's whole name (:func:`whole`)."""
+    return F(whole(name))
 
 
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates); ``attr`` is one attribute's name."""
-    return _Test("=", _whole(attr), (_Raw(av),))
+    return _Test("=", whole(attr), (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_not_exists", _whole(attr))
+    return _Test("attribute_not_exists", whole(attr))
 
 
 def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
@@ -400,7 +398,7 @@ RENDERED_ALONE = cache("expressions.alone")
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (``attr``: one attribute's name)."""
-    return _Test("attribute_exists", _whole(attr))
+    return _Test("attribute_exists", whole(attr))
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
@@ -442,12 +440,13 @@ def rename_paths(cond: Condition, names: Mapping[str, str],
         return _Not(rename_paths(cond.inner, names, kinds))
     if not isinstance(cond, _Test):
         return cond
-    head, dot, rest = cond.path.partition(".")
+    head, rest = re.match(r"([^.\[]*)(.*)", cond.path).groups()  # type: ignore[union-attr]
     kind = kind_at(kinds, cond.path) if kinds else None  # (a path's: a member's kind)
     if kind is not None and cond.op not in ("attribute_exists", "attribute_not_exists"):
         cond = replace(cond, args=tuple(a if type(a) is _Raw else _Raw(kind.encode(a))
                                         for a in cond.args))
-    return replace(cond, path=names[head] + dot + rest) if head in names else cond
+    return replace(cond, path=whole(names[head]) if not rest else  # (the stored name
+                   names[head] + rest) if head in names else cond  # whole, but in a path)
 
 
 # -- evaluation against a stored item (DynamoDB's semantics) ------------------------

@@ -38,6 +38,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import typing_extensions
+
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.values.codec import Kind, encode_value
@@ -47,7 +49,10 @@ __all__ = ["FirstTaking", "Node", "StoredMembers", "Where", "check_hidden", "com
 
 _SHAPES = {list: "list", tuple: "list", abc.Sequence: "list", abc.MutableSequence: "list",
            set: "set", frozenset: "set", abc.Set: "set", abc.MutableSet: "set",
-           dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping"}
+           dict: "mapping", abc.Mapping: "mapping", abc.MutableMapping: "mapping",
+           # (a TypedDict's member marked: of the one type it marks, as Optional's arm)
+           typing.Required: "union", typing.NotRequired: "union",
+           typing_extensions.ReadOnly: "union"}
 _ORDER = ("StoredAs", "Compressed", "Encrypted", "Offloaded")
 #: a place in a value: its attribute, then a member's name, place or key at each level
 Where = tuple[Any, ...]

@@ -47,6 +47,7 @@ from dynaorm.values.expressions import (
     exists,
     rename_paths,
     size_is,
+    whole,
 )
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
@@ -428,21 +429,21 @@ class StagedUpdate(StagedWrite, Generic[T]):
         for name in spec.lookup_fields:
             # (Meta.key_only / exclude=True, or a field that is the key: the key holds it)
             if name not in spec.unstored and spec.attr(name) not in own_keys:
-                clauses.append(("SET", spec.attr(name),
+                clauses.append(("SET", whole(spec.attr(name)),
                                 self._dump(name, self._key_fields[name])))
         if table.type_attribute is not None:
-            clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
+            clauses.append(("SET", whole(table.type_attribute), {"S": spec.type_name}))
         set_attrs = {c[1] for c in clauses}
         for attr, text in spec.index_keys(self._key_fields).items():
             if attr not in set_attrs and attr not in own_keys:
-                clauses.append(("SET", attr, key_av(text)))
+                clauses.append(("SET", whole(attr), key_av(text)))
 
     def _timestamp_clauses(self) -> list[Clause]:
         """``Meta.timestamps``: the created time set if absent, the updated time set,
         unless the update sets the field itself."""
         spec = self._spec
         moment = now()
-        return [(kind, spec.attr(stamped), self._dump(stamped, moment))
+        return [(kind, whole(spec.attr(stamped)), self._dump(stamped, moment))
                 for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True)
                 if stamped is not None and stamped not in self._actions]
 
@@ -513,8 +514,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     def _attr(self, path: str) -> str:
         """The stored attribute path of a field or nested path."""
-        head = _head(path)
-        return self._spec.attr(head) + path[len(head):]
+        head = _head(path)  # (a whole field's: its name whole, a dot in it too)
+        return whole(self._spec.attr(head)) if head == path else self._spec.attr(
+            head) + path[len(head):]
 
     def _apply(self, values: dict[str, Any]) -> dict[str, Any]:
         """The actions applied to ``values`` (field values; a nested path's field in its

@@ -314,13 +314,13 @@ def test_stale_index_keys_found_and_rerendered(db: TestBackend) -> None:
     assert problems[0].fix == ({"Update": {
         "TableName": app.name, "Key": {"pk": {"S": "USER#u2"}, "sk": {"S": "PROFILE"}},
         "UpdateExpression": "SET #n0 = :v0",
-        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2) AND "
-                               "(#n0 = :v3) AND (#n4 = :v4)",
-        "ExpressionAttributeNames": {"#n0": "gsi1sk", "#n1": "pk", "#n2": "org_id",
-                                     "#n3": "username", "#n4": "_type"},
-        "ExpressionAttributeValues": {":v0": {"S": "USER#bob"}, ":v1": {"S": "acme"},
-                                      ":v2": {"S": "bob"}, ":v3": {"S": "bob"},
-                                      ":v4": {"S": "User"}}}},)
+        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n0 = :v2) AND "
+                               "(#n3 = :v3) AND (#n4 = :v4)",  # (attributes sorted)
+        "ExpressionAttributeNames": {"#n0": "gsi1sk", "#n1": "pk", "#n2": "_type",
+                                     "#n3": "org_id", "#n4": "username"},
+        "ExpressionAttributeValues": {":v0": {"S": "USER#bob"}, ":v1": {"S": "User"},
+                                      ":v2": {"S": "bob"}, ":v3": {"S": "acme"},
+                                      ":v4": {"S": "bob"}}}},)
     assert [r.ok for r in repair(app, problems)] == [True, True]
     assert audit_items(app, db.scan_raw()) == []
     assert _item(db, "USER#u2", "PROFILE")["gsi1sk"] == "USER#bob"

@@ -11,6 +11,7 @@ fixtures and the table are tests/integration/test_offload.py's."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -18,15 +19,17 @@ import pytest
 from dynaorm import (
     ConcurrentModificationError,
     ConditionFailedError,
+    DynaormError,
     Entity,
     F,
     Hook,
     Offloaded,
+    OffloadError,
     Unique,
     Versioned,
 )
 from dynaorm.schema.rules.offloaded import references
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, inject_faults
 from tests.integration.test_offload import big, rows, s3, store
 from tests.support.offload import Bucket
 from tests.support.recording import send
@@ -229,3 +232,61 @@ def test_an_overwrite_beside_a_writer_in_its_window_keeps_their_lock(
         row = _raw("1")
         assert (row["status"], row["version"]) == ({"S": "THEIRS3"}, {"N": "4"})
         assert not b.uris()
+
+
+# -- a lost answer ------------------------------------------------------------------------
+@pytest.mark.sync_only  # (their save from the sync client, inside the window)
+@pytest.mark.parametrize("op", ["PutItem", "TransactWriteItems"])  # (one row, or two)
+@pytest.mark.parametrize("theirs", [False, True], ids=["alone", "their-save"])
+def test_an_overwrite_whose_answer_is_lost_never_removes_what_a_row_references(
+        s3: tuple[TestBackend, Bucket], op: str, theirs: bool) -> None:
+    """The overwrite of a row whose object is gone applies, its answer is lost (and
+    another writer saves the row again inside the window, keeping its reference):
+    whatever the overwrite is told, no row's reference dangles but the history's (the
+    stored objects all referenced), and the row reads the overwrite's value."""
+    tb, b = s3
+    gone = _first(tb, b)
+    s = tb.session()
+    s.save(Locked(lid="1", text=big(c="n"), status="OURS"), overwrite=True)
+    if op == "TransactWriteItems":
+        s.save(Kept(kid="1", text=big(c="m")), overwrite=True)
+
+    ran = []
+
+    def after() -> None:
+        ran.append(op)  # (the answer lost: the window opened)
+        if theirs:
+            their_save(_raw("1"), status={"S": "THEIRS"})
+
+    with inject_faults(store) as faults:
+        faults.lose_answer(op, after=after)
+        with contextlib.suppress(DynaormError):
+            s.commit()
+    assert ran == [op] and _dangling(tb, b) <= gone
+    r = tb.session()
+    got = r.get(Locked, lid="1", consistent=True)
+    assert got is not None and (got.text, got.status) == (
+        big(c="n"), "THEIRS" if theirs else "OURS")
+    if op == "TransactWriteItems":
+        kept = r.get(Kept, kid="1", consistent=True)
+        assert kept is not None and kept.text == big(c="m")
+
+
+# -- an update needs the value ---------------------------------------------------------------
+@pytest.mark.parametrize("field", ["text", "status"])
+def test_an_update_of_a_row_whose_object_is_gone_names_the_way_out(
+        s3: tuple[TestBackend, Bucket], field: str) -> None:
+    """An update by key is planned as a save of the whole object, the gone value included
+    (setting it, or another field): refused before anything is sent, OffloadError naming
+    the field, the missing object and the way out (an overwrite or a delete needs no
+    value); the row as it was."""
+    tb, b = s3
+    (uri,) = _first(tb, b) & {r.uri for r in references(_raw("1")).values()}
+    before = _raw("1")
+    s = tb.session()
+    s.update(Locked, lid="1").set(**{field: "new"})
+    with pytest.raises(OffloadError) as refused:
+        s.commit()
+    assert all(w in str(refused.value) for w in ("Locked.text", uri, "overwrite=True",
+                                                  "delete"))
+    assert _raw("1") == before and not b.uris()

@@ -23,11 +23,11 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, NotRequired, Required
 
 import pytest
 from pydantic import BaseModel
-from typing_extensions import TypedDict
+from typing_extensions import ReadOnly, TypedDict
 
 from dynaorm import (
     Compressed,
@@ -411,3 +411,52 @@ def test_a_kind_inside_a_dataclass_typeddict_or_namedtuple_is_stored_its_way(
     (got,) = pq.read_table(next(tmp_path.rglob("*.parquet"))).to_pylist()
     assert (got["stamp"], got["pair"]) == ('{"at":"2027-05-01T12:00:07Z"}',  # (values: JSON
                                            '["2026-05-01T12:00:07Z",2]')  # text, no Arrow type)
+
+
+class Window(TypedDict, total=False):
+    """A ``TypedDict`` whose members are marked ``Required``/``NotRequired``."""
+
+    start: Required[Annotated[datetime, StoredAs.EPOCH_SECONDS]]
+    end: NotRequired[Annotated[datetime, StoredAs.EPOCH_MILLIS]]
+    at: NotRequired[ReadOnly[Annotated[datetime, StoredAs.EPOCH_SECONDS]]]
+
+
+@dataclasses.dataclass
+class Branch:
+    """A dataclass holding itself (a back-reference) and a kind."""
+
+    at: Annotated[datetime, StoredAs.EPOCH_SECONDS]
+    kids: list[Branch] = dataclasses.field(default_factory=list)
+
+
+class Shift(Entity):
+    class Meta:
+        table = jobs_table
+        pk = "SHIFT#{id}"
+        sk = "SHIFT"
+
+    id: str
+    windows: list[Window] = []
+    branch: Branch | None = None
+
+
+def test_a_kind_on_a_required_or_not_required_member_is_stored_its_way(
+        db: tuple[TestBackend, Bucket]) -> None:
+    """A ``TypedDict``'s member marked ``Required``, ``NotRequired`` or ``ReadOnly`` holds
+    its kind (the marker only says whether the key may be left out: it was stored as pydantic dumps
+    it, a time as ISO text), in a list too; a dataclass inside itself holds its kind at
+    every depth."""
+    tb, _ = db
+    shift = Shift(id="1", windows=[{"start": WHEN, "end": WHEN}, {"start": WHEN, "at": WHEN}],
+                  branch=Branch(WHEN, [Branch(WHEN, [Branch(WHEN)])]))
+    s = Session(jobs_table)
+    s.save(shift)
+    s.commit()
+    (row,) = [r for r in tb.scan_raw() if r["pk"] == {"S": "SHIFT#1"}]
+    seconds, millis = {"N": str(int(WHEN.timestamp()))}, {"N": f"{int(WHEN.timestamp())}000"}
+    assert row["windows"] == {"L": [{"M": {"start": seconds, "end": millis}},
+                                    {"M": {"start": seconds, "at": seconds}}]}
+    leaf = {"M": {"at": seconds, "kids": {"L": []}}}
+    assert row["branch"] == {"M": {"at": seconds, "kids": {"L": [
+        {"M": {"at": seconds, "kids": {"L": [leaf]}}}]}}}
+    assert Session(jobs_table).get(Shift, id="1") == shift

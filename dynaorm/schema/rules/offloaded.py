@@ -407,7 +407,9 @@ class Offloading(Rule):
                 raise OffloadError(f"{self.owner}: the offloaded value {ref.uri} cannot be "
                                    f"read: {exc}", uri=ref.uri) from exc
             return OffloadError(f"the offloaded value {ref.uri} is missing (a dangling "
-                                f"reference): {exc}", uri=ref.uri)
+                                f"reference): {exc}; its row is still replaced by a save "
+                                "with overwrite=True, or deleted (neither reads the value)",
+                                uri=ref.uri)
         return out.get("Body")
 
     def decode(self, item: Item) -> Item:
