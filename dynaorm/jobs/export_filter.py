@@ -50,18 +50,28 @@ def export_filter(table: Table, classes: Sequence[type[Entity]],
     paths."""
     found = sorted(set((prefixes or {}).values()))
     ph, spec = Placeholders(), {}
-    pk = ph.segments((table.pk,))
-    parts = [" OR ".join(f"{pk} = {ph.value_av({'S': p})}" if exact else
-                         f"begins_with({pk}, {ph.value_av({'S': p})})" for p, exact in found)]
+    parts = [_within(ph, table.pk, found)]
     if len(found) == 1 and found[0][1]:
         spec["KeyConditionExpression"], parts = parts[0], []
     if chosen and table.type_attribute is not None:
-        parts.append(f"{ph.segments((table.type_attribute,))} IN (" + ", ".join(
-            ph.value_av({"S": spec_of(c).type_name}) for c in sorted(
-                classes, key=lambda c: spec_of(c).type_name)) + ")")
+        parts.append(_one_of(ph, table.type_attribute, classes))
     if parts := [f"({p})" for p in parts if p]:
         spec["FilterExpression"] = " AND ".join(parts)
     return ph.apply(spec) if spec else None
+
+
+def _within(ph: Placeholders, pk: str, found: list[tuple[str, bool]]) -> str:
+    """The partition key ``pk`` (one whole attribute) equal to each exact prefix of
+    ``found``, or beginning with another, ORed."""
+    pk = ph.segments((pk,))
+    return " OR ".join(f"{pk} = {ph.value_av({'S': p})}" if exact else
+                       f"begins_with({pk}, {ph.value_av({'S': p})})" for p, exact in found)
+
+
+def _one_of(ph: Placeholders, attr: str, classes: Sequence[type[Entity]]) -> str:
+    """``attr`` (one whole attribute) one of the type names of ``classes``, in order."""
+    names = sorted(spec_of(c).type_name for c in classes)
+    return f"{ph.segments((attr,))} IN ({', '.join(ph.value_av({'S': n}) for n in names)})"
 
 
 def started_export(table: Table, to: str, filters: dict[str, Any] | None, poll: float,
