@@ -142,8 +142,8 @@ def _attribute_fields(group: _Group, attrs: Values,
                       ) -> list[dict[str, Any]]:
     out = []
     total = len(group.items)
+    plain = table["_opened"]  # (sealed values the keyring given opened, by identity)
     for attr, values in attrs.items():
-        plain = table["_opened"]  # (sealed values the keyring given opened, by identity)
         known = all(id(av) in plain for av in values.values())
         avs = [plain[id(av)] if known else offloaded.held_value(av)  # (a value, not its
                for av in values.values()]  # reference)
